@@ -1,0 +1,136 @@
+"""One run = one directory. This module is the only place that knows its layout.
+
+    <run>/
+      .hydra/                 Hydra's resolved config and overrides (written by Hydra)
+      code_version.json       git SHA + dirty flag of the code that trained the run
+      metrics.jsonl           one JSON object per logged step
+      dynamics.json           per-layer output RMS and depth-attention weights at the last eval
+      checkpoints/step_XXXXXXXX.pt   written atomically; resume picks the newest complete one
+      results.json            written last, atomically, only when the run ends
+      train.log               console log of the run
+      wandb/                  W&B's own files (offline runs live here)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to a temp file in the same directory, fsync, then rename over `path`.
+
+    A reader (or a resumed run) sees either the old file or the complete new one, never half.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
+
+
+def read_json(path: Path) -> Any | None:
+    """The parsed file, or None when it is missing or not valid JSON."""
+    try:
+        return json.loads(Path(path).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    # --- paths -------------------------------------------------------------------------------
+    @property
+    def hydra_dir(self) -> Path:
+        return self.root / ".hydra"
+
+    @property
+    def code_version(self) -> Path:
+        return self.root / "code_version.json"
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / "metrics.jsonl"
+
+    @property
+    def dynamics(self) -> Path:
+        return self.root / "dynamics.json"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def results(self) -> Path:
+        return self.root / "results.json"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "train.log"
+
+    @property
+    def wandb_dir(self) -> Path:
+        return self.root / "wandb"
+
+    def checkpoint_path(self, step: int) -> Path:
+        return self.checkpoints / f"step_{step:08d}.pt"
+
+    def list_checkpoints(self) -> list[Path]:
+        """Complete checkpoints, newest first (temp files from an interrupted write are ignored)."""
+        if not self.checkpoints.is_dir():
+            return []
+        return sorted(self.checkpoints.glob("step_*.pt"), reverse=True)
+
+    # --- state -------------------------------------------------------------------------------
+    def read_results(self) -> dict | None:
+        return read_json(self.results)
+
+    def is_completed(self) -> bool:
+        results = self.read_results()
+        return bool(results) and results.get("status") == "completed"
+
+    def write_results(self, results: dict) -> None:
+        atomic_write_json(self.results, results)
+
+    def write_code_version(self) -> None:
+        atomic_write_json(self.code_version, code_version())
+
+
+def code_version() -> dict:
+    """git SHA and dirty flag of the andrea checkout, or nulls when it is not a git checkout."""
+    repo = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(
+                ["git", *args], cwd=repo, capture_output=True, text=True, timeout=10
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    sha = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"git_sha": sha, "dirty": None if status is None else bool(status)}
