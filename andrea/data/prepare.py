@@ -1,0 +1,306 @@
+"""Turn a `DataConfig` into token shards once, in a cache shared by every run and job.
+
+Cache layout (root = cache_dir argument, else data.cache_dir, else $ANDREA_DATA, else
+~/.cache/andrea):
+
+    <root>/<source>-<fingerprint[:16]>/      one prepared corpus, immutable once complete
+        tokenizer.json                       byte-level BPE (absent for source=shards)
+        train_000000.bin ...                 fineweb/llm.c-layout uint16 shards
+        val_000000.bin ...
+        meta.json                            fingerprint inputs, token counts, timings
+        COMPLETE                             written last; a dir without it is never used
+    <root>/<source>-<fingerprint[:16]>.lock  flock'ed while one process prepares it
+    <root>/.tmp-<name>-<pid>-<random>/       work dir, renamed to <name>/ when complete
+
+The fingerprint hashes everything that decides the tokens (source, Python version for stdlib,
+content hash of the documents actually used, vocab size, max_chars, val_fraction, shard size,
+tokenizer recipe and `tokenizers` version), so a changed corpus gets a new directory instead of
+being mixed with an old one. Concurrent preparers (e.g. four Slurm jobs starting together) take
+the lock in turn; the first builds, the others find COMPLETE and reuse it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, List, Optional
+
+import numpy as np
+import tokenizers
+
+from andrea.data import corpora
+from andrea.data.config import (
+    DataConfig,
+    effective_vocab_size,
+    resolve_cache_dir,
+    split_shard_paths,
+    validate_data_config,
+)
+from andrea.data.shards import max_token, read_header, write_shard
+from andrea.data.tokenizer import (
+    TOKENIZER_SETTINGS,
+    encode_documents,
+    eot_id,
+    save_tokenizer,
+    train_tokenizer,
+)
+from andrea.rundir import atomic_write_bytes, atomic_write_json, read_json
+
+FORMAT_VERSION = 1  # bump when the prepared layout or recipe changes
+COMPLETE = "COMPLETE"
+
+
+@dataclass(frozen=True)
+class PreparedData:
+    train_shards: List[Path]
+    val_shards: List[Path]
+    vocab_size: int  # ids in the shards are < vocab_size
+    tokenizer_path: Optional[Path]  # None for source=shards
+    n_train_tokens: int
+    n_val_tokens: int
+    fingerprint: str
+    eot_id: Optional[int] = None  # document separator (vocab_size - 1); None for shards
+    directory: Optional[Path] = None  # the cache dir holding it; None for shards
+
+
+def n_windows(shards: List[Path], seq_len: int) -> int:
+    """Number of (seq_len + 1)-token training windows the loader cuts from `shards`."""
+    return sum(max(read_header(s) - 1, 0) // seq_len for s in shards)
+
+
+def check_split_sizes(prepared: PreparedData, batch_size: int, seq_len: int, world_size: int = 1) -> None:
+    """Raise ValueError unless train and validation each hold at least one global batch."""
+    need = batch_size * world_size
+    for split, shards, n_tok in (
+        ("train", prepared.train_shards, prepared.n_train_tokens),
+        ("validation", prepared.val_shards, prepared.n_val_tokens),
+    ):
+        have = n_windows(shards, seq_len)
+        if have < need:
+            raise ValueError(
+                f"the {split} split has {n_tok} tokens = {have} windows of seq_len+1={seq_len + 1} "
+                f"tokens, fewer than one batch of batch_size*world_size={need}; use a larger "
+                "corpus (data.max_chars / data.val_fraction) or a smaller batch_size / seq_len"
+            )
+
+
+def prepare_data(data_cfg: DataConfig, vocab_size: int, cache_dir: Optional[str] = None) -> PreparedData:
+    """Prepared shards for `data_cfg`, building them on first use. `vocab_size` is the model's."""
+    validate_data_config(data_cfg, vocab_size)
+    vocab = effective_vocab_size(data_cfg, vocab_size)
+    if data_cfg.source == "shards":
+        return _existing_shards(data_cfg, vocab)
+
+    root = resolve_cache_dir(cache_dir or data_cfg.cache_dir)
+    t0 = time.perf_counter()
+    corpus = corpora.split_documents(
+        corpora.documents(data_cfg), data_cfg.val_fraction, data_cfg.max_chars,
+        what=f"data.source={data_cfg.source!r}",
+    )
+    inputs = {
+        "format_version": FORMAT_VERSION,
+        "source": data_cfg.source,
+        "python": corpora.python_version() if data_cfg.source == "stdlib" else None,
+        "content_sha256": corpus.content_hash,
+        "vocab_size": vocab,
+        "max_chars": data_cfg.max_chars,
+        "val_fraction": data_cfg.val_fraction,
+        "shard_tokens": data_cfg.shard_tokens,
+        "tokenizer": TOKENIZER_SETTINGS,
+        "tokenizers_version": tokenizers.__version__,
+    }
+    fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+    name = f"{data_cfg.source}-{fingerprint[:16]}"
+    final = root / name
+    read_s = time.perf_counter() - t0
+
+    if not (final / COMPLETE).exists():
+        root.mkdir(parents=True, exist_ok=True)
+        with _locked(root / f"{name}.lock"):
+            if not (final / COMPLETE).exists():  # another process may have finished meanwhile
+                _build(final, corpus, vocab, data_cfg, inputs, fingerprint, read_s)
+    return _load_prepared(final, fingerprint)
+
+
+@contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    with open(lock_path, "a+") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"[data] waiting for another process preparing {lock_path.stem} ...",
+                  file=sys.stderr, flush=True)
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _build(final: Path, corpus: corpora.SplitCorpus, vocab: int, cfg: DataConfig,
+           inputs: dict, fingerprint: str, read_s: float) -> None:
+    root = final.parent
+    for stale in root.glob(f".tmp-{final.name}-*"):  # left by a killed preparer (we hold the lock)
+        shutil.rmtree(stale, ignore_errors=True)
+    if final.exists():  # incomplete leftover: never reused
+        shutil.rmtree(final)
+    work = Path(tempfile.mkdtemp(dir=root, prefix=f".tmp-{final.name}-{os.getpid()}-"))
+    try:
+        log = lambda msg: print(f"[data] {msg}", file=sys.stderr, flush=True)  # noqa: E731
+        log(f"preparing {cfg.source} corpus ({corpus.n_chars:,} chars, {len(corpus.train)} train / "
+            f"{len(corpus.val)} val documents, vocab {vocab}) into {final}")
+        t = time.perf_counter()
+        tok = train_tokenizer(corpus.train, vocab)
+        train_s = time.perf_counter() - t
+        log(f"trained BPE tokenizer ({vocab} ids) in {train_s:.1f}s")
+        save_tokenizer(tok, work / "tokenizer.json")
+        t = time.perf_counter()
+        counts = {}
+        shards = {}
+        for split, docs in (("train", corpus.train), ("val", corpus.val)):
+            shards[split], counts[split] = _encode_split(
+                tok, docs, work, split, cfg.shard_tokens, total_chars=corpus.n_chars
+            )
+        encode_s = time.perf_counter() - t
+        log(f"encoded {counts['train']:,} train + {counts['val']:,} val tokens in {encode_s:.1f}s")
+        meta = {
+            "fingerprint": fingerprint,
+            "inputs": inputs,
+            "vocab_size": vocab,
+            "eot_id": eot_id(tok),
+            "n_chars": corpus.n_chars,
+            "n_train_docs": len(corpus.train),
+            "n_val_docs": len(corpus.val),
+            "train_shards": shards["train"],
+            "val_shards": shards["val"],
+            "n_train_tokens": counts["train"],
+            "n_val_tokens": counts["val"],
+            "timings_s": {"read": round(read_s, 2), "bpe_train": round(train_s, 2),
+                          "encode": round(encode_s, 2)},
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        atomic_write_json(work / "meta.json", meta)
+        atomic_write_bytes(work / COMPLETE, b"")  # last: the directory is now whole
+        os.replace(work, final)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def _progress(total: int, desc: str):
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _StderrProgress(total, desc)
+    return tqdm(total=total, desc=desc, unit="char", unit_scale=True, file=sys.stderr,
+                mininterval=1.0, disable=None)
+
+
+class _StderrProgress:
+    def __init__(self, total: int, desc: str):
+        self.total, self.desc, self.n, self.last = total, desc, 0, 0.0
+
+    def update(self, n: int) -> None:
+        self.n += n
+        now = time.monotonic()
+        if now - self.last > 2.0 or self.n >= self.total:
+            self.last = now
+            print(f"{self.desc}: {100 * self.n / max(self.total, 1):.0f}%", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        pass
+
+
+def _encode_split(tok, docs: List[str], work: Path, split: str, shard_tokens: int,
+                  total_chars: int) -> tuple:
+    """Encode documents (each preceded by end-of-text, as in fineweb) into shards of `split`."""
+    eot = eot_id(tok)
+    names: List[str] = []
+    buf: List[np.ndarray] = []
+    buffered = 0
+    total = 0
+    bar = _progress(sum(map(len, docs)), f"[data] encoding {split}")
+
+    def flush(force: bool) -> None:
+        nonlocal buf, buffered
+        while buffered >= shard_tokens or (force and buffered):
+            flat = np.concatenate(buf)
+            take = min(shard_tokens, flat.size)
+            name = f"{split}_{len(names):06d}.bin"
+            write_shard(work / name, flat[:take])
+            names.append(name)
+            buf, buffered = [flat[take:]], flat.size - take
+
+    batch: List[str] = []
+    batch_chars = 0
+    for i, doc in enumerate(docs):
+        batch.append(doc)
+        batch_chars += len(doc)
+        if batch_chars >= 1_000_000 or i == len(docs) - 1:
+            for ids in encode_documents(tok, batch):
+                arr = np.empty(len(ids) + 1, dtype=np.uint16)
+                arr[0] = eot
+                arr[1:] = ids
+                buf.append(arr)
+                buffered += arr.size
+                total += arr.size
+            bar.update(batch_chars)
+            batch, batch_chars = [], 0
+            flush(force=False)
+    flush(force=True)
+    bar.close()
+    return names, total
+
+
+def _load_prepared(final: Path, fingerprint: str) -> PreparedData:
+    meta = read_json(final / "meta.json")
+    if not meta or meta.get("fingerprint") != fingerprint:
+        raise RuntimeError(f"prepared data at {final} is marked complete but its meta.json is "
+                           "missing or for another fingerprint; delete the directory to rebuild")
+    return PreparedData(
+        train_shards=[final / n for n in meta["train_shards"]],
+        val_shards=[final / n for n in meta["val_shards"]],
+        vocab_size=meta["vocab_size"],
+        tokenizer_path=final / "tokenizer.json",
+        n_train_tokens=meta["n_train_tokens"],
+        n_val_tokens=meta["n_val_tokens"],
+        fingerprint=fingerprint,
+        eot_id=meta["eot_id"],
+        directory=final,
+    )
+
+
+def _existing_shards(cfg: DataConfig, vocab: int) -> PreparedData:
+    train, val = split_shard_paths(cfg)
+    h = hashlib.sha256()
+    counts = {}
+    for split, files in (("train", train), ("val", val)):
+        counts[split] = 0
+        for f in files:
+            n = read_header(f)  # validates magic, version, size
+            if n == 0:
+                raise ValueError(f"token shard {f} is empty (0 tokens)")
+            top = max_token(f)
+            if top >= vocab:
+                raise ValueError(
+                    f"token shard {f} holds token id {top} >= vocab_size={vocab} "
+                    "(data.vocab_size, or the model's when null); the shards were made with a "
+                    "larger vocabulary than the model's"
+                )
+            counts[split] += n
+            st = f.stat()
+            h.update(f"{split}:{f.resolve()}:{n}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    h.update(f"vocab={vocab}".encode())
+    return PreparedData(
+        train_shards=train, val_shards=val, vocab_size=vocab, tokenizer_path=None,
+        n_train_tokens=counts["train"], n_val_tokens=counts["val"], fingerprint=h.hexdigest(),
+    )
