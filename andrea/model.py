@@ -1,0 +1,341 @@
+"""The ANDREA model (docs/andrea.md) with three residual schemes (docs/attnres.md):
+
+    baseline       x = x + f(x) for every sublayer f (GPT-2 PreNorm)
+    attnres_full   each sublayer reads a depth-attention mix of the embedding and all earlier
+                   sublayer outputs
+    attnres_block  the same over block sums of `block_size` (S) sublayers
+
+Read top to bottom: config, the sublayers in the order data flows through them, the model,
+parameter counting.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch import Tensor
+
+from andrea.attnres import (
+    block_phase1,
+    block_phase2,
+    depth_attention,
+    depth_attention_weights,
+)
+
+RESIDUALS = ("baseline", "attnres_full", "attnres_block")
+
+
+@dataclass
+class ModelConfig:
+    n_layer: int  # transformer blocks; each has 2 sublayers, so L = 2 * n_layer
+    n_head: int
+    d_model: int
+    vocab_size: int = 8449  # 256 bytes + 8192 BPE merges + end-of-text
+    context_length: int = 1024
+    residual: str = "baseline"  # baseline | attnres_full | attnres_block
+    block_size: int = 4  # S, in sublayers; only used by attnres_block
+    tie_embeddings: bool = True
+    ln_eps: float = 1e-5  # LayerNorm eps as the baseline sees it (see `layer_norm_eps`)
+    # AttnRes feeds LayerNorm a convex mix of n sources, ~1/n of the baseline's stream at init;
+    # scale eps by 1/n^2 so that eps plays the same role as in the baseline (see `layer_norm_eps`).
+    attnres_scale_eps: bool = True
+    key_eps: float = 1e-6  # eps of the keys' RMSNorm in depth attention
+
+    def __post_init__(self) -> None:
+        def fail(field: str, valid: str) -> None:
+            raise ValueError(
+                f"ModelConfig.{field}={getattr(self, field)!r} is invalid: expected {valid}"
+            )
+
+        for field in ("n_layer", "n_head", "d_model", "vocab_size", "context_length", "block_size"):
+            v = getattr(self, field)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                fail(field, "an integer >= 1")
+        if self.d_model % self.n_head != 0:
+            raise ValueError(
+                f"ModelConfig.d_model={self.d_model} is not divisible by "
+                f"n_head={self.n_head}: pick d_model a multiple of n_head"
+            )
+        if self.residual not in RESIDUALS:
+            fail("residual", f"one of {', '.join(RESIDUALS)}")
+        for field in ("ln_eps", "key_eps"):
+            v = getattr(self, field)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                fail(field, "a float > 0")
+
+    @property
+    def n_sublayers(self) -> int:
+        return 2 * self.n_layer
+
+    @property
+    def depth_block(self) -> int:
+        """Sublayers per depth block: 1 for Full AttnRes (report: S = 1 is Full AttnRes)."""
+        return 1 if self.residual == "attnres_full" else self.block_size
+
+    def n_sources(self, layer: int) -> int:
+        """How many sources sublayer `layer` (0-based; L = the output aggregation) attends over."""
+        if self.residual == "baseline":
+            return 1
+        S, L = self.depth_block, self.n_sublayers
+        if layer >= L:
+            return 1 + math.ceil(L / S)  # b_0 and every block
+        return 1 + layer // S + (1 if layer % S else 0)  # b_0, completed blocks, partial sum
+
+    def layer_norm_eps(self, layer: int) -> float:
+        """The eps of the LayerNorm in front of sublayer `layer` (L = the final LayerNorm).
+
+        The eps question (docs/attnres.md): at zero init AttnRes feeds LayerNorm h_l / n, the
+        baseline stream divided by the number of sources. With GPT-2 init the stream variance is
+        ~8e-4, so at n = 25 (ANDREA-120M, Full) the variance is ~1.3e-6 < eps = 1e-5 and eps, not
+        the signal, sets the LayerNorm's output scale (tests/test_model.py measures the logit
+        gap). LayerNorm(x / n; eps / n^2) == LayerNorm(x; eps) exactly, so with eps / n^2 each
+        AttnRes layer at init computes exactly what the baseline computes, and eps keeps the same
+        size relative to a single source as in the baseline. A fixed constant per layer.
+        """
+        if self.residual == "baseline" or not self.attnres_scale_eps:
+            return self.ln_eps
+        return self.ln_eps / self.n_sources(layer) ** 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Sublayers. Each includes its own pre-norm: f(h) = Attn(LN(h)) or MLP(LN(h)).
+# ---------------------------------------------------------------------------------------------
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: ModelConfig, ln_eps: float):
+        super().__init__()
+        self.n_head = cfg.n_head
+        self.ln = nn.LayerNorm(cfg.d_model, eps=ln_eps)
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model)
+
+    def forward(self, x: Tensor) -> Tensor:
+        B, T, d = x.shape
+        q, k, v = self.qkv(self.ln(x)).split(d, dim=-1)
+        q, k, v = (t.view(B, T, self.n_head, d // self.n_head).transpose(1, 2) for t in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.proj(y.transpose(1, 2).reshape(B, T, d))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig, ln_eps: float):
+        super().__init__()
+        self.ln = nn.LayerNorm(cfg.d_model, eps=ln_eps)
+        self.fc = nn.Linear(cfg.d_model, 4 * cfg.d_model)
+        self.proj = nn.Linear(4 * cfg.d_model, cfg.d_model)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.proj(F.gelu(self.fc(self.ln(x)), approximate="tanh"))
+
+
+class Block(nn.Module):
+    """One transformer block = two sublayers (layers 2i and 2i+1 in AttnRes terms)."""
+
+    def __init__(self, cfg: ModelConfig, index: int):
+        super().__init__()
+        self.attn = CausalSelfAttention(cfg, cfg.layer_norm_eps(2 * index))
+        self.mlp = MLP(cfg, cfg.layer_norm_eps(2 * index + 1))
+
+    def forward(self, x: Tensor) -> Tensor:  # the baseline residual
+        x = x + self.attn(x)
+        return x + self.mlp(x)
+
+
+class DepthAttention(nn.Module):
+    """Per-layer AttnRes parameters: pseudo-query w (zero init -> uniform weights at start) and
+    the keys' RMSNorm weight g (init 1). Both 1-D, so a "decay only matrices" rule skips them."""
+
+    def __init__(self, d_model: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.query = nn.Parameter(torch.zeros(d_model))
+        self.key_norm_weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, sources: list[Tensor]) -> Tensor:
+        return depth_attention(sources, self.query, self.key_norm_weight, self.eps)
+
+    def weights(self, sources: list[Tensor]) -> Tensor:
+        return depth_attention_weights(sources, self.query, self.key_norm_weight, self.eps)
+
+
+# ---------------------------------------------------------------------------------------------
+# The model
+# ---------------------------------------------------------------------------------------------
+class ANDREA(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        L = cfg.n_sublayers
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.wpe = nn.Embedding(cfg.context_length, cfg.d_model)
+        self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
+        # depth[l] for sublayer l = 0..L-1, depth[L] for the output aggregation.
+        self.depth = (
+            nn.ModuleList(DepthAttention(cfg.d_model, cfg.key_eps) for _ in range(L + 1))
+            if cfg.residual != "baseline"
+            else None
+        )
+        self.ln_f = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps(L))
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        if cfg.tie_embeddings:
+            self.lm_head.weight = self.wte.weight  # logits = x . token_embed^T (seed article)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """GPT-2 init: N(0, 0.02), zero biases, output projections scaled by 1/sqrt(2 n_layer)
+        (one per sublayer writing into the residual stream); LayerNorm 1/0; pseudo-queries 0."""
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(m.weight, mean=0.0, std=0.02)
+                if getattr(m, "bias", None) is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.LayerNorm):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+            elif isinstance(m, DepthAttention):
+                nn.init.zeros_(m.query)
+                nn.init.ones_(m.key_norm_weight)
+        std_out = 0.02 / math.sqrt(2 * self.cfg.n_layer)
+        for b in self.blocks:
+            nn.init.normal_(b.attn.proj.weight, mean=0.0, std=std_out)
+            nn.init.normal_(b.mlp.proj.weight, mean=0.0, std=std_out)
+
+    def sublayers(self) -> list[nn.Module]:
+        return [f for b in self.blocks for f in (b.attn, b.mlp)]
+
+    def forward(self, idx: Tensor, return_stats: bool = False):
+        B, T = idx.shape
+        if T > self.cfg.context_length:
+            raise ValueError(
+                f"sequence length {T} exceeds context_length={self.cfg.context_length}"
+            )
+        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
+        stats = {"layer_rms": [], "depth_weights": []} if return_stats else None
+        if self.depth is None:
+            x = self._baseline(x, stats)
+        elif return_stats or (self.training and torch.is_grad_enabled()):
+            x = self._attnres(x, stats)
+        else:
+            x = self._attnres_two_phase(x)
+        logits = self.lm_head(self.ln_f(x))
+        if not return_stats:
+            return logits
+        stats["layer_rms"] = torch.stack(stats["layer_rms"])
+        return logits, stats
+
+    def _baseline(self, x: Tensor, stats: dict | None) -> Tensor:
+        if stats is None:
+            for block in self.blocks:
+                x = block(x)
+            return x
+        for f in self.sublayers():
+            v = f(x)
+            stats["layer_rms"].append(_rms(v))
+            x = x + v
+        return x
+
+    def _attnres(self, x: Tensor, stats: dict | None) -> Tensor:
+        """Block AttnRes; Full AttnRes is the case S = 1 (every completed block is one output).
+
+        Sources of layer i of block n: [b_0, ..., b_{n-1}] for its first layer (report Eq. 6: the
+        first layer of a block sees only completed blocks), plus the partial sum b_n^{i-1} after.
+        b_0 is the embedding, exactly once; b_n sums raw outputs f_j(h_j), never the embedding.
+        """
+        S = self.cfg.depth_block
+        completed: list[Tensor] = [x]
+        partial: Tensor | None = None
+        for l, f in enumerate(self.sublayers()):
+            if l % S == 0 and partial is not None:
+                completed.append(partial)
+                partial = None
+            sources = completed if partial is None else completed + [partial]
+            if stats is not None:
+                stats["depth_weights"].append(_mean_weights(self.depth[l].weights(sources)))
+            v = f(self.depth[l](sources))
+            if stats is not None:
+                stats["layer_rms"].append(_rms(v))
+            partial = v if partial is None else partial + v
+        completed.append(partial)
+        if stats is not None:
+            stats["depth_weights"].append(_mean_weights(self.depth[-1].weights(completed)))
+        return self.depth[-1](completed)
+
+    def _attnres_two_phase(self, x: Tensor) -> Tensor:
+        """Inference path, same function as `_attnres`: phase 1 scores all queries of a block
+        against the completed blocks in one batched op; phase 2 merges each layer's partial sum
+        with the online-softmax rule (docs/attnres.md, two-phase computation)."""
+        S, L = self.cfg.depth_block, self.cfg.n_sublayers
+        fs = self.sublayers()
+        completed: list[Tensor] = [x]
+        for start in range(0, L, S):
+            layers = range(start, min(start + S, L))
+            qs = torch.stack([self.depth[l].query for l in layers])
+            gs = torch.stack([self.depth[l].key_norm_weight for l in layers])
+            p1 = block_phase1(completed, qs, gs, self.cfg.key_eps)
+            partial: Tensor | None = None
+            for j, l in enumerate(layers):
+                dt = completed[0].dtype if partial is None else torch.promote_types(
+                    completed[0].dtype, partial.dtype
+                )
+                dep = self.depth[l]
+                h = block_phase2(p1, j, partial, dep.query, dep.key_norm_weight, dep.eps, dt)
+                v = fs[l](h)
+                partial = v if partial is None else partial + v
+            completed.append(partial)
+        return self.depth[-1](completed)
+
+
+def _rms(v: Tensor) -> Tensor:
+    """RMS over d_model per token, then the mean over batch and time; fp32, no grad."""
+    with torch.no_grad():
+        return v.float().pow(2).mean(-1).sqrt().mean()
+
+
+def _mean_weights(alpha: Tensor) -> Tensor:
+    return alpha.reshape(-1, alpha.shape[-1]).mean(0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameter counting
+# ---------------------------------------------------------------------------------------------
+class ParamCount(NamedTuple):
+    total: int
+    non_embedding: int  # without token and position embeddings (and an untied head)
+
+
+def count_parameters(model_or_cfg: ANDREA | ModelConfig) -> ParamCount:
+    """Count the parameters of a model, or of a config by building it on the meta device (no
+    memory). Shared (tied) tensors are counted once."""
+    if isinstance(model_or_cfg, ModelConfig):
+        with torch.device("meta"):
+            model_or_cfg = ANDREA(model_or_cfg)
+    model = model_or_cfg
+    total = sum(p.numel() for p in model.parameters())  # parameters() dedups tied tensors
+    emb = model.wte.weight.numel() + model.wpe.weight.numel()
+    if not model.cfg.tie_embeddings:
+        emb += model.lm_head.weight.numel()
+    return ParamCount(total=total, non_embedding=total - emb)
+
+
+def param_count_formula(cfg: ModelConfig) -> ParamCount:
+    """Closed form of `count_parameters`, written once per factor (tests compare the two)."""
+    d, L = cfg.d_model, cfg.n_sublayers
+    per_block = (
+        2 * d  # attention LayerNorm gain + bias
+        + 3 * d * d + 3 * d  # qkv
+        + d * d + d  # attention output projection
+        + 2 * d  # MLP LayerNorm
+        + 4 * d * d + 4 * d  # fc
+        + 4 * d * d + d  # MLP output projection
+    )  # = 12 d^2 + 13 d
+    non_emb = cfg.n_layer * per_block + 2 * d  # + final LayerNorm
+    if cfg.residual != "baseline":
+        non_emb += (L + 1) * 2 * d  # pseudo-query + key RMSNorm weight per layer and the output
+    emb = cfg.vocab_size * d + cfg.context_length * d
+    if not cfg.tie_embeddings:
+        emb += cfg.vocab_size * d
+    return ParamCount(total=non_emb + emb, non_embedding=non_emb)
