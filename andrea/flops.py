@@ -1,0 +1,311 @@
+"""Compute accounting: FLOPs per token, 6·N·D, PFLOP/s-days, per-GPU peaks and MFU.
+
+The formula is written once, in `flops_per_token`, with a comment per factor. Conventions:
+
+- **2 FLOPs per multiply-add.** A [m, k] x [k, n] matmul is 2·m·k·n FLOPs.
+- **Matmuls (and matmul-like contractions) only.** LayerNorm, GELU, softmax, bias adds, residual
+  adds, the causal mask and dropout are left out, as in Kaplan et al. (2020), Chinchilla and PaLM;
+  they are O(d) per token per layer against O(d²) for the matmuls. The one exception is the
+  AttnRes key RMSNorm (`depth_key_norm`): it exists only in the AttnRes variants and scales
+  like the depth attention (O(n_sources·d) per layer), so leaving it out would under-charge
+  AttnRes on the compute axis, while the LayerNorms left out are identical in all three variants.
+- **Embedding lookups are free** (a gather, not a matmul). The LM head is a real matmul and is
+  counted whether or not it is tied to the token embedding.
+- **Attention scores: PaLM convention** (Chowdhery et al. 2022, App. B): every query is charged
+  for all `seq_len` keys, *not* halved for the causal mask. Forward: QK^T and AV are each
+  2·T·d per token per layer, so 4·T·d; training (×3) gives PaLM's 12·n_layer·T·d. This is also
+  what `torch.utils.flop_counter` charges for SDPA and roughly what dense kernels execute.
+- **Training = 3 × forward**: the backward of Y = X·W computes dX = dY·W^T and dW = X^T·dY, each
+  as costly as the forward. Activation recomputation is *not* counted: these are model FLOPs
+  (the MFU numerator), not hardware FLOPs.
+
+AttnRes depth attention (`../shared/docs/attnres.md`): layer l mixes n_l sources. Per source,
+per token: the score w_l . RMSNorm(k_i) is a d-long dot product (2·d), the weighted sum
+sum_i alpha_i·v_i is d multiply-adds (2·d), and the key RMSNorm is its sum of squares, d
+multiply-adds (2·d): the norm's learnable gain folds into the query (attnres.md: "score weight =
+norm.weight ⊙ w_l", what production ports and andrea/attnres.py do) and 1/rms then scales a scalar
+score, O(1) per source. So 6·d·n_l per layer, all three counted in `forward`. A layer with a
+single source (the first layer; in Block, the first layer of block 1) costs nothing: softmax over
+one score is 1, so h = b_0 exactly and the model skips it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+RESIDUALS = ("baseline", "attnres_full", "attnres_block")
+
+# One PFLOP/s-day: a machine sustaining 1e15 FLOP/s for 86,400 s (the x-axis unit of the report's
+# scaling-law fits, attnres.md "L = A * C^(-alpha) with C in PFLOP/s-days").
+PFLOPS_DAY = 1e15 * 86400
+
+
+def to_pflops_days(flops: float) -> float:
+    """FLOPs -> PFLOP/s-days."""
+    return flops / PFLOPS_DAY
+
+
+# --------------------------------------------------------------------------------------------
+# Depth-attention sources
+# --------------------------------------------------------------------------------------------
+
+
+def n_depth_sources(cfg: Any) -> list[int]:
+    """Number of sources each depth attention mixes: L entries for the sublayers, then one for
+    the output aggregation (L + 1 in all, the order of the model's `depth_weights` stats).
+    Empty for the baseline. `cfg` is anything with `n_layer`, `residual` and (for Block)
+    `block_size` attributes, e.g. `andrea.model.ModelConfig`."""
+    residual = getattr(cfg, "residual", "baseline")
+    n_sublayers = 2 * cfg.n_layer  # L: attention and MLP are separate layers (attnres.md)
+    if residual == "baseline":
+        return []
+    if residual == "attnres_full":
+        # Layer l (1-based) sees v_0 = h_1 and the raw outputs v_1..v_{l-1}: l sources.
+        # The output aggregation sees all L outputs and the embedding: L + 1.
+        return [l for l in range(1, n_sublayers + 1)] + [n_sublayers + 1]
+    if residual == "attnres_block":
+        size = cfg.block_size
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"block_size must be a positive int for attnres_block, got {size!r}")
+        n_blocks = math.ceil(n_sublayers / size)  # the last block holds the remainder
+        sources = []
+        for layer in range(n_sublayers):  # 0-based
+            block = layer // size + 1  # n, 1-based
+            i = layer % size + 1  # position inside the block, 1-based
+            # attnres.md: the i-th layer of block n sees [b_0, ..., b_{n-1}] (n sources) when
+            # i = 1, and also the partial sum b_n^{i-1} when i >= 2.
+            sources.append(block if i == 1 else block + 1)
+        return sources + [n_blocks + 1]  # output aggregates [b_0, ..., b_N]
+    raise ValueError(f"residual must be one of {RESIDUALS}, got {residual!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# FLOPs per token
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FlopsBreakdown:
+    """Forward FLOPs per token, by component (ints, exact). Training is 3x `forward`."""
+
+    attn_qkv: int  # Q, K, V projections, all layers
+    attn_out: int  # attention output projection, all layers
+    attn_qk: int  # scores Q·K^T, PaLM convention (all T keys)
+    attn_av: int  # attention-weighted values A·V, PaLM convention
+    mlp: int  # the two MLP matmuls, all layers
+    lm_head: int  # un-embedding to the vocabulary
+    depth_score: int  # AttnRes: pseudo-query · key, every source of every layer + output
+    depth_mix: int  # AttnRes: softmax-weighted sum of the sources
+    depth_key_norm: int  # AttnRes: key RMSNorm sum of squares (the one non-matmul term counted)
+
+    @property
+    def attention_scores(self) -> int:
+        return self.attn_qk + self.attn_av
+
+    @property
+    def depth(self) -> int:
+        """Everything AttnRes adds over the baseline."""
+        return self.depth_score + self.depth_mix + self.depth_key_norm
+
+    @property
+    def matmul(self) -> int:
+        """The matmul/contraction part: what `torch.utils.flop_counter` measures (on CPU once
+        aten.mv and the CPU SDPA op are registered, see tests/test_flops.py)."""
+        return self.forward - self.depth_key_norm
+
+    @property
+    def forward(self) -> int:
+        return (
+            self.attn_qkv + self.attn_out + self.attn_qk + self.attn_av + self.mlp + self.lm_head
+            + self.depth_score + self.depth_mix + self.depth_key_norm
+        )
+
+    @property
+    def training(self) -> int:
+        return 3 * self.forward
+
+    def as_dict(self) -> dict[str, int]:
+        return {**asdict(self), "depth": self.depth, "matmul": self.matmul,
+                "forward": self.forward, "training": self.training}
+
+
+def flops_per_token(cfg: Any, seq_len: int | None = None) -> FlopsBreakdown:
+    """Forward FLOPs per token of ANDREA at sequence length `seq_len` (default: the config's
+    `context_length`). `cfg` is duck-typed: `n_layer, n_head, d_model, vocab_size,
+    context_length, residual, block_size` (see module docstring for the conventions)."""
+    seq_len = cfg.context_length if seq_len is None else seq_len
+    if seq_len < 1:
+        raise ValueError(f"seq_len must be >= 1, got {seq_len}")
+    d = cfg.d_model
+    n_layer = cfg.n_layer
+    T = seq_len
+    V = cfg.vocab_size
+    # n_head does not appear: heads split d, so per-head costs sum back to d.
+
+    # Attention projections: x[d] @ W_qkv[d, 3d] (2·3d·d), y[d] @ W_o[d, d] (2·d·d), per layer.
+    attn_qkv = n_layer * 2 * d * 3 * d
+    attn_out = n_layer * 2 * d * d
+    # Scores: the query (d, over all heads) dotted with each of T keys: 2·T·d; the output sums
+    # T value rows (d each) weighted by the scores: 2·T·d. Not halved for causality (PaLM).
+    attn_qk = n_layer * 2 * T * d
+    attn_av = n_layer * 2 * T * d
+    # MLP: x[d] @ W1[d, 4d] and h[4d] @ W2[4d, d]: 2·(4d·d) each.
+    mlp = n_layer * 2 * (2 * d * 4 * d)
+    # LM head: x[d] @ W_E^T[d, V].
+    lm_head = 2 * d * V
+
+    # Depth attention, per layer and for the output aggregation, with n sources: score 2·d·n,
+    # weighted sum 2·d·n, key sum of squares 2·d·n. n = 1 is the identity (softmax of one score
+    # is 1): no FLOPs.
+    total_sources = sum(n for n in n_depth_sources(cfg) if n > 1)
+    depth_score = 2 * d * total_sources
+    depth_mix = 2 * d * total_sources
+    depth_key_norm = 2 * d * total_sources
+
+    return FlopsBreakdown(attn_qkv=attn_qkv, attn_out=attn_out, attn_qk=attn_qk, attn_av=attn_av,
+                          mlp=mlp, lm_head=lm_head, depth_score=depth_score, depth_mix=depth_mix,
+                          depth_key_norm=depth_key_norm)
+
+
+def training_flops_per_token(cfg: Any, seq_len: int | None = None) -> int:
+    """Training FLOPs per token: forward + backward (2x forward) = 3x forward."""
+    return flops_per_token(cfg, seq_len).training
+
+
+def training_flops(cfg: Any, seq_len: int | None, tokens: int) -> int:
+    """Training FLOPs for `tokens` tokens (the `compute/flops` logged by the trainer)."""
+    return training_flops_per_token(cfg, seq_len) * tokens
+
+
+def six_n_d(n_params_nonembedding: int, tokens: int) -> int:
+    """The Kaplan et al. (2020) approximation C ≈ 6·N·D (2 forward + 4 backward FLOPs per
+    parameter per token), reported beside the detailed count. It omits the attention scores, the
+    LM head when N excludes it, and the depth attention."""
+    return 6 * n_params_nonembedding * tokens
+
+
+# --------------------------------------------------------------------------------------------
+# Per-GPU peaks and MFU
+# --------------------------------------------------------------------------------------------
+
+# Dense (no 2:4 sparsity) tensor-core peaks in FLOP/s per *torch device*, from vendor datasheets
+# (NVIDIA quotes bf16/fp16/tf32 "with sparsity"; those are halved here). "fp32" is the non-tensor
+# FP32 rate (AMD: FP32 matrix); use "tf32" when fp32 matmuls run on tensor cores
+# (torch.backends.cuda.matmul.allow_tf32 / set_float32_matmul_precision("high")). A dtype missing
+# from an entry has no tensor-core path there (bf16 on V100/T4): peak_flops gives None.
+PEAK_FLOPS: dict[str, dict[str, float]] = {
+    # Hopper / Blackwell
+    "H100 SXM": {"bf16": 989e12, "fp16": 989e12, "tf32": 494.5e12, "fp32": 67e12},
+    "H100 PCIe": {"bf16": 756e12, "fp16": 756e12, "tf32": 378e12, "fp32": 51e12},
+    "H100 NVL": {"bf16": 835e12, "fp16": 835e12, "tf32": 417.5e12, "fp32": 60e12},
+    "H200": {"bf16": 989e12, "fp16": 989e12, "tf32": 494.5e12, "fp32": 67e12},  # SXM
+    "H200 NVL": {"bf16": 835e12, "fp16": 835e12, "tf32": 417.5e12, "fp32": 60e12},
+    "GH200": {"bf16": 989e12, "fp16": 989e12, "tf32": 494.5e12, "fp32": 67e12},
+    "B200": {"bf16": 2.25e15, "fp16": 2.25e15, "tf32": 1.1e15, "fp32": 75e12},  # HGX B200 / 8
+    # Ampere
+    "A100": {"bf16": 312e12, "fp16": 312e12, "tf32": 156e12, "fp32": 19.5e12},  # SXM = PCIe
+    "A10": {"bf16": 125e12, "fp16": 125e12, "tf32": 62.5e12, "fp32": 31.2e12},
+    # NVIDIA publishes no A10G (AWS) datasheet; A10 figures, as Lightning does. Approximate.
+    "A10G": {"bf16": 125e12, "fp16": 125e12, "tf32": 62.5e12, "fp32": 31.2e12},
+    "A40": {"bf16": 149.7e12, "fp16": 149.7e12, "tf32": 74.8e12, "fp32": 37.4e12},
+    "RTX A6000": {"bf16": 154.8e12, "fp16": 154.8e12, "tf32": 77.4e12, "fp32": 38.7e12},
+    # GeForce: fp16/bf16 with fp32 accumulate (what training uses) is half the fp16-accumulate rate.
+    "RTX 3090": {"bf16": 71e12, "fp16": 71e12, "tf32": 35.6e12, "fp32": 35.6e12},
+    "RTX 4090": {"bf16": 165.2e12, "fp16": 165.2e12, "tf32": 82.6e12, "fp32": 82.6e12},
+    # Ada data centre
+    "L4": {"bf16": 121e12, "fp16": 121e12, "tf32": 60e12, "fp32": 30.3e12},
+    "L40": {"bf16": 181e12, "fp16": 181e12, "tf32": 90.5e12, "fp32": 90.5e12},
+    "L40S": {"bf16": 362e12, "fp16": 362e12, "tf32": 183e12, "fp32": 91.6e12},
+    # Volta / Turing: no bf16 or tf32 tensor cores.
+    "V100 SXM2": {"fp16": 125e12, "fp32": 15.7e12},
+    "V100 PCIe": {"fp16": 112e12, "fp32": 14e12},
+    "V100S PCIe": {"fp16": 130e12, "fp32": 16.4e12},
+    "T4": {"fp16": 65e12, "fp32": 8.1e12},
+    # AMD Instinct. An MI250X/MI250 is two GCDs and torch sees each as one device: per-GCD
+    # figures (datasheet / 2). CDNA2 has no tf32.
+    "MI210": {"bf16": 181e12, "fp16": 181e12, "fp32": 45.3e12},
+    "MI250": {"bf16": 181e12, "fp16": 181e12, "fp32": 45.3e12},  # 362.1 TF per 2 GCDs
+    "MI250X": {"bf16": 191.5e12, "fp16": 191.5e12, "fp32": 47.9e12},  # 383 TF per 2 GCDs
+    "MI300X": {"bf16": 1307.4e12, "fp16": 1307.4e12, "tf32": 653.7e12, "fp32": 163.4e12},
+    "MI325X": {"bf16": 1307.4e12, "fp16": 1307.4e12, "tf32": 653.7e12, "fp32": 163.4e12},
+}
+
+# torch.cuda.get_device_name() -> PEAK_FLOPS key. First match wins, so a more specific pattern
+# comes before its prefix; \b keeps "A10" out of "A100"/"A10G", "L4" out of "L40S", "H200" out of
+# "GH200" and "A40" out of "A4000". H100 SXM reports itself as "NVIDIA H100 80GB HBM3".
+_DEVICE_PATTERNS: tuple[tuple[str, str], ...] = (
+    (r"\bGH200\b", "GH200"),
+    (r"\bH200\b.*\bNVL\b", "H200 NVL"),
+    (r"\bH200\b", "H200"),
+    (r"\bH100\b.*\bNVL\b", "H100 NVL"),
+    (r"\bH100\b.*\b(PCIe|HBM2e)\b", "H100 PCIe"),
+    (r"\bH100\b", "H100 SXM"),
+    (r"\bB200\b", "B200"),
+    (r"\bA100\b", "A100"),
+    (r"\bA10G\b", "A10G"),
+    (r"\bA10\b", "A10"),
+    (r"\bA40\b", "A40"),
+    (r"\bA6000\b", "RTX A6000"),
+    (r"\bRTX 3090\b(?! Ti)", "RTX 3090"),
+    (r"\bRTX 4090\b(?! D)", "RTX 4090"),
+    (r"\bL40S\b", "L40S"),
+    (r"\bL40\b", "L40"),
+    (r"\bL4\b", "L4"),
+    (r"\bV100S\b", "V100S PCIe"),
+    (r"\bV100\b.*\bPCIe\b", "V100 PCIe"),
+    (r"\bV100\b", "V100 SXM2"),
+    (r"\bT4\b", "T4"),
+    (r"\bMI210\b", "MI210"),
+    (r"\bMI250X\b", "MI250X"),
+    (r"\bMI250\b", "MI250"),
+    (r"\bMI300X\b", "MI300X"),
+    (r"\bMI325X\b", "MI325X"),
+)
+
+_DTYPE_KEYS = {
+    torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32",
+    "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16", "half": "fp16",
+    "tf32": "tf32", "fp32": "fp32", "float32": "fp32", "float": "fp32",
+}
+
+
+def match_device(device_name: str | None) -> str | None:
+    """The PEAK_FLOPS key for a `torch.cuda.get_device_name()` string, or None if unknown."""
+    if not device_name:
+        return None
+    for pattern, key in _DEVICE_PATTERNS:
+        if re.search(pattern, device_name, flags=re.IGNORECASE):
+            return key
+    return None
+
+
+def peak_flops(device_name: str | None, dtype: torch.dtype | str = torch.bfloat16) -> float | None:
+    """Dense peak FLOP/s of one device for matmuls in `dtype` (torch dtype or "bf16", "fp16",
+    "tf32", "fp32"). None for CPU, an unknown device, or a dtype without a peak on that device:
+    an MFU against a guessed peak would be reported as a fact."""
+    try:
+        dtype_key = _DTYPE_KEYS[dtype]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"dtype must be torch.bfloat16/float16/float32 or one of "
+            f"{sorted(k for k in _DTYPE_KEYS if isinstance(k, str))}, got {dtype!r}") from None
+    key = match_device(device_name)
+    if key is None:
+        return None
+    return PEAK_FLOPS[key].get(dtype_key)
+
+
+def mfu(flops_per_s: float, peak: float, n_devices: int = 1) -> float:
+    """Model FLOPs utilisation: achieved model FLOP/s (training FLOPs per token x tokens/s, summed
+    over `n_devices`) over the peak of those devices (`peak` is one device's, see peak_flops)."""
+    if not peak or peak <= 0:
+        raise ValueError(f"peak must be a positive FLOP/s figure, got {peak!r} "
+                         "(peak_flops() returns None for CPU/unknown devices: skip MFU then)")
+    if n_devices < 1:
+        raise ValueError(f"n_devices must be >= 1, got {n_devices}")
+    return flops_per_s / (peak * n_devices)
