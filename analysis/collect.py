@@ -1,0 +1,297 @@
+"""Collect finished runs into scaling points: sweep directories (every results.json) or CSVs.
+
+The input contract is design.md "Analysis input": a sweep directory holding run directories with
+results.json (read through `RunDir`, the one object that knows the layout), or a CSV with at least
+`variant,size,flops,val_loss` (optional `block_size,params,tokens,seed,status`).
+
+Nothing here raises on a bad run: every run ends up in exactly one list of `Collection` (usable,
+failed, running/missing, invalid) with a message that names it, so one broken run never hides the
+rest of a sweep. Only an unusable *input* (missing path, CSV without the required columns) raises
+`InputError`.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from andrea.rundir import RunDir, read_json
+
+# 1 PFLOP/s-day: 1e15 FLOP/s sustained for 86,400 s (the report's compute unit).
+FLOPS_PER_PFLOPS_DAY = 1e15 * 86400.0
+REQUIRED_CSV_COLUMNS = ("variant", "size", "flops", "val_loss")
+OPTIONAL_CSV_COLUMNS = ("block_size", "params", "tokens", "seed", "status")
+BLOCK_VARIANT = "attnres_block"
+# Directories inside a run that never hold other runs; skipping them keeps the walk cheap.
+_PRUNE = {".hydra", "checkpoints", "wandb", "__pycache__", ".git"}
+
+
+class InputError(ValueError):
+    """An input path or file that cannot be read as analysis input at all."""
+
+
+def variant_label(variant: str, block_size: int | None) -> str:
+    """`attnres_block` with S=4 → `attnres_block_s4`; every other variant keeps its config name."""
+    if variant == BLOCK_VARIANT and block_size is not None:
+        return f"{variant}_s{int(block_size)}"
+    return variant
+
+
+@dataclass
+class Run:
+    source: str                 # run directory or "file.csv line 7": how messages name the run
+    variant: str
+    block_size: int | None
+    size: str
+    flops: float
+    val_loss: float
+    params: float | None = None
+    tokens: float | None = None
+    seed: int | None = None
+    run_dir: Path | None = None
+
+    @property
+    def label(self) -> str:
+        return variant_label(self.variant, self.block_size)
+
+    @property
+    def compute(self) -> float:
+        return self.flops / FLOPS_PER_PFLOPS_DAY
+
+
+@dataclass
+class Point:
+    """All seeds of one (variant, S, size): the mean loss is the fitted point, the std its spread."""
+
+    label: str
+    variant: str
+    block_size: int | None
+    size: str
+    flops: float
+    val_loss: float
+    val_loss_std: float
+    n_seeds: int
+    seeds: list
+    params: float | None
+    tokens: float | None
+    runs: list[Run] = field(repr=False)
+
+    @property
+    def compute(self) -> float:
+        return self.flops / FLOPS_PER_PFLOPS_DAY
+
+    def to_json(self) -> dict:
+        return {
+            "label": self.label, "variant": self.variant, "block_size": self.block_size,
+            "size": self.size, "flops": self.flops, "compute_pflops_days": self.compute,
+            "val_loss": self.val_loss, "val_loss_std": self.val_loss_std,
+            "n_seeds": self.n_seeds, "seeds": self.seeds, "params": self.params,
+            "tokens": self.tokens, "runs": [r.source for r in self.runs],
+        }
+
+
+@dataclass
+class Collection:
+    runs: list[Run] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)     # (source, error)
+    running: list[tuple[str, str]] = field(default_factory=list)    # (source, detail)
+    invalid: list[tuple[str, str]] = field(default_factory=list)    # (source, reason)
+    warnings: list[str] = field(default_factory=list)
+
+    def extend(self, other: "Collection") -> None:
+        self.runs += other.runs
+        self.failed += other.failed
+        self.running += other.running
+        self.invalid += other.invalid
+        self.warnings += other.warnings
+
+
+# --- parsing helpers ------------------------------------------------------------------------------
+def _number(value, name: str) -> float:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ValueError(f"{name} is missing")
+    if isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} is not a number")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} is not a number") from None
+    return x
+
+
+def _optional_number(value) -> float | None:
+    try:
+        x = _number(value, "")
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _optional_int(value) -> int | None:
+    x = _optional_number(value)
+    return None if x is None else int(x)
+
+
+def _make_run(rec: dict, source: str, run_dir: Path | None = None) -> Run:
+    """A usable run from one record, or ValueError saying which field is wrong and its value."""
+    variant = str(rec.get("variant") or "").strip()
+    if not variant:
+        raise ValueError("variant is missing")
+    size = str(rec.get("size") if rec.get("size") is not None else "").strip()
+    if not size:
+        raise ValueError("size is missing")
+    flops = _number(rec.get("flops"), "flops")
+    if not math.isfinite(flops) or flops <= 0:
+        raise ValueError(f"flops={flops!r} is not positive; compute must be > 0 to fit on a log axis")
+    val_loss = _number(rec.get("val_loss"), "val_loss")
+    if not math.isfinite(val_loss) or val_loss <= 0:
+        raise ValueError(f"val_loss={val_loss!r} is not a positive finite loss")
+    block_size = _optional_int(rec.get("block_size"))
+    return Run(source=source, variant=variant, block_size=block_size, size=size, flops=flops,
+               val_loss=val_loss, params=_optional_number(rec.get("params")),
+               tokens=_optional_number(rec.get("tokens")), seed=_optional_int(rec.get("seed")),
+               run_dir=run_dir)
+
+
+# --- sweep directories ----------------------------------------------------------------------------
+def _activity(rd: RunDir) -> str:
+    """How long ago the run last wrote anything we know of: tells 'running' from 'abandoned'."""
+    stamps = [p.stat().st_mtime for p in (rd.metrics, rd.log) if p.exists()]
+    stamps += [p.stat().st_mtime for p in rd.list_checkpoints()[:1]]
+    if not stamps:
+        return "no results.json, no metrics yet"
+    age = time.time() - max(stamps)
+    ago = f"{age / 60:.0f} min" if age < 3 * 3600 else f"{age / 3600:.1f} h"
+    return f"no results.json; last write {ago} ago"
+
+
+def _read_run_dir(rd: RunDir, out: Collection) -> None:
+    source = str(rd.root)
+    res = rd.read_results()
+    if not isinstance(res, dict):
+        out.invalid.append((source, "results.json is not valid JSON (half-written or corrupted)"))
+        return
+    status = res.get("status")
+    if status == "failed":
+        out.failed.append((source, str(res.get("error") or "no error message recorded")))
+        return
+    if status != "completed":
+        out.invalid.append((source, f"results.json status={status!r}; expected 'completed' or 'failed'"))
+        return
+    try:
+        out.runs.append(_make_run(res, source, run_dir=rd.root))
+    except ValueError as e:
+        out.invalid.append((source, str(e)))
+
+
+def collect_dir(root: Path) -> Collection:
+    """Every run below `root` (root itself may be a run directory)."""
+    out = Collection()
+    for dirpath, dirnames, _ in os.walk(root):
+        rd = RunDir(Path(dirpath))
+        if rd.results.is_file():
+            _read_run_dir(rd, out)
+            dirnames[:] = []        # a run directory does not contain other runs
+            continue
+        if rd.hydra_dir.is_dir() or rd.checkpoints.is_dir():
+            out.running.append((str(rd.root), _activity(rd)))
+            dirnames[:] = []
+            continue
+        dirnames[:] = sorted(d for d in dirnames if d not in _PRUNE)
+    return out
+
+
+# --- CSV ------------------------------------------------------------------------------------------
+def collect_csv(path: Path) -> Collection:
+    out = Collection()
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        columns = [c.strip() for c in (reader.fieldnames or [])]
+        missing = [c for c in REQUIRED_CSV_COLUMNS if c not in columns]
+        if missing:
+            raise InputError(
+                f"{path}: missing required column(s) {', '.join(missing)}; found "
+                f"{', '.join(columns) or 'no header'}; need at least {','.join(REQUIRED_CSV_COLUMNS)} "
+                f"(optional {','.join(OPTIONAL_CSV_COLUMNS)})")
+        for row in reader:
+            row = {(k or "").strip(): v for k, v in row.items()}
+            source = f"{path} line {reader.line_num}"
+            status = (row.get("status") or "completed").strip()
+            if status == "failed":
+                out.failed.append((source, "status=failed in the CSV"))
+                continue
+            try:
+                out.runs.append(_make_run(row, source))
+            except ValueError as e:
+                out.invalid.append((source, str(e)))
+    return out
+
+
+def collect(paths: list[str | Path]) -> Collection:
+    """Runs from every input path: a directory (walked), a .csv, or a single results.json."""
+    if not paths:
+        raise InputError("no input given: pass sweep directories or CSV files")
+    out = Collection()
+    for p in map(Path, paths):
+        if not p.exists():
+            raise InputError(f"{p}: no such file or directory")
+        if p.is_dir():
+            out.extend(collect_dir(p))
+        elif p.suffix.lower() == ".csv":
+            out.extend(collect_csv(p))
+        elif p.suffix.lower() == ".json":
+            rd = RunDir(p.parent)
+            if rd.results.resolve() != p.resolve():
+                raise InputError(f"{p}: a .json input must be a run's results.json")
+            _read_run_dir(rd, out)
+        else:
+            raise InputError(f"{p}: not a directory, .csv or results.json")
+    return out
+
+
+# --- seeds → points -------------------------------------------------------------------------------
+def aggregate(runs: list[Run]) -> tuple[list[Point], list[str]]:
+    """One point per (label, size): mean loss over seeds, std kept as the spread.
+
+    Returns (points sorted by label then compute, warnings). Runs of one size whose FLOPs differ by
+    more than 1 % are still averaged, but reported: seeds of one config should cost the same.
+    """
+    groups: dict[tuple[str, str], list[Run]] = defaultdict(list)
+    for r in runs:
+        groups[(r.label, r.size)].append(r)
+    points, warnings = [], []
+    for (label, size), rs in groups.items():
+        losses = np.array([r.val_loss for r in rs])
+        flops = np.array([r.flops for r in rs])
+        if flops.max() > 1.01 * flops.min():
+            warnings.append(f"{label} size={size}: seeds spent different FLOPs "
+                            f"({flops.min():.3g}..{flops.max():.3g}); averaging them anyway")
+        seeds = [r.seed for r in rs]
+        known = [s for s in seeds if s is not None]
+        if len(known) != len(set(known)):
+            warnings.append(f"{label} size={size}: seed repeated across runs "
+                            f"({', '.join(r.source for r in rs)}); each run counted once")
+        params = [r.params for r in rs if r.params is not None]
+        tokens = [r.tokens for r in rs if r.tokens is not None]
+        points.append(Point(
+            label=label, variant=rs[0].variant, block_size=rs[0].block_size, size=size,
+            flops=float(flops.mean()), val_loss=float(losses.mean()),
+            val_loss_std=float(losses.std(ddof=1)) if len(rs) > 1 else 0.0, n_seeds=len(rs),
+            seeds=seeds, params=float(np.mean(params)) if params else None,
+            tokens=float(np.mean(tokens)) if tokens else None, runs=rs))
+    points.sort(key=lambda p: (p.label, p.flops))
+    return points, warnings
+
+
+def by_label(points: list[Point]) -> dict[str, list[Point]]:
+    out: dict[str, list[Point]] = defaultdict(list)
+    for p in points:
+        out[p.label].append(p)
+    return dict(out)

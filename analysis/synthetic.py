@@ -1,0 +1,75 @@
+"""A fake sweep on disk — run directories with results.json and dynamics.json — from known power
+laws, for tests, the speed benchmark and trying the analysis without training anything.
+
+The default laws are of the size the report plots (baseline ≈ 1.891·C^-0.057, Block ≈ 1.870·C^-0.058);
+they are test inputs, not measurements.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from analysis.collect import FLOPS_PER_PFLOPS_DAY
+from andrea.rundir import RunDir, atomic_write_json
+
+# (variant, block_size) → (A, alpha)
+DEFAULT_LAWS = {
+    ("baseline", None): (1.891, 0.057),
+    ("attnres_full", None): (1.865, 0.058),
+    ("attnres_block", 2): (1.868, 0.058),
+    ("attnres_block", 4): (1.870, 0.058),
+    ("attnres_block", 8): (1.874, 0.0578),
+}
+DEFAULT_COMPUTE = (0.1, 0.3, 0.8, 2.0, 5.6)       # PFLOP/s-days, five sizes
+
+
+def _dynamics(variant, block_size, size, n_layer, rng) -> dict:
+    L = 2 * n_layer
+    depth = np.arange(1, L + 1)
+    if variant == "baseline":
+        rms = 0.5 + 0.08 * depth                       # PreNorm: grows with depth
+        weights = []
+    else:
+        S = 1 if variant == "attnres_full" else block_size
+        rms = 0.6 + 0.1 * ((depth - 1) % S) + 0.02 * rng.random(L)
+        weights = []
+        for layer in range(L + 1):                    # last entry: output aggregation
+            n_done = layer // S                       # completed blocks
+            n_src = 1 + n_done + (1 if layer % S and layer < L else 0)
+            if layer == L:
+                n_src = 1 + -(-L // S)
+            logits = 1.5 * np.exp(-0.5 * (n_src - 1 - np.arange(n_src)))   # locality
+            logits[0] += 0.8                           # persistent weight on the embedding
+            w = np.exp(logits)
+            weights.append((w / w.sum()).round(5).tolist())
+    return {"step": 1000, "variant": variant, "block_size": block_size, "size": size,
+            "layer_rms": np.round(rms, 5).tolist(), "depth_weights": weights}
+
+
+def make_sweep(root: Path, laws: dict | None = None, compute=DEFAULT_COMPUTE, seeds=(0,),
+               noise: float = 0.002, seed: int = 0, dynamics: bool = True) -> list[Path]:
+    """Write one run directory per (variant, S, size, seed) under root; returns them."""
+    laws = laws or DEFAULT_LAWS
+    rng = np.random.default_rng(seed)
+    dirs = []
+    for (variant, S), (A, alpha) in laws.items():
+        for i, C in enumerate(compute):
+            size = f"s{i + 1}"
+            n_layer = 4 + 2 * i
+            for sd in seeds:
+                name = f"{variant}{'' if S is None else f'_s{S}'}/{size}/seed{sd}"
+                rd = RunDir(Path(root) / name)
+                loss = A * C ** -alpha * float(np.exp(rng.normal(0, noise)))
+                params = 1e6 * 4 ** i
+                flops = C * FLOPS_PER_PFLOPS_DAY
+                rd.write_results({
+                    "status": "completed", "error": None, "variant": variant, "block_size": S,
+                    "size": size, "params": params, "params_nonembedding": 0.8 * params,
+                    "tokens": flops / (6 * params), "flops": flops, "val_loss": loss,
+                    "wall_s": 100.0, "tokens_per_s": 1e5, "seed": sd})
+                if dynamics:
+                    atomic_write_json(rd.dynamics, _dynamics(variant, S, size, n_layer, rng))
+                dirs.append(rd.root)
+    return dirs
