@@ -1,0 +1,180 @@
+"""Launching: the Hydra task of one run, and what the sweeper does before and after the jobs.
+
+Before anything runs, `plan_jobs` composes every job of the grid, validates it (`resolve_run`),
+finds its deterministic run directory and whether it is already completed, and estimates its
+cost; `print_plan` shows the grid. After the jobs, `print_summary` reads each run's results.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from omegaconf import DictConfig, OmegaConf
+
+from andrea.config import ConfigError, RunSpec, resolve_run
+from andrea.flops import PEAK_FLOPS, peak_flops, to_pflops_days, training_flops_per_token
+from andrea.rundir import RunDir
+
+log = logging.getLogger(__name__)
+
+
+# --------------------------------------------------------------------------------------------
+# The task function of one job (runs in the job's process: in-process, local or on Slurm)
+# --------------------------------------------------------------------------------------------
+def run_task(cfg: DictConfig) -> dict[str, Any]:
+    from hydra.core.hydra_config import HydraConfig
+
+    from andrea.train import train
+
+    _configure_logging()
+    run_dir = RunDir(Path(HydraConfig.get().runtime.output_dir))
+    if run_dir.is_completed():
+        log.info("already completed, skipping: %s", run_dir.root)
+        return run_dir.read_results() or {}
+    world_size = _world_size_of_job()
+    spec = resolve_run(cfg, world_size=world_size)
+    return train(spec, run_dir, OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+
+
+def _world_size_of_job() -> int:
+    import os
+
+    for var in ("WORLD_SIZE", "SLURM_NTASKS"):
+        if var in os.environ:
+            return int(os.environ[var])
+    return 1
+
+
+def _configure_logging() -> None:
+    # Hydra configures logging for the job; make sure andrea's INFO lines are shown.
+    logging.getLogger("andrea").setLevel(logging.INFO)
+
+
+# --------------------------------------------------------------------------------------------
+# Before launching: validate and plan every job
+# --------------------------------------------------------------------------------------------
+@dataclass
+class PlannedJob:
+    overrides: list[str]
+    run_dir: RunDir
+    spec: RunSpec
+    state: str  # "new" | "resume" | "completed"
+    flops: float
+    gpu_hours: float | None
+
+
+def job_run_dir(job_cfg: DictConfig) -> Path:
+    return Path(str(job_cfg.hydra.sweep.dir)) / str(job_cfg.hydra.sweep.subdir)
+
+
+def launcher_world_size(job_cfg: DictConfig) -> int:
+    """Processes per job: one per GPU on Slurm (tasks_per_node x nodes), one elsewhere."""
+    launcher = job_cfg.hydra.launcher
+    target = str(launcher.get("_target_", ""))
+    if "Slurm" not in target:
+        return 1
+    return int(launcher.get("tasks_per_node", 1)) * int(launcher.get("nodes", 1))
+
+
+def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu: str,
+              plan_mfu: float) -> list[PlannedJob]:
+    """Compose and validate every job. Raises ConfigError listing every bad job."""
+    jobs: list[PlannedJob] = []
+    errors: list[str] = []
+    seen: dict[Path, list[str]] = {}
+    peak = peak_flops(plan_gpu, "bf16")
+    for overrides in job_overrides:
+        try:
+            job_cfg = load_job_config(list(overrides))
+            run_cfg = OmegaConf.masked_copy(job_cfg, [k for k in job_cfg.keys() if k != "hydra"])
+            spec = resolve_run(run_cfg, world_size=launcher_world_size(job_cfg))
+        except ConfigError as e:
+            errors.append(f"  {' '.join(overrides)}\n    {e}")
+            continue
+        except Exception as e:  # Hydra composition errors name the bad key themselves
+            errors.append(f"  {' '.join(overrides)}\n    {type(e).__name__}: {e}")
+            continue
+        path = job_run_dir(job_cfg).resolve()
+        if path in seen:
+            errors.append(f"  {' '.join(overrides)}\n    writes to the same run directory {path} "
+                          f"as: {' '.join(seen[path])} (an override that does not change the run?)")
+            continue
+        seen[path] = list(overrides)
+        run_dir = RunDir(path)
+        state = "completed" if run_dir.is_completed() else (
+            "resume" if run_dir.list_checkpoints() else "new")
+        flops = float(spec.tokens * training_flops_per_token(spec.model, spec.seq_len))
+        gpu_hours = flops / (peak * plan_mfu) / 3600 if peak else None
+        jobs.append(PlannedJob(list(overrides), run_dir, spec, state, flops, gpu_hours))
+    if errors:
+        raise ConfigError(f"{len(errors)} of {len(job_overrides)} jobs are invalid; nothing was "
+                          "launched:\n" + "\n".join(errors))
+    return jobs
+
+
+def _human(n: float) -> str:
+    for unit, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return f"{n:.3g}"
+
+
+def format_table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+    line = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w)  # noqa: E731
+                                   for i, (c, w) in enumerate(zip(cells, widths)))
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=None) -> None:
+    stream = stream or sys.stdout
+    headers = ["variant", "S", "size", "seed", "params", "non-emb", "tokens", "steps", "FLOPs",
+               "PF-days", "GPU-h", "state"]
+    rows = []
+    for j in jobs:
+        s = j.spec
+        rows.append([
+            s.variant, str(s.model.block_size) if s.variant == "attnres_block" else "-",
+            s.size, str(s.train.seed), _human(s.params), _human(s.params_nonembedding),
+            _human(s.tokens), str(s.steps), f"{j.flops:.3g}", f"{to_pflops_days(j.flops):.3g}",
+            f"{j.gpu_hours:.3g}" if j.gpu_hours is not None else "?", j.state,
+        ])
+    total_flops = sum(j.flops for j in jobs)
+    todo = [j for j in jobs if j.state != "completed"]
+    hours = [j.gpu_hours for j in todo if j.gpu_hours is not None]
+    print(format_table(headers, rows), file=stream)
+    gpu = PEAK_FLOPS.get(plan_gpu) and plan_gpu or plan_gpu
+    print(f"\n{len(jobs)} jobs ({len(jobs) - len(todo)} completed, {len(todo)} to run); "
+          f"{total_flops:.3g} FLOPs = {to_pflops_days(total_flops):.3g} PFLOP/s-days in all; "
+          f"to run: {sum(hours):.3g} GPU-hours on {gpu} at {plan_mfu:.0%} MFU "
+          f"(bf16 dense peak; plan_gpu=, plan_mfu= change the assumption)", file=stream)
+
+
+# --------------------------------------------------------------------------------------------
+# After launching
+# --------------------------------------------------------------------------------------------
+def print_summary(jobs: list[PlannedJob], skipped: int, stream=None) -> int:
+    """Print each run's outcome; returns the number of runs that did not complete."""
+    stream = stream or sys.stdout
+    rows, bad = [], 0
+    for j in jobs:
+        results = j.run_dir.read_results() or {}
+        status = results.get("status", "incomplete")
+        if status != "completed":
+            bad += 1
+        loss = results.get("val_loss")
+        detail = results.get("error", "") if status == "failed" else ""
+        rows.append([j.spec.label, j.spec.size, str(j.spec.train.seed), status,
+                     f"{loss:.4f}" if isinstance(loss, float) else "-",
+                     str(j.run_dir.root) + (f"  ({detail[:120]})" if detail else "")])
+    print("\n" + format_table(["variant", "size", "seed", "status", "val_loss", "run dir"], rows),
+          file=stream)
+    done = len(jobs) - bad
+    print(f"\n{done} of {len(jobs)} runs completed ({skipped} were already complete and skipped)"
+          + (f", {bad} did not: see the run dirs and job logs above" if bad else ""), file=stream)
+    return bad

@@ -1,0 +1,147 @@
+"""submitit launchers that replace hydra-submitit-launcher's `submitit_local`/`submitit_slurm`.
+
+Same configuration keys and the same per-job function (so requeue and checkpointing work as
+upstream), with three differences a long sweep needs:
+- jobs are grouped by their resolved resources, so each size gets its own GPUs and time limit
+  (`${size.gpus}`, `${size.time_min}` in a profile) — one job array per distinct group;
+- while it waits it prints job states as they change (pending / running / completed / failed);
+- a failed job is reported with the path of its log and never stops the others.
+"""
+
+
+import json
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Sequence
+
+from hydra.core.config_store import ConfigStore
+from hydra.core.singleton import Singleton
+from hydra.core.utils import JobReturn, JobStatus, filter_overrides
+from hydra_plugins.hydra_submitit_launcher import submitit_launcher as upstream
+from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf, LocalQueueConf, SlurmQueueConf
+from omegaconf import OmegaConf
+
+log = logging.getLogger(__name__)
+
+POLL_S = 5.0
+_INIT_KEYS = {"submitit_folder", "max_num_timeout"}
+
+
+@dataclass
+class AndreaLocalConf(LocalQueueConf):
+    _target_: str = "hydra_plugins.andrea_plugins.launcher.AndreaLocalLauncher"
+    poll_s: float = POLL_S
+
+
+@dataclass
+class AndreaSlurmConf(SlurmQueueConf):
+    _target_: str = "hydra_plugins.andrea_plugins.launcher.AndreaSlurmLauncher"
+    poll_s: float = POLL_S
+
+
+# Importing upstream above ran its registrations; these replace them under the same names.
+ConfigStore.instance().store(group="hydra/launcher", name="submitit_local", node=AndreaLocalConf,
+                             provider="andrea")
+ConfigStore.instance().store(group="hydra/launcher", name="submitit_slurm", node=AndreaSlurmConf,
+                             provider="andrea")
+
+
+def _state_name(job) -> str:
+    try:
+        state = job.state
+    except Exception:  # accounting not ready yet
+        return "PENDING"
+    return {"UNKNOWN": "PENDING", "REQUEUED": "PENDING", "CANCELLED+": "CANCELLED"}.get(
+        state.split(" ")[0], state.split(" ")[0])
+
+
+class _AndreaLauncherMixin:
+    _EXECUTOR = "abstract"
+
+    def _job_params(self, overrides: Sequence[str]) -> Dict[str, Any]:
+        """This job's launcher parameters, resolved against its own config (per-size resources)."""
+        job_cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        params = OmegaConf.to_container(job_cfg.hydra.launcher, resolve=True)
+        params.pop("_target_", None)
+        params.pop("poll_s", None)
+        return params
+
+    def _executor(self, params: Dict[str, Any]):
+        import submitit
+
+        init = {"folder": params["submitit_folder"]}
+        if "max_num_timeout" in params:
+            init[f"{self._EXECUTOR}_max_num_timeout"] = params["max_num_timeout"]
+        executor = submitit.AutoExecutor(cluster=self._EXECUTOR, **init)
+        base = set(OmegaConf.structured(BaseQueueConf).keys())
+        executor.update_parameters(**{
+            k if k in base else f"{self._EXECUTOR}_{k}": v
+            for k, v in params.items() if k not in _INIT_KEYS
+        })
+        return executor
+
+    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+        assert self.config is not None and self.hydra_context is not None
+        sweep_dir = Path(str(self.config.hydra.sweep.dir))
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+
+        groups: Dict[str, List[int]] = {}
+        params_of: Dict[str, Dict[str, Any]] = {}
+        for i, overrides in enumerate(job_overrides):
+            params = self._job_params(overrides)
+            key = json.dumps(params, sort_keys=True, default=str)
+            groups.setdefault(key, []).append(i)
+            params_of[key] = params
+
+        jobs: List[Any] = [None] * len(job_overrides)
+        for key, members in groups.items():
+            executor = self._executor(params_of[key])
+            args = [(list(job_overrides[i]), "hydra.sweep.dir", initial_job_idx + i,
+                     f"job_id_for_{initial_job_idx + i}", Singleton.get_state()) for i in members]
+            submitted = executor.map_array(self, *zip(*args))
+            for i, job in zip(members, submitted):
+                jobs[i] = job
+                log.info("submitted #%d as %s: %s", initial_job_idx + i, job.job_id,
+                         " ".join(filter_overrides(job_overrides[i])))
+        print(f"submitted {len(jobs)} job(s) to submitit/{self._EXECUTOR} in {len(groups)} "
+              f"array(s); logs under {sweep_dir}/.submitit/. Safe to interrupt (Ctrl-C): the jobs "
+              "keep running, and the same command later skips completed runs.", flush=True)
+        self._wait(jobs)
+        return [self._result(job, job_overrides[i]) for i, job in enumerate(jobs)]
+
+    def _wait(self, jobs: List[Any]) -> None:
+        poll_s = float(self.config.hydra.launcher.get("poll_s", POLL_S))
+        last = None
+        while True:
+            states = Counter(_state_name(j) if not j.done() else "DONE" for j in jobs)
+            if states != last:
+                summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(states.items()))
+                print(f"[{time.strftime('%H:%M:%S')}] jobs: {summary}", flush=True)
+                last = states
+            if states.get("DONE", 0) == len(jobs):
+                return
+            time.sleep(poll_s)
+
+    def _result(self, job, overrides: Sequence[str]) -> JobReturn:
+        try:
+            return job.results()[0]
+        except Exception as e:  # a failed job never stops the others: report it and go on
+            first = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+            print(f"FAILED job {job.job_id} ({' '.join(filter_overrides(overrides))}): {first}\n"
+                  f"  log: {job.paths.stderr}", flush=True)
+            ret = JobReturn()
+            ret.overrides = list(overrides)
+            ret.status = JobStatus.FAILED
+            ret._return_value = e
+            return ret
+
+
+class AndreaLocalLauncher(_AndreaLauncherMixin, upstream.LocalLauncher):
+    _EXECUTOR = "local"
+
+
+class AndreaSlurmLauncher(_AndreaLauncherMixin, upstream.SlurmLauncher):
+    _EXECUTOR = "slurm"

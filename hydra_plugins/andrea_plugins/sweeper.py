@@ -1,0 +1,70 @@
+"""The `andrea` sweeper: Hydra's basic grid sweeper, plus what a scaling-law sweep needs before
+and after launching — every job validated and planned first (one bad job stops the sweep before
+anything is submitted), completed runs skipped, `plan=true` as a dry run, and a summary of each
+run's outcome at the end, where a failed run is reported and never stops the others."""
+
+
+import logging
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.config_store import ConfigStore
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class AndreaSweeperConf:
+    _target_: str = "hydra_plugins.andrea_plugins.sweeper.AndreaSweeper"
+    max_batch_size: Optional[int] = None
+    params: Optional[Dict[str, str]] = None
+
+
+ConfigStore.instance().store(group="hydra/sweeper", name="andrea", node=AndreaSweeperConf,
+                             provider="andrea")
+
+
+class AndreaSweeper(BasicSweeper):
+    def __init__(self, max_batch_size: Optional[int] = None,
+                 params: Optional[Dict[str, str]] = None) -> None:
+        super().__init__(max_batch_size=max_batch_size, params=params)
+
+    def sweep(self, arguments: List[str]) -> Any:
+        from andrea.config import ConfigError
+        from andrea.launch import plan_jobs, print_plan, print_summary
+
+        assert self.config is not None and self.launcher is not None
+        assert self.hydra_context is not None
+        overrides = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        parsed = overrides.parse_overrides([*self._parse_config(), *arguments])
+        grid = [job for batch in self.split_arguments(parsed, None) for job in batch]
+
+        plan_only = bool(self.config.get("plan", False))
+        plan_gpu = str(self.config.get("plan_gpu", "H100"))
+        plan_mfu = float(self.config.get("plan_mfu", 0.35))
+        load = lambda o: self.hydra_context.config_loader.load_sweep_config(self.config, o)  # noqa: E731
+        try:
+            jobs = plan_jobs(load, grid, plan_gpu, plan_mfu)
+        except ConfigError as e:
+            print(f"error: {e}", file=sys.stderr)
+            sys.exit(2)
+        print(f"sweep '{self.config.sweep_name}' -> {self.config.hydra.sweep.dir}")
+        print_plan(jobs, plan_gpu, plan_mfu)
+        if plan_only:
+            print("\nplan=true: nothing launched.")
+            return []
+
+        todo = [j for j in jobs if j.state != "completed"]
+        skipped = len(jobs) - len(todo)
+        if skipped:
+            print(f"\nskipping {skipped} completed run(s); re-running a sweep never redoes them.")
+        returns = []
+        if todo:
+            returns = self.launcher.launch([j.overrides for j in todo], initial_job_idx=0)
+        failed = print_summary(jobs, skipped)
+        if failed:
+            sys.exit(1)
+        return [returns]
