@@ -95,27 +95,39 @@ def plot_scaling(by_label: dict[str, list[Point]], fits: dict[str, Fit], c_ref: 
     _plain_log_y(ax)
     if c_ref:
         ax.axvline(c_ref, color="0.5", ls=":", lw=1)
-        ax.annotate("C_ref", (c_ref, 1), xycoords=("data", "axes fraction"), xytext=(3, -12),
-                    textcoords="offset points", fontsize=8, color="0.4")
+        ax.annotate(f"C_ref = {c_ref:.3g}", (c_ref, 1), xycoords=("data", "axes fraction"),
+                    xytext=(-4, -4), textcoords="offset points", fontsize=8, color="0.4",
+                    ha="right", va="top")
     ax.set_xlabel("Training compute C (PFLOP/s-days)")
     ax.set_ylabel("Validation loss (nats/token)")
     level = next((f.ci_level for f in fits.values()), 0.95)
     ax.set_title(f"Compute scaling (bands: {level:.0%} bootstrap CI; error bars: seed std)",
                  fontsize=10)
-    ax.legend(loc="upper right", frameon=False)
+    # loss falls left to right, so the lower-left corner is the empty one
+    ax.legend(loc="lower left", frameon=False)
     _save(fig, paths)
 
 
 def plot_multiplier(curves: dict[str, dict], at_ref: list[dict], paths, baseline: str = "baseline"
                     ) -> None:
     col = colours(list(curves) + [baseline], baseline)
-    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    fig, ax = plt.subplots(figsize=(7.0, 4.5))
     ax.axhline(1.0, color=col[baseline], lw=1.2, ls="--", label=f"{baseline} (= 1)")
-    for label, cv in sorted(curves.items()):
+    first = {}
+    for m in at_ref:
+        first.setdefault(m["variant"], m)
+    fin = lambda v: np.where(np.isfinite(np.asarray(v, float)), v, np.nan)  # noqa: E731
+    for k, (label, cv) in enumerate(sorted(curves.items())):
         x = np.array(cv["compute_pflops_days"])
-        fin = lambda v: np.where(np.isfinite(np.asarray(v, float)), v, np.nan)  # noqa: E731
-        ax.plot(x, fin(cv["multiplier"]), color=col[label], lw=1.6, label=label)
-        ax.fill_between(x, fin(cv["lo"]), fin(cv["hi"]), color=col[label], alpha=0.15, lw=0)
+        name = label
+        m = first.get(label)
+        if m is not None and np.isfinite(m["multiplier"]):
+            lo, hi = m["ci"]
+            name += f": {m['multiplier']:.2f}x [{lo:.2f}, {hi:.2f}] at C={m['c_ref_pflops_days']:.3g}"
+        ax.plot(x, fin(cv["multiplier"]), color=col[label], lw=1.6, label=name)
+        ax.fill_between(x, fin(cv["lo"]), fin(cv["hi"]), color=col[label], alpha=0.12, lw=0)
+    # markers with the CI at each C_ref, nudged apart along x so overlapping bars stay readable
+    labels = sorted(curves)
     for m in at_ref:
         if not np.isfinite(m["multiplier"]) or m["variant"] not in curves:
             continue
@@ -123,16 +135,15 @@ def plot_multiplier(curves: dict[str, dict], at_ref: list[dict], paths, baseline
         yerr = None
         if np.isfinite(lo) and np.isfinite(hi):
             yerr = [[m["multiplier"] - lo], [hi - m["multiplier"]]]
-        ax.errorbar([m["c_ref_pflops_days"]], [m["multiplier"]], yerr=yerr, fmt="D",
-                    color=col[m["variant"]], ms=6, capsize=4, zorder=4)
-        ax.annotate(f"{m['multiplier']:.2f}x", (m["c_ref_pflops_days"], m["multiplier"]),
-                    xytext=(6, 4), textcoords="offset points", fontsize=8, color=col[m["variant"]])
+        dodge = 1.04 ** (labels.index(m["variant"]) - (len(labels) - 1) / 2)
+        ax.errorbar([m["c_ref_pflops_days"] * dodge], [m["multiplier"]], yerr=yerr, fmt="D",
+                    color=col[m["variant"]], ms=5, capsize=3, zorder=4)
     ax.set_xscale("log")
     ax.set_xlabel("Training compute C (PFLOP/s-days)")
     ax.set_ylabel(f"Compute multiplier vs {baseline} (x)")
-    ax.set_title("Compute a baseline needs to match each variant, relative to the variant's",
+    ax.set_title("Baseline compute needed to reach each variant's loss, relative to the variant's",
                  fontsize=10)
-    ax.legend(loc="best", frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     _save(fig, paths)
 
 
@@ -207,17 +218,20 @@ def plot_dynamics(runs: list[dict], paths, baseline: str = "baseline") -> None:
     ax = axes[0]
     for r in runs:
         rms = np.asarray(r["dyn"]["layer_rms"], float)
-        ax.plot(np.arange(1, len(rms) + 1), rms, "o-", ms=3, color=col[r["label"]],
+        ax.plot(np.arange(len(rms)), rms, "o-", ms=3, color=col[r["label"]],
                 label=f"{r['label']} ({r['size']}, step {r['dyn'].get('step', '?')})")
-    ax.set_yscale("log")
-    ax.set_xlabel("Layer l (sublayer)")
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("Layer l (sublayer, from 0)")
     ax.set_ylabel("RMS of layer output f_l")
     ax.set_title("Per-layer output magnitude", fontsize=10)
     ax.legend(frameon=False, fontsize=7)
     for ax, r in zip(axes[1:], heat):
         m = _weights_matrix(r["dyn"]["depth_weights"])
-        im = ax.imshow(np.ma.masked_invalid(m), aspect="auto", cmap="viridis", vmin=0,
-                       vmax=float(np.nanmax(m)) if np.isfinite(m).any() else 1,
+        # a layer with a single source has weight 1 by construction; scaling the colours to it
+        # would wash out every informative row
+        multi = m[np.sum(np.isfinite(m), axis=1) > 1]
+        vmax = float(np.nanmax(multi)) if multi.size and np.isfinite(multi).any() else 1.0
+        im = ax.imshow(np.ma.masked_invalid(m), aspect="auto", cmap="viridis", vmin=0, vmax=vmax,
                        interpolation="nearest")
         ax.set_xlabel("Source (0 = embedding)")
         ax.set_ylabel("Layer (last row = output)")

@@ -20,6 +20,13 @@ def _g(x, digits=4) -> str:
     return f"{x:.{digits}g}"
 
 
+def _m(x) -> str:
+    """Multipliers: two decimals, so a column of them lines up."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return "inf" if math.isinf(x) else f"{x:.2f}"
+
+
 def _ci(lo, hi, digits=4) -> str:
     return f"[{_g(lo, digits)}, {_g(hi, digits)}]"
 
@@ -65,8 +72,8 @@ def _display(rows, ci_level):
             cells += [_g(r["E"]), _ci(r["E_lo"], r["E_hi"])]
         is_ref = r["multiplier"] is None
         cells += [f"{r['r2']:.4f}", _g(r["lsq_A"]), _g(r["lsq_alpha"], 3),
-                  "1 (ref)" if is_ref else f"{_g(r['multiplier'], 3)}x",
-                  "" if is_ref else _ci(r["multiplier_lo"], r["multiplier_hi"], 3)]
+                  "1 (ref)" if is_ref else f"{_m(r['multiplier'])}x",
+                  "" if is_ref else f"[{_m(r['multiplier_lo'])}, {_m(r['multiplier_hi'])}]"]
         body.append(cells)
     return header, body
 
@@ -120,7 +127,7 @@ def latex_table(rows, ci_level, c_ref=None) -> str:
             cells.append(f"{_g(r['E'])} {_ci(r['E_lo'], r['E_hi'])}")
         cells.append(f"{r['r2']:.4f}")
         cells.append("1 (ref.)" if r["multiplier"] is None else
-                     rf"{_g(r['multiplier'], 3)}$\times$ {_ci(r['multiplier_lo'], r['multiplier_hi'], 3)}")
+                     rf"{_m(r['multiplier'])}$\times$ [{_m(r['multiplier_lo'])}, {_m(r['multiplier_hi'])}]")
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     caption = (f"% Brackets: {pct} bootstrap CIs. C in PFLOP/s-days"
@@ -135,8 +142,8 @@ def terminal_multipliers(multipliers: list[dict]) -> str:
     for m in multipliers:
         pct = f"{m['ci_level']:.0%}"
         lo, hi = m["ci"]
-        s = (f"  {m['variant']:<24} {_g(m['multiplier'], 3):>6}x  ({pct} CI {_g(lo, 3)}–{_g(hi, 3)}; "
-             f"LSQ {_g(m['lsq_multiplier'], 3)}x)  at C_ref = {m['c_ref_pflops_days']:.4g} PFLOP/s-days")
+        s = (f"  {m['variant']:<24} {_m(m['multiplier']):>5}x  ({pct} CI {_m(lo)}–{_m(hi)}; "
+             f"LSQ {_m(m['lsq_multiplier'])}x)  at C_ref = {m['c_ref_pflops_days']:.4g} PFLOP/s-days")
         if m["extrapolated"]:
             s += "  [baseline extrapolated]"
         out.append(s)
