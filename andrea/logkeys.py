@@ -55,6 +55,7 @@ JOB_TRAIN = "train"
 JOB_ANALYSIS = "analysis"
 # Top-level W&B config keys the trainer logs (besides its full resolved config):
 CONFIG_VARIANT = "variant"  # baseline | attnres_full | attnres_block (the config names)
+CONFIG_LABEL = "label"  # variant plus S for block runs (attnres_block_s4): legends, grouping
 CONFIG_BLOCK_SIZE = "block_size"  # int for attnres_block, else null
 CONFIG_SIZE = "size"  # the size preset name, e.g. "andrea-12m"
 
