@@ -29,7 +29,9 @@ class DataConfig:
     hf_text_field: str = "text"
     val_paths: List[str] = field(default_factory=list)  # shards: explicit validation shards
     # stdlib/text/hf: share of documents held out, chosen by a hash of each document
-    # (stdlib: relative path; text/hf: content) so the split never depends on order or run.
+    # (stdlib: a file, keyed by its relative path; hf: a row; text: a ~16k-character chunk of a
+    # file cut at a newline, keyed by content) so the split never depends on order or run.
+    # If no document hashes into validation, the one with the smallest hash is held out.
     val_fraction: float = 0.01
     vocab_size: Optional[int] = None  # tokenizer vocabulary; None → the model's
     cache_dir: Optional[str] = None  # None → $ANDREA_DATA, else ~/.cache/andrea
@@ -87,15 +89,13 @@ def validate_data_config(cfg: DataConfig, model_vocab_size: int) -> None:
     vocab = effective_vocab_size(cfg, model_vocab_size)
     if not isinstance(vocab, int) or isinstance(vocab, bool):
         raise ValueError(f"data.vocab_size={vocab!r} must be an integer or null")
-    if cfg.source != "shards":
-        if not MIN_VOCAB <= vocab <= MAX_VOCAB:
-            raise ValueError(
-                f"data.vocab_size={vocab} (null means the model's) must lie in "
-                f"{MIN_VOCAB}..{MAX_VOCAB}: 256 byte tokens + merges + 1 end-of-text, "
-                "stored as uint16"
-            )
-    elif not 1 <= vocab <= MAX_VOCAB + 1:
-        raise ValueError(f"data.vocab_size={vocab} must lie in 1..{MAX_VOCAB + 1} for uint16 shards")
+    lowest = 1 if cfg.source == "shards" else MIN_VOCAB
+    if not lowest <= vocab <= MAX_VOCAB:
+        raise ValueError(
+            f"data.vocab_size={vocab} (null means the model's) must lie in {lowest}..{MAX_VOCAB}"
+            + ("" if cfg.source == "shards" else ": 256 byte tokens + merges + 1 end-of-text")
+            + "; shards store uint16 token ids"
+        )
     if vocab > model_vocab_size:
         raise ValueError(
             f"data.vocab_size={vocab} exceeds the model's vocab_size={model_vocab_size}: "

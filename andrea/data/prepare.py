@@ -197,12 +197,15 @@ def _build(final: Path, corpus: corpora.SplitCorpus, vocab: int, cfg: DataConfig
 
 
 def _progress(total: int, desc: str):
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return _StderrProgress(total, desc)
-    return tqdm(total=total, desc=desc, unit="char", unit_scale=True, file=sys.stderr,
-                mininterval=1.0, disable=None)
+    """tqdm on a terminal; elsewhere (Slurm logs) or without tqdm, a percentage every few s."""
+    if sys.stderr.isatty():
+        try:
+            from tqdm import tqdm
+
+            return tqdm(total=total, desc=desc, unit="char", unit_scale=True, file=sys.stderr)
+        except ImportError:
+            pass
+    return _StderrProgress(total, desc)
 
 
 class _StderrProgress:
@@ -212,7 +215,7 @@ class _StderrProgress:
     def update(self, n: int) -> None:
         self.n += n
         now = time.monotonic()
-        if now - self.last > 2.0 or self.n >= self.total:
+        if now - self.last > 5.0 or self.n >= self.total:
             self.last = now
             print(f"{self.desc}: {100 * self.n / max(self.total, 1):.0f}%", file=sys.stderr, flush=True)
 
