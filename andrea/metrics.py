@@ -44,13 +44,17 @@ class WandbConfig:
     tags: List[str] = field(default_factory=list)  # extra tags, added to the run's variant/size tags
     dashboard: bool = False  # online: create the sweep's W&B workspace at launch
     init_timeout_s: float = 30.0  # give up on W&B (and continue with files only) after this
+    # Online: stop waiting for uploads at the end of the run after this (the rest stays in
+    # <run>/wandb for `wandb sync`), so a flaky network cannot hold a finished job.
+    finish_timeout_s: float = 300.0
 
 
 def check_wandb_config(cfg: WandbConfig) -> None:
     if cfg.mode not in WANDB_MODES:
         raise ValueError(f"wandb.mode must be one of {', '.join(WANDB_MODES)}, got {cfg.mode!r}")
-    if not cfg.init_timeout_s > 0:
-        raise ValueError(f"wandb.init_timeout_s must be > 0 seconds, got {cfg.init_timeout_s!r}")
+    for name in ("init_timeout_s", "finish_timeout_s"):
+        if not getattr(cfg, name) > 0:
+            raise ValueError(f"wandb.{name} must be > 0 seconds, got {getattr(cfg, name)!r}")
 
 
 def run_id_for(run_dir: Path | RunDir) -> str:
@@ -63,6 +67,14 @@ def run_id_for(run_dir: Path | RunDir) -> str:
     digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
     readable = re.sub(r"[^A-Za-z0-9_-]+", "-", root.name).strip("-")[-40:]
     return f"{readable}-{digest}" if readable else digest
+
+
+def _wandb_settings(**kwargs: Any):
+    """wandb.Settings with the fields this wandb version knows (finish_timeout is recent)."""
+    import wandb
+
+    known = getattr(wandb.Settings, "model_fields", None)
+    return wandb.Settings(**{k: v for k, v in kwargs.items() if known is None or k in known})
 
 
 def _plain(value: Any) -> Any:
@@ -96,6 +108,7 @@ class MetricsLogger:
         self.config = dict(config)
         self.active = rank == 0
         self._run = None  # the wandb Run, or None when W&B is off or has failed
+        self._wandb_first_step = 0  # W&B's next step when the run was (re)opened
         self._warned = False
         self._finished = False
         if not self.active:
@@ -129,14 +142,18 @@ class MetricsLogger:
                 tags=tags,
                 config=self.config,
                 reinit="create_new",
-                settings=wandb.Settings(
+                settings=_wandb_settings(
                     init_timeout=float(self.wandb_cfg.init_timeout_s),
+                    finish_timeout=float(self.wandb_cfg.finish_timeout_s),
                     silent=True,
                     # train.log already holds the console; capturing it again only adds risk.
                     console="off",
                     save_code=False,
                 ),
             )
+            self._wandb_first_step = self._run.starting_step
+            for axis in sorted(set(keys.AXES.values())):
+                self._run.define_metric(axis)
             for key, axis in keys.AXES.items():
                 self._run.define_metric(key, step_metric=axis)
         except Exception as e:  # noqa: BLE001 - any W&B failure must leave training running
@@ -152,7 +169,7 @@ class MetricsLogger:
         run, self._run = self._run, None
         if run is not None:
             try:
-                run.finish(exit_code=1, quiet=True)
+                run.finish(exit_code=1)
             except Exception:  # noqa: BLE001
                 pass
 
@@ -162,7 +179,7 @@ class MetricsLogger:
         try:
             # After a resume W&B already holds the steps up to where the previous attempt got;
             # the replayed ones would be rejected as non-monotonic, so skip them quietly.
-            if step < self._run.step:
+            if step < self._wandb_first_step:
                 return
             self._run.log(data, step=step)
         except Exception as e:  # noqa: BLE001

@@ -207,6 +207,23 @@ def test_run_id_is_stable_and_wandb_safe(tmp_path):
     assert len(rid) <= 64
 
 
+def test_resumed_wandb_run_skips_steps_it_already_holds(tmp_path):
+    """W&B rejects non-monotonic steps; the steps replayed after a resume go to the jsonl only."""
+
+    class FakeRun:
+        logged: list = []
+
+        def log(self, data, step):
+            self.logged.append(step)
+
+    rd = RunDir(tmp_path / "run")
+    logger = new_logger(rd, mode="disabled")
+    logger._run, logger._wandb_first_step = FakeRun(), 4  # W&B held steps 0..3
+    log_steps(logger, range(2, 6))
+    assert FakeRun.logged == [4, 5]
+    assert [l[keys.STEP] for l in read_jsonl(rd.metrics)] == [2, 3, 4, 5]
+
+
 def test_bad_mode_is_rejected_with_the_field_name():
     with pytest.raises(ValueError, match=r"wandb\.mode.*'offlne'"):
         check_wandb_config(WandbConfig(mode="offlne"))
