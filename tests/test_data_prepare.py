@@ -222,3 +222,25 @@ def test_shards_source(tmp_path):
     (tmp_path / "c_val_000000.bin").write_bytes(b"\1" * 2000)
     with pytest.raises(ValueError, match=r"c_val_000000\.bin has bad magic"):
         prepare_data(DataConfig(source="shards", paths=[str(tmp_path / "c_*.bin")]), 1000)
+
+
+def test_interrupted_prepare_is_never_used(fake_stdlib, cache, monkeypatch):
+    cfg = DataConfig(vocab_size=300)
+    real_write = prepare.write_shard
+
+    def dying_write(path, tokens):
+        real_write(path, tokens)
+        raise KeyboardInterrupt  # killed after the first shard
+
+    monkeypatch.setattr(prepare, "write_shard", dying_write)
+    with pytest.raises(KeyboardInterrupt):
+        prepare_data(cfg, V)
+    assert [p.name for p in cache.iterdir() if p.is_dir()] == []  # work dir removed
+    monkeypatch.setattr(prepare, "write_shard", real_write)
+    p = prepare_data(cfg, V)
+    # leftovers of a hard kill (SIGKILL: no cleanup) are swept on the next build
+    (p.directory / "COMPLETE").unlink()
+    stale = cache / f".tmp-{p.directory.name}-999-x"
+    stale.mkdir()
+    q = prepare_data(cfg, V)
+    assert q == p and (q.directory / "COMPLETE").exists() and not stale.exists()
