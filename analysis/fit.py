@@ -8,28 +8,20 @@ last, since they are what one runs this for.
 
 from __future__ import annotations
 
-import os
+import argparse
+import datetime
+import math
+import sys
+import warnings as _warnings
+from pathlib import Path
 
-# L-BFGS-B on a handful of points spends most of its time waking BLAS threads for tiny vectors;
-# one thread is ~10x faster here. Set before numpy loads (no effect if the caller loaded it first).
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+import numpy as np
 
-import argparse  # noqa: E402
-import datetime  # noqa: E402
-import math  # noqa: E402
-import sys  # noqa: E402
-import warnings as _warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from analysis import tables  # noqa: E402
-from analysis.collect import (FLOPS_PER_PFLOPS_DAY, InputError, aggregate, by_label,  # noqa: E402
-                              collect)
-from analysis.multiplier import multiplier_at, multiplier_curve  # noqa: E402
-from analysis.powerlaw import FitError, fit_power_law  # noqa: E402
-from andrea.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json  # noqa: E402
+from analysis import tables
+from analysis.collect import FLOPS_PER_PFLOPS_DAY, InputError, aggregate, by_label, collect
+from analysis.multiplier import multiplier_at, multiplier_curve
+from analysis.powerlaw import FitError, fit_power_law
+from andrea.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json
 
 SCHEMA_VERSION = 1
 

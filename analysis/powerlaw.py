@@ -18,12 +18,54 @@ objective). The irreducible form is non-linear and runs L-BFGS-B per resample.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import glob
 import itertools
+import os
 import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import least_squares, minimize
+
+def _scipy_openblas():
+    """(get, set) of the OpenBLAS that scipy's L-BFGS-B links, or None where it is not found."""
+    import scipy
+    libs = os.path.join(os.path.dirname(os.path.dirname(scipy.__file__)), "scipy.libs")
+    for path in glob.glob(os.path.join(libs, "*openblas*.so*")):
+        try:
+            lib = ctypes.CDLL(path)          # already loaded by scipy: same handle
+        except OSError:
+            continue
+        for prefix in ("scipy_openblas", "scipy_openblas64_", "openblas"):
+            get = getattr(lib, f"{prefix}_get_num_threads", None)
+            set_ = getattr(lib, f"{prefix}_set_num_threads", None)
+            if get is not None and set_ is not None:
+                return get, set_
+    return None
+
+
+@contextlib.contextmanager
+def single_blas_thread():
+    """L-BFGS-B on a handful of points spends most of its time waking BLAS threads for tiny
+    vectors (~10x slower with 2 threads on a busy machine). Pin scipy's OpenBLAS to one thread
+    for the fits and restore the caller's setting afterwards."""
+    try:
+        handles = _scipy_openblas()
+    except Exception:                        # any platform quirk: just run multi-threaded
+        handles = None
+    if handles is None:
+        yield
+        return
+    get, set_ = handles
+    before = get()
+    set_(1)
+    try:
+        yield
+    finally:
+        set_(before)
+
 
 FORMS = ("power", "irreducible")
 N_PARAMS = {"power": 2, "irreducible": 3}
@@ -231,6 +273,12 @@ def rng_for(seed: int, label: str) -> np.random.Generator:
 # --- the fit ------------------------------------------------------------------------------------
 def fit_power_law(label: str, compute, loss, form: str = "power", huber_delta: float = 1e-3,
                   n_bootstrap: int = 1000, ci: float = 0.95, seed: int = 0) -> Fit:
+    """Fit one variant's points; FitError (naming the variant) when they cannot identify the law."""
+    with single_blas_thread():
+        return _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed)
+
+
+def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed) -> Fit:
     if form not in FORMS:
         raise FitError(f"{label}: form={form!r}; valid: {', '.join(FORMS)}")
     C, L = np.asarray(compute, float), np.asarray(loss, float)

@@ -1,0 +1,108 @@
+import math
+
+import pytest
+
+from analysis.collect import (FLOPS_PER_PFLOPS_DAY, InputError, aggregate, by_label, collect,
+                              variant_label)
+from andrea.rundir import RunDir
+
+
+def _run(root, name, **kw):
+    res = {"status": "completed", "error": None, "variant": "baseline", "block_size": None,
+           "size": "s1", "params": 1e6, "params_nonembedding": 8e5, "tokens": 2e7, "flops": 1e18,
+           "val_loss": 3.0, "wall_s": 10.0, "tokens_per_s": 1e4, "seed": 0}
+    res.update(kw)
+    rd = RunDir(root / name)
+    rd.write_results(res)
+    return rd
+
+
+def test_labels_keep_config_names_and_add_S():
+    assert variant_label("attnres_block", 4) == "attnres_block_s4"
+    assert variant_label("attnres_block", None) == "attnres_block"
+    assert variant_label("attnres_full", None) == "attnres_full"
+    assert variant_label("attnres_full", 4) == "attnres_full"
+
+
+def test_run_dirs_classified(tmp_path):
+    _run(tmp_path, "a/s1", flops=1e18)
+    _run(tmp_path, "blk/s1", variant="attnres_block", block_size=8, val_loss=2.9)
+    _run(tmp_path, "bad/s2", status="failed", error="CUDA out of memory", val_loss=None)
+    _run(tmp_path, "nan/s3", val_loss=float("nan"))
+    _run(tmp_path, "zero/s4", flops=0)
+    (tmp_path / "run/s5/.hydra").mkdir(parents=True)             # started, no results yet
+    (tmp_path / "ck/s5/checkpoints").mkdir(parents=True)
+    broken = RunDir(tmp_path / "broken")
+    broken.root.mkdir()
+    broken.results.write_text('{"status": "compl')               # not valid JSON
+    c = collect([tmp_path])
+    assert sorted(r.label for r in c.runs) == ["attnres_block_s8", "baseline"]
+    assert c.runs[0].compute == pytest.approx(c.runs[0].flops / FLOPS_PER_PFLOPS_DAY)
+    assert [(s.split("/")[-2], e) for s, e in c.failed] == [("bad", "CUDA out of memory")]
+    assert sorted(s.split("/")[-2] for s, _ in c.running) == ["ck", "run"]
+    reasons = {s.split("/")[-2] if s.count("/") > 1 else s: r for s, r in c.invalid}
+    assert any("val_loss" in r for r in reasons.values())
+    assert any("flops=0" in r and "positive" in r for r in reasons.values())
+    assert any("not valid JSON" in r for r in reasons.values())
+    assert len(c.invalid) == 3
+
+
+def test_seed_averaging(tmp_path):
+    for seed, loss in enumerate([3.0, 3.2, 3.4]):
+        _run(tmp_path, f"b/s1/seed{seed}", seed=seed, val_loss=loss)
+    _run(tmp_path, "b/s2/seed0", size="s2", flops=4e18, val_loss=2.5)
+    points, warnings = aggregate(collect([tmp_path]).runs)
+    assert not warnings
+    p1, p2 = by_label(points)["baseline"]
+    assert (p1.size, p1.n_seeds, p1.seeds) == ("s1", 3, [0, 1, 2])
+    assert p1.val_loss == pytest.approx(3.2)
+    assert p1.val_loss_std == pytest.approx(0.2)
+    assert (p2.n_seeds, p2.val_loss_std) == (1, 0.0)
+    assert p1.to_json()["runs"] and p1.to_json()["compute_pflops_days"] > 0
+
+
+def test_seeds_with_different_flops_warn(tmp_path):
+    _run(tmp_path, "b/0", seed=0, flops=1e18)
+    _run(tmp_path, "b/1", seed=1, flops=2e18)
+    _, warnings = aggregate(collect([tmp_path]).runs)
+    assert any("different FLOPs" in w for w in warnings)
+
+
+def test_csv_input(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text("variant,size,flops,val_loss,block_size,seed\n"
+                 "baseline,s1,1e18,3.0,,0\n"
+                 "attnres_block,s1,1e18,2.9,4,0\n"
+                 "attnres_block,s1,1e18,2.95,4,1\n"
+                 "baseline,s2,-5,2.5,,0\n"
+                 "baseline,s3,4e18,nan,,0\n"
+                 "baseline,s4,abc,2.5,,0\n")
+    c = collect([p])
+    assert sorted(r.label for r in c.runs) == ["attnres_block_s4", "attnres_block_s4", "baseline"]
+    lines = sorted(s.rsplit(" ", 1)[1] for s, _ in c.invalid)
+    assert lines == ["5", "6", "7"]                               # file line numbers name rows
+    assert any("'abc' is not a number" in r for _, r in c.invalid)
+    points, _ = aggregate(c.runs)
+    blk = by_label(points)["attnres_block_s4"][0]
+    assert blk.n_seeds == 2 and blk.val_loss == pytest.approx(2.925)
+
+
+def test_csv_missing_columns(tmp_path):
+    p = tmp_path / "bad.csv"
+    p.write_text("variant,size,loss\nbaseline,s1,3.0\n")
+    with pytest.raises(InputError, match="flops, val_loss") as e:
+        collect([p])
+    assert "bad.csv" in str(e.value) and "found variant, size, loss" in str(e.value)
+
+
+def test_missing_input(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        collect([tmp_path / "nope"])
+    with pytest.raises(InputError, match="no input"):
+        collect([])
+
+
+def test_single_results_json(tmp_path):
+    rd = _run(tmp_path, "one", val_loss=2.0)
+    c = collect([rd.results])
+    assert len(c.runs) == 1 and math.isclose(c.runs[0].val_loss, 2.0)

@@ -1,0 +1,120 @@
+"""End to end: `python -m analysis.fit` on fake sweeps and CSVs."""
+
+import json
+
+import pytest
+
+from analysis.fit import main
+from analysis.synthetic import make_sweep
+from andrea.rundir import RunDir
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sweep")
+    make_sweep(root, seeds=(0, 1))
+    (root / "baseline/s6/seed0/.hydra").mkdir(parents=True)                # still running
+    RunDir(root / "attnres_full/s6/seed0").write_results(
+        {"status": "failed", "error": "NaN loss at step 812", "variant": "attnres_full"})
+    return root
+
+
+def _strict_json(path):
+    def bad(token):
+        raise ValueError(f"non-standard JSON token {token}")
+    return json.loads(path.read_text(), parse_constant=bad)
+
+
+def test_full_analysis(sweep, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main([str(sweep), "--out", str(out), "--bootstrap", "200", "--c-ref", "2", "5.6"]) == 0
+    text = capsys.readouterr().out
+    assert "Collected 50 completed run(s)" in text
+    assert "NaN loss at step 812" in text and "baseline/s6/seed0" in text
+    assert "attnres_block_s4" in text and "Compute multiplier vs baseline" in text
+    for name in ("fits.json", "fit_table.md", "fit_table.csv", "fit_table.tex", "scaling.png",
+                 "scaling.pdf", "multiplier.png", "ablation.png", "dynamics.png"):
+        assert (out / name).stat().st_size > 0, name
+    for name in ("scaling.png", "multiplier.png", "ablation.png", "dynamics.png"):
+        data = (out / name).read_bytes()
+        assert data[:8] == PNG and len(data) > 5000, name
+
+    rep = _strict_json(out / "fits.json")
+    assert rep["settings"]["baseline"] == "baseline" and rep["settings"]["bootstrap"] == 200
+    assert set(rep["fits"]) == {"baseline", "attnres_full", "attnres_block_s2",
+                                "attnres_block_s4", "attnres_block_s8"}
+    f = rep["fits"]["attnres_block_s4"]
+    assert f["n_points"] == 5 and f["ci"]["alpha"][0] < f["alpha"] < f["ci"]["alpha"][1]
+    assert f["lsq"]["alpha"] == pytest.approx(f["alpha"], abs=0.005)
+    ms = rep["multipliers"]["at_c_ref"]
+    assert len(ms) == 8 and {m["c_ref_pflops_days"] for m in ms} == {2.0, 5.6}
+    m = next(m for m in ms if m["variant"] == "attnres_block_s4" and m["c_ref_pflops_days"] == 5.6)
+    assert 1.0 < m["multiplier"] < 1.6 and m["ci"][0] <= m["multiplier"] <= m["ci"][1]
+    assert len(rep["multipliers"]["curves"]["attnres_full"]["lo"]) == 60
+    assert rep["runs"]["failed"][0]["error"] == "NaN loss at step 812"
+    assert len(rep["runs"]["running_or_missing"]) == 1
+    p = next(p for p in rep["points"] if p["label"] == "baseline" and p["size"] == "s1")
+    assert p["n_seeds"] == 2 and p["val_loss_std"] > 0
+
+    csv_lines = (out / "fit_table.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("variant,form,n_points,A,A_lo,A_hi,alpha")
+    assert csv_lines[1].startswith("baseline,") and len(csv_lines) == 6
+    tex = (out / "fit_table.tex").read_text()
+    assert r"\toprule" in tex and r"\bottomrule" in tex and r"attnres\_block\_s4" in tex
+
+
+def test_csv_input_other_baseline_and_bad_variant(tmp_path, capsys):
+    p = tmp_path / "runs.csv"
+    rows = ["variant,size,flops,val_loss"]
+    for i, C in enumerate([1e18, 1e19, 1e20, 1e21]):
+        rows += [f"ref,s{i},{C},{3.0 * (C / 1e18) ** -0.05}",
+                 f"new,s{i},{C},{2.95 * (C / 1e18) ** -0.05}"]
+    rows += ["lonely,s0,1e18,3.0", "new,s9,0,2.0"]
+    p.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "out"
+    assert main([str(p), "--out", str(out), "--baseline", "ref", "--bootstrap", "50",
+                 "--no-plots"]) == 0
+    text = capsys.readouterr().out
+    assert "not fitted: lonely: 1 point(s)" in text and "runs.csv line 10" in text
+    assert "runs.csv line 11: flops=0.0 is not positive" in text
+    rep = _strict_json(out / "fits.json")
+    assert set(rep["fits"]) == {"ref", "new"} and "lonely" in rep["not_fitted"]
+    m = rep["multipliers"]["at_c_ref"][0]
+    assert m["variant"] == "new" and m["multiplier"] == pytest.approx((3.0 / 2.95) ** 20, rel=1e-3)
+    assert not (out / "scaling.png").exists()
+
+
+def test_irreducible_cli(tmp_path):
+    root = tmp_path / "s"
+    make_sweep(root, laws={("baseline", None): (1.9, 0.06), ("attnres_full", None): (1.87, 0.06)},
+               dynamics=False)
+    out = tmp_path / "out"
+    assert main([str(root), "--out", str(out), "--irreducible", "--bootstrap", "30",
+                 "--no-plots"]) == 0
+    rep = _strict_json(out / "fits.json")
+    assert rep["settings"]["form"] == "irreducible" and "E" in rep["fits"]["baseline"]["ci"]
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda d: None, "no such file"),
+    (lambda d: d.mkdir(), "no completed runs"),
+    (lambda d: (d.parent / "x.csv").write_text("variant,size\n"), "missing required column"),
+])
+def test_bad_input_exits_nonzero(tmp_path, capsys, make, match):
+    target = tmp_path / "in"
+    make(target)
+    arg = tmp_path / "x.csv" if (tmp_path / "x.csv").exists() else target
+    assert main([str(arg), "--out", str(tmp_path / "out")]) != 0
+    assert match in capsys.readouterr().err
+
+
+def test_wandb_offline_never_blocks(sweep, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("wandb")
+    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    out = tmp_path / "out"
+    assert main([str(sweep), "--out", str(out), "--bootstrap", "20", "--no-plots", "--wandb",
+                 "--wandb-mode", "disabled"]) == 0
+    assert "W&B: logged" in capsys.readouterr().out

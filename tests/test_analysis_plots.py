@@ -1,0 +1,74 @@
+import numpy as np
+
+from analysis import plots
+from analysis.collect import aggregate, by_label, collect
+from analysis.multiplier import multiplier_at, multiplier_curve
+from analysis.powerlaw import fit_power_law
+from analysis.synthetic import make_sweep
+from andrea.rundir import RunDir, read_json
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _is_png(path, min_bytes=5000):
+    data = path.read_bytes()
+    return data[:8] == PNG and len(data) > min_bytes
+
+
+def test_every_figure_renders(tmp_path):
+    sweep = tmp_path / "sweep"
+    make_sweep(sweep, seeds=(0, 1))
+    points, _ = aggregate(collect([sweep]).runs)
+    groups = by_label(points)
+    fits = {lb: fit_power_law(lb, [p.compute for p in ps], [p.val_loss for p in ps],
+                              n_bootstrap=100) for lb, ps in groups.items()}
+    base = fits["baseline"]
+    at_ref = [multiplier_at(base, f, 5.6) for lb, f in fits.items() if lb != "baseline"]
+    curves = {lb: multiplier_curve(base, f) for lb, f in fits.items() if lb != "baseline"}
+    out = tmp_path / "figs"
+
+    plots.plot_scaling(groups, fits, 5.6, [out / "scaling.png", out / "scaling.pdf"])
+    assert _is_png(out / "scaling.png")
+    pdf = (out / "scaling.pdf").read_bytes()
+    assert pdf[:5] == b"%PDF-" and len(pdf) > 5000
+
+    plots.plot_multiplier(curves, at_ref, [out / "multiplier.png"])
+    assert _is_png(out / "multiplier.png")
+
+    msg = plots.plot_ablation(points, [out / "ablation.png"])
+    assert "S = 2, 4, 8" in msg and _is_png(out / "ablation.png")
+
+    runs = []
+    for lb, ps in groups.items():
+        p = max(ps, key=lambda p: p.flops)
+        runs.append({"label": lb, "size": p.size,
+                     "dyn": read_json(RunDir(p.runs[0].run_dir).dynamics)})
+    plots.plot_dynamics(runs, [out / "dynamics.png"])
+    assert _is_png(out / "dynamics.png")
+
+
+def test_ablation_skips_without_block_runs(tmp_path):
+    make_sweep(tmp_path / "s", laws={("baseline", None): (2.0, 0.05)}, dynamics=False)
+    points, _ = aggregate(collect([tmp_path / "s"]).runs)
+    msg = plots.plot_ablation(points, [tmp_path / "ablation.png"])
+    assert "skipped" in msg and not (tmp_path / "ablation.png").exists()
+
+
+def test_figures_survive_unfitted_and_infinite_values(tmp_path):
+    """A variant without a fit is still drawn as points; inf/NaN multipliers do not crash."""
+    make_sweep(tmp_path / "s", compute=(0.1, 1.0), dynamics=False)
+    points, _ = aggregate(collect([tmp_path / "s"]).runs)
+    groups = by_label(points)
+    fits = {"baseline": fit_power_law("baseline", [p.compute for p in groups["baseline"]],
+                                      [p.val_loss for p in groups["baseline"]], n_bootstrap=20)}
+    plots.plot_scaling(groups, fits, None, [tmp_path / "a.png"])
+    curve = {"compute_pflops_days": [0.1, 1.0], "multiplier": [np.inf, 1.2],
+             "lo": [np.nan, 1.1], "hi": [np.inf, 1.3]}
+    plots.plot_multiplier({"attnres_full": curve}, [], [tmp_path / "m.png"])
+    assert _is_png(tmp_path / "a.png") and _is_png(tmp_path / "m.png", 1000)
+
+
+def test_colours_are_stable_per_variant():
+    a = plots.colours(["baseline", "attnres_full", "attnres_block_s4"])
+    b = plots.colours(["attnres_block_s4", "baseline", "attnres_full"])
+    assert a == b and len(set(a.values())) == 3
