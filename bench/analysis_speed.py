@@ -1,0 +1,64 @@
+"""Speed of the whole scaling analysis on a synthetic 25-run sweep (5 variants x 5 sizes) with
+1000 bootstrap resamples: collect → fits + CIs → multipliers → tables → all figures.
+
+    python bench/analysis_speed.py [--bootstrap 1000] [--budget 10]
+
+Prints the in-process time of `analysis.fit.main` (with and without figures) and the end-to-end
+time of a fresh `python -m analysis.fit` process (imports included). Exits 1 over budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from analysis.fit import main  # noqa: E402
+from analysis.synthetic import make_sweep  # noqa: E402
+
+
+def _timed(argv) -> float:
+    t = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        rc = main(argv)
+    dt = time.perf_counter() - t
+    if rc != 0:
+        raise SystemExit(f"analysis failed (exit {rc}) for {argv}")
+    return dt
+
+
+def run(n_boot: int, budget: float) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        sweep, out = Path(tmp) / "sweep", Path(tmp) / "out"
+        runs = make_sweep(sweep)
+        assert len(runs) == 25, len(runs)
+        boot = ["--bootstrap", str(n_boot)]
+        fits_only = _timed([str(sweep), "--out", str(out / "a"), "--no-plots", *boot])
+        whole = _timed([str(sweep), "--out", str(out / "b"), *boot])
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "analysis.fit", str(sweep), "--out", str(out / "c"),
+                        *boot], check=True, capture_output=True,
+                       cwd=Path(__file__).resolve().parent.parent)
+        fresh = time.perf_counter() - t
+    print(f"synthetic sweep: 25 runs (5 variants x 5 sizes), {n_boot} bootstrap resamples")
+    print(f"  fits + CIs + multipliers + tables : {fits_only:6.2f} s")
+    print(f"  whole analysis incl. 5 figures    : {whole:6.2f} s")
+    print(f"  fresh process (imports included)  : {fresh:6.2f} s")
+    ok = max(whole, fresh) < budget
+    print(f"{'PASS' if ok else 'FAIL'}: budget {budget:g} s")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--bootstrap", type=int, default=1000)
+    p.add_argument("--budget", type=float, default=10.0)
+    a = p.parse_args()
+    sys.exit(run(a.bootstrap, a.budget))
