@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from analysis import tables
-from analysis.collect import FLOPS_PER_PFLOPS_DAY, InputError, aggregate, by_label, collect
+from analysis.collect import (FLOPS_PER_PFLOPS_DAY, InputError, aggregate, by_label, collect,
+                              variant_label)
 from analysis.multiplier import multiplier_at, multiplier_curve
 from analysis.powerlaw import FitError, fit_power_law
 from andrea.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json
@@ -85,7 +86,6 @@ def _dynamics_runs(points, specs, baseline):
             if Path(spec).is_dir():
                 rd = RunDir(Path(spec))
                 res = rd.read_results() or {}
-                from analysis.collect import variant_label
                 label = variant_label(str(res.get("variant", Path(spec).name)), res.get("block_size"))
                 cands = [(label, str(res.get("size", "?")), rd)]
             else:
@@ -136,10 +136,14 @@ def _log_wandb(args, rows, report, figures) -> str:
         for label, f in report["fits"].items():
             run.summary[f"alpha/{label}"] = f["alpha"]
             run.summary[f"A/{label}"] = f["A"]
+        where = Path(run.dir).parent if args.wandb_mode == "offline" and run.dir else None
         run.finish()
     except Exception as e:   # the analysis on disk is the product; W&B is a copy of it
         return f"W&B: logging failed ({type(e).__name__}: {e}); outputs on disk are complete"
-    return f"W&B: logged to project {args.wandb_project}, group {group} (mode {args.wandb_mode})"
+    msg = f"W&B: logged to project {args.wandb_project}, group {group} (mode {args.wandb_mode})"
+    if where:
+        msg += f"; upload later with `wandb sync {where}`"
+    return msg
 
 
 def main(argv=None) -> int:

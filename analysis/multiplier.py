@@ -69,6 +69,8 @@ def multiplier_at(base: Fit, variant: Fit, c_ref: float) -> dict:
             "lsq_multiplier": lsq,
             # beyond the largest baseline run the answer leans on the fit's extrapolation
             "extrapolated": bool(np.isfinite(c_base) and c_base > base.compute_range[1] * 1.0001),
+            "c_ref_outside_variant_data": bool(not variant.compute_range[0] / 1.0001 <= c_ref
+                                               <= variant.compute_range[1] * 1.0001),
             "warning": warning}
 
 

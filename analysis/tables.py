@@ -145,8 +145,11 @@ def terminal_multipliers(multipliers: list[dict]) -> str:
         s = (f"  {m['variant']:<24} {_m(m['multiplier']):>5}x  ({pct} CI {_m(lo)}–{_m(hi)}; "
              f"LSQ {_m(m['lsq_multiplier'])}x)  at C_ref = {m['c_ref_pflops_days']:.4g} PFLOP/s-days")
         if m["extrapolated"]:
-            s += "  [baseline extrapolated]"
+            s += " *"
         out.append(s)
         if m["warning"]:
             out.append(f"      ! {m['warning']}")
+    if any(m["extrapolated"] for m in multipliers):
+        out.append("  * the baseline reaches that loss only beyond its largest run: its fit is "
+                   "extrapolated there")
     return "\n".join(out)

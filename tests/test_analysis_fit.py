@@ -110,11 +110,26 @@ def test_bad_input_exits_nonzero(tmp_path, capsys, make, match):
     assert match in capsys.readouterr().err
 
 
-def test_wandb_offline_never_blocks(sweep, tmp_path, monkeypatch, capsys):
+def test_dynamics_runs_selection(sweep, tmp_path, capsys):
+    out = tmp_path / "out"
+    run = sweep / "attnres_block_s4" / "s2" / "seed1"
+    assert main([str(sweep), "--out", str(out), "--bootstrap", "0", "--dynamics-runs",
+                 "baseline:s3", str(run), "nosuch:s1"]) == 0
+    text = capsys.readouterr().out
+    assert "dynamics: baseline:s3, attnres_block_s4:s2" in text
+    assert "no run matches 'nosuch:s1'" in text
+    assert (out / "dynamics.png").read_bytes()[:8] == PNG
+
+
+@pytest.mark.parametrize("mode", ["disabled", "offline"])
+def test_wandb_never_blocks(sweep, tmp_path, monkeypatch, capsys, mode):
     pytest.importorskip("wandb")
-    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")     # nothing listens there
     monkeypatch.setenv("WANDB_SILENT", "true")
     out = tmp_path / "out"
     assert main([str(sweep), "--out", str(out), "--bootstrap", "20", "--no-plots", "--wandb",
-                 "--wandb-mode", "disabled"]) == 0
-    assert "W&B: logged" in capsys.readouterr().out
+                 "--wandb-mode", mode, "--wandb-group", "test"]) == 0
+    text = capsys.readouterr().out
+    assert f"W&B: logged to project andrea, group test (mode {mode})" in text
+    if mode == "offline":
+        assert "wandb sync" in text and any((out / "wandb").glob("offline-run-*"))
