@@ -49,7 +49,7 @@ fi
 
 mkdir -p "$STATE" "$RUN" "$LOG"
 chmod 755 "$STATE"
-# One start.sh at a time (e.g. two pytest sessions).
+# One start.sh at a time (e.g. two pytest sessions). fd 9 is closed in every daemon we launch.
 exec 9>"$STATE/start.lock"
 flock -w 300 9 || die $E_TIMEOUT "another start.sh holds $STATE/start.lock"
 
@@ -136,9 +136,9 @@ launch() {
     local out=$LOG/$name.out
     echo "==== $(date -u +%FT%TZ) start.sh launching: $*" >>"$out"
     if [ "$user" = root ]; then
-        ( cd "$STATE" && exec setsid "$@" ) </dev/null >>"$out" 2>&1 &
+        ( cd "$STATE" && exec setsid "$@" ) 9>&- </dev/null >>"$out" 2>&1 &
     else
-        ( cd / && exec setsid setpriv --reuid="$user" --regid="$user" --init-groups "$@" ) </dev/null >>"$out" 2>&1 &
+        ( cd / && exec setsid setpriv --reuid="$user" --regid="$user" --init-groups "$@" ) 9>&- </dev/null >>"$out" 2>&1 &
     fi
     echo $! >"$RUN/$name.pid"
     STARTED+=("$name")
