@@ -10,7 +10,7 @@ submitted, so one bad combination stops the whole sweep with a message that name
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
@@ -174,6 +174,9 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
     if m.name not in VARIANTS:
         raise fail(f"model.name={m.name!r} is not a variant; valid: {', '.join(VARIANTS)}")
     n_sublayers = 2 * s.n_layer
+    if m.name != "attnres_block" and m.block_size is not None:
+        raise fail(f"model.block_size={m.block_size} applies to model=attnres_block only, "
+                   f"not to model={m.name}")
     if m.name == "attnres_block":
         if m.block_size is None or not 1 <= m.block_size <= n_sublayers:
             raise fail(
@@ -197,6 +200,9 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
     except ValueError as e:
         raise fail(str(e)) from None
     counts = count_parameters(model_cfg)
+    # Every variant of a size trains the same tokens: the budget counts the baseline's
+    # parameters, so AttnRes's extra (L + 1) x 2d parameters do not buy it extra data.
+    budget_params = count_parameters(replace(model_cfg, residual="baseline")).non_embedding
 
     if t.schedule not in ("cosine", "wsd"):
         raise fail(f"train.schedule={t.schedule!r}; valid: cosine, wsd")
@@ -224,8 +230,8 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         budget_field = f"train.tokens={t.tokens}"
     else:
         per_param = t.tokens_per_param if t.tokens_per_param is not None else s.tokens_per_param
-        budget = int(per_param * counts.non_embedding)
-        budget_field = f"tokens_per_param={per_param} x {counts.non_embedding} params = {budget}"
+        budget = int(per_param * budget_params)
+        budget_field = f"tokens_per_param={per_param} x {budget_params} params = {budget}"
     steps = budget // batch_tokens
     if steps < 1:
         raise fail(

@@ -243,8 +243,9 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
         run_dir, spec.wandb, run_id=run_id_for(run_dir),
         name=f"{spec.sweep_name}/{spec.size}/{spec.label}/seed{t.seed}",
         group=spec.sweep_name, tags=[spec.variant, spec.size, spec.label],
-        config={**summary, keys.CONFIG_VARIANT: spec.variant, keys.CONFIG_SIZE: spec.size,
-                keys.CONFIG_BLOCK_SIZE: summary["block_size"], "run": config},
+        config={**summary, keys.CONFIG_VARIANT: spec.variant, keys.CONFIG_LABEL: spec.label,
+                keys.CONFIG_SIZE: spec.size, keys.CONFIG_BLOCK_SIZE: summary["block_size"],
+                "run": config},
         rank=dist_info.rank, resume=resumed is not None,
     )
     loggers.append(logger)

@@ -42,11 +42,15 @@ class AndreaSlurmConf(SlurmQueueConf):
     poll_s: float = POLL_S
 
 
-# Importing upstream above ran its registrations; these replace them under the same names.
-ConfigStore.instance().store(group="hydra/launcher", name="submitit_local", node=AndreaLocalConf,
-                             provider="andrea")
-ConfigStore.instance().store(group="hydra/launcher", name="submitit_slurm", node=AndreaSlurmConf,
-                             provider="andrea")
+def register_launcher_configs() -> None:
+    """Register andrea's launchers under the usual names (hydra/launcher=submitit_slurm).
+
+    Called from the search-path plugin, which Hydra runs after it has scanned (and executed) every
+    plugin module, so these entries replace hydra-submitit-launcher's whatever the scan order.
+    """
+    cs = ConfigStore.instance()
+    cs.store(group="hydra/launcher", name="submitit_local", node=AndreaLocalConf, provider="andrea")
+    cs.store(group="hydra/launcher", name="submitit_slurm", node=AndreaSlurmConf, provider="andrea")
 
 
 def _state_name(job) -> str:

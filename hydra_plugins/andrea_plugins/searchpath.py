@@ -12,3 +12,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 class AndreaSearchPathPlugin(SearchPathPlugin):
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
         search_path.append(provider="andrea", path=f"file://{REPO_ROOT}")
+        from hydra_plugins.andrea_plugins.launcher import register_launcher_configs
+
+        register_launcher_configs()

@@ -63,6 +63,10 @@ class AndreaSweeper(BasicSweeper):
             print(f"\nskipping {skipped} completed run(s); re-running a sweep never redoes them.")
         returns = []
         if todo:
+            from analysis.dashboard import maybe_create_dashboard
+            from andrea.config import to_dataclass
+
+            maybe_create_dashboard(to_dataclass(self.config).wandb, str(self.config.sweep_name))
             returns = self.launcher.launch([j.overrides for j in todo], initial_job_idx=0)
         failed = print_summary(jobs, skipped)
         if failed:
