@@ -47,10 +47,6 @@ def _common_dtype(sources: Sequence[Tensor]) -> torch.dtype:
     return dt
 
 
-def _stack(sources: Sequence[Tensor], dtype: torch.dtype) -> Tensor:
-    return torch.stack([s.to(dtype) for s in sources], dim=-2)  # [B, T, n, d]
-
-
 def _inv_rms(v: Tensor, eps: float) -> Tensor:
     """1 / sqrt(mean(v^2) + eps) over the last dim; vector_norm reduces without a squared copy."""
     d = v.shape[-1]
@@ -78,102 +74,188 @@ def depth_attention_reference(
 
 
 # ---------------------------------------------------------------------------------------------
-# Fast path: one batched op + a memory-lean custom backward
+# Fast path: sources written once into a stacked buffer, one batched op per layer, and a
+# memory-lean custom backward
 # ---------------------------------------------------------------------------------------------
-def _forward_stats(V: Tensor, qg: Tensor, eps: float) -> tuple[Tensor, Tensor, Tensor]:
-    """V [B, T, n, d] in compute dtype, qg [d] -> (r, p, alpha), each [B, T, n]."""
-    r = _inv_rms(V, eps)
-    p = V @ qg  # un-normalised score v . (g * w)
-    alpha = torch.softmax(p * r, dim=-1)
-    return r, p, alpha
+class _Store(torch.autograd.Function):
+    """Copy v into a buffer slot and hand back a storage-free stand-in for v.
+
+    The stand-in is a zero-stride expand of one element: it carries v's autograd identity (its
+    gradient is v's gradient) but not v's memory, so v itself can be freed once written. The
+    depth-attention op reads the values from the buffer and returns gradients for stand-ins."""
+
+    @staticmethod
+    def forward(ctx, v: Tensor, slot: Tensor) -> Tensor:
+        slot.copy_(v)
+        ctx.dtype = v.dtype
+        return v.new_zeros(()).expand(v.shape)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        return grad.to(ctx.dtype), None
+
+
+class SourceStack:
+    """The completed sources of depth attention, [capacity, B, T, d] preallocated, each written
+    exactly once (for Block AttnRes: b_0 and every completed block; for Full: every output).
+    Replaces re-stacking all sources at every layer (O(L^2 d) copies for Full AttnRes)."""
+
+    def __init__(self, first: Tensor, capacity: int):
+        self.buffer = first.new_empty((capacity, *first.shape))
+        self.handles: list[Tensor | None] = []  # autograd stand-ins (None: no grad needed)
+        self.push(first)
+
+    def __len__(self) -> int:
+        return len(self.handles)
+
+    def push(self, v: Tensor) -> None:
+        slot = self.buffer[len(self.handles)]
+        if torch.is_grad_enabled() and v.requires_grad:
+            self.handles.append(_Store.apply(v, slot))
+        else:
+            with torch.no_grad():
+                slot.copy_(v)
+            self.handles.append(None)
+
+    def values(self) -> Tensor:
+        """[n, B, T, d]: the written slots (a view, no copy)."""
+        return self.buffer[: len(self.handles)]
+
+    @classmethod
+    def of(cls, sources: Sequence[Tensor]) -> "SourceStack":
+        dt = _common_dtype(sources)
+        st = cls(sources[0].to(dt) if sources[0].dtype != dt else sources[0], len(sources))
+        for v in sources[1:]:
+            st.push(v)
+        return st
+
+
+def _mix_stats(V: Tensor, extra: Tensor | None, qg: Tensor, eps: float):
+    """Scores, softmax and mix over V [k, B, T, d] (+ one extra source [B, T, d]), in the dtype
+    of qg. Returns (h, r, p, alpha) with r, p, alpha [n, B, T] (n = k or k + 1)."""
+    V = V.to(qg.dtype)
+    r, p = _inv_rms(V, eps), V @ qg
+    if extra is not None:
+        e = extra.to(qg.dtype)
+        r = torch.cat([r, _inv_rms(e, eps).unsqueeze(0)])
+        p = torch.cat([p, (e @ qg).unsqueeze(0)])
+    alpha = torch.softmax(p * r, dim=0)
+    k = V.shape[0]
+    h = (alpha[:k].unsqueeze(-1) * V).sum(0)
+    if extra is not None:
+        h = h.addcmul_(alpha[k].unsqueeze(-1), e)
+    return h, r, p, alpha
 
 
 class _DepthAttentionFn(torch.autograd.Function):
     """h = sum_i softmax_i(r_i * (v_i . q)) v_i with q = g * w, r_i = 1/rms(v_i).
 
-    Saves the sources and r, p, alpha ([B, T, n] each, fp32). Backward, per token:
+    Reads the completed sources from the stack's buffer (never re-stacked) plus at most one
+    extra source (Block AttnRes' partial sum). Saves r, p, alpha ([n, B, T], fp32) and the extra
+    source; the buffer is shared by all layers. Backward, per token:
         da_i = dh . v_i ;  ds = alpha * (da - sum_j alpha_j da_j)
         dp_i = ds_i r_i ;  dr_i = ds_i p_i ;  d r_i / d v_i = -r_i^3 v_i / d
         dv_i = alpha_i dh + dp_i q - (dr_i r_i^3 / d) v_i ;  dq = sum_{tokens, i} dp_i v_i
     """
 
     @staticmethod
-    def forward(ctx, query: Tensor, norm_weight: Tensor, eps: float, *sources: Tensor) -> Tensor:
-        dt = _common_dtype(sources)
-        cdt = _compute_dtype(dt)
-        with torch.autocast(device_type=sources[0].device.type, enabled=False):
-            V = _stack(sources, cdt)
+    def forward(ctx, query, norm_weight, eps, V, extra, *handles):
+        cdt = _compute_dtype(V.dtype)
+        with torch.autocast(device_type=V.device.type, enabled=False):
             qg = query.to(cdt) * norm_weight.to(cdt)
-            r, p, alpha = _forward_stats(V, qg, eps)
-            h = (alpha.unsqueeze(-2) @ V).squeeze(-2)
-        ctx.save_for_backward(query, norm_weight, r, p, alpha, *sources)
-        ctx.eps = eps
-        ctx.out_dtype = dt
-        return h.to(dt)
+            h, r, p, alpha = _mix_stats(V, extra, qg, eps)
+        ctx.V = V  # slots < len(V) are never written again: safe without a version check
+        ctx.save_for_backward(query, norm_weight, r, p, alpha, extra)
+        ctx.dtypes = [None if t is None else t.dtype for t in handles]
+        out_dt = V.dtype if extra is None else torch.promote_types(V.dtype, extra.dtype)
+        return h.to(out_dt)
 
     @staticmethod
     def backward(ctx, dh: Tensor):
-        query, norm_weight, r, p, alpha, *sources = ctx.saved_tensors
-        cdt = r.dtype
+        query, norm_weight, r, p, alpha, extra = ctx.saved_tensors
+        V = ctx.V
+        cdt, k, d = r.dtype, V.shape[0], V.shape[-1]
+        need = ctx.needs_input_grad
         with torch.autocast(device_type=dh.device.type, enabled=False):
-            V = _stack(sources, cdt)
-            d = V.shape[-1]
             dh = dh.to(cdt)
+            Vc = V.to(cdt)
+            e = extra.to(cdt) if extra is not None else None
             qg = query.to(cdt) * norm_weight.to(cdt)
-            da = (V @ dh.unsqueeze(-1)).squeeze(-1)  # [B, T, n]
-            ds = alpha * (da - (alpha * da).sum(-1, keepdim=True))
+            da = (Vc * dh).sum(-1)  # [k, B, T]
+            if e is not None:
+                da = torch.cat([da, (e * dh).sum(-1).unsqueeze(0)])
+            ds = alpha * (da - (alpha * da).sum(0, keepdim=True))
             dp = ds * r
-            need_q = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
-            dq = dp.reshape(1, -1) @ V.reshape(-1, d) if need_q else None  # [1, d]
-            dV = alpha.unsqueeze(-1) * dh.unsqueeze(-2)
-            dV.addcmul_(dp.unsqueeze(-1), qg)
-            dV.addcmul_((-(ds * p) * r.pow(3) / d).unsqueeze(-1), V)
-        dquery = (dq[0] * norm_weight.to(cdt)).to(query.dtype) if ctx.needs_input_grad[0] else None
-        dnorm = (dq[0] * query.to(cdt)).to(norm_weight.dtype) if ctx.needs_input_grad[1] else None
-        dsources = [
-            g.to(s.dtype) if ctx.needs_input_grad[3 + i] else None
-            for i, (g, s) in enumerate(zip(dV.unbind(-2), sources))
-        ]
-        return (dquery, dnorm, None, *dsources)
+            c = -(ds * p) * r.pow(3) / d
+
+            def dsource(i, v):
+                g = alpha[i].unsqueeze(-1) * dh
+                return g.addcmul_(dp[i].unsqueeze(-1), qg).addcmul_(c[i].unsqueeze(-1), v)
+
+            dV = alpha[:k].unsqueeze(-1) * dh
+            dV.addcmul_(dp[:k].unsqueeze(-1), qg).addcmul_(c[:k].unsqueeze(-1), Vc)
+            dq = None
+            if need[0] or need[1]:
+                dq = dp[:k].reshape(1, -1) @ Vc.reshape(-1, d)  # [1, d]
+                if e is not None:
+                    dq = dq + dp[k].reshape(1, -1) @ e.reshape(-1, d)
+                dq = dq.squeeze(0)
+        dquery = (dq * norm_weight.to(cdt)).to(query.dtype) if need[0] else None
+        dnorm = (dq * query.to(cdt)).to(norm_weight.dtype) if need[1] else None
+        dextra = dsource(k, e).to(extra.dtype) if e is not None and need[4] else None
+        dhandles = [g.to(dt) if need[5 + i] else None
+                    for i, (g, dt) in enumerate(zip(dV.unbind(0), ctx.dtypes))]
+        return (dquery, dnorm, None, None, dextra, *dhandles)
 
 
 def depth_attention(
-    sources: Sequence[Tensor], query: Tensor, norm_weight: Tensor, eps: float
+    sources: SourceStack | Sequence[Tensor],
+    query: Tensor,
+    norm_weight: Tensor,
+    eps: float,
+    extra: Tensor | None = None,
 ) -> Tensor:
-    """The training path: same function as the reference, h [B, T, d].
+    """The training path: same function as the reference, h [B, T, d]. `sources` is a
+    SourceStack (the model's) or a list (stacked here); `extra` one more source outside it.
 
     With one source the result is that source; under grad it still goes through the op so the
     query gets an (exactly zero) gradient rather than None, which DDP requires of every
     parameter unless find_unused_parameters is set."""
+    stack = sources if isinstance(sources, SourceStack) else SourceStack.of(sources)
+    V = stack.values()
     if not torch.is_grad_enabled():
-        if len(sources) == 1:  # softmax over one source is exactly 1
-            return sources[0]
-        dt = _common_dtype(sources)
-        cdt = _compute_dtype(dt)
-        with torch.autocast(device_type=sources[0].device.type, enabled=False):
-            V = _stack(sources, cdt)
-            _, _, alpha = _forward_stats(V, query.to(cdt) * norm_weight.to(cdt), eps)
-            return (alpha.unsqueeze(-2) @ V).squeeze(-2).to(dt)
-    return _DepthAttentionFn.apply(query, norm_weight, eps, *sources)
+        if extra is None and len(V) == 1:  # softmax over one source is exactly 1
+            return V[0]
+        cdt = _compute_dtype(V.dtype)
+        with torch.autocast(device_type=V.device.type, enabled=False):
+            h = _mix_stats(V, extra, query.to(cdt) * norm_weight.to(cdt), eps)[0]
+        return h.to(V.dtype if extra is None else torch.promote_types(V.dtype, extra.dtype))
+    return _DepthAttentionFn.apply(query, norm_weight, eps, V, extra, *stack.handles)
 
 
 def depth_attention_weights(
-    sources: Sequence[Tensor], query: Tensor, norm_weight: Tensor, eps: float
+    sources: SourceStack | Sequence[Tensor],
+    query: Tensor,
+    norm_weight: Tensor,
+    eps: float,
+    extra: Tensor | None = None,
 ) -> Tensor:
     """The softmax weights alone, [B, T, n] in fp32 (for introspection; not differentiated)."""
     with torch.no_grad():
-        cdt = _compute_dtype(_common_dtype(sources))
-        with torch.autocast(device_type=sources[0].device.type, enabled=False):
-            V = _stack(sources, cdt)
-            return _forward_stats(V, query.to(cdt) * norm_weight.to(cdt), eps)[2]
+        stack = sources if isinstance(sources, SourceStack) else SourceStack.of(sources)
+        V = stack.values()
+        cdt = _compute_dtype(V.dtype)
+        with torch.autocast(device_type=V.device.type, enabled=False):
+            alpha = _mix_stats(V, extra, query.to(cdt) * norm_weight.to(cdt), eps)[3]
+        return alpha.movedim(0, -1)
 
 
 # ---------------------------------------------------------------------------------------------
 # Two-phase Block AttnRes (report, "two-phase computation")
 # ---------------------------------------------------------------------------------------------
 class Phase1(NamedTuple):
-    """Per query j of the block: un-normalised output o [B, T, S, d], running max m [B, T, S]
-    and softmax denominator l [B, T, S], all in compute dtype, over the completed blocks."""
+    """Per query j of the block, over the completed blocks: un-normalised output o [S, B, T, d],
+    running max m [S, B, T] and softmax denominator l [S, B, T], all in compute dtype."""
 
     o: Tensor
     m: Tensor
@@ -181,18 +263,27 @@ class Phase1(NamedTuple):
 
 
 def block_phase1(
-    completed: Sequence[Tensor], queries: Tensor, norm_weights: Tensor, eps: float
+    completed: Tensor | Sequence[Tensor], queries: Tensor, norm_weights: Tensor, eps: float
 ) -> Phase1:
-    """Score all S pseudo-queries of a block ([S, d] each) against the completed blocks at once:
-    the keys' RMS is computed once per block instead of once per layer."""
-    cdt = _compute_dtype(_common_dtype(completed))
-    with torch.autocast(device_type=completed[0].device.type, enabled=False):
-        V = _stack(completed, cdt)  # [B, T, n, d]
+    """Score all S pseudo-queries of a block ([S, d] each) against the completed blocks
+    (stacked [n, B, T, d], or a list) at once: the keys' RMS is computed once per block and the
+    S outputs come from one matrix product instead of S passes over the sources."""
+    if not isinstance(completed, Tensor):
+        dt = _common_dtype(completed)
+        completed = torch.stack([v.to(dt) for v in completed])
+    V = completed
+    cdt = _compute_dtype(V.dtype)
+    with torch.autocast(device_type=V.device.type, enabled=False):
+        V = V.to(cdt)
+        n, S = V.shape[0], queries.shape[0]
         Qg = queries.to(cdt) * norm_weights.to(cdt)  # [S, d]
-        s = (V @ Qg.t()) * _inv_rms(V, eps).unsqueeze(-1)  # [B, T, n, S]
-        m = s.amax(dim=-2)  # [B, T, S]
-        e = torch.exp(s - m.unsqueeze(-2))
-        return Phase1(o=e.transpose(-1, -2) @ V, m=m, l=e.sum(dim=-2))
+        s = (V @ Qg.t()) * _inv_rms(V, eps).unsqueeze(-1)  # [n, B, T, S]
+        m = s.amax(dim=0)  # [B, T, S]
+        e = torch.exp(s - m)  # [n, B, T, S]
+        # o[j] = sum_i e[i, ..., j] v_i for all j at once: [S, n] @ [n, d] per token.
+        o = e.reshape(n, -1, S).permute(1, 2, 0) @ V.reshape(n, -1, V.shape[-1]).transpose(0, 1)
+        o = o.transpose(0, 1).reshape(S, *V.shape[1:])
+        return Phase1(o=o, m=m.movedim(-1, 0), l=e.sum(dim=0).movedim(-1, 0))
 
 
 def block_phase2(
@@ -210,7 +301,7 @@ def block_phase2(
         m = max(m1, m2);  h = (e^{m1-m} o1 + e^{m2-m} o2) / (e^{m1-m} l1 + e^{m2-m} l2)
     with o2 = partial, l2 = 1 and m2 = its score.
     """
-    o1, m1, l1 = p1.o[..., j, :], p1.m[..., j], p1.l[..., j]
+    o1, m1, l1 = p1.o[j], p1.m[j], p1.l[j]
     with torch.autocast(device_type=o1.device.type, enabled=False):
         if partial is None:
             return (o1 / l1.unsqueeze(-1)).to(out_dtype)

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from andrea.attnres import (
+    SourceStack,
     block_phase1,
     block_phase2,
     depth_attention,
@@ -155,11 +156,11 @@ class DepthAttention(nn.Module):
         self.query = nn.Parameter(torch.zeros(d_model))
         self.key_norm_weight = nn.Parameter(torch.ones(d_model))
 
-    def forward(self, sources: list[Tensor]) -> Tensor:
-        return depth_attention(sources, self.query, self.key_norm_weight, self.eps)
+    def forward(self, sources: SourceStack, extra: Tensor | None = None) -> Tensor:
+        return depth_attention(sources, self.query, self.key_norm_weight, self.eps, extra)
 
-    def weights(self, sources: list[Tensor]) -> Tensor:
-        return depth_attention_weights(sources, self.query, self.key_norm_weight, self.eps)
+    def weights(self, sources: SourceStack, extra: Tensor | None = None) -> Tensor:
+        return depth_attention_weights(sources, self.query, self.key_norm_weight, self.eps, extra)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -244,22 +245,24 @@ class ANDREA(nn.Module):
         Sources of layer i of block n: [b_0, ..., b_{n-1}] for its first layer (report Eq. 6: the
         first layer of a block sees only completed blocks), plus the partial sum b_n^{i-1} after.
         b_0 is the embedding, exactly once; b_n sums raw outputs f_j(h_j), never the embedding.
+        Completed sources are written once into a preallocated stack; the partial sum is the
+        one extra source outside it.
         """
-        S = self.cfg.depth_block
-        completed: list[Tensor] = [x]
+        S, L = self.cfg.depth_block, self.cfg.n_sublayers
+        completed = SourceStack(x, capacity=1 + math.ceil(L / S))
         partial: Tensor | None = None
         for l, f in enumerate(self.sublayers()):
             if l % S == 0 and partial is not None:
-                completed.append(partial)
+                completed.push(partial)
                 partial = None
-            sources = completed if partial is None else completed + [partial]
             if stats is not None:
-                stats["depth_weights"].append(_mean_weights(self.depth[l].weights(sources)))
-            v = f(self.depth[l](sources))
+                w = self.depth[l].weights(completed, partial)
+                stats["depth_weights"].append(_mean_weights(w))
+            v = f(self.depth[l](completed, partial))
             if stats is not None:
                 stats["layer_rms"].append(_rms(v))
             partial = v if partial is None else partial + v
-        completed.append(partial)
+        completed.push(partial)
         if stats is not None:
             stats["depth_weights"].append(_mean_weights(self.depth[-1].weights(completed)))
         return self.depth[-1](completed)
@@ -270,22 +273,20 @@ class ANDREA(nn.Module):
         with the online-softmax rule (docs/attnres.md, two-phase computation)."""
         S, L = self.cfg.depth_block, self.cfg.n_sublayers
         fs = self.sublayers()
-        completed: list[Tensor] = [x]
+        completed = SourceStack(x, capacity=1 + math.ceil(L / S))
         for start in range(0, L, S):
             layers = range(start, min(start + S, L))
             qs = torch.stack([self.depth[l].query for l in layers])
             gs = torch.stack([self.depth[l].key_norm_weight for l in layers])
-            p1 = block_phase1(completed, qs, gs, self.cfg.key_eps)
+            p1 = block_phase1(completed.values(), qs, gs, self.cfg.key_eps)
             partial: Tensor | None = None
             for j, l in enumerate(layers):
-                dt = completed[0].dtype if partial is None else torch.promote_types(
-                    completed[0].dtype, partial.dtype
-                )
+                dt = x.dtype if partial is None else torch.promote_types(x.dtype, partial.dtype)
                 dep = self.depth[l]
                 h = block_phase2(p1, j, partial, dep.query, dep.key_norm_weight, dep.eps, dt)
                 v = fs[l](h)
                 partial = v if partial is None else partial + v
-            completed.append(partial)
+            completed.push(partial)
         return self.depth[-1](completed)
 
 

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from andrea.attnres import (
+    SourceStack,
     block_phase1,
     block_phase2,
     depth_attention,
@@ -12,6 +13,15 @@ from andrea.attnres import (
 )
 
 EPS = 1e-6
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny shapes: intra-op threads only add contention on a shared 2-core machine."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
 
 
 def _inputs(n, B=2, T=5, d=16, dtype=torch.float32, seed=0, scale=1.0):
@@ -125,3 +135,61 @@ def test_mixed_dtype_sources_promote():
     mixed = [sources[0]] + [s.bfloat16() for s in sources[1:]]
     h = depth_attention(mixed, query, weight, EPS)
     assert h.dtype == torch.float32
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_stack_plus_extra_source_matches_reference(n):
+    """The model's form: completed sources in a SourceStack, the partial sum as `extra`."""
+    sources, query, weight = _inputs(n + 1, seed=4)
+    leaves = [t.clone().requires_grad_() for t in (*sources, query, weight)]
+    ref_leaves = [t.clone().requires_grad_() for t in (*sources, query, weight)]
+    stack = SourceStack(leaves[0] * 1.0, capacity=n + 2)  # * 1.0: a non-leaf, as in the model
+    for v in leaves[1:n]:
+        stack.push(v * 1.0)
+    h = depth_attention(stack, leaves[n + 1], leaves[n + 2], EPS, extra=leaves[n])
+    h_ref, alpha_ref = depth_attention_reference(ref_leaves[: n + 1], ref_leaves[n + 1],
+                                                 ref_leaves[n + 2], EPS)
+    torch.testing.assert_close(h, h_ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        depth_attention_weights(stack, leaves[n + 1], leaves[n + 2], EPS, extra=leaves[n]),
+        alpha_ref,
+    )
+    dh = torch.randn_like(h)
+    (h * dh).sum().backward()
+    (h_ref * dh).sum().backward()
+    for a, b in zip(leaves, ref_leaves):
+        torch.testing.assert_close(a.grad, b.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_gradcheck_stack_plus_extra_float64():
+    sources, query, weight = _inputs(4, B=1, T=3, d=6, dtype=torch.float64, seed=5)
+    inputs = [t.requires_grad_() for t in (*sources, query, weight)]
+
+    def f(*xs):
+        stack = SourceStack(xs[0] * 1.0, capacity=4)
+        for v in xs[1:3]:
+            stack.push(v * 1.0)
+        return depth_attention(stack, xs[4], xs[5], EPS, extra=xs[3])
+
+    assert torch.autograd.gradcheck(f, inputs)
+
+
+def test_saves_no_stacked_copies_of_the_sources():
+    """Backward keeps only the shared source stack, the extra source and [n, B, T] statistics:
+    no [n, B, T, d] tensor (fp32 keys, stacked values) is saved per layer."""
+    sources, query, weight = _inputs(5, B=2, T=5, d=16)
+    leaves = [t.requires_grad_() for t in (*sources, query, weight)]
+    saved = []
+
+    def pack(t):
+        saved.append(tuple(t.shape))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        stack = SourceStack(leaves[0] * 1.0, capacity=5)
+        for v in leaves[1:4]:
+            stack.push(v * 1.0)
+        depth_attention(stack, leaves[5], leaves[6], EPS, extra=leaves[4]).sum().backward()
+    big = [s for s in saved if len(s) == 4]
+    assert not big, big
+    assert sorted(s for s in saved if len(s) == 3) == [(2, 5, 16)] + [(5, 2, 5)] * 3
