@@ -158,6 +158,8 @@ class RunSpec:
 def to_dataclass(cfg: DictConfig | RunConfig) -> RunConfig:
     if isinstance(cfg, RunConfig):
         return cfg
+    if "hydra" in cfg:  # a sweep's config carries Hydra's own node; the run does not need it
+        cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
     merged = OmegaConf.merge(OmegaConf.structured(RunConfig), cfg)
     return OmegaConf.to_object(merged)  # type: ignore[return-value]
 

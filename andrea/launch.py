@@ -16,7 +16,7 @@ from typing import Any, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from andrea.config import ConfigError, RunSpec, resolve_run
-from andrea.flops import PEAK_FLOPS, peak_flops, to_pflops_days, training_flops_per_token
+from andrea.flops import peak_flops, to_pflops_days, training_flops_per_token
 from andrea.rundir import RunDir
 
 log = logging.getLogger(__name__)
@@ -90,8 +90,7 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
     for overrides in job_overrides:
         try:
             job_cfg = load_job_config(list(overrides))
-            run_cfg = OmegaConf.masked_copy(job_cfg, [k for k in job_cfg.keys() if k != "hydra"])
-            spec = resolve_run(run_cfg, world_size=launcher_world_size(job_cfg))
+            spec = resolve_run(job_cfg, world_size=launcher_world_size(job_cfg))
         except ConfigError as e:
             errors.append(f"  {' '.join(overrides)}\n    {e}")
             continue
@@ -148,10 +147,14 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
     todo = [j for j in jobs if j.state != "completed"]
     hours = [j.gpu_hours for j in todo if j.gpu_hours is not None]
     print(format_table(headers, rows), file=stream)
-    gpu = PEAK_FLOPS.get(plan_gpu) and plan_gpu or plan_gpu
+    if peak_flops(plan_gpu, "bf16") is None:
+        from andrea.flops import PEAK_FLOPS
+
+        print(f"\n(no GPU-hour estimate: plan_gpu={plan_gpu!r} is not in the peak table; "
+              f"known: {', '.join(PEAK_FLOPS)})", file=stream)
     print(f"\n{len(jobs)} jobs ({len(jobs) - len(todo)} completed, {len(todo)} to run); "
           f"{total_flops:.3g} FLOPs = {to_pflops_days(total_flops):.3g} PFLOP/s-days in all; "
-          f"to run: {sum(hours):.3g} GPU-hours on {gpu} at {plan_mfu:.0%} MFU "
+          f"to run: {sum(hours):.3g} GPU-hours on {plan_gpu} at {plan_mfu:.0%} MFU "
           f"(bf16 dense peak; plan_gpu=, plan_mfu= change the assumption)", file=stream)
 
 

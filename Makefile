@@ -1,0 +1,41 @@
+# The two commands of the README:
+#   make demo   a CPU scaling-law sweep on the built-in corpus, then the fit table and plots
+#   make test   the whole test suite (Slurm end-to-end tests start a local cluster when root)
+# Both create .venv and install the package into it first (once; again when pyproject changes).
+
+PYTHON ?= python3
+VENV ?= .venv
+# The CPU build of PyTorch where no GPU is present. On Linux, PyPI's torch is a CUDA build
+# (large, works on CPU too); add  TORCH_INDEX=https://download.pytorch.org/whl/cpu  for the
+# small CPU build.
+TORCH ?= torch==2.13.0
+TORCH_INDEX ?=
+DEMO_DIR ?= runs/demo
+PYTEST_ARGS ?=
+
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.andrea-installed
+
+.PHONY: demo test test-quick env clean-demo
+
+env: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "$(TORCH)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(BIN)/python -m pip install -q -e ".[dev,hf,dashboard]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python sweep.py -m sweeps=demo out_dir=$(dir $(DEMO_DIR))
+	$(BIN)/python -m analysis.fit $(DEMO_DIR) --out $(DEMO_DIR)/analysis
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow and not slurm" $(PYTEST_ARGS)
+
+clean-demo:
+	rm -rf $(DEMO_DIR)
