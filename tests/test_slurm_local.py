@@ -1,0 +1,131 @@
+"""End-to-end: submitit against the real local single-node Slurm (slurm/local/start.sh).
+
+Skipped when the cluster cannot be started (not root, no apt ...), failed instead when CI=true.
+Timings measured on the 2-core CI-like machine are in slurm/README.md.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+submitit = pytest.importorskip("submitit")
+
+from slurm_cluster import (  # noqa: E402
+    ResumableCounter,
+    add,
+    make_executor,
+    read_progress,
+    sacct_attempts,
+    slurm_cluster,  # noqa: F401  (session fixture)
+    scontrol_show_job,
+    sleep_for,
+    wait_for,
+    wait_job_state,
+    whoami_task,
+)
+
+pytestmark = pytest.mark.slurm
+
+
+def _paused(progress):
+    rows = read_progress(progress)
+    return any(r["event"] == "paused" for r in rows)
+
+
+def test_trivial_job_returns_value(slurm_cluster, tmp_path):
+    ex = make_executor(tmp_path / "jobs", timeout_min=5)
+    t0 = time.monotonic()
+    job = ex.submit(add, 40, 2)
+    assert job.result() == 42
+    assert wait_job_state(job, "COMPLETED", timeout=30) == "COMPLETED"
+    assert time.monotonic() - t0 < 30
+    assert job.paths.stdout.exists()
+
+
+def test_job_array_of_four(slurm_cluster, tmp_path):
+    ex = make_executor(tmp_path / "jobs", timeout_min=5)
+    jobs = ex.map_array(whoami_task, range(4))
+    assert len(jobs) == 4
+    results = [j.result() for j in jobs]
+    assert [r["square"] for r in results] == [0, 1, 4, 9]
+    # One Slurm array job, tasks 0..3 in order.
+    assert len({r["array_job_id"] for r in results}) == 1
+    assert [r["array_task_id"] for r in results] == ["0", "1", "2", "3"]
+    for j in jobs:
+        assert wait_job_state(j, "COMPLETED", timeout=30) == "COMPLETED"
+
+
+def test_cancelled_job_raises_instead_of_hanging(slurm_cluster, tmp_path):
+    # Needs accounting (sacct): without slurmdbd submitit would wait forever here.
+    ex = make_executor(tmp_path / "jobs", timeout_min=5)
+    job = ex.submit(sleep_for, 120)
+    wait_job_state(job, "RUNNING", timeout=30)
+    job.cancel()
+    assert wait_job_state(job, "CANCELLED", timeout=30) == "CANCELLED"
+    job._results_timeout_s = 2  # submitit waits 15 s for a result file after a job died
+    with pytest.raises(submitit.core.utils.UncompletedJobError):
+        job.result()
+
+
+def test_checkpointable_job_preempted_resumes(slurm_cluster, tmp_path):
+    """job._interrupt() = preemption (SIGTERM then USR2): the job checkpoints its state,
+    requeues itself, and the next attempt continues from the checkpointed step."""
+    progress = tmp_path / "progress.jsonl"
+    # timeout_min >= 50: submitit counts a USR2 as a *timeout* whenever the job has run
+    # longer than min(0.8*limit, limit-10min) -- i.e. always for limits under 50 min.
+    ex = make_executor(tmp_path / "jobs", timeout_min=60, max_num_timeout=0)
+    job = ex.submit(ResumableCounter(), str(progress), total=6, step_s=0.2, pause_at=3)
+    wait_for(lambda: _paused(progress), timeout=60, what="first attempt to reach step 3")
+    job._interrupt()  # preemption
+    result = job.result()
+
+    assert result["restart"] == 1  # SLURM_RESTART_COUNT in the second attempt
+    assert result["step"] == 6
+    assert result["starts"] == [{"restart": 0, "from_step": 0}, {"restart": 1, "from_step": 3}]
+    rows = read_progress(progress)
+    steps_after_restart = [r["step"] for r in rows if r["event"] == "step" and r["restart"] == 1]
+    assert steps_after_restart == [4, 5, 6]  # resumed, not restarted from 0
+    assert scontrol_show_job(job.job_id)["Restarts"] == "1"
+    assert "this job is preempted" in job.stderr()
+    assert wait_job_state(job, "COMPLETED", timeout=30) == "COMPLETED"
+    assert sacct_attempts(job.job_id) == ["REQUEUED", "COMPLETED"]
+
+
+def test_scontrol_requeue_restarts_job(slurm_cluster, tmp_path):
+    """An external `scontrol requeue` (no USR2, nothing checkpointed): the job is killed and
+    runs again from its submitted state with SLURM_RESTART_COUNT=1."""
+    progress = tmp_path / "progress.jsonl"
+    ex = make_executor(tmp_path / "jobs", timeout_min=60)
+    job = ex.submit(ResumableCounter(), str(progress), total=4, step_s=0.2, pause_at=2)
+    wait_for(lambda: _paused(progress), timeout=60, what="first attempt to reach step 2")
+    from slurm_cluster import requeue_job
+
+    requeue_job(job)
+    result = job.result()
+    assert result["restart"] == 1
+    assert result["starts"] == [{"restart": 1, "from_step": 0}]  # fresh state: nothing saved
+    assert scontrol_show_job(job.job_id)["Restarts"] == "1"
+
+
+def test_time_limit_requeues_and_completes(slurm_cluster, tmp_path):
+    """A real Slurm time limit: --time=1 with --signal=USR2@55, so slurmctld's time-limit
+    check sends USR2 once the job is >5 s in (it checks every ~30 s). Nothing in the test
+    signals the job. The Checkpointable job checkpoints, requeues (one timeout of
+    max_num_timeout=1 used) and the second attempt completes before its limit."""
+    progress = tmp_path / "progress.jsonl"
+    ex = make_executor(tmp_path / "jobs", timeout_min=1, slurm_signal_delay_s=55, max_num_timeout=1)
+    t0 = time.monotonic()
+    job = ex.submit(ResumableCounter(), str(progress), total=5, step_s=0.2, pause_at=2,
+                    pause_max_s=50)
+    result = job.result()
+    elapsed = time.monotonic() - t0
+
+    assert result["restart"] == 1
+    assert result["starts"] == [{"restart": 0, "from_step": 0}, {"restart": 1, "from_step": 2}]
+    assert "this job is timed-out" in job.stderr()
+    assert scontrol_show_job(job.job_id)["Restarts"] == "1"
+    assert wait_job_state(job, "COMPLETED", timeout=30) == "COMPLETED"
+    assert sacct_attempts(job.job_id) == ["REQUEUED", "COMPLETED"]
+    assert elapsed < 75, f"time-limit requeue took {elapsed:.0f}s"
