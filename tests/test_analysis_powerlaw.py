@@ -71,9 +71,24 @@ def test_irls_bootstrap_matches_lbfgsb_objective():
             assert ours <= ref.fun + 1e-9
 
 
+@pytest.mark.parametrize("E", [0.0, 1.0])      # E = 0: the fit sits on the lower bound of log E
+def test_batched_lm_matches_lbfgsb_objective(E):
+    C, L = _noisy(0.9, 0.2, n=5, noise=0.003, E=E, seed=2)
+    x, y = np.log(C), np.log(L)
+    dx = x - x.mean()
+    with P.single_blas_thread():
+        full = P._minimise(P._grid("irreducible", y), dx, y, "irreducible", 1e-3)
+        idx = P._resample(np.random.default_rng(0), x, 30, 3)
+        th = P.lm_irreducible(dx[idx], y[idx], full.x, 1e-3, P._bounds("irreducible", y))
+        for i in range(30):
+            ref = P._minimise([full.x], dx[idx[i]], y[idx[i]], "irreducible", 1e-3, tight=False)
+            ours = P._objective(th[i], dx[idx[i]], y[idx[i]], "irreducible", 1e-3)[0]
+            assert ours <= ref.fun + 1e-8
+
+
 def test_irreducible_form_recovers_E():
     C, L = _noisy(1.0, 0.3, n=8, noise=0.001, E=1.5)
-    f = fit_power_law("v", C, L, form="irreducible", n_bootstrap=60, seed=0)
+    f = fit_power_law("v", C, L, form="irreducible", n_bootstrap=300, seed=0)
     assert f.E == pytest.approx(1.5, abs=0.05)
     assert f.alpha == pytest.approx(0.3, abs=0.05)
     assert "E" in f.ci and f.ci["E"][0] <= f.E <= f.ci["E"][1]
