@@ -31,11 +31,32 @@ summary() {
     echo "andrea-slurm: cluster '$CLUSTER' ready: node $(hostname -s) ($(sinfo -h -N -o '%c CPUs, %m MB, %t' 2>/dev/null | head -n1)), partition $PARTITION; ${1}; state $STATE; ${el}s"
 }
 
-# ---- 0. fast path: everything already running (works without root) ---------------------------
+# ---- 0. what the configs should say (cheap: slurmd -C takes ~40 ms) -------------------------------
+export PATH=$PATH:/usr/sbin:/sbin
+HOST=$(hostname -s)
+CPUS=$(nproc)
+mem_total_mb=$(awk '/^MemTotal:/{print int($2/1024)}' /proc/meminfo)
+mem_mb=$(( mem_total_mb * 9 / 10 ))
+slurmd_mem=""
+command -v slurmd >/dev/null 2>&1 && slurmd_mem=$(slurmd -C 2>/dev/null | tr ' ' '\n' | sed -n 's/^RealMemory=//p' | head -n1 || true)
+if [ -n "$slurmd_mem" ] && [ "$slurmd_mem" -lt "$mem_mb" ]; then mem_mb=$slurmd_mem; fi
+DB_PASS=""
+[ -r "$STATE/db.pass" ] && DB_PASS=$(cat "$STATE/db.pass")
+render() {   # render TEMPLATE > stdout
+    sed -e "s|@CLUSTER@|$CLUSTER|g" -e "s|@HOST@|$HOST|g" -e "s|@STATE@|$STATE|g" \
+        -e "s|@CPUS@|$CPUS|g" -e "s|@MEM_MB@|$mem_mb|g" -e "s|@PARTITION@|$PARTITION|g" \
+        -e "s|@CTLD_PORT@|$CTLD_PORT|g" -e "s|@SLURMD_PORT@|$SLURMD_PORT|g" \
+        -e "s|@DBD_PORT@|$DBD_PORT|g" -e "s|@DB_PORT@|$DB_PORT|g" -e "s|@DB_PASS@|$DB_PASS|g" "$1"
+}
+
+# ---- 1. fast path: everything already running with the current config (works without root) -----
 all_alive() { local d; for d in "${DAEMONS[@]}"; do is_alive "$d" || return 1; done; }
 configs_current() {
-    [ -r "$SLURM_CONF_FILE" ] && [ -r "$STATE/slurm.conf.rendered" ] &&
-        cmp -s "$SLURM_CONF_FILE" "$STATE/slurm.conf.rendered"
+    render "$TEMPLATES/slurm.conf.in" | cmp -s - "$SLURM_CONF_FILE" || return 1
+    # slurmdbd.conf is root-only (it holds the db password): compare it when we can read it.
+    if [ -r "$DBD_CONF_FILE" ] && [ -n "$DB_PASS" ]; then
+        render "$TEMPLATES/slurmdbd.conf.in" | cmp -s - "$DBD_CONF_FILE" || return 1
+    fi
 }
 if all_alive && configs_current && [ -z "${ANDREA_SLURM_FORCE:-}" ]; then
     st=$(node_state || true)
@@ -53,12 +74,11 @@ chmod 755 "$STATE"
 exec 9>"$STATE/start.lock"
 flock -w 300 9 || die $E_TIMEOUT "another start.sh holds $STATE/start.lock"
 
-# ---- 1. packages --------------------------------------------------------------------------------
+# ---- 2. packages --------------------------------------------------------------------------------
 PKGS=(munge slurmctld slurmd slurm-client slurmdbd mariadb-server)
 need_bins=(munged mariadbd mariadb-install-db mariadb-admin mariadb slurmdbd slurmctld slurmd sinfo sacctmgr sbatch sacct scontrol)
 missing=()
-for b in "${need_bins[@]}"; do command -v "$b" >/dev/null 2>&1 || PATH=$PATH:/usr/sbin:/sbin command -v "$b" >/dev/null 2>&1 || missing+=("$b"); done
-export PATH=$PATH:/usr/sbin:/sbin
+for b in "${need_bins[@]}"; do command -v "$b" >/dev/null 2>&1 || missing+=("$b"); done
 if [ ${#missing[@]} -gt 0 ]; then
     command -v apt-get >/dev/null 2>&1 || die $E_INSTALL "missing ${missing[*]} and no apt-get to install ${PKGS[*]}"
     info "installing ${PKGS[*]} (missing: ${missing[*]}) ..."
@@ -82,25 +102,15 @@ if [ ${#missing[@]} -gt 0 ]; then
     info "packages installed in $(( $(date +%s) - t )) s"
 fi
 
-# ---- 2. configs ---------------------------------------------------------------------------------
-HOST=$(hostname -s)
-CPUS=$(nproc)
-mem_total_mb=$(awk '/^MemTotal:/{print int($2/1024)}' /proc/meminfo)
-mem_mb=$(( mem_total_mb * 9 / 10 ))
-slurmd_mem=$(slurmd -C 2>/dev/null | tr ' ' '\n' | sed -n 's/^RealMemory=//p' | head -n1 || true)
-if [ -n "$slurmd_mem" ] && [ "$slurmd_mem" -lt "$mem_mb" ]; then mem_mb=$slurmd_mem; fi
-
+# ---- 3. configs ---------------------------------------------------------------------------------
+if [ -z "$slurmd_mem" ]; then   # slurmd was only just installed
+    slurmd_mem=$(slurmd -C 2>/dev/null | tr ' ' '\n' | sed -n 's/^RealMemory=//p' | head -n1 || true)
+    if [ -n "$slurmd_mem" ] && [ "$slurmd_mem" -lt "$mem_mb" ]; then mem_mb=$slurmd_mem; fi
+fi
 if [ ! -s "$STATE/db.pass" ]; then
     (umask 077; head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' >"$STATE/db.pass")
 fi
 DB_PASS=$(cat "$STATE/db.pass")
-
-render() {   # render TEMPLATE > stdout
-    sed -e "s|@CLUSTER@|$CLUSTER|g" -e "s|@HOST@|$HOST|g" -e "s|@STATE@|$STATE|g" \
-        -e "s|@CPUS@|$CPUS|g" -e "s|@MEM_MB@|$mem_mb|g" -e "s|@PARTITION@|$PARTITION|g" \
-        -e "s|@CTLD_PORT@|$CTLD_PORT|g" -e "s|@SLURMD_PORT@|$SLURMD_PORT|g" \
-        -e "s|@DBD_PORT@|$DBD_PORT|g" -e "s|@DB_PORT@|$DB_PORT|g" -e "s|@DB_PASS@|$DB_PASS|g" "$1"
-}
 mkdir -p "$CONF_DIR"
 for f in "$SLURM_CONF_FILE" "$DBD_CONF_FILE"; do
     if [ -e "$f" ] && ! grep -q "$MARKER" "$f"; then
@@ -128,7 +138,7 @@ fi
 
 mkdir -p "$STATE/slurmctld" "$STATE/slurmd"
 
-# ---- 3. daemons ---------------------------------------------------------------------------------
+# ---- 4. daemons ---------------------------------------------------------------------------------
 STARTED=()
 # launch NAME USER CMD... : run CMD in the foreground of its own session as USER, record its pid.
 launch() {
@@ -179,8 +189,7 @@ if ! is_alive munged; then
     mkdir -p /run/munge /var/lib/munge /var/log/munge
     chown munge:munge /run/munge /var/lib/munge /var/log/munge
     chmod 755 /run/munge; chmod 700 /var/lib/munge /var/log/munge
-    touch "$LOG/munged.log"; chown munge:munge "$LOG/munged.log"; chmod 640 "$LOG/munged.log"
-    launch munged munge munged -F --log-file="$LOG/munged.log"
+    launch munged munge munged -F     # -F logs to stderr: $LOG/munged.out
     wait_for munged 15 munge -n
 fi
 
@@ -226,7 +235,7 @@ if ! is_alive slurmd; then
     launch slurmd root slurmd -D
 fi
 
-# ---- 4. readiness: node idle (or running jobs), cluster in accounting -------------------------
+# ---- 5. readiness: node idle (or running jobs), cluster in accounting -------------------------
 deadline=$(( $(date +%s) + READY_TIMEOUT )); resumed=0; st=""
 while :; do
     for d in "${DAEMONS[@]}"; do is_alive "$d" || fail "$d" "died while waiting for the node"; done
