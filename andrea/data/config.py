@@ -1,7 +1,5 @@
 """`DataConfig` (the `data/` Hydra group's schema) and its validation, done once and early."""
 
-from __future__ import annotations
-
 import glob
 import os
 from dataclasses import dataclass, field
@@ -139,7 +137,9 @@ def validate_data_config(cfg: DataConfig, model_vocab_size: int) -> None:
     elif cfg.source == "hf":
         loc = hf_location(cfg)
         if not loc:
-            raise ValueError("source 'hf' needs data.hf_name (a dataset name or local path) or data.paths[0]")
+            raise ValueError(
+                "source 'hf' needs data.hf_name (a dataset name or local path) or data.paths[0]"
+            )
         if _looks_local(loc) and not os.path.exists(os.path.expanduser(loc)):
             raise ValueError(f"data.hf_name={loc!r} looks like a local path but does not exist")
         if not cfg.hf_split:

@@ -30,7 +30,9 @@ def _read_text(path: Path, strict: bool) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         if strict:
-            raise ValueError(f"{path} is not UTF-8 text ({e}); convert it or drop it from data.paths") from None
+            raise ValueError(
+                f"{path} is not UTF-8 text ({e}); convert it or drop it from data.paths"
+            ) from None
         # a handful of stdlib tests are deliberately latin-1 / koi8-r / invalid
         return data.decode("utf-8", errors="replace")
 
@@ -68,7 +70,9 @@ def load_hf_dataset(cfg: DataConfig):
     try:
         import datasets
     except ImportError:
-        raise ValueError("data.source='hf' needs the `datasets` package: pip install 'andrea[hf]'") from None
+        raise ValueError(
+            "data.source='hf' needs the `datasets` package: pip install 'andrea[hf]'"
+        ) from None
     loc = hf_location(cfg)
     local = os.path.expanduser(loc)
     if os.path.isdir(local) and (
@@ -79,7 +83,8 @@ def load_hf_dataset(cfg: DataConfig):
         if isinstance(ds, datasets.DatasetDict):
             if cfg.hf_split not in ds:
                 raise ValueError(
-                    f"data.hf_split={cfg.hf_split!r} not in the dataset at {loc}; splits: {sorted(ds)}"
+                    f"data.hf_split={cfg.hf_split!r} not in the dataset at {loc}; "
+                    f"splits: {sorted(ds)}"
                 )
             ds = ds[cfg.hf_split]
     elif os.path.isfile(local):
@@ -104,7 +109,8 @@ def hf_documents(cfg: DataConfig) -> Iterator[Tuple[str, str]]:
             continue
         if not isinstance(text, str):
             raise ValueError(
-                f"data.hf_text_field={cfg.hf_text_field!r}: row {i} holds {type(text).__name__}, not text"
+                f"data.hf_text_field={cfg.hf_text_field!r}: row {i} holds "
+                f"{type(text).__name__}, not text"
             )
         if text:
             yield text, text

@@ -77,7 +77,8 @@ def n_windows(shards: List[Path], seq_len: int) -> int:
     return sum(max(read_header(s) - 1, 0) // seq_len for s in shards)
 
 
-def check_split_sizes(prepared: PreparedData, batch_size: int, seq_len: int, world_size: int = 1) -> None:
+def check_split_sizes(prepared: PreparedData, batch_size: int, seq_len: int,
+                      world_size: int = 1) -> None:
     """Raise ValueError unless train and validation each hold at least one global batch."""
     need = batch_size * world_size
     for split, shards, n_tok in (
@@ -93,7 +94,8 @@ def check_split_sizes(prepared: PreparedData, batch_size: int, seq_len: int, wor
             )
 
 
-def prepare_data(data_cfg: DataConfig, vocab_size: int, cache_dir: Optional[str] = None) -> PreparedData:
+def prepare_data(data_cfg: DataConfig, vocab_size: int,
+                 cache_dir: Optional[str] = None) -> PreparedData:
     """Prepared shards for `data_cfg`, building them on first use. `vocab_size` is the model's."""
     validate_data_config(data_cfg, vocab_size)
     vocab = effective_vocab_size(data_cfg, vocab_size)
@@ -217,7 +219,8 @@ class _StderrProgress:
         now = time.monotonic()
         if now - self.last > 5.0 or self.n >= self.total:
             self.last = now
-            print(f"{self.desc}: {100 * self.n / max(self.total, 1):.0f}%", file=sys.stderr, flush=True)
+            pct = 100 * self.n / max(self.total, 1)
+            print(f"{self.desc}: {pct:.0f}%", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         pass
