@@ -206,7 +206,7 @@ def test_hf_source_jsonl_and_saved(tmp_path, cache, offline_hf):
         prepare_data(DataConfig(source="hf", hf_name=str(saved), hf_split="test", vocab_size=280), V)
 
 
-def test_shards_source(tmp_path):
+def test_shards_source(tmp_path, cache, monkeypatch):
     rng = np.random.default_rng(0)
     for name in ("c_train_000000.bin", "c_train_000001.bin", "c_val_000000.bin"):
         write_shard(tmp_path / name, rng.integers(0, 1000, 500))
@@ -215,10 +215,18 @@ def test_shards_source(tmp_path):
     assert [s.name for s in p.val_shards] == ["c_val_000000.bin"]
     assert (p.n_train_tokens, p.n_val_tokens, p.vocab_size, p.tokenizer_path) == (1000, 500, 1000, None)
     check_split_sizes(p, batch_size=4, seq_len=64)
+    assert len(list((cache / "shard-index").glob("*.json"))) == 3
+    real_max = prepare.max_token
+    monkeypatch.setattr(prepare, "max_token", lambda f: pytest.fail(f"rescanned {f}"))
+    assert prepare_data(DataConfig(source="shards", paths=[str(tmp_path / "c_*.bin")]), 1000) == p
+    monkeypatch.setattr(prepare, "max_token", real_max)
     with pytest.raises(ValueError, match=r"c_train_00000\d\.bin holds token id 99\d >= vocab_size=900"):
         prepare_data(DataConfig(source="shards", paths=[str(tmp_path / "c_*.bin")]), 900)
     with pytest.raises(ValueError, match=r"c_train_000000\.bin holds token id 99\d >= vocab_size=500"):
         prepare_data(DataConfig(source="shards", paths=[str(tmp_path / "c_*.bin")], vocab_size=500), 1000)
+    write_shard(tmp_path / "c_val_000000.bin", [5, 1200, 7])  # changed file: index refreshed
+    with pytest.raises(ValueError, match=r"c_val_000000\.bin holds token id 1200 >= vocab_size=1000"):
+        prepare_data(DataConfig(source="shards", paths=[str(tmp_path / "c_*.bin")]), 1000)
     (tmp_path / "c_val_000000.bin").write_bytes(b"\1" * 2000)
     with pytest.raises(ValueError, match=r"c_val_000000\.bin has bad magic"):
         prepare_data(DataConfig(source="shards", paths=[str(tmp_path / "c_*.bin")]), 1000)

@@ -4,13 +4,17 @@ Cache layout (root = cache_dir argument, else data.cache_dir, else $ANDREA_DATA,
 ~/.cache/andrea):
 
     <root>/<source>-<fingerprint[:16]>/      one prepared corpus, immutable once complete
-        tokenizer.json                       byte-level BPE (absent for source=shards)
+        tokenizer.json                       byte-level BPE
         train_000000.bin ...                 fineweb/llm.c-layout uint16 shards
         val_000000.bin ...
         meta.json                            fingerprint inputs, token counts, timings
         COMPLETE                             written last; a dir without it is never used
     <root>/<source>-<fingerprint[:16]>.lock  flock'ed while one process prepares it
     <root>/.tmp-<name>-<pid>-<random>/       work dir, renamed to <name>/ when complete
+    <root>/shard-index/<hash>.json           source=shards: max token id per shard file,
+                                             keyed by path, size and mtime
+
+source=shards writes no corpus directory: its files are used in place.
 
 The fingerprint hashes everything that decides the tokens (source, Python version for stdlib,
 content hash of the documents actually used, vocab size, max_chars, val_fraction, shard size,
@@ -99,10 +103,10 @@ def prepare_data(data_cfg: DataConfig, vocab_size: int,
     """Prepared shards for `data_cfg`, building them on first use. `vocab_size` is the model's."""
     validate_data_config(data_cfg, vocab_size)
     vocab = effective_vocab_size(data_cfg, vocab_size)
-    if data_cfg.source == "shards":
-        return _existing_shards(data_cfg, vocab)
-
     root = resolve_cache_dir(cache_dir or data_cfg.cache_dir)
+    if data_cfg.source == "shards":
+        return _existing_shards(data_cfg, vocab, root)
+
     t0 = time.perf_counter()
     corpus = corpora.split_documents(
         corpora.documents(data_cfg), data_cfg.val_fraction, data_cfg.max_chars,
@@ -285,7 +289,7 @@ def _load_prepared(final: Path, fingerprint: str) -> PreparedData:
     )
 
 
-def _existing_shards(cfg: DataConfig, vocab: int) -> PreparedData:
+def _existing_shards(cfg: DataConfig, vocab: int, root: Path) -> PreparedData:
     train, val = split_shard_paths(cfg)
     h = hashlib.sha256()
     counts = {}
@@ -295,7 +299,7 @@ def _existing_shards(cfg: DataConfig, vocab: int) -> PreparedData:
             n = read_header(f)  # validates magic, version, size
             if n == 0:
                 raise ValueError(f"token shard {f} is empty (0 tokens)")
-            top = max_token(f)
+            top = _cached_max_token(f, root)
             if top >= vocab:
                 raise ValueError(
                     f"token shard {f} holds token id {top} >= vocab_size={vocab} "
@@ -310,3 +314,23 @@ def _existing_shards(cfg: DataConfig, vocab: int) -> PreparedData:
         train_shards=train, val_shards=val, vocab_size=vocab, tokenizer_path=None,
         n_train_tokens=counts["train"], n_val_tokens=counts["val"], fingerprint=h.hexdigest(),
     )
+
+
+def _cached_max_token(shard: Path, root: Path) -> int:
+    """max_token(shard), remembered under <root>/shard-index/ by path, size and mtime.
+
+    Scanning fineweb10B (20 GB) takes tens of seconds; every run and rank would repeat it.
+    """
+    st = shard.stat()
+    key = hashlib.sha256(str(shard.resolve()).encode()).hexdigest()[:24]
+    index = root / "shard-index" / f"{key}.json"
+    stamp = {"path": str(shard.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    cached = read_json(index)
+    if cached and all(cached.get(k) == v for k, v in stamp.items()):
+        return int(cached["max_token"])
+    top = max_token(shard)
+    try:
+        atomic_write_json(index, {**stamp, "max_token": top})
+    except OSError:  # a read-only cache only costs the rescan
+        pass
+    return top
