@@ -21,7 +21,7 @@ from analysis.powerlaw import Fit, predict  # noqa: E402
 from andrea.rundir import atomic_write_bytes  # noqa: E402
 
 _OTHER = ["tab:orange", "tab:purple", "tab:green", "tab:brown", "tab:pink", "tab:olive", "tab:cyan"]
-plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "axes.grid": True, "grid.alpha": 0.3,
+plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "figure.constrained_layout.use": True, "axes.grid": True, "grid.alpha": 0.3,
                      "axes.spines.top": False, "axes.spines.right": False, "legend.fontsize": 8})
 
 
@@ -46,7 +46,7 @@ def _save(fig, paths) -> None:
     for p in paths:
         p = Path(p)
         buf = io.BytesIO()
-        fig.savefig(buf, format=p.suffix.lstrip(".") or "png", bbox_inches="tight")
+        fig.savefig(buf, format=p.suffix.lstrip(".") or "png")   # one draw: layout is constrained
         atomic_write_bytes(p, buf.getvalue())
     plt.close(fig)
 
@@ -111,7 +111,7 @@ def plot_scaling(by_label: dict[str, list[Point]], fits: dict[str, Fit], c_ref: 
 def plot_multiplier(curves: dict[str, dict], at_ref: list[dict], paths, baseline: str = "baseline"
                     ) -> None:
     col = colours(list(curves) + [baseline], baseline)
-    fig, ax = plt.subplots(figsize=(7.0, 4.5))
+    fig, ax = plt.subplots(figsize=(7.5, 5.4))
     ax.axhline(1.0, color=col[baseline], lw=1.2, ls="--", label=f"{baseline} (= 1)")
     first = {}
     for m in at_ref:
@@ -141,9 +141,9 @@ def plot_multiplier(curves: dict[str, dict], at_ref: list[dict], paths, baseline
     ax.set_xscale("log")
     ax.set_xlabel("Training compute C (PFLOP/s-days)")
     ax.set_ylabel(f"Compute multiplier vs {baseline} (x)")
-    ax.set_title("Baseline compute needed to reach each variant's loss, relative to the variant's",
+    ax.set_title("Compute multiplier: baseline compute to reach the variant's loss / C",
                  fontsize=10)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     _save(fig, paths)
 
 
@@ -233,6 +233,8 @@ def plot_dynamics(runs: list[dict], paths, baseline: str = "baseline") -> None:
         vmax = float(np.nanmax(multi)) if multi.size and np.isfinite(multi).any() else 1.0
         im = ax.imshow(np.ma.masked_invalid(m), aspect="auto", cmap="viridis", vmin=0, vmax=vmax,
                        interpolation="nearest")
+        ax.xaxis.set_major_locator(mticker.MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(mticker.MaxNLocator(integer=True))
         ax.set_xlabel("Source (0 = embedding)")
         ax.set_ylabel("Layer (last row = output)")
         ax.set_title(f"Depth attention: {r['label']} ({r['size']})", fontsize=10)
@@ -240,5 +242,4 @@ def plot_dynamics(runs: list[dict], paths, baseline: str = "baseline") -> None:
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="weight")
     for ax in axes[n:]:
         ax.set_visible(False)
-    fig.tight_layout()
     _save(fig, paths)
