@@ -29,17 +29,16 @@ SCHEMA_VERSION = 1
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="andrea-fit", description=__doc__.split("\n\n")[1].replace("\n", " "),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        prog="andrea-fit", description=__doc__.split("\n\n")[1].replace("\n", " "))
     p.add_argument("inputs", nargs="+", help="sweep/run directories (every results.json below "
                    "them is read) or CSVs with columns variant,size,flops,val_loss")
     p.add_argument("--out", required=True, type=Path, help="output directory")
-    p.add_argument("--baseline", default="baseline", help="variant label used as the reference")
+    p.add_argument("--baseline", default="baseline", help="variant label used as the reference (default: %(default)s)")
     p.add_argument("--irreducible", action="store_true", help="fit L = E + A·C^-alpha")
-    p.add_argument("--huber-delta", type=float, default=1e-3, help="Huber delta on log-loss residuals")
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (0: no CIs)")
-    p.add_argument("--ci", type=float, default=0.95, help="confidence level of the intervals")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--huber-delta", type=float, default=1e-3, help="Huber delta on log-loss residuals (default: %(default)s)")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples, 0 for no CIs (default: %(default)s)")
+    p.add_argument("--ci", type=float, default=0.95, help="confidence level of the intervals (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
     p.add_argument("--c-ref", type=float, nargs="+", default=None, metavar="C",
                    help="reference compute(s) in PFLOP/s-days for the multiplier "
                         "(default: the largest compute in the data)")
@@ -50,9 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the largest size of each variant)")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--wandb", action="store_true", help="log table and figures to W&B")
-    p.add_argument("--wandb-mode", default="offline", choices=["offline", "online", "disabled"])
-    p.add_argument("--wandb-project", default="andrea")
-    p.add_argument("--wandb-group", default=None, help="default: the first input's name")
+    p.add_argument("--wandb-mode", default="offline", choices=["offline", "online", "disabled"],
+                   help="W&B mode (default: %(default)s; offline never touches the network)")
+    p.add_argument("--wandb-project", default="andrea", help="W&B project (default: %(default)s)")
+    p.add_argument("--wandb-group", default=None, help="W&B group (default: the first input's name)")
     return p
 
 
@@ -286,6 +286,8 @@ def main(argv=None) -> int:
         print(f"Compute multiplier vs {args.baseline} (> 1: the variant needs less compute for the "
               f"same loss):")
         print(tables.terminal_multipliers(at_ref))
+        for label, why in skipped.items():
+            print(f"  not fitted: {why}")
     else:
         print("No variant could be fitted.")
     print()

@@ -146,6 +146,8 @@ def terminal_multipliers(multipliers: list[dict]) -> str:
              f"LSQ {_m(m['lsq_multiplier'])}x)  at C_ref = {m['c_ref_pflops_days']:.4g} PFLOP/s-days")
         if m["extrapolated"]:
             s += " *"
+        if m.get("c_ref_outside_variant_data"):
+            s += " (C_ref outside this variant's runs: its fit is extrapolated)"
         out.append(s)
         if m["warning"]:
             out.append(f"      ! {m['warning']}")
