@@ -117,20 +117,28 @@ def _take(cands, chosen, msgs, spec):
 
 
 def _log_wandb(args, rows, report, figures) -> str:
+    """One job_type=analysis run in the sweep's group, under the keys the dashboard reads."""
     try:
         import wandb
     except ImportError:
         return "W&B: wandb is not installed; skipped"
+    from andrea import logkeys as keys
+
+    image_keys = {"scaling": keys.ANALYSIS_SCALING, "multiplier": keys.ANALYSIS_MULTIPLIER,
+                  # not (yet) in logkeys: the dashboard does not show them, W&B still stores them
+                  "ablation": getattr(keys, "ANALYSIS_ABLATION", "analysis/ablation"),
+                  "dynamics": getattr(keys, "ANALYSIS_DYNAMICS", "analysis/dynamics")}
     group = args.wandb_group or Path(args.inputs[0]).resolve().name
     try:
-        run = wandb.init(project=args.wandb_project, group=group, job_type="analysis",
+        run = wandb.init(project=args.wandb_project, group=group, job_type=keys.JOB_ANALYSIS,
                          mode=args.wandb_mode, dir=str(args.out), config=report["settings"],
-                         tags=["analysis"] + sorted(report["fits"]),
+                         tags=[keys.JOB_ANALYSIS] + sorted(report["fits"]),
                          settings=wandb.Settings(init_timeout=30, silent=True))
         cols = list(rows[0])
         table = wandb.Table(columns=cols, data=[[r[c] for c in cols] for r in rows])
-        run.log({"fit_table": table,
-                 **{f"figures/{p.stem}": wandb.Image(str(p)) for p in figures if p.suffix == ".png"}})
+        run.log({keys.ANALYSIS_FIT_TABLE: table,
+                 **{image_keys[p.stem]: wandb.Image(str(p)) for p in figures
+                    if p.suffix == ".png" and p.stem in image_keys}})
         for m in report["multipliers"]["at_c_ref"]:
             run.summary[f"multiplier/{m['variant']}@{m['c_ref_pflops_days']:.3g}"] = m["multiplier"]
         for label, f in report["fits"].items():
