@@ -221,6 +221,7 @@ def plot_dynamics(runs: list[dict], paths, baseline: str = "baseline") -> None:
         ax.plot(np.arange(len(rms)), rms, "o-", ms=3, color=col[r["label"]],
                 label=f"{r['label']} ({r['size']}, step {r['dyn'].get('step', '?')})")
     ax.set_ylim(bottom=0)
+    ax.xaxis.set_major_locator(mticker.MaxNLocator(integer=True))
     ax.set_xlabel("Layer l (sublayer, from 0)")
     ax.set_ylabel("RMS of layer output f_l")
     ax.set_title("Per-layer output magnitude", fontsize=10)
