@@ -130,17 +130,21 @@ class _AndreaLauncherMixin:
             time.sleep(poll_s)
 
     def _result(self, job, overrides: Sequence[str]) -> JobReturn:
+        """The job's JobReturn; a failure (in the job or of the job) is reported, never raised."""
         try:
-            return job.results()[0]
-        except Exception as e:  # a failed job never stops the others: report it and go on
-            first = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-            print(f"FAILED job {job.job_id} ({' '.join(filter_overrides(overrides))}): {first}\n"
-                  f"  log: {job.paths.stderr}", flush=True)
+            ret = job.results()[0]
+            error = ret._return_value if ret.status == JobStatus.FAILED else None
+        except Exception as e:  # the job died: killed, cancelled, out of memory, ...
             ret = JobReturn()
             ret.overrides = list(overrides)
             ret.status = JobStatus.FAILED
-            ret._return_value = e
-            return ret
+            ret._return_value = error = e
+        if error is not None:
+            lines = str(error).strip().splitlines()
+            print(f"FAILED job {job.job_id} ({' '.join(filter_overrides(overrides))}):\n"
+                  f"  {type(error).__name__}: {lines[-1] if lines else ''}\n"
+                  f"  log: {job.paths.stderr}", flush=True)
+        return ret
 
 
 class AndreaLocalLauncher(_AndreaLauncherMixin, upstream.LocalLauncher):

@@ -1,0 +1,87 @@
+"""Sweeps through the real CLI: validation before launch, plan mode, skip/resume, launchers agree."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, TINY_RUN
+
+GRID = ["model=baseline,attnres_block", "size=tiny-1", *TINY_RUN[1:]]
+
+
+def sweep(tmp_path: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={tmp_path / 'runs'}", *args]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def results_of(root: Path) -> dict[str, dict]:
+    return {str(p.parent.relative_to(root)): json.loads(p.read_text())
+            for p in sorted(root.rglob("results.json"))}
+
+
+def test_plan_prints_the_grid_and_launches_nothing(tmp_path, data_cache):
+    out = sweep(tmp_path, "sweeps=scaling_law", "plan=true")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count(" new") == 25
+    assert "andrea-200m" in out.stdout and "GPU-hours" in out.stdout
+    assert "nothing launched" in out.stdout
+    assert not (tmp_path / "runs" / "scaling_law").exists() or not list(
+        (tmp_path / "runs").rglob("results.json"))
+
+
+def test_one_bad_job_stops_the_sweep_before_anything_runs(tmp_path, data_cache):
+    out = sweep(tmp_path, "model=attnres_block", "model.block_size=2,8", "size=tiny-1",
+                *TINY_RUN[1:])
+    assert out.returncode == 2
+    assert "model.block_size=8 does not fit" in out.stderr and "1 of 2 jobs" in out.stderr
+    assert not list((tmp_path / "runs").rglob("results.json"))
+
+
+def test_missing_data_fails_before_anything_runs(tmp_path, data_cache):
+    out = sweep(tmp_path, "model=baseline", "data=text", f"data.paths=[{tmp_path}/none.txt]")
+    assert out.returncode == 2 and "none.txt" in out.stderr
+
+
+@pytest.mark.slow
+def test_basic_and_submitit_local_give_identical_results_and_rerun_skips(tmp_path, data_cache):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    basic = sweep(tmp_path / "a", *GRID)
+    assert basic.returncode == 0, basic.stdout[-3000:] + basic.stderr[-3000:]
+    assert "2 of 2 runs completed" in basic.stdout
+
+    local = sweep(tmp_path / "b", *GRID, "hydra/launcher=submitit_local")
+    assert local.returncode == 0, local.stdout[-3000:] + local.stderr[-3000:]
+    assert "jobs: 2 done" in local.stdout  # job states are reported while waiting
+
+    a = results_of(tmp_path / "a" / "runs")
+    b = results_of(tmp_path / "b" / "runs")
+    assert a.keys() == b.keys() and len(a) == 2
+    for run in a:
+        assert a[run]["val_loss"] == b[run]["val_loss"], run
+        assert a[run]["flops"] == b[run]["flops"]
+
+    again = sweep(tmp_path / "b", *GRID, "hydra/launcher=submitit_local")
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "skipping 2 completed" in again.stdout and "submitted" not in again.stdout
+    assert results_of(tmp_path / "b" / "runs") == b
+
+
+@pytest.mark.slow
+def test_a_failed_run_is_reported_and_does_not_stop_the_others(tmp_path, data_cache):
+    # An eval batch larger than the validation split is only found when the job runs.
+    out = sweep(tmp_path, "model=baseline", *TINY_RUN[1:], "train.eval_batch_size=8,100000",
+                "hydra/launcher=submitit_local")
+    assert out.returncode == 1
+    assert "FAILED job" in out.stdout and "log:" in out.stdout
+    assert "1 of 2 runs completed" in out.stdout
+    statuses = sorted(r["status"] for r in results_of(tmp_path / "runs").values())
+    assert statuses == ["completed", "failed"]
