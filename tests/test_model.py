@@ -300,3 +300,42 @@ def test_optimised_model_matches_naive_reference_outputs_and_grads(residual, S):
     model.eval()
     with torch.no_grad():
         torch.testing.assert_close(model(x), ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_traceable_by_dynamo_without_graph_breaks(train):
+    """One graph for torch.compile: the custom autograd op, the source stack and the two-phase
+    path all trace (checked for Block, which exercises every piece)."""
+    import torch._dynamo as dynamo
+
+    model = build(tiny("attnres_block", 3), random_queries=True).train(train)
+    dynamo.reset()
+    with torch.set_grad_enabled(train):
+        explained = dynamo.explain(model)(idx())
+    dynamo.reset()
+    assert explained.graph_count == 1 and explained.graph_break_count == 0, (
+        explained.break_reasons
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("residual,S", [("attnres_full", 4), ("attnres_block", 3)])
+def test_compiled_model_matches_eager(residual, S):
+    """torch.compile (inductor, CPU; ~30-60 s each) gives the same loss and gradients."""
+    model = build(tiny(residual, S), random_queries=True)
+    x, y = idx(), idx(seed=2)
+    loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+    loss.backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    torch._dynamo.reset()
+    compiled = torch.compile(model)
+    loss_c = F.cross_entropy(compiled(x).flatten(0, 1), y.flatten())
+    loss_c.backward()
+    torch.testing.assert_close(loss_c, loss, atol=1e-5, rtol=1e-5)
+    for n, p in model.named_parameters():
+        torch.testing.assert_close(p.grad, grads[n], atol=1e-4, rtol=1e-3, msg=n)
+    model.eval()
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
+    torch._dynamo.reset()

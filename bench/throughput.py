@@ -1,0 +1,287 @@
+"""Throughput and peak memory of AttnRes against the baseline, in one process.
+
+    python -m bench.throughput                       # CPU fp32, andrea-12m shape, batch 4 x 256
+    python -m bench.throughput --quick               # fewer trials, ~1 minute
+    python -m bench.throughput --device cuda --size andrea-120m --batch 16 --seq 1024 \
+        --dtype bf16 --compile both                  # GPU (see bench/gpu_check.sh)
+
+What is measured, per variant (baseline, attnres_full, attnres_block with S = 2, 4, 8):
+- train: one optimiser step = forward + backward + AdamW step, tokens/s;
+- infer: forward only in eval mode under no_grad (the two-phase path for AttnRes), tokens/s;
+- peak memory of one training step:
+    CUDA: torch.cuda.max_memory_allocated over the step;
+    CPU:  the same quantity from the CPU allocator's own counter, which the torch profiler
+          exposes with profile_memory=True ("Total Allocated" of its memory events): bytes of
+          live tensors at the step's high-water mark, plus the parameters, gradients and AdamW
+          state that exist before the step. Not RSS: the allocator's bytes, like CUDA's figure.
+Variants are interleaved (rotated order) over repeated trials, and every ratio to the baseline
+is computed within a trial, so a slow patch of a shared machine hits all variants alike. The
+report prints the median ratio and its min-max spread over trials.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from andrea.model import ANDREA, ModelConfig, count_parameters
+
+SIZES = {  # (n_layer, n_head, d_model); vocab 8449, context 1024 (docs/andrea.md)
+    "tiny": (2, 2, 64),
+    "andrea-12m": (6, 12, 384),
+    "andrea-120m": (12, 12, 768),
+    "andrea-480m": (16, 24, 1536),
+}
+
+# The issue's targets: ratio to the baseline (throughput: at least; memory: at most).
+TARGETS = {
+    ("train", "attnres_block:4"): (">=", 0.90),
+    ("train", "attnres_full"): (">=", 0.80),
+    ("memory", "attnres_block:4"): ("<=", 1.10),
+    ("memory", "attnres_full"): ("<=", 1.35),
+}
+
+# Dense bf16 peak FLOP/s per GPU for MFU (vendor datasheets, no sparsity).
+PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12, "A10": 125e12}
+
+
+@dataclass
+class Variant:
+    name: str  # config name, with ":S" for block
+    cfg: ModelConfig
+
+
+def variants(names: list[str], size: str, vocab: int) -> list[Variant]:
+    n_layer, n_head, d_model = SIZES[size]
+    out = []
+    for name in names:
+        residual, _, s = name.partition(":")
+        cfg = ModelConfig(n_layer=n_layer, n_head=n_head, d_model=d_model, vocab_size=vocab,
+                          context_length=1024, residual=residual, block_size=int(s or 4))
+        out.append(Variant(name, cfg))
+    return out
+
+
+def flops_per_token(cfg: ModelConfig, seq: int) -> float:
+    """Training FLOPs per token: 6 N (non-embedding matmuls + LM head) + attention scores
+    12 * n_layer * d * seq / 2 (causal), the PaLM-appendix convention."""
+    n = count_parameters(cfg).non_embedding + cfg.vocab_size * cfg.d_model
+    return 6 * n + 6 * cfg.n_layer * cfg.d_model * seq
+
+
+class Runner:
+    """One model + optimiser + a fixed batch; timed train step and inference forward."""
+
+    def __init__(self, v: Variant, args, device):
+        torch.manual_seed(0)
+        self.v = v
+        self.device = device
+        self.model = ANDREA(v.cfg).to(device)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, fused=device.type == "cuda")
+        g = torch.Generator().manual_seed(1)
+        self.x = torch.randint(0, v.cfg.vocab_size, (args.batch, args.seq), generator=g).to(device)
+        self.y = torch.randint(0, v.cfg.vocab_size, (args.batch, args.seq), generator=g).to(device)
+        self.amp = args.dtype == "bf16"
+        self.fwd = torch.compile(self.model) if args.compiled else self.model
+
+    def _autocast(self):
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp)
+
+    def train_step(self) -> None:
+        self.model.train()
+        with self._autocast():
+            logits = self.fwd(self.x)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), self.y.flatten())
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+
+    def infer(self) -> None:
+        self.model.eval()
+        with torch.no_grad(), self._autocast():
+            self.fwd(self.x)
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def timed(self, fn, steps: int, clock) -> float:
+        """Median seconds per call over `steps` calls."""
+        ts = []
+        for _ in range(steps):
+            self.sync()
+            t0 = clock()
+            fn()
+            self.sync()
+            ts.append(clock() - t0)
+        return statistics.median(ts)
+
+    def peak_memory(self) -> int:
+        """Peak bytes of one training step (see module docstring)."""
+        self.train_step()  # optimiser state exists from here on
+        self.opt.zero_grad(set_to_none=True)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            self.train_step()
+            torch.cuda.synchronize()
+            return torch.cuda.max_memory_allocated()
+        return _cpu_peak_bytes(self)
+
+
+def _cpu_peak_bytes(r: Runner) -> int:
+    from torch.profiler import ProfilerActivity, profile
+
+    persistent = sum(p.numel() * p.element_size() for p in r.model.parameters())
+    for state in r.opt.state.values():
+        persistent += sum(t.numel() * t.element_size() for t in state.values()
+                          if torch.is_tensor(t))
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        r.train_step()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    # The counter is process-wide and only moves while a profiler records memory, so the
+    # step's high-water mark is measured from the counter's value before its first event.
+    mem = [e["args"] for e in events
+           if e.get("name") == "[memory]" and e["args"].get("Device Type") == 0]
+    if not mem:
+        return persistent
+    start = mem[0]["Total Allocated"] - mem[0]["Bytes"]
+    return persistent + max(a["Total Allocated"] for a in mem) - start
+
+
+def ratio_summary(values: list[float]) -> str:
+    return f"{statistics.median(values):.3f} [{min(values):.3f}-{max(values):.3f}]"
+
+
+def run(args) -> int:
+    device = torch.device(args.device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    vs = variants(args.variants, args.size, args.vocab)
+    # CPU time of this process is what a variant costs; on a CPU shared with other jobs it is
+    # far steadier than wall time (which also counts waiting for a core). One thread keeps
+    # OpenMP spin-waits out of it. CUDA work is asynchronous: wall time around a sync.
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    print(f"# {args.size} {SIZES[args.size]} vocab {args.vocab}, batch {args.batch} x {args.seq}, "
+          f"{device} {args.dtype}, compile={args.compiled}, threads={torch.get_num_threads()}, "
+          f"clock={args.clock}, torch {torch.__version__}")
+    runners = [Runner(v, args, device) for v in vs]
+    for r in runners:  # warm-up (and compilation)
+        for _ in range(args.warmup):
+            r.train_step()
+            r.infer()
+    tokens = args.batch * args.seq
+    train = {v.name: [] for v in vs}
+    infer = {v.name: [] for v in vs}
+    for trial in range(args.trials):
+        order = runners[trial % len(runners):] + runners[: trial % len(runners)]
+        for r in order:
+            train[r.v.name].append(r.timed(r.train_step, args.steps, clock))
+            infer[r.v.name].append(r.timed(r.infer, args.steps, clock))
+        print(f"  trial {trial + 1}/{args.trials}: train {args.clock}-s/step "
+              + " ".join(f"{n}={train[n][-1]:.3f}" for n in train), flush=True)
+    memory = {}
+    if not args.no_memory:
+        for r in runners:
+            memory[r.v.name] = r.peak_memory()
+
+    base = vs[0].name
+    results = {"train": {}, "infer": {}, "memory": {}}
+    print(f"\n{'variant':<18}{'train tok/s':>12}{'train ratio [spread]':>26}"
+          f"{'infer tok/s':>13}{'infer ratio [spread]':>26}{'peak MiB':>10}{'mem ratio':>10}")
+    for v in vs:
+        n = v.name
+        tr = [b / t for b, t in zip(train[base], train[n])]  # throughput ratio, per trial
+        ir = [b / t for b, t in zip(infer[base], infer[n])]
+        results["train"][n] = statistics.median(tr)
+        results["infer"][n] = statistics.median(ir)
+        mem = memory.get(n)
+        if mem is not None:
+            results["memory"][n] = mem / memory[base]
+        print(f"{n:<18}{tokens / statistics.median(train[n]):>12.0f}{ratio_summary(tr):>26}"
+              f"{tokens / statistics.median(infer[n]):>13.0f}{ratio_summary(ir):>26}"
+              + (f"{mem / 2**20:>10.1f}{mem / memory[base]:>10.3f}" if mem is not None else ""))
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name()
+        peak = next((f for k, f in PEAK_FLOPS.items() if k in name), None)
+        for v in vs:
+            fpt = flops_per_token(v.cfg, args.seq)
+            tps = tokens / statistics.median(train[v.name])
+            mfu = f"{fpt * tps / peak:.1%}" if peak and args.dtype == "bf16" else "n/a"
+            print(f"MFU {v.name}: {mfu} ({fpt * tps / 1e12:.1f} TFLOP/s model FLOPs, {name})")
+
+    failed = 0
+    if args.check:
+        print()
+        for (kind, n), (op, target) in TARGETS.items():
+            if n not in results[kind]:
+                continue
+            got = results[kind][n]
+            ok = got >= target if op == ">=" else got <= target
+            failed += not ok
+            print(f"{'PASS' if ok else 'FAIL'}  {kind:<7}{n:<18} {got:.3f} {op} {target}")
+    return 1 if failed else 0
+
+
+def parse(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--size", default="andrea-12m", choices=sorted(SIZES))
+    p.add_argument("--vocab", type=int, default=8449)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--seq", type=int, default=256)
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--dtype", default=None, choices=["fp32", "bf16"],
+                   help="default: bf16 autocast on CUDA, fp32 on CPU")
+    p.add_argument("--compile", default="off", choices=["off", "on", "both"])
+    p.add_argument("--variants", default="baseline,attnres_full,attnres_block:2,"
+                   "attnres_block:4,attnres_block:8", type=lambda s: s.split(","))
+    p.add_argument("--trials", type=int, default=5)
+    p.add_argument("--steps", type=int, default=2, help="timed calls per variant per trial")
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch threads (default: 1 on CPU, torch's default on CUDA)")
+    p.add_argument("--clock", default=None, choices=["cpu", "wall"],
+                   help="default: process CPU time on CPU, wall time on CUDA")
+    p.add_argument("--no-memory", action="store_true")
+    p.add_argument("--no-check", dest="check", action="store_false",
+                   help="do not print PASS/FAIL against the targets")
+    p.add_argument("--quick", action="store_true", help="3 trials x 1 step: about a minute")
+    args = p.parse_args(argv)
+    if args.dtype is None:
+        args.dtype = "bf16" if args.device.startswith("cuda") else "fp32"
+    on_cpu = not args.device.startswith("cuda")
+    if args.threads is None:
+        args.threads = 1 if on_cpu else 0
+    if args.clock is None:
+        args.clock = "cpu" if on_cpu else "wall"
+    if args.quick:
+        args.trials, args.steps = 3, 1
+    if args.variants[0] != "baseline":
+        p.error("--variants must start with baseline (the reference of every ratio)")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    rc = 0
+    for compiled in ([False, True] if args.compile == "both" else [args.compile == "on"]):
+        args.compiled = compiled
+        rc |= run(args)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
