@@ -21,7 +21,7 @@ from analysis import tables
 from analysis.collect import (FLOPS_PER_PFLOPS_DAY, InputError, aggregate, by_label, collect,
                               variant_label)
 from analysis.multiplier import multiplier_at, multiplier_curve
-from analysis.powerlaw import FitError, fit_power_law
+from analysis.powerlaw import N_PARAMS, FitError, fit_power_law, paired_indices
 from andrea.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json
 
 SCHEMA_VERSION = 1
@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples, 0 for no CIs (default: %(default)s)")
     p.add_argument("--ci", type=float, default=0.95, help="confidence level of the intervals (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--paired-bootstrap", action="store_true",
+                   help="resample sizes jointly across variants (variants with the baseline's "
+                        "exact sizes); default: each variant's points independently")
     p.add_argument("--c-ref", type=float, nargs="+", default=None, metavar="C",
                    help="reference compute(s) in PFLOP/s-days for the multiplier "
                         "(default: the largest compute in the data)")
@@ -154,6 +157,29 @@ def _log_wandb(args, rows, report, figures) -> str:
     return msg
 
 
+def _pairing(groups, args, form, warnings) -> dict:
+    """label → (point order, shared resample) for --paired-bootstrap; empty when not asked/able."""
+    if not args.paired_bootstrap or args.bootstrap == 0:
+        return {}
+    base = groups.get(args.baseline)
+    if base is None:
+        warnings.append(f"--paired-bootstrap: no {args.baseline!r} points; bootstrap unpaired")
+        return {}
+    sizes = [p.size for p in base]                       # ordered by compute
+    if len(set(sizes)) < N_PARAMS[form]:
+        return {}
+    idx = paired_indices(len(sizes), args.bootstrap, N_PARAMS[form], args.seed)
+    out = {}
+    for label, pts in groups.items():
+        by_size = {p.size: i for i, p in enumerate(pts)}
+        if sorted(by_size) != sorted(sizes) or len(by_size) != len(pts):
+            warnings.append(f"--paired-bootstrap: {label} has sizes {sorted(by_size)}, the baseline "
+                            f"{sorted(sizes)}; its bootstrap is unpaired")
+            continue
+        out[label] = ([by_size[s] for s in sizes], idx)
+    return out
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.bootstrap < 0 or not 0 < args.ci < 1 or args.huber_delta <= 0:
@@ -185,13 +211,19 @@ def main(argv=None) -> int:
     # --- fits ---
     form = "irreducible" if args.irreducible else "power"
     fits, skipped, fit_warnings = {}, {}, []
+    pairing = _pairing(groups, args, form, fit_warnings)
     for label, pts in groups.items():
+        resample = None
+        if label in pairing:
+            order, resample = pairing[label]
+            pts = [pts[i] for i in order]
         try:
             with _warnings.catch_warnings():
                 _warnings.simplefilter("ignore", RuntimeWarning)
                 f = fit_power_law(label, [p.compute for p in pts], [p.val_loss for p in pts],
                                   form=form, huber_delta=args.huber_delta,
-                                  n_bootstrap=args.bootstrap, ci=args.ci, seed=args.seed)
+                                  n_bootstrap=args.bootstrap, ci=args.ci, seed=args.seed,
+                                  resample=resample)
         except FitError as e:
             runs = ", ".join(r.source for p in pts for r in p.runs)
             skipped[label] = f"{e} (runs: {runs})"
@@ -228,6 +260,7 @@ def main(argv=None) -> int:
         "inputs": [str(p) for p in args.inputs],
         "settings": {"form": form, "huber_delta": args.huber_delta, "bootstrap": args.bootstrap,
                      "ci_level": args.ci, "seed": args.seed, "baseline": args.baseline,
+                     "paired_bootstrap": args.paired_bootstrap,
                      "compute_unit": "PFLOP/s-days", "flops_per_unit": FLOPS_PER_PFLOPS_DAY,
                      "loss": "log-space residuals; Huber (primary) and least squares (lsq)"},
         "runs": {"completed": len(coll.runs),

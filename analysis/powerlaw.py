@@ -328,14 +328,27 @@ def rng_for(seed: int, label: str) -> np.random.Generator:
 
 
 # --- the fit ------------------------------------------------------------------------------------
+def paired_indices(n_points: int, n_bootstrap: int, k: int, seed: int) -> np.ndarray:
+    """One resample of point positions shared by several variants measured at the same sizes
+    (pass it as `resample` to each fit): a size drawn for one is drawn for all, so deviations
+    common to a size (its tuned hyper-parameters, its data order) cancel in the multiplier."""
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x9A1]))
+    return _resample(rng, np.arange(n_points), n_bootstrap, k)
+
+
 def fit_power_law(label: str, compute, loss, form: str = "power", huber_delta: float = 1e-3,
-                  n_bootstrap: int = 1000, ci: float = 0.95, seed: int = 0) -> Fit:
-    """Fit one variant's points; FitError (naming the variant) when they cannot identify the law."""
+                  n_bootstrap: int = 1000, ci: float = 0.95, seed: int = 0,
+                  resample: np.ndarray | None = None) -> Fit:
+    """Fit one variant's points; FitError (naming the variant) when they cannot identify the law.
+
+    `resample` ([n_bootstrap, n_points] positions into compute/loss) replaces the variant's own
+    seeded resampling, for a paired bootstrap (`paired_indices`).
+    """
     with single_blas_thread():
-        return _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed)
+        return _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resample)
 
 
-def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed) -> Fit:
+def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resample=None) -> Fit:
     if form not in FORMS:
         raise FitError(f"{label}: form={form!r}; valid: {', '.join(FORMS)}")
     C, L = np.asarray(compute, float), np.asarray(loss, float)
@@ -372,7 +385,13 @@ def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed) -> Fit:
     boot = {"A": np.full(n_bootstrap, np.nan), "alpha": np.full(n_bootstrap, np.nan),
             "E": np.zeros(n_bootstrap) if form == "power" else np.full(n_bootstrap, np.nan)}
     if n_bootstrap > 0:
-        idx = _resample(rng, x, n_bootstrap, k)
+        if resample is not None:
+            idx = np.asarray(resample)
+            if idx.shape != (n_bootstrap, len(x)):
+                raise ValueError(f"{label}: resample shape {idx.shape}, expected "
+                                 f"{(n_bootstrap, len(x))}")
+        else:
+            idx = _resample(rng, x, n_bootstrap, k)
         DX, Y = dx[idx], y[idx]
         if form == "power":
             bb, ba = irls_power(DX, Y, theta[0], theta[1], huber_delta)

@@ -133,3 +133,26 @@ def test_wandb_never_blocks(sweep, tmp_path, monkeypatch, capsys, mode):
     assert f"W&B: logged to project andrea, group test (mode {mode})" in text
     if mode == "offline":
         assert "wandb sync" in text and any((out / "wandb").glob("offline-run-*"))
+
+
+def test_paired_bootstrap(sweep, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main([str(sweep), "--out", str(out), "--bootstrap", "100", "--no-plots",
+                 "--paired-bootstrap"]) == 0
+    assert "unpaired" not in capsys.readouterr().out
+    rep = _strict_json(out / "fits.json")
+    assert rep["settings"]["paired_bootstrap"] is True
+    m = rep["multipliers"]["at_c_ref"][0]
+    assert m["ci"][0] <= m["multiplier"] <= m["ci"][1]
+
+
+def test_paired_bootstrap_falls_back_for_other_sizes(tmp_path, capsys):
+    p = tmp_path / "runs.csv"
+    rows = ["variant,size,flops,val_loss"]
+    rows += [f"baseline,s{i},{C},{3.0 * (C / 1e18) ** -0.05}" for i, C in enumerate([1e18, 1e19, 1e20])]
+    rows += [f"new,s{i},{C},{2.9 * (C / 1e18) ** -0.05}" for i, C in enumerate([1e18, 1e19])]
+    p.write_text("\n".join(rows) + "\n")
+    assert main([str(p), "--out", str(tmp_path / "o"), "--bootstrap", "50", "--no-plots",
+                 "--paired-bootstrap"]) == 0
+    assert "new has sizes ['s0', 's1'], the baseline ['s0', 's1', 's2']; its bootstrap is unpaired" \
+        in capsys.readouterr().out
