@@ -240,7 +240,7 @@ deadline=$(( $(date +%s) + READY_TIMEOUT )); resumed=0; st=""
 while :; do
     for d in "${DAEMONS[@]}"; do is_alive "$d" || fail "$d" "died while waiting for the node"; done
     st=$(node_state || true)
-    case $st in idle|mix|mixed|alloc|allocated) break ;; esac
+    case $st in idle|mix|mixed|alloc|allocated|comp|completing) break ;; esac
     # A node left DOWN/DRAIN from an earlier run: resume it once (ReturnToService=2 usually does).
     case $st in down*|drain*|drng*|fail*)
         if [ "$resumed" = 0 ]; then scontrol update nodename="$HOST" state=resume >/dev/null 2>&1 || true; resumed=1; fi ;;
