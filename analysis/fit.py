@@ -21,7 +21,8 @@ from analysis import tables
 from analysis.collect import (FLOPS_PER_PFLOPS_DAY, InputError, aggregate, by_label, collect,
                               variant_label)
 from analysis.multiplier import multiplier_at, multiplier_curve
-from analysis.powerlaw import N_PARAMS, FitError, fit_power_law, paired_indices
+from analysis.bootstrap import paired_indices
+from analysis.powerlaw import N_PARAMS, FitError, fit_power_law
 from andrea.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json
 
 SCHEMA_VERSION = 1

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.powerlaw import Fit, _percentile_ci, compute_to_reach, predict
+from analysis.bootstrap import percentile_ci
+from analysis.powerlaw import Fit, compute_to_reach, predict
 
 
 def _boot_params(fit: Fit):
@@ -55,7 +56,7 @@ def multiplier_at(base: Fit, variant: Fit, c_ref: float) -> dict:
     bad_frac = float("nan")
     if variant.n_bootstrap and variant.n_bootstrap == base.n_bootstrap:
         boot = _ratio(c_ref, _boot_params(variant), _boot_params(base))
-        ci = _percentile_ci(boot, variant.ci_level)
+        ci = percentile_ci(boot, variant.ci_level)
         bad_frac = float(np.mean(~np.isfinite(boot)))
         if bad_frac > 0 and warning is None:
             warning = (f"{variant.label}: {bad_frac:.1%} of bootstrap replicates have no finite "
@@ -86,6 +87,6 @@ def multiplier_curve(base: Fit, variant: Fit, n: int = 60) -> dict:
         col = lambda p: tuple(np.asarray(v, float)[:, None] for v in p)   # noqa: E731
         boot = _ratio(grid[None, :], col(_boot_params(variant)), col(_boot_params(base)))
         for j in range(n):
-            lo[j], hi[j] = _percentile_ci(boot[:, j], variant.ci_level)
+            lo[j], hi[j] = percentile_ci(boot[:, j], variant.ci_level)
     return {"compute_pflops_days": grid.tolist(), "multiplier": m.tolist(),
             "lo": lo.tolist(), "hi": hi.tolist()}

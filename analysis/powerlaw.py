@@ -9,12 +9,9 @@ Internally log C is centred at x0 = mean(log C) and the power term is written ex
 so the intercept b is well conditioned whatever unit C has (CPU demo runs sit near 1e-9 PFLOP/s-days);
 A = exp(b + alpha·x0) is the reported coefficient at C = 1 PFLOP/s-day. E is fitted as log E.
 
-Bootstrap fits are warm-started from the full-data fit rather than the grid. For the pure power
-law they are solved all at once by iteratively reweighted least squares (IRLS), a majorise-minimise
-scheme that decreases the same Huber objective monotonically to its minimum — a thousand resamples
-cost milliseconds, where a thousand scipy calls cost seconds. The irreducible form is non-linear:
-its resamples run a batched Levenberg-Marquardt on the same Huber objective (`lm_irreducible`).
-Tests check both batched solvers reach L-BFGS-B's objective on the same resamples.
+Bootstrap refits are warm-started from the full-data fit rather than the grid and solved all at
+once by the batched solvers of `analysis.bootstrap` (same Huber objective): milliseconds for a
+thousand resamples, where a thousand scipy calls cost seconds.
 """
 
 from __future__ import annotations
@@ -24,11 +21,13 @@ import ctypes
 import glob
 import itertools
 import os
-import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import least_squares, minimize
+from scipy.optimize import minimize
+
+from analysis.bootstrap import (huber, irls_power, lm_irreducible, percentile_ci, resample_indices,
+                                rng_for)
 
 def _scipy_openblas():
     """(get, set) of the OpenBLAS that scipy's L-BFGS-B links, or None where it is not found."""
@@ -150,22 +149,12 @@ def _log_pred(theta, dx, form):
     return lp, (pE, pA, -pA * dx)
 
 
-def _huber(r, delta):
-    """Huber loss and its derivative, divided by delta so the linear part has slope 1 (keeps
-    L-BFGS-B's absolute gradient tolerance meaningful for delta = 1e-3)."""
-    a = np.abs(r)
-    quad = a <= delta
-    rho = np.where(quad, 0.5 * r * r, delta * (a - 0.5 * delta)) / delta
-    psi = np.where(quad, r, delta * np.sign(r)) / delta
-    return rho, psi
-
-
 def _objective(theta, dx, y, form, delta):
     lp, jac = _log_pred(theta, dx, form)
     r = lp - y
     if delta is None:                      # least squares
         return 0.5 * float(r @ r), np.array([float(r @ j) for j in jac])
-    rho, psi = _huber(r, delta)
+    rho, psi = huber(r, delta)
     return float(rho.sum()), np.array([float(psi @ j) for j in jac])
 
 
@@ -224,125 +213,14 @@ def _r2(theta, dx, y, form):
     return (1.0 - float(r @ r) / ss_tot if ss_tot > 0 else float("nan")), float(np.sqrt(np.mean(r * r)))
 
 
-# --- bootstrap ----------------------------------------------------------------------------------
-def _resample(rng, x, n_boot, k):
-    """Index rows of n_boot resamples with replacement, redrawing any with < k distinct computes
-    (they cannot identify the k parameters)."""
-    n = len(x)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    for _ in range(1000):
-        distinct = np.array([len(np.unique(x[row])) for row in idx])
-        bad = distinct < k
-        if not bad.any():
-            break
-        idx[bad] = rng.integers(0, n, size=(int(bad.sum()), n))
-    return idx
-
-
-def irls_power(dx, y, b0, alpha0, delta, max_iter=500, tol=1e-12):
-    """Huber fits of y ≈ b - alpha·dx for many rows at once (dx, y: [B, n]) by IRLS.
-
-    Weights w = min(1, delta/|r|) majorise the Huber loss at the current residuals, so each
-    weighted least-squares step does not increase it. Unconstrained in alpha (see the caller).
-    """
-    b = np.broadcast_to(np.asarray(b0, float), dx.shape[:1]).copy()
-    alpha = np.broadcast_to(np.asarray(alpha0, float), dx.shape[:1]).copy()
-    for _ in range(max_iter):
-        r = b[:, None] - alpha[:, None] * dx - y
-        w = np.ones_like(r) if delta is None else np.minimum(1.0, delta / np.maximum(np.abs(r), 1e-300))
-        sw, swx, swy = w.sum(1), (w * dx).sum(1), (w * y).sum(1)
-        swxx, swxy = (w * dx * dx).sum(1), (w * dx * y).sum(1)
-        det = sw * swxx - swx * swx
-        slope = (sw * swxy - swx * swy) / np.where(det > 0, det, np.nan)
-        b_new = (swy - slope * swx) / sw
-        step = np.nanmax(np.abs(np.concatenate([b_new - b, -slope - alpha])), initial=0.0)
-        b, alpha = b_new, -slope
-        if delta is None or step < tol:
-            break
-    return b, alpha
-
-
-def lm_irreducible(dx, y, theta0, delta, bounds, max_iter=5000, tol=1e-10):
-    """Huber fits of log(E + exp(b - alpha·dx)) ≈ y for many rows at once (dx, y: [B, n]).
-
-    Levenberg-Marquardt on the IRLS-weighted Gauss-Newton model of the Huber objective, with a
-    damping per row; a step is kept only when it lowers that row's Huber loss, so each row descends
-    monotonically from the warm start, like L-BFGS-B would, and bounds are kept by projection.
-    The E-A valley is badly conditioned, so some rows need thousands of cheap steps; only rows
-    still moving are computed. Returns θ [B, 3] = (log E, b, alpha).
-    """
-    B = dx.shape[0]
-    lo = np.array([-np.inf if b[0] is None else b[0] for b in bounds])
-    hi = np.array([np.inf if b[1] is None else b[1] for b in bounds])
-    theta = np.broadcast_to(np.asarray(theta0, float), (B, 3)).copy()
-    lam = np.full(B, 1e-3)
-
-    def loss_and_model(th, X, Y):
-        e, b, alpha = th[:, :1], th[:, 1:2], th[:, 2:3]
-        lp = np.logaddexp(e, b - alpha * X)
-        pE = np.exp(e - lp)
-        J = np.stack([pE, 1.0 - pE, -(1.0 - pE) * X], axis=-1)          # [b, n, 3]
-        r = lp - Y
-        return _huber(r, delta)[0].sum(1), r, J
-
-    f, r, J = loss_and_model(theta, dx, y)
-    act = np.arange(B)
-    for _ in range(max_iter):
-        if act.size == 0:
-            break
-        X, Y, th, ra, Ja = dx[act], y[act], theta[act], r[act], J[act]
-        w = np.minimum(1.0, delta / np.maximum(np.abs(ra), 1e-300))
-        g = np.einsum("bn,bnk->bk", w * ra, Ja)
-        H = np.einsum("bn,bnk,bnl->bkl", w, Ja, Ja)
-        d = np.diagonal(H, axis1=1, axis2=2)
-        M = H + (lam[act, None] * (d + 1e-12))[:, :, None] * np.eye(3)
-        step = -np.linalg.solve(M, g[..., None])[..., 0]
-        cand = np.clip(th + step, lo, hi)
-        moved = np.abs(cand - th).max(1)
-        f_new, r_new, J_new = loss_and_model(cand, X, Y)
-        better = f_new < f[act]
-        keep = act[better]
-        theta[keep], f[keep], r[keep], J[keep] = cand[better], f_new[better], r_new[better], J_new[better]
-        lam[act] = np.where(better, lam[act] * 0.3, lam[act] * 10.0)
-        # done: a kept step too small to matter, or no step lowers the loss even when tiny
-        done = (better & (moved < tol)) | (lam[act] > 1e12)
-        act = act[~done]
-    return theta
-
-
-def _percentile_ci(samples, level):
-    s = np.asarray(samples, float)
-    s = s[~np.isnan(s)]
-    if s.size == 0:
-        return (float("nan"), float("nan"))
-    q = [(1 - level) / 2, 1 - (1 - level) / 2]
-    # interpolating between inf samples would give nan; pick order statistics then
-    method = "linear" if np.isfinite(s).all() else "inverted_cdf"
-    lo, hi = np.quantile(s, q, method=method)
-    return (float(lo), float(hi))
-
-
-def rng_for(seed: int, label: str) -> np.random.Generator:
-    """A stream per variant, so adding a variant to the sweep does not change another's CIs."""
-    return np.random.default_rng(np.random.SeedSequence([int(seed), zlib.crc32(label.encode())]))
-
-
 # --- the fit ------------------------------------------------------------------------------------
-def paired_indices(n_points: int, n_bootstrap: int, k: int, seed: int) -> np.ndarray:
-    """One resample of point positions shared by several variants measured at the same sizes
-    (pass it as `resample` to each fit): a size drawn for one is drawn for all, so deviations
-    common to a size (its tuned hyper-parameters, its data order) cancel in the multiplier."""
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x9A1]))
-    return _resample(rng, np.arange(n_points), n_bootstrap, k)
-
-
 def fit_power_law(label: str, compute, loss, form: str = "power", huber_delta: float = 1e-3,
                   n_bootstrap: int = 1000, ci: float = 0.95, seed: int = 0,
                   resample: np.ndarray | None = None) -> Fit:
     """Fit one variant's points; FitError (naming the variant) when they cannot identify the law.
 
     `resample` ([n_bootstrap, n_points] positions into compute/loss) replaces the variant's own
-    seeded resampling, for a paired bootstrap (`paired_indices`).
+    seeded resampling, for a paired bootstrap (`analysis.bootstrap.paired_indices`).
     """
     with single_blas_thread():
         return _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resample)
@@ -391,7 +269,7 @@ def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resampl
                 raise ValueError(f"{label}: resample shape {idx.shape}, expected "
                                  f"{(n_bootstrap, len(x))}")
         else:
-            idx = _resample(rng, x, n_bootstrap, k)
+            idx = resample_indices(rng, x, n_bootstrap, k)
         DX, Y = dx[idx], y[idx]
         if form == "power":
             bb, ba = irls_power(DX, Y, theta[0], theta[1], huber_delta)
@@ -399,8 +277,8 @@ def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resampl
             # a resample that lands there is kept as is: clipping would bias the CI towards 0.
             boot["A"], boot["alpha"] = np.exp(bb + ba * x0), ba
             lb, la = irls_power(DX, Y, lsq_theta[0], lsq_theta[1], None)
-            lsq["ci"] = {"A": list(_percentile_ci(np.exp(lb + la * x0), ci)),
-                         "alpha": list(_percentile_ci(la, ci))}
+            lsq["ci"] = {"A": list(percentile_ci(np.exp(lb + la * x0), ci)),
+                         "alpha": list(percentile_ci(la, ci))}
         else:
             th = lm_irreducible(DX, Y, theta, huber_delta, _bounds(form, y))
             fine = np.isfinite(th).all(1)
@@ -410,9 +288,9 @@ def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resampl
     ok = int(np.isfinite(boot["A"]).sum()) if n_bootstrap else 0
     if n_bootstrap and ok < 0.9 * n_bootstrap:
         warnings.append(f"{label}: only {ok}/{n_bootstrap} bootstrap fits converged")
-    cis = {"A": _percentile_ci(boot["A"], ci), "alpha": _percentile_ci(boot["alpha"], ci)}
+    cis = {"A": percentile_ci(boot["A"], ci), "alpha": percentile_ci(boot["alpha"], ci)}
     if form == "irreducible":
-        cis["E"] = _percentile_ci(boot["E"], ci)
+        cis["E"] = percentile_ci(boot["E"], ci)
     return Fit(label=label, form=form, n_points=len(C), A=A, alpha=alpha, E=E, ci=cis, ci_level=ci,
                r2=r2, rmse_log=rmse, huber_delta=huber_delta, objective=float(best.fun) * huber_delta,
                converged=bool(best.success), n_bootstrap=n_bootstrap, n_bootstrap_ok=ok, lsq=lsq,

@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 
+from analysis import bootstrap as B
 from analysis import powerlaw as P
 from analysis.powerlaw import FitError, compute_to_reach, fit_power_law, predict
 
@@ -62,8 +63,8 @@ def test_irls_bootstrap_matches_lbfgsb_objective():
     x, y = np.log(C), np.log(L)
     dx = x - x.mean()
     rng = np.random.default_rng(0)
-    idx = P._resample(rng, x, 25, 2)
-    b, a = P.irls_power(dx[idx], y[idx], y.mean(), 0.05, 1e-3)
+    idx = B.resample_indices(rng, x, 25, 2)
+    b, a = B.irls_power(dx[idx], y[idx], y.mean(), 0.05, 1e-3)
     with P.single_blas_thread():
         for i in range(25):
             ref = P._minimise(P._grid("power", y[idx[i]]), dx[idx[i]], y[idx[i]], "power", 1e-3)
@@ -78,8 +79,8 @@ def test_batched_lm_matches_lbfgsb_objective(E):
     dx = x - x.mean()
     with P.single_blas_thread():
         full = P._minimise(P._grid("irreducible", y), dx, y, "irreducible", 1e-3)
-        idx = P._resample(np.random.default_rng(0), x, 30, 3)
-        th = P.lm_irreducible(dx[idx], y[idx], full.x, 1e-3, P._bounds("irreducible", y))
+        idx = B.resample_indices(np.random.default_rng(0), x, 30, 3)
+        th = B.lm_irreducible(dx[idx], y[idx], full.x, 1e-3, P._bounds("irreducible", y))
         for i in range(30):
             ref = P._minimise([full.x], dx[idx[i]], y[idx[i]], "irreducible", 1e-3, tight=False)
             ours = P._objective(th[i], dx[idx[i]], y[idx[i]], "irreducible", 1e-3)[0]
