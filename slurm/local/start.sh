@@ -68,6 +68,16 @@ fi
 
 [ "$(id -u)" = 0 ] || die $E_NOT_ROOT "must run as root to install/start Slurm (cluster is not fully up: run 'sudo $0'; status: $HERE/status.sh)"
 
+# One cluster per machine: munged's socket, the ports and /etc/slurm are shared. Refuse to take
+# over the config of another state dir whose daemons are still running.
+if [ -r "$SLURM_CONF_FILE" ] && grep -q "$MARKER" "$SLURM_CONF_FILE"; then
+    other=$(sed -n 's|^StateSaveLocation=\(.*\)/slurmctld$|\1|p' "$SLURM_CONF_FILE" | head -n1)
+    if [ -n "$other" ] && [ "$other" != "$STATE" ] &&
+        ( RUN=$other/run; for d in "${DAEMONS[@]}"; do is_alive "$d" && exit 0; done; exit 1 ); then
+        die $E_FOREIGN_CONF "another andrea-slurm cluster (state $other) is running; stop it first (ANDREA_SLURM_STATE=$other $HERE/stop.sh)"
+    fi
+fi
+
 mkdir -p "$STATE" "$RUN" "$LOG"
 chmod 755 "$STATE"
 # One start.sh at a time (e.g. two pytest sessions). fd 9 is closed in every daemon we launch.
