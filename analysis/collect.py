@@ -211,7 +211,7 @@ def collect_dir(root: Path) -> Collection:
 # --- CSV ------------------------------------------------------------------------------------------
 def collect_csv(path: Path) -> Collection:
     out = Collection()
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:   # -sig: CSVs saved by Excel
         reader = csv.DictReader(f)
         columns = [c.strip() for c in (reader.fieldnames or [])]
         missing = [c for c in REQUIRED_CSV_COLUMNS if c not in columns]
