@@ -112,7 +112,7 @@ def test_scontrol_requeue_restarts_job(slurm_cluster, tmp_path):
 def test_time_limit_requeues_and_completes(slurm_cluster, tmp_path):
     """A real Slurm time limit: --time=1 with --signal=USR2@55. slurmctld checks time limits
     every 30 s and sends the warning signal at the check before it would be late, so USR2
-    arrives 5-35 s into the job (measured: 20-35 s). Nothing in the test signals the job.
+    arrives 5-35 s into the job (measured: 11-35 s). Nothing in the test signals the job.
     The Checkpointable job checkpoints, requeues (using the one timeout max_num_timeout=1
     allows) and the second attempt completes well before its own limit."""
     progress = tmp_path / "progress.jsonl"
@@ -129,7 +129,7 @@ def test_time_limit_requeues_and_completes(slurm_cluster, tmp_path):
     assert scontrol_show_job(job.job_id)["Restarts"] == "1"
     assert wait_job_state(job, "COMPLETED", timeout=30) == "COMPLETED"
     assert sacct_attempts(job.job_id) == ["REQUEUED", "COMPLETED"]
-    # ~32-47 s on an idle cluster (USR2 after 20-35 s + 11 s requeue hold); more when other
+    # ~25-50 s on an idle cluster (USR2 after 11-35 s + 11 s requeue hold); more when other
     # jobs hold the CPUs when the second attempt becomes eligible.
     assert elapsed < 150, f"time-limit requeue took {elapsed:.0f}s"
 
