@@ -170,8 +170,10 @@ def _grid(form, y):
         return [(ybar + db, a) for db in (-0.05, 0.0, 0.05) for a in (0.0, 0.02, 0.05, 0.1, 0.2, 0.4)]
     lmean, lmin = float(np.exp(ybar)), float(np.exp(y.min()))
     starts = []
-    for frac, alpha, scale in itertools.product((1e-3, 0.3, 0.6, 0.85), (0.05, 0.1, 0.2, 0.4, 0.8),
-                                                 (0.5, 1.0, 2.0)):
+    # 24 starts: on random laws (E = 0 … 1.5, alpha 0.03 … 0.4, 4-7 points) they reached the same
+    # optimum as a 60-start grid at less than half the cost
+    for frac, alpha, scale in itertools.product((1e-3, 0.5, 0.85), (0.05, 0.15, 0.4, 0.8),
+                                                 (0.7, 1.4)):
         E = frac * lmin
         starts.append((np.log(E), np.log(max(lmean - E, 0.05 * lmean) * scale), alpha))
     return starts
