@@ -26,9 +26,11 @@ done
 if is_alive slurmctld; then
     jobs=$(squeue -h -o '%i' 2>/dev/null | wc -l || echo 0)
     if [ "$CANCEL" = 1 ] && [ "$jobs" -gt 0 ]; then
-        log "cancelling $jobs job(s)"; scancel --full --quiet --user=root 2>/dev/null || true
+        log "cancelling $jobs job(s)"
         squeue -h -o '%u' 2>/dev/null | sort -u | while read -r u; do scancel --quiet --user="$u" || true; done
-        sleep 1
+        for ((i = 0; i < 100; i++)); do   # up to 10 s (KillWait=5)
+            [ "$(squeue -h -t running,completing 2>/dev/null | wc -l)" = 0 ] && break; sleep 0.1
+        done
     elif [ "$jobs" -gt 0 ]; then
         log "note: $jobs job(s) still queued/running; their job steps are not stopped (use --cancel-jobs)"
     fi
