@@ -33,7 +33,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from andrea.model import ANDREA, ModelConfig, count_parameters
+from andrea.flops import mfu, peak_flops, training_flops_per_token
+from andrea.model import ANDREA, ModelConfig
 
 SIZES = {  # (n_layer, n_head, d_model); vocab 8449, context 1024 (docs/andrea.md)
     "tiny": (2, 2, 64),
@@ -50,10 +51,6 @@ TARGETS = {
     ("memory", "attnres_full"): ("<=", 1.35),
 }
 
-# Dense bf16 peak FLOP/s per GPU for MFU (vendor datasheets, no sparsity).
-PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L40S": 362e12, "A10": 125e12}
-
-
 @dataclass
 class Variant:
     name: str  # config name, with ":S" for block
@@ -69,13 +66,6 @@ def variants(names: list[str], size: str, vocab: int) -> list[Variant]:
                           context_length=1024, residual=residual, block_size=int(s or 4))
         out.append(Variant(name, cfg))
     return out
-
-
-def flops_per_token(cfg: ModelConfig, seq: int) -> float:
-    """Training FLOPs per token: 6 N (non-embedding matmuls + LM head) + attention scores
-    12 * n_layer * d * seq / 2 (causal), the PaLM-appendix convention."""
-    n = count_parameters(cfg).non_embedding + cfg.vocab_size * cfg.d_model
-    return 6 * n + 6 * cfg.n_layer * cfg.d_model * seq
 
 
 class Runner:
@@ -216,14 +206,19 @@ def run(args) -> int:
               + (f"{mem / 2**20:>10.1f}{mem / memory[base]:>10.3f}" if mem is not None else ""))
     if device.type == "cuda":
         name = torch.cuda.get_device_name()
-        peak = next((f for k, f in PEAK_FLOPS.items() if k in name), None)
+        peak = peak_flops(name, torch.bfloat16 if args.dtype == "bf16" else "fp32")
         for v in vs:
-            fpt = flops_per_token(v.cfg, args.seq)
-            tps = tokens / statistics.median(train[v.name])
-            mfu = f"{fpt * tps / peak:.1%}" if peak and args.dtype == "bf16" else "n/a"
-            print(f"MFU {v.name}: {mfu} ({fpt * tps / 1e12:.1f} TFLOP/s model FLOPs, {name})")
+            fpt = training_flops_per_token(v.cfg, args.seq)  # andrea/flops.py: model FLOPs
+            achieved = fpt * tokens / statistics.median(train[v.name])
+            util = f"{mfu(achieved, peak):.1%}" if peak else "n/a (unknown peak)"
+            print(f"MFU {v.name}: {util} ({achieved / 1e12:.1f} TFLOP/s model FLOPs, {name})")
 
     failed = 0
+    if args.json:
+        with open(args.json, "a") as f:
+            f.write(json.dumps({"args": {k: v for k, v in vars(args).items()},
+                                "ratios": results, "peak_bytes": memory,
+                                "train_s": train, "infer_s": infer}) + "\n")
     if args.check:
         print()
         for (kind, n), (op, target) in TARGETS.items():
@@ -256,6 +251,7 @@ def parse(argv=None):
     p.add_argument("--clock", default=None, choices=["cpu", "wall"],
                    help="default: process CPU time on CPU, wall time on CUDA")
     p.add_argument("--no-memory", action="store_true")
+    p.add_argument("--json", default=None, help="append the results as one JSON line here")
     p.add_argument("--no-check", dest="check", action="store_false",
                    help="do not print PASS/FAIL against the targets")
     p.add_argument("--quick", action="store_true", help="3 trials x 1 step: about a minute")

@@ -1,6 +1,7 @@
 """The ANDREA model: config validation, counting, the three residual schemes, introspection."""
 
 import math
+import os
 
 import pytest
 import torch
@@ -319,9 +320,11 @@ def test_traceable_by_dynamo_without_graph_breaks(train):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("ANDREA_TEST_COMPILE"),
+                    reason="inductor compiles for 1-4 minutes on 2 cores: ANDREA_TEST_COMPILE=1")
 @pytest.mark.parametrize("residual,S", [("attnres_full", 4), ("attnres_block", 3)])
 def test_compiled_model_matches_eager(residual, S):
-    """torch.compile (inductor, CPU; ~30-60 s each) gives the same loss and gradients."""
+    """torch.compile (inductor, CPU) gives the same loss and gradients as eager."""
     model = build(tiny(residual, S), random_queries=True)
     x, y = idx(), idx(seed=2)
     loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
