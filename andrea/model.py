@@ -261,7 +261,9 @@ class ANDREA(nn.Module):
             v = f(self.depth[l](completed, partial))
             if stats is not None:
                 stats["layer_rms"].append(_rms(v))
-            partial = v if partial is None else partial + v
+            # Block sums accumulate in the stream's dtype (fp32 under bf16 autocast), as the
+            # baseline's residual stream does.
+            partial = v.to(x.dtype) if partial is None else partial + v
         completed.push(partial)
         if stats is not None:
             stats["depth_weights"].append(_mean_weights(self.depth[-1].weights(completed)))
@@ -281,11 +283,10 @@ class ANDREA(nn.Module):
             p1 = block_phase1(completed.values(), qs, gs, self.cfg.key_eps)
             partial: Tensor | None = None
             for j, l in enumerate(layers):
-                dt = x.dtype if partial is None else torch.promote_types(x.dtype, partial.dtype)
                 dep = self.depth[l]
-                h = block_phase2(p1, j, partial, dep.query, dep.key_norm_weight, dep.eps, dt)
+                h = block_phase2(p1, j, partial, dep.query, dep.key_norm_weight, dep.eps, x.dtype)
                 v = fs[l](h)
-                partial = v if partial is None else partial + v
+                partial = v.to(x.dtype) if partial is None else partial + v
             completed.push(partial)
         return self.depth[-1](completed)
 

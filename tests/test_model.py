@@ -342,3 +342,25 @@ def test_compiled_model_matches_eager(residual, S):
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
     torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("residual,S", [("attnres_full", 4), ("attnres_block", 3)])
+def test_bf16_autocast_close_to_fp32(residual, S):
+    """Under bf16 autocast the depth scores and softmax stay fp32 and block sums accumulate in
+    fp32 (like the baseline's stream): logits within 0.05 of fp32 (logits ~1; the matmuls' bf16
+    rounding sets this), depth weights fp32, and the two-phase path agrees with training's."""
+    model = build(tiny(residual, S, n_layer=3), random_queries=True)
+    x = idx()
+    ref = model(x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        train_logits, stats = model(x, return_stats=True)
+        model.eval()
+        with torch.no_grad():
+            eval_logits = model(x)
+    assert all(w.dtype == torch.float32 for w in stats["depth_weights"])
+    torch.testing.assert_close(train_logits.float(), ref, atol=0.05, rtol=0)
+    torch.testing.assert_close(eval_logits.float(), train_logits.float(), atol=0.02, rtol=0)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        model.train()
+        F.cross_entropy(model(x).float().flatten(0, 1), x.flatten()).backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
