@@ -321,11 +321,13 @@ def block_phase2(
     o1, m1, l1 = p1.o[j], p1.m[j], p1.l[j]
     with torch.autocast(device_type=o1.device.type, enabled=False):
         if partial is None:
-            return (o1 / l1.unsqueeze(-1)).to(out_dtype)
+            return (o1 * l1.reciprocal().unsqueeze(-1)).to(out_dtype)
         v = partial.to(o1.dtype)
         qg = query.to(o1.dtype) * norm_weight.to(o1.dtype)
         m2 = (v @ qg) * _inv_rms(v, eps)
         m = torch.maximum(m1, m2)
         c1, c2 = torch.exp(m1 - m), torch.exp(m2 - m)
-        h = (c1.unsqueeze(-1) * o1 + c2.unsqueeze(-1) * v) / (c1 * l1 + c2).unsqueeze(-1)
+        # Per-token scalars first, then two passes over d: o1 * (c1 / den) + v * (c2 / den).
+        den = c1 * l1 + c2
+        h = (o1 * (c1 / den).unsqueeze(-1)).addcmul_(v, (c2 / den).unsqueeze(-1))
         return h.to(out_dtype)
