@@ -1,0 +1,113 @@
+"""Sweeps on a real single-node Slurm through submitit: arrays, skip on re-run, requeue, timeout."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, TINY_RUN
+from slurm_cluster import requeue_job, sacct_attempts, slurm_cluster  # noqa: F401 (fixture)
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+ON_SLURM = ["slurm=localhost", "hydra.launcher.poll_s=1"]
+
+
+def sweep_cmd(out: Path, *args: str) -> list[str]:
+    return [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={out}", *args]
+
+
+def run_sweep(cwd: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    out = subprocess.run(sweep_cmd(cwd / "runs", *args), cwd=cwd, env=env, capture_output=True,
+                         text=True, timeout=timeout)
+    return out
+
+
+def results_of(root: Path) -> dict[str, dict]:
+    return {str(p.parent.relative_to(root)): json.loads(p.read_text())
+            for p in sorted(root.rglob("results.json"))}
+
+
+def job_logs(root: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in sorted(root.rglob(".submitit/*/*_log.*")))
+
+
+def test_sweep_of_four_jobs_runs_as_an_array_and_a_rerun_submits_nothing(
+        slurm_cluster, tmp_path, data_cache):
+    grid = ["model=baseline,attnres_full", "size=tiny-1", *TINY_RUN[1:], "train.seed=0,1"]
+    first = run_sweep(tmp_path, *grid, *ON_SLURM)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert "submitted 4 job(s) to submitit/slurm in 1 array(s)" in first.stdout
+    assert re.search(r"jobs: .*running", first.stdout)  # states reported while waiting
+    results = results_of(tmp_path / "runs")
+    assert len(results) == 4 and all(r["status"] == "completed" for r in results.values())
+    array_ids = {p.name.split("_")[0] for p in (tmp_path / "runs").rglob(".submitit/*_*")
+                 if p.is_dir() and p.name[0].isdigit()}
+    assert len(array_ids) == 1  # one job array
+
+    again = run_sweep(tmp_path, *grid, *ON_SLURM)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "skipping 4 completed" in again.stdout and "submitted" not in again.stdout
+    assert results_of(tmp_path / "runs") == results
+
+
+def test_requeued_job_resumes_from_its_checkpoint_with_the_same_final_loss(
+        slurm_cluster, tmp_path, data_cache):
+    args = ["model=attnres_block", *TINY_RUN, "train.tokens=153600", "train.checkpoints=30",
+            "train.evals=1"]
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "slurm").mkdir()
+    ref = run_sweep(tmp_path / "ref", *args)  # uninterrupted, in-process
+    assert ref.returncode == 0, ref.stdout[-3000:] + ref.stderr[-3000:]
+
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(sweep_cmd(tmp_path / "slurm" / "runs", *args, *ON_SLURM),
+                            cwd=tmp_path / "slurm", env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    run_root = tmp_path / "slurm" / "runs"
+    deadline = time.time() + 300
+    while time.time() < deadline and not list(run_root.rglob("checkpoints/step_*.pt")):
+        time.sleep(0.5)
+    assert list(run_root.rglob("checkpoints/step_*.pt")), "no checkpoint before the deadline"
+    job_dirs = [p for p in run_root.rglob(".submitit/*") if p.is_dir() and p.name[0].isdigit()]
+    job_id = job_dirs[0].name
+    requeue_job(job_id)
+    output, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, output[-4000:]
+    assert "REQUEUED" in sacct_attempts(job_id.split("_")[0])
+    logs = job_logs(run_root)
+    assert re.search(r"resumed from .*step_\d+\.pt at step [1-9]", logs), logs[-3000:]
+
+    (ref_result,) = results_of(tmp_path / "ref" / "runs").values()
+    (slurm_result,) = results_of(run_root).values()
+    assert slurm_result["status"] == "completed"
+    assert slurm_result["val_loss"] == ref_result["val_loss"]
+
+
+def test_job_hitting_its_time_limit_is_requeued_and_completes(slurm_cluster, tmp_path, data_cache):
+    """A 1-minute limit and a run that needs more than a minute: Slurm's USR2 before the limit
+    makes the job checkpoint and requeue, as often as needed, until it completes."""
+    base = ["model=baseline", *TINY_RUN, "train.checkpoints=0", "train.evals=1"]
+    # Size the run to this machine: ~75 s of training, more than one 60 s attempt can hold.
+    (tmp_path / "calibrate").mkdir()
+    calib = run_sweep(tmp_path / "calibrate", *base, "train.tokens=20480")
+    assert calib.returncode == 0, calib.stderr[-2000:]
+    (calib_result,) = results_of(tmp_path / "calibrate" / "runs").values()
+    tokens = max(1, int(75 * calib_result["tokens_per_s"]) // 512) * 512
+    out = run_sweep(tmp_path, *base, f"train.tokens={tokens}", *ON_SLURM,
+                    "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=15",
+                    "hydra.launcher.max_num_timeout=30", timeout=1500)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    (result,) = results_of(tmp_path / "runs").values()
+    assert result["status"] == "completed" and result["tokens"] == tokens
+    logs = job_logs(tmp_path / "runs")
+    assert "this job is timed-out" in logs  # submitit's handler saw the time limit coming
+    assert re.search(r"resumed from .*step_\d+\.pt at step [1-9]", logs), logs[-3000:]
