@@ -221,9 +221,9 @@ class _DepthAttentionFn(torch.autograd.Function):
             Vc = V.to(cdt)
             e = extra.to(cdt) if extra is not None else None
             qg = query.to(cdt) * norm_weight.to(cdt)
-            da = (Vc * dh).sum(-1)  # [k, B, T]
+            da = torch.linalg.vecdot(Vc, dh)  # [k, B, T]
             if e is not None:
-                da = torch.cat([da, (e * dh).sum(-1).unsqueeze(0)])
+                da = torch.cat([da, torch.linalg.vecdot(e, dh).unsqueeze(0)])
             ds = alpha * (da - (alpha * da).sum(0, keepdim=True))
             dp = ds * r
             c = -(ds * p) * r.pow(3) / d

@@ -96,12 +96,12 @@ def test_job_hitting_its_time_limit_is_requeued_and_completes(slurm_cluster, tmp
     """A 1-minute limit and a run that needs more than a minute: Slurm's USR2 before the limit
     makes the job checkpoint and requeue, as often as needed, until it completes."""
     base = ["model=baseline", *TINY_RUN, "train.checkpoints=0", "train.evals=1"]
-    # Size the run to this machine: ~75 s of training, more than one 60 s attempt can hold.
+    # Size the run to this machine: ~90 s of training, more than one 60 s attempt can hold.
     (tmp_path / "calibrate").mkdir()
     calib = run_sweep(tmp_path / "calibrate", *base, "train.tokens=20480")
     assert calib.returncode == 0, calib.stderr[-2000:]
     (calib_result,) = results_of(tmp_path / "calibrate" / "runs").values()
-    tokens = max(1, int(75 * calib_result["tokens_per_s"]) // 512) * 512
+    tokens = max(1, int(90 * calib_result["tokens_per_s"]) // 512) * 512
     out = run_sweep(tmp_path, *base, f"train.tokens={tokens}", *ON_SLURM,
                     "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=15",
                     "hydra.launcher.max_num_timeout=30", timeout=1500)
