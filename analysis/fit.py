@@ -129,9 +129,7 @@ def _log_wandb(args, rows, report, figures) -> str:
     from andrea import logkeys as keys
 
     image_keys = {"scaling": keys.ANALYSIS_SCALING, "multiplier": keys.ANALYSIS_MULTIPLIER,
-                  # not (yet) in logkeys: the dashboard does not show them, W&B still stores them
-                  "ablation": getattr(keys, "ANALYSIS_ABLATION", "analysis/ablation"),
-                  "dynamics": getattr(keys, "ANALYSIS_DYNAMICS", "analysis/dynamics")}
+                  "ablation": keys.ANALYSIS_ABLATION, "dynamics": keys.ANALYSIS_DYNAMICS}
     group = args.wandb_group or Path(args.inputs[0]).resolve().name
     try:
         run = wandb.init(project=args.wandb_project, group=group, job_type=keys.JOB_ANALYSIS,

@@ -47,6 +47,8 @@ DYNAMICS_IMAGES = (DEPTH_WEIGHTS, LAYER_RMS_PLOT)
 ANALYSIS_FIT_TABLE = "analysis/fit_table"  # table: one row per variant (fit params, multiplier)
 ANALYSIS_SCALING = "analysis/scaling"  # image: val loss vs compute with fitted curves
 ANALYSIS_MULTIPLIER = "analysis/multiplier"  # image: compute multiplier vs compute
+ANALYSIS_ABLATION = "analysis/ablation"  # image: val loss vs block size S
+ANALYSIS_DYNAMICS = "analysis/dynamics"  # image: per-layer output RMS and depth-attention heatmaps
 
 ANALYSIS_IMAGES = (ANALYSIS_SCALING, ANALYSIS_MULTIPLIER)
 
