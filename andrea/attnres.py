@@ -99,10 +99,17 @@ class _Store(torch.autograd.Function):
 class SourceStack:
     """The completed sources of depth attention, [capacity, B, T, d] preallocated, each written
     exactly once (for Block AttnRes: b_0 and every completed block; for Full: every output).
-    Replaces re-stacking all sources at every layer (O(L^2 d) copies for Full AttnRes)."""
+    Replaces re-stacking all sources at every layer (O(L^2 d) copies for Full AttnRes).
 
-    def __init__(self, first: Tensor, capacity: int):
+    With `eps`, it also keeps each source's key 1/RMS ([capacity, B, T], fp32), computed once at
+    push: a key's norm does not depend on the layer that reads it, so layers reuse it instead of
+    re-reducing every source (the op's backward still differentiates through it)."""
+
+    def __init__(self, first: Tensor, capacity: int, eps: float | None = None):
         self.buffer = first.new_empty((capacity, *first.shape))
+        self.eps = eps
+        cdt = _compute_dtype(first.dtype)
+        self.r = None if eps is None else first.new_empty((capacity, *first.shape[:-1]), dtype=cdt)
         self.handles: list[Tensor | None] = []  # autograd stand-ins (None: no grad needed)
         self.push(first)
 
@@ -110,7 +117,11 @@ class SourceStack:
         return len(self.handles)
 
     def push(self, v: Tensor) -> None:
-        slot = self.buffer[len(self.handles)]
+        n = len(self.handles)
+        slot = self.buffer[n]
+        if self.r is not None:
+            with torch.no_grad():
+                self.r[n] = _inv_rms(v.detach().to(self.r.dtype), self.eps)
         if torch.is_grad_enabled() and v.requires_grad:
             self.handles.append(_Store.apply(v, slot))
         else:
@@ -122,6 +133,10 @@ class SourceStack:
         """[n, B, T, d]: the written slots (a view, no copy)."""
         return self.buffer[: len(self.handles)]
 
+    def inv_rms(self, eps: float) -> Tensor | None:
+        """[n, B, T]: the cached key 1/RMS of the written slots, if kept for this eps."""
+        return self.r[: len(self.handles)] if self.r is not None and self.eps == eps else None
+
     @classmethod
     def of(cls, sources: Sequence[Tensor]) -> "SourceStack":
         dt = _common_dtype(sources)
@@ -131,13 +146,16 @@ class SourceStack:
         return st
 
 
-def _mix_stats(V: Tensor, extra: Tensor | None, qg: Tensor, eps: float):
+def _mix_stats(V: Tensor, extra: Tensor | None, qg: Tensor, eps: float,
+               r: Tensor | None = None):
     """Scores, softmax and mix over V [k, B, T, d] (+ one extra source [B, T, d]), in the dtype
-    of qg. Returns (h, r, p, alpha) with r, p, alpha [n, B, T] (n = k or k + 1)."""
+    of qg; r: V's key 1/RMS if already known. Returns (h, r, p, alpha) with r, p, alpha
+    [n, B, T] (n = k or k + 1)."""
     V = V.to(qg.dtype)
     if _dispatch_mode_active():
         return _mix_stats_as_contractions(V, extra, qg, eps)
-    r, p = _inv_rms(V, eps), V @ qg
+    r = _inv_rms(V, eps) if r is None else r.to(qg.dtype)
+    p = V @ qg
     if extra is not None:
         e = extra.to(qg.dtype)
         r = torch.cat([r, _inv_rms(e, eps).unsqueeze(0)])
@@ -199,21 +217,24 @@ class _DepthAttentionFn(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, query, norm_weight, eps, V, extra, *handles):
+    def forward(ctx, query, norm_weight, eps, V, r_cached, extra, *handles):
         cdt = _compute_dtype(V.dtype)
         with torch.autocast(device_type=V.device.type, enabled=False):
             qg = query.to(cdt) * norm_weight.to(cdt)
-            h, r, p, alpha = _mix_stats(V, extra, qg, eps)
-        ctx.V = V  # slots < len(V) are never written again: safe without a version check
-        ctx.save_for_backward(query, norm_weight, r, p, alpha, extra)
+            h, r, p, alpha = _mix_stats(V, extra, qg, eps, r_cached)
+        # V and the cached r are views of the stack, whose slots < len(V) are never written
+        # again: kept on ctx, outside save_for_backward's version check (later pushes write
+        # other slots of the same buffers).
+        ctx.V, ctx.r = V, r
+        ctx.save_for_backward(query, norm_weight, p, alpha, extra)
         ctx.dtypes = [None if t is None else t.dtype for t in handles]
         out_dt = V.dtype if extra is None else torch.promote_types(V.dtype, extra.dtype)
         return h.to(out_dt)
 
     @staticmethod
     def backward(ctx, dh: Tensor):
-        query, norm_weight, r, p, alpha, extra = ctx.saved_tensors
-        V = ctx.V
+        query, norm_weight, p, alpha, extra = ctx.saved_tensors
+        V, r = ctx.V, ctx.r
         cdt, k, d = r.dtype, V.shape[0], V.shape[-1]
         need = ctx.needs_input_grad
         with torch.autocast(device_type=dh.device.type, enabled=False):
@@ -242,10 +263,10 @@ class _DepthAttentionFn(torch.autograd.Function):
                 dq = dq.squeeze(0)
         dquery = (dq * norm_weight.to(cdt)).to(query.dtype) if need[0] else None
         dnorm = (dq * query.to(cdt)).to(norm_weight.dtype) if need[1] else None
-        dextra = dsource(k, e).to(extra.dtype) if e is not None and need[4] else None
-        dhandles = [g.to(dt) if need[5 + i] else None
+        dextra = dsource(k, e).to(extra.dtype) if e is not None and need[5] else None
+        dhandles = [g.to(dt) if need[6 + i] else None
                     for i, (g, dt) in enumerate(zip(dV.unbind(0), ctx.dtypes))]
-        return (dquery, dnorm, None, None, dextra, *dhandles)
+        return (dquery, dnorm, None, None, None, dextra, *dhandles)
 
 
 def depth_attention(
@@ -262,15 +283,15 @@ def depth_attention(
     query gets an (exactly zero) gradient rather than None, which DDP requires of every
     parameter unless find_unused_parameters is set."""
     stack = sources if isinstance(sources, SourceStack) else SourceStack.of(sources)
-    V = stack.values()
+    V, r = stack.values(), stack.inv_rms(eps)
     if not torch.is_grad_enabled():
         if extra is None and len(V) == 1:  # softmax over one source is exactly 1
             return V[0]
         cdt = _compute_dtype(V.dtype)
         with torch.autocast(device_type=V.device.type, enabled=False):
-            h = _mix_stats(V, extra, query.to(cdt) * norm_weight.to(cdt), eps)[0]
+            h = _mix_stats(V, extra, query.to(cdt) * norm_weight.to(cdt), eps, r)[0]
         return h.to(V.dtype if extra is None else torch.promote_types(V.dtype, extra.dtype))
-    return _DepthAttentionFn.apply(query, norm_weight, eps, V, extra, *stack.handles)
+    return _DepthAttentionFn.apply(query, norm_weight, eps, V, r, extra, *stack.handles)
 
 
 def depth_attention_weights(
@@ -286,7 +307,8 @@ def depth_attention_weights(
         V = stack.values()
         cdt = _compute_dtype(V.dtype)
         with torch.autocast(device_type=V.device.type, enabled=False):
-            alpha = _mix_stats(V, extra, query.to(cdt) * norm_weight.to(cdt), eps)[3]
+            qg = query.to(cdt) * norm_weight.to(cdt)
+            alpha = _mix_stats(V, extra, qg, eps, stack.inv_rms(eps))[3]
         return alpha.movedim(0, -1)
 
 
@@ -303,11 +325,15 @@ class Phase1(NamedTuple):
 
 
 def block_phase1(
-    completed: Tensor | Sequence[Tensor], queries: Tensor, norm_weights: Tensor, eps: float
+    completed: Tensor | Sequence[Tensor],
+    queries: Tensor,
+    norm_weights: Tensor,
+    eps: float,
+    inv_rms: Tensor | None = None,
 ) -> Phase1:
     """Score all S pseudo-queries of a block ([S, d] each) against the completed blocks
-    (stacked [n, B, T, d], or a list) at once: the keys' RMS is computed once per block and the
-    S outputs come from one matrix product instead of S passes over the sources."""
+    (stacked [n, B, T, d], or a list) at once: the keys' RMS is computed once (or passed in,
+    `inv_rms` [n, B, T]) and the S scores come from one matrix product."""
     if not isinstance(completed, Tensor):
         dt = _common_dtype(completed)
         completed = torch.stack([v.to(dt) for v in completed])
@@ -316,7 +342,8 @@ def block_phase1(
     with torch.autocast(device_type=V.device.type, enabled=False):
         V = V.to(cdt)
         Qg = queries.to(cdt) * norm_weights.to(cdt)  # [S, d]
-        s = (V @ Qg.t()) * _inv_rms(V, eps).unsqueeze(-1)  # [n, B, T, S]
+        r = _inv_rms(V, eps) if inv_rms is None else inv_rms.to(cdt)
+        s = (V @ Qg.t()) * r.unsqueeze(-1)  # [n, B, T, S]
         s = s.movedim(-1, 1)  # [n, S, B, T]
         m = s.amax(dim=0)  # [S, B, T]
         e = torch.exp(s - m)

@@ -249,7 +249,7 @@ class ANDREA(nn.Module):
         one extra source outside it.
         """
         S, L = self.cfg.depth_block, self.cfg.n_sublayers
-        completed = SourceStack(x, capacity=1 + math.ceil(L / S))
+        completed = SourceStack(x, capacity=1 + math.ceil(L / S), eps=self.cfg.key_eps)
         partial: Tensor | None = None
         for l, f in enumerate(self.sublayers()):
             if l % S == 0 and partial is not None:
@@ -275,12 +275,13 @@ class ANDREA(nn.Module):
         with the online-softmax rule (docs/attnres.md, two-phase computation)."""
         S, L = self.cfg.depth_block, self.cfg.n_sublayers
         fs = self.sublayers()
-        completed = SourceStack(x, capacity=1 + math.ceil(L / S))
+        completed = SourceStack(x, capacity=1 + math.ceil(L / S), eps=self.cfg.key_eps)
         for start in range(0, L, S):
             layers = range(start, min(start + S, L))
             qs = torch.stack([self.depth[l].query for l in layers])
             gs = torch.stack([self.depth[l].key_norm_weight for l in layers])
-            p1 = block_phase1(completed.values(), qs, gs, self.cfg.key_eps)
+            p1 = block_phase1(completed.values(), qs, gs, self.cfg.key_eps,
+                              completed.inv_rms(self.cfg.key_eps))
             partial: Tensor | None = None
             for j, l in enumerate(layers):
                 dep = self.depth[l]

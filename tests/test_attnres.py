@@ -192,4 +192,23 @@ def test_saves_no_stacked_copies_of_the_sources():
         depth_attention(stack, leaves[5], leaves[6], EPS, extra=leaves[4]).sum().backward()
     big = [s for s in saved if len(s) == 4]
     assert not big, big
-    assert sorted(s for s in saved if len(s) == 3) == [(2, 5, 16)] + [(5, 2, 5)] * 3
+    # The extra source and the scores p and weights alpha [n, B, T]; 1/RMS r [n, B, T] is kept
+    # on ctx (it may be a view of the stack's cache).
+    assert sorted(s for s in saved if len(s) == 3) == [(2, 5, 16)] + [(5, 2, 5)] * 2
+
+
+def test_cached_key_norms_give_the_same_result():
+    """A SourceStack built with eps caches each key's 1/RMS at push; same output and grads."""
+    sources, query, weight = _inputs(4, seed=6)
+    results = []
+    for eps in (None, EPS):
+        leaves = [t.clone().requires_grad_() for t in (*sources, query, weight)]
+        stack = SourceStack(leaves[0] * 1.0, capacity=4, eps=eps)
+        for v in leaves[1:3]:
+            stack.push(v * 1.0)
+        assert (stack.inv_rms(EPS) is None) == (eps is None)
+        h = depth_attention(stack, leaves[4], leaves[5], EPS, extra=leaves[3])
+        h.pow(2).sum().backward()
+        results.append([h.detach()] + [t.grad for t in leaves])
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
