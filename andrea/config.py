@@ -110,11 +110,8 @@ class RunConfig:
 
 def register_configs() -> None:
     cs = ConfigStore.instance()
+    # One schema for the whole tree: every group's node is typed through RunConfig's fields.
     cs.store(name="run_schema", node=RunConfig)
-    cs.store(group="model", name="model_schema", node=ModelChoice)
-    cs.store(group="size", name="size_schema", node=SizeConfig)
-    cs.store(group="train", name="train_schema", node=TrainConfig)
-    cs.store(group="data", name="data_schema", node=DataConfig)
 
 
 def _suffix(overrides: str) -> str:

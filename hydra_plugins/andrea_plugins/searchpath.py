@@ -1,17 +1,16 @@
-"""Adds the repository root to Hydra's search path so `sweeps/` and `slurm/` are config groups:
-`python sweep.py -m sweeps=scaling_law slurm=example`."""
+"""A search-path plugin used as a hook: Hydra calls it after scanning (executing) every plugin
+module, which is the one point where andrea's launchers can take over the names
+`hydra/launcher=submitit_local|submitit_slurm` whatever order the plugins were scanned in.
 
-from pathlib import Path
+(`sweeps/` and `slurm/` reach Hydra as the groups `sweeps=` and `slurm=` through the links
+conf/sweeps and conf/slurm.)"""
 
 from hydra.core.config_search_path import ConfigSearchPath
 from hydra.plugins.search_path_plugin import SearchPathPlugin
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
 
 class AndreaSearchPathPlugin(SearchPathPlugin):
     def manipulate_search_path(self, search_path: ConfigSearchPath) -> None:
-        search_path.append(provider="andrea", path=f"file://{REPO_ROOT}")
         from hydra_plugins.andrea_plugins.launcher import register_launcher_configs
 
         register_launcher_configs()
