@@ -176,9 +176,7 @@ def train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any]) -> dict[str, A
     loggers: list[MetricsLogger] = []
     try:
         return _train(spec, run_dir, config, device, amp_dtype, dist_info, flag, loggers)
-    except Interrupted:
-        raise
-    except BaseException as e:
+    except Exception as e:  # not SystemExit/KeyboardInterrupt: an interrupted run resumes later
         if dist_info.is_main:
             results = failed_results(spec, e)
             run_dir.write_results(results)
