@@ -212,3 +212,18 @@ def test_cached_key_norms_give_the_same_result():
         results.append([h.detach()] + [t.grad for t in leaves])
     for a, b in zip(*results):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
+
+
+def test_accelerator_mix_equals_cpu_mix(monkeypatch):
+    """The broadcast/einsum weighted sum (accelerators, torch.compile) and the CPU eager
+    multiply-add chain agree, with and without a query dimension (phase 1)."""
+    import andrea.attnres as ar
+
+    g = torch.Generator().manual_seed(7)
+    V = torch.randn(5, 2, 3, 8, generator=g)
+    for alpha in (torch.rand(5, 2, 3, generator=g), torch.rand(5, 4, 2, 3, generator=g)):
+        cpu = ar._weighted_sum(alpha, V)
+        monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+        fused = ar._weighted_sum(alpha, V)
+        monkeypatch.undo()
+        torch.testing.assert_close(fused, cpu, atol=1e-6, rtol=1e-6)
