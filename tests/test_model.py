@@ -364,3 +364,16 @@ def test_bf16_autocast_close_to_fp32(residual, S):
         model.train()
         F.cross_entropy(model(x).float().flatten(0, 1), x.flatten()).backward()
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+def test_eval_mode_with_grad_uses_the_differentiable_path():
+    """model.eval() under autograd (e.g. saliency) must still give true gradients."""
+    model = build(tiny("attnres_block", 3), random_queries=True)
+    x, y = idx(), idx(seed=2)
+    F.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    model.eval()
+    F.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward()
+    for n, p in model.named_parameters():
+        torch.testing.assert_close(p.grad, grads[n], msg=n)
