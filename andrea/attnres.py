@@ -10,20 +10,23 @@ scores with the folded query q = g * w and the per-source reciprocal RMS r = 1 /
 
 Three implementations of the same function:
 - `depth_attention_reference`: the formula written out, one source at a time. Kept for tests.
-- `depth_attention`: the path used in training. One stacked batched op, and a custom autograd
-  function that saves only the sources (which the model keeps alive anyway) and three fp32
-  statistics per source and token (r, score, weight) instead of fp32 normalised key copies
-  (report, "known pitfalls": the [T, n_sources, d] fp32 intermediates blow up Full AttnRes).
+- `depth_attention`: the path used in training. Completed sources live in a `SourceStack`
+  ([n, B, T, d], each written once, with each key's 1/RMS cached at push); each layer is one
+  batched op over it plus at most one extra source (Block's partial sum), and a custom autograd
+  function saves only [n, B, T] fp32 statistics (score, weight; 1/RMS) and the extra source --
+  no fp32 normalised key copies and no per-layer stacked copies (report, "known pitfalls": the
+  [T, n_sources, d] fp32 intermediates blow up Full AttnRes).
 - `block_phase1` / `block_phase2`: the two-phase Block AttnRes computation (report, two-phase
   section): all S pseudo-queries of a block are scored against the completed blocks in one
   batched op (phase 1), then each layer merges in its own partial sum with the online-softmax
-  rule (phase 2). Exact, not an approximation.
+  rule (phase 2). Exact, not an approximation. The model uses it when no autograd graph is
+  recorded (inference, evaluation).
 
 Scores and softmax are always computed in fp32 (or fp64 when the sources are fp64), also under
 bf16 autocast; the mix itself is returned in the sources' (promoted) dtype.
 
-Tensor layout: sources are [B, T, d] each; stacked they are [B, T, n, d] so that the score and
-the mix are batched matrix products over the B*T tokens without any transpose copy.
+Tensor layout: stacked sources are [n, B, T, d] (source-major), so each source is a contiguous
+slab, writing one is a plain copy, and its gradient is a contiguous slice of one tensor.
 """
 
 from __future__ import annotations
@@ -209,7 +212,7 @@ class _DepthAttentionFn(torch.autograd.Function):
     """h = sum_i softmax_i(r_i * (v_i . q)) v_i with q = g * w, r_i = 1/rms(v_i).
 
     Reads the completed sources from the stack's buffer (never re-stacked) plus at most one
-    extra source (Block AttnRes' partial sum). Saves r, p, alpha ([n, B, T], fp32) and the extra
+    extra source (Block AttnRes' partial sum). Keeps r, p, alpha ([n, B, T], fp32) and the extra
     source; the buffer is shared by all layers. Backward, per token:
         da_i = dh . v_i ;  ds = alpha * (da - sum_j alpha_j da_j)
         dp_i = ds_i r_i ;  dr_i = ds_i p_i ;  d r_i / d v_i = -r_i^3 v_i / d
