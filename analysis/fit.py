@@ -40,9 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples, 0 for no CIs (default: %(default)s)")
     p.add_argument("--ci", type=float, default=0.95, help="confidence level of the intervals (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
-    p.add_argument("--paired-bootstrap", action="store_true",
-                   help="resample sizes jointly across variants (variants with the baseline's "
-                        "exact sizes); default: each variant's points independently")
+    p.add_argument("--paired-bootstrap", action=argparse.BooleanOptionalAction, default=True,
+                   help="resample sizes jointly across variants that share the baseline's sizes "
+                        "(default), so a size's shared data/seed noise cancels in the multiplier; "
+                        "--no-paired-bootstrap resamples each variant's points independently")
     p.add_argument("--c-ref", type=float, nargs="+", default=None, metavar="C",
                    help="reference compute(s) in PFLOP/s-days for the multiplier "
                         "(default: the largest compute in the data)")
