@@ -16,6 +16,17 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+@pytest.fixture
+def one_thread():
+    """One intra-op thread for tests of tiny shapes, where threads only add contention."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="session")
 def data_cache(tmp_path_factory) -> Path:
     """One ANDREA_DATA cache for the whole session (the tiny corpus is prepared once)."""

@@ -15,13 +15,7 @@ from andrea.attnres import (
 EPS = 1e-6
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny shapes: intra-op threads only add contention on a shared 2-core machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny shapes: threads only add contention
 
 
 def _inputs(n, B=2, T=5, d=16, dtype=torch.float32, seed=0, scale=1.0):

@@ -21,13 +21,7 @@ SCHEMES = [("baseline", 4), ("attnres_full", 4), ("attnres_block", 1), ("attnres
            ("attnres_block", 4), ("attnres_block", 100)]  # L = 4 below: 3 and 100 don't divide
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny shapes: intra-op threads only add contention on a shared 2-core machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny shapes: threads only add contention
 
 
 def tiny(residual="baseline", block_size=4, n_layer=2, **kw):
