@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CUDA performance check of AttnRes, in one go (< 8 minutes on one H100/H200-class GPU).
+# The CUDA checks of andrea, in one go (< 9.5 minutes on one H100/H200-class GPU).
 # Run from the repository root on a machine with a CUDA GPU:
 #     bash bench/gpu_check.sh [OUT_DIR]
 # Not needed by the tests. What it runs:
@@ -10,6 +10,8 @@
 #   3. the same with torch.compile for baseline and Block S = 4 (compilation -- a training and an
 #      inference graph per variant -- dominates the time, so fewer variants; Full AttnRes is
 #      measured eager only).
+#   4. a small real scaling sweep (sweeps/gpu_small: five small sizes x baseline, Full, Block S=4)
+#      and the analysis on it; the fit table lands in OUT_DIR/gpu_small_fit_table.md.
 # Each step has its own time limit so one hang cannot eat the budget; results are appended as
 # JSON lines to OUT_DIR/gpu_check.jsonl and the console output goes to OUT_DIR/gpu_check.log.
 set -uo pipefail
@@ -32,8 +34,11 @@ run() {  # run LIMIT_S CMD...: keep going after a failure, remember it
 
 run 45 python -m bench.sdpa_check --size andrea-120m --batch 8 --seq 1024
 COMMON=(--device cuda --size andrea-120m --batch 16 --seq 1024 --dtype bf16 --json "$JSON")
-run 120 python -m bench.throughput "${COMMON[@]}" --compile off --trials 5 --steps 5 --warmup 2
-run 270 python -m bench.throughput "${COMMON[@]}" --compile on --trials 3 --steps 5 --warmup 2 \
+run 100 python -m bench.throughput "${COMMON[@]}" --compile off --trials 3 --steps 5 --warmup 2
+run 200 python -m bench.throughput "${COMMON[@]}" --compile on --trials 3 --steps 5 --warmup 2 \
   --variants baseline,attnres_block:4
+run 190 python sweep.py -m sweeps=gpu_small out_dir="$OUT/runs" train.progress=false
+run 20 python -m analysis.fit "$OUT/runs/gpu_small" --out "$OUT/gpu_small_analysis"
+cp "$OUT/gpu_small_analysis/fit_table.md" "$OUT/gpu_small_fit_table.md" 2>/dev/null
 echo "gpu_check: $([ $rc -eq 0 ] && echo all steps passed || echo SOME STEPS FAILED)" | tee -a "$LOG"
 exit $rc

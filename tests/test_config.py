@@ -146,7 +146,8 @@ def test_vocabulary_mismatch_is_rejected():
 
 
 def test_named_sweeps_and_profiles_compose():
-    for sweep in ("demo", "scaling_law", "block_size_ablation", "block_size_ablation_cpu"):
+    for sweep in ("demo", "scaling_law", "block_size_ablation", "block_size_ablation_cpu",
+                  "gpu_small"):
         cfg = compose_run([f"sweeps={sweep}"], return_hydra_config=True)
         assert cfg.sweep_name == sweep and cfg.hydra.sweeper.params
     cfg = compose_run(["slurm=example", "size=andrea-200m"], return_hydra_config=True)
