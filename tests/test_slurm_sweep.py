@@ -111,3 +111,19 @@ def test_job_hitting_its_time_limit_is_requeued_and_completes(slurm_cluster, tmp
     logs = job_logs(tmp_path / "runs")
     assert "this job is timed-out" in logs  # submitit's handler saw the time limit coming
     assert re.search(r"resumed from .*step_\d+\.pt at step [1-9]", logs), logs[-3000:]
+
+
+def test_two_tasks_per_job_train_with_ddp_and_match_one_process(slurm_cluster, tmp_path, data_cache):
+    """One Slurm job with 2 tasks runs DDP (gloo on CPU) from submitit's environment, and gives
+    the loss of one process with the same global batch."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    one = run_sweep(tmp_path / "one", "model=attnres_full", *TINY_RUN, "train.micro_batch_size=8")
+    assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
+    two = run_sweep(tmp_path / "two", "model=attnres_full", *TINY_RUN, "train.micro_batch_size=4",
+                    *ON_SLURM, "hydra.launcher.tasks_per_node=2")
+    assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
+    (single,) = results_of(tmp_path / "one" / "runs").values()
+    (ddp,) = results_of(tmp_path / "two" / "runs").values()
+    assert ddp["world_size"] == 2 and single["world_size"] == 1
+    assert ddp["val_loss"] == pytest.approx(single["val_loss"], rel=1e-5)
