@@ -16,6 +16,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from andrea import logkeys as keys
 from andrea.data import DataConfig, validate_data_config
 from andrea.metrics import WandbConfig
 from andrea.model import ModelConfig, count_parameters
@@ -270,12 +271,13 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
 
 
 def spec_summary(spec: RunSpec) -> dict[str, Any]:
-    """The identifying fields every results.json, W&B config and plan row carries."""
+    """The identifying fields every results.json and W&B config carries (the dashboard groups
+    and filters on the W&B config keys, hence logkeys' names)."""
     return {
-        "variant": spec.variant,
-        "label": spec.label,
-        "block_size": spec.model.block_size if spec.variant == "attnres_block" else None,
-        "size": spec.size,
+        keys.CONFIG_VARIANT: spec.variant,
+        keys.CONFIG_LABEL: spec.label,
+        keys.CONFIG_BLOCK_SIZE: spec.model.block_size if spec.variant == "attnres_block" else None,
+        keys.CONFIG_SIZE: spec.size,
         "seed": spec.train.seed,
         "params": spec.params,
         "params_nonembedding": spec.params_nonembedding,

@@ -197,7 +197,7 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
 
     # ---- data: prepared once per corpus, shared by every run (the cache is lock-protected) ----
     prepared = prepare_data(spec.data, spec.model.vocab_size)
-    if prepared.vocab_size != spec.model.vocab_size:
+    if prepared.vocab_size > spec.model.vocab_size:  # a smaller tokenizer only leaves rows unused
         raise TrainingFailed(
             f"vocabulary mismatch: the data's tokens need vocab_size={prepared.vocab_size} but "
             f"the model has vocab_size={spec.model.vocab_size} (size.vocab_size / data.vocab_size)"
@@ -215,8 +215,9 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
     model = ANDREA(spec.model).to(device)
     optimizer = build_optimizer(model, spec, device)
     flops_per_token = training_flops_per_token(spec.model, spec.seq_len)
-    peak = peak_flops(torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-                      amp_dtype or torch.float32)
+    # fp32 on CUDA runs its matmuls in TF32 (enabled above), so that is the peak to compare with.
+    peak = peak_flops(torch.cuda.get_device_name(device), amp_dtype or "tf32") \
+        if device.type == "cuda" else None
 
     step, elapsed_before = 0, 0.0
     resumed = load_latest_checkpoint(run_dir)
@@ -241,9 +242,7 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
         run_dir, spec.wandb, run_id=run_id_for(run_dir),
         name=f"{spec.sweep_name}/{spec.size}/{spec.label}/seed{t.seed}",
         group=spec.sweep_name, tags=[spec.variant, spec.size, spec.label],
-        config={**summary, keys.CONFIG_VARIANT: spec.variant, keys.CONFIG_LABEL: spec.label,
-                keys.CONFIG_SIZE: spec.size, keys.CONFIG_BLOCK_SIZE: summary["block_size"],
-                "run": config},
+        config={**summary, "run": config},
         rank=dist_info.rank, resume=resumed is not None,
     )
     loggers.append(logger)
@@ -357,7 +356,6 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
     results = {
         "status": "completed",
         **summary,
-        "label": spec.label,
         "sweep": spec.sweep_name,
         "tokens": tokens,
         "steps": spec.steps,
@@ -380,5 +378,4 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
 
 def failed_results(spec: RunSpec, error: BaseException) -> dict[str, Any]:
     return {"status": "failed", "error": f"{type(error).__name__}: {error}", **spec_summary(spec),
-            "label": spec.label, "sweep": spec.sweep_name, "val_loss": None, "tokens": None,
-            "flops": None}
+            "sweep": spec.sweep_name, "val_loss": None, "tokens": None, "flops": None}
