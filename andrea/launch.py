@@ -35,8 +35,15 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
     if run_dir.is_completed():
         log.info("already completed, skipping: %s", run_dir.root)
         return run_dir.read_results() or {}
-    world_size = _world_size_of_job()
-    spec = resolve_run(cfg, world_size=world_size)
+    try:
+        spec = resolve_run(cfg, world_size=_world_size_of_job())
+    except ConfigError as e:
+        from hydra.types import RunMode
+
+        if HydraConfig.get().mode == RunMode.RUN:  # a single run: a message, not a traceback
+            print(f"error: {e}", file=sys.stderr)
+            sys.exit(2)
+        raise  # in a sweep the sweeper validated every job; this is a job-side surprise
     return train(spec, run_dir, OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
 
 

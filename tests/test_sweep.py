@@ -85,3 +85,12 @@ def test_a_failed_run_is_reported_and_does_not_stop_the_others(tmp_path, data_ca
     assert "1 of 2 runs completed" in out.stdout
     statuses = sorted(r["status"] for r in results_of(tmp_path / "runs").values())
     assert statuses == ["completed", "failed"]
+
+
+def test_a_bad_single_run_is_a_message_not_a_traceback(tmp_path, data_cache):
+    cmd = [sys.executable, str(REPO / "sweep.py"), f"out_dir={tmp_path / 'runs'}",
+           "model=attnres_block", "model.block_size=9", "size=tiny-1"]
+    out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2
+    assert out.stderr.startswith("error: ") and "model.block_size=9 does not fit" in out.stderr
+    assert "Traceback" not in out.stderr
