@@ -60,7 +60,7 @@ def test_basic_and_submitit_local_give_identical_results_and_rerun_skips(tmp_pat
 
     local = sweep(tmp_path / "b", *GRID, "hydra/launcher=submitit_local")
     assert local.returncode == 0, local.stdout[-3000:] + local.stderr[-3000:]
-    assert "jobs: 2 done" in local.stdout  # job states are reported while waiting
+    assert "jobs: 2 completed" in local.stdout  # job states are reported while waiting
 
     a = results_of(tmp_path / "a" / "runs")
     b = results_of(tmp_path / "b" / "runs")
@@ -83,6 +83,7 @@ def test_a_failed_run_is_reported_and_does_not_stop_the_others(tmp_path, data_ca
     assert out.returncode == 1
     assert "FAILED job" in out.stdout and "log:" in out.stdout
     assert "1 of 2 runs completed" in out.stdout
+    assert "jobs: 1 completed, 1 failed" in out.stdout
     statuses = sorted(r["status"] for r in results_of(tmp_path / "runs").values())
     assert statuses == ["completed", "failed"]
 

@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.singleton import Singleton
@@ -62,16 +62,30 @@ def _state_name(job) -> str:
         state.split(" ")[0], state.split(" ")[0])
 
 
+def _job_status(job, run_dir: Path) -> str:
+    """Slurm's state while a job is queued or running; once it ended, the run's own outcome
+    (its results.json), since a job that ran to its end may still hold a failed run."""
+    if not job.done():
+        return _state_name(job)
+    from andrea.rundir import RunDir
+
+    results = RunDir(run_dir).read_results() or {}
+    return str(results.get("status", "ended")).upper()
+
+
 class _AndreaLauncherMixin:
     _EXECUTOR = "abstract"
 
-    def _job_params(self, overrides: Sequence[str]) -> Dict[str, Any]:
-        """This job's launcher parameters, resolved against its own config (per-size resources)."""
+    def _job_params(self, overrides: Sequence[str]) -> Tuple[Dict[str, Any], Path]:
+        """This job's launcher parameters, resolved against its own config (per-size resources),
+        and its run directory."""
+        from andrea.launch import job_run_dir
+
         job_cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
         params = OmegaConf.to_container(job_cfg.hydra.launcher, resolve=True)
         params.pop("_target_", None)
         params.pop("poll_s", None)
-        return params
+        return params, job_run_dir(job_cfg)
 
     def _executor(self, params: Dict[str, Any]):
         import submitit
@@ -94,8 +108,10 @@ class _AndreaLauncherMixin:
 
         groups: Dict[str, List[int]] = {}
         params_of: Dict[str, Dict[str, Any]] = {}
+        run_dirs: List[Path] = []
         for i, overrides in enumerate(job_overrides):
-            params = self._job_params(overrides)
+            params, run_dir = self._job_params(overrides)
+            run_dirs.append(run_dir)
             key = json.dumps(params, sort_keys=True, default=str)
             groups.setdefault(key, []).append(i)
             params_of[key] = params
@@ -113,19 +129,19 @@ class _AndreaLauncherMixin:
         print(f"submitted {len(jobs)} job(s) to submitit/{self._EXECUTOR} in {len(groups)} "
               f"array(s); logs under {sweep_dir}/.submitit/. Safe to interrupt (Ctrl-C): the jobs "
               "keep running, and the same command later skips completed runs.", flush=True)
-        self._wait(jobs)
+        self._wait(jobs, run_dirs)
         return [self._result(job, job_overrides[i]) for i, job in enumerate(jobs)]
 
-    def _wait(self, jobs: List[Any]) -> None:
+    def _wait(self, jobs: List[Any], run_dirs: List[Path]) -> None:
         poll_s = float(self.config.hydra.launcher.get("poll_s", POLL_S))
         last = None
         while True:
-            states = Counter(_state_name(j) if not j.done() else "DONE" for j in jobs)
+            states = Counter(_job_status(j, d) for j, d in zip(jobs, run_dirs))
             if states != last:
                 summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(states.items()))
                 print(f"[{time.strftime('%H:%M:%S')}] jobs: {summary}", flush=True)
                 last = states
-            if states.get("DONE", 0) == len(jobs):
+            if all(j.done() for j in jobs):
                 return
             time.sleep(poll_s)
 
