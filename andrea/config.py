@@ -18,7 +18,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from andrea import logkeys as keys
 from andrea.data import DataConfig, validate_data_config
-from andrea.metrics import WandbConfig
+from andrea.metrics import WandbConfig, check_wandb_config
 from andrea.model import ModelConfig, count_parameters
 
 VARIANTS = ("baseline", "attnres_full", "attnres_block")
@@ -116,8 +116,19 @@ def register_configs() -> None:
 
 
 def _suffix(overrides: str) -> str:
-    """Run-directory suffix for overrides that change a run beyond (variant, size, seed)."""
-    return f",{overrides}" if overrides else ""
+    """Run-directory suffix for overrides that change a run beyond (variant, size, seed).
+
+    One path component: '/' in values (data paths, HF names) would nest directories, so it
+    becomes '_'; a long suffix is cut and made unique by a hash of the whole.
+    """
+    if not overrides:
+        return ""
+    text = overrides.replace("/", "_")
+    if len(text) > 120:
+        import hashlib
+
+        text = f"{text[:100]}~{hashlib.sha1(overrides.encode()).hexdigest()[:10]}"
+    return f",{text}"
 
 
 if not OmegaConf.has_resolver("andrea_suffix"):
@@ -241,6 +252,16 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
     for name in ("evals", "eval_batches", "checkpoints", "keep_checkpoints", "log_every"):
         if getattr(t, name) < (0 if name in ("evals", "checkpoints") else 1):
             raise fail(f"train.{name}={getattr(t, name)} must be positive")
+    for name, lo, hi in (("warmup_frac", 0.0, 1.0), ("decay_frac", 0.0, 1.0),
+                         ("min_lr_ratio", 0.0, 1.0), ("weight_decay", 0.0, math.inf)):
+        if not lo <= getattr(t, name) <= hi:
+            raise fail(f"train.{name}={getattr(t, name)} must lie in [{lo}, {hi}]")
+    if not t.grad_clip > 0:
+        raise fail(f"train.grad_clip={t.grad_clip} must be > 0 (the max gradient norm)")
+    try:
+        check_wandb_config(run.wandb)
+    except ValueError as e:
+        raise fail(str(e)) from None
     try:
         validate_data_config(run.data, s.vocab_size)
     except ValueError as e:

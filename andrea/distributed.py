@@ -28,8 +28,16 @@ class DistInfo:
         return self.world_size > 1
 
 
+def in_submitit_slurm_job() -> bool:
+    """A task that submitit started on Slurm (not a plain sbatch/salloc shell, whose SLURM_NTASKS
+    describes the allocation, not processes that will join a process group)."""
+    return os.environ.get("SUBMITIT_EXECUTOR") == "slurm"
+
+
 def _export_slurm_env() -> None:
-    if "RANK" in os.environ or int(os.environ.get("SLURM_NTASKS", "1")) <= 1:
+    if "RANK" in os.environ or not in_submitit_slurm_job():
+        return
+    if int(os.environ.get("SLURM_NTASKS", "1")) <= 1:
         return
     try:
         import submitit
@@ -63,13 +71,15 @@ def all_reduce_mean(value: torch.Tensor, info: DistInfo) -> torch.Tensor:
     return value
 
 
-def any_rank(flag: bool, info: DistInfo) -> bool:
-    """True on every rank when the flag is set on any rank (so all stop at the same step)."""
+def agreed_max(value: int, info: DistInfo, device: torch.device) -> int:
+    """The largest of the ranks' values, on every rank (e.g. a signal received by any rank, so
+    all stop at the same step and act on the same signal). On the training device: NCCL has no
+    CPU tensors."""
     if not info.enabled:
-        return flag
-    t = torch.tensor([1.0 if flag else 0.0])
+        return value
+    t = torch.tensor([value], dtype=torch.int64, device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return bool(t.item() > 0)
+    return int(t.item())
 
 
 def shutdown(info: DistInfo) -> None:

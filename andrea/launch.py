@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 def run_task(cfg: DictConfig) -> dict[str, Any]:
     from hydra.core.hydra_config import HydraConfig
 
-    from andrea.train import train
+    from andrea.rundir import RunLocked
+    from andrea.train import Interrupted, train
 
     _configure_logging()
     run_dir = RunDir(Path(HydraConfig.get().runtime.output_dir))
@@ -44,15 +45,27 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
             print(f"error: {e}", file=sys.stderr)
             sys.exit(2)
         raise  # in a sweep the sweeper validated every job; this is a job-side surprise
-    return train(spec, run_dir, OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+    try:
+        return train(spec, run_dir, OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+    except RunLocked as e:  # e.g. a re-run sweep while the first one's job still trains it
+        log.warning("%s", e)
+        return {"status": "running elsewhere"}
+    except Interrupted as e:
+        if e.code == 0:  # train.stop_after_steps: a planned stop, not the end of the sweep
+            log.info("stopped early as asked (train.stop_after_steps); the next start resumes")
+            return {"status": "stopped"}
+        raise
 
 
 def _world_size_of_job() -> int:
     import os
 
-    for var in ("WORLD_SIZE", "SLURM_NTASKS"):
-        if var in os.environ:
-            return int(os.environ[var])
+    from andrea.distributed import in_submitit_slurm_job
+
+    if "WORLD_SIZE" in os.environ:  # torchrun
+        return int(os.environ["WORLD_SIZE"])
+    if in_submitit_slurm_job():  # one process per task
+        return int(os.environ.get("SLURM_NTASKS", "1"))
     return 1
 
 
@@ -83,6 +96,11 @@ def launcher_world_size(job_cfg: DictConfig) -> int:
     launcher = job_cfg.hydra.launcher
     target = str(launcher.get("_target_", ""))
     if "Slurm" not in target:
+        if int(launcher.get("tasks_per_node", 1) or 1) > 1:
+            raise ConfigError(
+                f"hydra.launcher.tasks_per_node={launcher.tasks_per_node}: several processes per "
+                "job (DDP) are supported on Slurm (hydra/launcher=submitit_slurm) or with "
+                "torchrun, not with the local launchers")
         return 1
     return int(launcher.get("tasks_per_node", 1)) * int(launcher.get("nodes", 1))
 
@@ -111,8 +129,12 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
             continue
         seen[path] = list(overrides)
         run_dir = RunDir(path)
-        state = "completed" if run_dir.is_completed() else (
-            "resume" if run_dir.list_checkpoints() else "new")
+        if run_dir.is_completed():
+            state = "completed"
+        elif run_dir.is_locked():
+            state = "running"  # a job of an earlier invocation is training it right now
+        else:
+            state = "resume" if run_dir.list_checkpoints() else "new"
         flops = float(spec.tokens * training_flops_per_token(spec.model, spec.seq_len))
         gpu_hours = flops / (peak * plan_mfu) / 3600 if peak else None
         jobs.append(PlannedJob(list(overrides), run_dir, spec, state, flops, gpu_hours))
@@ -151,7 +173,7 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
             f"{j.gpu_hours:.3g}" if j.gpu_hours is not None else "?", j.state,
         ])
     total_flops = sum(j.flops for j in jobs)
-    todo = [j for j in jobs if j.state != "completed"]
+    todo = [j for j in jobs if j.state not in ("completed", "running")]
     hours = [j.gpu_hours for j in todo if j.gpu_hours is not None]
     print(format_table(headers, rows), file=stream)
     if peak_flops(plan_gpu, "bf16") is None:
@@ -159,7 +181,9 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
 
         print(f"\n(no GPU-hour estimate: plan_gpu={plan_gpu!r} is not in the peak table; "
               f"known: {', '.join(PEAK_FLOPS)})", file=stream)
-    print(f"\n{len(jobs)} jobs ({len(jobs) - len(todo)} completed, {len(todo)} to run); "
+    running = sum(j.state == "running" for j in jobs)
+    print(f"\n{len(jobs)} jobs ({len(jobs) - len(todo) - running} completed, {running} running "
+          f"elsewhere, {len(todo)} to run); "
           f"{total_flops:.3g} FLOPs = {to_pflops_days(total_flops):.3g} PFLOP/s-days in all; "
           f"to run: {sum(hours):.3g} GPU-hours on {plan_gpu} at {plan_mfu:.0%} MFU "
           f"(bf16 dense peak; plan_gpu=, plan_mfu= change the assumption)", file=stream)
@@ -174,8 +198,8 @@ def print_summary(jobs: list[PlannedJob], skipped: int, stream=None) -> int:
     rows, bad = [], 0
     for j in jobs:
         results = j.run_dir.read_results() or {}
-        status = results.get("status", "incomplete")
-        if status != "completed":
+        status = results.get("status") or ("running" if j.state == "running" else "incomplete")
+        if status not in ("completed", "running"):
             bad += 1
         loss = results.get("val_loss")
         detail = results.get("error", "") if status == "failed" else ""

@@ -9,14 +9,17 @@
       results.json            written last, atomically, only when the run ends
       train.log               console log of the run
       wandb/                  W&B's own files (offline runs live here)
+      .lock                   flock'ed by the process training the run (never two at once)
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +64,10 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
+class RunLocked(RuntimeError):
+    """Another live process is training this run directory."""
+
+
 @dataclass(frozen=True)
 class RunDir:
     root: Path
@@ -101,6 +108,10 @@ class RunDir:
     def wandb_dir(self) -> Path:
         return self.root / "wandb"
 
+    @property
+    def lock(self) -> Path:
+        return self.root / ".lock"
+
     def checkpoint_path(self, step: int) -> Path:
         return self.checkpoints / f"step_{step:08d}.pt"
 
@@ -120,6 +131,45 @@ class RunDir:
 
     def write_results(self, results: dict) -> None:
         atomic_write_json(self.results, results)
+
+    @contextmanager
+    def exclusive(self, enabled: bool = True):
+        """Hold the run's lock while training it; RunLocked if a live process holds it.
+
+        A re-submitted sweep (detach, re-run) must not start a second trainer on a run whose
+        job is still queued-then-running: both would write the same checkpoints and results.
+        The kernel drops the lock when its process dies, so a killed or requeued job frees it.
+        """
+        if not enabled:
+            yield
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                owner = self.lock.read_text().strip() or "?"
+                raise RunLocked(f"{self.root} is being trained by another process "
+                                f"({owner}); not starting a second one") from None
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()} on {os.uname().nodename}".encode())
+            yield
+        finally:
+            os.close(fd)
+
+    def is_locked(self) -> bool:
+        """True while a live process trains this run (see `exclusive`)."""
+        if not self.lock.exists():
+            return False
+        fd = os.open(self.lock, os.O_RDWR)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
 
     def write_code_version(self) -> None:
         atomic_write_json(self.code_version, code_version())

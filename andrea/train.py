@@ -25,12 +25,12 @@ from andrea import logkeys as keys
 from andrea.checkpoint import load_latest_checkpoint, rng_state, save_checkpoint, set_rng_state
 from andrea.config import RunSpec, spec_summary, steps_between
 from andrea.data import TokenLoader, check_split_sizes, prepare_data, val_batches
-from andrea.distributed import DistInfo, all_reduce_mean, any_rank, init_distributed, shutdown
-from andrea.flops import peak_flops, six_n_d, to_pflops_days, training_flops_per_token
+from andrea.distributed import DistInfo, agreed_max, all_reduce_mean, init_distributed, shutdown
+from andrea.flops import mfu, peak_flops, six_n_d, to_pflops_days, training_flops_per_token
 from andrea.metrics import MetricsLogger, run_id_for
 from andrea.model import ANDREA
 from andrea.progress import Progress
-from andrea.rundir import RunDir, code_version
+from andrea.rundir import RunDir, RunLocked, code_version
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,8 @@ class TrainingFailed(RuntimeError):
 
 
 class Interrupted(SystemExit):
-    """Checkpointed after a signal; the run resumes when started again (requeue)."""
+    """Checkpointed after a signal (or train.stop_after_steps); the run resumes when started
+    again. Code 0 is a planned stop, 128 + signal a signal."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -93,9 +94,11 @@ class SignalFlag:
             signal.signal(sig, handler)
         self.previous.clear()
 
-    def hand_over(self) -> None:
-        """After the checkpoint: let submitit requeue (its handler exits), else exit ourselves."""
-        signum = self.received or signal.SIGTERM
+    def hand_over(self, signum: int) -> None:
+        """After the checkpoint: let submitit requeue (its handler exits), else exit ourselves.
+
+        `signum` is the signal agreed by all ranks, so rank 0 requeues even when only another
+        rank received it."""
         handler = self.previous.get(signum)
         self.restore()
         if callable(handler):
@@ -158,26 +161,27 @@ def autocast(device: torch.device, amp_dtype: torch.dtype | None):
 
 def train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any]) -> dict[str, Any]:
     """Train (or resume) one run; returns the results written to results.json."""
-    device = resolve_device(spec.train.device)
-    dist_info = init_distributed(device.type)
-    if dist_info.world_size != spec.world_size:
-        raise TrainingFailed(
-            f"the run was validated for world_size={spec.world_size} but runs with "
-            f"{dist_info.world_size} processes"
-        )
-    if device.type == "cuda":
-        device = torch.device("cuda", dist_info.local_rank)
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-    amp_dtype = autocast_dtype(spec.train.precision, device)
     run_dir.root.mkdir(parents=True, exist_ok=True)
     flag = SignalFlag()
-    flag.install()
     loggers: list[MetricsLogger] = []
+    dist_info = DistInfo()
     try:
-        return _train(spec, run_dir, config, device, amp_dtype, dist_info, flag, loggers)
+        device = resolve_device(spec.train.device)
+        dist_info = init_distributed(device.type)
+        if dist_info.world_size != spec.world_size:
+            raise TrainingFailed(
+                f"the run was validated for world_size={spec.world_size} but runs with "
+                f"{dist_info.world_size} processes"
+            )
+        if device.type == "cuda":
+            device = torch.device("cuda", dist_info.local_rank)
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+        amp_dtype = autocast_dtype(spec.train.precision, device)
+        with run_dir.exclusive(enabled=dist_info.is_main):
+            return _train(spec, run_dir, config, device, amp_dtype, dist_info, flag, loggers)
     except Exception as e:  # not SystemExit/KeyboardInterrupt: an interrupted run resumes later
-        if dist_info.is_main:
+        if dist_info.is_main and not isinstance(e, RunLocked):
             results = failed_results(spec, e)
             run_dir.write_results(results)
             for lg in loggers:
@@ -231,12 +235,12 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
         if is_main:
             log.info("resumed from %s at step %d/%d", path, step, spec.steps)
     run_model: torch.nn.Module = model
-    if t.compile:
-        run_model = torch.compile(model)
     if dist_info.enabled:
         run_model = DistributedDataParallel(
-            run_model, device_ids=[device.index] if device.type == "cuda" else None
+            model, device_ids=[device.index] if device.type == "cuda" else None
         )
+    if t.compile:  # compile the DDP module: DDPOptimizer overlaps all-reduce with backward
+        run_model = torch.compile(run_model)
 
     logger = MetricsLogger(
         run_dir, spec.wandb, run_id=run_id_for(run_dir),
@@ -293,6 +297,9 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
         return loss
 
     model.train()
+    # From here a signal means "checkpoint, then requeue"; before, submitit's own handler acts
+    # at once (nothing to save yet).
+    flag.install()
     while step < spec.steps:
         lr = learning_rate(step, spec)
         for group in optimizer.param_groups:
@@ -327,7 +334,7 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
                 keys.TOKENS_PER_S: tok_s, keys.ELAPSED: elapsed_before + now - session_start,
             }
             if peak:
-                metrics[keys.MFU] = tok_s * flops_per_token / (peak * dist_info.world_size)
+                metrics[keys.MFU] = mfu(tok_s * flops_per_token, peak, dist_info.world_size)
             logger.log(step, metrics)
             progress.update(step, loss=mean_loss, tokens_per_s=tok_s)
             interval_loss.zero_()
@@ -336,12 +343,14 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
         if eval_every and step % eval_every == 0 and step < spec.steps:
             val_loss = do_eval()
             progress.note(f"step {step}: val/loss {val_loss:.4f}")
-        stop = any_rank(flag.received is not None, dist_info)
-        if stop or (stop_at is not None and step >= stop_at and step < spec.steps):
+        # Ranks agree on a signal at logging steps only: a collective per step would stall.
+        signum = agreed_max(flag.received or 0, dist_info, device) \
+            if step % t.log_every == 0 or step == spec.steps else 0
+        if signum or (stop_at is not None and step >= stop_at and step < spec.steps):
             checkpoint()
             progress.close()
-            if stop:
-                flag.hand_over()
+            if signum:
+                flag.hand_over(signum)
             raise Interrupted(0)
         if ckpt_every and step % ckpt_every == 0 and step < spec.steps:
             checkpoint()

@@ -160,3 +160,35 @@ def test_run_dir_is_deterministic_and_names_the_run():
     cfg = compose_run(["model=attnres_block", "model.block_size=8", "size=tiny-2", "train.seed=3"],
                       return_hydra_config=True)
     assert Path(cfg.hydra.run.dir) == Path("runs/default/tiny-2/attnres_block_s8/seed3")
+
+
+def test_override_values_with_slashes_stay_one_directory_level():
+    cfg = compose_run(["data=text", "data.paths=[/data/books/a.txt,/data/wiki/b.txt]"],
+                      return_hydra_config=True)
+    from andrea.config import _suffix
+
+    suffix = _suffix("data.paths=[/data/books/a.txt,/data/wiki/b.txt],data=text")
+    assert "/" not in suffix and suffix.startswith(",data.paths=")
+    long = _suffix("data.paths=[" + ",".join(f"/d/{i}.txt" for i in range(100)) + "]")
+    assert len(long) < 130 and "/" not in long
+    assert cfg.data.paths == ["/data/books/a.txt", "/data/wiki/b.txt"]
+
+
+@pytest.mark.parametrize("override, message", [
+    ("wandb.mode=onlin", "wandb.mode"),
+    ("train.grad_clip=-1", "train.grad_clip"),
+    ("train.warmup_frac=1.5", "train.warmup_frac"),
+    ("train.min_lr_ratio=-0.1", "train.min_lr_ratio"),
+])
+def test_settings_out_of_range_fail_before_launch(override, message):
+    with pytest.raises(ConfigError, match=message):
+        resolve_run(compose_run([override]))
+
+
+def test_local_launcher_rejects_several_tasks_per_job():
+    from andrea.launch import launcher_world_size
+
+    cfg = compose_run(["hydra/launcher=submitit_local", "hydra.launcher.tasks_per_node=2"],
+                      return_hydra_config=True)
+    with pytest.raises(ConfigError, match="tasks_per_node=2"):
+        launcher_world_size(cfg)

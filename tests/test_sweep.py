@@ -95,3 +95,10 @@ def test_a_bad_single_run_is_a_message_not_a_traceback(tmp_path, data_cache):
     assert out.returncode == 2
     assert out.stderr.startswith("error: ") and "model.block_size=9 does not fit" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_stop_after_steps_does_not_end_a_sweep(tmp_path, data_cache):
+    out = sweep(tmp_path, "model=baseline,attnres_full", *TINY_RUN[1:], "train.stop_after_steps=4")
+    assert "0 of 2 runs completed" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+    ckpts = sorted((tmp_path / "runs").rglob("checkpoints/step_00000004.pt"))
+    assert len(ckpts) == 2  # both jobs ran (and stopped) in one invocation

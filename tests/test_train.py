@@ -193,3 +193,15 @@ def test_ddp_with_two_processes_matches_one_process(tmp_path, data_cache):
     two = [json.loads(l) for l in (tmp_path / "two" / "metrics.jsonl").read_text().splitlines()]
     loss = lambda lines: [l[keys.TRAIN_LOSS] for l in lines if keys.TRAIN_LOSS in l]  # noqa: E731
     assert loss(two) == pytest.approx(loss(one), rel=1e-5)
+
+
+def test_a_run_being_trained_elsewhere_is_not_started_twice(tmp_path, data_cache):
+    from andrea.rundir import RunLocked
+
+    rd = RunDir(tmp_path / "r")
+    with rd.exclusive():
+        assert rd.is_locked()
+        with pytest.raises(RunLocked, match="another process"):
+            run(tmp_path / "r")
+    assert not rd.is_locked()
+    assert not rd.results.exists()  # the refused start wrote no failed result

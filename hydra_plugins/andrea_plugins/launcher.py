@@ -126,9 +126,11 @@ class _AndreaLauncherMixin:
                 jobs[i] = job
                 log.info("submitted #%d as %s: %s", initial_job_idx + i, job.job_id,
                          " ".join(filter_overrides(job_overrides[i])))
+        detach = (" Safe to interrupt (Ctrl-C): the jobs keep running, and the same command "
+                  "later skips completed runs." if self._EXECUTOR == "slurm" else
+                  " Ctrl-C stops the local jobs too; the same command later resumes them.")
         print(f"submitted {len(jobs)} job(s) to submitit/{self._EXECUTOR} in {len(groups)} "
-              f"array(s); logs under {sweep_dir}/.submitit/. Safe to interrupt (Ctrl-C): the jobs "
-              "keep running, and the same command later skips completed runs.", flush=True)
+              f"array(s); logs under {sweep_dir}/.submitit/.{detach}", flush=True)
         self._wait(jobs, run_dirs)
         return [self._result(job, job_overrides[i]) for i, job in enumerate(jobs)]
 

@@ -57,10 +57,14 @@ class AndreaSweeper(BasicSweeper):
             print("\nplan=true: nothing launched.")
             return []
 
-        todo = [j for j in jobs if j.state != "completed"]
-        skipped = len(jobs) - len(todo)
+        todo = [j for j in jobs if j.state not in ("completed", "running")]
+        skipped = sum(j.state == "completed" for j in jobs)
+        running = len(jobs) - len(todo) - skipped
         if skipped:
             print(f"\nskipping {skipped} completed run(s); re-running a sweep never redoes them.")
+        if running:
+            print(f"skipping {running} run(s) that a job of an earlier invocation is training "
+                  "now; run the command again once they end.")
         returns = []
         if todo:
             from analysis.dashboard import maybe_create_dashboard
