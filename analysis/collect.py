@@ -25,6 +25,7 @@ import numpy as np
 from andrea.rundir import RunDir, read_json
 
 # 1 PFLOP/s-day: 1e15 FLOP/s sustained for 86,400 s (the report's compute unit).
+# = andrea.flops.PFLOPS_DAY, not imported from there: the analysis runs without importing torch.
 FLOPS_PER_PFLOPS_DAY = 1e15 * 86400.0
 REQUIRED_CSV_COLUMNS = ("variant", "size", "flops", "val_loss")
 OPTIONAL_CSV_COLUMNS = ("block_size", "params", "tokens", "seed", "status")

@@ -19,9 +19,9 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from andrea import logkeys as keys
 from andrea.data import DataConfig, validate_data_config
 from andrea.metrics import WandbConfig, check_wandb_config
-from andrea.model import ModelConfig, count_parameters
+from andrea.model import RESIDUALS, ModelConfig, count_parameters
 
-VARIANTS = ("baseline", "attnres_full", "attnres_block")
+VARIANTS = RESIDUALS  # the variant names are the model's residual schemes
 
 
 class ConfigError(ValueError):

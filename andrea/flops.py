@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-RESIDUALS = ("baseline", "attnres_full", "attnres_block")
+from andrea.model import RESIDUALS  # noqa: E402  (the variant names, defined once)
 
 # One PFLOP/s-day: a machine sustaining 1e15 FLOP/s for 86,400 s (the x-axis unit of the report's
 # scaling-law fits, attnres.md "L = A * C^(-alpha) with C in PFLOP/s-days").
