@@ -373,7 +373,10 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
         "pflops_days": to_pflops_days(flops),
         "val_loss": val_loss,
         "wall_s": wall_s,
-        "tokens_per_s": (spec.steps - session_start_step) * spec.batch_tokens / max(session_s, 1e-9),
+        # This session's speed; a session that only finished a run (resumed from its final
+        # checkpoint) reports the whole run's.
+        "tokens_per_s": ((spec.steps - session_start_step) * spec.batch_tokens / max(session_s, 1e-9)
+                         if spec.steps > session_start_step else tokens / max(wall_s, 1e-9)),
         "world_size": dist_info.world_size,
         "device": str(device.type),
         "code": code_version(),
