@@ -80,6 +80,7 @@ def _configure_logging() -> None:
 @dataclass
 class PlannedJob:
     overrides: list[str]
+    config: DictConfig  # the job's composed config (Hydra node included)
     run_dir: RunDir
     spec: RunSpec
     state: str  # "new" | "resume" | "completed"
@@ -137,7 +138,7 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
             state = "resume" if run_dir.list_checkpoints() else "new"
         flops = float(spec.tokens * training_flops_per_token(spec.model, spec.seq_len))
         gpu_hours = flops / (peak * plan_mfu) / 3600 if peak else None
-        jobs.append(PlannedJob(list(overrides), run_dir, spec, state, flops, gpu_hours))
+        jobs.append(PlannedJob(list(overrides), job_cfg, run_dir, spec, state, flops, gpu_hours))
     if errors:
         raise ConfigError(f"{len(errors)} of {len(job_overrides)} jobs are invalid; nothing was "
                           "launched:\n" + "\n".join(errors))

@@ -81,7 +81,9 @@ class _AndreaLauncherMixin:
         and its run directory."""
         from andrea.launch import job_run_dir
 
-        job_cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        job_cfg = getattr(self, "composed", {}).get(tuple(overrides))  # set by andrea's sweeper
+        if job_cfg is None:
+            job_cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
         params = OmegaConf.to_container(job_cfg.hydra.launcher, resolve=True)
         params.pop("_target_", None)
         params.pop("poll_s", None)
@@ -116,6 +118,7 @@ class _AndreaLauncherMixin:
             groups.setdefault(key, []).append(i)
             params_of[key] = params
 
+        self.composed = {}  # not needed in the jobs: keep their pickles lean
         jobs: List[Any] = [None] * len(job_overrides)
         for key, members in groups.items():
             executor = self._executor(params_of[key])

@@ -71,6 +71,8 @@ class AndreaSweeper(BasicSweeper):
             from andrea.config import to_dataclass
 
             maybe_create_dashboard(to_dataclass(self.config).wandb, str(self.config.sweep_name))
+            # Our launchers reuse the configs composed here instead of composing each job again.
+            self.launcher.composed = {tuple(j.overrides): j.config for j in todo}
             returns = self.launcher.launch([j.overrides for j in todo], initial_job_idx=0)
         failed = print_summary(jobs, skipped)
         if failed:
