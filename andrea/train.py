@@ -137,6 +137,12 @@ def build_optimizer(model: torch.nn.Module, spec: RunSpec, device: torch.device)
     )
 
 
+def lm_loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """Next-token cross-entropy in nats, in fp32 whatever the autocast dtype of the logits."""
+    return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1),
+                           reduction=reduction)
+
+
 def evaluate(model: torch.nn.Module, batches, device, amp_dtype, dist_info: DistInfo) -> float:
     model.eval()
     total = torch.zeros(2, dtype=torch.float64, device=device)
@@ -145,7 +151,7 @@ def evaluate(model: torch.nn.Module, batches, device, amp_dtype, dist_info: Dist
             x, y = x.to(device), y.to(device)
             with autocast(device, amp_dtype):
                 logits = model(x)
-            loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.view(-1), reduction="sum")
+            loss = lm_loss(logits, y, reduction="sum")
             total += torch.stack([loss.double(), torch.tensor(y.numel(), dtype=torch.float64, device=device)])
     if dist_info.enabled:
         torch.distributed.all_reduce(total)
@@ -311,7 +317,7 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
             no_sync = run_model.no_sync() if dist_info.enabled and not sync else contextlib.nullcontext()
             with no_sync, autocast(device, amp_dtype):
                 logits = run_model(x)
-                loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.view(-1))
+                loss = lm_loss(logits, y)
             (loss / spec.grad_accum).backward()
             interval_loss += loss.detach()
             interval_count += 1
