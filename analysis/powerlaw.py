@@ -20,6 +20,7 @@ import contextlib
 import ctypes
 import glob
 import itertools
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -69,6 +70,7 @@ def single_blas_thread():
 
 FORMS = ("power", "irreducible")
 N_PARAMS = {"power": 2, "irreducible": 3}
+FEW_SIZES = 5  # below this many sizes a bootstrap CI is warned about as coarse
 
 
 class FitError(ValueError):
@@ -248,6 +250,13 @@ def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resampl
     if len(C) == k:
         warnings.append(f"{label}: {len(C)} points for {k} parameters: the fit is exact and its "
                         f"bootstrap CIs are not informative; add sizes")
+    elif n_bootstrap and len(np.unique(x)) < FEW_SIZES:
+        n = len(x)
+        # distinct multisets of n draws with >= k distinct sizes: pick j sizes, split n among them
+        usable = sum(math.comb(n, j) * math.comb(n - 1, j - 1) for j in range(k, n + 1))
+        warnings.append(f"{label}: {len(np.unique(x))} sizes: a bootstrap over them has at most "
+                        f"{usable} distinct resamples, so its CIs are coarse (a bound can sit on "
+                        f"the point estimate); {FEW_SIZES}+ sizes or more seeds make them informative")
     x0 = float(x.mean())
     dx = x - x0
     best = _minimise(_grid(form, y), dx, y, form, huber_delta)

@@ -2,43 +2,101 @@
 # The CUDA checks of andrea, in one go (< 9.5 minutes on one H100/H200-class GPU).
 # Run from the repository root on a machine with a CUDA GPU:
 #     bash bench/gpu_check.sh [OUT_DIR]
-# Not needed by the tests. What it runs:
+# On a machine without a package index, first `bash bench/gpu_wheels.sh` here and carry `.whl`
+# along: the script installs those wheels into a private folder before anything else.
+# Not needed by the tests. What it runs, most important first:
+#   0. preflight: every module the steps import, and the GPU (fails in seconds, not minutes).
 #   1. bench.sdpa_check: the model's attention runs on the flash kernel (bf16 autocast).
-#   2. bench.throughput, andrea-120m, batch 16 x 1024, bf16 autocast, eager: train + inference
-#      tokens/s, ratios to the baseline with spread, MFU, torch.cuda.max_memory_allocated, for
-#      baseline, Full and Block S = 2, 4, 8.
-#   3. the same with torch.compile for baseline and Block S = 4 (compilation -- a training and an
-#      inference graph per variant -- dominates the time, so fewer variants; Full AttnRes is
-#      measured eager only).
+#   2. bench.throughput, andrea-120m, batch 32 x 1024, bf16 autocast, torch.compile on, for
+#      baseline, Full and Block S = 4: train + inference tokens/s as ratios to the baseline with
+#      their spread, MFU, peak memory, PASS/FAIL against the issue's CUDA targets.
+#   3. the same eager, with Block S = 2 and 8 as well.
 #   4. a small real scaling sweep (sweeps/gpu_small: five small sizes x baseline, Full, Block S=4)
-#      and the analysis on it; the fit table lands in OUT_DIR/gpu_small_fit_table.md.
-# Each step has its own time limit so one hang cannot eat the budget; results are appended as
-# JSON lines to OUT_DIR/gpu_check.jsonl and the console output goes to OUT_DIR/gpu_check.log.
+#      and the analysis on it, in GPU_CHECK_WORK (default /tmp/andrea-gpu-check).
+# Each step has its own time limit so one hang cannot eat the budget. OUT_DIR gets six files:
+# gpu_check.log (the console), gpu_check.jsonl (benchmark results, a line per run), and the
+# sweep's gpu_small_fit_table.md, gpu_small_fits.json, gpu_small_scaling.png, gpu_small_multiplier.png.
+#
+# GPU_CHECK_SMOKE=1 runs the same steps at toy sizes on the CPU (~3 minutes on 2 cores), to check
+# the script and its environment before spending GPU time on it.
 set -uo pipefail
+cd "$(dirname "$0")/.."
 OUT=${1:-bench_out}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 LOG="$OUT/gpu_check.log"
 JSON="$OUT/gpu_check.jsonl"
 : > "$JSON"
+: > "$LOG"
+export PYTHONUNBUFFERED=1
+PY=${PYTHON:-$(command -v python || command -v python3)}
+SMOKE=${GPU_CHECK_SMOKE:-0}
+WORK=${GPU_CHECK_WORK:-/tmp/andrea-gpu-check}
+
+if compgen -G ".whl/*.whl" > /dev/null; then
+  SITE=$(mktemp -d /tmp/andrea-site.XXXXXX)
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" .whl/*.whl \
+    || { echo "gpu_check: installing .whl/ failed" | tee -a "$LOG"; exit 1; }
+  export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+fi
+
 rc=0
 run() {  # run LIMIT_S CMD...: keep going after a failure, remember it
   local limit=$1; shift
   echo "\$ $*" | tee -a "$LOG"
   timeout "$limit" "$@" 2>&1 | tee -a "$LOG"
   local s=${PIPESTATUS[0]}
-  [ "$s" -eq 0 ] || { echo "exit status $s" | tee -a "$LOG"; rc=1; }
+  [ "$s" -eq 0 ] || { echo "exit status $s$([ "$s" -eq 124 ] && echo " (time limit ${limit}s)")" \
+    | tee -a "$LOG"; rc=1; }
 }
-{ date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-  python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"; } \
-  2>&1 | tee "$LOG"
 
-run 45 python -m bench.sdpa_check --size andrea-120m --batch 8 --seq 1024
-COMMON=(--device cuda --size andrea-120m --batch 16 --seq 1024 --dtype bf16 --json "$JSON")
-run 100 python -m bench.throughput "${COMMON[@]}" --compile off --trials 3 --steps 5 --warmup 2
-run 200 python -m bench.throughput "${COMMON[@]}" --compile on --trials 3 --steps 5 --warmup 2 \
-  --variants baseline,attnres_block:4
-run 190 python sweep.py -m sweeps=gpu_small out_dir="$OUT/runs" train.progress=false
-run 20 python -m analysis.fit "$OUT/runs/gpu_small" --out "$OUT/gpu_small_analysis"
-cp "$OUT/gpu_small_analysis/fit_table.md" "$OUT/gpu_small_fit_table.md" 2>/dev/null
+{ date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1
+  echo "python: $PY"; } | tee -a "$LOG"
+timeout 60 "$PY" - "$SMOKE" <<'EOF' 2>&1 | tee -a "$LOG"
+import importlib, sys
+missing = []
+for name in ("torch", "numpy", "scipy", "matplotlib", "tokenizers", "yaml", "omegaconf", "hydra",
+             "submitit", "hydra_plugins.hydra_submitit_launcher", "andrea.train",
+             "hydra_plugins.andrea_plugins.sweeper", "analysis.fit", "bench.throughput"):
+    try:
+        importlib.import_module(name)
+    except Exception as e:  # noqa: BLE001 -- report every missing piece at once
+        missing.append(f"{name} ({type(e).__name__}: {e})")
+import torch
+print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())
+if missing:
+    sys.exit("preflight: cannot import " + "; ".join(missing)
+             + "\n(bash bench/gpu_wheels.sh here, and carry .whl with the call)")
+if sys.argv[1] != "1" and not torch.cuda.is_available():
+    sys.exit("preflight: no CUDA device (GPU_CHECK_SMOKE=1 runs the toy version on the CPU)")
+print("preflight: ok")
+EOF
+[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "gpu_check: preflight failed, nothing run" | tee -a "$LOG"; exit 1; }
+
+if [ "$SMOKE" = 1 ]; then
+  BENCH=(--device cpu --size tiny --batch 2 --seq 128 --dtype fp32 --json "$JSON" --no-check)
+  COMPILED=(--compile off --quick)  # inductor on 2 CPU cores takes minutes
+  EAGER=(--compile off --quick)
+  SWEEP=(size=tiny-1,tiny-2,tiny-3 data.max_chars=3000000)
+  LIMITS=(60 120 120 300 60)
+else
+  BENCH=(--device cuda --size andrea-120m --batch 32 --seq 1024 --dtype bf16 --json "$JSON")
+  COMPILED=(--compile on --trials 3 --steps 5 --warmup 2)
+  EAGER=(--compile off --trials 3 --steps 5 --warmup 2)
+  SWEEP=()
+  LIMITS=(40 230 80 180 25)
+fi
+
+run "${LIMITS[0]}" "$PY" -m bench.sdpa_check --size andrea-120m --batch 8 --seq 1024
+run "${LIMITS[1]}" "$PY" -m bench.throughput "${BENCH[@]}" "${COMPILED[@]}" \
+  --variants baseline,attnres_full,attnres_block:4
+run "${LIMITS[2]}" "$PY" -m bench.throughput "${BENCH[@]}" "${EAGER[@]}"
+rm -rf "$WORK"
+run "${LIMITS[3]}" "$PY" sweep.py -m sweeps=gpu_small "${SWEEP[@]}" out_dir="$WORK/runs" \
+  wandb.mode=disabled train.progress=false
+run "${LIMITS[4]}" "$PY" -m analysis.fit "$WORK/runs/gpu_small" --out "$WORK/analysis"
+for f in fit_table.md fits.json scaling.png multiplier.png; do
+  cp "$WORK/analysis/$f" "$OUT/gpu_small_$f" 2>/dev/null
+done
 echo "gpu_check: $([ $rc -eq 0 ] && echo all steps passed || echo SOME STEPS FAILED)" | tee -a "$LOG"
 exit $rc

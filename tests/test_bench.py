@@ -1,0 +1,91 @@
+"""The benchmark scripts run and judge their targets right (they time nothing here: benchmarks are
+scripts that print ratios, never timed tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bench.throughput import TARGETS, allow_recompiles, check_targets, main as throughput_main
+from tests.conftest import REPO
+
+
+def test_cpu_targets_pass_and_fail_on_their_bounds(capsys):
+    results = {"train": {"attnres_block:4": 0.90, "attnres_full": 0.79},
+               "memory": {"attnres_block:4": 1.10, "attnres_full": 1.36}, "infer": {}}
+    assert check_targets(results, "cpu") == 2
+    out = capsys.readouterr().out
+    assert "PASS  train  attnres_block:4" in out and "FAIL  train  attnres_full" in out
+    assert "PASS  memory attnres_block:4" in out and "FAIL  memory attnres_full" in out
+
+
+def test_cuda_targets_include_inference_and_the_baseline_mfu(capsys):
+    results = {"train": {"attnres_block:4": 0.975, "attnres_full": 0.91},
+               "infer": {"attnres_block:4": 0.97}, "mfu": {"baseline": 0.41}}
+    assert check_targets(results, "cuda") == 1           # only inference misses (0.97 < 0.98)
+    out = capsys.readouterr().out
+    assert "FAIL  infer  attnres_block:4" in out and "PASS  mfu    baseline" in out
+    assert {kind for kind, _ in TARGETS["cuda"]} == {"train", "infer", "mfu"}
+
+
+def test_targets_not_measured_are_not_judged(capsys):
+    assert check_targets({"train": {"attnres_block:4": 0.95}}, "cpu") == 0
+    assert capsys.readouterr().out.count("PASS") == 1
+
+
+def test_compiled_runs_raise_dynamo_recompile_limit():
+    import torch._dynamo.config as dynamo_config
+
+    name = "recompile_limit" if hasattr(dynamo_config, "recompile_limit") else "cache_size_limit"
+    old = getattr(dynamo_config, name)
+    try:
+        allow_recompiles(old + 10)  # more graphs than the default limit allows
+        assert getattr(dynamo_config, name) >= old + 10
+    finally:
+        setattr(dynamo_config, name, old)
+
+
+def test_throughput_reports_ratios_to_the_baseline(tmp_path, one_thread, capsys):
+    out = tmp_path / "bench.jsonl"
+    throughput_main(["--device", "cpu", "--size", "tiny", "--batch", "1", "--seq", "32",
+                     "--trials", "2", "--steps", "1", "--variants",
+                     "baseline,attnres_full,attnres_block:4", "--json", str(out)])
+    record = json.loads(out.read_text())
+    for kind in ("train", "infer", "memory"):
+        assert set(record["ratios"][kind]) == {"baseline", "attnres_full", "attnres_block:4"}
+        assert record["ratios"][kind]["baseline"] == 1.0
+        assert all(r > 0 for r in record["ratios"][kind].values())
+    # AttnRes adds (L+1) * 2d parameters and their AdamW state: it cannot use less memory
+    assert record["ratios"]["memory"]["attnres_full"] > 1.0
+    text = capsys.readouterr().out
+    assert "targets (the issue's, set for andrea-12m, CPU fp32" in text
+    assert text.count("PASS") + text.count("FAIL") == 4
+
+
+def test_gpu_scripts_parse():
+    for script in ("bench/gpu_check.sh", "bench/gpu_wheels.sh"):
+        subprocess.run(["bash", "-n", str(REPO / script)], check=True)
+
+
+@pytest.mark.slow
+def test_gpu_check_smoke_runs_every_step_on_cpu(tmp_path, data_cache):
+    """The one-call GPU script, at toy sizes on the CPU: preflight, SDPA check (a no-op without
+    CUDA), both benchmark steps, a real 9-run sweep and its fit -- so the script a GPU session
+    spends its minutes on cannot rot unseen. ~1.5 minutes on 2 cores."""
+    out = tmp_path / "out"
+    env = {**os.environ, "GPU_CHECK_SMOKE": "1", "GPU_CHECK_WORK": str(tmp_path / "work"),
+           "PYTHON": sys.executable, "ANDREA_DATA": str(data_cache)}
+    proc = subprocess.run(["bash", "bench/gpu_check.sh", str(out)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "preflight: ok" in proc.stdout and "gpu_check: all steps passed" in proc.stdout
+    assert sorted(p.name for p in out.iterdir()) == [
+        "gpu_check.jsonl", "gpu_check.log", "gpu_small_fit_table.md", "gpu_small_fits.json",
+        "gpu_small_multiplier.png", "gpu_small_scaling.png"]
+    assert len(out.joinpath("gpu_check.jsonl").read_text().splitlines()) == 2  # two bench runs
+    fits = json.loads(out.joinpath("gpu_small_fits.json").read_text())
+    assert set(fits["fits"]) == {"baseline", "attnres_full", "attnres_block_s4"}
