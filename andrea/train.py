@@ -230,6 +230,7 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
         if device.type == "cuda" else None
 
     step, elapsed_before = 0, 0.0
+    final_val_loss: float | None = None  # set when resuming from the final checkpoint
     resumed = load_latest_checkpoint(run_dir)
     if resumed is not None:
         state, path = resumed
@@ -238,6 +239,7 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
         loader.load_state_dict(state["loader"])
         set_rng_state(state["rng"])
         step, elapsed_before = int(state["step"]), float(state["elapsed_s"])
+        final_val_loss = state.get("final_val_loss")
         if is_main:
             log.info("resumed from %s at step %d/%d", path, step, spec.steps)
     run_model: torch.nn.Module = model
@@ -271,9 +273,10 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
     val_loss: float | None = None
     stop_at = None if t.stop_after_steps is None else step + t.stop_after_steps
 
-    def checkpoint() -> None:
+    def checkpoint(**extra: Any) -> None:
         if is_main:
             save_checkpoint(run_dir, step, {
+                **extra,
                 "step": step,
                 "model": model.state_dict(),
                 "optimizer": optimizer.state_dict(),
@@ -361,8 +364,11 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
         if ckpt_every and step % ckpt_every == 0 and step < spec.steps:
             checkpoint()
 
-    val_loss = do_eval()
-    checkpoint()
+    if final_val_loss is None:
+        val_loss = do_eval()
+        checkpoint(final_val_loss=val_loss)
+    else:  # a crash came between the final checkpoint and results.json: its eval is logged
+        val_loss = final_val_loss
     progress.close()
     session_s = time.time() - session_start
     wall_s = elapsed_before + session_s

@@ -99,6 +99,21 @@ def test_resume_is_exact(tmp_path, data_cache):
     assert steps == sorted(set(steps))
 
 
+def test_finishing_from_the_final_checkpoint_logs_the_final_eval_once(tmp_path, data_cache):
+    """A crash between the final checkpoint and results.json: the restart writes the same
+    results without evaluating (and logging) the final validation loss a second time."""
+    path = tmp_path / "r"
+    first = run(path)
+    rd = RunDir(path)
+    metrics_before = rd.metrics.read_text()
+    rd.results.unlink()
+    again = run(path)
+    assert again["val_loss"] == first["val_loss"] and again["status"] == "completed"
+    assert rd.metrics.read_text() == metrics_before
+    val_steps = [json.loads(l)["step"] for l in metrics_before.splitlines() if keys.VAL_LOSS in l]
+    assert val_steps == sorted(set(val_steps)) and val_steps[-1] == again["steps"]
+
+
 def test_corrupt_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, data_cache, caplog):
     full = run(tmp_path / "full")
     path = tmp_path / "r"
