@@ -297,15 +297,17 @@ def test_optimised_model_matches_naive_reference_outputs_and_grads(residual, S):
         torch.testing.assert_close(model(x), ref, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("train", [True, False])
-def test_traceable_by_dynamo_without_graph_breaks(train):
+@pytest.mark.parametrize("autocast", [False, True], ids=["fp32", "bf16-autocast"])
+@pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("residual,S", [("attnres_full", 4), ("attnres_block", 3)])
+def test_traceable_by_dynamo_without_graph_breaks(residual, S, train, autocast):
     """One graph for torch.compile: the custom autograd op, the source stack and the two-phase
-    path all trace (checked for Block, which exercises every piece)."""
+    path all trace, also under bf16 autocast (how GPU runs train)."""
     import torch._dynamo as dynamo
 
-    model = build(tiny("attnres_block", 3), random_queries=True).train(train)
+    model = build(tiny(residual, S), random_queries=True).train(train)
     dynamo.reset()
-    with torch.set_grad_enabled(train):
+    with torch.set_grad_enabled(train), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
         explained = dynamo.explain(model)(idx())
     dynamo.reset()
     assert explained.graph_count == 1 and explained.graph_break_count == 0, (
