@@ -89,3 +89,20 @@ def test_gpu_check_smoke_runs_every_step_on_cpu(tmp_path, data_cache):
     assert len(out.joinpath("gpu_check.jsonl").read_text().splitlines()) == 2  # two bench runs
     fits = json.loads(out.joinpath("gpu_small_fits.json").read_text())
     assert set(fits["fits"]) == {"baseline", "attnres_full", "attnres_block_s4"}
+
+
+def test_sdpa_check_tells_fused_kernels_from_the_math_fallback():
+    from bench.sdpa_check import fused_attention_kernels
+
+    names = {
+        "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, "
+        "false, cutlass::bfloat16_t>, false, true>(pytorch_flash::Flash_fwd_params)": "flash",
+        "cudnn_generated_fort_native_sdpa_sm90_knob_7_64x128x64_4x1x1_kernel0_0": "cudnn",
+        "fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel"
+        "<cutlass::bfloat16_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)":
+            "efficient",
+    }
+    math_fallback = ["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1",
+                     "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*)",
+                     "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor>"]
+    assert fused_attention_kernels([*names, *math_fallback]) == names
