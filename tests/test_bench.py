@@ -106,3 +106,13 @@ def test_sdpa_check_tells_fused_kernels_from_the_math_fallback():
                      "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*)",
                      "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor>"]
     assert fused_attention_kernels([*names, *math_fallback]) == names
+
+
+def test_a_warm_up_budget_skips_later_variants_but_still_reports(tmp_path, one_thread, capsys):
+    out = tmp_path / "bench.jsonl"
+    rc = throughput_main(["--device", "cpu", "--size", "tiny", "--batch", "1", "--seq", "32",
+                          "--trials", "1", "--steps", "1", "--variants", "baseline,attnres_full",
+                          "--budget-s", "0", "--no-memory", "--json", str(out)])
+    assert rc == 0
+    assert "attnres_full: skipped, its warm-up would not fit in the 0 s budget" in capsys.readouterr().out
+    assert set(json.loads(out.read_text())["ratios"]["train"]) == {"baseline"}

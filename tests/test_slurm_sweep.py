@@ -93,6 +93,15 @@ def test_requeued_job_resumes_from_its_checkpoint_with_the_same_final_loss(
     assert slurm_result["val_loss"] == ref_result["val_loss"]
 
 
+def steady_tokens_for(run_root: Path, seconds: float) -> int:
+    """Tokens that take `seconds` at the run's median logged training speed (not its average,
+    which start-up and evaluation dominate in a run this short), in whole 512-token steps."""
+    (metrics,) = run_root.rglob("metrics.jsonl")
+    speeds = sorted(json.loads(line)[keys.TOKENS_PER_S] for line in metrics.read_text().splitlines()
+                    if keys.TOKENS_PER_S in line)
+    return max(1, int(seconds * speeds[len(speeds) // 2]) // 512) * 512
+
+
 def test_job_hitting_its_time_limit_is_requeued_and_completes(slurm_cluster, tmp_path, data_cache):
     """A 1-minute limit and a run that needs more than a minute: Slurm's USR2 before the limit
     makes the job checkpoint and requeue, as often as needed, until it completes."""
@@ -101,20 +110,24 @@ def test_job_hitting_its_time_limit_is_requeued_and_completes(slurm_cluster, tmp
     (tmp_path / "calibrate").mkdir()
     calib = run_sweep(tmp_path / "calibrate", *base, "train.tokens=20480")
     assert calib.returncode == 0, calib.stderr[-2000:]
-    # The steady training speed (metrics.jsonl), not the run's average, which start-up and
-    # evaluation dominate in a run this short: sized by the average, the run can end in one go.
-    (metrics,) = (tmp_path / "calibrate" / "runs").rglob("metrics.jsonl")
-    speeds = sorted(json.loads(line)[keys.TOKENS_PER_S] for line in metrics.read_text().splitlines()
-                    if keys.TOKENS_PER_S in line)
-    tokens = max(1, int(90 * speeds[len(speeds) // 2]) // 512) * 512
-    out = run_sweep(tmp_path, *base, f"train.tokens={tokens}", *ON_SLURM,
-                    "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=15",
-                    "hydra.launcher.max_num_timeout=30", timeout=1500)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    (result,) = results_of(tmp_path / "runs").values()
-    assert result["status"] == "completed" and result["tokens"] == tokens
-    logs = job_logs(tmp_path / "runs")
-    assert "this job is timed-out" in logs  # submitit's handler saw the time limit coming
+    tokens = steady_tokens_for(tmp_path / "calibrate" / "runs", 90)
+    # A machine that was busy while calibrating can run the job several times faster, and finish
+    # it within one attempt; then size again by that job's own speed (at most twice).
+    for attempt in range(3):
+        cwd = tmp_path / f"attempt{attempt}"
+        cwd.mkdir()
+        out = run_sweep(cwd, *base, f"train.tokens={tokens}", *ON_SLURM,
+                        "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=15",
+                        "hydra.launcher.max_num_timeout=30", timeout=1500)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        (result,) = results_of(cwd / "runs").values()
+        assert result["status"] == "completed" and result["tokens"] == tokens
+        logs = job_logs(cwd / "runs")
+        if "this job is timed-out" in logs:  # submitit's handler saw the time limit coming
+            break
+        tokens = steady_tokens_for(cwd / "runs", 90)
+    else:
+        pytest.fail(f"3 runs sized to ~90 s each finished within one 60 s attempt: {logs[-2000:]}")
     assert re.search(r"resumed from .*step_\d+\.pt at step [1-9]", logs), logs[-3000:]
 
 
