@@ -76,6 +76,19 @@ def _jsonable(x):
     return x
 
 
+def merge_label_warnings(warnings: list[str], labels) -> list[str]:
+    """One line for a warning that several variants share word for word after their "label: "
+    prefix (e.g. every variant fitted on the same few sizes), in first-seen order."""
+    merged: dict[str, list[str]] = {}  # text -> the labels it came with ([] for plain ones)
+    for w in warnings:
+        label, sep, rest = w.partition(": ")
+        if sep and label in labels:
+            merged.setdefault(rest, []).append(label)
+        else:
+            merged.setdefault(w, [])
+    return [f"{', '.join(labs)}: {w}" if labs else w for w, labs in merged.items()]
+
+
 def _section(title, items, fmt):
     if items:
         print(f"{title} ({len(items)}):")
@@ -232,7 +245,7 @@ def main(argv=None) -> int:
         fit_warnings += f.warnings
     for label, why in skipped.items():
         print(f"warning: not fitted: {why}")
-    for w in fit_warnings:
+    for w in merge_label_warnings(fit_warnings, groups):
         print(f"warning: {w}")
 
     # --- multipliers ---

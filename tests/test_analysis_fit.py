@@ -156,3 +156,21 @@ def test_paired_bootstrap_falls_back_for_other_sizes(tmp_path, capsys):
                  "--paired-bootstrap"]) == 0
     assert "new has sizes ['s0', 's1'], the baseline ['s0', 's1', 's2']; its bootstrap is unpaired" \
         in capsys.readouterr().out
+
+
+def test_few_sizes_warn_once_for_all_variants_that_share_them(tmp_path, capsys):
+    p = tmp_path / "runs.csv"
+    computes = [1e18, 1e19, 1e20, 1e21]
+    rows = ["variant,size,flops,val_loss"]
+    for variant, A in (("baseline", 3.0), ("attnres_full", 2.9), ("attnres_block", 2.95)):
+        rows += [f"{variant},s{i},{C},{A * (C / 1e18) ** -0.05 * (1 + 0.001 * (-1) ** i)}"
+                 for i, C in enumerate(computes)]
+    p.write_text("\n".join(rows) + "\n")
+    assert main([str(p), "--out", str(tmp_path / "o"), "--bootstrap", "50", "--no-plots"]) == 0
+    lines = [l for l in capsys.readouterr().out.splitlines() if "distinct resamples" in l]
+    assert len(lines) == 1, lines
+    labels, _, text = lines[0].removeprefix("warning: ").partition(": ")
+    assert sorted(labels.split(", ")) == ["attnres_block", "attnres_full", "baseline"]
+    assert text.startswith("4 sizes: a bootstrap over them has at most 31 distinct resamples")
+    report = json.loads((tmp_path / "o" / "fits.json").read_text())
+    assert sum("distinct resamples" in w for w in report["warnings"]) == 3  # per fit, on disk
