@@ -59,7 +59,10 @@ run() {  # run LIMIT_S CMD...: keep going after a failure, remember it
   esac
 }
 
-{ date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1
+{ date -u
+  if command -v nvidia-smi > /dev/null; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1
+  else echo "nvidia-smi: not found"; fi
   echo "python: $PY"; } | tee -a "$LOG"
 timeout -k 5 30 "$PY" - "$SMOKE" <<'EOF' 2>&1 | tee -a "$LOG"
 import importlib, sys
