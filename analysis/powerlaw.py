@@ -243,18 +243,19 @@ def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resampl
     if not (np.all(np.isfinite(L)) and np.all(L > 0)):
         raise FitError(f"{label}: non-positive or non-finite loss {L.tolist()}")
     x, y = np.log(C), np.log(L)
-    if len(np.unique(x)) < k:
-        raise FitError(f"{label}: only {len(np.unique(x))} distinct compute value(s); "
+    n_sizes = len(np.unique(x))
+    if n_sizes < k:
+        raise FitError(f"{label}: only {n_sizes} distinct compute value(s); "
                        f"the {form} law needs {k}")
     warnings = []
     if len(C) == k:
         warnings.append(f"{label}: {len(C)} points for {k} parameters: the fit is exact and its "
                         f"bootstrap CIs are not informative; add sizes")
-    elif n_bootstrap and len(np.unique(x)) < FEW_SIZES:
+    elif n_bootstrap and n_sizes < FEW_SIZES:
         n = len(x)
         # distinct multisets of n draws with >= k distinct sizes: pick j sizes, split n among them
         usable = sum(math.comb(n, j) * math.comb(n - 1, j - 1) for j in range(k, n + 1))
-        warnings.append(f"{label}: {len(np.unique(x))} sizes: a bootstrap over them has at most "
+        warnings.append(f"{label}: {n_sizes} sizes: a bootstrap over them has at most "
                         f"{usable} distinct resamples, so its CIs are coarse (a bound can sit on "
                         f"the point estimate); {FEW_SIZES}+ sizes or more seeds make them informative")
     x0 = float(x.mean())

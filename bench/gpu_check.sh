@@ -20,7 +20,7 @@
 # sweep's gpu_small_fit_table.md, gpu_small_fits.json, gpu_small_scaling.png, gpu_small_multiplier.png.
 #
 # Exit status: 0 all passed, 3 all ran but a target was missed, 1 a step failed or timed out.
-# GPU_CHECK_SMOKE=1 runs the same steps at toy sizes on the CPU (~3 minutes on 2 cores), to check
+# GPU_CHECK_SMOKE=1 runs the same steps at toy sizes on the CPU (~1.5 minutes on 2 cores), to check
 # the script and its environment before spending GPU time on it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
