@@ -73,3 +73,46 @@ def make_sweep(root: Path, laws: dict | None = None, compute=DEFAULT_COMPUTE, se
                     atomic_write_json(rd.dynamics, _dynamics(variant, S, size, n_layer, rng))
                 dirs.append(rd.root)
     return dirs
+
+
+# --- sweeps in memory, for the coverage check and the power calculation ---------------------------
+def power_law(A: float, alpha: float, E: float = 0.0):
+    """L(C) = E + A·C^-alpha as a function of compute (PFLOP/s-days)."""
+    return lambda C: E + A * np.power(C, -alpha)
+
+
+def shifted(law, multiplier: float):
+    """A variant that reaches every loss with `multiplier` times less compute: L_v(C) = L(M·C)."""
+    return lambda C: law(multiplier * np.asarray(C, float))
+
+
+def simulate_runs(laws: dict, size_compute, seeds, budgets=(1.0,), sigma_run: float = 0.012,
+                  rho: float = 0.3, sigma_point: float = 0.003, rng=None,
+                  tokens_per_param: float = 20.0):
+    """`Run` records (one per point) drawn from known laws: label → L(C).
+
+    A size's compute is its budget-1 compute; a run's point at budget b costs b times it. Noise on
+    log loss, as measured (issue #12): each (size, seed) draws one shared normal z, and label v's
+    run deviates by sigma_run·(sqrt(rho)·z + sqrt(1-rho)·u_v) — the same seed is the same data
+    order, so variants' runs are correlated by rho — plus sigma_point of independent noise per
+    point. The paired gap's run noise is then sigma_run·sqrt(2(1-rho)) (1.4 % by default).
+    """
+    from analysis.collect import Run
+
+    rng = rng if rng is not None else np.random.default_rng(0)
+    runs = []
+    for i, C0 in enumerate(size_compute):
+        N = float(np.sqrt(C0 * FLOPS_PER_PFLOPS_DAY / (6 * tokens_per_param)))
+        for sd in seeds:
+            z = rng.normal()
+            for label, law in laws.items():
+                run_dev = sigma_run * (np.sqrt(rho) * z + np.sqrt(1 - rho) * rng.normal())
+                rid = f"{label}/s{i + 1}/seed{sd}"
+                for j, b in enumerate(sorted(budgets)):
+                    C = C0 * b
+                    loss = float(law(C)) * float(np.exp(run_dev + sigma_point * rng.normal()))
+                    runs.append(Run(source=rid, variant=label, block_size=None, size=f"s{i + 1}",
+                                    flops=C * FLOPS_PER_PFLOPS_DAY, val_loss=loss, params=N,
+                                    tokens=tokens_per_param * N * b, seed=sd, run_id=rid,
+                                    point=j, budget=b))
+    return runs

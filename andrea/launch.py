@@ -188,6 +188,21 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
           f"{total_flops:.3g} FLOPs = {to_pflops_days(total_flops):.3g} PFLOP/s-days in all; "
           f"to run: {sum(hours):.3g} GPU-hours on {plan_gpu} at {plan_mfu:.0%} MFU "
           f"(bf16 dense peak; plan_gpu=, plan_mfu= change the assumption)", file=stream)
+    print("\n" + _power(jobs), file=stream)
+
+
+def _power(jobs: list[PlannedJob]) -> str:
+    """How precisely the grid will resolve each multiplier (analysis/power.py, CONTRACTS item 6),
+    with the noise of the jobs that already finished."""
+    from analysis.collect import collect
+    from analysis.power import PlannedRun, report
+
+    planned = [PlannedRun(j.spec.label, j.spec.size, j.spec.train.seed, j.flops,
+                          len(getattr(j.spec.train, "budgets", None) or [1]),
+                          tuple(getattr(j.spec.train, "budgets", None) or ()) or None)
+               for j in jobs]
+    done = [j.run_dir.root for j in jobs if j.state == "completed"]
+    return report(planned, collect(done).runs if done else [])
 
 
 # --------------------------------------------------------------------------------------------
