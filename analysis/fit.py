@@ -344,7 +344,7 @@ def main(argv=None) -> int:
     else:
         print("No variant could be fitted.")
     print()
-    print(f"Runs: {len(coll.runs)} completed, {len(coll.failed)} failed, {len(coll.running)} still "
+    print(f"Runs: {n_runs} completed, {len(coll.failed)} failed, {len(coll.running)} still "
           f"running or missing results.json, {len(coll.invalid)} unusable"
           + (" (listed at the top)" if coll.failed or coll.running or coll.invalid else ""))
     if wandb_msg:
