@@ -280,7 +280,8 @@ def main(argv=None) -> int:
     atomic_write_json(out / "fits.json", _jsonable(report))
     written = [out / "fits.json"]
     if rows:
-        for name, text in (("fit_table.md", tables.markdown_table(rows, args.ci, c_refs[0])),
+        for name, text in (("fit_table.md", tables.markdown_table(rows, args.ci, c_refs[0],
+                                                                   args.loss, res.interval)),
                            ("fit_table.csv", tables.csv_table(rows)),
                            ("fit_table.tex", tables.latex_table(rows, args.ci, c_refs[0]))):
             atomic_write_bytes(out / name, text.encode())

@@ -155,8 +155,9 @@ def predict(planned: list[PlannedRun], baseline: str = "baseline", noise: dict |
                 need = n
                 break
         pts_now = max(r.n_points for r in runs)
+        # at the middle of that grid's own compute (its points reach below the runs' totals)
         more_pts = half_width(log_multiplier_sd(_with_points(base, 8), _with_points(runs, 8),
-                                                alpha, multiplier, noise, x_ref), df, level)
+                                                alpha, multiplier, noise), df, level)
         out.append({"variant": label, "half_width": hw, "sd_log": sd, "df": df,
                     "seeds_per_size": seeds_now, "points_per_run": pts_now,
                     "seeds_for_target": need, "half_width_with_8_points": more_pts,

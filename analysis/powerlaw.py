@@ -276,7 +276,9 @@ def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resampl
     theta = best.x
     A, alpha, E = _to_params(theta, form, x0)
     r2, rmse = _r2(theta, dx, y, form)
-    if form == "power":         # ordinary least squares has a closed form
+    if huber_delta is None:     # the primary fit is the least-squares one
+        lsq_theta = theta
+    elif form == "power":       # ordinary least squares has a closed form
         lsq_theta = np.concatenate(irls_power(dx[None], y[None], 0.0, 0.0, None))
     else:
         lsq_theta = _minimise(_grid(form, y), dx, y, form, None).x

@@ -86,13 +86,18 @@ def terminal_table(rows, ci_level) -> str:
     return "\n".join([line(header), "  ".join("-" * w for w in widths), *map(line, body)])
 
 
-def markdown_table(rows, ci_level, c_ref=None) -> str:
+def markdown_table(rows, ci_level, c_ref=None, loss="huber", interval=None) -> str:
     header, body = _display(rows, ci_level)
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(b) + " |" for b in body]
-    note = ("\nFits of log L by Huber loss; L = A·C^-alpha" +
+    note = (f"\nFits of log L by {'least squares' if loss == 'lsq' else 'Huber loss'}; "
+            "L = A·C^-alpha" +
             (" + E" if any(r["form"] == "irreducible" for r in rows) else "") +
-            ", C in PFLOP/s-days. LSQ = plain least squares on log L (cross-check).")
+            ", C in PFLOP/s-days. LSQ = plain least squares on log L"
+            + (" (cross-check)." if loss != "lsq" else " (the fit itself)."))
+    if interval:
+        note += (" CIs: bootstrap over " + " and ".join(sorted(set(interval.values())))
+                 + " (seeds: within each size, paired across variants, a run's points together).")
     if c_ref is not None:
         note += f" Multiplier vs baseline at C_ref = {c_ref:.4g} PFLOP/s-days."
     return "\n".join(out) + "\n" + note + "\n"
