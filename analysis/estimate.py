@@ -42,7 +42,8 @@ class FitResult:
 
 def fit_variants(runs: list[Run], baseline: str, form: str = "power", loss: str = DEFAULT_LOSS,
                  huber_delta: float = 1e-3, n_bootstrap: int = 1000, ci: float = 0.95,
-                 seed: int = 0, paired: bool = True, interval: str = "auto") -> FitResult:
+                 seed: int = 0, paired: bool = True, interval: str = "auto",
+                 polish: bool = True) -> FitResult:
     """Fit every label's points; `interval`: "auto" (seeds where every size has >= 2 seeds, else
     sizes), "seeds" or "sizes"."""
     delta = None if loss == "lsq" else huber_delta
@@ -71,7 +72,8 @@ def fit_variants(runs: list[Run], baseline: str, form: str = "power", loss: str 
             f"intervals covered the truth in only ~80-88 % of simulated sweeps (bench/coverage.py): "
             f"run >= 2 seeds per size")
     for label in labels:
-        kw = dict(form=form, huber_delta=delta, n_bootstrap=n_bootstrap, ci=ci, seed=seed)
+        kw = dict(form=form, huber_delta=delta, n_bootstrap=n_bootstrap, ci=ci, seed=seed,
+                  polish=polish)
         if label in boot:
             C, L = reps[label].flat()
             kw.update(boot_loss=boot[label], boot_level=expanded_level(ci, reps[label].df))

@@ -59,7 +59,8 @@ def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw) -> Extra:
     other = "irreducible" if form == "power" else "power"
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore")
-        alt = fit_variants(runs, baseline, form=other, **{**fit_kw, "n_bootstrap": 0})
+        alt = fit_variants(runs, baseline, form=other, **{**fit_kw, "n_bootstrap": 0},
+                           polish=False)
     alt_rows = []
     if baseline in alt.fits:
         for m in at_ref:

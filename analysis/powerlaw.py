@@ -226,7 +226,7 @@ def _r2(theta, dx, y, form):
 def fit_power_law(label: str, compute, loss, form: str = "power", huber_delta: float | None = 1e-3,
                   n_bootstrap: int = 1000, ci: float = 0.95, seed: int = 0,
                   resample: np.ndarray | None = None, boot_loss: np.ndarray | None = None,
-                  boot_level: float | None = None) -> Fit:
+                  boot_level: float | None = None, polish: bool = True) -> Fit:
     """Fit one variant's points; FitError (naming the variant) when they cannot identify the law.
 
     huber_delta=None fits by least squares (the primary fit then is the LSQ one).
@@ -234,15 +234,16 @@ def fit_power_law(label: str, compute, loss, form: str = "power", huber_delta: f
     seeded resampling, for a paired bootstrap over sizes (`analysis.bootstrap.paired_indices`).
     `boot_loss` ([n_bootstrap, n_points] resampled losses at the same computes) replaces it by a
     bootstrap over seeds (`analysis.replicates.seed_bootstrap`); `boot_level` is then the
-    percentile level of the CIs (`analysis.replicates.expanded_level`).
+    percentile level of the CIs (`analysis.replicates.expanded_level`). polish=False skips the
+    tight final solve (for cross-checks: the irreducible form creeps along its E-A valley there).
     """
     with single_blas_thread():
         return _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resample,
-                    boot_loss, boot_level)
+                    boot_loss, boot_level, polish)
 
 
 def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resample=None,
-         boot_loss=None, boot_level=None) -> Fit:
+         boot_loss=None, boot_level=None, polish=True) -> Fit:
     if form not in FORMS:
         raise FitError(f"{label}: form={form!r}; valid: {', '.join(FORMS)}")
     C, L = np.asarray(compute, float), np.asarray(loss, float)
@@ -272,7 +273,7 @@ def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resampl
                         f"the point estimate); {FEW_SIZES}+ sizes or more seeds make them informative")
     x0 = float(x.mean())
     dx = x - x0
-    best = _minimise(_grid(form, y), dx, y, form, huber_delta)
+    best = _minimise(_grid(form, y), dx, y, form, huber_delta, tight=polish)
     theta = best.x
     A, alpha, E = _to_params(theta, form, x0)
     r2, rmse = _r2(theta, dx, y, form)
