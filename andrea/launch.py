@@ -121,7 +121,10 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
             errors.append(f"  {' '.join(overrides)}\n    {e}")
             continue
         except Exception as e:  # Hydra composition errors name the bad key themselves
-            errors.append(f"  {' '.join(overrides)}\n    {type(e).__name__}: {e}")
+            from andrea.overrides import unknown_key_hints
+
+            hints = "".join(f"\n    {h.removeprefix('error: ')}" for h in unknown_key_hints(overrides))
+            errors.append(f"  {' '.join(overrides)}\n    {type(e).__name__}: {e}{hints}")
             continue
         path = job_run_dir(job_cfg).resolve()
         if path in seen:
