@@ -87,3 +87,26 @@ class Progress:
         if self.dirty:
             self.stream.write("\n")
             self.dirty = False
+
+
+# --------------------------------------------------------------------------------------------
+# A sweep's overall progress: "run 5 of 12, about 6 minutes left"
+# --------------------------------------------------------------------------------------------
+def time_left(elapsed_s: float, done: float, left: float) -> float | None:
+    """Seconds left if the rest goes at the pace so far; `done`/`left` in any unit of work
+    (training FLOPs weigh a big run more than a small one). None before anything is done."""
+    if done <= 0 or elapsed_s <= 0:
+        return None
+    return elapsed_s / done * max(left, 0.0)
+
+
+def about(seconds: float | None) -> str:
+    """'about 6 minutes left' (empty when unknown)."""
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return "under a minute left"
+    if seconds < 90 * 60:
+        m = round(seconds / 60)
+        return f"about {m} minute{'s' if m != 1 else ''} left"
+    return f"about {seconds / 3600:.1f} hours left"
