@@ -45,3 +45,26 @@ def test_sequential_sweep_says_where_it_stands_and_plan_names_a_failed_run(tmp_p
     assert row.rstrip().endswith("retry (failed: TrainingFailed: non-finite loss)"), row
     row = next(ln for ln in plan.stdout.splitlines() if ln.startswith("baseline"))
     assert row.rstrip().endswith("completed"), row
+
+
+def test_launcher_state_lines_say_how_much_is_left():
+    """submitit launchers: the state line gains '(k of n done, about m minutes left)' once a
+    job has ended, from the ended jobs' FLOPs over the time since submission."""
+    import time
+
+    from hydra_plugins.andrea_plugins.launcher import AndreaLocalLauncher
+
+    class Job:
+        def __init__(self, ended):
+            self.ended = ended
+
+        def done(self):
+            return self.ended
+
+    launcher = object.__new__(AndreaLocalLauncher)
+    launcher._progress = (time.time() - 600.0, [1.0, 1.0, 2.0])   # 10 minutes ago
+    assert launcher._overall([Job(False), Job(False), Job(False)]) == ""
+    # 1 unit of work done in 10 min; 3 left -> 30 min
+    assert launcher._overall([Job(True), Job(False), Job(False)]) == \
+        " (1 of 3 done, about 30 minutes left)"
+    assert launcher._overall([Job(True), Job(True), Job(True)]) == ""

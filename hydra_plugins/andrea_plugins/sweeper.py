@@ -79,6 +79,7 @@ class AndreaSweeper(BasicSweeper):
             maybe_create_dashboard(to_dataclass(self.config).wandb, str(self.config.sweep_name))
             # Our launchers reuse the configs composed here instead of composing each job again.
             self.launcher.composed = {tuple(j.overrides): j.config for j in todo}
+            self.launcher.work = {tuple(j.overrides): j.flops for j in todo}  # for time-left lines
             if isinstance(self.launcher, BasicLauncher) and len(todo) > 1:
                 returns = self._launch_in_turn(todo)
             else:
