@@ -76,3 +76,19 @@ def test_dodge_is_centred_and_separates_series():
     xs = [plots._dodge(k, n) for k in range(n)]
     assert np.isclose(xs[1], 1.0) and xs[0] < 1 < xs[2]
     assert np.isclose(xs[0] * xs[2], 1.0)  # symmetric on a log axis
+
+
+def test_results_json_that_is_valid_json_but_not_an_object(tmp_path):
+    """`[1, 2, 3]` parses: call it what it is (issue 16.12), unlike a half-written file."""
+    from analysis.collect import collect
+    from andrea.rundir import RunDir
+
+    odd, broken = RunDir(tmp_path / "odd"), RunDir(tmp_path / "broken")
+    for rd in (odd, broken):
+        rd.root.mkdir(parents=True)
+    odd.results.write_text("[1, 2, 3]")
+    broken.results.write_text('{"status": "compl')
+    reasons = dict(collect([tmp_path]).invalid)
+    assert reasons[str(odd.root)] == ("results.json is valid JSON, but a list, not a results "
+                                      "object (a JSON object)")
+    assert "not valid JSON" in reasons[str(broken.root)]
