@@ -65,10 +65,11 @@ _LINESTYLES = ["-", "--", "-.", ":"]
 _HATCHES = ["", "////", "\\\\\\\\", "||||", "----", "xxxx", "...."]
 
 
-def _dodge(k: int, n: int, step: float = 1.035) -> float:
-    """Multiplicative x offset of series k of n on a log axis: centred, a few percent apart, so
-    points at the same compute sit side by side instead of on top of each other."""
-    return step ** (k - (n - 1) / 2)
+def _dodge(k: int, n: int, decades: float = 1.0, frac: float = 0.008) -> float:
+    """Multiplicative x offset of series k of n on a log axis spanning `decades`: centred,
+    `frac` of the axis width apart (about half a marker), so points at the same compute sit
+    side by side instead of on top of each other, and stay close to their fitted lines."""
+    return 10 ** (frac * decades * (k - (n - 1) / 2))
 
 
 def _scaling_title(by_label: dict[str, list[Point]], fits: dict[str, Fit], banded: bool) -> str:
@@ -111,7 +112,7 @@ def plot_scaling(by_label: dict[str, list[Point]], fits: dict[str, Fit], c_ref: 
         else:
             name = rf"{label}: $L = {f.E:.3f} + {f.A:.3f}\,C^{{-{f.alpha:.3f}}}$"
         # hollow markers of distinct shapes, nudged apart along x: a series under another shows
-        ax.errorbar(C * _dodge(k, len(order)), L, yerr=err if err.any() else None,
+        ax.errorbar(C * _dodge(k, len(order), np.log10(hi / lo)), L, yerr=err if err.any() else None,
                     fmt=_MARKERS[k % len(_MARKERS)], color=c, mfc="white", mew=1.4, ms=6,
                     capsize=3, label=name, zorder=3 + k * 0.01)
         if f is None:
@@ -124,6 +125,8 @@ def plot_scaling(by_label: dict[str, list[Point]], fits: dict[str, Fit], c_ref: 
                            f.boot["E"][ok, None])
             q = (1 - f.ci_level) / 2
             b_lo, b_hi = np.quantile(band, q, axis=0), np.quantile(band, 1 - q, axis=0)
+            if not np.any(b_hi - b_lo > 1e-9 * np.abs(b_hi)):
+                continue  # e.g. as many sizes as parameters: every resample is the fit itself
             # a light fill, plus the band's own edges and hatch in its colour: where two bands
             # overlap, both outlines and both hatches stay visible instead of one mixed tint
             ax.fill_between(grid, b_lo, b_hi, color=c, alpha=0.10, lw=0, zorder=1)
@@ -140,7 +143,8 @@ def plot_scaling(by_label: dict[str, list[Point]], fits: dict[str, Fit], c_ref: 
         ax.annotate(f"C_ref = {c_ref:.3g}", (c_ref, 1), xycoords=("data", "axes fraction"),
                     xytext=(-4, -4), textcoords="offset points", fontsize=8, color="0.4",
                     ha="right", va="top")
-    ax.set_xlabel("Training compute C (PFLOP/s-days)")
+    ax.set_xlabel("Training compute C (PFLOP/s-days)"
+                  + ("; points of a size nudged apart along C" if len(order) > 1 else ""))
     ax.set_ylabel("Validation loss (nats/token)")
     ax.set_title(_scaling_title(by_label, fits, banded), fontsize=10)
     # loss falls left to right, so the lower-left corner is the empty one

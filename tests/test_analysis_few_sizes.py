@@ -73,9 +73,10 @@ def test_scaling_title_tells_what_is_drawn(tmp_path):
 
 def test_dodge_is_centred_and_separates_series():
     n = 3
-    xs = [plots._dodge(k, n) for k in range(n)]
+    xs = [plots._dodge(k, n, decades=2.0) for k in range(n)]
     assert np.isclose(xs[1], 1.0) and xs[0] < 1 < xs[2]
     assert np.isclose(xs[0] * xs[2], 1.0)  # symmetric on a log axis
+    assert np.isclose(np.log10(xs[2] / xs[1]), 0.008 * 2.0)  # 0.8% of a 2-decade axis apart
 
 
 def test_results_json_that_is_valid_json_but_not_an_object(tmp_path):
