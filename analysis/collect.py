@@ -201,7 +201,9 @@ def _read_run_dir(rd: RunDir, out: Collection) -> None:
     source = str(rd.root)
     res = rd.read_results()
     if not isinstance(res, dict):
-        out.invalid.append((source, "results.json is not valid JSON (half-written or corrupted)"))
+        why = ("not valid JSON (half-written or corrupted)" if res is None else
+               f"valid JSON, but a {type(res).__name__}, not a results object (a JSON object)")
+        out.invalid.append((source, f"results.json is {why}"))
         return
     status = res.get("status")
     if status == "failed":
