@@ -312,9 +312,14 @@ class Trainer:
         self.loader = TokenLoader(prepared.train_shards, spec.micro_batch_size, spec.seq_len,
                                   t.seed, dist.rank, dist.world_size)
         self.val = ValidationSet(prepared.val_shards, spec.seq_len, spec.val_tokens)
-        if self.val.n_tokens < spec.val_tokens and self.is_main:
-            log.warning("validation scores %d tokens: the split holds fewer than train.val_tokens"
-                        "=%d", self.val.n_tokens, spec.val_tokens)
+        if t.eval_batches is not None and self.is_main:
+            log.warning("train.eval_batches is obsolete and ignored: validation scores a fixed "
+                        "list of %d tokens (train.val_tokens, docs/validation.md)",
+                        self.val.n_tokens)
+        if self.val.n_tokens < spec.val_tokens and self.is_main:  # loud only when asked for
+            log.log(logging.WARNING if t.val_tokens is not None else logging.INFO,
+                    "validation scores %d tokens: the split holds fewer than train.val_tokens=%d",
+                    self.val.n_tokens, spec.val_tokens)
 
         # Model and optimizer.
         torch.manual_seed(t.seed)
