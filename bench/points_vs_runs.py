@@ -46,7 +46,11 @@ def compose(overrides: list[str]):
         return hydra_compose(config_name="config", overrides=overrides)
 
 
-def train_one(out: Path, overrides: list[str]) -> dict:
+class Missing(Exception):
+    """--collect-only: a run of this seed is not finished."""
+
+
+def train_one(out: Path, overrides: list[str], collect_only: bool = False) -> dict:
     from andrea.config import resolve_run
     from andrea.rundir import RunDir
     from andrea.train import train
@@ -54,6 +58,8 @@ def train_one(out: Path, overrides: list[str]) -> dict:
     rd = RunDir(out)
     if rd.is_completed():  # re-running the bench reuses finished runs
         return rd.read_results()
+    if collect_only:
+        raise Missing(out)
     spec = resolve_run(compose(overrides))
     return train(spec, rd, {"overrides": overrides})
 
@@ -73,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch threads (a shared 2-core box)")
     p.add_argument("--timing-only", action="store_true",
                    help="only the multi-budget run and today's single-budget run")
+    p.add_argument("--collect-only", action="store_true",
+                   help="train nothing: tabulate the seeds whose runs are all finished in --out")
     args = p.parse_args(argv)
 
     import torch
@@ -87,29 +95,50 @@ def main(argv: list[str] | None = None) -> int:
     timing: dict[str, list[tuple[float, float, float]]] = {}
     for size in args.sizes:
         for seed in args.seeds:
-            common = [*base, f"size={size}", f"train.seed={seed}",
-                      f"train.tokens_per_param={args.tokens_per_param}"]
-            where = out / size / f"seed{seed}"
-            t0 = time.time()
-            multi = train_one(where / "multi", [*common, f"train.budgets={blist}"])
-            cos1 = train_one(where / "cosine_1", [
-                *base, f"size={size}", f"train.seed={seed}",
-                f"train.tokens_per_param={args.tokens_per_param * budgets[-1]}"])
-            timing.setdefault(size, []).append(
-                (multi["wall_s"], cos1["wall_s"], multi["tokens_spent"] / cos1["tokens"]))
-            points = {p["budget"]: p for p in multi["points"]}
-            for d in ([] if args.timing_only else budgets):
-                row = rows.setdefault((size, d), {"point": [], "wsd": [], "cosine": []})
-                row["point"].append(points[d]["val_loss"])
-                if d != budgets[-1]:
-                    wsd = train_one(where / f"wsd_{d:g}", [*common, f"train.budgets=[{d:g}]"])
-                    row["wsd"].append(wsd["val_loss"])
-                cos = cos1 if d == budgets[-1] else train_one(where / f"cosine_{d:g}", [
-                    *base, f"size={size}", f"train.seed={seed}",
-                    f"train.tokens_per_param={args.tokens_per_param * d}"])
-                row["cosine"].append(cos["val_loss"])
-            print(f"# {size} seed {seed}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+            try:
+                seed_rows, seed_timing = one_seed(args, out, size, seed, base, budgets, blist)
+            except Missing as e:
+                print(f"# {size} seed {seed}: not finished ({e}), left out", file=sys.stderr)
+                continue
+            for key, vals in seed_rows.items():
+                row = rows.setdefault(key, {"point": [], "wsd": [], "cosine": []})
+                for k, v in vals.items():
+                    row[k] += v
+            timing.setdefault(size, []).append(seed_timing)
+    report(args, out, rows, timing, budgets, blist)
+    return 0
 
+
+def one_seed(args, out: Path, size: str, seed: int, base: list[str], budgets: list[float],
+             blist: str):
+    """The runs of one size and seed: ({(size, D): {"point", "wsd", "cosine": [loss]}}, timing)."""
+    run = lambda where, overrides: train_one(where, overrides, args.collect_only)  # noqa: E731
+    rows: dict[tuple[str, float], dict[str, list[float]]] = {}
+    common = [*base, f"size={size}", f"train.seed={seed}",
+              f"train.tokens_per_param={args.tokens_per_param}"]
+    where = out / size / f"seed{seed}"
+    t0 = time.time()
+    multi = run(where / "multi", [*common, f"train.budgets={blist}"])
+    cos1 = run(where / "cosine_1", [
+        *base, f"size={size}", f"train.seed={seed}",
+        f"train.tokens_per_param={args.tokens_per_param * budgets[-1]}"])
+    timing = (multi["wall_s"], cos1["wall_s"], multi["tokens_spent"] / cos1["tokens"])
+    points = {p["budget"]: p for p in multi["points"]}
+    for d in ([] if args.timing_only else budgets):
+        row = rows.setdefault((size, d), {"point": [], "wsd": [], "cosine": []})
+        row["point"].append(points[d]["val_loss"])
+        if d != budgets[-1]:
+            wsd = run(where / f"wsd_{d:g}", [*common, f"train.budgets=[{d:g}]"])
+            row["wsd"].append(wsd["val_loss"])
+        cos = cos1 if d == budgets[-1] else run(where / f"cosine_{d:g}", [
+            *base, f"size={size}", f"train.seed={seed}",
+            f"train.tokens_per_param={args.tokens_per_param * d}"])
+        row["cosine"].append(cos["val_loss"])
+    print(f"# {size} seed {seed}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+    return rows, timing
+
+
+def report(args, out: Path, rows, timing, budgets: list[float], blist: str) -> None:
     if rows:
         print(f"Points of a `train.budgets={blist}` run vs independent runs to the same budget "
               f"({args.model}, budget 1 = {args.tokens_per_param:g} tokens/param, seeds "
@@ -141,7 +170,6 @@ def main(argv: list[str] | None = None) -> int:
     (out / "points_vs_runs.json").write_text(json.dumps(
         {"rows": {f"{s}/{d:g}": r for (s, d), r in rows.items()}, "timing": timing}, indent=1))
     print(f"\nruns: {out}", file=sys.stderr)
-    return 0
 
 
 if __name__ == "__main__":
