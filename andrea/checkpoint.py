@@ -57,3 +57,12 @@ def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def drop_checkpoints_after(run_dir: RunDir, step: int) -> None:
+    """Delete the checkpoints of steps after `step`: a finished cooldown branch's, which would
+    otherwise look newer than the trunk's (andrea/train.py)."""
+    limit = run_dir.checkpoint_path(step).name
+    for path in run_dir.list_checkpoints():
+        if path.name > limit:  # zero-padded step numbers: name order is step order
+            path.unlink(missing_ok=True)

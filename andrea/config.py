@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
@@ -20,8 +20,14 @@ from andrea import logkeys as keys
 from andrea.data import DataConfig, validate_data_config
 from andrea.metrics import WandbConfig, check_wandb_config
 from andrea.model import RESIDUALS, ModelConfig, count_parameters
+from andrea.schedule import SHAPES, Cooldown, plan_cooldowns
 
 VARIANTS = RESIDUALS  # the variant names are the model's residual schemes
+
+
+# Validation windows scored when train.val_tokens is not set: 1 M tokens at context 1024 (the GPU
+# sizes), 131 k at the tiny sizes' 128, fewer when the validation split is smaller.
+DEFAULT_VAL_WINDOWS = 1024
 
 
 class ConfigError(ValueError):
@@ -81,9 +87,18 @@ class TrainConfig:
     beta1: float = 0.9
     beta2: float = 0.95
     grad_clip: float = 1.0
+    # Several budgets from one run (docs/budgets.md): multiples of the token budget, each the
+    # end of a WSD cooldown; the largest is the run's length. None: one budget, `schedule`.
+    budgets: Optional[List[float]] = None
+    cooldown_frac: float = 0.2  # each budget's cooldown spans this fraction of its steps
+    cooldown_shape: str = "linear"  # linear | 1-sqrt (also the shape of schedule=wsd's decay)
     evals: int = 8  # held-out evaluations spread over the run (plus one at the end)
-    eval_batches: int = 16
-    eval_batch_size: Optional[int] = None  # default: micro_batch_size
+    # Tokens scored per evaluation: a fixed list of windows of the validation split, the same
+    # for every micro-batch, world size and resume. None: 1,024 windows of seq_len (1 M tokens
+    # at context 1024; capped at the split's size).
+    val_tokens: Optional[int] = None
+    eval_batches: Optional[int] = None  # obsolete (replaced by val_tokens); ignored
+    eval_batch_size: Optional[int] = None  # sequences per eval forward; default: micro_batch_size
     checkpoints: int = 8  # checkpoints spread over the run (also on signal and at the end)
     keep_checkpoints: int = 2
     log_every: int = 10  # optimizer steps between metrics lines
@@ -162,6 +177,19 @@ class RunSpec:
     sweep_name: str
     time_min: int
     gpus: int
+    warmup_steps: int = 1
+    # train.budgets as cooldowns, sorted by length (the last one ends at `steps`); () without.
+    cooldowns: tuple[Cooldown, ...] = ()
+    val_tokens: int = DEFAULT_VAL_WINDOWS * 1024  # requested; results.json has what was scored
+
+    @property
+    def steps_spent(self) -> int:
+        """Optimizer steps the run trains: the trunk plus every branch's cooldown."""
+        return self.steps + sum(c.steps for c in self.cooldowns[:-1])
+
+    @property
+    def tokens_spent(self) -> int:
+        return self.steps_spent * self.batch_tokens
 
 
 def to_dataclass(cfg: DictConfig | RunConfig) -> RunConfig:
@@ -249,7 +277,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
             f"token budget smaller than one optimizer step: {budget_field} < batch_tokens="
             f"{batch_tokens}"
         )
-    for name in ("evals", "eval_batches", "checkpoints", "keep_checkpoints", "log_every"):
+    for name in ("evals", "checkpoints", "keep_checkpoints", "log_every"):
         if getattr(t, name) < (0 if name in ("evals", "checkpoints") else 1):
             raise fail(f"train.{name}={getattr(t, name)} must be positive")
     for name, lo, hi in (("warmup_frac", 0.0, 1.0), ("decay_frac", 0.0, 1.0),
@@ -258,6 +286,15 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
             raise fail(f"train.{name}={getattr(t, name)} must lie in [{lo}, {hi}]")
     if not t.grad_clip > 0:
         raise fail(f"train.grad_clip={t.grad_clip} must be > 0 (the max gradient norm)")
+    # Warmup counts budget 1's steps, so every budget list shares the same trunk.
+    warmup_steps = max(1, round(t.warmup_frac * steps))
+    cooldowns = _check_budgets(t, budget, batch_tokens, warmup_steps, fail)
+    if cooldowns:
+        steps = cooldowns[-1].end
+    if t.val_tokens is not None and t.val_tokens < seq_len:
+        raise fail(f"train.val_tokens={t.val_tokens} is less than one validation window of "
+                   f"seq_len={seq_len} tokens")
+    val_tokens = t.val_tokens if t.val_tokens is not None else DEFAULT_VAL_WINDOWS * seq_len
     try:
         check_wandb_config(run.wandb)
     except ValueError as e:
@@ -288,7 +325,43 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         sweep_name=run.sweep_name,
         time_min=s.time_min,
         gpus=s.gpus,
+        warmup_steps=warmup_steps,
+        cooldowns=cooldowns,
+        val_tokens=val_tokens,
     )
+
+
+def _check_budgets(t: TrainConfig, budget: int, batch_tokens: int, warmup_steps: int,
+                   fail) -> tuple[Cooldown, ...]:
+    """train.budgets as cooldowns (see andrea/schedule.py), or () when unset."""
+    if t.cooldown_shape not in SHAPES:
+        raise fail(f"train.cooldown_shape={t.cooldown_shape!r}; valid: {', '.join(SHAPES)}")
+    if not 0.0 < t.cooldown_frac <= 1.0:
+        raise fail(f"train.cooldown_frac={t.cooldown_frac} must lie in (0, 1]")
+    if t.budgets is None:
+        return ()
+    budgets = [float(b) for b in t.budgets]
+    if not budgets or any(not b > 0 for b in budgets) or len(set(budgets)) != len(budgets):
+        raise fail(f"train.budgets={budgets} must be distinct positive multiples of the token "
+                   "budget, e.g. [0.25,0.5,1]")
+    cooldowns = plan_cooldowns(budgets, budget, batch_tokens, t.cooldown_frac)
+    for c in cooldowns:
+        if c.end < 1:
+            raise fail(f"train.budgets: {c.budget} x {budget} tokens is less than one optimizer "
+                       f"step of batch_tokens={batch_tokens}")
+    for a, b in zip(cooldowns, cooldowns[1:]):
+        if a.end == b.end:
+            raise fail(f"train.budgets: {a.budget} and {b.budget} both end at step {a.end} "
+                       f"(batch_tokens={batch_tokens}); pick budgets further apart")
+    first = cooldowns[0]
+    if first.start < warmup_steps:
+        raise fail(
+            f"train.budgets: the cooldown of budget {first.budget} would start at step "
+            f"{first.start}, inside the warmup of {warmup_steps} steps (train.warmup_frac="
+            f"{t.warmup_frac} of budget 1); use a larger smallest budget, a smaller "
+            f"train.cooldown_frac={t.cooldown_frac} or a smaller train.warmup_frac"
+        )
+    return cooldowns
 
 
 def spec_summary(spec: RunSpec) -> dict[str, Any]:

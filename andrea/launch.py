@@ -144,7 +144,8 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
             earlier = run_dir.read_results()
             if isinstance(earlier, dict) and earlier.get("status") == "failed":
                 state = f"{'resume' if state == 'resume' else 'retry'} (failed: {_reason(earlier)})"
-        flops = float(spec.tokens * training_flops_per_token(spec.model, spec.seq_len))
+        # tokens_spent: a run with train.budgets also trains its cooldown branches
+        flops = float(spec.tokens_spent * training_flops_per_token(spec.model, spec.seq_len))
         gpu_hours = flops / (peak * plan_mfu) / 3600 if peak else None
         jobs.append(PlannedJob(list(overrides), job_cfg, run_dir, spec, state, flops, gpu_hours))
     if errors:

@@ -6,6 +6,7 @@
       metrics.jsonl           one JSON object per logged step
       dynamics.json           per-layer output RMS and depth-attention weights at the last eval
       checkpoints/step_XXXXXXXX.pt   written atomically; resume picks the newest complete one
+      points.json             budgets finished so far (train.budgets), written atomically
       results.json            written last, atomically, only when the run ends
       train.log               console log of the run
       wandb/                  W&B's own files (offline runs live here)
@@ -95,6 +96,10 @@ class RunDir:
     @property
     def checkpoints(self) -> Path:
         return self.root / "checkpoints"
+
+    @property
+    def points(self) -> Path:
+        return self.root / "points.json"
 
     @property
     def results(self) -> Path:

@@ -5,32 +5,43 @@ from the newest good checkpoint in the run directory, and ends by writing `resul
 (status "completed", or "failed" with the reason). A signal (SIGUSR2 from Slurm before the time
 limit or on preemption, SIGTERM) finishes the current step, checkpoints, then hands over to
 submitit's handler (which requeues the job) or exits.
+
+The loop is a `Trainer` whose phases are its methods: set-up (`_setup`, `_resume`), step
+(`_train_step`, `_after_step`), evaluate (`_evaluate`), checkpoint (`_checkpoint`), the budgets'
+cooldown branches (`_cooldown`, see andrea/schedule.py and docs/budgets.md) and finish
+(`_finish`). `run()` strings them together.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import math
+import platform
 import signal
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 import torch
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from andrea import logkeys as keys
-from andrea.checkpoint import load_latest_checkpoint, rng_state, save_checkpoint, set_rng_state
+from andrea.checkpoint import (drop_checkpoints_after, load_latest_checkpoint, rng_state,
+                               save_checkpoint, set_rng_state)
 from andrea.config import RunSpec, spec_summary, steps_between
-from andrea.data import TokenLoader, check_split_sizes, prepare_data, val_batches
+from andrea.data import TokenLoader, ValidationSet, check_split_sizes, prepare_data
 from andrea.distributed import DistInfo, agreed_max, all_reduce_mean, init_distributed, shutdown
 from andrea.flops import mfu, peak_flops, six_n_d, to_pflops_days, training_flops_per_token
 from andrea.metrics import MetricsLogger, run_id_for
 from andrea.model import ANDREA
 from andrea.progress import Progress
-from andrea.rundir import RunDir, RunLocked, code_version
+from andrea.rundir import RunDir, RunLocked, atomic_write_json, code_version, read_json
+from andrea.schedule import Cooldown, learning_rate
+
+__all__ = ["Interrupted", "TrainingFailed", "learning_rate", "train"]
 
 log = logging.getLogger(__name__)
 
@@ -42,26 +53,6 @@ class TrainingFailed(RuntimeError):
 class Interrupted(SystemExit):
     """Checkpointed after a signal (or train.stop_after_steps); the run resumes when started
     again. Code 0 is a planned stop, 128 + signal a signal."""
-
-
-# --------------------------------------------------------------------------------------------
-# Schedule
-# --------------------------------------------------------------------------------------------
-def learning_rate(step: int, spec: RunSpec) -> float:
-    """LR of optimizer step `step` (0-based): linear warmup, then cosine (or WSD) to min_lr."""
-    t = spec.train
-    peak, floor = spec.lr, spec.lr * t.min_lr_ratio
-    warmup = max(1, round(t.warmup_frac * spec.steps))
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    if t.schedule == "cosine":
-        progress = (step - warmup) / max(1, spec.steps - warmup)
-        return floor + 0.5 * (peak - floor) * (1 + math.cos(math.pi * min(progress, 1.0)))
-    decay_start = spec.steps - max(1, round(t.decay_frac * spec.steps))  # wsd
-    if step < decay_start:
-        return peak
-    progress = (step - decay_start + 1) / max(1, spec.steps - decay_start)
-    return peak + (floor - peak) * min(progress, 1.0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -143,16 +134,23 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean"
                            reduction=reduction)
 
 
-def evaluate(model: torch.nn.Module, batches, device, amp_dtype, dist_info: DistInfo) -> float:
+def evaluate(model: torch.nn.Module, val: ValidationSet, batch_size: int, device: torch.device,
+             amp_dtype: torch.dtype | None, dist_info: DistInfo) -> float:
+    """Mean next-token loss over the fixed validation set (nats/token).
+
+    Each rank scores its disjoint slice of the same window list (ValidationSet); the summed
+    loss and target count are all-reduced, so the result does not depend on the batch size or
+    the number of ranks (up to float rounding of differently shaped matmuls). Call it with the
+    bare module, not the DDP wrapper: ranks may run different numbers of forwards."""
     model.eval()
     total = torch.zeros(2, dtype=torch.float64, device=device)
     with torch.no_grad():
-        for x, y in batches:
+        for x, y in val.batches(batch_size, dist_info.rank, dist_info.world_size):
             x, y = x.to(device), y.to(device)
             with autocast(device, amp_dtype):
                 logits = model(x)
-            loss = lm_loss(logits, y, reduction="sum")
-            total += torch.stack([loss.double(), torch.tensor(y.numel(), dtype=torch.float64, device=device)])
+            loss = lm_loss(logits, y, reduction="none").double().sum()
+            total += torch.stack([loss, torch.tensor(y.numel(), dtype=torch.float64, device=device)])
     if dist_info.enabled:
         torch.distributed.all_reduce(total)
     model.train()
@@ -163,6 +161,32 @@ def autocast(device: torch.device, amp_dtype: torch.dtype | None):
     if amp_dtype is None:
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=amp_dtype)
+
+
+def device_name(device: torch.device) -> str:
+    """The accelerator's name (CUDA), else the CPU model: results.json's `device_name`."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def _cpu_copy(obj: Any) -> Any:
+    """A deep copy with every tensor cloned to the CPU: a snapshot that later in-place updates
+    of the live model and optimizer cannot touch."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().to("cpu", copy=True)
+    if isinstance(obj, dict):
+        return {k: _cpu_copy(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_cpu_copy(v) for v in obj)
+    return copy.deepcopy(obj)
 
 
 def train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any]) -> dict[str, Any]:
@@ -185,7 +209,8 @@ def train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any]) -> dict[str, A
             torch.backends.cudnn.allow_tf32 = True
         amp_dtype = autocast_dtype(spec.train.precision, device)
         with run_dir.exclusive(enabled=dist_info.is_main):
-            return _train(spec, run_dir, config, device, amp_dtype, dist_info, flag, loggers)
+            return Trainer(spec, run_dir, config, device, amp_dtype, dist_info, flag,
+                           loggers).run()
     except Exception as e:  # not SystemExit/KeyboardInterrupt: an interrupted run resumes later
         if dist_info.is_main and not isinstance(e, RunLocked):
             results = failed_results(spec, e)
@@ -198,208 +223,426 @@ def train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any]) -> dict[str, A
         shutdown(dist_info)
 
 
-def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch.device,
-           amp_dtype: torch.dtype | None, dist_info: DistInfo, flag: SignalFlag,
-           loggers: list[MetricsLogger]) -> dict[str, Any]:
-    t = spec.train
-    summary = spec_summary(spec)
-    is_main = dist_info.is_main
+@dataclass
+class Clock:
+    """Training wall-clock over all sessions of a run (checkpointed, so requeues add up).
 
-    # ---- data: prepared once per corpus, shared by every run (the cache is lock-protected) ----
-    prepared = prepare_data(spec.data, spec.model.vocab_size)
-    if prepared.vocab_size > spec.model.vocab_size:  # a smaller tokenizer only leaves rows unused
-        raise TrainingFailed(
-            f"vocabulary mismatch: the data's tokens need vocab_size={prepared.vocab_size} but "
-            f"the model has vocab_size={spec.model.vocab_size} (size.vocab_size / data.vocab_size)"
+    `total_s` is everything the run spent (trunk and cooldown branches): results' `wall_s`.
+    `trunk_s` is the trunk alone and `branch_s` the current branch, so a point's wall-clock is
+    what a run trained to that budget alone would have taken: trunk_s at its cooldown's start
+    plus its branch."""
+
+    total_s: float = 0.0
+    trunk_s: float = 0.0
+    branch_s: float = 0.0
+    in_branch: bool = False
+    mark: float = field(default_factory=time.time)
+
+    def tick(self) -> None:
+        now = time.time()
+        spent, self.mark = now - self.mark, now
+        self.total_s += spent
+        if self.in_branch:
+            self.branch_s += spent
+        else:
+            self.trunk_s += spent
+
+    def state(self) -> dict[str, float]:
+        self.tick()
+        return {"elapsed_s": self.total_s, "trunk_s": self.trunk_s, "branch_s": self.branch_s}
+
+    def load(self, state: dict[str, Any]) -> None:
+        self.total_s = float(state["elapsed_s"])
+        self.trunk_s = float(state.get("trunk_s", self.total_s))  # checkpoints before budgets
+        self.branch_s = float(state.get("branch_s", 0.0))
+        self.mark = time.time()
+
+
+class Trainer:
+    """One run's training loop; see the module docstring for its phases."""
+
+    def __init__(self, spec: RunSpec, run_dir: RunDir, config: dict[str, Any],
+                 device: torch.device, amp_dtype: torch.dtype | None, dist_info: DistInfo,
+                 flag: SignalFlag, loggers: list[MetricsLogger]) -> None:
+        self.spec, self.t, self.run_dir, self.config = spec, spec.train, run_dir, config
+        self.device, self.amp_dtype, self.dist, self.flag = device, amp_dtype, dist_info, flag
+        self.loggers = loggers
+        self.is_main = dist_info.is_main
+        self.summary = spec_summary(spec)
+        self.step = 0
+        self.clock = Clock()
+        self.final_val_loss: Optional[float] = None  # set when resuming from the final checkpoint
+        self.points: dict[float, dict[str, Any]] = {}  # budget -> finished point
+        self.branch: Optional[Cooldown] = None  # the cooldown being trained, None on the trunk
+        self.trunk: Optional[dict[str, Any]] = None  # the trunk's state while a branch runs
+        self.session_steps = 0  # optimizer steps trained by this process (trunk and branches)
+
+    # ---- the loop -------------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        self._setup()
+        self.model.train()
+        # From here a signal means "checkpoint, then requeue"; before, submitit's own handler
+        # acts at once (nothing to save yet).
+        self.flag.install()
+        if self.branch is not None:  # resumed inside a cooldown: finish it first
+            self._cooldown(self.branch)
+        while self.step < self.spec.steps:
+            for c in self.spec.cooldowns[:-1]:  # the last one is the trunk's own end
+                if c.start == self.step and c.budget not in self.points:
+                    self._cooldown(c)
+            lr = learning_rate(self.step, self.spec)
+            grad_norm = self._train_step(lr)
+            self._after_step(lr, grad_norm, end=self.spec.steps)
+        return self._finish()
+
+    # ---- set-up ---------------------------------------------------------------------------
+    def _setup(self) -> None:
+        spec, t, dist = self.spec, self.t, self.dist
+        # Data: prepared once per corpus, shared by every run (the cache is lock-protected).
+        prepared = prepare_data(spec.data, spec.model.vocab_size)
+        if prepared.vocab_size > spec.model.vocab_size:  # a smaller tokenizer only leaves rows unused
+            raise TrainingFailed(
+                f"vocabulary mismatch: the data's tokens need vocab_size={prepared.vocab_size} "
+                f"but the model has vocab_size={spec.model.vocab_size} (size.vocab_size / "
+                "data.vocab_size)"
+            )
+        self.eval_bs = t.eval_batch_size or spec.micro_batch_size
+        check_split_sizes(prepared, spec.micro_batch_size, spec.seq_len, dist.world_size)
+        check_split_sizes(prepared, self.eval_bs, spec.seq_len, dist.world_size)
+        self.loader = TokenLoader(prepared.train_shards, spec.micro_batch_size, spec.seq_len,
+                                  t.seed, dist.rank, dist.world_size)
+        self.val = ValidationSet(prepared.val_shards, spec.seq_len, spec.val_tokens)
+        if t.eval_batches is not None and self.is_main:
+            log.warning("train.eval_batches is obsolete and ignored: validation scores a fixed "
+                        "list of %d tokens (train.val_tokens, docs/validation.md)",
+                        self.val.n_tokens)
+        if self.val.n_tokens < spec.val_tokens and self.is_main:  # loud only when asked for
+            log.log(logging.WARNING if t.val_tokens is not None else logging.INFO,
+                    "validation scores %d tokens: the split holds fewer than train.val_tokens=%d",
+                    self.val.n_tokens, spec.val_tokens)
+
+        # Model and optimizer.
+        torch.manual_seed(t.seed)
+        self.model = ANDREA(spec.model).to(self.device)
+        self.optimizer = build_optimizer(self.model, spec, self.device)
+        self.flops_per_token = training_flops_per_token(spec.model, spec.seq_len)
+        # fp32 on CUDA runs its matmuls in TF32 (enabled in train()): the peak to compare with.
+        self.peak = peak_flops(torch.cuda.get_device_name(self.device), self.amp_dtype or "tf32") \
+            if self.device.type == "cuda" else None
+
+        resumed = self._resume()
+        self.run_model: torch.nn.Module = self.model
+        if dist.enabled:
+            self.run_model = DistributedDataParallel(
+                self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None
+            )
+        if t.compile:  # compile the DDP module: DDPOptimizer overlaps all-reduce with backward
+            self.run_model = torch.compile(self.run_model)
+
+        self.logger = MetricsLogger(
+            self.run_dir, spec.wandb, run_id=run_id_for(self.run_dir),
+            name=f"{spec.sweep_name}/{spec.size}/{spec.label}/seed{t.seed}",
+            group=spec.sweep_name, tags=[spec.variant, spec.size, spec.label],
+            config={**self.summary, "run": self.config},
+            rank=dist.rank, resume=resumed,
         )
-    eval_bs = t.eval_batch_size or spec.micro_batch_size
-    check_split_sizes(prepared, spec.micro_batch_size, spec.seq_len, dist_info.world_size)
-    check_split_sizes(prepared, eval_bs, spec.seq_len, dist_info.world_size)
-    loader = TokenLoader(prepared.train_shards, spec.micro_batch_size, spec.seq_len, t.seed,
-                         dist_info.rank, dist_info.world_size)
-    val = val_batches(prepared.val_shards, eval_bs, spec.seq_len, t.eval_batches,
-                      rank=dist_info.rank, world_size=dist_info.world_size)
+        self.loggers.append(self.logger)
+        if resumed:
+            self.logger.truncate_after(self.trunk_step)
+        if self.is_main and not resumed:
+            self.run_dir.write_code_version()
 
-    # ---- model and optimizer ----
-    torch.manual_seed(t.seed)
-    model = ANDREA(spec.model).to(device)
-    optimizer = build_optimizer(model, spec, device)
-    flops_per_token = training_flops_per_token(spec.model, spec.seq_len)
-    # fp32 on CUDA runs its matmuls in TF32 (enabled above), so that is the peak to compare with.
-    peak = peak_flops(torch.cuda.get_device_name(device), amp_dtype or "tf32") \
-        if device.type == "cuda" else None
+        self.eval_every = steps_between(spec.steps, t.evals)
+        self.ckpt_every = steps_between(spec.steps, t.checkpoints)
+        self.progress = Progress(spec.steps, start=self.trunk_step,
+                                 enabled=self.is_main and t.progress,
+                                 label=f"{spec.size}/{spec.label}",
+                                 # train.log keeps the progress and validation lines
+                                 log_file=self.run_dir.log if self.is_main else None)
+        self.session_start = self.clock.mark = time.time()  # set-up is not training time
+        self.interval_loss = torch.zeros((), device=self.device)
+        self.interval_count, self.interval_start = 0, time.time()
 
-    step, elapsed_before = 0, 0.0
-    final_val_loss: float | None = None  # set when resuming from the final checkpoint
-    resumed = load_latest_checkpoint(run_dir)
-    if resumed is not None:
+    @property
+    def trunk_step(self) -> int:
+        """Steps the trunk has trained (inside a branch: its cooldown's start)."""
+        return self.step if self.trunk is None else int(self.trunk["step"])
+
+    def _resume(self) -> bool:
+        """Load the newest good checkpoint, if any. A branch's checkpoint carries the trunk's
+        state at its start: the branch resumes, or, when its point was already recorded (a kill
+        between points.json and the clean-up), the trunk does."""
+        resumed = load_latest_checkpoint(self.run_dir)
+        if resumed is None:  # a fresh start owns points.json, like metrics.jsonl
+            if self.is_main:
+                self.run_dir.points.unlink(missing_ok=True)
+            return False
+        self.points = {float(p["budget"]): p for p in read_json(self.run_dir.points) or []}
         state, path = resumed
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        loader.load_state_dict(state["loader"])
+        if state.get("trunk") is None:
+            self._load(state)
+        else:
+            budget = float(state["cooldown"])
+            if budget in self.points:
+                self._load(state["trunk"], clock=False)
+                self.clock.load({**state, "trunk_s": state["trunk"]["trunk_s"], "branch_s": 0.0})
+                # Its files would look newer than the trunk's next checkpoints. Every rank has
+                # loaded its state before rank 0 deletes them.
+                if self.dist.enabled:
+                    torch.distributed.barrier()
+                if self.is_main:
+                    drop_checkpoints_after(self.run_dir, self.step)
+            else:
+                self._load(state)
+                self.trunk = state["trunk"]
+                self.branch = next(c for c in self.spec.cooldowns if c.budget == budget)
+                self.clock.in_branch = True
+        missing = [c.budget for c in self.spec.cooldowns[:-1]
+                   if c.start < self.trunk_step and c.budget not in self.points]
+        if missing:
+            raise TrainingFailed(
+                f"the trunk is at step {self.trunk_step}, past the cooldowns of budgets {missing}, "
+                f"but {self.run_dir.points} does not hold their points; delete "
+                f"{self.run_dir.checkpoints} to train the run again"
+            )
+        if self.is_main:
+            where = "" if self.branch is None else f" (cooldown to budget {self.branch.budget})"
+            log.info("resumed from %s at step %d/%d%s", path, self.step, self.spec.steps, where)
+        return True
+
+    # ---- training state (checkpoints and cooldown branches) -------------------------------
+    def _state(self) -> dict[str, Any]:
+        """The training state at this step (references to live tensors: save or copy it)."""
+        return {
+            "step": self.step,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "loader": self.loader.state_dict(),
+            "rng": rng_state(),
+            "tokens": self.step * self.spec.batch_tokens,
+            "flops": self.step * self.spec.batch_tokens * self.flops_per_token,
+            **self.clock.state(),
+            "schedule": {"kind": self.t.schedule, "lr": self.spec.lr, "steps": self.spec.steps},
+        }
+
+    def _load(self, state: dict[str, Any], clock: bool = True) -> None:
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.loader.load_state_dict(state["loader"])
         set_rng_state(state["rng"])
-        step, elapsed_before = int(state["step"]), float(state["elapsed_s"])
-        final_val_loss = state.get("final_val_loss")
-        if is_main:
-            log.info("resumed from %s at step %d/%d", path, step, spec.steps)
-    run_model: torch.nn.Module = model
-    if dist_info.enabled:
-        run_model = DistributedDataParallel(
-            model, device_ids=[device.index] if device.type == "cuda" else None
-        )
-    if t.compile:  # compile the DDP module: DDPOptimizer overlaps all-reduce with backward
-        run_model = torch.compile(run_model)
+        self.step = int(state["step"])
+        self.final_val_loss = state.get("final_val_loss")
+        if clock:
+            self.clock.load(state)
 
-    logger = MetricsLogger(
-        run_dir, spec.wandb, run_id=run_id_for(run_dir),
-        name=f"{spec.sweep_name}/{spec.size}/{spec.label}/seed{t.seed}",
-        group=spec.sweep_name, tags=[spec.variant, spec.size, spec.label],
-        config={**summary, "run": config},
-        rank=dist_info.rank, resume=resumed is not None,
-    )
-    loggers.append(logger)
-    if resumed is not None:
-        logger.truncate_after(step)
-    if is_main and resumed is None:
-        run_dir.write_code_version()
-
-    eval_every = steps_between(spec.steps, t.evals)
-    ckpt_every = steps_between(spec.steps, t.checkpoints)
-    progress = Progress(spec.steps, start=step, enabled=is_main and t.progress,
-                        label=f"{spec.size}/{spec.label}",
-                        log_file=run_dir.log if is_main else None)  # train.log keeps the lines
-    session_start, session_start_step = time.time(), step
-    interval_loss, interval_count = torch.zeros((), device=device), 0
-    interval_start = time.time()
-    val_loss: float | None = None
-    stop_at = None if t.stop_after_steps is None else step + t.stop_after_steps
-
-    def checkpoint(**extra: Any) -> None:
-        if is_main:
-            save_checkpoint(run_dir, step, {
-                **extra,
-                "step": step,
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "loader": loader.state_dict(),
-                "rng": rng_state(),
-                "tokens": step * spec.batch_tokens,
-                "flops": step * spec.batch_tokens * flops_per_token,
-                "elapsed_s": elapsed_before + time.time() - session_start,
-                "schedule": {"kind": t.schedule, "lr": spec.lr, "steps": spec.steps},
-            }, keep=t.keep_checkpoints)
-        if dist_info.enabled:
-            torch.distributed.barrier()
-
-    def do_eval() -> float:
-        loss = evaluate(run_model, val, device, amp_dtype, dist_info)
-        if is_main:
-            model.eval()
-            with torch.no_grad(), autocast(device, amp_dtype):
-                _, stats = model(val[0][0].to(device), return_stats=True)
-            model.train()
-            tokens = step * spec.batch_tokens
-            logger.log(step, {keys.VAL_LOSS: loss, keys.TOKENS: tokens,
-                              keys.FLOPS: tokens * flops_per_token,
-                              keys.PFLOPS_DAYS: to_pflops_days(tokens * flops_per_token)})
-            logger.log_dynamics(step, stats, meta={"variant": spec.variant, "size": spec.size,
-                                                   "block_size": summary["block_size"]})
-        return loss
-
-    model.train()
-    # From here a signal means "checkpoint, then requeue"; before, submitit's own handler acts
-    # at once (nothing to save yet).
-    flag.install()
-    while step < spec.steps:
-        lr = learning_rate(step, spec)
-        for group in optimizer.param_groups:
+    # ---- step -----------------------------------------------------------------------------
+    def _train_step(self, lr: float) -> torch.Tensor:
+        """One optimizer step: `grad_accum` micro-batches, clip, AdamW. Returns the grad norm."""
+        spec = self.spec
+        for group in self.optimizer.param_groups:
             group["lr"] = lr
         for micro in range(spec.grad_accum):
-            x, y = loader.next_batch()
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            x, y = self.loader.next_batch()
+            x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
             sync = micro == spec.grad_accum - 1
-            no_sync = run_model.no_sync() if dist_info.enabled and not sync else contextlib.nullcontext()
-            with no_sync, autocast(device, amp_dtype):
-                logits = run_model(x)
+            no_sync = self.run_model.no_sync() if self.dist.enabled and not sync \
+                else contextlib.nullcontext()
+            with no_sync, autocast(self.device, self.amp_dtype):
+                logits = self.run_model(x)
                 loss = lm_loss(logits, y)
             (loss / spec.grad_accum).backward()
-            interval_loss += loss.detach()
-            interval_count += 1
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        step += 1
+            self.interval_loss += loss.detach()
+            self.interval_count += 1
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.t.grad_clip)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        self.session_steps += 1
+        return grad_norm
 
-        if step % t.log_every == 0 or step == spec.steps:
-            mean_loss = float(all_reduce_mean(interval_loss / interval_count, dist_info))
-            if not math.isfinite(mean_loss):
-                raise TrainingFailed(f"non-finite training loss ({mean_loss}) at step {step}")
-            now = time.time()
+    def _after_step(self, lr: float, grad_norm: torch.Tensor, end: int) -> None:
+        """Log, evaluate, honour a signal or a planned stop, checkpoint: what follows a step of
+        the trunk or of a branch ending at `end`."""
+        step, t = self.step, self.t
+        at_log = step % t.log_every == 0 or step == end
+        if at_log:
+            self._log_train(lr, grad_norm)
+        if self.branch is None and self.eval_every and step % self.eval_every == 0 and step < end:
+            loss = self._evaluate()
+            self.progress.note(f"step {step}: val/loss {loss:.4f}")
+        # Ranks agree on a signal at logging steps only: a collective per step would stall.
+        signum = agreed_max(self.flag.received or 0, self.dist, self.device) if at_log else 0
+        planned = t.stop_after_steps is not None and self.session_steps >= t.stop_after_steps
+        if signum or (planned and step < end):
+            self._checkpoint()
+            self.progress.close()
+            if signum:
+                self.flag.hand_over(signum)
+            raise Interrupted(0)
+        if self.ckpt_every and step % self.ckpt_every == 0 and step < end:
+            self._checkpoint()
+
+    def _log_train(self, lr: float, grad_norm: torch.Tensor) -> None:
+        """The interval's mean training loss (checked finite); on the trunk also metrics.jsonl,
+        W&B and the progress line. A branch's steps are not logged there: their step numbers
+        repeat the trunk's, which W&B and the step-ordered metrics.jsonl cannot take."""
+        spec, step = self.spec, self.step
+        mean_loss = float(all_reduce_mean(self.interval_loss / self.interval_count, self.dist))
+        if not math.isfinite(mean_loss):
+            raise TrainingFailed(f"non-finite training loss ({mean_loss}) at step {step}")
+        now = time.time()
+        tok_s = self.interval_count / spec.grad_accum * spec.batch_tokens \
+            / max(now - self.interval_start, 1e-9)
+        if self.branch is None:
             tokens = step * spec.batch_tokens
-            tok_s = interval_count / spec.grad_accum * spec.batch_tokens / max(now - interval_start, 1e-9)
             metrics = {
                 keys.TRAIN_LOSS: mean_loss, keys.LR: lr, keys.GRAD_NORM: float(grad_norm),
-                keys.TOKENS: tokens, keys.FLOPS: tokens * flops_per_token,
-                keys.PFLOPS_DAYS: to_pflops_days(tokens * flops_per_token),
-                keys.TOKENS_PER_S: tok_s, keys.ELAPSED: elapsed_before + now - session_start,
+                keys.TOKENS: tokens, keys.FLOPS: tokens * self.flops_per_token,
+                keys.PFLOPS_DAYS: to_pflops_days(tokens * self.flops_per_token),
+                keys.TOKENS_PER_S: tok_s, keys.ELAPSED: self.clock.state()["elapsed_s"],
             }
-            if peak:
-                metrics[keys.MFU] = mfu(tok_s * flops_per_token, peak, dist_info.world_size)
-            logger.log(step, metrics)
-            progress.update(step, loss=mean_loss, tokens_per_s=tok_s)
-            interval_loss.zero_()
-            interval_count, interval_start = 0, now
+            if self.peak:
+                metrics[keys.MFU] = mfu(tok_s * self.flops_per_token, self.peak,
+                                        self.dist.world_size)
+            self.logger.log(step, metrics)
+            self.progress.update(step, loss=mean_loss, tokens_per_s=tok_s)
+        self.interval_loss.zero_()
+        self.interval_count, self.interval_start = 0, now
 
-        if eval_every and step % eval_every == 0 and step < spec.steps:
-            val_loss = do_eval()
-            progress.note(f"step {step}: val/loss {val_loss:.4f}")
-        # Ranks agree on a signal at logging steps only: a collective per step would stall.
-        signum = agreed_max(flag.received or 0, dist_info, device) \
-            if step % t.log_every == 0 or step == spec.steps else 0
-        if signum or (stop_at is not None and step >= stop_at and step < spec.steps):
-            checkpoint()
-            progress.close()
-            if signum:
-                flag.hand_over(signum)
-            raise Interrupted(0)
-        if ckpt_every and step % ckpt_every == 0 and step < spec.steps:
-            checkpoint()
+    # ---- evaluate -------------------------------------------------------------------------
+    def _score(self) -> float:
+        return evaluate(self.model, self.val, self.eval_bs, self.device, self.amp_dtype, self.dist)
 
-    if final_val_loss is None:
-        val_loss = do_eval()
-        progress.note(f"step {step}: final val/loss {val_loss:.4f}")
-        checkpoint(final_val_loss=val_loss)
-    else:  # a crash came between the final checkpoint and results.json: its eval is logged
-        val_loss = final_val_loss
-    progress.close()
-    session_s = time.time() - session_start
-    wall_s = elapsed_before + session_s
-    tokens = spec.steps * spec.batch_tokens
-    flops = tokens * flops_per_token
-    results = {
-        "status": "completed",
-        **summary,
-        "sweep": spec.sweep_name,
-        "tokens": tokens,
-        "steps": spec.steps,
-        "flops": flops,
-        "flops_6nd": six_n_d(spec.params_nonembedding, tokens),
-        "pflops_days": to_pflops_days(flops),
-        "val_loss": val_loss,
-        "wall_s": wall_s,
-        # This session's speed; a session that only finished a run (resumed from its final
-        # checkpoint) reports the whole run's.
-        "tokens_per_s": ((spec.steps - session_start_step) * spec.batch_tokens / max(session_s, 1e-9)
-                         if spec.steps > session_start_step else tokens / max(wall_s, 1e-9)),
-        "world_size": dist_info.world_size,
-        "device": str(device.type),
-        "code": code_version(),
-        "wandb_run_id": logger.run_id,
-    }
-    if is_main:
-        run_dir.write_results(results)
-    logger.finish(results)
-    return results
+    def _evaluate(self) -> float:
+        """Validation loss of the trunk at this step, logged with the layer dynamics."""
+        loss = self._score()
+        if self.is_main:
+            model, step = self.model, self.step
+            x, _ = next(self.val.batches(self.eval_bs))
+            model.eval()
+            with torch.no_grad(), autocast(self.device, self.amp_dtype):
+                _, stats = model(x.to(self.device), return_stats=True)
+            model.train()
+            tokens = step * self.spec.batch_tokens
+            self.logger.log(step, {keys.VAL_LOSS: loss, keys.TOKENS: tokens,
+                                   keys.FLOPS: tokens * self.flops_per_token,
+                                   keys.PFLOPS_DAYS: to_pflops_days(tokens * self.flops_per_token)})
+            self.logger.log_dynamics(step, stats, meta={
+                "variant": self.spec.variant, "size": self.spec.size,
+                "block_size": self.summary["block_size"]})
+        return loss
+
+    def _point(self, budget: float, step: int, val_loss: float, wall_s: float) -> dict[str, Any]:
+        """One budget's entry of results.json `points`: what its model saw and scored."""
+        tokens = step * self.spec.batch_tokens
+        return {"budget": budget, "tokens": tokens, "flops": tokens * self.flops_per_token,
+                "val_loss": val_loss, "step": step, "wall_s": wall_s,
+                "device_s": wall_s * self.dist.world_size}
+
+    def _record_point(self, point: dict[str, Any]) -> None:
+        self.points[point["budget"]] = point
+        if self.is_main:
+            atomic_write_json(self.run_dir.points, self._sorted_points())
+
+    def _sorted_points(self) -> list[dict[str, Any]]:
+        return sorted(self.points.values(), key=lambda p: p["tokens"])
+
+    # ---- checkpoint -----------------------------------------------------------------------
+    def _checkpoint(self, **extra: Any) -> None:
+        """Save the training state (rank 0). Inside a branch it carries the trunk's state at
+        the branch's start, so a resumed branch can hand back to the trunk."""
+        if self.is_main:
+            state = {**extra, **self._state()}
+            if self.branch is not None:
+                state.update(cooldown=self.branch.budget, trunk=self.trunk)
+            save_checkpoint(self.run_dir, self.step, state, keep=self.t.keep_checkpoints)
+        if self.dist.enabled:
+            torch.distributed.barrier()
+
+    # ---- cooldown branches ----------------------------------------------------------------
+    def _cooldown(self, c: Cooldown) -> None:
+        """Train budget `c`'s cooldown as a branch from the trunk at step c.start, score its
+        point, then put the trunk back exactly as it was (model, optimizer, data position, RNG),
+        so the trunk continues as if the branch had never run."""
+        if self.trunk is None:  # a fresh branch (a resumed one has its trunk from the checkpoint)
+            self.trunk = _cpu_copy(self._state())
+            self.branch, self.clock.in_branch, self.clock.branch_s = c, True, 0.0
+        trunk_interval = (self.interval_loss.clone(), self.interval_count)
+        self.interval_loss.zero_()
+        self.interval_count = 0
+        self.progress.note(f"cooldown to budget {c.budget:g}: steps {self.step}..{c.end}")
+        while self.step < c.end:
+            lr = learning_rate(self.step, self.spec, end=c.end)
+            grad_norm = self._train_step(lr)
+            self._after_step(lr, grad_norm, end=c.end)
+        loss = self._score()
+        self.clock.tick()
+        self._record_point(self._point(c.budget, c.end, loss,
+                                       wall_s=float(self.trunk["trunk_s"]) + self.clock.branch_s))
+        self._load(self.trunk, clock=False)
+        self.branch, self.trunk = None, None
+        self.clock.in_branch, self.clock.branch_s = False, 0.0
+        self.interval_loss.copy_(trunk_interval[0])
+        self.interval_count = trunk_interval[1]
+        # The branch's checkpoints (steps after the trunk's) would shadow the trunk's; drop
+        # them first, then save the trunk with the point recorded (keep may have pruned its own).
+        if self.is_main:
+            drop_checkpoints_after(self.run_dir, self.step)
+        self._checkpoint()
+        self.progress.note(f"budget {c.budget:g} ({c.end} steps): val/loss {loss:.4f}")
+
+    # ---- finish ---------------------------------------------------------------------------
+    def _finish(self) -> dict[str, Any]:
+        spec, t = self.spec, self.t
+        budget = spec.cooldowns[-1].budget if spec.cooldowns else 1.0  # the trunk's own
+        if self.final_val_loss is None:
+            val_loss = self._evaluate()
+            self.progress.note(f"step {spec.steps}: final val/loss {val_loss:.4f}")
+            self._record_point(self._point(budget, spec.steps, val_loss,
+                                           wall_s=self.clock.state()["trunk_s"]))
+            self._checkpoint(final_val_loss=val_loss)
+        else:  # a crash came between the final checkpoint and results.json: its eval is logged
+            val_loss = self.final_val_loss
+            if budget not in self.points:  # a final checkpoint written before points.json
+                self._record_point(self._point(budget, spec.steps, val_loss, self.clock.trunk_s))
+        self.progress.close()
+        self.clock.tick()
+        session_s = time.time() - self.session_start
+        wall_s = self.clock.total_s
+        tokens = spec.steps * spec.batch_tokens
+        flops = tokens * self.flops_per_token
+        results = {
+            "status": "completed",
+            **self.summary,
+            "sweep": spec.sweep_name,
+            "tokens": tokens,
+            "steps": spec.steps,
+            "flops": flops,
+            "flops_6nd": six_n_d(spec.params_nonembedding, tokens),
+            "pflops_days": to_pflops_days(flops),
+            "val_loss": val_loss,
+            "val_tokens": self.val.n_tokens,
+            # Several budgets: every point, and what the whole run spent (trunk + branches).
+            "points": self._sorted_points(),
+            "budgets": sorted(t.budgets) if t.budgets is not None else None,
+            "tokens_spent": spec.tokens_spent,
+            "flops_spent": spec.tokens_spent * self.flops_per_token,
+            "wall_s": wall_s,
+            "device_s": wall_s * self.dist.world_size,
+            # This session's speed; a session that only finished a run (resumed from its final
+            # checkpoint) reports the whole run's.
+            "tokens_per_s": (self.session_steps * spec.batch_tokens / max(session_s, 1e-9)
+                             if self.session_steps else spec.tokens_spent / max(wall_s, 1e-9)),
+            "world_size": self.dist.world_size,
+            "device": str(self.device.type),
+            "device_name": device_name(self.device),
+            "code": code_version(),
+            "wandb_run_id": self.logger.run_id,
+        }
+        if self.is_main:
+            self.run_dir.write_results(results)
+        self.logger.finish(results)
+        return results
 
 
 def failed_results(spec: RunSpec, error: BaseException) -> dict[str, Any]:

@@ -112,3 +112,31 @@ def test_val_batches_fixed_and_spread(shards):
         assert torch.equal(torch.cat([halves[0][i][0], halves[1][i][0]]), a[i][0])
     with pytest.raises(ValueError, match="validation shards hold 24 windows"):
         val_batches(shards, 30, T, 1)
+
+
+def test_validation_set_is_one_fixed_list_whatever_the_batch_and_world_size(shards):
+    from andrea.data import ValidationSet
+
+    val = ValidationSet(shards, T, max_tokens=7 * T)  # 7 of the 24 windows, spread evenly
+    assert val.n_windows == 7 and val.n_tokens == 7 * T
+    assert val.picked.tolist() == [k * 24 // 7 for k in range(7)]
+
+    def starts(batch_size, world_size):
+        per_rank = [[int(s) for x, _ in val.batches(batch_size, r, world_size) for s in x[:, 0]]
+                    for r in range(world_size)]
+        return per_rank
+
+    one = starts(4, 1)[0]
+    assert len(one) == 7 and one == sorted(one) and len(set(one)) == 7
+    for batch_size in (1, 2, 3, 4, 8):
+        assert starts(batch_size, 1)[0] == one
+        for world_size in (2, 3):
+            ranks = starts(batch_size, world_size)
+            assert sum(ranks, []) == one  # disjoint slices that cover the list, in rank order
+            assert max(map(len, ranks)) - min(map(len, ranks)) <= 1
+    shapes = [x.shape for x, _ in val.batches(4)]
+    assert shapes == [(4, T), (3, T)]  # the last batch is shorter: no window dropped or repeated
+    assert ValidationSet(shards, T).n_windows == 24  # no limit: the whole split
+    assert ValidationSet(shards, T, max_tokens=10 ** 9).n_windows == 24  # capped by the split
+    with pytest.raises(ValueError, match="no validation window"):
+        ValidationSet(shards, T, max_tokens=T - 1)

@@ -4,11 +4,12 @@
     check_split_sizes(prepared, batch_size, seq_len)
     loader = TokenLoader(prepared.train_shards, batch_size, seq_len, seed, rank, world_size)
     x, y = loader.next_batch()
-    val = val_batches(prepared.val_shards, batch_size, seq_len, max_batches)
+    val = ValidationSet(prepared.val_shards, seq_len, max_tokens)   # the same for every run
+    for x, y in val.batches(batch_size, rank, world_size): ...
 """
 
 from andrea.data.config import SOURCES, DataConfig, resolve_cache_dir, validate_data_config
-from andrea.data.loader import TokenLoader, val_batches
+from andrea.data.loader import TokenLoader, ValidationSet, val_batches
 from andrea.data.prepare import PreparedData, check_split_sizes, n_windows, prepare_data
 from andrea.data.shards import read_header, read_shard, write_shard
 from andrea.data.tokenizer import EOT, load_tokenizer, train_tokenizer
@@ -19,6 +20,7 @@ __all__ = [
     "EOT",
     "PreparedData",
     "TokenLoader",
+    "ValidationSet",
     "check_split_sizes",
     "load_tokenizer",
     "n_windows",

@@ -20,7 +20,7 @@ another world_size as long as batch_size * world_size is unchanged.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -121,6 +121,47 @@ class TokenLoader:
                     "resuming would not continue the same sequence of batches"
                 )
         self.epoch, self.index = int(state["epoch"]), int(state["index"])
+
+
+class ValidationSet:
+    """The fixed list of validation windows that every run of a sweep scores.
+
+    n = min(max_tokens // seq_len, n_windows) windows, spread evenly over the whole split
+    (window k * n_windows // n, k = 0..n-1). The list depends only on the shards, seq_len and
+    max_tokens — not on the batch size, the world size or a resume — so every size, variant and
+    seed is scored on the same tokens. Rank r of W scores the contiguous slice
+    [r*n // W, (r+1)*n // W) of it, `batch_size` windows per forward; the ranks' slices are
+    disjoint and cover the list, so summing (loss, count) over ranks scores it exactly once.
+    """
+
+    def __init__(self, shards: Sequence[Path], seq_len: int, max_tokens: Optional[int] = None):
+        self.windows = _Windows(shards, seq_len)
+        n = self.windows.n if max_tokens is None else min(max_tokens // seq_len, self.windows.n)
+        if n < 1:
+            raise ValueError(
+                f"no validation window to score: the validation shards hold {self.windows.n} "
+                f"windows of seq_len+1={seq_len + 1} tokens and max_tokens={max_tokens}: "
+                f"{self.windows.shards}"
+            )
+        self.picked = (np.arange(n, dtype=np.int64) * self.windows.n) // n
+
+    @property
+    def n_windows(self) -> int:
+        return len(self.picked)
+
+    @property
+    def n_tokens(self) -> int:
+        """Tokens scored (targets): windows x seq_len."""
+        return self.n_windows * self.windows.seq_len
+
+    def batches(self, batch_size: int, rank: int = 0,
+                world_size: int = 1) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+        """This rank's (x, y) batches, the last one possibly shorter (or none at all)."""
+        _check_rank(batch_size, rank, world_size)
+        n = self.n_windows
+        lo, hi = rank * n // world_size, (rank + 1) * n // world_size
+        for start in range(lo, hi, batch_size):
+            yield self.windows.gather(self.picked[start : min(start + batch_size, hi)])
 
 
 def val_batches(shards: Sequence[Path], batch_size: int, seq_len: int,

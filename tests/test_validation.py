@@ -1,0 +1,71 @@
+"""The fixed validation set (train.val_tokens): the same weights score the same loss whatever
+the micro-batch and the number of DDP processes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from andrea.config import resolve_run
+from andrea.data import ValidationSet, prepare_data
+from andrea.distributed import DistInfo
+from andrea.model import ANDREA
+from andrea.train import evaluate
+from conftest import TINY_RUN, compose_run
+
+# 21 windows of 64 tokens: odd, so neither 2 ranks nor batches of 4 or 8 divide it evenly.
+VAL_TOKENS = 21 * 64
+
+
+def _setup():
+    spec = resolve_run(compose_run([*TINY_RUN, f"train.val_tokens={VAL_TOKENS}"]))
+    prepared = prepare_data(spec.data, spec.model.vocab_size)
+    torch.manual_seed(0)
+    model = ANDREA(spec.model)
+    val = ValidationSet(prepared.val_shards, spec.seq_len, spec.val_tokens)
+    return model, val
+
+
+def _score(batch_size: int, info: DistInfo = DistInfo()) -> float:
+    model, val = _setup()
+    assert val.n_tokens == VAL_TOKENS
+    return evaluate(model, val, batch_size, torch.device("cpu"), None, info)
+
+
+def _worker(rank: int, world_size: int, port: int, cache: str, batch_size: int, out: str) -> None:
+    import torch.distributed as dist
+
+    os.environ["ANDREA_DATA"] = cache
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world_size)
+    try:
+        loss = _score(batch_size, DistInfo(rank=rank, local_rank=rank, world_size=world_size))
+    finally:
+        dist.destroy_process_group()
+    Path(out, f"rank{rank}.json").write_text(json.dumps(loss))
+
+
+def test_same_weights_same_val_loss_for_any_micro_batch_and_world_size(tmp_path, data_cache,
+                                                                       one_thread):
+    import torch.multiprocessing as mp
+
+    by_batch = {bs: _score(bs) for bs in (4, 8)}
+    port = 29700 + os.getpid() % 1000
+    mp.spawn(_worker, args=(2, port, str(data_cache), 4, str(tmp_path)), nprocs=2, join=True)
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert ranks[0] == ranks[1]  # all-reduced: every rank holds the whole set's loss
+    # Equal up to float rounding: matmuls of different batch shapes may sum in another order.
+    assert by_batch[8] == pytest.approx(by_batch[4], rel=1e-6, abs=0)
+    assert ranks[0] == pytest.approx(by_batch[4], rel=1e-6, abs=0)
+    # ... and it is the mean over exactly those 21 windows, scored one by one here
+    model, val = _setup()
+    model.eval()
+    with torch.no_grad():
+        per_window = [torch.nn.functional.cross_entropy(model(x)[0], y[0], reduction="sum").item()
+                      for x, y in val.batches(1)]
+    assert by_batch[4] == pytest.approx(sum(per_window) / VAL_TOKENS, rel=1e-6)
