@@ -288,20 +288,26 @@ def test_measured_attnres(residual, block_size):
     ("attnres_block", 2, dict(attnres_key_norm=False, attnres_window=2))], ids=str)
 def test_measured_ablations_and_denseformer(residual, block_size, switches):
     """The general path and DenseFormer's DWA are einsum/matmul contractions, so FlopCounterMode
-    sees scores, query projections and mixes. Tolerances as in test_measured_attnres; the
-    general path also mixes single-source layers under softmax (the count says free: the fast
-    path skips them), a few per cent of the depth term here."""
+    sees scores, query projections and mixes. Tolerances as in test_measured_attnres. The
+    general path also computes the single-source layers under softmax, which the count calls
+    free (softmax of one score is 1; the fast path skips them): their work is added here, one
+    score and one mix (2·d each; the mix alone for static mixing) and the query projection
+    (2·d²) each."""
     ANDREA, ModelConfig = _model_or_skip()
     torch.manual_seed(0)
     base = _measured_forward_per_token(ANDREA(ModelConfig(**_SHAPE, residual="baseline")), _B, _T)
     mc = ModelConfig(**_SHAPE, residual=residual, block_size=block_size, **switches)
     measured = _measured_forward_per_token(ANDREA(mc), _B, _T)
     predicted = flops_per_token(mc, _T)
-    predicted_depth = predicted.depth - predicted.depth_key_norm
+    d = mc.d_model
+    single = sum(n == 1 for n in n_depth_sources(mc)) if mc.attnres_gate == "softmax" else 0
+    per_single = (2 * d if mc.attnres_static_mix else 4 * d) + \
+        (2 * d * d if mc.attnres_input_query else 0)
+    predicted_depth = predicted.depth - predicted.depth_key_norm + single * per_single
     assert predicted_depth > 0
     assert measured - base == pytest.approx(predicted_depth, rel=0.10), (
         f"depth: measured {measured - base} FLOPs/token, predicted {predicted_depth}")
-    assert measured == pytest.approx(predicted.matmul, rel=0.01)
+    assert measured == pytest.approx(predicted.matmul + single * per_single, rel=0.01)
 
 
 # ---------------------------------------------------------------------------------------------
