@@ -227,14 +227,9 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
             residual=m.name,
             block_size=m.block_size if m.name == "attnres_block" else 1,
             tie_embeddings=m.tie_embeddings,
-            attnres_scale_eps=m.attnres_scale_eps,
-            attnres_key_norm=m.attnres_key_norm,
-            attnres_gate=m.attnres_gate,
-            attnres_input_query=m.attnres_input_query,
-            attnres_static_mix=m.attnres_static_mix,
-            attnres_window=m.attnres_window,
-            attnres_heads=m.attnres_heads,
-        )  # ModelConfig checks the switches (values, and where each makes sense)
+            # the ablation switches, same names in ModelChoice; ModelConfig checks them
+            **{f: getattr(m, f) for f, _ in ModelConfig.SWITCHES},
+        )
     except ValueError as e:
         raise fail(str(e)) from None
     counts = count_parameters(model_cfg)
