@@ -381,3 +381,55 @@ def block_phase2(
         den = c1 * l1 + c2
         h = (o1 * (c1 / den).unsqueeze(-1)).addcmul_(v, (c2 / den).unsqueeze(-1))
         return h.to(out_dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# General path: the report's ablations (docs/ablations.md)
+# ---------------------------------------------------------------------------------------------
+def depth_attention_general(
+    sources: Sequence[Tensor],
+    query: Tensor | None,
+    norm_weight: Tensor | None,
+    eps: float,
+    *,
+    query_proj: Tensor | None = None,
+    logits: Tensor | None = None,
+    gate: str = "softmax",
+    heads: int = 1,
+) -> tuple[Tensor, Tensor]:
+    """Depth attention with the ablation switches. Returns (h [B, T, d], weights [B, T, H, n]).
+
+        keys     k_i = g * RMSNorm(v_i)  per head group of d / H dims  (norm_weight None: k_i = v_i)
+        query    q = w (`query`, [d]), or q = W x with x = sources[-1] (`query_proj` W, [d, d])
+        score    s_i = q . k_i  per head;  weight softmax_i(s) or sigmoid(s_i) (`gate`)
+        static   `logits` [n] given: weight softmax_i(logits), no keys, no query
+        h        = sum_i weight_i * v_i  (per head group)
+
+    With the defaults (softmax, one head, key norm, a static query) it is the same function as
+    `depth_attention`. The slow general path: plain autograd over a stacked copy of the sources
+    for every layer ([n, B, T, d] in fp32, O(L^2 d) copies for Full), no cached key norms, no
+    two-phase batching. Contractions are einsums (matmuls FlopCounterMode can see). Scores and
+    weights in fp32 (fp64 for fp64 sources), as on the fast path.
+    """
+    dt = _common_dtype(sources)
+    cdt = _compute_dtype(dt)
+    with torch.autocast(device_type=sources[0].device.type, enabled=False):
+        V = torch.stack([v.to(cdt) for v in sources])  # [n, B, T, d]
+        n, B, T, d = V.shape
+        if logits is not None:
+            alpha = torch.softmax(logits.to(cdt), dim=0)  # [n]
+            h = torch.einsum("n,nbtd->btd", alpha, V)
+            return h.to(dt), alpha.expand(B, T, 1, n)
+        Vh = V.unflatten(-1, (heads, d // heads))  # [n, B, T, H, d/H]
+        K = Vh
+        if norm_weight is not None:
+            r = torch.rsqrt(Vh.pow(2).mean(-1, keepdim=True) + eps)
+            K = Vh * r * norm_weight.to(cdt).unflatten(-1, (heads, d // heads))
+        if query_proj is not None:
+            q = (V[-1] @ query_proj.to(cdt).t()).unflatten(-1, (heads, d // heads))  # [B,T,H,d/H]
+            s = torch.einsum("nbthe,bthe->nbth", K, q)
+        else:
+            s = torch.einsum("nbthe,he->nbth", K, query.to(cdt).unflatten(-1, (heads, d // heads)))
+        alpha = torch.softmax(s, dim=0) if gate == "softmax" else torch.sigmoid(s)
+        h = torch.einsum("nbth,nbthe->bthe", alpha, Vh).flatten(-2)
+        return h.to(dt), alpha.movedim(0, -1)

@@ -19,7 +19,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from andrea import logkeys as keys
 from andrea.data import DataConfig, validate_data_config
 from andrea.metrics import WandbConfig, check_wandb_config
-from andrea.model import RESIDUALS, ModelConfig, count_parameters
+from andrea.model import RESIDUALS, ModelConfig, count_parameters, switch_suffix
 from andrea.schedule import SHAPES, Cooldown, plan_cooldowns
 
 VARIANTS = RESIDUALS  # the variant names are the model's residual schemes
@@ -41,11 +41,20 @@ class ConfigError(ValueError):
 class ModelChoice:
     """`model=<name>`: which residual scheme. The name is the variant everywhere."""
 
-    name: str = MISSING  # baseline | attnres_full | attnres_block
+    name: str = MISSING  # baseline | attnres_full | attnres_block | denseformer
     block_size: Optional[int] = None  # S in sublayers; attnres_block only
     tie_embeddings: bool = True
-    # Label of the run directory, W&B run and plot legend: the variant, plus S for block runs.
+    # Label of the run directory, W&B run and plot legend: the variant, plus S for block runs;
+    # every ablation switch set below appends itself (`attnres_full+sigmoid`, see RunSpec.label).
     label: str = MISSING
+    # The report's ablations (docs/ablations.md); AttnRes only; the defaults are the report's.
+    attnres_scale_eps: bool = False  # LayerNorm eps / n^2 in front of each AttnRes layer
+    attnres_key_norm: bool = True  # false: no RMSNorm on the keys
+    attnres_gate: str = "softmax"  # softmax | sigmoid
+    attnres_input_query: bool = False  # query W_l x (x = the newest source) instead of w_l
+    attnres_static_mix: bool = False  # learned per-(layer, source) logits, no keys
+    attnres_window: Optional[int] = None  # the embedding + the W most recent sources
+    attnres_heads: int = 1  # multi-head depth attention (H must divide d_model)
 
 
 @dataclass
@@ -150,6 +159,17 @@ if not OmegaConf.has_resolver("andrea_suffix"):
     OmegaConf.register_new_resolver("andrea_suffix", _suffix)
 
 
+def _switch_suffix(model: Any) -> str:
+    """`${andrea_switches:${model}}`: the model's ablation switches as its label shows them
+    ('' by default, '+sigmoid' ...), so the run directory carries the same label as results.json."""
+    values = OmegaConf.to_container(model, resolve=False) if isinstance(model, DictConfig) else model
+    return switch_suffix(dict(values or {}))
+
+
+if not OmegaConf.has_resolver("andrea_switches"):
+    OmegaConf.register_new_resolver("andrea_switches", _switch_suffix)
+
+
 # --------------------------------------------------------------------------------------------
 # Validation: config -> RunSpec
 # --------------------------------------------------------------------------------------------
@@ -235,13 +255,16 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
             residual=m.name,
             block_size=m.block_size if m.name == "attnres_block" else 1,
             tie_embeddings=m.tie_embeddings,
+            # the ablation switches, same names in ModelChoice; ModelConfig checks them
+            **{f: getattr(m, f) for f, _ in ModelConfig.SWITCHES},
         )
     except ValueError as e:
         raise fail(str(e)) from None
     counts = count_parameters(model_cfg)
     # Every variant of a size trains the same tokens: the budget counts the baseline's
     # parameters, so AttnRes's extra (L + 1) x 2d parameters do not buy it extra data.
-    budget_params = count_parameters(replace(model_cfg, residual="baseline")).non_embedding
+    budget_params = count_parameters(replace(
+        model_cfg, residual="baseline", **dict(ModelConfig.SWITCHES))).non_embedding
 
     if t.schedule not in ("cosine", "wsd"):
         raise fail(f"train.schedule={t.schedule!r}; valid: cosine, wsd")
@@ -306,7 +329,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
 
     return RunSpec(
         variant=m.name,
-        label=m.label,
+        label=m.label + model_cfg.label_suffix,
         size=s.name,
         model=model_cfg,
         params=counts.total,

@@ -27,6 +27,14 @@ norm.weight ⊙ w_l", what production ports and andrea/attnres.py do) and 1/rms 
 score, O(1) per source. So 6·d·n_l per layer, all three counted in `forward`. A layer with a
 single source (the first layer; in Block, the first layer of block 1) costs nothing: softmax over
 one score is 1, so h = b_0 exactly and the model skips it.
+
+The ablation switches (docs/ablations.md) change these terms: no key norm drops the 2·d·n
+sum of squares; an input-dependent query adds its d x d projection, 2·d² per scored layer
+(`depth_query`); input-independent mixing keeps only the mix 2·d·n (no keys, no scores); a
+window caps n at 1 + W; H heads cost what one head costs (the d dims are split, not copied);
+with a sigmoid gate a single source is not free (sigmoid(s)·v must be computed).
+DenseFormer's depth-weighted average after transformer block i mixes i + 2 vectors (the
+embedding and i + 1 block outputs): 2·d·(i + 2) per token, counted in `depth_mix`.
 """
 
 from __future__ import annotations
@@ -61,8 +69,16 @@ def n_depth_sources(cfg: Any) -> list[int]:
     Empty for the baseline. `cfg` is anything with `n_layer`, `residual` and (for Block)
     `block_size` attributes, e.g. `andrea.model.ModelConfig`."""
     residual = getattr(cfg, "residual", "baseline")
+    window = getattr(cfg, "attnres_window", None)
+    if window is None or residual not in ("attnres_full", "attnres_block"):
+        return _n_depth_sources(cfg, residual)
+    # A window keeps the embedding and the W most recent sources (docs/ablations.md).
+    return [min(n, 1 + window) for n in _n_depth_sources(cfg, residual)]
+
+
+def _n_depth_sources(cfg: Any, residual: str) -> list[int]:
     n_sublayers = 2 * cfg.n_layer  # L: attention and MLP are separate layers (attnres.md)
-    if residual == "baseline":
+    if residual in ("baseline", "denseformer"):
         return []
     if residual == "attnres_full":
         # Layer l (1-based) sees v_0 = h_1 and the raw outputs v_1..v_{l-1}: l sources.
@@ -102,6 +118,7 @@ class FlopsBreakdown:
     depth_score: int  # AttnRes: pseudo-query · key, every source of every layer + output
     depth_mix: int  # AttnRes: softmax-weighted sum of the sources
     depth_key_norm: int  # AttnRes: key RMSNorm sum of squares (the one non-matmul term counted)
+    depth_query: int = 0  # AttnRes ablation: input-dependent query projections W_l x
 
     @property
     def attention_scores(self) -> int:
@@ -110,7 +127,7 @@ class FlopsBreakdown:
     @property
     def depth(self) -> int:
         """Everything AttnRes adds over the baseline."""
-        return self.depth_score + self.depth_mix + self.depth_key_norm
+        return self.depth_score + self.depth_mix + self.depth_key_norm + self.depth_query
 
     @property
     def matmul(self) -> int:
@@ -122,7 +139,7 @@ class FlopsBreakdown:
     def forward(self) -> int:
         return (
             self.attn_qkv + self.attn_out + self.attn_qk + self.attn_av + self.mlp + self.lm_head
-            + self.depth_score + self.depth_mix + self.depth_key_norm
+            + self.depth_score + self.depth_mix + self.depth_key_norm + self.depth_query
         )
 
     @property
@@ -160,16 +177,23 @@ def flops_per_token(cfg: Any, seq_len: int | None = None) -> FlopsBreakdown:
     lm_head = 2 * d * V
 
     # Depth attention, per layer and for the output aggregation, with n sources: score 2·d·n,
-    # weighted sum 2·d·n, key sum of squares 2·d·n. n = 1 is the identity (softmax of one score
-    # is 1): no FLOPs.
-    total_sources = sum(n for n in n_depth_sources(cfg) if n > 1)
-    depth_score = 2 * d * total_sources
+    # weighted sum 2·d·n, key sum of squares 2·d·n. n = 1 under softmax is the identity
+    # (softmax of one score is 1): no FLOPs. The switches: see the module docstring.
+    gate = getattr(cfg, "attnres_gate", "softmax")
+    static = getattr(cfg, "attnres_static_mix", False)
+    scored = [n for n in n_depth_sources(cfg) if n > 1 or gate == "sigmoid"]
+    total_sources = sum(scored)
     depth_mix = 2 * d * total_sources
-    depth_key_norm = 2 * d * total_sources
+    depth_score = 0 if static else 2 * d * total_sources
+    key_norm = getattr(cfg, "attnres_key_norm", True) and not static
+    depth_key_norm = 2 * d * total_sources if key_norm else 0
+    depth_query = 2 * d * d * len(scored) if getattr(cfg, "attnres_input_query", False) else 0
+    if getattr(cfg, "residual", "baseline") == "denseformer":
+        depth_mix = 2 * d * sum(i + 2 for i in range(n_layer))
 
     return FlopsBreakdown(attn_qkv=attn_qkv, attn_out=attn_out, attn_qk=attn_qk, attn_av=attn_av,
                           mlp=mlp, lm_head=lm_head, depth_score=depth_score, depth_mix=depth_mix,
-                          depth_key_norm=depth_key_norm)
+                          depth_key_norm=depth_key_norm, depth_query=depth_query)
 
 
 def training_flops_per_token(cfg: Any, seq_len: int | None = None) -> int:

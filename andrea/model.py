@@ -1,9 +1,14 @@
-"""The ANDREA model (docs/andrea.md) with three residual schemes (docs/attnres.md):
+"""The ANDREA model (docs/andrea.md) with four residual schemes (docs/attnres.md):
 
     baseline       x = x + f(x) for every sublayer f (GPT-2 PreNorm)
     attnres_full   each sublayer reads a depth-attention mix of the embedding and all earlier
                    sublayer outputs
     attnres_block  the same over block sums of `block_size` (S) sublayers
+    denseformer    the baseline plus a depth-weighted average (DWA) of the embedding and every
+                   earlier block output after each transformer block (Pagliardini et al. 2024)
+
+AttnRes also has the report's ablation switches (`attnres_*` fields, docs/ablations.md); any
+non-default switch runs the general path `_attnres_general`, the defaults keep the fast paths.
 
 Read top to bottom: config, the sublayers in the order data flows through them, the model,
 parameter counting.
@@ -13,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import torch
 import torch.nn as nn
@@ -25,10 +30,13 @@ from andrea.attnres import (
     block_phase1,
     block_phase2,
     depth_attention,
+    depth_attention_general,
     depth_attention_weights,
 )
 
-RESIDUALS = ("baseline", "attnres_full", "attnres_block")
+RESIDUALS = ("baseline", "attnres_full", "attnres_block", "denseformer")
+ATTNRES = ("attnres_full", "attnres_block")
+GATES = ("softmax", "sigmoid")
 
 
 @dataclass
@@ -38,14 +46,26 @@ class ModelConfig:
     d_model: int
     vocab_size: int = 8449  # 256 bytes + 8192 BPE merges + end-of-text
     context_length: int = 1024
-    residual: str = "baseline"  # baseline | attnres_full | attnres_block
+    residual: str = "baseline"  # baseline | attnres_full | attnres_block | denseformer
     block_size: int = 4  # S, in sublayers; only used by attnres_block
     tie_embeddings: bool = True
     ln_eps: float = 1e-5  # LayerNorm eps as the baseline sees it (see `layer_norm_eps`)
     # AttnRes feeds LayerNorm a convex mix of n sources, ~1/n of the baseline's stream at init;
-    # scale eps by 1/n^2 so that eps plays the same role as in the baseline (see `layer_norm_eps`).
-    attnres_scale_eps: bool = True
-    key_eps: float = 1e-6  # eps of the keys' RMSNorm in depth attention
+    # true scales eps by 1/n^2 so that eps plays the same role as in the baseline (see
+    # `layer_norm_eps`). Off by default: the report's model keeps eps as it is.
+    attnres_scale_eps: bool = False
+    # eps of the keys' RMSNorm in depth attention: 1e-6, the RMSNorm default of the LLaMA/Kimi
+    # family the report builds on (it states none). A source's mean square at init, measured on
+    # the andrea-12m/120m shapes: embedding 8e-4, attention outputs 4.5e-5..1e-4, MLP outputs
+    # 2e-3..5e-3; so eps is at most ~2 % of it and does not set a key's scale.
+    key_eps: float = 1e-6
+    # The report's ablation switches (docs/ablations.md); the defaults are the report's AttnRes.
+    attnres_key_norm: bool = True  # false: score with the raw key, no RMSNorm (nor its weight)
+    attnres_gate: str = "softmax"  # softmax | sigmoid (each weight sigmoid(score), no sum to 1)
+    attnres_input_query: bool = False  # query W_l x (W_l d x d, zero init; x = newest source)
+    attnres_static_mix: bool = False  # learned per-(layer, source) logits, softmax, no keys
+    attnres_window: Optional[int] = None  # sources = the embedding + the W most recent ones
+    attnres_heads: int = 1  # H groups of d / H, each with its own query, key-norm weight, softmax
 
     def __post_init__(self) -> None:
         def fail(field: str, valid: str) -> None:
@@ -68,6 +88,58 @@ class ModelConfig:
             v = getattr(self, field)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 fail(field, "a float > 0")
+        self._check_switches()
+
+    # The switches as (field, default): the label suffix and the checks below read this table.
+    SWITCHES = (("attnres_key_norm", True), ("attnres_gate", "softmax"),
+                ("attnres_input_query", False), ("attnres_static_mix", False),
+                ("attnres_window", None), ("attnres_heads", 1), ("attnres_scale_eps", False))
+
+    def _check_switches(self) -> None:
+        """Each switch's own values, then where it makes no sense. Messages name the run
+        config's key (`model.<field>`, the same name in `andrea.config.ModelChoice`)."""
+
+        def fail(field: str, why: str) -> None:
+            raise ValueError(f"model.{field}={getattr(self, field)!r} {why}")
+
+        for field in ("attnres_key_norm", "attnres_input_query", "attnres_static_mix",
+                      "attnres_scale_eps"):
+            if not isinstance(getattr(self, field), bool):
+                fail(field, "is invalid: expected true or false")
+        if self.attnres_gate not in GATES:
+            fail("attnres_gate", f"is invalid: expected one of {', '.join(GATES)}")
+        w = self.attnres_window
+        if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 1):
+            fail("attnres_window", "is invalid: expected null (all sources) or an integer >= 1")
+        h = self.attnres_heads
+        if isinstance(h, bool) or not isinstance(h, int) or h < 1:
+            fail("attnres_heads", "is invalid: expected an integer >= 1")
+        set_ = [f for f, default in self.SWITCHES if getattr(self, f) != default]
+        if self.residual not in ATTNRES:
+            for f in set_:
+                fail(f, f"applies to model=attnres_full or attnres_block only, not to "
+                        f"model={self.residual}")
+        if self.d_model % h:
+            fail("attnres_heads", f"does not divide d_model={self.d_model}: each head gets "
+                                  f"d_model / H dimensions")
+        if self.attnres_static_mix:
+            # Input-independent mixing has no keys and no query: switches about them are moot.
+            for f in ("attnres_key_norm", "attnres_gate", "attnres_input_query", "attnres_heads"):
+                if f in set_:
+                    fail(f, "has no effect with model.attnres_static_mix=true (learned logits, "
+                            "no keys or queries); leave it at its default")
+
+    @property
+    def depth_ablated(self) -> bool:
+        """True when a switch changes depth attention itself (not just LayerNorm eps): the
+        model then runs the general path `ANDREA._attnres_general`."""
+        return any(getattr(self, f) != default for f, default in self.SWITCHES
+                   if f != "attnres_scale_eps")
+
+    @property
+    def label_suffix(self) -> str:
+        """The switches as the label shows them: '' by default, e.g. '+sigmoid+window2'."""
+        return switch_suffix({f: getattr(self, f) for f, _ in self.SWITCHES})
 
     @property
     def n_sublayers(self) -> int:
@@ -79,13 +151,16 @@ class ModelConfig:
         return 1 if self.residual == "attnres_full" else self.block_size
 
     def n_sources(self, layer: int) -> int:
-        """How many sources sublayer `layer` (0-based; L = the output aggregation) attends over."""
-        if self.residual == "baseline":
+        """How many sources sublayer `layer` (0-based; L = the output aggregation) attends over
+        (a window keeps the embedding and the W most recent)."""
+        if self.residual not in ATTNRES:
             return 1
         S, L = self.depth_block, self.n_sublayers
         if layer >= L:
-            return 1 + math.ceil(L / S)  # b_0 and every block
-        return 1 + layer // S + (1 if layer % S else 0)  # b_0, completed blocks, partial sum
+            n = 1 + math.ceil(L / S)  # b_0 and every block
+        else:
+            n = 1 + layer // S + (1 if layer % S else 0)  # b_0, completed blocks, partial sum
+        return n if self.attnres_window is None else min(n, 1 + self.attnres_window)
 
     def layer_norm_eps(self, layer: int) -> float:
         """The eps of the LayerNorm in front of sublayer `layer` (L = the final LayerNorm).
@@ -98,9 +173,28 @@ class ModelConfig:
         AttnRes layer at init computes exactly what the baseline computes, and eps keeps the same
         size relative to a single source as in the baseline. A fixed constant per layer.
         """
-        if self.residual == "baseline" or not self.attnres_scale_eps:
+        if self.residual not in ATTNRES or not self.attnres_scale_eps:
             return self.ln_eps
         return self.ln_eps / self.n_sources(layer) ** 2
+
+
+SWITCH_LABELS = {  # field -> how a non-default value shows in the label (CONTRACTS item 2)
+    "attnres_key_norm": lambda v: "no_keynorm",
+    "attnres_gate": lambda v: str(v),
+    "attnres_input_query": lambda v: "input_query",
+    "attnres_static_mix": lambda v: "static_mix",
+    "attnres_window": lambda v: f"window{v}",
+    "attnres_heads": lambda v: f"heads{v}",
+    "attnres_scale_eps": lambda v: "scale_eps",
+}
+
+
+def switch_suffix(values: dict) -> str:
+    """'+name' for each switch in `values` that differs from its default, in the fixed order of
+    ModelConfig.SWITCHES: the label of `model=attnres_full model.attnres_gate=sigmoid` is
+    `attnres_full+sigmoid`. Missing fields count as defaults."""
+    return "".join(f"+{SWITCH_LABELS[f](values[f])}" for f, default in ModelConfig.SWITCHES
+                   if f in values and values[f] != default)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,19 +242,54 @@ class Block(nn.Module):
 
 class DepthAttention(nn.Module):
     """Per-layer AttnRes parameters: pseudo-query w (zero init -> uniform weights at start) and
-    the keys' RMSNorm weight g (init 1). Both 1-D, so a "decay only matrices" rule skips them."""
+    the keys' RMSNorm weight g (init 1). Both 1-D, so a "decay only matrices" rule skips them.
 
-    def __init__(self, d_model: int, eps: float):
+    Under the ablation switches (`cfg`, `n_sources`): no g without key norm; a zero-init d x d
+    `query_proj` instead of w for input-dependent queries (a matrix: it decays like the other
+    matrices); only `logits` ([n_sources], zero init) for input-independent mixing."""
+
+    def __init__(self, d_model: int, eps: float, cfg: ModelConfig | None = None,
+                 n_sources: int = 1):
         super().__init__()
         self.eps = eps
-        self.query = nn.Parameter(torch.zeros(d_model))
-        self.key_norm_weight = nn.Parameter(torch.ones(d_model))
+        self.cfg = cfg
+        self.query = self.key_norm_weight = self.query_proj = self.logits = None
+        if cfg is not None and cfg.attnres_static_mix:
+            self.logits = nn.Parameter(torch.zeros(n_sources))
+        else:
+            if cfg is not None and cfg.attnres_input_query:
+                self.query_proj = nn.Linear(d_model, d_model, bias=False)
+            else:
+                self.query = nn.Parameter(torch.zeros(d_model))
+            if cfg is None or cfg.attnres_key_norm:
+                self.key_norm_weight = nn.Parameter(torch.ones(d_model))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        with torch.no_grad():
+            for p in (self.query, self.logits, getattr(self.query_proj, "weight", None)):
+                if p is not None:
+                    p.zero_()
+            if self.key_norm_weight is not None:
+                self.key_norm_weight.fill_(1.0)
 
     def forward(self, sources: SourceStack, extra: Tensor | None = None) -> Tensor:
         return depth_attention(sources, self.query, self.key_norm_weight, self.eps, extra)
 
     def weights(self, sources: SourceStack, extra: Tensor | None = None) -> Tensor:
         return depth_attention_weights(sources, self.query, self.key_norm_weight, self.eps, extra)
+
+    def general(self, sources: list[Tensor]) -> tuple[Tensor, Tensor]:
+        """The ablation path: (h [B, T, d], weights [B, T, H, n]); see
+        `andrea.attnres.depth_attention_general`. A window keeps sources[0] (the embedding,
+        b_0) and the W most recent; an input-dependent query reads the newest source."""
+        W = self.cfg.attnres_window
+        if W is not None and len(sources) > 1 + W:
+            sources = [sources[0], *sources[len(sources) - W:]]
+        return depth_attention_general(
+            sources, self.query, self.key_norm_weight, self.eps,
+            query_proj=None if self.query_proj is None else self.query_proj.weight,
+            logits=self.logits, gate=self.cfg.attnres_gate, heads=self.cfg.attnres_heads)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -176,8 +305,15 @@ class ANDREA(nn.Module):
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
         # depth[l] for sublayer l = 0..L-1, depth[L] for the output aggregation.
         self.depth = (
-            nn.ModuleList(DepthAttention(cfg.d_model, cfg.key_eps) for _ in range(L + 1))
-            if cfg.residual != "baseline"
+            nn.ModuleList(DepthAttention(cfg.d_model, cfg.key_eps, cfg, cfg.n_sources(l))
+                          for l in range(L + 1))
+            if cfg.residual in ATTNRES
+            else None
+        )
+        # DenseFormer: DWA weights after transformer block i over [embedding, X_1 .. X_{i+1}].
+        self.dwa = (
+            nn.ParameterList(nn.Parameter(torch.zeros(i + 2)) for i in range(cfg.n_layer))
+            if cfg.residual == "denseformer"
             else None
         )
         self.ln_f = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps(L))
@@ -197,13 +333,18 @@ class ANDREA(nn.Module):
             elif isinstance(m, nn.LayerNorm):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
-            elif isinstance(m, DepthAttention):
-                nn.init.zeros_(m.query)
-                nn.init.ones_(m.key_norm_weight)
+        for m in self.modules():  # after the Linear pass: an input-query projection is a Linear
+            if isinstance(m, DepthAttention):
+                m.reset_parameters()
         std_out = 0.02 / math.sqrt(2 * self.cfg.n_layer)
         for b in self.blocks:
             nn.init.normal_(b.attn.proj.weight, mean=0.0, std=std_out)
             nn.init.normal_(b.mlp.proj.weight, mean=0.0, std=std_out)
+        if self.dwa is not None:  # DenseFormer: the identity mix (weight 1 on the newest output)
+            with torch.no_grad():
+                for a in self.dwa:
+                    a.zero_()
+                    a[-1] = 1.0
 
     def sublayers(self) -> list[nn.Module]:
         return [f for b in self.blocks for f in (b.attn, b.mlp)]
@@ -216,8 +357,12 @@ class ANDREA(nn.Module):
             )
         x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
         stats = {"layer_rms": [], "depth_weights": []} if return_stats else None
-        if self.depth is None:
+        if self.dwa is not None:
+            x = self._denseformer(x, stats)
+        elif self.depth is None:
             x = self._baseline(x, stats)
+        elif self.cfg.depth_ablated:
+            x = self._attnres_general(x, stats)
         elif return_stats or torch.is_grad_enabled():
             x = self._attnres(x, stats)
         else:  # no autograd graph: inference, evaluation
@@ -238,6 +383,48 @@ class ANDREA(nn.Module):
             stats["layer_rms"].append(_rms(v))
             x = x + v
         return x
+
+    def _denseformer(self, x: Tensor, stats: dict | None) -> Tensor:
+        """DenseFormer (Pagliardini et al. 2024, Eq. 1-2): X_0 = embedding, X_i = Block_i(Y_{i-1})
+        (the PreNorm block with its own residual adds), Y_i = sum_{j<=i} alpha_{i,j} X_j after
+        every block; alpha_i starts as the identity mix (alpha_{i,i} = 1), so at init the model
+        is the baseline exactly. Y_last feeds the final LayerNorm. The DWA is one contraction of
+        the weights with the stacked block outputs (stats: no depth weights, as the baseline)."""
+        outs = [x]
+        for i, block in enumerate(self.blocks):
+            if stats is None:
+                x = block(x)
+            else:
+                for f in (block.attn, block.mlp):
+                    v = f(x)
+                    stats["layer_rms"].append(_rms(v))
+                    x = x + v
+            outs.append(x)
+            x = torch.tensordot(self.dwa[i].to(x.dtype), torch.stack(outs), dims=1)
+        return x
+
+    def _attnres_general(self, x: Tensor, stats: dict | None) -> Tensor:
+        """Full/Block AttnRes under the ablation switches: the sources as `_attnres` defines
+        them, kept in a Python list, and each layer's mix by `DepthAttention.general` (plain
+        autograd, stacking its sources per layer). Slower than the fast paths and not batched
+        across a block (an input-dependent query depends on the newest source, which breaks
+        Phase 1's batching); used for training and inference alike."""
+        S = self.cfg.depth_block
+        blocks, partial = [x], None
+        for l, f in enumerate(self.sublayers()):
+            if l % S == 0 and partial is not None:
+                blocks, partial = blocks + [partial], None
+            h, w = self.depth[l].general(blocks + ([partial] if partial is not None else []))
+            if stats is not None:
+                stats["depth_weights"].append(_mean_weights(w.detach().float()))
+            v = f(h.to(x.dtype))
+            if stats is not None:
+                stats["layer_rms"].append(_rms(v))
+            partial = v.to(x.dtype) if partial is None else partial + v
+        h, w = self.depth[-1].general(blocks + [partial])
+        if stats is not None:
+            stats["depth_weights"].append(_mean_weights(w.detach().float()))
+        return h.to(x.dtype)
 
     def _attnres(self, x: Tensor, stats: dict | None) -> Tensor:
         """Block AttnRes; Full AttnRes is the case S = 1 (every completed block is one output).
@@ -341,8 +528,14 @@ def param_count_formula(cfg: ModelConfig) -> ParamCount:
         + 4 * d * d + d  # MLP output projection
     )  # = 12 d^2 + 13 d
     non_emb = cfg.n_layer * per_block + 2 * d  # + final LayerNorm
-    if cfg.residual != "baseline":
-        non_emb += (L + 1) * 2 * d  # pseudo-query + key RMSNorm weight per layer and the output
+    if cfg.residual in ATTNRES:  # per layer and for the output aggregation:
+        if cfg.attnres_static_mix:  # one logit per source
+            non_emb += sum(cfg.n_sources(l) for l in range(L + 1))
+        else:  # a pseudo-query (or a d x d query projection) + the key RMSNorm weight
+            query = d * d if cfg.attnres_input_query else d
+            non_emb += (L + 1) * (query + (d if cfg.attnres_key_norm else 0))
+    if cfg.residual == "denseformer":  # DWA i over i + 1 block outputs and the embedding
+        non_emb += sum(i + 2 for i in range(cfg.n_layer))
     emb = cfg.vocab_size * d + cfg.context_length * d
     if not cfg.tie_embeddings:
         emb += cfg.vocab_size * d

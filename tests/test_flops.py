@@ -24,11 +24,11 @@ from andrea.flops import (
 
 
 def cfg(n_layer=2, n_head=2, d_model=8, vocab_size=11, context_length=4, residual="baseline",
-        block_size=4):
+        block_size=4, **switches):
     # flops.py is duck-typed: a plain namespace with ModelConfig's field names is enough.
     return SimpleNamespace(n_layer=n_layer, n_head=n_head, d_model=d_model, vocab_size=vocab_size,
                            context_length=context_length, residual=residual,
-                           block_size=block_size, tie_embeddings=True)
+                           block_size=block_size, tie_embeddings=True, **switches)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,6 +147,33 @@ def test_full_ge_block_ge_baseline(n_layer):
                            16).forward == full
 
 
+# Ablation switches and DenseFormer, same shape (docs/ablations.md). Full's sources per layer are
+# 1, 2, 3, 4 and 5 for the output; 14 of them in layers with more than one source.
+#   no key norm      score + mix only: 2 x 16 x 14                          = 448
+#   sigmoid          a single source is not free: 15 sources x 48           = 720
+#   input query      672 + W_l x, 2 d^2 = 128 for each of the 4 scored layers = 1184
+#   static mix       the mix alone: 16 x 14                                  = 224
+#   window 2         sources 1, 2, 3, 3, 3 -> 11 x 48                        = 528
+#   4 heads          the d dims split, not copied                            = 672
+#   DenseFormer      DWA after block 1 mixes 2 vectors, after block 2 three: 2 x 8 x 5 = 80
+HAND_SWITCHES = [
+    ("attnres_full", dict(attnres_key_norm=False), 448),
+    ("attnres_full", dict(attnres_gate="sigmoid"), 720),
+    ("attnres_full", dict(attnres_input_query=True), 1184),
+    ("attnres_full", dict(attnres_static_mix=True), 224),
+    ("attnres_full", dict(attnres_window=2), 528),
+    ("attnres_full", dict(attnres_heads=4), 672),
+    ("denseformer", {}, 80),
+]
+
+
+@pytest.mark.parametrize("residual,switches,depth", HAND_SWITCHES, ids=str)
+def test_hand_computed_switches_and_denseformer(residual, switches, depth):
+    b = flops_per_token(cfg(residual=residual, **switches), 4)
+    assert b.depth == depth and b.forward == BASELINE_FWD + depth
+    assert b.attn_qkv + b.attn_out + b.mlp + b.lm_head == 768 + 256 + 2048 + 176
+
+
 # ---------------------------------------------------------------------------------------------
 # Against the real model
 # ---------------------------------------------------------------------------------------------
@@ -251,6 +278,36 @@ def test_measured_attnres(residual, block_size):
     assert measured_depth == pytest.approx(predicted_depth, rel=0.10), (
         f"depth attention: measured {measured_depth} FLOPs/token, predicted {predicted_depth}")
     assert measured == pytest.approx(predicted.matmul, rel=0.01)
+
+
+@pytest.mark.parametrize("residual,block_size,switches", [
+    ("denseformer", 4, {}),
+    ("attnres_full", 4, dict(attnres_gate="sigmoid")),
+    ("attnres_full", 4, dict(attnres_input_query=True, attnres_heads=2)),
+    ("attnres_full", 4, dict(attnres_static_mix=True, attnres_window=3)),
+    ("attnres_block", 2, dict(attnres_key_norm=False, attnres_window=2))], ids=str)
+def test_measured_ablations_and_denseformer(residual, block_size, switches):
+    """The general path and DenseFormer's DWA are einsum/matmul contractions, so FlopCounterMode
+    sees scores, query projections and mixes. Tolerances as in test_measured_attnres. The
+    general path also computes the single-source layers under softmax, which the count calls
+    free (softmax of one score is 1; the fast path skips them): their work is added here, one
+    score and one mix (2·d each; the mix alone for static mixing) and the query projection
+    (2·d²) each."""
+    ANDREA, ModelConfig = _model_or_skip()
+    torch.manual_seed(0)
+    base = _measured_forward_per_token(ANDREA(ModelConfig(**_SHAPE, residual="baseline")), _B, _T)
+    mc = ModelConfig(**_SHAPE, residual=residual, block_size=block_size, **switches)
+    measured = _measured_forward_per_token(ANDREA(mc), _B, _T)
+    predicted = flops_per_token(mc, _T)
+    d = mc.d_model
+    single = sum(n == 1 for n in n_depth_sources(mc)) if mc.attnres_gate == "softmax" else 0
+    per_single = (2 * d if mc.attnres_static_mix else 4 * d) + \
+        (2 * d * d if mc.attnres_input_query else 0)
+    predicted_depth = predicted.depth - predicted.depth_key_norm + single * per_single
+    assert predicted_depth > 0
+    assert measured - base == pytest.approx(predicted_depth, rel=0.10), (
+        f"depth: measured {measured - base} FLOPs/token, predicted {predicted_depth}")
+    assert measured == pytest.approx(predicted.matmul + single * per_single, rel=0.01)
 
 
 # ---------------------------------------------------------------------------------------------

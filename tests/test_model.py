@@ -201,7 +201,8 @@ def test_eps_question_attnres_from_baseline_weights_matches_baseline(residual, S
     """At zero init AttnRes feeds each LayerNorm h_l / n. Measured on a 12-block d=64 model
     (logits ~1): with the baseline's eps = 1e-5 unchanged the logit gap is 0.65 (Full) / 0.16
     (Block S=4): eps dominates. With eps / n^2 per layer (ModelConfig.layer_norm_eps) the gap
-    is ~3e-7, fp32 rounding. The model uses the scaled eps; both are asserted here."""
+    is ~3e-7, fp32 rounding. The default is the report's model (eps unchanged); the scaled eps
+    is the switch `attnres_scale_eps=true` (docs/ablations.md). Both are asserted here."""
     scaled = _attnres_from_baseline_gap(residual, S, scale_eps=True)
     unscaled = _attnres_from_baseline_gap(residual, S, scale_eps=False)
     assert scaled < 2e-6

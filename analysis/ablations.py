@@ -1,0 +1,279 @@
+"""`python -m analysis.ablations <sweep dirs…> --out DIR`: the report's ablation table (Table 4)
+and the block-size figure (Fig. 6) from finished runs at one size (docs/ablations.md).
+
+Runs are grouped by their results.json `label` (`attnres_full+sigmoid`, `attnres_block_s4`, …;
+CONTRACTS item 2), so every ablation switch is its own row. Per row: the mean final validation
+loss over seeds with its Student-t interval, and the difference to the baseline and to Full
+with the interval of the *paired* difference (seed s of the row minus seed s of the reference:
+the seeds share data order and initial weights where shapes match, so pairing removes that
+shared noise). Writes ablations.{md,csv,tex}, ablations.png (dot and interval per row, baseline
+and Full as vertical bands) and, when the input has Block AttnRes at two or more S,
+block_size.png in Fig. 6's shape (S on a log axis from L down to 2, Full and the baseline as
+horizontal bands).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import re
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from analysis.collect import InputError, collect
+from andrea.rundir import atomic_write_bytes, read_json
+
+BLOCK_LABEL = re.compile(r"^attnres_block_s(\d+)$")  # Block at one S, no switches
+
+
+@dataclass
+class Row:
+    label: str
+    size: str
+    losses: dict[int, float]  # seed -> final validation loss
+    mean: float
+    lo: float
+    hi: float
+    d_base: tuple[float, float, float, int] | None = None  # (mean, lo, hi, n pairs)
+    d_full: tuple[float, float, float, int] | None = None
+
+
+def t_interval(x, level: float) -> tuple[float, float, float]:
+    """Mean and its two-sided Student-t interval; (mean, nan, nan) for a single value."""
+    x = np.asarray(x, float)
+    m = float(x.mean())
+    if len(x) < 2:
+        return m, math.nan, math.nan
+    half = stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
+    return m, m - half, m + half
+
+
+def paired(row: dict[int, float], ref: dict[int, float], level: float):
+    """Mean and interval of row - ref over the seeds both have, with the number of pairs."""
+    seeds = sorted(set(row) & set(ref))
+    if not seeds:
+        return None
+    m, lo, hi = t_interval([row[s] - ref[s] for s in seeds], level)
+    return m, lo, hi, len(seeds)
+
+
+def _label_of(run) -> str:
+    """results.json `label` when the run has one (it carries the switches), else the variant."""
+    if run.run_dir is not None:
+        res = read_json(Path(run.run_dir) / "results.json") or {}
+        if res.get("label"):
+            return str(res["label"])
+    return run.label
+
+
+def ablation_rows(runs, level: float = 0.95, baseline: str = "baseline",
+                  full: str = "attnres_full", size: str | None = None):
+    """One Row per label at one size (the requested one, else the size with the most labels).
+    Returns (rows sorted by mean loss with the baseline first, size, warnings)."""
+    by: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
+    warnings = []
+    for r in runs:
+        seed = r.seed if r.seed is not None else len(by[(_label_of(r), r.size)])
+        group = by[(_label_of(r), r.size)]
+        if seed in group:
+            warnings.append(f"{_label_of(r)} size={r.size}: seed {seed} twice; {r.source} ignored")
+            continue
+        group[seed] = r.val_loss
+    sizes = sorted({s for _, s in by}, key=lambda s: -sum(1 for _, t in by if t == s))
+    if size is None and sizes:
+        size = sizes[0]
+        if len(sizes) > 1:
+            warnings.append(f"runs of several sizes ({', '.join(sizes)}); table for {size} "
+                            "(choose with --size)")
+    rows = []
+    for (label, s), losses in by.items():
+        if s != size:
+            continue
+        rows.append(Row(label, s, dict(sorted(losses.items())), *t_interval(list(losses.values()),
+                                                                           level)))
+    refs = {r.label: r.losses for r in rows}
+    for r in rows:
+        if baseline in refs and r.label != baseline:
+            r.d_base = paired(r.losses, refs[baseline], level)
+        if full in refs and r.label != full:
+            r.d_full = paired(r.losses, refs[full], level)
+    rows.sort(key=lambda r: (r.label != baseline, r.mean))
+    return rows, size, warnings
+
+
+# --- tables ------------------------------------------------------------------------------------
+def _f(x, digits=4) -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def _diff(d) -> str:
+    return "–" if d is None else f"{d[0]:+.4f} [{_f(d[1])}, {_f(d[2])}]"
+
+
+def markdown(rows, level, size) -> str:
+    pct = f"{level:.0%}"
+    out = [f"Ablations at size {size}: final validation loss (nats/token), mean over seeds "
+           f"[{pct} t-interval]; differences paired by seed [{pct} t-interval]. Lower is better.",
+           "", "| configuration | seeds | loss | Δ vs baseline | Δ vs Full |",
+           "|---|---:|---|---|---|"]
+    for r in rows:
+        out.append(f"| `{r.label}` | {len(r.losses)} | {_f(r.mean)} [{_f(r.lo)}, {_f(r.hi)}] | "
+                   f"{_diff(r.d_base)} | {_diff(r.d_full)} |")
+    return "\n".join(out) + "\n"
+
+
+def csv_text(rows) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["label", "size", "n_seeds", "seeds", "loss_mean", "loss_lo", "loss_hi",
+                "d_baseline", "d_baseline_lo", "d_baseline_hi", "d_full", "d_full_lo",
+                "d_full_hi"])
+    for r in rows:
+        d = [x for dd in (r.d_base, r.d_full) for x in ((dd or (None,) * 4)[:3])]
+        w.writerow([r.label, r.size, len(r.losses), " ".join(map(str, r.losses)), r.mean, r.lo,
+                    r.hi, *("" if x is None else x for x in d)])
+    return buf.getvalue()
+
+
+def latex(rows, level, size) -> str:
+    tex = lambda s: s.replace("_", r"\_").replace("+", r"{+}")  # noqa: E731
+    ci = lambda lo, hi: f"[{_f(lo)}, {_f(hi)}]"  # noqa: E731
+    dd = lambda d: "--" if d is None else f"{d[0]:+.4f} {ci(d[1], d[2])}"  # noqa: E731
+    lines = [r"% requires \usepackage{booktabs}", r"\begin{tabular}{lrlll}", r"\toprule",
+             r"Configuration & Seeds & Loss & $\Delta$ baseline & $\Delta$ Full \\", r"\midrule"]
+    for r in rows:
+        lines.append(rf"\texttt{{{tex(r.label)}}} & {len(r.losses)} & {_f(r.mean)} "
+                     rf"{ci(r.lo, r.hi)} & {dd(r.d_base)} & {dd(r.d_full)} \\")
+    lines += [r"\bottomrule", r"\end{tabular}",
+              f"% size {size}; brackets: {level:.0%} t-intervals (differences paired by seed)."]
+    return "\n".join(lines) + "\n"
+
+
+# --- figures -----------------------------------------------------------------------------------
+def _band(ax, row, colour, horizontal: bool):
+    span, line = (ax.axhspan, ax.axhline) if horizontal else (ax.axvspan, ax.axvline)
+    line(row.mean, color=colour, ls="--", lw=1.2, label=row.label)
+    if not math.isnan(row.lo):
+        span(row.lo, row.hi, color=colour, alpha=0.12, lw=0)
+
+
+def plot_rows(rows, path, size, level, baseline="baseline", full="attnres_full") -> None:
+    from analysis.plots import _save, colours, plt
+
+    col = colours([r.label for r in rows] + [baseline], baseline)
+    fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(rows) + 1.4))
+    for ref in (baseline, full):
+        r = next((r for r in rows if r.label == ref), None)
+        if r is not None:
+            _band(ax, r, col[ref], horizontal=False)
+    for y, r in enumerate(rows):
+        err = None if math.isnan(r.lo) else [[r.mean - r.lo], [r.hi - r.mean]]
+        ax.errorbar([r.mean], [y], xerr=err, fmt="o", color=col[r.label], capsize=3)
+    ax.set_yticks(range(len(rows)), [r.label for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"final validation loss (nats/token), mean and {level:.0%} t-interval")
+    ax.set_title(f"Ablations, size {size}, {max(len(r.losses) for r in rows)} seeds "
+                 "(lower is better)", fontsize=10)
+    ax.legend(frameon=False, loc="lower right")
+    _save(fig, [path])
+
+
+def plot_block_size(rows, path, size, level, n_sublayers=None, baseline="baseline",
+                    full="attnres_full") -> str | None:
+    """Fig. 6's shape: loss against S on a log axis running from L down to 2, baseline and Full
+    as bands. Returns what was drawn, or None with fewer than two block sizes."""
+    blocks = sorted(((int(m.group(1)), r) for r in rows if (m := BLOCK_LABEL.match(r.label))
+                     and int(m.group(1)) >= 2), key=lambda t: t[0])
+    if len(blocks) < 2:
+        return None
+    from analysis.plots import _save, colours, mticker, plt
+
+    col = colours([r.label for r in rows] + [baseline], baseline)
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for ref in (baseline, full):
+        r = next((r for r in rows if r.label == ref), None)
+        if r is not None:
+            _band(ax, r, col[ref], horizontal=True)
+    S = np.array([s for s, _ in blocks])
+    m = np.array([r.mean for _, r in blocks])
+    err = np.array([[r.mean - r.lo, r.hi - r.mean] for _, r in blocks]).T
+    ax.errorbar(S, m, yerr=None if np.isnan(err).any() else err, fmt="o-", capsize=3,
+                color=col[blocks[len(blocks) // 2][1].label], label="attnres_block")
+    ax.set_xscale("log", base=2)
+    ticks = sorted(set(S) | ({n_sublayers} if n_sublayers else set()))
+    ax.set_xticks(ticks)
+    ax.xaxis.set_major_formatter(mticker.FormatStrFormatter("%d"))
+    ax.xaxis.set_minor_locator(mticker.NullLocator())
+    ax.set_xlim(max(ticks) * 1.25, 2 / 1.25)  # from L down to 2, as in the report
+    ax.set_xlabel("block size S (sublayers per block), log scale" +
+                  (f"; L = {n_sublayers}" if n_sublayers else ""))
+    ax.set_ylabel(f"final validation loss, mean and {level:.0%} t-interval")
+    ax.set_title(f"Block size, size {size} (lower is better)", fontsize=10)
+    ax.legend(frameon=False)
+    _save(fig, [path])
+    return f"block size: S = {', '.join(map(str, S))}"
+
+
+def _n_sublayers(runs, size) -> int | None:
+    """L = 2 x n_layer from a run's composed config (.hydra/config.yaml), if one is there."""
+    from omegaconf import OmegaConf
+
+    for r in runs:
+        cfg = Path(r.run_dir or "") / ".hydra" / "config.yaml"
+        if r.size == size and r.run_dir is not None and cfg.is_file():
+            return 2 * int(OmegaConf.load(cfg).size.n_layer)
+    return None
+
+
+# --- command line ------------------------------------------------------------------------------
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m analysis.ablations", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("inputs", nargs="+", help="sweep directories (or results.json files)")
+    p.add_argument("--out", type=Path, help="output directory (default: <first input>/analysis)")
+    p.add_argument("--size", help="the size to tabulate (default: the one with most labels)")
+    p.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
+    p.add_argument("--baseline", default="baseline")
+    p.add_argument("--full", default="attnres_full")
+    a = p.parse_args(argv)
+    if not 0 < a.level < 1:
+        p.error(f"--level={a.level} must lie in (0, 1)")
+    try:
+        col = collect(a.inputs)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    rows, size, warnings = ablation_rows(col.runs, a.level, a.baseline, a.full, a.size)
+    for src, why in col.failed + col.invalid:
+        warnings.append(f"skipped {src}: {why}")
+    if col.running:
+        warnings.append(f"{len(col.running)} run(s) not finished; left out")
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if not rows:
+        print("error: no finished runs to tabulate", file=sys.stderr)
+        return 2
+    out = a.out or Path(a.inputs[0]) / "analysis"
+    out.mkdir(parents=True, exist_ok=True)
+    md = markdown(rows, a.level, size)
+    atomic_write_bytes(out / "ablations.md", md.encode())
+    atomic_write_bytes(out / "ablations.csv", csv_text(rows).encode())
+    atomic_write_bytes(out / "ablations.tex", latex(rows, a.level, size).encode())
+    plot_rows(rows, out / "ablations.png", size, a.level, a.baseline, a.full)
+    drawn = plot_block_size(rows, out / "block_size.png", size, a.level,
+                            _n_sublayers(col.runs, size), a.baseline, a.full)
+    print(md)
+    print(f"wrote {out}/ablations.{{md,csv,tex,png}}" + (f" and block_size.png ({drawn})"
+                                                          if drawn else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
