@@ -160,10 +160,12 @@ def json_str(s: str) -> str:
 
 
 def _size_order(size: str):
-    from andrea.sizes import SHAPES
-
-    names = [s.name for s in SHAPES]
-    return (names.index(size) if size in names else len(names), size)
+    """tiny-1 < tiny-2 < ... < andrea-12m < andrea-25m ... (without importing torch)."""
+    prefix, _, rest = size.partition("-")
+    num = rest.rstrip("mb")
+    if num.isdigit():
+        return ({"tiny": 0, "andrea": 1}.get(prefix, 2), int(num), size)
+    return (3, 0, size)
 
 
 def plot(curves: list[Curve], chosen: dict[str, Curve], path: Path) -> None:
@@ -194,7 +196,7 @@ def plot(curves: list[Curve], chosen: dict[str, Curve], path: Path) -> None:
     ax.set_ylabel("validation loss (mean over seeds)")
     ax.set_title("Baseline LR scan: loss vs LR per size")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper right")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=130)
     plt.close(fig)
