@@ -22,4 +22,18 @@ def main(cfg: DictConfig) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    try:
+        main()
+    except SystemExit as e:
+        # Hydra reports a bad override (exit 1) as "Key 'trian' not in 'RunConfig'": name the
+        # nearest valid key, and exit 2 like every other bad input.
+        if e.code == 1:
+            from andrea.overrides import unknown_key_hints
+
+            hints = unknown_key_hints(sys.argv[1:])
+            if hints:
+                print("\n".join(hints), file=sys.stderr)
+                sys.exit(2)
+        raise

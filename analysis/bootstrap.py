@@ -17,7 +17,10 @@ import numpy as np
 
 def huber(r, delta):
     """Huber loss and its derivative, divided by delta so the linear part has slope 1 (keeps
-    L-BFGS-B's absolute gradient tolerance meaningful for delta = 1e-3)."""
+    L-BFGS-B's absolute gradient tolerance meaningful for delta = 1e-3). delta=None: least
+    squares (0.5·r², r)."""
+    if delta is None:
+        return 0.5 * r * r, r
     a = np.abs(r)
     quad = a <= delta
     rho = np.where(quad, 0.5 * r * r, delta * (a - 0.5 * delta)) / delta
@@ -96,7 +99,7 @@ def lm_irreducible(dx, y, theta0, delta, bounds, max_iter=5000, tol=1e-10):
         if act.size == 0:
             break
         X, Y, th, ra, Ja = dx[act], y[act], theta[act], r[act], J[act]
-        w = np.minimum(1.0, delta / np.maximum(np.abs(ra), 1e-300))
+        w = np.ones_like(ra) if delta is None else np.minimum(1.0, delta / np.maximum(np.abs(ra), 1e-300))
         g = np.einsum("bn,bnk->bk", w * ra, Ja)
         H = np.einsum("bn,bnk,bnl->bkl", w, Ja, Ja)
         d = np.diagonal(H, axis1=1, axis2=2)

@@ -4,6 +4,11 @@ The input contract is design.md "Analysis input": a sweep directory holding run 
 results.json (read through `RunDir`, the one object that knows the layout), or a CSV with at least
 `variant,size,flops,val_loss` (optional `block_size,params,tokens,seed,status`).
 
+A run may hold several points (CONTRACTS item 1: results.json `points`, one per token budget of a
+WSD run; in a CSV, rows sharing variant, size and seed). Each point becomes one `Run` record that
+carries its run's identity (`run_id`) and its position in the run (`point`), so the analysis can
+keep a run's points together when it resamples seeds (`analysis.replicates`).
+
 Nothing here raises on a bad run: every run ends up in exactly one list of `Collection` (usable,
 failed, running/missing, invalid) with a message that names it, so one broken run never hides the
 rest of a sweep. Only an unusable *input* (missing path, CSV without the required columns) raises
@@ -28,7 +33,8 @@ from andrea.rundir import RunDir, read_json
 # = andrea.flops.PFLOPS_DAY, not imported from there: the analysis runs without importing torch.
 FLOPS_PER_PFLOPS_DAY = 1e15 * 86400.0
 REQUIRED_CSV_COLUMNS = ("variant", "size", "flops", "val_loss")
-OPTIONAL_CSV_COLUMNS = ("block_size", "params", "tokens", "seed", "status")
+OPTIONAL_CSV_COLUMNS = ("block_size", "params", "tokens", "seed", "status", "label", "budget",
+                        "wall_s", "device_s")
 BLOCK_VARIANT = "attnres_block"
 # Directories inside a run that never hold other runs; skipping them keeps the walk cheap.
 _PRUNE = {".hydra", "checkpoints", "wandb", "__pycache__", ".git"}
@@ -57,10 +63,21 @@ class Run:
     tokens: float | None = None
     seed: int | None = None
     run_dir: Path | None = None
+    display_label: str | None = None   # results.json `label` (CONTRACTS item 2), when present
+    run_id: str = ""                   # one id per training run, shared by its points
+    point: int = 0                     # position of this point in its run, by tokens
+    budget: float | None = None        # multiple of the size's token budget, when recorded
+    wall_s: float | None = None        # training wall-clock up to this point
+    device_s: float | None = None      # wall-clock x devices up to this point (CONTRACTS item 3)
+    device_name: str | None = None
+
+    def __post_init__(self):
+        if not self.run_id:
+            self.run_id = self.source
 
     @property
     def label(self) -> str:
-        return variant_label(self.variant, self.block_size)
+        return self.display_label or variant_label(self.variant, self.block_size)
 
     @property
     def compute(self) -> float:
@@ -140,8 +157,9 @@ def _optional_int(value) -> int | None:
     return None if x is None else int(x)
 
 
-def _make_run(rec: dict, source: str, run_dir: Path | None = None) -> Run:
-    """A usable run from one record, or ValueError saying which field is wrong and its value."""
+def _make_run(rec: dict, source: str, run_dir: Path | None = None, **extra) -> Run:
+    """A usable run (point) from one record, or ValueError saying which field is wrong and its
+    value."""
     variant = str(rec.get("variant") or "").strip()
     if not variant:
         raise ValueError("variant is missing")
@@ -155,10 +173,16 @@ def _make_run(rec: dict, source: str, run_dir: Path | None = None) -> Run:
     if not math.isfinite(val_loss) or val_loss <= 0:
         raise ValueError(f"val_loss={val_loss!r} is not a positive finite loss")
     block_size = _optional_int(rec.get("block_size"))
+    label = str(rec.get("label") or "").strip() or None
+    # N of L(N, D) is the non-embedding count (Kaplan et al. 2020); a CSV's `params` already is
+    params = _optional_number(rec.get("params_nonembedding", rec.get("params")))
     return Run(source=source, variant=variant, block_size=block_size, size=size, flops=flops,
-               val_loss=val_loss, params=_optional_number(rec.get("params")),
+               val_loss=val_loss, params=params,
                tokens=_optional_number(rec.get("tokens")), seed=_optional_int(rec.get("seed")),
-               run_dir=run_dir)
+               run_dir=run_dir, display_label=label, budget=_optional_number(rec.get("budget")),
+               wall_s=_optional_number(rec.get("wall_s")),
+               device_s=_optional_number(rec.get("device_s")),
+               device_name=(str(rec["device_name"]) if rec.get("device_name") else None), **extra)
 
 
 # --- sweep directories ----------------------------------------------------------------------------
@@ -177,7 +201,9 @@ def _read_run_dir(rd: RunDir, out: Collection) -> None:
     source = str(rd.root)
     res = rd.read_results()
     if not isinstance(res, dict):
-        out.invalid.append((source, "results.json is not valid JSON (half-written or corrupted)"))
+        why = ("not valid JSON (half-written or corrupted)" if res is None else
+               f"valid JSON, but a {type(res).__name__}, not a results object (a JSON object)")
+        out.invalid.append((source, f"results.json is {why}"))
         return
     status = res.get("status")
     if status == "failed":
@@ -186,10 +212,33 @@ def _read_run_dir(rd: RunDir, out: Collection) -> None:
     if status != "completed":
         out.invalid.append((source, f"results.json status={status!r}; expected 'completed' or 'failed'"))
         return
-    try:
-        out.runs.append(_make_run(res, source, run_dir=rd.root))
-    except ValueError as e:
-        out.invalid.append((source, str(e)))
+    points = res.get("points")
+    if not isinstance(points, list) or not points:
+        points = [{}]                       # a results.json from before `points`: one point
+    runs = []
+    for i, pt in enumerate(points):
+        rec = dict(res)
+        if isinstance(pt, dict):
+            rec.update({k: v for k, v in pt.items() if k in _POINT_KEYS})
+        try:
+            runs.append(_make_run(rec, source, run_dir=rd.root))
+        except ValueError as e:
+            where = f" (point {i + 1} of {len(points)})" if len(points) > 1 else ""
+            out.invalid.append((source, f"{e}{where}"))
+            return
+    out.runs += _number_points(runs)
+
+
+# keys of a results.json point that override the run's top-level values (CONTRACTS item 1)
+_POINT_KEYS = ("budget", "tokens", "flops", "val_loss", "step", "wall_s", "device_s")
+
+
+def _number_points(runs: list[Run]) -> list[Run]:
+    """Order one run's points by tokens (else FLOPs) and number them 0, 1, ..."""
+    runs = sorted(runs, key=lambda r: (r.tokens if r.tokens is not None else r.flops, r.flops))
+    for i, r in enumerate(runs):
+        r.point = i
+    return runs
 
 
 def collect_dir(root: Path) -> Collection:
@@ -221,6 +270,7 @@ def collect_csv(path: Path) -> Collection:
                 f"{path}: missing required column(s) {', '.join(missing)}; found "
                 f"{', '.join(columns) or 'no header'}; need at least {','.join(REQUIRED_CSV_COLUMNS)} "
                 f"(optional {','.join(OPTIONAL_CSV_COLUMNS)})")
+        by_run: dict[tuple, list[Run]] = defaultdict(list)
         for row in reader:
             row = {(k or "").strip(): v for k, v in row.items()}
             source = f"{path} line {reader.line_num}"
@@ -229,9 +279,17 @@ def collect_csv(path: Path) -> Collection:
                 out.failed.append((source, "status=failed in the CSV"))
                 continue
             try:
-                out.runs.append(_make_run(row, source))
+                r = _make_run(row, source)
             except ValueError as e:
                 out.invalid.append((source, str(e)))
+                continue
+            # rows sharing label, size and seed are points of one run; without a seed each row
+            # is its own run
+            if r.seed is not None:
+                r.run_id = f"{path}:{r.label}/{r.size}/seed{r.seed}"
+            by_run[(r.run_id,)].append(r)
+        for rs in by_run.values():
+            out.runs += _number_points(rs)
     return out
 
 
@@ -259,16 +317,17 @@ def collect(paths: list[str | Path]) -> Collection:
 
 # --- seeds → points -------------------------------------------------------------------------------
 def aggregate(runs: list[Run]) -> tuple[list[Point], list[str]]:
-    """One point per (label, size): mean loss over seeds, std kept as the spread.
+    """One point per (label, size, position in the run): mean loss over seeds, std kept as the
+    spread. These means are what tables and figures show; the fits use every run's points.
 
     Returns (points sorted by label then compute, warnings). Runs of one size whose FLOPs differ by
     more than 1 % are still averaged, but reported: seeds of one config should cost the same.
     """
-    groups: dict[tuple[str, str], list[Run]] = defaultdict(list)
+    groups: dict[tuple[str, str, int], list[Run]] = defaultdict(list)
     for r in runs:
-        groups[(r.label, r.size)].append(r)
+        groups[(r.label, r.size, r.point)].append(r)
     points, warnings = [], []
-    for (label, size), rs in groups.items():
+    for (label, size, _), rs in groups.items():
         losses = np.array([r.val_loss for r in rs])
         flops = np.array([r.flops for r in rs])
         if flops.max() > 1.01 * flops.min():

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis import tables
+from analysis import extra_fits, tables
 from analysis.collect import (FLOPS_PER_PFLOPS_DAY, InputError, aggregate, by_label, collect,
                               variant_label)
+from analysis.estimate import DEFAULT_LOSS, default_c_ref, fit_device_seconds, fit_variants
 from analysis.multiplier import multiplier_at, multiplier_curve
-from analysis.bootstrap import paired_indices
-from analysis.powerlaw import N_PARAMS, FitError, fit_power_law
+from analysis.replicates import arrange, seed_noise
 from andrea.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json
 
 SCHEMA_VERSION = 1
@@ -36,22 +36,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, type=Path, help="output directory")
     p.add_argument("--baseline", default="baseline", help="variant label used as the reference (default: %(default)s)")
     p.add_argument("--irreducible", action="store_true", help="fit L = E + A·C^-alpha")
-    p.add_argument("--huber-delta", type=float, default=1e-3, help="Huber delta on log-loss residuals (default: %(default)s)")
+    p.add_argument("--loss", choices=["lsq", "huber"], default=DEFAULT_LOSS,
+                   help="fit loss on log L: least squares or Huber (default: %(default)s, the one "
+                        "whose intervals passed bench/coverage.py; see docs/statistics.md)")
+    p.add_argument("--huber-delta", type=float, default=1e-3, help="Huber delta on log-loss residuals, with --loss huber (default: %(default)s)")
+    p.add_argument("--interval", choices=["auto", "seeds", "sizes"], default="auto",
+                   help="what the bootstrap resamples: seeds within each size, paired across "
+                        "variants, a run's points together (auto: when every size has >= 2 "
+                        "seeds), or sizes (the old method; covers poorly)")
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples, 0 for no CIs (default: %(default)s)")
     p.add_argument("--ci", type=float, default=0.95, help="confidence level of the intervals (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
     p.add_argument("--paired-bootstrap", action=argparse.BooleanOptionalAction, default=True,
-                   help="resample sizes jointly across variants that share the baseline's sizes "
-                        "(default), so a size's shared data/seed noise cancels in the multiplier; "
-                        "--no-paired-bootstrap resamples each variant's points independently")
+                   help="with --interval sizes: resample sizes jointly across variants that share "
+                        "the baseline's sizes (default), so a size's shared data/seed noise cancels "
+                        "in the multiplier; --no-paired-bootstrap resamples each variant's points "
+                        "independently (the seed bootstrap always pairs by seed)")
     p.add_argument("--c-ref", type=float, nargs="+", default=None, metavar="C",
-                   help="reference compute(s) in PFLOP/s-days for the multiplier "
-                        "(default: the largest compute in the data)")
+                   help="reference compute(s) in PFLOP/s-days for the multiplier (default: the "
+                        "geometric middle of the compute range the variants share with the "
+                        "baseline, where the multiplier is interpolated)")
     p.add_argument("--ablation-size", default=None, help="size for the block-size ablation figure "
                    "(default: the size with the most block sizes)")
     p.add_argument("--dynamics-runs", nargs="+", default=None, metavar="RUN",
                    help="run directories or LABEL:SIZE for the dynamics figure "
                         "(default: the largest size of each variant)")
+    p.add_argument("--chinchilla-bootstrap", type=int, default=0, metavar="N",
+                   help="seed-bootstrap resamples for the L(N, D) multiplier's interval (one "
+                        "L-BFGS-B per resample and variant: seconds each hundred; not "
+                        "coverage-checked; default: %(default)s, point estimates)")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--wandb", action="store_true", help="log table and figures to W&B")
     p.add_argument("--wandb-mode", default="offline", choices=["offline", "online", "disabled"],
@@ -170,29 +183,6 @@ def _log_wandb(args, rows, report, figures) -> str:
     return msg
 
 
-def _pairing(groups, args, form, warnings) -> dict:
-    """label → (point order, shared resample) for --paired-bootstrap; empty when not asked/able."""
-    if not args.paired_bootstrap or args.bootstrap == 0:
-        return {}
-    base = groups.get(args.baseline)
-    if base is None:
-        warnings.append(f"--paired-bootstrap: no {args.baseline!r} points; bootstrap unpaired")
-        return {}
-    sizes = [p.size for p in base]                       # ordered by compute
-    if len(set(sizes)) < N_PARAMS[form]:
-        return {}
-    idx = paired_indices(len(sizes), args.bootstrap, N_PARAMS[form], args.seed)
-    out = {}
-    for label, pts in groups.items():
-        by_size = {p.size: i for i, p in enumerate(pts)}
-        if sorted(by_size) != sorted(sizes) or len(by_size) != len(pts):
-            warnings.append(f"--paired-bootstrap: {label} has sizes {sorted(by_size)}, the baseline "
-                            f"{sorted(sizes)}; its bootstrap is unpaired")
-            continue
-        out[label] = ([by_size[s] for s in sizes], idx)
-    return out
-
-
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.bootstrap < 0 or not 0 < args.ci < 1 or args.huber_delta <= 0:
@@ -208,7 +198,9 @@ def main(argv=None) -> int:
         return 2
 
     # --- what was found ---
-    print(f"Collected {len(coll.runs)} completed run(s) from {', '.join(map(str, args.inputs))}")
+    n_runs = len({r.run_id for r in coll.runs})
+    n_pts = f" ({len(coll.runs)} points)" if len(coll.runs) != n_runs else ""
+    print(f"Collected {n_runs} completed run(s){n_pts} from {', '.join(map(str, args.inputs))}")
     _section("Failed runs", coll.failed, lambda t: f"{t[0]}: {t[1]}")
     _section("Still running or missing results.json", coll.running, lambda t: f"{t[0]}: {t[1]}")
     _section("Unusable runs (skipped)", coll.invalid, lambda t: f"{t[0]}: {t[1]}")
@@ -223,33 +215,24 @@ def main(argv=None) -> int:
 
     # --- fits ---
     form = "irreducible" if args.irreducible else "power"
-    fits, skipped, fit_warnings = {}, {}, []
-    pairing = _pairing(groups, args, form, fit_warnings)
-    for label, pts in groups.items():
-        resample = None
-        if label in pairing:
-            order, resample = pairing[label]
-            pts = [pts[i] for i in order]
-        try:
-            with _warnings.catch_warnings():
-                _warnings.simplefilter("ignore", RuntimeWarning)
-                f = fit_power_law(label, [p.compute for p in pts], [p.val_loss for p in pts],
-                                  form=form, huber_delta=args.huber_delta,
-                                  n_bootstrap=args.bootstrap, ci=args.ci, seed=args.seed,
-                                  resample=resample)
-        except FitError as e:
-            runs = ", ".join(r.source for p in pts for r in p.runs)
-            skipped[label] = f"{e} (runs: {runs})"
-            continue
-        fits[label] = f
-        fit_warnings += f.warnings
+    fit_kw = dict(loss=args.loss, huber_delta=args.huber_delta, n_bootstrap=args.bootstrap,
+                  ci=args.ci, seed=args.seed, paired=args.paired_bootstrap, interval=args.interval)
+    res = fit_variants(coll.runs, args.baseline, form=form, **fit_kw)
+    fits, skipped, fit_warnings = res.fits, res.skipped, res.warnings
     for label, why in skipped.items():
         print(f"warning: not fitted: {why}")
     for w in merge_label_warnings(fit_warnings, groups):
         print(f"warning: {w}")
+    noise = seed_noise(arrange(coll.runs), args.baseline)
 
     # --- multipliers ---
-    c_refs = args.c_ref or [max(p.compute for p in points)]
+    if args.c_ref:
+        c_refs, c_ref_why = args.c_ref, "given"
+    elif fits:
+        c_ref, c_ref_why = default_c_ref(fits, args.baseline)
+        c_refs = [c_ref]
+    else:
+        c_refs, c_ref_why = [max(p.compute for p in points)], "largest compute"
     at_ref, curves = [], {}
     if args.baseline in fits:
         base = fits[args.baseline]
@@ -262,6 +245,7 @@ def main(argv=None) -> int:
     elif len(fits) > 0:
         print(f"warning: baseline {args.baseline!r} not fitted (labels: {', '.join(sorted(groups))});"
               f" no multipliers; pick another with --baseline")
+    extra = extra_fits.run_all(coll.runs, points, fits, at_ref, c_refs, args, form, fit_kw)
 
     # --- outputs ---
     out = args.out
@@ -273,10 +257,13 @@ def main(argv=None) -> int:
         "inputs": [str(p) for p in args.inputs],
         "settings": {"form": form, "huber_delta": args.huber_delta, "bootstrap": args.bootstrap,
                      "ci_level": args.ci, "seed": args.seed, "baseline": args.baseline,
-                     "paired_bootstrap": args.paired_bootstrap,
+                     "paired_bootstrap": args.paired_bootstrap, "interval": res.interval,
                      "compute_unit": "PFLOP/s-days", "flops_per_unit": FLOPS_PER_PFLOPS_DAY,
-                     "loss": "log-space residuals; Huber (primary) and least squares (lsq)"},
-        "runs": {"completed": len(coll.runs),
+                     "c_ref_default": c_ref_why,
+                     "loss": (f"log-space residuals; {args.loss} (primary)"
+                              + ("; least squares (lsq) as cross-check" if args.loss == "huber"
+                                 else ""))},
+        "runs": {"completed": n_runs, "points": len(coll.runs),
                  "failed": [{"run": s, "error": e} for s, e in coll.failed],
                  "running_or_missing": [{"run": s, "detail": d} for s, d in coll.running],
                  "invalid": [{"run": s, "reason": r} for s, r in coll.invalid]},
@@ -285,13 +272,16 @@ def main(argv=None) -> int:
         "not_fitted": skipped,
         "multipliers": {"baseline": args.baseline, "c_ref_pflops_days": c_refs,
                         "at_c_ref": at_ref, "curves": curves},
+        "seed_noise": noise,
+        **extra.report,
         "warnings": coll.warnings + agg_warnings + fit_warnings
                     + [m["warning"] for m in at_ref if m["warning"]],
     }
     atomic_write_json(out / "fits.json", _jsonable(report))
     written = [out / "fits.json"]
     if rows:
-        for name, text in (("fit_table.md", tables.markdown_table(rows, args.ci, c_refs[0])),
+        for name, text in (("fit_table.md", tables.markdown_table(rows, args.ci, c_refs[0],
+                                                                   args.loss, res.interval)),
                            ("fit_table.csv", tables.csv_table(rows)),
                            ("fit_table.tex", tables.latex_table(rows, args.ci, c_refs[0]))):
             atomic_write_bytes(out / name, text.encode())
@@ -315,6 +305,7 @@ def main(argv=None) -> int:
             figure_msgs.append(msg)
             if not msg.endswith("skipped"):
                 written.append(out / "ablation.png")
+            figure_msgs += extra_fits.figures(extra, groups, out, written, args.baseline)
             dyn, dyn_msgs = _dynamics_runs(points, args.dynamics_runs, args.baseline)
             figure_msgs += dyn_msgs
             if dyn:
@@ -331,21 +322,30 @@ def main(argv=None) -> int:
     for m in figure_msgs:
         print(m)
     print()
+    if noise:
+        print(tables.terminal_noise(noise, args.baseline))
+        print()
     if rows:
         form_txt = "L = E + A·C^-alpha" if form == "irreducible" else "L = A·C^-alpha"
-        print(f"Scaling fits: {form_txt}, C in PFLOP/s-days; Huber on log L (delta={args.huber_delta:g}),"
-              f" {args.bootstrap} bootstrap resamples")
+        loss_txt = (f"Huber on log L (delta={args.huber_delta:g})" if args.loss == "huber"
+                    else "least squares on log L")
+        how = sorted(set(res.interval.values()))
+        print(f"Scaling fits: {form_txt}, C in PFLOP/s-days; {loss_txt}, every seed's points; "
+              f"{args.bootstrap} bootstrap resamples over {' and '.join(how)}")
         print(tables.terminal_table(rows, args.ci))
         print()
         print(f"Compute multiplier vs {args.baseline} (> 1: the variant needs less compute for the "
               f"same loss):")
         print(tables.terminal_multipliers(at_ref))
+        print(f"  C_ref: {c_ref_why}")
+        for line in extra.lines:
+            print(line)
         for label, why in skipped.items():
             print(f"  not fitted: {why}")
     else:
         print("No variant could be fitted.")
     print()
-    print(f"Runs: {len(coll.runs)} completed, {len(coll.failed)} failed, {len(coll.running)} still "
+    print(f"Runs: {n_runs} completed, {len(coll.failed)} failed, {len(coll.running)} still "
           f"running or missing results.json, {len(coll.invalid)} unusable"
           + (" (listed at the top)" if coll.failed or coll.running or coll.invalid else ""))
     if wandb_msg:

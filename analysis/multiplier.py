@@ -56,7 +56,7 @@ def multiplier_at(base: Fit, variant: Fit, c_ref: float) -> dict:
     bad_frac = float("nan")
     if variant.n_bootstrap and variant.n_bootstrap == base.n_bootstrap:
         boot = _ratio(c_ref, _boot_params(variant), _boot_params(base))
-        ci = percentile_ci(boot, variant.ci_level)
+        ci = percentile_ci(boot, variant.boot_level or variant.ci_level)
         bad_frac = float(np.mean(~np.isfinite(boot)))
         if bad_frac > 0 and warning is None:
             warning = (f"{variant.label}: {bad_frac:.1%} of bootstrap replicates have no finite "
@@ -67,9 +67,11 @@ def multiplier_at(base: Fit, variant: Fit, c_ref: float) -> dict:
             "variant_loss_at_c_ref": loss_v, "baseline_loss_at_c_ref": float(base.predict(c_ref)),
             "baseline_compute_needed_pflops_days": c_base, "multiplier": m, "ci": list(ci),
             "ci_level": variant.ci_level, "bootstrap_nonfinite_fraction": bad_frac,
-            "lsq_multiplier": lsq,
+            "lsq_multiplier": lsq, "interval": variant.interval,
             # beyond the largest baseline run the answer leans on the fit's extrapolation
             "extrapolated": bool(np.isfinite(c_base) and c_base > base.compute_range[1] * 1.0001),
+            "c_ref_outside_baseline_data": bool(not base.compute_range[0] / 1.0001 <= c_ref
+                                                <= base.compute_range[1] * 1.0001),
             "c_ref_outside_variant_data": bool(not variant.compute_range[0] / 1.0001 <= c_ref
                                                <= variant.compute_range[1] * 1.0001),
             "warning": warning}
@@ -87,6 +89,6 @@ def multiplier_curve(base: Fit, variant: Fit, n: int = 60) -> dict:
         col = lambda p: tuple(np.asarray(v, float)[:, None] for v in p)   # noqa: E731
         boot = _ratio(grid[None, :], col(_boot_params(variant)), col(_boot_params(base)))
         for j in range(n):
-            lo[j], hi[j] = percentile_ci(boot[:, j], variant.ci_level)
+            lo[j], hi[j] = percentile_ci(boot[:, j], variant.boot_level or variant.ci_level)
     return {"compute_pflops_days": grid.tolist(), "multiplier": m.tolist(),
             "lo": lo.tolist(), "hi": hi.tolist()}

@@ -58,6 +58,36 @@ def _plain_log_y(ax) -> None:
     ax.yaxis.set_minor_formatter(mticker.NullFormatter())
 
 
+# Overlapping series stay distinguishable in black and white and when two variants coincide:
+# each label gets its own marker, fit line style and band hatch (in the order the legend lists them).
+_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
+_LINESTYLES = ["-", "--", "-.", ":"]
+_HATCHES = ["", "////", "\\\\\\\\", "||||", "----", "xxxx", "...."]
+
+
+def _dodge(k: int, n: int, decades: float = 1.0, frac: float = 0.008) -> float:
+    """Multiplicative x offset of series k of n on a log axis spanning `decades`: centred,
+    `frac` of the axis width apart (about half a marker), so points at the same compute sit
+    side by side instead of on top of each other, and stay close to their fitted lines."""
+    return 10 ** (frac * decades * (k - (n - 1) / 2))
+
+
+def _scaling_title(by_label: dict[str, list[Point]], fits: dict[str, Fit], banded: bool) -> str:
+    """What the figure draws, and only that: bands when a bootstrap drew them, error bars when
+    some point averages several seeds."""
+    parts = []
+    if banded:
+        level = next((f.ci_level for f in fits.values()), 0.95)
+        parts.append(f"bands: {level:.0%} bootstrap CI of the fit")
+    seeds = sorted({p.n_seeds for ps in by_label.values() for p in ps})
+    if seeds and seeds[-1] > 1:
+        n = f"{seeds[-1]}" if len(seeds) == 1 else f"{seeds[0]}–{seeds[-1]}"
+        parts.append(f"error bars: ±1 std over {n} seeds")
+    else:
+        parts.append("one seed per point, no error bars")
+    return "Compute scaling (" + "; ".join(parts) + ")"
+
+
 def plot_scaling(by_label: dict[str, list[Point]], fits: dict[str, Fit], c_ref: float | None,
                  paths, baseline: str = "baseline") -> None:
     col = colours(by_label, baseline)
@@ -65,7 +95,9 @@ def plot_scaling(by_label: dict[str, list[Point]], fits: dict[str, Fit], c_ref: 
     lo, hi = allc.min() / 1.5, max(allc.max(), c_ref or 0) * 1.5
     grid = np.logspace(np.log10(lo), np.log10(hi), 120)
     fig, ax = plt.subplots(figsize=(7.5, 5))
-    for label in sorted(by_label, key=lambda k: (k != baseline, k)):
+    order = sorted(by_label, key=lambda k: (k != baseline, k))
+    banded = False
+    for k, label in enumerate(order):
         pts = by_label[label]
         c = col[label]
         C = np.array([p.compute for p in pts])
@@ -73,23 +105,36 @@ def plot_scaling(by_label: dict[str, list[Point]], fits: dict[str, Fit], c_ref: 
         err = np.array([p.val_loss_std for p in pts])
         f = fits.get(label)
         if f is None:
-            name = f"{label} (not fitted)"
+            n_sizes = len({p.size for p in pts})
+            name = f"{label} (not fitted: {n_sizes} size{'s' if n_sizes != 1 else ''})"
         elif f.form == "power":
             name = rf"{label}: $L = {f.A:.3f}\,C^{{-{f.alpha:.3f}}}$"
         else:
             name = rf"{label}: $L = {f.E:.3f} + {f.A:.3f}\,C^{{-{f.alpha:.3f}}}$"
-        ax.errorbar(C, L, yerr=err if err.any() else None, fmt="o", color=c, ms=5, capsize=3,
-                    label=name, zorder=3)
+        # hollow markers of distinct shapes, nudged apart along x: a series under another shows
+        ax.errorbar(C * _dodge(k, len(order), np.log10(hi / lo)), L, yerr=err if err.any() else None,
+                    fmt=_MARKERS[k % len(_MARKERS)], color=c, mfc="white", mew=1.4, ms=6,
+                    capsize=3, label=name, zorder=3 + k * 0.01)
         if f is None:
             continue
-        ax.plot(grid, f.predict(grid), color=c, lw=1.6, zorder=2)
+        ax.plot(grid, f.predict(grid), color=c, lw=1.6, ls=_LINESTYLES[k % len(_LINESTYLES)],
+                zorder=2)
         ok = np.isfinite(f.boot["A"])
         if ok.sum() > 10:
             band = predict(grid[None, :], f.boot["A"][ok, None], f.boot["alpha"][ok, None],
                            f.boot["E"][ok, None])
             q = (1 - f.ci_level) / 2
-            ax.fill_between(grid, np.quantile(band, q, axis=0), np.quantile(band, 1 - q, axis=0),
-                            color=c, alpha=0.15, lw=0, zorder=1)
+            b_lo, b_hi = np.quantile(band, q, axis=0), np.quantile(band, 1 - q, axis=0)
+            if not np.any(b_hi - b_lo > 1e-9 * np.abs(b_hi)):
+                continue  # e.g. as many sizes as parameters: every resample is the fit itself
+            # a light fill, plus the band's own edges and hatch in its colour: where two bands
+            # overlap, both outlines and both hatches stay visible instead of one mixed tint
+            ax.fill_between(grid, b_lo, b_hi, color=c, alpha=0.10, lw=0, zorder=1)
+            ax.fill_between(grid, b_lo, b_hi, facecolor="none", edgecolor=c, alpha=0.45,
+                            hatch=_HATCHES[k % len(_HATCHES)], lw=0, zorder=1)
+            for edge in (b_lo, b_hi):
+                ax.plot(grid, edge, color=c, lw=0.7, ls=":", alpha=0.8, zorder=1)
+            banded = True
     ax.set_xscale("log")
     ax.set_yscale("log")
     _plain_log_y(ax)
@@ -98,11 +143,10 @@ def plot_scaling(by_label: dict[str, list[Point]], fits: dict[str, Fit], c_ref: 
         ax.annotate(f"C_ref = {c_ref:.3g}", (c_ref, 1), xycoords=("data", "axes fraction"),
                     xytext=(-4, -4), textcoords="offset points", fontsize=8, color="0.4",
                     ha="right", va="top")
-    ax.set_xlabel("Training compute C (PFLOP/s-days)")
+    ax.set_xlabel("Training compute C (PFLOP/s-days)"
+                  + ("; points of a size nudged apart along C" if len(order) > 1 else ""))
     ax.set_ylabel("Validation loss (nats/token)")
-    level = next((f.ci_level for f in fits.values()), 0.95)
-    ax.set_title(f"Compute scaling (bands: {level:.0%} bootstrap CI; error bars: seed std)",
-                 fontsize=10)
+    ax.set_title(_scaling_title(by_label, fits, banded), fontsize=10)
     # loss falls left to right, so the lower-left corner is the empty one
     ax.legend(loc="lower left", frameon=False)
     _save(fig, paths)
@@ -134,7 +178,9 @@ def plot_multiplier(curves: dict[str, dict], at_ref: list[dict], paths, baseline
         lo, hi = m["ci"]
         yerr = None
         if np.isfinite(lo) and np.isfinite(hi):
-            yerr = [[m["multiplier"] - lo], [hi - m["multiplier"]]]
+            # a degenerate interval (e.g. two sizes: every resample is the fit itself) can sit a
+            # rounding error off its point; matplotlib refuses negative bar lengths
+            yerr = [[max(m["multiplier"] - lo, 0.0)], [max(hi - m["multiplier"], 0.0)]]
         dodge = 1.04 ** (labels.index(m["variant"]) - (len(labels) - 1) / 2)
         ax.errorbar([m["c_ref_pflops_days"] * dodge], [m["multiplier"]], yerr=yerr, fmt="D",
                     color=col[m["variant"]], ms=5, capsize=3, zorder=4)

@@ -98,6 +98,9 @@ class Fit:
     boot: dict[str, np.ndarray] = field(repr=False)   # bootstrap samples "A", "alpha", "E"
     compute_range: tuple[float, float] = (np.nan, np.nan)
     warnings: list[str] = field(default_factory=list)
+    interval: str = "sizes"               # what the bootstrap resampled: "sizes" or "seeds"
+    boot_level: float | None = None       # percentile level the CIs use (expanded for few seeds)
+    n_runs: int | None = None             # training runs behind the points (seeds x sizes)
 
     def predict(self, compute) -> np.ndarray:
         return predict(compute, self.A, self.alpha, self.E or 0.0)
@@ -109,7 +112,9 @@ class Fit:
              "huber_delta": self.huber_delta, "huber_objective": self.objective,
              "converged": self.converged, "n_bootstrap": self.n_bootstrap,
              "n_bootstrap_ok": self.n_bootstrap_ok, "lsq": self.lsq,
-             "compute_range_pflops_days": list(self.compute_range), "warnings": self.warnings}
+             "compute_range_pflops_days": list(self.compute_range), "warnings": self.warnings,
+             "interval": self.interval, "percentile_level": self.boot_level or self.ci_level,
+             "n_runs": self.n_runs}
         return d
 
 
@@ -218,19 +223,27 @@ def _r2(theta, dx, y, form):
 
 
 # --- the fit ------------------------------------------------------------------------------------
-def fit_power_law(label: str, compute, loss, form: str = "power", huber_delta: float = 1e-3,
+def fit_power_law(label: str, compute, loss, form: str = "power", huber_delta: float | None = 1e-3,
                   n_bootstrap: int = 1000, ci: float = 0.95, seed: int = 0,
-                  resample: np.ndarray | None = None) -> Fit:
+                  resample: np.ndarray | None = None, boot_loss: np.ndarray | None = None,
+                  boot_level: float | None = None, polish: bool = True) -> Fit:
     """Fit one variant's points; FitError (naming the variant) when they cannot identify the law.
 
+    huber_delta=None fits by least squares (the primary fit then is the LSQ one).
     `resample` ([n_bootstrap, n_points] positions into compute/loss) replaces the variant's own
-    seeded resampling, for a paired bootstrap (`analysis.bootstrap.paired_indices`).
+    seeded resampling, for a paired bootstrap over sizes (`analysis.bootstrap.paired_indices`).
+    `boot_loss` ([n_bootstrap, n_points] resampled losses at the same computes) replaces it by a
+    bootstrap over seeds (`analysis.replicates.seed_bootstrap`); `boot_level` is then the
+    percentile level of the CIs (`analysis.replicates.expanded_level`). polish=False skips the
+    tight final solve (for cross-checks: the irreducible form creeps along its E-A valley there).
     """
     with single_blas_thread():
-        return _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resample)
+        return _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resample,
+                    boot_loss, boot_level, polish)
 
 
-def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resample=None) -> Fit:
+def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resample=None,
+         boot_loss=None, boot_level=None, polish=True) -> Fit:
     if form not in FORMS:
         raise FitError(f"{label}: form={form!r}; valid: {', '.join(FORMS)}")
     C, L = np.asarray(compute, float), np.asarray(loss, float)
@@ -251,7 +264,7 @@ def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resampl
     if len(C) == k:
         warnings.append(f"{label}: {len(C)} points for {k} parameters: the fit is exact and its "
                         f"bootstrap CIs are not informative; add sizes")
-    elif n_bootstrap and n_sizes < FEW_SIZES:
+    elif n_bootstrap and n_sizes < FEW_SIZES and boot_loss is None:
         n = len(x)
         # distinct multisets of n draws with >= k distinct sizes: pick j sizes, split n among them
         usable = sum(math.comb(n, j) * math.comb(n - 1, j - 1) for j in range(k, n + 1))
@@ -260,11 +273,13 @@ def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resampl
                         f"the point estimate); {FEW_SIZES}+ sizes or more seeds make them informative")
     x0 = float(x.mean())
     dx = x - x0
-    best = _minimise(_grid(form, y), dx, y, form, huber_delta)
+    best = _minimise(_grid(form, y), dx, y, form, huber_delta, tight=polish)
     theta = best.x
     A, alpha, E = _to_params(theta, form, x0)
     r2, rmse = _r2(theta, dx, y, form)
-    if form == "power":         # ordinary least squares has a closed form
+    if huber_delta is None:     # the primary fit is the least-squares one
+        lsq_theta = theta
+    elif form == "power":       # ordinary least squares has a closed form
         lsq_theta = np.concatenate(irls_power(dx[None], y[None], 0.0, 0.0, None))
     else:
         lsq_theta = _minimise(_grid(form, y), dx, y, form, None).x
@@ -275,14 +290,21 @@ def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resampl
     boot = {"A": np.full(n_bootstrap, np.nan), "alpha": np.full(n_bootstrap, np.nan),
             "E": np.zeros(n_bootstrap) if form == "power" else np.full(n_bootstrap, np.nan)}
     if n_bootstrap > 0:
-        if resample is not None:
+        if boot_loss is not None:
+            Y = np.log(np.asarray(boot_loss, float))
+            if Y.shape != (n_bootstrap, len(x)):
+                raise ValueError(f"{label}: boot_loss shape {Y.shape}, expected "
+                                 f"{(n_bootstrap, len(x))}")
+            DX = np.broadcast_to(dx, Y.shape)
+        elif resample is not None:
             idx = np.asarray(resample)
             if idx.shape != (n_bootstrap, len(x)):
                 raise ValueError(f"{label}: resample shape {idx.shape}, expected "
                                  f"{(n_bootstrap, len(x))}")
         else:
             idx = resample_indices(rng, x, n_bootstrap, k)
-        DX, Y = dx[idx], y[idx]
+        if boot_loss is None:
+            DX, Y = dx[idx], y[idx]
         if form == "power":
             bb, ba = irls_power(DX, Y, theta[0], theta[1], huber_delta)
             # alpha < 0 (loss rising with compute) is outside L-BFGS-B's bounds on the full fit;
@@ -300,10 +322,13 @@ def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resampl
     ok = int(np.isfinite(boot["A"]).sum()) if n_bootstrap else 0
     if n_bootstrap and ok < 0.9 * n_bootstrap:
         warnings.append(f"{label}: only {ok}/{n_bootstrap} bootstrap fits converged")
-    cis = {"A": percentile_ci(boot["A"], ci), "alpha": percentile_ci(boot["alpha"], ci)}
+    level = boot_level or ci
+    cis = {"A": percentile_ci(boot["A"], level), "alpha": percentile_ci(boot["alpha"], level)}
     if form == "irreducible":
-        cis["E"] = percentile_ci(boot["E"], ci)
+        cis["E"] = percentile_ci(boot["E"], level)
     return Fit(label=label, form=form, n_points=len(C), A=A, alpha=alpha, E=E, ci=cis, ci_level=ci,
-               r2=r2, rmse_log=rmse, huber_delta=huber_delta, objective=float(best.fun) * huber_delta,
+               r2=r2, rmse_log=rmse, huber_delta=huber_delta,
+               objective=float(best.fun) * (huber_delta or 1.0),
                converged=bool(best.success), n_bootstrap=n_bootstrap, n_bootstrap_ok=ok, lsq=lsq,
-               boot=boot, compute_range=(float(C.min()), float(C.max())), warnings=warnings)
+               boot=boot, compute_range=(float(C.min()), float(C.max())), warnings=warnings,
+               interval="seeds" if boot_loss is not None else "sizes", boot_level=boot_level)

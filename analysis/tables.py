@@ -86,13 +86,18 @@ def terminal_table(rows, ci_level) -> str:
     return "\n".join([line(header), "  ".join("-" * w for w in widths), *map(line, body)])
 
 
-def markdown_table(rows, ci_level, c_ref=None) -> str:
+def markdown_table(rows, ci_level, c_ref=None, loss="huber", interval=None) -> str:
     header, body = _display(rows, ci_level)
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(b) + " |" for b in body]
-    note = ("\nFits of log L by Huber loss; L = A·C^-alpha" +
+    note = (f"\nFits of log L by {'least squares' if loss == 'lsq' else 'Huber loss'}; "
+            "L = A·C^-alpha" +
             (" + E" if any(r["form"] == "irreducible" for r in rows) else "") +
-            ", C in PFLOP/s-days. LSQ = plain least squares on log L (cross-check).")
+            ", C in PFLOP/s-days. LSQ = plain least squares on log L"
+            + (" (cross-check)." if loss != "lsq" else " (the fit itself)."))
+    if interval:
+        note += (" CIs: bootstrap over " + " and ".join(sorted(set(interval.values())))
+                 + " (seeds: within each size, paired across variants, a run's points together).")
     if c_ref is not None:
         note += f" Multiplier vs baseline at C_ref = {c_ref:.4g} PFLOP/s-days."
     return "\n".join(out) + "\n" + note + "\n"
@@ -146,6 +151,8 @@ def terminal_multipliers(multipliers: list[dict]) -> str:
              f"LSQ {_m(m['lsq_multiplier'])}x)  at C_ref = {m['c_ref_pflops_days']:.4g} PFLOP/s-days")
         if m["extrapolated"]:
             s += " *"
+        if m.get("c_ref_outside_baseline_data"):
+            s += " (! C_ref outside the baseline's runs: its fit is extrapolated)"
         if m.get("c_ref_outside_variant_data"):
             s += " (C_ref outside this variant's runs: its fit is extrapolated)"
         out.append(s)
@@ -154,4 +161,18 @@ def terminal_multipliers(multipliers: list[dict]) -> str:
     if any(m["extrapolated"] for m in multipliers):
         out.append("  * the baseline reaches that loss only beyond its largest run: its fit is "
                    "extrapolated there")
+    return "\n".join(out)
+
+
+def terminal_noise(rows: list[dict], baseline: str) -> str:
+    """Seed noise per size (`analysis.replicates.seed_noise`): what the intervals rest on."""
+    if not any(r["std_log_loss"] is not None for r in rows):
+        return ("Seed noise: one seed per size, so it cannot be measured; run >= 2 seeds "
+                "(train.seed=0,1,2) for intervals that resample seeds")
+    out = [f"Seed noise (std across seeds of log loss; of the paired gap to {baseline}, same seed):",
+           f"  {'variant':<24} {'size':<12} {'seeds':>5} {'points':>6} {'log loss':>9} {'gap':>9}"]
+    pct = lambda x: "–" if x is None else f"{100 * x:.2f} %"   # noqa: E731
+    for r in sorted(rows, key=lambda r: (r["label"] != baseline, r["label"], r["compute_pflops_days"])):
+        out.append(f"  {r['label']:<24} {r['size']:<12} {r['n_seeds']:>5} {r['n_points_per_run']:>6} "
+                   f"{pct(r['std_log_loss']):>9} {pct(r['std_paired_gap']):>9}")
     return "\n".join(out)

@@ -70,8 +70,10 @@ def _world_size_of_job() -> int:
 
 
 def _configure_logging() -> None:
-    # Hydra configures logging for the job; make sure andrea's INFO lines are shown.
+    # Hydra configures logging for the job; make sure andrea's INFO lines are shown, and not
+    # matplotlib's "generated new fontManager" (INFO, first use on a machine) among them.
     logging.getLogger("andrea").setLevel(logging.INFO)
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
 
 
 # --------------------------------------------------------------------------------------------
@@ -83,7 +85,7 @@ class PlannedJob:
     config: DictConfig  # the job's composed config (Hydra node included)
     run_dir: RunDir
     spec: RunSpec
-    state: str  # "new" | "resume" | "completed"
+    state: str  # "new" | "resume" | "completed" | "running" | "retry|resume (failed: why)"
     flops: float
     gpu_hours: float | None
     epochs: float | None = None  # planned tokens / unique training tokens (andrea.sufficiency)
@@ -123,7 +125,10 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
             errors.append(f"  {' '.join(overrides)}\n    {e}")
             continue
         except Exception as e:  # Hydra composition errors name the bad key themselves
-            errors.append(f"  {' '.join(overrides)}\n    {type(e).__name__}: {e}")
+            from andrea.overrides import unknown_key_hints
+
+            hints = "".join(f"\n    {h.removeprefix('error: ')}" for h in unknown_key_hints(overrides))
+            errors.append(f"  {' '.join(overrides)}\n    {type(e).__name__}: {e}{hints}")
             continue
         path = job_run_dir(job_cfg).resolve()
         if path in seen:
@@ -138,6 +143,9 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
             state = "running"  # a job of an earlier invocation is training it right now
         else:
             state = "resume" if run_dir.list_checkpoints() else "new"
+            earlier = run_dir.read_results()
+            if isinstance(earlier, dict) and earlier.get("status") == "failed":
+                state = f"{'resume' if state == 'resume' else 'retry'} (failed: {_reason(earlier)})"
         flops = float(spec.tokens * training_flops_per_token(spec.model, spec.seq_len))
         gpu_hours = flops / (peak * plan_mfu) / 3600 if peak else None
         jobs.append(PlannedJob(list(overrides), job_cfg, run_dir, spec, state, flops, gpu_hours))
@@ -145,6 +153,13 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
         raise ConfigError(f"{len(errors)} of {len(job_overrides)} jobs are invalid; nothing was "
                           "launched:\n" + "\n".join(errors))
     return jobs
+
+
+def _reason(results: dict, width: int = 60) -> str:
+    """The first line of a failed run's error, cut to fit a table cell."""
+    lines = str(results.get("error") or "unknown").strip().splitlines() or ["unknown"]
+    text = lines[0]
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _human(n: float) -> str:
@@ -202,6 +217,21 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
     hp = {j.spec.hparams for j in jobs}
     print(f"hyper-parameters: {', '.join(sorted(hp))} "
           f"({'the size rule of andrea/sizes.py' if hp == {'rule'} else 'conf/hparams/'})", file=stream)
+    print("\n" + _power(jobs), file=stream)
+
+
+def _power(jobs: list[PlannedJob]) -> str:
+    """How precisely the grid will resolve each multiplier (analysis/power.py, CONTRACTS item 6),
+    with the noise of the jobs that already finished."""
+    from analysis.collect import collect
+    from analysis.power import PlannedRun, report
+
+    planned = [PlannedRun(j.spec.label, j.spec.size, j.spec.train.seed, j.flops,
+                          len(getattr(j.spec.train, "budgets", None) or [1]),
+                          tuple(getattr(j.spec.train, "budgets", None) or ()) or None)
+               for j in jobs]
+    done = [j.run_dir.root for j in jobs if j.state == "completed"]
+    return report(planned, collect(done).runs if done else [])
 
 
 # --------------------------------------------------------------------------------------------

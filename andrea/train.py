@@ -266,7 +266,8 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
     eval_every = steps_between(spec.steps, t.evals)
     ckpt_every = steps_between(spec.steps, t.checkpoints)
     progress = Progress(spec.steps, start=step, enabled=is_main and t.progress,
-                        label=f"{spec.size}/{spec.label}")
+                        label=f"{spec.size}/{spec.label}",
+                        log_file=run_dir.log if is_main else None)  # train.log keeps the lines
     session_start, session_start_step = time.time(), step
     interval_loss, interval_count = torch.zeros((), device=device), 0
     interval_start = time.time()
@@ -366,6 +367,7 @@ def _train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any], device: torch
 
     if final_val_loss is None:
         val_loss = do_eval()
+        progress.note(f"step {step}: final val/loss {val_loss:.4f}")
         checkpoint(final_val_loss=val_loss)
     else:  # a crash came between the final checkpoint and results.json: its eval is logged
         val_loss = final_val_loss

@@ -106,3 +106,40 @@ def test_single_results_json(tmp_path):
     rd = _run(tmp_path, "one", val_loss=2.0)
     c = collect([rd.results])
     assert len(c.runs) == 1 and math.isclose(c.runs[0].val_loss, 2.0)
+
+
+def test_multi_point_results_json(tmp_path):
+    """results.json `points` (CONTRACTS item 1): one record per point, in token order, sharing
+    the run's id; `label` (item 2) names the group; device_s (item 3) per point."""
+    pts = [{"budget": b, "tokens": int(1e6 * b), "flops": 1e17 * b, "val_loss": 3.0 / b ** 0.1,
+            "step": int(100 * b), "wall_s": 5.0 * b, "device_s": 10.0 * b} for b in (2, 0.5, 1)]
+    for seed in (0, 1):
+        _run(tmp_path, f"full/s1/seed{seed}", variant="attnres_full", label="attnres_full+sigmoid",
+             seed=seed, points=pts, flops=2e17, val_loss=pts[0]["val_loss"], device_name="cpu")
+    _run(tmp_path, "old/s1", seed=0)                                 # no points: one point
+    c = collect([tmp_path])
+    full = [r for r in c.runs if r.variant == "attnres_full"]
+    assert len(full) == 6 and len(c.runs) == 7
+    assert {r.label for r in full} == {"attnres_full+sigmoid"}
+    one = sorted((r for r in full if r.seed == 0), key=lambda r: r.point)
+    assert [r.budget for r in one] == [0.5, 1, 2] and [r.point for r in one] == [0, 1, 2]
+    assert [r.device_s for r in one] == [5.0, 10.0, 20.0] and len({r.run_id for r in one}) == 1
+    assert one[0].params == 8e5                                  # N: the non-embedding count
+    points, _ = aggregate(c.runs)
+    grp = by_label(points)["attnres_full+sigmoid"]
+    assert [(p.n_seeds, p.tokens) for p in grp] == [(2, 5e5), (2, 1e6), (2, 2e6)]
+
+
+def test_csv_rows_of_one_seed_are_one_run(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text("variant,size,flops,val_loss,seed,params,tokens\n"
+                 "baseline,s1,2e17,2.9,0,1e6,2e7\n"
+                 "baseline,s1,1e17,3.0,0,1e6,1e7\n"
+                 "baseline,s1,1e17,3.1,1,1e6,1e7\n"
+                 "baseline,s1,2e17,2.95,1,1e6,2e7\n")
+    runs = collect([p]).runs
+    assert len({r.run_id for r in runs}) == 2
+    assert sorted((r.seed, r.point, r.val_loss) for r in runs) == [
+        (0, 0, 3.0), (0, 1, 2.9), (1, 0, 3.1), (1, 1, 2.95)]
+    points, _ = aggregate(runs)
+    assert [p.val_loss for p in points] == pytest.approx([3.05, 2.925])

@@ -174,3 +174,44 @@ def test_few_sizes_warn_once_for_all_variants_that_share_them(tmp_path, capsys):
     assert text.startswith("4 sizes: a bootstrap over them has at most 31 distinct resamples")
     report = json.loads((tmp_path / "o" / "fits.json").read_text())
     assert sum("distinct resamples" in w for w in report["warnings"]) == 3  # per fit, on disk
+
+
+def test_multi_point_seeds_sweep_with_device_seconds(tmp_path, capsys):
+    """A sweep of WSD runs (4 budgets each, 2 seeds) written as results.json with `points`:
+    the seed bootstrap, seed noise, L(N, D), frontier, isoFLOP figure and device-seconds."""
+    import numpy as np
+    from analysis.synthetic import chinchilla_law, simulate_runs, write_runs
+
+    base = (1.69, 406.4, 0.34, 410.7, 0.28)
+    laws = {"baseline": chinchilla_law(*base),
+            "attnres_full": chinchilla_law(base[0], base[1] * 1.1 ** -base[2], base[2],
+                                           base[3] * 1.1 ** -base[4], base[4])}
+    runs = simulate_runs(laws, (1e-4, 1e-3, 1e-2, 1e-1), (0, 1), (0.25, 0.5, 1.0, 2.0),
+                         sigma_run=0.004, sigma_point=0.001, rng=np.random.default_rng(0),
+                         of_nd=True)
+    write_runs(tmp_path / "sweep", runs, {"baseline": 1e-12, "attnres_full": 1.05e-12})
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "sweep"), "--out", str(out), "--bootstrap", "100"]) == 0
+    text = capsys.readouterr().out
+    assert "Collected 16 completed run(s) (64 points)" in text
+    assert "sizes, not seeds" not in text
+    assert "bootstrap resamples over seeds" in text and "Seed noise" in text
+    assert "Chinchilla L(N, D)" in text and "hardware-specific" in text and "test-cpu" in text
+    rep = _strict_json(out / "fits.json")
+    assert rep["settings"]["interval"] == {"baseline": "seeds", "attnres_full": "seeds"}
+    f = rep["fits"]["baseline"]
+    assert (f["n_points"], f["n_runs"]) == (16, 8)
+    assert len(rep["seed_noise"]) == 8 and all(r["std_log_loss"] > 0 for r in rep["seed_noise"])
+    ch = rep["chinchilla"]["fits"]["baseline"]
+    assert ch["a"] > 0 and ch["b"] > 0
+    # N and D both count 1.1x: 1.21x the compute at every loss
+    assert rep["chinchilla"]["multipliers"][0]["multiplier"] == pytest.approx(1.21, rel=0.05)
+    m = rep["multipliers"]["at_c_ref"][0]
+    assert not m["c_ref_outside_baseline_data"] and m["interval"] == "seeds"
+    # device time is FLOPs x 1e-12 s for the baseline, 5 % slower per FLOP for Full
+    dev = rep["device_seconds"]
+    assert dev["hardware_specific"] and dev["device_names"] == ["test-cpu"]
+    assert dev["multipliers"][0]["multiplier"] < m["multiplier"]
+    assert rep["frontier"]["baseline"] and rep["other_form"]["form"] == "irreducible"
+    for name in ("frontier.png", "isoflop.png"):
+        assert (out / name).read_bytes()[:8] == PNG

@@ -134,8 +134,25 @@ class _AndreaLauncherMixin:
                   " Ctrl-C stops the local jobs too; the same command later resumes them.")
         print(f"submitted {len(jobs)} job(s) to submitit/{self._EXECUTOR} in {len(groups)} "
               f"array(s); logs under {sweep_dir}/.submitit/.{detach}", flush=True)
+        # overall progress in the state lines: the jobs' training FLOPs (set by the sweeper)
+        work = getattr(self, "work", {})
+        self._progress = (time.time(), [float(work.get(tuple(o), 1.0)) for o in job_overrides])
         self._wait(jobs, run_dirs)
         return [self._result(job, job_overrides[i]) for i, job in enumerate(jobs)]
+
+    def _overall(self, jobs: List[Any]) -> str:
+        """' (2 of 4 done, about 6 minutes left)' once a job has ended: the FLOPs of the ended
+        jobs over the time since submission (queue waits included, so it errs long)."""
+        t0, weights = getattr(self, "_progress", (time.time(), [1.0] * len(jobs)))
+        ended = [j.done() for j in jobs]
+        n = sum(ended)
+        if n == 0 or n == len(jobs):
+            return ""
+        from andrea.progress import about, time_left
+
+        done = sum(w for w, e in zip(weights, ended) if e)
+        eta = about(time_left(time.time() - t0, done, sum(weights) - done))
+        return f" ({n} of {len(jobs)} done" + (f", {eta})" if eta else ")")
 
     def _wait(self, jobs: List[Any], run_dirs: List[Path]) -> None:
         poll_s = float(self.config.hydra.launcher.get("poll_s", POLL_S))
@@ -144,7 +161,8 @@ class _AndreaLauncherMixin:
             states = Counter(_job_status(j, d) for j, d in zip(jobs, run_dirs))
             if states != last:
                 summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(states.items()))
-                print(f"[{time.strftime('%H:%M:%S')}] jobs: {summary}", flush=True)
+                print(f"[{time.strftime('%H:%M:%S')}] jobs: {summary}{self._overall(jobs)}",
+                      flush=True)
                 last = states
             if all(j.done() for j in jobs):
                 return

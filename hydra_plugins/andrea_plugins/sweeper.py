@@ -7,10 +7,13 @@ others."""
 
 
 import logging
+import os
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from hydra._internal.core_plugins.basic_launcher import BasicLauncher
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -42,6 +45,8 @@ class AndreaSweeper(BasicSweeper):
 
         assert self.config is not None and self.launcher is not None
         assert self.hydra_context is not None
+        # matplotlib announces building its font cache at INFO in the middle of the progress
+        logging.getLogger("matplotlib").setLevel(logging.WARNING)
         overrides = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         parsed = overrides.parse_overrides([*self._parse_config(), *arguments])
         grid = [job for batch in self.split_arguments(parsed, None) for job in batch]
@@ -69,7 +74,8 @@ class AndreaSweeper(BasicSweeper):
                 print(f"error: {e}", file=sys.stderr)
                 sys.exit(2)
             refuse = sufficiency_problems(jobs)
-        print(f"sweep '{self.config.sweep_name}' -> {self.config.hydra.sweep.dir}")
+        # out_dir=runs/ (as `make demo` passes it) would print runs//demo
+        print(f"sweep '{self.config.sweep_name}' -> {os.path.normpath(str(self.config.hydra.sweep.dir))}")
         print_plan(jobs, plan_gpu, plan_mfu)
         if refuse:
             print("\nerror: " + "\n\nerror: ".join(refuse) + "\nnothing was launched.",
@@ -94,8 +100,27 @@ class AndreaSweeper(BasicSweeper):
             maybe_create_dashboard(to_dataclass(self.config).wandb, str(self.config.sweep_name))
             # Our launchers reuse the configs composed here instead of composing each job again.
             self.launcher.composed = {tuple(j.overrides): j.config for j in todo}
-            returns = self.launcher.launch([j.overrides for j in todo], initial_job_idx=0)
+            self.launcher.work = {tuple(j.overrides): j.flops for j in todo}  # for time-left lines
+            if isinstance(self.launcher, BasicLauncher) and len(todo) > 1:
+                returns = self._launch_in_turn(todo)
+            else:
+                returns = self.launcher.launch([j.overrides for j in todo], initial_job_idx=0)
         failed = print_summary(jobs, skipped)
         if failed:
             sys.exit(1)
         return [returns]
+
+    def _launch_in_turn(self, todo) -> list:
+        """The basic launcher runs jobs one after another in this process: hand it one job at a
+        time and say where the sweep stands before each ("run 5 of 12, about 6 minutes left",
+        from the training FLOPs done so far and the time they took)."""
+        from andrea.progress import about, time_left
+
+        t0, done, total, returns = time.time(), 0.0, sum(j.flops for j in todo), []
+        for k, j in enumerate(todo):
+            eta = about(time_left(time.time() - t0, done, total - done))
+            print(f"\nsweep: run {k + 1} of {len(todo)} ({j.spec.size}/{j.spec.label} seed "
+                  f"{j.spec.train.seed})" + (f", {eta}" if eta else ""), flush=True)
+            returns += list(self.launcher.launch([j.overrides], initial_job_idx=k))
+            done += j.flops
+        return returns

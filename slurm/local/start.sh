@@ -66,7 +66,11 @@ if all_alive && configs_current && [ -z "${ANDREA_SLURM_FORCE:-}" ]; then
     esac
 fi
 
-[ "$(id -u)" = 0 ] || die $E_NOT_ROOT "must run as root to install/start Slurm (cluster is not fully up: run 'sudo $0'; status: $HERE/status.sh)"
+if [ "$(id -u)" != 0 ]; then
+    # Name the way to become root that exists here: many containers have no sudo.
+    if command -v sudo >/dev/null 2>&1; then how="run 'sudo $0'"; else how="run '$0' as root (no sudo here)"; fi
+    die $E_NOT_ROOT "must run as root to install/start Slurm (cluster is not fully up: $how; status: $HERE/status.sh)"
+fi
 
 # One cluster per machine: munged's socket, the ports and /etc/slurm are shared. Refuse to take
 # over the config of another state dir whose daemons are still running.

@@ -1,0 +1,66 @@
+"""Figures of the fits beyond one power law: the compute-efficient frontier and isoFLOP profiles.
+
+Same conventions as `analysis.plots` (its colours, headless Agg, atomic writes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.collect import FLOPS_PER_PFLOPS_DAY
+from analysis.plots import _plain_log_y, _save, colours, plt
+
+
+def plot_frontier(groups, front, paths, baseline: str = "baseline") -> None:
+    """Every (mean over seeds) point faint, each variant's lower envelope joined."""
+    col = colours(groups, baseline)
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    for label in sorted(groups, key=lambda k: (k != baseline, k)):
+        pts = groups[label]
+        c = col[label]
+        ax.scatter([p.compute for p in pts], [p.val_loss for p in pts], color=c, s=14,
+                   alpha=0.35, zorder=2)
+        f = front.get(label, [])
+        ax.plot([p.compute for p in f], [p.val_loss for p in f], "o-", color=c, ms=5, lw=1.4,
+                label=f"{label} ({len(f)} of {len(pts)} points on the frontier)", zorder=3)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _plain_log_y(ax)
+    ax.set_xlabel("Training compute C (PFLOP/s-days)")
+    ax.set_ylabel("Validation loss (nats/token, mean over seeds)")
+    ax.set_title("Compute-efficient frontier: lower envelope of each variant's points", fontsize=10)
+    ax.legend(loc="lower left", frameon=False)
+    _save(fig, paths)
+
+
+def plot_isoflop(groups, fits, paths, baseline: str = "baseline") -> None:
+    """Per variant (one panel each), the fitted L(N, C/(kN)) against N at a few computes, with
+    the compute-optimal N marked and the measured points whose compute is nearest each curve's."""
+    labels = sorted(fits, key=lambda k: (k != baseline, k))
+    fig, axes = plt.subplots(1, len(labels), figsize=(4.2 * len(labels), 4.2), squeeze=False,
+                             sharey=True)
+    allc = np.array([p.flops for ps in groups.values() for p in ps])
+    levels = np.geomspace(allc.min(), allc.max(), 4)
+    cmap = plt.cm.viridis(np.linspace(0.1, 0.85, len(levels)))
+    for ax, label in zip(axes[0], labels):
+        f = fits[label]
+        pts = [p for p in groups.get(label, []) if p.params and p.tokens]
+        Ns = np.array([p.params for p in pts]) if pts else np.array([1e6])
+        n_grid = np.geomspace(Ns.min() / 4, Ns.max() * 4, 120)
+        for C, c in zip(levels, cmap):
+            ax.plot(n_grid, f.predict(n_grid, C / (f.k * n_grid)), color=c, lw=1.4,
+                    label=f"C = {C / FLOPS_PER_PFLOPS_DAY:.2g} PF-days")
+            n_opt, _, l_opt = f.optimal(C)
+            ax.plot([n_opt], [l_opt], "*", color=c, ms=9)
+            near = [p for p in pts if abs(np.log(p.flops / C)) < np.log(levels[1] / levels[0]) / 2]
+            ax.scatter([p.params for p in near], [p.val_loss for p in near], color=c, s=16, zorder=3)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _plain_log_y(ax)
+        ax.set_title(f"{label}: E={f.E:.2f}, a={f.a:.2f}, b={f.b:.2f}", fontsize=9)
+        ax.set_xlabel("Non-embedding parameters N")
+    axes[0][0].set_ylabel("Validation loss (nats/token)")
+    axes[0][-1].legend(loc="upper right", frameon=False, fontsize=7)
+    fig.suptitle("IsoFLOP profiles of the L(N, D) fit (stars: compute-optimal N; dots: runs "
+                 "within half a step of that compute)", fontsize=10)
+    _save(fig, paths)

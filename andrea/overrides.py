@@ -1,0 +1,104 @@
+"""Mistyped keys on the command line: name the nearest valid key.
+
+Hydra rejects `trian.lr=1` with "Key 'trian' not in 'RunConfig'"; this module adds "did you mean
+train.lr?" by matching the key (difflib) against the schema's dotted keys (`RunConfig` and the
+dataclasses it nests) and the config groups. It only ever adds a hint to an error Hydra or the
+planner already raised; it never rejects an override by itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import typing
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Optional
+
+CONF = Path(__file__).resolve().parent.parent / "conf"
+
+
+def _unwrap(tp):
+    """Optional[X] -> X; anything else unchanged."""
+    if typing.get_origin(tp) is typing.Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return tp
+
+
+def _fields(cls) -> dict:
+    return typing.get_type_hints(cls) if dataclasses.is_dataclass(cls) else {}
+
+
+@lru_cache(maxsize=1)
+def schema_keys() -> tuple[str, ...]:
+    """Every dotted key of the run schema (inner nodes and leaves), e.g. train, train.lr."""
+    from andrea.config import RunConfig
+
+    keys: list[str] = []
+
+    def walk(cls, prefix: str) -> None:
+        for name, tp in _fields(cls).items():
+            key = f"{prefix}{name}"
+            keys.append(key)
+            inner = _unwrap(tp)
+            if dataclasses.is_dataclass(inner):
+                walk(inner, key + ".")
+
+    walk(RunConfig, "")
+    return tuple(keys)
+
+
+@lru_cache(maxsize=1)
+def config_groups() -> frozenset[str]:
+    """The groups one picks an option of (`model=`, `size=`, `sweeps=`, ...)."""
+    return frozenset(p.name for p in CONF.iterdir() if p.is_dir())
+
+
+def is_known(key: str) -> bool:
+    """False only when the key certainly is not in the schema (a field that does not exist
+    below a dataclass); keys under a dict/list/Any field are accepted."""
+    from andrea.config import RunConfig
+
+    if key in config_groups():
+        return True
+    cls = RunConfig
+    for part in key.split("."):
+        hints = _fields(cls)
+        if part not in hints:
+            return False
+        cls = _unwrap(hints[part])
+        if not dataclasses.is_dataclass(cls):
+            return True  # a leaf, or a container whose keys are free
+    return True
+
+
+def nearest_key(key: str) -> Optional[str]:
+    candidates = [*schema_keys(), *sorted(config_groups())]
+    match = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
+    if not match:  # a typo in the group only: match the first part, keep the rest
+        head, _, rest = key.partition(".")
+        top = difflib.get_close_matches(head, [k for k in candidates if "." not in k], n=1,
+                                        cutoff=0.6)
+        if top and rest:
+            fixed = f"{top[0]}.{rest}"
+            match = [fixed] if is_known(fixed) else difflib.get_close_matches(
+                fixed, candidates, n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def unknown_key_hints(overrides: Iterable[str]) -> list[str]:
+    """One line per override whose key is not in the schema, with the nearest valid key."""
+    lines = []
+    for item in overrides:
+        item = str(item)
+        if "=" not in item or item.startswith(("+", "~", "-")):
+            continue  # flags, appended (+) and deleted (~) keys are Hydra's business
+        key = item.split("=", 1)[0].strip()
+        if key.startswith("hydra") or "/" in key or is_known(key):
+            continue
+        near = nearest_key(key)
+        lines.append(f"error: unknown key '{key}'" + (f" (did you mean {near}?)" if near else
+                                                      "; `python sweep.py --cfg job` lists them"))
+    return lines

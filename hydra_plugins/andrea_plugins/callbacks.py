@@ -1,0 +1,71 @@
+"""The Hydra callback of a single run (`python sweep.py key=value ...`, no `-m`).
+
+In run mode Hydra creates the run directory and writes `.hydra/` in `run_job`, before the task
+function sees the config. Validating there would leave a stub directory for every bad input,
+which the analysis later lists as "still running or missing results.json". `on_run_start` runs
+before `run_job`, so the checks a sweep does in its planner (`resolve_run`) and its data
+preparation happen here, and a bad configuration or corpus ends as `error: ...`, exit 2, with
+nothing on disk. `on_run_end` says how the run ended and where it is.
+
+(In `-m` mode Hydra calls neither: the sweeper validates every job before launching.)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra.core.utils import JobReturn, JobStatus
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+
+def _fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def run_dir_of(config: DictConfig) -> Path:
+    """The directory `run_job` will create (hydra.run.dir, which needs HydraConfig set)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    HydraConfig.instance().set_config(config)  # run_job sets the same config again
+    return Path(str(config.hydra.run.dir))
+
+
+class SingleRunCheck(Callback):
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from andrea.config import ConfigError, resolve_run
+        from andrea.data import check_split_sizes, prepare_data
+        from andrea.launch import _world_size_of_job
+        from andrea.rundir import RunDir
+
+        try:
+            spec = resolve_run(config, world_size=_world_size_of_job())
+        except ConfigError as e:
+            _fail(str(e))
+        if RunDir(run_dir_of(config)).is_completed():
+            return  # the task reports it and skips; its data need not exist any more
+        # Tokenizing once here (cached, lock-protected) turns an empty, non-UTF-8 or too small
+        # corpus into one line before a directory exists; training then finds the cache.
+        try:
+            prepared = prepare_data(spec.data, spec.model.vocab_size)
+            for batch in {spec.micro_batch_size, spec.train.eval_batch_size or spec.micro_batch_size}:
+                check_split_sizes(prepared, batch, spec.seq_len, spec.world_size)
+        except (ValueError, OSError) as e:
+            _fail(f"[size={spec.size} model={spec.label}] data: {e}")
+
+    def on_run_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
+        """A single run ends on its outcome and its directory, not on a progress line."""
+        if job_return.status != JobStatus.COMPLETED:
+            return  # Hydra reports the exception next
+        value = job_return.return_value
+        results = value if isinstance(value, dict) else {}
+        where = Path(str(config.hydra.run.dir))
+        status = results.get("status", "?")
+        loss = results.get("val_loss")
+        if status == "completed" and isinstance(loss, (int, float)):
+            print(f"done: final validation loss {loss:.4f} nats/token; run directory {where}")
+        else:
+            print(f"{status}: run directory {where}")

@@ -1,0 +1,76 @@
+"""analysis.power: the predicted interval of a planned grid, against simulated sweeps."""
+
+import math
+
+import numpy as np
+import pytest
+
+from analysis.collect import FLOPS_PER_PFLOPS_DAY
+from analysis.power import DEFAULT_NOISE, PlannedRun, half_width, log_multiplier_sd, predict, report
+from analysis.synthetic import power_law, simulate_runs
+
+COMPUTE = tuple(np.geomspace(1e-9, 1.2e-7, 4))
+
+
+def _plan(seeds, budgets=None, labels=("baseline", "attnres_full")):
+    return [PlannedRun(label, f"s{i + 1}", sd, C * max(budgets or [1]) * FLOPS_PER_PFLOPS_DAY,
+                       len(budgets or [1]), tuple(budgets) if budgets else None)
+            for label in labels for i, C in enumerate(COMPUTE) for sd in seeds]
+
+
+@pytest.mark.parametrize("seeds,budgets", [((0, 1, 2), None), ((0, 1), (0.25, 0.5, 1.0, 2.0))])
+def test_predicted_spread_matches_simulated_sweeps(seeds, budgets):
+    """The delta-method sd of log M is the spread of the estimates over sweeps simulated with the
+    same noise: each variant's least-squares line in log-log (np.polyfit, the fit the analysis
+    uses), log M = (ŷ_b - ŷ_v)(x_ref) / alpha_b exactly for power laws."""
+    alpha, M = 0.07, 1.25
+    base = (4.67 * COMPUTE[-1] ** alpha, alpha)
+    laws = {"baseline": power_law(*base), "attnres_full": power_law(base[0] * M ** -alpha, alpha)}
+    rng = np.random.default_rng(1)
+    est = []
+    for _ in range(400):
+        runs = simulate_runs(laws, COMPUTE, seeds, budgets or (1.0,), rng=rng, **DEFAULT_NOISE)
+        lines = {}
+        for label in laws:
+            x = np.log([r.compute for r in runs if r.label == label])
+            y = np.log([r.val_loss for r in runs if r.label == label])
+            lines[label] = np.polyfit(x, y, 1)
+        x_ref = 0.5 * (x.min() + x.max())
+        yb, yv = (np.polyval(lines[k], x_ref) for k in ("baseline", "attnres_full"))
+        est.append((yb - yv) / -lines["baseline"][0])
+    plan = _plan(seeds, budgets)
+    sd = log_multiplier_sd([r for r in plan if r.label == "baseline"],
+                           [r for r in plan if r.label != "baseline"], alpha, M, DEFAULT_NOISE)
+    assert np.std(est) == pytest.approx(sd, rel=0.2)
+    assert abs(np.mean(est) - math.log(M)) < 3 * sd / math.sqrt(len(est)) + 0.01
+
+
+def test_more_seeds_narrow_and_target_is_reached():
+    few = predict(_plan((0, 1)), alpha=0.07)[0]
+    many = predict(_plan(range(6)), alpha=0.07)[0]
+    assert many["half_width"] < few["half_width"]
+    n = few["seeds_for_target"]
+    assert n is not None and n > 2
+    exact = predict(_plan(range(n)), alpha=0.07)[0]
+    assert exact["half_width"] <= 0.10 < predict(_plan(range(n - 1)), alpha=0.07)[0]["half_width"]
+
+
+def test_half_width_formula():
+    # exp(±q·sd) around M: half the width relative to M is sinh(q·sd); t quantile for df
+    assert half_width(0.1, 8) == pytest.approx(math.sinh(2.306004 * 0.1), rel=1e-5)
+    assert half_width(0.1, 0) == pytest.approx(math.sinh(1.959964 * 0.1), rel=1e-5)
+
+
+def test_report_text_default_and_measured():
+    text = report(_plan((0, 1, 2)))
+    assert "this grid resolves a 1.25x multiplier to ±" in text and "noise: default" in text
+    laws = {"baseline": power_law(3.0, 0.07), "attnres_full": power_law(2.95, 0.07)}
+    finished = simulate_runs(laws, COMPUTE, (0, 1, 2), rng=np.random.default_rng(0),
+                             sigma_run=0.03, rho=0.5, sigma_point=0.0)
+    measured = report(_plan((0, 1, 2)), finished)
+    assert "measured from 24 finished run(s)" in measured and "exponent 0.0" in measured
+    # three times the default noise: a wider interval than the default's
+    pct = lambda t: float(t.split("multiplier to ±")[1].split(" %")[0])   # noqa: E731
+    assert pct(measured) > 1.5 * pct(text)
+    one = report(_plan((0,)))
+    assert "one seed per size" in one
