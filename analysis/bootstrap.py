@@ -133,6 +133,6 @@ def percentile_ci(samples, level):
 def paired_indices(n_points: int, n_bootstrap: int, k: int, seed: int) -> np.ndarray:
     """One resample of point positions shared by several variants measured at the same sizes
     (pass it as `resample` to each fit): a size drawn for one is drawn for all, so deviations
-    common to a size (its tuned hyper-parameters, its data order) cancel in the multiplier."""
+    common to a size (its shared hyper-parameters, its data order) cancel in the multiplier."""
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x9A1]))
     return resample_indices(rng, np.arange(n_points), n_bootstrap, k)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
@@ -43,9 +43,13 @@ class ModelChoice:
 
     name: str = MISSING  # baseline | attnres_full | attnres_block | denseformer
     block_size: Optional[int] = None  # S in sublayers; attnres_block only
+    # attnres_block only, instead of block_size: N blocks, S = ceil(L / N) (the report holds
+    # N ~ 8 at every size). Exactly one of block_size and n_blocks.
+    n_blocks: Optional[int] = None
     tie_embeddings: bool = True
-    # Label of the run directory, W&B run and plot legend: the variant, plus S for block runs;
-    # every ablation switch set below appends itself (`attnres_full+sigmoid`, see RunSpec.label).
+    # Label of the run directory, W&B run and plot legend: the variant, plus S (attnres_block_s4)
+    # or N (attnres_block_n8) for block runs; every ablation switch set below appends itself
+    # (`attnres_full+sigmoid`, see RunSpec.label).
     label: str = MISSING
     # The report's ablations (docs/ablations.md); AttnRes only; the defaults are the report's.
     attnres_scale_eps: bool = False  # LayerNorm eps / n^2 in front of each AttnRes layer
@@ -73,6 +77,7 @@ class SizeConfig:
     lr: float = MISSING  # peak learning rate
     batch_tokens: int = MISSING  # tokens per optimizer step, all GPUs together
     micro_batch_size: int = MISSING  # sequences per forward pass on one GPU
+    beta2: float = 0.95  # AdamW beta2 (andrea.sizes: 0.99 below 2^19 tokens per step)
     tokens_per_param: float = 20.0  # budget = tokens_per_param x non-embedding parameters
     gpus: int = 1  # GPUs per job on a cluster
     time_min: int = 60  # Slurm time limit per job (requeue continues past it)
@@ -85,6 +90,7 @@ class TrainConfig:
     tokens: Optional[int] = None  # total training tokens; overrides tokens_per_param
     tokens_per_param: Optional[float] = None
     lr: Optional[float] = None
+    lr_scale: float = 1.0  # multiplies the resolved peak LR (sweeps=lr_scan scans it)
     batch_tokens: Optional[int] = None
     micro_batch_size: Optional[int] = None
     seq_len: Optional[int] = None  # default: the size's context length
@@ -94,7 +100,7 @@ class TrainConfig:
     min_lr_ratio: float = 0.1
     weight_decay: float = 0.1
     beta1: float = 0.9
-    beta2: float = 0.95
+    beta2: Optional[float] = None  # default: hparams, else the size's
     grad_clip: float = 1.0
     # Several budgets from one run (docs/budgets.md): multiples of the token budget, each the
     # end of a WSD cooldown; the largest is the run's length. None: one budget, `schedule`.
@@ -120,17 +126,44 @@ class TrainConfig:
 
 
 @dataclass
+class SizeHParams:
+    """Hyper-parameters selected for one size (null: keep the size's rule)."""
+
+    lr: Optional[float] = None
+    batch_tokens: Optional[int] = None
+    beta2: Optional[float] = None
+    runs: List[str] = field(default_factory=list)  # provenance: the run dirs it came from
+
+
+@dataclass
+class HParamsConfig:
+    """`hparams=<name>`: hyper-parameters selected on the baseline (conf/hparams/<name>.yaml,
+    written by `python -m analysis.lr_select`). `rule` (the default) selects nothing: every size
+    keeps andrea/sizes.py's rule. Precedence: train.* > hparams.sizes[size] > size."""
+
+    name: str = "rule"
+    selected_by: str = ""  # the command that wrote the file
+    sizes: Dict[str, SizeHParams] = field(default_factory=dict)
+
+
+@dataclass
 class RunConfig:
     model: ModelChoice = MISSING
     size: SizeConfig = MISSING
     train: TrainConfig = field(default_factory=TrainConfig)
     data: DataConfig = field(default_factory=DataConfig)
+    hparams: HParamsConfig = field(default_factory=HParamsConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
     sweep_name: str = "default"  # names the sweep directory and the W&B group
     out_dir: str = "runs"
     plan: bool = False  # print the job grid and stop
     plan_gpu: str = "H100"  # GPU assumed by the plan's GPU-hour estimate
     plan_mfu: float = 0.35  # MFU assumed by the plan's GPU-hour estimate
+    # Data sufficiency, checked by the sweeper (andrea/sufficiency.py): planned tokens / unique
+    # training tokens of the corpus must not exceed max_epochs (Muennighoff et al. 2023: repeated
+    # data stops helping past ~4 epochs); require_real_corpus refuses the built-in stdlib corpus.
+    max_epochs: float = 4.0
+    require_real_corpus: bool = False
 
 
 def register_configs() -> None:
@@ -155,8 +188,18 @@ def _suffix(overrides: str) -> str:
     return f",{text}"
 
 
+def _block_label(block_size: Optional[int], n_blocks: Optional[int]) -> str:
+    """Label of a Block AttnRes run: by blocks (attnres_block_n8) when asked by model.n_blocks,
+    else by block size (attnres_block_s4)."""
+    if n_blocks is not None and block_size is None:
+        return f"attnres_block_n{n_blocks}"
+    return f"attnres_block_s{block_size}"
+
+
 if not OmegaConf.has_resolver("andrea_suffix"):
     OmegaConf.register_new_resolver("andrea_suffix", _suffix)
+if not OmegaConf.has_resolver("andrea_block_label"):
+    OmegaConf.register_new_resolver("andrea_block_label", _block_label)
 
 
 def _switch_suffix(model: Any) -> str:
@@ -210,6 +253,8 @@ class RunSpec:
     @property
     def tokens_spent(self) -> int:
         return self.steps_spent * self.batch_tokens
+    n_blocks: Optional[int] = None  # model.n_blocks as asked (block_size holds S = ceil(L / N))
+    hparams: str = "rule"  # the hparams file the LR/batch/beta2 came from
 
 
 def to_dataclass(cfg: DictConfig | RunConfig) -> RunConfig:
@@ -233,15 +278,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
     if m.name not in VARIANTS:
         raise fail(f"model.name={m.name!r} is not a variant; valid: {', '.join(VARIANTS)}")
     n_sublayers = 2 * s.n_layer
-    if m.name != "attnres_block" and m.block_size is not None:
-        raise fail(f"model.block_size={m.block_size} applies to model=attnres_block only, "
-                   f"not to model={m.name}")
-    if m.name == "attnres_block":
-        if m.block_size is None or not 1 <= m.block_size <= n_sublayers:
-            raise fail(
-                f"model.block_size={m.block_size} does not fit: S counts sublayers and must be "
-                f"in 1..{n_sublayers} (L = 2 x size.n_layer = {n_sublayers})"
-            )
+    block_size = block_size_of(m, n_sublayers, fail)
     seq_len = t.seq_len or s.context_length
     if seq_len > s.context_length:
         raise fail(f"train.seq_len={seq_len} exceeds size.context_length={s.context_length}")
@@ -253,7 +290,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
             vocab_size=s.vocab_size,
             context_length=s.context_length,
             residual=m.name,
-            block_size=m.block_size if m.name == "attnres_block" else 1,
+            block_size=block_size if block_size is not None else 1,
             tie_embeddings=m.tie_embeddings,
             # the ablation switches, same names in ModelChoice; ModelConfig checks them
             **{f: getattr(m, f) for f, _ in ModelConfig.SWITCHES},
@@ -272,11 +309,18 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         raise fail(f"train.precision={t.precision!r}; valid: auto, fp32, bf16")
     if t.device not in ("auto", "cpu", "cuda"):
         raise fail(f"train.device={t.device!r}; valid: auto, cpu, cuda")
-    lr = t.lr if t.lr is not None else s.lr
+    hp = selected_hparams(run.hparams, s.name, fail)
+    if not t.lr_scale > 0:
+        raise fail(f"train.lr_scale={t.lr_scale} must be > 0 (it multiplies the peak LR)")
+    lr = _first(t.lr, hp.lr, s.lr) * t.lr_scale
     if not lr > 0:
         raise fail(f"learning rate {lr} must be > 0")
+    beta2 = _first(t.beta2, hp.beta2, s.beta2)
+    if not 0.0 < beta2 < 1.0:
+        raise fail(f"AdamW beta2={beta2} (train.beta2, hparams or size.beta2) must lie in (0, 1)")
+    t = replace(t, beta2=beta2)  # the optimizer reads spec.train.beta2
 
-    batch_tokens = t.batch_tokens or s.batch_tokens
+    batch_tokens = _first(t.batch_tokens, hp.batch_tokens, s.batch_tokens)
     micro = t.micro_batch_size or s.micro_batch_size
     per_micro = micro * seq_len * world_size
     if batch_tokens % per_micro != 0 or batch_tokens < per_micro:
@@ -351,6 +395,8 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         warmup_steps=warmup_steps,
         cooldowns=cooldowns,
         val_tokens=val_tokens,
+        n_blocks=m.n_blocks if m.name == "attnres_block" else None,
+        hparams=run.hparams.name,
     )
 
 
@@ -387,6 +433,51 @@ def _check_budgets(t: TrainConfig, budget: int, batch_tokens: int, warmup_steps:
     return cooldowns
 
 
+def _first(*values):
+    """The first value that is set (None means "not set"; 0 is a value)."""
+    return next(v for v in values if v is not None)
+
+
+def block_size_of(m: ModelChoice, n_sublayers: int, fail) -> Optional[int]:
+    """S of a block run, from model.block_size=S or model.n_blocks=N (S = ceil(L / N), so the
+    run has ceil(L / S) <= N blocks, e.g. L = 12, N = 8: S = 2, 6 blocks); None otherwise."""
+    if m.name != "attnres_block":
+        for key in ("block_size", "n_blocks"):
+            if getattr(m, key) is not None:
+                raise fail(f"model.{key}={getattr(m, key)} applies to model=attnres_block only, "
+                           f"not to model={m.name}")
+        return None
+    if (m.block_size is None) == (m.n_blocks is None):
+        raise fail(f"model=attnres_block needs exactly one of model.block_size (S, sublayers per "
+                   f"block) and model.n_blocks (N, blocks); got block_size={m.block_size}, "
+                   f"n_blocks={m.n_blocks} (set the other to null)")
+    if m.n_blocks is not None:
+        if m.n_blocks < 1:
+            raise fail(f"model.n_blocks={m.n_blocks} must be >= 1 (N blocks; S = ceil(L / N) with "
+                       f"L = 2 x size.n_layer = {n_sublayers} sublayers)")
+        # N >= L gives S = 1: every sublayer its own block (Full AttnRes's sources), the closest
+        # to N blocks a shallow size has.
+        return math.ceil(n_sublayers / m.n_blocks)
+    if not 1 <= m.block_size <= n_sublayers:
+        raise fail(
+            f"model.block_size={m.block_size} does not fit: S counts sublayers and must be "
+            f"in 1..{n_sublayers} (L = 2 x size.n_layer = {n_sublayers})"
+        )
+    return m.block_size
+
+
+def selected_hparams(hp: HParamsConfig, size: str, fail) -> SizeHParams:
+    """The size's entry of the selected hparams file; the empty entry under `hparams=rule`."""
+    if not hp.sizes:
+        if hp.name != "rule":
+            raise fail(f"hparams={hp.name} selects no size (its `sizes:` is empty)")
+        return SizeHParams()
+    if size not in hp.sizes:
+        raise fail(f"hparams={hp.name} has no entry for size={size} (it has: "
+                   f"{', '.join(hp.sizes)}); run the LR scan at this size too, or drop hparams=")
+    return hp.sizes[size]
+
+
 def spec_summary(spec: RunSpec) -> dict[str, Any]:
     """The identifying fields every results.json and W&B config carries (the dashboard groups
     and filters on the W&B config keys, hence logkeys' names)."""
@@ -394,10 +485,16 @@ def spec_summary(spec: RunSpec) -> dict[str, Any]:
         keys.CONFIG_VARIANT: spec.variant,
         keys.CONFIG_LABEL: spec.label,
         keys.CONFIG_BLOCK_SIZE: spec.model.block_size if spec.variant == "attnres_block" else None,
+        "n_blocks": spec.n_blocks,  # N when the run was asked by model.n_blocks, else null
         keys.CONFIG_SIZE: spec.size,
         "seed": spec.train.seed,
         "params": spec.params,
         "params_nonembedding": spec.params_nonembedding,
+        # the hyper-parameters actually used, and where they came from (analysis.lr_select)
+        "lr": spec.lr,
+        "batch_tokens": spec.batch_tokens,
+        "beta2": spec.train.beta2,
+        "hparams": spec.hparams,
     }
 
 

@@ -88,6 +88,8 @@ class PlannedJob:
     state: str  # "new" | "resume" | "completed" | "running" | "retry|resume (failed: why)"
     flops: float
     gpu_hours: float | None
+    epochs: float | None = None  # planned tokens / unique training tokens (andrea.sufficiency)
+    corpus: Any = None  # its andrea.sufficiency.CorpusTokens
 
 
 def job_run_dir(job_cfg: DictConfig) -> Path:
@@ -178,15 +180,18 @@ def format_table(headers: list[str], rows: list[list[str]]) -> str:
 
 def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=None) -> None:
     stream = stream or sys.stdout
-    headers = ["variant", "S", "size", "seed", "params", "non-emb", "tokens", "steps", "FLOPs",
-               "PF-days", "GPU-h", "state"]
+    from andrea.sufficiency import format_epochs
+
+    headers = ["label", "S", "size", "seed", "params", "non-emb", "tokens", "steps", "lr",
+               "epochs", "FLOPs", "PF-days", "GPU-h", "state"]
     rows = []
     for j in jobs:
         s = j.spec
         rows.append([
-            s.variant, str(s.model.block_size) if s.variant == "attnres_block" else "-",
+            s.label, str(s.model.block_size) if s.variant == "attnres_block" else "-",
             s.size, str(s.train.seed), _human(s.params), _human(s.params_nonembedding),
-            _human(s.tokens), str(s.steps), f"{j.flops:.3g}", f"{to_pflops_days(j.flops):.3g}",
+            _human(s.tokens), str(s.steps), f"{s.lr:.3g}", format_epochs(j), f"{j.flops:.3g}",
+            f"{to_pflops_days(j.flops):.3g}",
             f"{j.gpu_hours:.3g}" if j.gpu_hours is not None else "?", j.state,
         ])
     total_flops = sum(j.flops for j in jobs)
@@ -204,6 +209,15 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
           f"{total_flops:.3g} FLOPs = {to_pflops_days(total_flops):.3g} PFLOP/s-days in all; "
           f"to run: {sum(hours):.3g} GPU-hours on {plan_gpu} at {plan_mfu:.0%} MFU "
           f"(bf16 dense peak; plan_gpu=, plan_mfu= change the assumption)", file=stream)
+    corpora = {id(j.corpus): j.corpus for j in jobs if j.corpus is not None}
+    for c in corpora.values():
+        tokens = f"{c.train_tokens:,}" if c.train_tokens else "unknown until prepared"
+        how = "exact" if c.exact else "estimated from its size, not tokenized: plan=true prepares nothing"
+        print(f"corpus {c.what}: {tokens} unique training tokens ({how}); epochs = planned "
+              f"tokens / these", file=stream)
+    hp = {j.spec.hparams for j in jobs}
+    print(f"hyper-parameters: {', '.join(sorted(hp))} "
+          f"({'the size rule of andrea/sizes.py' if hp == {'rule'} else 'conf/hparams/'})", file=stream)
     print("\n" + _power(jobs), file=stream)
 
 

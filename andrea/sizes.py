@@ -1,13 +1,21 @@
 """The one rule that sets every size's training defaults (conf/size/*.yaml follow it; a test checks).
 
-Sizes are named presets (OLMo ladder style). Hyper-parameters are tuned once on the baseline and
-shared by every variant of a size, as in the report. The rule:
+Sizes are named presets (OLMo ladder style). These defaults are a *rule*, not a tuning: the
+report selects hyper-parameters on the baseline and shares them with every variant of a size;
+here that is `sweeps=lr_scan` + `python -m analysis.lr_select`, whose output (`hparams=<name>`)
+overrides these per size (docs/protocol.md). The rule is the starting point the scan centres on:
 
-- learning rate: 6e-4 at d_model = 768 (GPT-3 125M), scaled as 1/d_model (wider → smaller steps),
-  capped at 3e-3 for the tiny CPU sizes;
 - budget: 20 tokens per non-embedding parameter (Chinchilla);
-- tokens per optimizer step: the power of two nearest to budget / 2000 (≈ 2,000 steps per run),
+- compute C = M x D with M = 72 n_layer d_model^2 + 6 n_layer d_model context (non-embedding FLOPs
+  per token) and D the budget, as DeepSeek LLM (2024) defines it for its hyper-parameter fits;
+- learning rate: DeepSeek LLM's fit eta_opt = 0.3118 C^-0.125, capped at 3e-3 (the fit spans
+  1e17..3e20 FLOPs; the tiny CPU sizes lie far below it, and the cap keeps their old value);
+- tokens per optimizer step: the power of two nearest DeepSeek LLM's B_opt = 0.2920 C^0.3271,
   at least 16 full-context sequences;
+- AdamW beta2: 0.99 below 2^19 (~0.5 M) tokens per step, else 0.95 (OLMo-core's ladder; Porian
+  et al. 2024 find beta2 = 0.95 hurts at small batches);
+- warmup: train.warmup_frac = 0.05, i.e. N tokens (the parameter count) at 20 tokens per
+  parameter, Porian et al. 2024's warmup;
 - micro-batch: what fits one 80 GB GPU at full context in bf16 (32 sequences up to d 768, 16 above);
   the tiny CPU sizes take the whole step in one micro-batch.
 """
@@ -20,7 +28,8 @@ from dataclasses import dataclass
 from andrea.model import ModelConfig, count_parameters
 
 TOKENS_PER_PARAM = 20.0
-TARGET_STEPS = 2000
+LR_CAP = 3e-3
+BETA2_BATCH_TOKENS = 2**19  # beta2 0.99 below this many tokens per step, 0.95 at or above
 
 
 @dataclass(frozen=True)
@@ -51,18 +60,20 @@ SHAPES: tuple[SizeShape, ...] = (
 )
 
 
-def size_defaults(shape: SizeShape) -> dict:
-    """lr, batch_tokens, micro_batch_size and tokens_per_param of a size, by the rule above."""
-    lr = min(3e-3, 6e-4 * 768 / shape.d_model)
-    model = ModelConfig(
-        n_layer=shape.n_layer,
-        n_head=shape.n_head,
-        d_model=shape.d_model,
-        vocab_size=shape.vocab_size,
-        context_length=shape.context_length,
-    )
+def compute_deepseek(shape: SizeShape) -> float:
+    """C = M x D of DeepSeek LLM (2024): non-embedding FLOPs per token x the 20 N token budget."""
+    model = ModelConfig(n_layer=shape.n_layer, n_head=shape.n_head, d_model=shape.d_model,
+                        vocab_size=shape.vocab_size, context_length=shape.context_length)
     budget = TOKENS_PER_PARAM * count_parameters(model).non_embedding
-    batch = 2 ** round(math.log2(budget / TARGET_STEPS))
+    m = 72 * shape.n_layer * shape.d_model**2 + 6 * shape.n_layer * shape.d_model * shape.context_length
+    return m * budget
+
+
+def size_defaults(shape: SizeShape) -> dict:
+    """lr, batch_tokens, micro_batch_size, beta2 and tokens_per_param of a size, by the rule above."""
+    c = compute_deepseek(shape)
+    lr = min(LR_CAP, 0.3118 * c**-0.1250)
+    batch = 2 ** round(math.log2(0.2920 * c**0.3271))
     batch = max(batch, 16 * shape.context_length)
     if shape.cpu:
         micro = batch // shape.context_length
@@ -73,6 +84,7 @@ def size_defaults(shape: SizeShape) -> dict:
         "lr": float(f"{lr:.3g}"),
         "batch_tokens": batch,
         "micro_batch_size": micro,
+        "beta2": 0.99 if batch < BETA2_BATCH_TOKENS else 0.95,
         "tokens_per_param": TOKENS_PER_PARAM,
     }
 
@@ -81,7 +93,7 @@ def size_yaml(shape: SizeShape) -> str:
     """The conf/size/<name>.yaml text for a shape (used to write and to check those files)."""
     d = size_defaults(shape)
     return (
-        f"# {shape.name}: training defaults from andrea/sizes.py (one rule for every size)\n"
+        f"# {shape.name}: training defaults from andrea/sizes.py (a rule, not tuned: see hparams=)\n"
         f"name: {shape.name}\n"
         f"n_layer: {shape.n_layer}\n"
         f"n_head: {shape.n_head}\n"
@@ -91,6 +103,7 @@ def size_yaml(shape: SizeShape) -> str:
         f"lr: {d['lr']}\n"
         f"batch_tokens: {d['batch_tokens']}\n"
         f"micro_batch_size: {d['micro_batch_size']}\n"
+        f"beta2: {d['beta2']}\n"
         f"tokens_per_param: {d['tokens_per_param']}\n"
         f"gpus: {shape.gpus}\n"
         f"time_min: {shape.time_min}\n"

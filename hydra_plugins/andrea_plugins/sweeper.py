@@ -1,7 +1,9 @@
 """The `andrea` sweeper: Hydra's basic grid sweeper, plus what a scaling-law sweep needs before
 and after launching — every job validated and planned first (one bad job stops the sweep before
-anything is submitted), completed runs skipped, `plan=true` as a dry run, and a summary of each
-run's outcome at the end, where a failed run is reported and never stops the others."""
+anything is submitted), each distinct corpus checked and prepared once with the epochs each job
+would spend on it (andrea/sufficiency.py), completed runs skipped, `plan=true` as a dry run, and
+a summary of each run's outcome at the end, where a failed run is reported and never stops the
+others."""
 
 
 import logging
@@ -38,6 +40,8 @@ class AndreaSweeper(BasicSweeper):
     def sweep(self, arguments: List[str]) -> Any:
         from andrea.config import ConfigError
         from andrea.launch import plan_jobs, print_plan, print_summary
+        from andrea.sufficiency import (annotate_epochs, estimate_corpora, prepare_corpora,
+                                        sufficiency_problems)
 
         assert self.config is not None and self.launcher is not None
         assert self.hydra_context is not None
@@ -56,14 +60,31 @@ class AndreaSweeper(BasicSweeper):
         except ConfigError as e:
             print(f"error: {e}", file=sys.stderr)
             sys.exit(2)
+        todo = [j for j in jobs if j.state not in ("completed", "running")]
+        # Data: each distinct corpus checked and prepared once, here, before any job is
+        # submitted (plan=true only estimates); then epochs per job (andrea/sufficiency.py).
+        annotate_epochs(jobs, estimate_corpora(jobs))
+        launching = bool(todo) and not plan_only
+        # When launching, only exact counts (after preparation) can refuse a grid for epochs.
+        refuse = sufficiency_problems(jobs, epochs=not launching)
+        if not refuse and launching:
+            try:
+                annotate_epochs(jobs, prepare_corpora(jobs))
+            except ConfigError as e:
+                print(f"error: {e}", file=sys.stderr)
+                sys.exit(2)
+            refuse = sufficiency_problems(jobs)
         # out_dir=runs/ (as `make demo` passes it) would print runs//demo
         print(f"sweep '{self.config.sweep_name}' -> {os.path.normpath(str(self.config.hydra.sweep.dir))}")
         print_plan(jobs, plan_gpu, plan_mfu)
+        if refuse:
+            print("\nerror: " + "\n\nerror: ".join(refuse) + "\nnothing was launched.",
+                  file=sys.stderr)
+            sys.exit(2)
         if plan_only:
             print("\nplan=true: nothing launched.")
             return []
 
-        todo = [j for j in jobs if j.state not in ("completed", "running")]
         skipped = sum(j.state == "completed" for j in jobs)
         running = len(jobs) - len(todo) - skipped
         if skipped:

@@ -1,0 +1,268 @@
+"""Select each size's peak learning rate on the baseline, as the report does, and write it where
+the scaling sweep reads it (`hparams=<name>`, conf/hparams/<name>.yaml).
+
+    python -m analysis.lr_select runs/lr_scan_cpu --name lr_scan_cpu --out docs/lr_scan_cpu
+
+Reads every completed baseline run under the given sweep directories (results.json: size, lr,
+batch_tokens, beta2, val_loss), averages seeds per (size, batch, beta2, lr), and per size picks the
+LR at the minimum of a parabola fitted to val_loss against log LR over the best grid point and its
+two neighbours on each side (the loss is close to quadratic in log LR near its optimum; a fit
+uses five points instead of the noise of one). The pick is the grid's best point instead when the
+best point is at the edge of the scan (extend the scan: the optimum may lie outside) or the
+fitted parabola opens downward. Where several (batch, beta2) settings were scanned, the one with
+the lowest fitted loss wins.
+
+Writes: <out>/lr_scan.png (loss vs LR per size, fit and pick marked), <out>/lr_select.json (every
+point, fit and pick), and conf/hparams/<name>.yaml (the picks, with the command and the run
+directories they came from as provenance). Exit 2 on unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from andrea.rundir import atomic_write_bytes, atomic_write_json, read_json
+
+REPO = Path(__file__).resolve().parent.parent
+HALF_WINDOW = 2  # grid points on each side of the best one that the parabola is fitted to
+
+
+@dataclass
+class Curve:
+    """One (size, batch, beta2) setting: mean val_loss per LR over seeds."""
+
+    size: str
+    batch_tokens: int
+    beta2: float
+    lrs: list[float] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+    seeds: list[int] = field(default_factory=list)  # seeds averaged at each LR
+    runs: list[str] = field(default_factory=list)
+    pick: float | None = None
+    pick_loss: float | None = None
+    how: str = ""
+    fit: list[float] | None = None  # parabola coefficients in log10(lr), highest power first
+
+
+def read_runs(dirs: list[Path], variant: str) -> tuple[list[dict], list[str]]:
+    runs, notes = [], []
+    for root in dirs:
+        if not root.is_dir():
+            raise ValueError(f"{root}: not a directory (give the LR scan's sweep directory)")
+        for path in sorted(root.rglob("results.json")):
+            res = read_json(path)
+            if not isinstance(res, dict):
+                notes.append(f"{path}: unreadable, skipped")
+                continue
+            if res.get("variant") != variant:
+                continue
+            if res.get("status") != "completed":
+                notes.append(f"{path.parent}: status {res.get('status')!r}, skipped")
+                continue
+            missing = [k for k in ("size", "lr", "val_loss", "batch_tokens") if res.get(k) is None]
+            if missing:
+                notes.append(f"{path}: no {', '.join(missing)} (written before andrea recorded "
+                             "them?), skipped")
+                continue
+            if not math.isfinite(float(res["val_loss"])):
+                notes.append(f"{path.parent}: val_loss {res['val_loss']}, skipped")
+                continue
+            runs.append({**res, "run_dir": str(path.parent)})
+    return runs, notes
+
+
+def curves_of(runs: list[dict]) -> list[Curve]:
+    by_point: dict[tuple, list[dict]] = defaultdict(list)
+    for r in runs:
+        key = (r["size"], int(r["batch_tokens"]), float(r.get("beta2") or 0.0), float(r["lr"]))
+        by_point[key].append(r)
+    curves: dict[tuple, Curve] = {}
+    for (size, batch, beta2, lr), rs in sorted(by_point.items()):
+        c = curves.setdefault((size, batch, beta2), Curve(size, batch, beta2))
+        c.lrs.append(lr)
+        c.losses.append(float(np.mean([float(r["val_loss"]) for r in rs])))
+        c.seeds.append(len(rs))
+        c.runs.extend(r["run_dir"] for r in rs)
+    return list(curves.values())
+
+
+def select(c: Curve) -> None:
+    """Set c.pick: the parabola's vertex in log LR, or the grid's best point (see module doc)."""
+    x = np.log10(np.asarray(c.lrs))
+    y = np.asarray(c.losses)
+    best = int(np.argmin(y))
+    c.pick, c.pick_loss = c.lrs[best], float(y[best])
+    if len(x) < 3:
+        c.how = f"grid best (only {len(x)} LRs: a parabola needs 3)"
+        return
+    if best in (0, len(x) - 1):
+        c.how = ("grid best, at the EDGE of the scan: the optimum may lie beyond it; "
+                 "extend train.lr_scale")
+        return
+    lo, hi = max(0, best - HALF_WINDOW), min(len(x), best + HALF_WINDOW + 1)
+    a, b, k = np.polyfit(x[lo:hi], y[lo:hi], 2)
+    c.fit = [float(a), float(b), float(k)]
+    if a <= 0:
+        c.how = "grid best (the fitted parabola opens downward: noisy losses)"
+        return
+    vertex = -b / (2 * a)
+    # The vertex stays between the best point's neighbours: a parabola is trusted only there.
+    vertex = float(np.clip(vertex, x[best - 1], x[best + 1]))
+    c.pick = float(f"{10 ** vertex:.3g}")
+    c.pick_loss = float(a * vertex**2 + b * vertex + k)
+    c.how = f"parabola in log10(lr) over {hi - lo} LRs"
+
+
+def best_per_size(curves: list[Curve]) -> dict[str, Curve]:
+    out: dict[str, Curve] = {}
+    for c in curves:
+        if c.size not in out or c.pick_loss < out[c.size].pick_loss:
+            out[c.size] = c
+    return out
+
+
+def hparams_yaml(name: str, command: str, chosen: dict[str, Curve], scanned: dict[str, int]) -> str:
+    lines = [
+        "# Generated by analysis/lr_select.py: hyper-parameters selected on the baseline.",
+        "# Do not edit by hand; re-run the command below on the scan's runs instead.",
+        f"name: {name}",
+        f"selected_by: {json_str(command)}",
+        "sizes:",
+    ]
+    for size in sorted(chosen, key=_size_order):
+        c = chosen[size]
+        lines += [
+            f"  # {size}: {c.how}; {scanned[size]} setting(s), {len(c.lrs)} LRs, "
+            f"loss {c.pick_loss:.4f} at the pick",
+            f"  {size}:",
+            f"    lr: {c.pick}",
+            f"    batch_tokens: {c.batch_tokens}",
+        ]
+        if c.beta2:
+            lines.append(f"    beta2: {c.beta2}")
+        lines.append("    runs:")
+        lines += [f"      - {json_str(r)}" for r in sorted(c.runs)]
+    return "\n".join(lines) + "\n"
+
+
+def json_str(s: str) -> str:
+    import json
+
+    return json.dumps(s)  # a JSON string is a valid YAML scalar
+
+
+def _size_order(size: str):
+    """tiny-1 < tiny-2 < ... < andrea-12m < andrea-25m ... (without importing torch)."""
+    prefix, _, rest = size.partition("-")
+    num = rest.rstrip("mb")
+    if num.isdigit():
+        return ({"tiny": 0, "andrea": 1}.get(prefix, 2), int(num), size)
+    return (3, 0, size)
+
+
+def plot(curves: list[Curve], chosen: dict[str, Curve], path: Path) -> None:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4), constrained_layout=True)
+    sizes = sorted({c.size for c in curves}, key=_size_order)
+    colour = dict(zip(sizes, plt.cm.viridis(np.linspace(0.1, 0.85, max(len(sizes), 1)))))
+    for c in sorted(curves, key=lambda c: (_size_order(c.size), c.batch_tokens, c.beta2)):
+        tag = c.size if sum(d.size == c.size for d in curves) == 1 else \
+            f"{c.size} B={c.batch_tokens} b2={c.beta2}"
+        ax.plot(c.lrs, c.losses, "o-", color=colour[c.size], label=tag, alpha=0.9, ms=4)
+        if c.fit is not None and c.fit[0] > 0:
+            best = int(np.argmin(c.losses))
+            lo, hi = max(0, best - HALF_WINDOW), min(len(c.lrs), best + HALF_WINDOW + 1)
+            xs = np.linspace(math.log10(c.lrs[lo]), math.log10(c.lrs[hi - 1]), 50)
+            ax.plot(10**xs, np.polyval(c.fit, xs), "--", color=colour[c.size], lw=1)
+        if chosen.get(c.size) is c:
+            ax.plot([c.pick], [c.pick_loss], "*", color=colour[c.size], ms=14, mec="black",
+                    label=f"{c.size} pick: lr {c.pick:.3g}")
+    ax.set_xscale("log")
+    ax.set_xlabel("peak learning rate")
+    ax.set_ylabel("validation loss (mean over seeds)")
+    ax.set_title("Baseline LR scan: loss vs LR per size")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper right")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=130)
+    plt.close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m analysis.lr_select", description=__doc__.split("\n\n")[0])
+    p.add_argument("sweeps", nargs="+", help="sweep directories of the LR scan (runs/lr_scan ...)")
+    p.add_argument("--name", help="hparams name: writes conf/hparams/<name>.yaml, selected by "
+                                  "hparams=<name> (default: the first sweep directory's name)")
+    p.add_argument("--out", help="directory for lr_scan.png and lr_select.json "
+                                 "(default: <first sweep>/analysis)")
+    p.add_argument("--hparams-dir", default=str(REPO / "conf" / "hparams"),
+                   help="where the hparams file goes (default: %(default)s)")
+    p.add_argument("--variant", default="baseline", help="the variant selected on (default: %(default)s)")
+    args = p.parse_args(argv)
+    dirs = [Path(d) for d in args.sweeps]
+    name = args.name or dirs[0].resolve().name
+    if not name.replace("_", "").replace("-", "").isalnum() or name == "rule":
+        print(f"error: --name={name!r}: use letters, digits, _ and - (and not 'rule')", file=sys.stderr)
+        return 2
+    try:
+        runs, notes = read_runs(dirs, args.variant)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for n in notes:
+        print(f"note: {n}", file=sys.stderr)
+    if not runs:
+        print(f"error: no completed {args.variant} runs with an lr under {', '.join(map(str, dirs))}",
+              file=sys.stderr)
+        return 2
+    curves = curves_of(runs)
+    for c in curves:
+        select(c)
+    chosen = best_per_size(curves)
+    scanned = {s: sum(c.size == s for c in curves) for s in chosen}
+
+    out = Path(args.out) if args.out else dirs[0] / "analysis"
+    out.mkdir(parents=True, exist_ok=True)
+    command = "python -m analysis.lr_select " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    plot(curves, chosen, out / "lr_scan.png")
+    atomic_write_json(out / "lr_select.json", {
+        "command": command,
+        "curves": [{"size": c.size, "batch_tokens": c.batch_tokens, "beta2": c.beta2,
+                    "lr": c.lrs, "val_loss": c.losses, "seeds": c.seeds, "pick": c.pick,
+                    "pick_loss": c.pick_loss, "how": c.how, "fit_log10": c.fit,
+                    "chosen": chosen[c.size] is c, "runs": c.runs} for c in curves],
+    })
+    hp_path = Path(args.hparams_dir) / f"{name}.yaml"
+    atomic_write_bytes(hp_path, hparams_yaml(name, command, chosen, scanned).encode())
+
+    print(f"{'size':<12} {'batch':>8} {'beta2':>6} {'LRs':>4} {'grid best':>10} {'pick':>9}  how")
+    for c in sorted(curves, key=lambda c: (_size_order(c.size), c.batch_tokens, c.beta2)):
+        grid_best = c.lrs[int(np.argmin(c.losses))]
+        mark = "*" if chosen[c.size] is c else " "
+        print(f"{c.size:<12} {c.batch_tokens:>8} {c.beta2:>6} {len(c.lrs):>4} {grid_best:>10.3g} "
+              f"{c.pick:>9.3g}{mark} {c.how}")
+    print(f"\nwrote {hp_path} (select it with hparams={name}), {out / 'lr_scan.png'}, "
+          f"{out / 'lr_select.json'}")
+    edge = [c.size for c in chosen.values() if "EDGE" in c.how]
+    if edge:
+        print(f"warning: the best LR of {', '.join(edge)} is at the edge of the scan", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
