@@ -95,7 +95,10 @@ if [ "$SMOKE" = 1 ]; then
   COMPILED=(--compile off --quick)  # inductor on 2 CPU cores takes minutes
   EAGER=(--compile off --quick)
   SWEEP=(size=tiny-1,tiny-2,tiny-3 data.max_chars=3000000)
-  LIMITS=(60 240 120 300 60)
+  # Hang guards only, not speed checks: the whole smoke run takes ~2 min alone on 2 cores and hit
+  # a 300 s step limit with the cores shared (issue #16). Each limit is 10x its step's time alone
+  # (about 5, 25, 10, 60 and 10 s), rounded up, so a machine 10x slower still passes.
+  LIMITS=(300 600 600 1200 300)
 else
   BENCH=(--device cuda --size andrea-120m --batch 32 --seq 1024 --dtype bf16 --json "$JSON")
   # compilation dominates; the budget skips a variant that would not fit rather than lose all
