@@ -223,7 +223,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         raise fail(f"train.device={t.device!r}; valid: auto, cpu, cuda")
     lr = t.lr if t.lr is not None else s.lr
     if not lr > 0:
-        raise fail(f"learning rate {lr} must be > 0")
+        raise fail(f"train.lr={lr} must be > 0 (null: the size's lr)")
 
     batch_tokens = t.batch_tokens or s.batch_tokens
     micro = t.micro_batch_size or s.micro_batch_size
