@@ -363,3 +363,30 @@ class ResumableCounter(_Checkpointable):  # type: ignore[misc,valid-type]
     def _log(progress: str, **row: Any) -> None:
         with open(progress, "a") as f:
             f.write(json.dumps({**row, "t": time.time()}) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# the two-node cluster (slurm/local/twonode.sh): a second slurmctld + two slurmd on this machine
+# ---------------------------------------------------------------------------------------------
+
+TWONODE_SH = START_SH.parent / "twonode.sh"
+
+
+@pytest.fixture(scope="module")
+def two_node_cluster(slurm_cluster) -> dict[str, str]:
+    """The two-node cluster's client environment ({"SLURM_CONF": ...}). Started for the module and
+    stopped afterwards unless it was already running: the single-node cluster (and its config in
+    /etc/slurm) is never touched, so the rest of the suite runs on unchanged."""
+    was_up = subprocess.run(["bash", str(TWONODE_SH), "status"], capture_output=True).returncode == 0
+    proc = subprocess.run(["bash", str(TWONODE_SH), "start"], capture_output=True, text=True,
+                          timeout=900)  # a hang guard; ~6 s with the single-node cluster up
+    if proc.returncode != 0:
+        reason = f"two-node cluster unavailable (twonode.sh start exit {proc.returncode}):\n" + \
+            (proc.stderr or proc.stdout)[-2000:]
+        if in_ci():
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    conf = proc.stdout.strip().splitlines()[-1].split("=", 1)[1]
+    yield {"SLURM_CONF": conf}
+    if not was_up:
+        subprocess.run(["bash", str(TWONODE_SH), "stop"], capture_output=True, timeout=300)

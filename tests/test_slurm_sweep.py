@@ -14,7 +14,8 @@ import pytest
 
 from andrea import logkeys as keys
 from conftest import REPO, TINY_RUN
-from slurm_cluster import requeue_job, sacct_attempts, slurm_cluster  # noqa: F401 (fixture)
+from slurm_cluster import (  # noqa: F401 (fixtures)
+    requeue_job, sacct_attempts, slurm_cluster, two_node_cluster)
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -25,9 +26,10 @@ def sweep_cmd(out: Path, *args: str) -> list[str]:
     return [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={out}", *args]
 
 
-def run_sweep(cwd: Path, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
+def run_sweep(cwd: Path, *args: str, timeout: int = 1800,
+              env_extra: dict | None = None) -> subprocess.CompletedProcess:
     """The sweep command in `cwd`; `timeout` only stops a hang (tiny sweeps take 1-3 min alone)."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env_extra or {})}
     out = subprocess.run(sweep_cmd(cwd / "runs", *args), cwd=cwd, env=env, capture_output=True,
                          text=True, timeout=timeout)
     return out
@@ -147,3 +149,29 @@ def test_two_tasks_per_job_train_with_ddp_and_match_one_process(slurm_cluster, t
     (ddp,) = results_of(tmp_path / "two" / "runs").values()
     assert ddp["world_size"] == 2 and single["world_size"] == 1
     assert ddp["val_loss"] == pytest.approx(single["val_loss"], rel=1e-5)
+
+
+def test_two_nodes_one_task_each_train_with_ddp_and_match_one_process(
+        two_node_cluster, tmp_path, data_cache):
+    """#15.2: a job with nodes=2 (one task per node, gloo over 127.0.0.1) on the two-node cluster
+    (two slurmd on this machine, slurm/local/twonode.sh) trains with DDP across the nodes and gives
+    the loss of one process with the same global batch, as the 2-task test does on one node."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    one = run_sweep(tmp_path / "one", "model=attnres_full", *TINY_RUN, "train.micro_batch_size=8")
+    assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
+    two = run_sweep(tmp_path / "two", "model=attnres_full", *TINY_RUN, "train.micro_batch_size=4",
+                    *ON_SLURM, "hydra.launcher.nodes=2", "hydra.launcher.tasks_per_node=1",
+                    env_extra=two_node_cluster)
+    assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
+    (single,) = results_of(tmp_path / "one" / "runs").values()
+    (ddp,) = results_of(tmp_path / "two" / "runs").values()
+    assert ddp["world_size"] == 2 and single["world_size"] == 1
+    assert ddp["val_loss"] == pytest.approx(single["val_loss"], rel=1e-5)
+    # one task on each node: the job ran on both, by Slurm's record
+    job_id = next(p.name for p in (tmp_path / "two" / "runs").rglob(".submitit/*")
+                  if p.is_dir() and p.name[0].isdigit())
+    nodes = subprocess.run(["sacct", "-n", "-X", "-P", "-j", job_id.split("_")[0], "-o", "NodeList"],
+                           env={**os.environ, **two_node_cluster}, capture_output=True, text=True,
+                           timeout=300).stdout.split()
+    assert nodes and nodes[-1] == "andrea-n[1-2]", nodes
