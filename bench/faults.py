@@ -127,7 +127,14 @@ def start_sweep(out: Path, log: Path, slurm: bool, hook: str | None = None) -> s
     f.write(f"\n==== {time.strftime('%H:%M:%S')} sweep (hook={hook})\n".encode())
     f.flush()
     return subprocess.Popen(sweep_cmd(out, slurm), cwd=out.parent, env=sweep_env(hook),
-                            stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+                            stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=_sigint_default)
+
+
+def _sigint_default() -> None:
+    """Ctrl-C must reach the sweep: a shell starts background jobs with SIGINT ignored, and an
+    ignored signal stays ignored across exec (Python then never raises KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait(proc: subprocess.Popen, limit_s: float) -> int | None:
@@ -300,12 +307,12 @@ def _temp_files(out: Path) -> int:
 
 
 def _fill(out: Path) -> None:
-    """Fill the file system the sweep writes to (a small tmpfs) until a write fails."""
-    chunk = b"\0" * (1 << 20)
+    """Fill the file system the sweep writes to (a small tmpfs) until a write fails: at once
+    (fallocate), so that the run cannot finish its writes while the disk is being filled."""
     with open(out / "filler", "wb", buffering=0) as f:
+        free = os.statvfs(out).f_bavail * os.statvfs(out).f_frsize
         try:
-            while True:
-                f.write(chunk)
+            os.posix_fallocate(f.fileno(), 0, max(1, free))
         except OSError:
             pass
     try:
@@ -353,7 +360,7 @@ def trial(k: int, work: Path, ref: dict, kinds: list[str], rng: random.Random, s
     log = work / f"trial{k:03d}.log"
     mounted = False
     if "disk_full" in kinds and use_tmpfs:
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(out)],
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(out)],
                                  capture_output=True).returncode == 0
     damaged: list[Path] = []
     try:
@@ -450,7 +457,7 @@ def merged(works: list[Path]) -> tuple[Tally, float]:
         total.differing += d["differing"]
         total.trusted_damaged += d["trusted_damaged"]
         seconds = max(seconds, d["seconds"])
-    return total, seconds
+    return total, seconds  # side by side: the longest campaign's time
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -507,9 +514,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"trial {k}: {' -> '.join(chain)}; faults so far {sum(tally.injected.values())}, "
               f"differing {len(tally.differing)}, trusted {len(tally.trusted_damaged)}", flush=True)
         k += 1
-    seconds = time.monotonic() - t0
-    (args.work / "tally.json").write_text(json.dumps(
-        {**{k: v for k, v in tally.__dict__.items()}, "seconds": seconds}, indent=1))
+        seconds = time.monotonic() - t0  # after every trial: --merge can read a campaign cut short
+        (args.work / "tally.json").write_text(json.dumps({**tally.__dict__, "seconds": seconds,
+                                                          "trials": k}, indent=1))
     print()
     print(table(tally, seconds))
     bad = tally.differing or tally.trusted_damaged or tally.completed < tally.runs
