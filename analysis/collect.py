@@ -260,6 +260,14 @@ def collect_dir(root: Path) -> Collection:
 
 # --- CSV ------------------------------------------------------------------------------------------
 def collect_csv(path: Path) -> Collection:
+    try:
+        return _collect_csv(path)
+    except UnicodeDecodeError as e:  # a binary file, or another encoding: a message, not a traceback
+        raise InputError(f"{path}: not a UTF-8 CSV file ({e.reason} at byte {e.start}); "
+                         "save it as UTF-8") from None
+
+
+def _collect_csv(path: Path) -> Collection:
     out = Collection()
     with open(path, newline="", encoding="utf-8-sig") as f:   # -sig: CSVs saved by Excel
         reader = csv.DictReader(f)

@@ -314,7 +314,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         raise fail(f"train.lr_scale={t.lr_scale} must be > 0 (it multiplies the peak LR)")
     lr = _first(t.lr, hp.lr, s.lr) * t.lr_scale
     if not lr > 0:
-        raise fail(f"learning rate {lr} must be > 0")
+        raise fail(f"train.lr={lr} must be > 0 (null: the size's lr; times train.lr_scale)")
     beta2 = _first(t.beta2, hp.beta2, s.beta2)
     if not 0.0 < beta2 < 1.0:
         raise fail(f"AdamW beta2={beta2} (train.beta2, hparams or size.beta2) must lie in (0, 1)")

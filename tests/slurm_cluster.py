@@ -27,6 +27,7 @@ Usage in a test module::
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import os
 import shlex
@@ -168,7 +169,7 @@ def make_executor(folder: os.PathLike | str, max_num_timeout: int = 3, **params:
 
 
 def _run(cmd: list[str], check: bool = True) -> str:
-    return subprocess.run(cmd, capture_output=True, text=True, check=check, timeout=60).stdout
+    return subprocess.run(cmd, capture_output=True, text=True, check=check, timeout=300).stdout  # hang guard
 
 
 def job_state(job: Any) -> str:
@@ -185,8 +186,9 @@ def job_state(job: Any) -> str:
     return state.split()[0]
 
 
-def wait_job_state(job: Any, states: str | Iterable[str], timeout: float = 60, poll: float = 0.5) -> str:
-    """Poll until the job's fresh state is one of ``states``; return it.
+def wait_job_state(job: Any, states: str | Iterable[str], timeout: float = 600, poll: float = 0.5) -> str:
+    """Poll until the job's fresh state is one of ``states``; return it. The timeout only stops a
+    hang (the wait ends when the state is reached): wide, so that a busy machine cannot fail it.
 
     Raises AssertionError (with the job's stderr tail) on timeout, or if the job reaches a
     terminal state that is not wanted.
@@ -209,8 +211,9 @@ def wait_job_state(job: Any, states: str | Iterable[str], timeout: float = 60, p
         time.sleep(poll)
 
 
-def wait_for(predicate, timeout: float = 60, poll: float = 0.2, what: str = "condition"):
-    """Poll ``predicate()`` until truthy; return its value or raise AssertionError."""
+def wait_for(predicate, timeout: float = 600, poll: float = 0.2, what: str = "condition"):
+    """Poll ``predicate()`` until truthy; return its value or raise AssertionError (a hang guard,
+    wide for the same reason as wait_job_state's)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -263,6 +266,15 @@ def sacct_attempts(job_id: str | int) -> list[str]:
     ``["REQUEUED", "COMPLETED"]``."""
     out = _run(["sacct", "-n", "-X", "-D", "-P", "-j", str(job_id), "-o", "State"])
     return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def sacct_times(job_id: str | int) -> list[dict[str, datetime.datetime | None]]:
+    """Submit, Eligible, Start and End of every attempt of a job, oldest first: Slurm's own clock
+    for scheduling delays, which (unlike a test's wall clock) a busy CPU barely moves."""
+    out = _run(["sacct", "-n", "-X", "-D", "-P", "-j", str(job_id), "-o", "Submit,Eligible,Start,End"])
+    parse = lambda v: None if v in ("", "Unknown", "None") else datetime.datetime.fromisoformat(v)  # noqa: E731
+    return [dict(zip(("submit", "eligible", "start", "end"), map(parse, line.split("|"))))
+            for line in out.splitlines() if line.strip()]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,3 +363,30 @@ class ResumableCounter(_Checkpointable):  # type: ignore[misc,valid-type]
     def _log(progress: str, **row: Any) -> None:
         with open(progress, "a") as f:
             f.write(json.dumps({**row, "t": time.time()}) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# the two-node cluster (slurm/local/twonode.sh): a second slurmctld + two slurmd on this machine
+# ---------------------------------------------------------------------------------------------
+
+TWONODE_SH = START_SH.parent / "twonode.sh"
+
+
+@pytest.fixture(scope="module")
+def two_node_cluster(slurm_cluster) -> dict[str, str]:
+    """The two-node cluster's client environment ({"SLURM_CONF": ...}). Started for the module and
+    stopped afterwards unless it was already running: the single-node cluster (and its config in
+    /etc/slurm) is never touched, so the rest of the suite runs on unchanged."""
+    was_up = subprocess.run(["bash", str(TWONODE_SH), "status"], capture_output=True).returncode == 0
+    proc = subprocess.run(["bash", str(TWONODE_SH), "start"], capture_output=True, text=True,
+                          timeout=900)  # a hang guard; ~6 s with the single-node cluster up
+    if proc.returncode != 0:
+        reason = f"two-node cluster unavailable (twonode.sh start exit {proc.returncode}):\n" + \
+            (proc.stderr or proc.stdout)[-2000:]
+        if in_ci():
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    conf = proc.stdout.strip().splitlines()[-1].split("=", 1)[1]
+    yield {"SLURM_CONF": conf}
+    if not was_up:
+        subprocess.run(["bash", str(TWONODE_SH), "stop"], capture_output=True, timeout=300)

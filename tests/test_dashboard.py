@@ -171,7 +171,7 @@ def test_report_has_a_train_loss_grid_per_size():
         assert (panel.x, panel.y) == (keys.TOKENS, [keys.TRAIN_LOSS])
 
 
-def run_cli(args, env_extra, tmp_path, timeout=30):
+def run_cli(args, env_extra, tmp_path, timeout=300):
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
     env.update({"WANDB_BASE_URL": "http://127.0.0.1:9", "NETRC": str(tmp_path / "none.netrc"),
                 "HOME": str(tmp_path), "PYTHONPATH": str(REPO), **env_extra})
@@ -185,7 +185,9 @@ def test_cli_without_credentials_fails_fast_with_a_clear_message(tmp_path):
     proc, took = run_cli(["--entity", "e", "--project", "p", "--group", GROUP], {}, tmp_path)
     assert proc.returncode == 1
     assert "WANDB_API_KEY" in proc.stderr and "wandb login" in proc.stderr
-    assert took < 10
+    # "fast" = no network wait: wandb's client retries for minutes (analysis/dashboard.py). ~3 s
+    # alone; the bound is wide so that a busy machine's slow start-up cannot fail it.
+    assert took < 60
 
 
 def test_cli_with_unreachable_server_fails_fast(tmp_path):
@@ -193,7 +195,7 @@ def test_cli_with_unreachable_server_fails_fast(tmp_path):
                          {"WANDB_API_KEY": "k" * 40}, tmp_path)
     assert proc.returncode == 1
     assert "cannot reach W&B at http://127.0.0.1:9" in proc.stderr
-    assert took < 15
+    assert took < 60  # as above: the failure mode is wandb's minutes of retries
 
 
 def test_cli_dry_run_prints_the_panels(tmp_path):

@@ -69,9 +69,7 @@ def test_stdlib_prepare_layout_and_cache(fake_stdlib, cache, monkeypatch):
     assert "NOT STDLIB" not in tok.decode(train.tolist())
     # same config again: no rebuild, same fingerprint
     monkeypatch.setattr(prepare, "_build", lambda *a, **k: pytest.fail("rebuilt a cached corpus"))
-    t = time.perf_counter()
-    assert prepare_data(cfg, V) == p
-    assert time.perf_counter() - t < 1.0
+    assert prepare_data(cfg, V) == p  # (a wall-clock bound here failed on a busy machine)
 
 
 def test_split_is_by_document_and_deterministic(fake_stdlib, cache):
@@ -133,7 +131,7 @@ def test_concurrent_prepare_builds_once(fake_stdlib, tmp_path):
     for pr in procs:
         pr.start()
     for pr in procs:
-        pr.join(60)
+        pr.join(600)  # a hang guard; each child takes a second or two
         assert pr.exitcode == 0
     lines = log.read_text().split()
     assert lines.count("build") == 1

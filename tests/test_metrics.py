@@ -69,9 +69,10 @@ def offline_runs(rd: RunDir) -> list[Path]:
     return sorted(rd.wandb_dir.glob("offline-run-*"))
 
 
-def run_file_bytes(run: Path, run_id: str, needle: bytes, timeout_s: float = 20.0) -> bytes:
+def run_file_bytes(run: Path, run_id: str, needle: bytes, timeout_s: float = 300.0) -> bytes:
     """The run file once it holds `needle`: `finish()` returns before wandb-core has flushed the
-    file (it does so when its stream closes, at the latest at process exit)."""
+    file (it does so when its stream closes, at the latest at process exit). The wait ends as soon
+    as the bytes are there; its limit only stops a hang, wide for a busy machine."""
     path = run / f"run-{run_id}.wandb"
     deadline = time.monotonic() + timeout_s
     while True:
@@ -261,13 +262,13 @@ def test_unreachable_online_mode_falls_back_to_files(tmp_path, api_key):
     """No W&B server (refused connection), with a malformed and a well-formed fake key."""
     rd = RunDir(tmp_path / "run")
     env = {**os.environ, "WANDB_API_KEY": api_key, "PYTHONPATH": str(REPO)}
-    t = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", ONLINE_SCRIPT, str(rd.root)], env=env,
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert time.monotonic() - t < 45
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out == {"wandb_run": False, "s": out["s"]} and out["s"] < 20
+    # init_timeout_s=3 is honoured: the failure this guards against is wandb's own 90 s init
+    # timeout (and its retries); 45 s leaves a busy machine's slow wandb-core start-up room.
+    assert out == {"wandb_run": False, "s": out["s"]} and out["s"] < 45
     assert proc.stderr.count("W&B disabled for this run") == 1
     assert len(read_jsonl(rd.metrics)) == 3
     assert rd.dynamics.exists()

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -163,13 +162,12 @@ def test_sigusr2_checkpoints_and_the_next_start_resumes(tmp_path, data_cache):
            "train.progress=true", f"out_dir={out}", "hydra/job_logging=disabled"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    for line in proc.stderr:  # the first progress line means training is under way
-        if "step " in line or time.time() > deadline:
+    for line in proc.stderr:  # the first progress line means training is under way (no deadline:
+        if "step " in line:   # a busy machine may take minutes to start; the run ends anyway)
             break
     proc.send_signal(signal.SIGUSR2)
     proc.stderr.read()
-    assert proc.wait(timeout=120) == 128 + signal.SIGUSR2
+    assert proc.wait(timeout=600) == 128 + signal.SIGUSR2  # a hang guard: one step + checkpoint
     rd = RunDir(next(out.glob("default/tiny-1/baseline/seed0*")))
     assert rd.list_checkpoints() and not rd.results.exists()
     step = int(rd.list_checkpoints()[0].stem.split("_")[1])

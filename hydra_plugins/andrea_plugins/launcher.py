@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Sequence, Tuple
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.singleton import Singleton
@@ -53,9 +53,32 @@ def register_launcher_configs() -> None:
     cs.store(group="hydra/launcher", name="submitit_slurm", node=AndreaSlurmConf, provider="andrea")
 
 
+def _sacct_watcher(job) -> Any:
+    """The submitit watcher that polls sacct for a Slurm job; None for a local job (its state
+    is its process's, always fresh)."""
+    from submitit.slurm.slurm import SlurmJob
+
+    return job.watcher if isinstance(job, SlurmJob) else None
+
+
+def refresh_states(jobs: Sequence[Any]) -> None:
+    """One `sacct` for every job of the sweep, now. submitit caches states and, for Slurm, asks
+    again only every min(600 s, half the time since the last submission): the states printed
+    lagged minutes behind Slurm's (issue #16). Its watcher batches all registered jobs (by array
+    id) into one call, so this is one call per poll however many jobs."""
+    watchers = {id(w): w for w in map(_sacct_watcher, jobs) if w is not None}
+    for watcher in watchers.values():
+        try:
+            watcher.update()
+        except Exception as e:  # noqa: BLE001 -- a sacct hiccup: keep the last states
+            log.debug("state refresh failed: %s", e)
+
+
 def _state_name(job) -> str:
     try:
-        state = job.state
+        watcher = _sacct_watcher(job)
+        # after refresh_states: read what that call returned, without another sacct per job
+        state = watcher.get_state(job.job_id, mode="cache") if watcher is not None else job.state
     except Exception:  # accounting not ready yet
         return "PENDING"
     return {"UNKNOWN": "PENDING", "REQUEUED": "PENDING", "CANCELLED+": "CANCELLED"}.get(
@@ -71,6 +94,24 @@ def _job_status(job, run_dir: Path) -> str:
 
     results = RunDir(run_dir).read_results() or {}
     return str(results.get("status", "ended")).upper()
+
+
+def wait_for_jobs(jobs: Sequence[Any], run_dirs: Sequence[Path], poll_s: float,
+                  sleep: Callable[[float], None] = time.sleep,
+                  overall: Callable[[], str] = lambda: "") -> None:
+    """Print the jobs' states whenever they change, polling Slurm once every `poll_s`, until all
+    jobs are done. A state is at most one poll old: each poll asks sacct afresh."""
+    last = None
+    while True:
+        refresh_states(jobs)
+        states = Counter(_job_status(j, d) for j, d in zip(jobs, run_dirs))
+        if states != last:
+            summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(states.items()))
+            print(f"[{time.strftime('%H:%M:%S')}] jobs: {summary}{overall()}", flush=True)
+            last = states
+        if all(j.done() for j in jobs):
+            return
+        sleep(poll_s)
 
 
 class _AndreaLauncherMixin:
@@ -155,18 +196,8 @@ class _AndreaLauncherMixin:
         return f" ({n} of {len(jobs)} done" + (f", {eta})" if eta else ")")
 
     def _wait(self, jobs: List[Any], run_dirs: List[Path]) -> None:
-        poll_s = float(self.config.hydra.launcher.get("poll_s", POLL_S))
-        last = None
-        while True:
-            states = Counter(_job_status(j, d) for j, d in zip(jobs, run_dirs))
-            if states != last:
-                summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(states.items()))
-                print(f"[{time.strftime('%H:%M:%S')}] jobs: {summary}{self._overall(jobs)}",
-                      flush=True)
-                last = states
-            if all(j.done() for j in jobs):
-                return
-            time.sleep(poll_s)
+        wait_for_jobs(jobs, run_dirs, float(self.config.hydra.launcher.get("poll_s", POLL_S)),
+                      overall=lambda: self._overall(jobs))
 
     def _result(self, job, overrides: Sequence[str]) -> JobReturn:
         """The job's JobReturn; a failure (in the job or of the job) is reported, never raised."""

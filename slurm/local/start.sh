@@ -5,7 +5,9 @@
 # Idempotent: with everything running (and the config unchanged) it only prints the summary;
 # a dead daemon is restarted. Only pids recorded in $ANDREA_SLURM_STATE/run are ever signalled.
 #
-# Usage: slurm/local/start.sh [-q|--quiet]
+# Usage: slurm/local/start.sh [-q|--quiet] [--two-nodes]
+#   --two-nodes  also (or only, if it is up) bring up the separate two-node cluster of twonode.sh
+#                (two slurmd on this machine, for nodes=2 jobs); the single-node one is unchanged
 # Exit codes: 0 ready, 2 usage, 3 not root (and something needs doing), 4 package install failed
 # (no apt-get, apt-get update/install failed), 5 /etc/slurm/slurm.conf exists and is not ours
 # (set ANDREA_SLURM_FORCE=1 to back it up and replace it), 6 a daemon failed to start,
@@ -18,8 +20,9 @@ QUIET=0
 for arg in "$@"; do
     case $arg in
         -q|--quiet) QUIET=1 ;;
-        -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
-        *) die $E_USAGE "unknown argument: $arg (usage: start.sh [-q|--quiet])" ;;
+        --two-nodes) exec "$(dirname "${BASH_SOURCE[0]}")/twonode.sh" start ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+        *) die $E_USAGE "unknown argument: $arg (usage: start.sh [-q|--quiet] [--two-nodes])" ;;
     esac
 done
 T0=$(date +%s.%N)

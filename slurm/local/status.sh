@@ -3,13 +3,14 @@
 # and whether the cluster is registered in accounting. Works without root.
 #
 # Usage: slurm/local/status.sh [-q]     (-q: no output, exit code only)
+#        slurm/local/status.sh --two-nodes (the two-node cluster of twonode.sh instead)
 # Exit codes: 0 all daemons up and node usable, 1 something is down, 2 usage.
 set -uo pipefail
 # shellcheck source=slurm/local/common.sh
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 export PATH=$PATH:/usr/sbin:/sbin
 QUIET=0
-case ${1:-} in -q) QUIET=1 ;; "") ;; -h|--help) sed -n '2,6p' "$0"; exit 0 ;; *) die $E_USAGE "usage: status.sh [-q]" ;; esac
+case ${1:-} in -q) QUIET=1 ;; "") ;; --two-nodes) exec "$HERE/twonode.sh" status ;; -h|--help) sed -n '2,7p' "$0"; exit 0 ;; *) die $E_USAGE "usage: status.sh [-q]" ;; esac
 say() { [ "$QUIET" = 1 ] || printf '%s\n' "$*"; }
 
 ok=0

@@ -2,7 +2,9 @@
 # Stop the daemons that slurm/local/start.sh started -- only the pids it recorded in
 # $ANDREA_SLURM_STATE/run (default /var/lib/andrea-slurm/run), never anything found by name.
 #
-# Usage: slurm/local/stop.sh [--cancel-jobs] [--purge]
+# Usage: slurm/local/stop.sh [--cancel-jobs] [--purge] | --two-nodes
+#   --two-nodes    stop only the two-node cluster of twonode.sh (cancelling its jobs) and remove
+#                  its /etc/hosts lines; the single-node cluster keeps running
 #   --cancel-jobs  scancel all jobs first (otherwise running job steps outlive slurmd)
 #   --purge        afterwards delete the state dir (database, spool, logs) and the
 #                  /etc/slurm/{slurm,slurmdbd}.conf this script wrote; packages stay installed
@@ -17,7 +19,8 @@ for arg in "$@"; do
     case $arg in
         --cancel-jobs) CANCEL=1 ;;
         --purge) PURGE=1 ;;
-        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+        --two-nodes) exec "$HERE/twonode.sh" stop ;;
+        -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
         *) die $E_USAGE "unknown argument: $arg (usage: stop.sh [--cancel-jobs] [--purge])" ;;
     esac
 done

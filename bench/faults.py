@@ -1,0 +1,527 @@
+"""Fault-injection campaign: a small grid of real tiny runs, hit at seeded random moments by the
+faults a cluster deals out, then re-run with the same command until done; every final
+results.json and metrics.jsonl must equal an uninterrupted reference sweep's.
+
+    python -m bench.faults --faults 50 --seed 0 --work /tmp/andrea-faults          # CPU, in-process
+    python -m bench.faults --faults 20 --slurm --work /tmp/andrea-faults-slurm       # local Slurm
+
+Faults (CPU): kill -9 of the training process at a random moment, kill -9 in the middle of a
+checkpoint write and of a results.json write, SIGTERM and SIGUSR2 (as Slurm sends them), Ctrl-C
+(SIGINT to the sweeper's process group), a full disk (the sweep's folder on a small tmpfs, filled
+at a random moment), and, after a kill, a truncated or bit-flipped newest checkpoint and a torn
+last line of metrics.jsonl. On Slurm (`--slurm`, jobs through slurm=localhost) also scancel and
+`scontrol requeue` of array tasks and a restart of slurmctld while jobs run (only with the
+two-node cluster of slurm/local/twonode.sh, whose slurmctld this script may restart; on the
+shared single-node cluster that kind is left out).
+
+Compared: every key of results.json and of each metrics.jsonl row, bit for bit (floats as
+written), except fields that measure time or depend on the run's path: TIMING_KEYS below.
+Prints one table (markdown): faults per kind, runs completed, runs differing from the reference
+(must be 0), steps recomputed, half-written files ever trusted (must be 0). Exit 1 if any run
+differs, is missing or trusted a damaged file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+HOOK = Path(__file__).resolve().parent / "fault_hook"
+
+# Measured time or path-dependent: never equal between two sweeps, whatever the code does.
+# ("code" is the git SHA of the checkout: provenance, and it changes with any commit made while
+# a campaign runs; "wandb_run_id" hashes the run directory's path.)
+TIMING_KEYS = {
+    "wall_s", "device_s", "tokens_per_s", "wandb_run_id", "code",  # results.json (and points[])
+    "speed/tokens_per_s", "speed/mfu", "time/elapsed_s",  # metrics.jsonl rows
+}
+
+GRID = ["model=baseline,attnres_block", "size=tiny-1", "data.max_chars=400000",
+        "data.val_fraction=0.05", "train.seq_len=64", "train.batch_tokens=512",
+        "train.micro_batch_size=8", "train.tokens=8192", "train.evals=2", "train.eval_batches=2",
+        "train.checkpoints=4", "train.keep_checkpoints=2", "train.log_every=2",
+        "train.progress=false", "wandb.mode=disabled"]
+
+CPU_KINDS = ["kill9", "kill9_in_checkpoint_write", "kill9_in_results_write", "sigterm", "sigusr2",
+             "sigint_sweeper", "disk_full", "truncated_checkpoint", "bitflipped_checkpoint",
+             "torn_metrics_line"]
+SLURM_KINDS = ["scancel_task", "requeue_task", "restart_slurmctld"]
+DAMAGE = {"truncated_checkpoint", "bitflipped_checkpoint", "torn_metrics_line"}  # after a kill -9
+
+
+@dataclass
+class Tally:
+    injected: Counter = field(default_factory=Counter)
+    missed: Counter = field(default_factory=Counter)  # the sweep ended before the fault could land
+    runs: int = 0
+    completed: int = 0
+    differing: list = field(default_factory=list)
+    steps_recomputed: int = 0
+    steps_total: int = 0
+    trusted_damaged: list = field(default_factory=list)
+    reruns: int = 0
+
+
+# ---- comparing ---------------------------------------------------------------------------------
+
+def strip_timing(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: strip_timing(v) for k, v in obj.items() if k not in TIMING_KEYS}
+    if isinstance(obj, list):
+        return [strip_timing(v) for v in obj]
+    return obj
+
+
+def run_files(root: Path) -> dict[str, dict]:
+    """{run dir relative to the sweep: {"results": ..., "metrics": [...]}} of a sweep folder.
+    A metrics line that does not parse stays in as text, so it shows as a difference."""
+    out = {}
+    for res in sorted(root.rglob("results.json")):
+        rel = str(res.parent.relative_to(root))
+        rows = []
+        metrics = res.parent / "metrics.jsonl"
+        for line in (metrics.read_text().splitlines() if metrics.exists() else []):
+            try:
+                rows.append(strip_timing(json.loads(line)))
+            except json.JSONDecodeError:
+                rows.append({"UNPARSABLE": line})
+        out[rel] = {"results": strip_timing(json.loads(res.read_text())), "metrics": rows}
+    return out
+
+
+# ---- running the sweep -------------------------------------------------------------------------
+
+def sweep_cmd(out: Path, slurm: bool) -> list[str]:
+    extra = ["slurm=localhost", "hydra.launcher.poll_s=1", "hydra.launcher.signal_delay_s=5"] \
+        if slurm else []
+    return [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={out}", *GRID, *extra]
+
+
+def sweep_env(hook: str | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "ANDREA_FAULT_KILL_IN_WRITE"}
+    env["PYTHONPATH"] = os.pathsep.join([str(HOOK), str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PYTHONUNBUFFERED"] = "1"
+    # One thread per process (reference and trials alike: CPU sums depend on the thread count);
+    # a shared machine is faster this way, and nothing here needs more.
+    env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = "1"
+    if hook:
+        env["ANDREA_FAULT_KILL_IN_WRITE"] = hook
+    return env
+
+
+def start_sweep(out: Path, log: Path, slurm: bool, hook: str | None = None) -> subprocess.Popen:
+    f = open(log, "ab")
+    f.write(f"\n==== {time.strftime('%H:%M:%S')} sweep (hook={hook})\n".encode())
+    f.flush()
+    return subprocess.Popen(sweep_cmd(out, slurm), cwd=out.parent, env=sweep_env(hook),
+                            stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=_sigint_default)
+
+
+def _sigint_default() -> None:
+    """Ctrl-C must reach the sweep: a shell starts background jobs with SIGINT ignored, and an
+    ignored signal stays ignored across exec (Python then never raises KeyboardInterrupt)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def wait(proc: subprocess.Popen, limit_s: float) -> int | None:
+    """The exit code; None after `limit_s` (a hang guard: the process group is killed)."""
+    try:
+        return proc.wait(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return None
+
+
+def training_pids(out: Path) -> list[int]:
+    """Pids of live processes training a run of the sweep: each run's .lock names its trainer;
+    the run must not be completed (in-process, the sweep outlives its runs). A live pid, not a
+    flock probe: probing would take the lock that a starting trainer needs."""
+    from andrea.rundir import RunDir
+
+    pids = set()
+    for lock in out.rglob(".lock"):
+        m = re.match(r"pid (\d+)", lock.read_text(errors="replace"))
+        if m and Path(f"/proc/{m.group(1)}").exists() and not RunDir(lock.parent).is_completed():
+            pids.add(int(m.group(1)))
+    return sorted(pids)
+
+
+def run_states(out: Path) -> dict[str, tuple[int, bool, bool]]:
+    """{run dir: (last logged step, has a checkpoint, completed)} of every started run."""
+    from andrea.rundir import RunDir
+
+    states = {}
+    for m in out.rglob("metrics.jsonl"):
+        last = 0
+        for line in m.read_text(errors="replace").splitlines():
+            try:
+                last = max(last, int(json.loads(line).get("step", 0)))
+            except (json.JSONDecodeError, AttributeError, ValueError):
+                pass
+        rd = RunDir(m.parent)
+        states[str(m.parent)] = (last, bool(rd.list_checkpoints()), rd.is_completed())
+    return states
+
+
+def steps_lost(before: dict, after: dict, text: str) -> int:
+    """Steps trained before an invocation that it trained again: for a run resumed at step R,
+    (last step it had logged) - R; for a run started afresh (no checkpoint yet), all of them."""
+    lost = 0
+    for run, (last, had_ckpt, done) in before.items():
+        if done or not last:
+            continue
+        resumed = re.findall(rf"resumed from {re.escape(run)}/checkpoints/step_\d+\.pt at step (\d+)",
+                             text)
+        if resumed:
+            lost += max(0, last - int(resumed[0]))
+        elif run in after and (after[run][0] > 0 and (after[run][1] or after[run][2])) \
+                and not had_ckpt:
+            lost += last  # killed before its first checkpoint: began again from step 0
+    return lost
+
+
+def unfinished_runs(out: Path) -> list[Path]:
+    from andrea.rundir import RunDir
+
+    return sorted(c.parent for c in out.rglob("checkpoints")
+                  if c.is_dir() and not RunDir(c.parent).is_completed()
+                  and RunDir(c.parent).list_checkpoints())
+
+
+# ---- Slurm helpers -----------------------------------------------------------------------------
+
+def slurm_task_ids(out: Path) -> list[str]:
+    return sorted({p.name for p in out.rglob(".submitit/*") if p.is_dir() and re.match(r"\d+_\d+$", p.name)})
+
+
+def live_slurm_tasks(out: Path) -> list[str]:
+    ids = slurm_task_ids(out)
+    if not ids:
+        return []
+    q = subprocess.run(["squeue", "-h", "-r", "-t", "running", "-o", "%i"], capture_output=True,
+                       text=True).stdout.split()
+    return [i for i in ids if i in q]
+
+
+def wait_queue_empty(out: Path, limit_s: float = 900) -> None:
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        ids = {i.split("_")[0] for i in slurm_task_ids(out)}
+        q = subprocess.run(["squeue", "-h", "-o", "%F"], capture_output=True, text=True).stdout.split()
+        if not ids & set(q):
+            return
+        time.sleep(1)
+
+
+def restart_slurmctld() -> bool:
+    """Kill the two-node cluster's slurmctld (by its recorded pid) and start it again."""
+    state = Path(os.environ.get("ANDREA_SLURM_STATE", "/var/lib/andrea-slurm")) / "twonode"
+    pid_file = state / "run" / "slurmctld.pid"
+    if not pid_file.exists():
+        return False
+    pid = int(pid_file.read_text().strip())
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(1)
+    return subprocess.run(["bash", str(REPO / "slurm/local/twonode.sh"), "start"],
+                          capture_output=True).returncode == 0
+
+
+# ---- one trial: a chain of faults, then a clean re-run -------------------------------------------
+
+def inject(kind: str, out: Path, log: Path, rng: random.Random, slurm: bool, total_steps: int,
+           step_s: float, tally: Tally, damaged: list[Path], limit_s: float) -> None:
+    """Run the sweep once and hit it with `kind` (CPU kinds act on the training process)."""
+    hook = None
+    if kind == "kill9_in_checkpoint_write":
+        hook = f"step_:{rng.randint(1, 4)}"
+    elif kind == "kill9_in_results_write":
+        hook = "results.json:1"
+    base_kind = "kill9" if kind in DAMAGE else kind
+    tmp_before = _temp_files(out)
+    proc = start_sweep(out, log, slurm, hook)
+    landed = False
+    if hook:
+        wait(proc, limit_s)
+        if slurm:
+            wait_queue_empty(out)
+        landed = _temp_files(out) > tmp_before  # the hook left its half-written temp file
+    else:
+        # A random moment of training, drawn in steps (not seconds, so the machine's speed does not
+        # move it): once the runs' logged steps reach a random target, plus up to one logging
+        # interval's time (2 steps), so faults also land between log lines, in evals and saves.
+        target = rng.randrange(total_steps)
+        while proc.poll() is None and sum(s[0] for s in run_states(out).values()) < target:
+            time.sleep(0.05)
+        end = time.monotonic() + rng.uniform(0.0, 2 * step_s)
+        while time.monotonic() < end and proc.poll() is None:
+            time.sleep(0.01)
+        pids = training_pids(out)
+        if proc.poll() is None and (pids or kind in ("sigint_sweeper", "restart_slurmctld")):
+            landed = True
+            if base_kind == "kill9":
+                os.kill(rng.choice(pids), signal.SIGKILL)
+            elif kind == "sigterm":
+                os.kill(rng.choice(pids), signal.SIGTERM)
+            elif kind == "sigusr2":
+                os.kill(rng.choice(pids), signal.SIGUSR2)
+            elif kind == "sigint_sweeper":
+                os.killpg(proc.pid, signal.SIGINT)
+            elif kind == "disk_full":
+                _fill(out)
+            elif kind == "scancel_task":
+                live = live_slurm_tasks(out)
+                landed = bool(live) and subprocess.run(["scancel", rng.choice(live)]).returncode == 0
+            elif kind == "requeue_task":
+                live = live_slurm_tasks(out)
+                landed = bool(live) and subprocess.run(["scontrol", "requeue", rng.choice(live)]).returncode == 0
+            elif kind == "restart_slurmctld":
+                landed = restart_slurmctld()
+        wait(proc, limit_s)
+        if slurm:
+            wait_queue_empty(out)
+        if kind == "disk_full":
+            for f in out.glob("filler*"):
+                f.unlink()
+    if landed and kind in DAMAGE:
+        landed = _damage(kind, out, rng, damaged)
+    (tally.injected if landed else tally.missed)[kind] += 1
+
+
+def _temp_files(out: Path) -> int:
+    return sum(1 for _ in out.rglob(".*.tmp"))
+
+
+def _fill(out: Path) -> None:
+    """Fill the file system the sweep writes to (a small tmpfs) until a write fails: at once
+    (fallocate), so that the run cannot finish its writes while the disk is being filled."""
+    with open(out / "filler", "wb", buffering=0) as f:
+        free = os.statvfs(out).f_bavail * os.statvfs(out).f_frsize
+        try:
+            os.posix_fallocate(f.fileno(), 0, max(1, free))
+        except OSError:
+            pass
+    try:
+        with open(out / "filler2", "wb", buffering=0) as f:  # the last partial MiB
+            while True:
+                f.write(b"\0" * 4096)
+    except OSError:
+        pass
+
+
+def _damage(kind: str, out: Path, rng: random.Random, damaged: list[Path]) -> bool:
+    from andrea.rundir import RunDir
+
+    runs = unfinished_runs(out)
+    if kind == "torn_metrics_line":
+        runs = [r for r in runs if (r / "metrics.jsonl").exists()]
+        if not runs:
+            return False
+        with open(rng.choice(runs) / "metrics.jsonl", "a") as f:
+            f.write('{"step": 999, "train/lo')
+        return True
+    if not runs:
+        return False
+    newest = RunDir(rng.choice(runs)).list_checkpoints()[0]
+    data = bytearray(newest.read_bytes())
+    if kind == "truncated_checkpoint":
+        data = data[: rng.randrange(1, len(data))]
+    else:
+        i = rng.randrange(len(data))
+        data[i] ^= 1 << rng.randrange(8)
+    newest.write_bytes(bytes(data))
+    damaged.append(newest)
+    return True
+
+
+def trial(k: int, work: Path, ref: dict, kinds: list[str], rng: random.Random, slurm: bool,
+          step_s: float, tally: Tally, use_tmpfs: bool, limit_s: float) -> None:
+    total_steps = sum(int(r["results"]["steps"]) for r in ref.values())
+    out = work / f"trial{k:03d}"
+    if os.path.ismount(out):  # left mounted by an interrupted campaign
+        subprocess.run(["umount", str(out)], capture_output=True)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    log = work / f"trial{k:03d}.log"
+    mounted = False
+    if "disk_full" in kinds and use_tmpfs:
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(out)],
+                                 capture_output=True).returncode == 0
+    damaged: list[Path] = []
+    try:
+        states = run_states(out)
+
+        def logs() -> dict[Path, int]:  # the sweep's console and (on Slurm) the jobs' logs
+            files = [log, *out.rglob(".submitit/*/*_log.*")]
+            return {f: f.stat().st_size for f in files if f.exists()}
+
+        def invocation(fn) -> None:  # run one sweep invocation; count the steps it re-trained
+            nonlocal states
+            sizes = logs()
+            fn()
+            text = ""
+            for f in logs():
+                with open(f, "rb") as fh:
+                    fh.seek(sizes.get(f, 0))
+                    text += fh.read().decode(errors="replace")
+            after = run_states(out)
+            tally.steps_recomputed += steps_lost(states, after, text)
+            for path in damaged:
+                if re.search(rf"resumed from {re.escape(str(path))} ", text):
+                    tally.trusted_damaged.append(str(path))
+            states = after
+
+        for kind in kinds:
+            done = run_files(out)
+            if (kind == "disk_full" and not mounted) or (len(done) == len(ref) and all(
+                    g["results"].get("status") == "completed" for g in done.values())):
+                tally.missed[kind] += 1  # nothing left to hit: every run already completed
+                continue
+            invocation(lambda: inject(kind, out, log, rng, slurm, total_steps, step_s, tally, damaged,
+                                      limit_s))
+        # re-run the same command until every run completed (a requeue may still be running)
+        got: dict = {}
+        for _ in range(5):
+            tally.reruns += 1
+            rcs: list = []
+            invocation(lambda: rcs.append(wait(start_sweep(out, log, slurm), limit_s))
+                       or (wait_queue_empty(out) if slurm else None))
+            got = run_files(out)
+            if rcs[0] == 0 and len(got) == len(ref) and all(
+                    g["results"].get("status") == "completed" for g in got.values()):
+                break
+        tally.runs += len(ref)
+        for name, want in ref.items():
+            have = got.get(name)
+            tally.steps_total += int(want["results"].get("steps") or 0)
+            if have and have["results"].get("status") == "completed":
+                tally.completed += 1
+            if have != want:
+                tally.differing.append(f"trial{k:03d}/{name}")
+                if any("UNPARSABLE" in row for row in (have or {}).get("metrics", [])):
+                    tally.trusted_damaged.append(f"trial{k:03d}/{name}/metrics.jsonl")
+    finally:
+        if mounted:
+            kept = work / f"trial{k:03d}.kept"
+            shutil.copytree(out, kept, symlinks=True, ignore_dangling_symlinks=True,
+                            dirs_exist_ok=True)
+            subprocess.run(["umount", str(out)], capture_output=True)
+
+
+def table(t: Tally, seconds: float) -> str:
+    kinds = sorted(set(t.injected) | set(t.missed))
+    rows = ["| fault | injected | missed (sweep ended first / not possible) |", "|---|---:|---:|"]
+    rows += [f"| {k} | {t.injected[k]} | {t.missed[k]} |" for k in kinds]
+    rows += [f"| **total** | **{sum(t.injected.values())}** | {sum(t.missed.values())} |", ""]
+    pct = 100 * t.steps_recomputed / max(t.steps_total, 1)
+    rows += ["| outcome | value |", "|---|---:|",
+             f"| runs (trials x grid) | {t.runs} |",
+             f"| runs completed after re-running | {t.completed} |",
+             f"| runs differing from the reference | {len(t.differing)} |",
+             f"| steps recomputed (GPU-time lost) | {t.steps_recomputed} of {t.steps_total} "
+             f"({pct:.1f} %) |",
+             f"| half-written or damaged files ever trusted | {len(t.trusted_damaged)} |",
+             f"| sweep invocations to finish (clean re-runs) | {t.reruns} |",
+             f"| campaign wall time | {seconds / 60:.1f} min |"]
+    if t.differing:
+        rows += ["", "differing: " + ", ".join(t.differing)]
+    if t.trusted_damaged:
+        rows += ["", "trusted: " + ", ".join(t.trusted_damaged)]
+    return "\n".join(rows)
+
+
+def merged(works: list[Path]) -> tuple[Tally, float]:
+    """One tally of several campaigns' tally.json (run side by side with different seeds)."""
+    total, seconds = Tally(), 0.0
+    for w in works:
+        d = json.loads((w / "tally.json").read_text())
+        total.injected.update(d["injected"])
+        total.missed.update(d["missed"])
+        for k in ("runs", "completed", "steps_recomputed", "steps_total", "reruns"):
+            setattr(total, k, getattr(total, k) + d[k])
+        total.differing += d["differing"]
+        total.trusted_damaged += d["trusted_damaged"]
+        seconds = max(seconds, d["seconds"])
+    return total, seconds  # side by side: the longest campaign's time
+
+
+def main(argv: list[str] | None = None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["--merge"]:  # python -m bench.faults --merge WORK1 WORK2 ...: one table
+        t, seconds = merged([Path(w) for w in argv[1:]])
+        print(table(t, seconds))
+        return 1 if t.differing or t.trusted_damaged or t.completed < t.runs else 0
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--faults", type=int, default=50, help="stop after this many landed faults")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--work", type=Path, default=Path("/tmp/andrea-faults"))
+    p.add_argument("--slurm", action="store_true", help="jobs through slurm=localhost")
+    p.add_argument("--kinds", default=None, help="comma-separated subset of the fault kinds")
+    p.add_argument("--max-chain", type=int, default=3, help="faults per trial before the clean re-run")
+    p.add_argument("--limit-s", type=float, default=3600,
+                   help="hang guard for one sweep invocation (not a speed check)")
+    args = p.parse_args(argv)
+    kinds = CPU_KINDS + (SLURM_KINDS if args.slurm else [])
+    if args.slurm and not (Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf")).parent.name
+                           == "twonode"):
+        kinds.remove("restart_slurmctld")  # only ever restart the campaign's own slurmctld
+    if args.kinds:
+        kinds = [k for k in args.kinds.split(",") if k]
+    use_tmpfs = os.geteuid() == 0
+    if not use_tmpfs and "disk_full" in kinds:
+        kinds.remove("disk_full")
+        print("disk_full left out: mounting a small tmpfs needs root")
+    rng = random.Random(args.seed)
+    args.work.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("ANDREA_DATA", str(args.work / "data"))
+    t0 = time.monotonic()
+    ref_dir = args.work / "ref"
+    if not (ref_dir / "done").exists():
+        shutil.rmtree(ref_dir, ignore_errors=True)
+        ref_dir.mkdir(parents=True)
+        # the reference runs in-process (prepares the corpus once for every trial)
+        proc = start_sweep(ref_dir, args.work / "ref.log", False)
+        if wait(proc, args.limit_s) != 0:
+            print(f"reference sweep failed: see {args.work / 'ref.log'}")
+            return 1
+        (ref_dir / "done").write_text("")
+    ref = run_files(ref_dir)
+    # the reference's time per training step: only the jitter after a fault's target step uses it
+    raw = [json.loads(p.read_text()) for p in ref_dir.rglob("results.json")]
+    step_s = sum(float(r.get("wall_s") or 0) for r in raw) / max(1, sum(int(r["steps"]) for r in raw))
+    print(f"reference: {len(ref)} runs, {step_s * 1000:.0f} ms per step", flush=True)
+    tally = Tally()
+    k = 0
+    while sum(tally.injected.values()) < args.faults:
+        chain = [rng.choice(kinds) for _ in range(rng.randint(1, args.max_chain))]
+        trial(k, args.work, ref, chain, rng, args.slurm, step_s, tally, use_tmpfs, args.limit_s)
+        print(f"trial {k}: {' -> '.join(chain)}; faults so far {sum(tally.injected.values())}, "
+              f"differing {len(tally.differing)}, trusted {len(tally.trusted_damaged)}", flush=True)
+        k += 1
+        seconds = time.monotonic() - t0  # after every trial: --merge can read a campaign cut short
+        (args.work / "tally.json").write_text(json.dumps({**tally.__dict__, "seconds": seconds,
+                                                          "trials": k}, indent=1))
+    print()
+    print(table(tally, seconds))
+    bad = tally.differing or tally.trusted_damaged or tally.completed < tally.runs
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,374 @@
+"""Bad input, tabled (#15.4): every user-facing input that can be wrong, and what the user is told.
+
+Each case gives a wrong config key (type, range, combination), data source (missing, empty,
+binary, too short, out of vocabulary) or analysis input (missing, failed, duplicated or garbage
+results.json / CSV rows) and asserts that the message names the key or the file, the exit status
+the command line gives it (2; None where the current code gives another, listed in the table as a
+gap) and that nothing good is lost (the analysis still collects the good runs next to a bad one).
+Fast: validation paths only (Hydra's compose API, resolve_run, prepare_data on tiny files,
+analysis.collect), no training. Two command-line checks confirm the exit status 2 that
+ConfigError and InputError become in `sweep.py -m` and `python -m analysis.fit`.
+
+The table in docs/bad_input.md is written by this module:
+    .venv/bin/python -m tests.test_bad_input docs/bad_input.md
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO / "tests") not in sys.path:
+    sys.path.insert(0, str(REPO / "tests"))
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    area: str                    # config | data | analysis
+    what: str                    # the input, as the table shows it
+    run: Callable[[Path], tuple[Optional[int], str]]  # -> (exit status it becomes, message)
+    expect: tuple[str, ...]      # substrings the message must hold (the key or file named)
+    exit: Optional[int] = 2      # None: not 2 today (a gap, see the table)
+
+
+# ---- config ------------------------------------------------------------------------------------
+
+def config(*overrides: str) -> Callable[[Path], tuple[Optional[int], str]]:
+    """resolve_run on the composed config: a ConfigError is exit 2 in sweep.py (both modes);
+    a Hydra composition error (wrong type, unknown key) is Hydra's exit 1."""
+    def run(tmp: Path) -> tuple[Optional[int], str]:
+        from hydra.errors import HydraException
+        from omegaconf.errors import OmegaConfBaseException
+
+        from andrea.config import ConfigError, resolve_run
+        from conftest import compose_run
+
+        try:
+            resolve_run(compose_run(list(overrides)))
+        except ConfigError as e:
+            return 2, str(e)
+        except (HydraException, OmegaConfBaseException) as e:
+            return 1, " ".join(str(e).split())
+        return 0, "(accepted)"
+    return run
+
+
+BASE = ["size=tiny-1"]
+CONFIG_CASES = [
+    Case("block_size_zero", "config", "model=attnres_block model.block_size=0",
+         config(*BASE, "model=attnres_block", "model.block_size=0"), ("model.block_size=0",)),
+    Case("block_size_too_big", "config", "model=attnres_block model.block_size=9 (tiny-1: L=4)",
+         config(*BASE, "model=attnres_block", "model.block_size=9"), ("model.block_size=9", "1..4")),
+    Case("block_size_on_baseline", "config", "model=baseline +model.block_size=4",
+         config(*BASE, "model=baseline", "model.block_size=4"), ("model.block_size=4", "attnres_block")),
+    Case("block_size_wrong_type", "config", "model.block_size=four",
+         config(*BASE, "model=attnres_block", "model.block_size=four"), ("block_size",), None),
+    Case("lr_wrong_type", "config", "train.lr=fast", config(*BASE, "train.lr=fast"), ("train.lr",), None),
+    Case("lr_negative", "config", "train.lr=-1", config(*BASE, "train.lr=-1"), ("train.lr=-1",)),
+    Case("unknown_key", "config", "trian.lr=1 (typo)", config(*BASE, "trian.lr=1"), ("trian",), None),
+    Case("seq_len_over_context", "config", "train.seq_len=4096 (tiny-1: context 128)",
+         config(*BASE, "train.seq_len=4096"), ("train.seq_len=4096", "context_length")),
+    Case("impossible_batch", "config", "train.batch_tokens=1000 train.seq_len=64",
+         config(*BASE, "train.batch_tokens=1000", "train.seq_len=64"), ("batch_tokens=1000",)),
+    Case("tokens_below_one_step", "config", "train.tokens=5",
+         config(*BASE, "train.tokens=5"), ("train.tokens=5",)),
+    Case("tokens_negative", "config", "train.tokens=-5",
+         config(*BASE, "train.tokens=-5"), ("train.tokens=-5",)),
+    Case("schedule_unknown", "config", "train.schedule=linear",
+         config(*BASE, "train.schedule=linear"), ("train.schedule='linear'", "cosine")),
+    Case("precision_unknown", "config", "train.precision=fp8",
+         config(*BASE, "train.precision=fp8"), ("train.precision='fp8'",)),
+    Case("device_unknown", "config", "train.device=tpu",
+         config(*BASE, "train.device=tpu"), ("train.device='tpu'",)),
+    Case("warmup_out_of_range", "config", "train.warmup_frac=1.5",
+         config(*BASE, "train.warmup_frac=1.5"), ("train.warmup_frac=1.5",)),
+    Case("log_every_zero", "config", "train.log_every=0",
+         config(*BASE, "train.log_every=0"), ("train.log_every=0",)),
+    Case("keep_checkpoints_zero", "config", "train.keep_checkpoints=0",
+         config(*BASE, "train.keep_checkpoints=0"), ("train.keep_checkpoints=0",)),
+    Case("grad_clip_zero", "config", "train.grad_clip=0",
+         config(*BASE, "train.grad_clip=0"), ("train.grad_clip=0",)),
+    Case("wandb_mode_unknown", "config", "wandb.mode=sometimes",
+         config(*BASE, "wandb.mode=sometimes"), ("wandb.mode", "sometimes")),
+    Case("wandb_timeout_zero", "config", "wandb.init_timeout_s=0",
+         config(*BASE, "wandb.init_timeout_s=0"), ("wandb.init_timeout_s",)),
+    Case("data_source_unknown", "config", "data.source=web",
+         config(*BASE, "data.source=web"), ("data.source='web'",)),
+    Case("data_vocab_over_model", "config", "data.vocab_size=100000 (model 2049)",
+         config(*BASE, "data.vocab_size=100000"), ("data.vocab_size=100000",)),
+    Case("data_val_fraction_zero", "config", "data.val_fraction=0",
+         config(*BASE, "data.val_fraction=0"), ("data.val_fraction=0",)),
+    Case("data_max_chars_zero", "config", "data.max_chars=0",
+         config(*BASE, "data.max_chars=0"), ("data.max_chars=0",)),
+    Case("stdlib_with_paths", "config", "data.source=stdlib data.paths=[a.txt]",
+         config(*BASE, "data.paths=[a.txt]"), ("data.paths",)),
+    Case("text_without_paths", "config", "data.source=text (no data.paths)",
+         config(*BASE, "data.source=text"), ("data.paths is empty",)),
+    Case("text_missing_file", "config", "data.source=text data.paths=[/nonexistent.txt]",
+         config(*BASE, "data.source=text", "data.paths=[/nonexistent/corpus.txt]"),
+         ("data.paths", "/nonexistent/corpus.txt", "does not exist")),
+    Case("text_empty_glob", "config", "data.source=text data.paths=['/nonexistent/*.txt']",
+         config(*BASE, "data.source=text", "data.paths=[/nonexistent/*.txt]"),
+         ("data.paths", "matches no files")),
+    Case("shards_without_val", "config", "data.source=shards data.paths=[train.bin] (no val)",
+         lambda tmp: config(*BASE, "data.source=shards", f"data.paths=[{_shard(tmp, 'train.bin')}]")(tmp),
+         ("data.val_paths is empty",)),
+]
+
+
+# ---- data (shows in prepare_data: in the job today, in the sweeper with #15.3) --------------------
+
+def data(source: str, files: dict[str, bytes], vocab: int = 300, **cfg) -> Callable:
+    def run(tmp: Path) -> tuple[Optional[int], str]:
+        from andrea.data import DataConfig, prepare_data
+
+        paths = []
+        for name, content in files.items():
+            (tmp / name).write_bytes(content)
+            paths.append(str(tmp / name))
+        c = DataConfig(source=source, cache_dir=str(tmp / "cache"), **cfg,
+                       **({"paths": [p for p in paths if "val" not in Path(p).name],
+                           "val_paths": [p for p in paths if "val" in Path(p).name]}
+                          if source == "shards" else {"paths": paths}))
+        try:
+            prepare_data(c, vocab)
+        except ValueError as e:
+            return 2, str(e)
+        return 0, "(accepted)"
+    return run
+
+
+def _shard(tmp: Path, name: str, tokens=(1, 2, 3)) -> Path:
+    from andrea.data import write_shard
+
+    path = tmp / name
+    write_shard(path, __import__("numpy").asarray(tokens, dtype="uint16"))
+    return path
+
+
+def shards(train_tokens, val_tokens, vocab: int = 300) -> Callable:
+    def run(tmp: Path) -> tuple[Optional[int], str]:
+        from andrea.data import DataConfig, prepare_data
+
+        t, v = _shard(tmp, "train.bin", train_tokens), _shard(tmp, "val.bin", val_tokens)
+        try:
+            prepare_data(DataConfig(source="shards", paths=[str(t)], val_paths=[str(v)],
+                                    cache_dir=str(tmp / "cache")), vocab)
+        except ValueError as e:
+            return 2, str(e)
+        return 0, "(accepted)"
+    return run
+
+
+def too_short(tmp: Path) -> tuple[Optional[int], str]:
+    from andrea.data import DataConfig, check_split_sizes, prepare_data
+
+    # ~50k characters: a few 16k-character documents, far fewer tokens than one batch of 512 x 128
+    (tmp / "small.txt").write_text("".join(f"line {i}: the quick brown fox {i * 7919 % 1000}\n"
+                                           for i in range(1500)))
+    p = prepare_data(DataConfig(source="text", paths=[str(tmp / "small.txt")], val_fraction=0.3,
+                                cache_dir=str(tmp / "cache")), 300)
+    try:
+        check_split_sizes(p, 512, 128, 1)
+    except ValueError as e:
+        return 2, str(e)
+    return 0, "(accepted)"
+
+
+DATA_CASES = [
+    Case("text_empty_file", "data", "data.source=text, an empty file",
+         data("text", {"empty.txt": b""}), ("data.source='text'", "empty"), None),
+    Case("text_binary_file", "data", "data.source=text, a binary (non-UTF-8) file",
+         data("text", {"blob.txt": bytes(range(256)) * 8}), ("blob.txt", "not UTF-8")),
+    Case("text_one_line", "data", "data.source=text, one short line",
+         data("text", {"one.txt": b"hi\n"}), ("data.val_fraction",)),
+    Case("text_too_short_for_a_batch", "data", "a corpus smaller than one batch (512 x 128 tokens)",
+         too_short, ("batch",)),
+    Case("shards_out_of_vocabulary", "data", "data.source=shards with token id 5000 >= vocab 300",
+         shards((1, 2, 5000), (1, 2, 3)), ("train.bin", "5000", "vocab_size=300")),
+    Case("shards_empty", "data", "data.source=shards, an empty train shard",
+         shards((), (1, 2, 3)), ("train.bin", "empty")),
+    Case("shards_garbage", "data", "data.source=shards, a file that is not a shard",
+         lambda tmp: _garbage_shard(tmp), ("train.bin",)),
+]
+
+
+def _garbage_shard(tmp: Path) -> tuple[Optional[int], str]:
+    from andrea.data import DataConfig, prepare_data
+
+    (tmp / "train.bin").write_bytes(b"this is not a token shard at all" * 4)
+    v = _shard(tmp, "val.bin")
+    try:
+        prepare_data(DataConfig(source="shards", paths=[str(tmp / "train.bin")],
+                                val_paths=[str(v)], cache_dir=str(tmp / "cache")), 300)
+    except ValueError as e:
+        return 2, str(e)
+    return 0, "(accepted)"
+
+
+# ---- analysis (python -m analysis.fit) --------------------------------------------------------------
+
+GOOD = {"status": "completed", "variant": "baseline", "label": "baseline", "size": "tiny-1",
+        "seed": 0, "flops": 1e12, "val_loss": 3.0, "params": 1000, "tokens": 1000}
+
+
+def run_dir(root: Path, name: str, results=None, raw: Optional[str] = None) -> Path:
+    d = root / name
+    (d / ".hydra").mkdir(parents=True)
+    if raw is not None:
+        (d / "results.json").write_text(raw)
+    elif results is not None:
+        (d / "results.json").write_text(json.dumps(results))
+    return d
+
+
+def analysis(make: Callable[[Path], list[Path]], section: str) -> Callable:
+    """The analysis's collection over `make`'s inputs plus one good run: the bad one must be
+    listed (in `section`) with its file, the good one still collected."""
+    def run(tmp: Path) -> tuple[Optional[int], str]:
+        from analysis.collect import InputError, collect
+
+        good = run_dir(tmp / "sweep", "good", GOOD)
+        try:
+            coll = collect([*make(tmp), good])
+        except InputError as e:
+            return 2, str(e)
+        assert len(coll.runs) >= 1, "the good run was lost"
+        listed = getattr(coll, section)
+        return 0, "; ".join(f"{src}: {why}" for src, why in listed) or "(nothing listed)"
+    return run
+
+
+def csv_file(text: str) -> Callable[[Path], list[Path]]:
+    def make(tmp: Path) -> list[Path]:
+        (tmp / "runs.csv").write_text(text)
+        return [tmp / "runs.csv"]
+    return make
+
+
+ANALYSIS_CASES = [
+    Case("analysis_missing_path", "analysis", "a sweep folder that does not exist",
+         analysis(lambda tmp: [tmp / "no_such_sweep"], "invalid"), ("no_such_sweep", "no such file")),
+    Case("analysis_failed_run", "analysis", "a run whose results.json says failed",
+         analysis(lambda tmp: [run_dir(tmp / "s", "bad", {**GOOD, "status": "failed",
+                                                           "error": "TrainingFailed: nan"})], "failed"),
+         ("bad", "TrainingFailed: nan"), 0),
+    Case("analysis_truncated_json", "analysis", "a half-written results.json",
+         analysis(lambda tmp: [run_dir(tmp / "s", "torn", raw='{"status": "compl')], "invalid"),
+         ("torn", "not valid JSON"), 0),
+    Case("analysis_json_not_an_object", "analysis", "a results.json holding [1, 2, 3]",
+         analysis(lambda tmp: [run_dir(tmp / "s", "list", raw="[1, 2, 3]")], "invalid"),
+         ("list",), 0),
+    Case("analysis_missing_val_loss", "analysis", "a completed results.json without val_loss",
+         analysis(lambda tmp: [run_dir(tmp / "s", "noloss", {k: v for k, v in GOOD.items()
+                                                              if k != "val_loss"})], "invalid"),
+         ("noloss", "val_loss"), 0),
+    Case("analysis_nan_loss", "analysis", "a results.json with val_loss NaN",
+         analysis(lambda tmp: [run_dir(tmp / "s", "nan", raw=json.dumps({**GOOD, "val_loss": "NaN"}))],
+                  "invalid"), ("nan", "val_loss"), 0),
+    Case("analysis_no_results_yet", "analysis", "a run folder without results.json",
+         analysis(lambda tmp: [run_dir(tmp / "s", "unfinished")], "running"), ("unfinished",), 0),
+    Case("analysis_duplicated_run", "analysis", "the same run given twice (folder and its results.json)",
+         lambda tmp: _duplicated(tmp), ("seed",), 0),
+    Case("analysis_csv_missing_columns", "analysis", "a CSV without the val_loss column",
+         analysis(csv_file("variant,size,flops\nbaseline,tiny-1,1e12\n"), "invalid"),
+         ("runs.csv", "val_loss")),
+    Case("analysis_csv_garbage_row", "analysis", "a CSV row with flops=abc",
+         analysis(csv_file("variant,size,flops,val_loss\nbaseline,tiny-1,abc,3.0\n"), "invalid"),
+         ("runs.csv line 2", "flops='abc'"), 0),
+    Case("analysis_csv_failed_row", "analysis", "a CSV row with status=failed",
+         analysis(csv_file("variant,size,flops,val_loss,status\nbaseline,tiny-1,1e12,3.0,failed\n"),
+                  "failed"), ("runs.csv line 2", "failed"), 0),
+    Case("analysis_csv_binary", "analysis", "a binary file named .csv",
+         analysis(lambda tmp: [_write(tmp / "blob.csv", bytes(range(256)) * 4)], "invalid"),
+         ("blob.csv",)),
+    Case("analysis_not_results_json", "analysis", "a .json input that is not results.json",
+         analysis(lambda tmp: [_write(tmp / "other.json", b"{}")], "invalid"),
+         ("other.json", "results.json")),
+]
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def _duplicated(tmp: Path) -> tuple[Optional[int], str]:
+    from analysis.collect import aggregate, collect
+
+    d = run_dir(tmp / "s", "dup", GOOD)
+    coll = collect([tmp / "s", d / "results.json"])
+    _, warnings = aggregate(coll.runs)
+    return 0, "; ".join(warnings) or "(no warning)"
+
+
+CASES = CONFIG_CASES + DATA_CASES + ANALYSIS_CASES
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_bad_input_is_named_in_a_clear_message(case, tmp_path, data_cache):
+    code, message = case.run(tmp_path)
+    assert code != 0 or case.exit == 0, f"{case.what}: accepted without a message"
+    for part in case.expect:
+        assert part in message, f"{case.what}: {part!r} not in {message!r}"
+    assert "Traceback" not in message
+    if case.exit is not None:
+        assert code == case.exit, f"{case.what}: exit {code}, expected {case.exit}: {message}"
+
+
+# ---- the command line turns these into exit 2 (one subprocess each) -------------------------------
+
+def test_a_bad_key_in_a_sweep_exits_2_before_anything_runs(tmp_path, data_cache):
+    out = subprocess.run([sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={tmp_path / 'runs'}",
+                          "size=tiny-1", "model=attnres_block", "model.block_size=0,2", "plan=true"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "model.block_size=0" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("results.json"))
+
+
+def test_an_unusable_analysis_input_exits_2(tmp_path, capsys):
+    from analysis.fit import main
+
+    (tmp_path / "runs.csv").write_text("variant,size\nbaseline,tiny-1\n")
+    assert main([str(tmp_path / "runs.csv"), "--no-plots", "--out", str(tmp_path / "a")]) == 2
+    assert "runs.csv: missing required column(s) flops, val_loss" in capsys.readouterr().err
+
+
+# ---- docs/bad_input.md ---------------------------------------------------------------------------
+
+def write_table(path: Path) -> None:
+    import os
+    import tempfile
+
+    os.environ.setdefault("ANDREA_DATA", tempfile.mkdtemp(prefix="andrea_data_"))
+    lines = ["# Bad input, and what andrea says", "",
+             "Generated by `.venv/bin/python -m tests.test_bad_input docs/bad_input.md` from the cases",
+             "of `tests/test_bad_input.py` (each asserts the key or file named, the exit status and that",
+             "the good runs next to a bad one are still analysed). *exit*: what the command line",
+             "returns (`sweep.py` for config, a job's failed results.json for data today, `python -m",
+             "analysis.fit` for analysis; 0 = the analysis goes on and lists the bad run). "
+             "**gap** marks an exit other than 2 or a message that does not name the file.", ""]
+    for area in ("config", "data", "analysis"):
+        lines += [f"## {area}", "", "| input | exit | message |", "|---|---|---|"]
+        for case in (c for c in CASES if c.area == area):
+            with tempfile.TemporaryDirectory() as tmp:
+                code, message = case.run(Path(tmp))
+            message = message.replace(tmp, "<tmp>").replace("|", "\\|").replace("\n", " ")
+            gap = " **gap**" if case.exit is None else ""
+            lines.append(f"| `{case.what}` | {code}{gap} | {message[:300]} |")
+        lines.append("")
+    Path(path).write_text("\n".join(lines))
+
+
+if __name__ == "__main__":
+    write_table(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/bad_input.md"))
