@@ -111,8 +111,8 @@ def test_cpu_demo_states_its_own_limit_and_passes_it(tmp_path, data_cache):
     out = sweep(tmp_path, "sweeps=demo", "plan=true")
     assert out.returncode == 0, out.stderr[-3000:]
     assert all(float(r["epochs"].lstrip("~")) <= 4 for r in plan_rows(out.stdout))
-    tight = sweep(tmp_path, "sweeps=demo", "plan=true", "max_epochs=0.5")
-    assert tight.returncode == 2 and "max_epochs=0.5" in tight.stderr
+    tight = sweep(tmp_path, "sweeps=demo", "plan=true", "max_epochs=0.1")
+    assert tight.returncode == 2 and "max_epochs=0.1" in tight.stderr
 
 
 # ---- the preparation command ----------------------------------------------------------------
