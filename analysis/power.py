@@ -186,6 +186,10 @@ def measured(finished_runs) -> tuple[dict | None, float | None, str]:
 
 def report(planned: list[PlannedRun], finished_runs=(), baseline: str = "baseline") -> str:
     """The lines `plan=true` prints under the grid."""
+    sizes = {r.size for r in planned if r.label == baseline}
+    if len(sizes) < 2:  # an ablation or an LR scan: losses are compared at one size
+        return (f"Power: the {baseline!r} runs of this grid span {len(sizes)} size(s); a compute "
+                "multiplier needs a fit over two or more, so none is predicted.")
     noise, alpha, where = measured(list(finished_runs))
     src = []
     if noise is None:

@@ -74,3 +74,11 @@ def test_report_text_default_and_measured():
     assert pct(measured) > 1.5 * pct(text)
     one = report(_plan((0,)))
     assert "one seed per size" in one
+
+
+def test_one_size_grid_predicts_no_multiplier():
+    # An ablation or an LR scan compares losses at one size: no fit, no multiplier, no "±inf %".
+    planned = [PlannedRun(label, "tiny-2", seed, 1e12) for label in ("baseline", "attnres_full")
+               for seed in range(3)]
+    text = report(planned)
+    assert "none is predicted" in text and "inf" not in text
