@@ -44,7 +44,8 @@ class Case:
 
 def config(*overrides: str) -> Callable[[Path], tuple[Optional[int], str]]:
     """resolve_run on the composed config: a ConfigError is exit 2 in sweep.py (both modes);
-    a Hydra composition error (wrong type, unknown key) is Hydra's exit 1."""
+    an unknown key is exit 2 with the nearest valid key (sweep.py, andrea/overrides.py); any
+    other Hydra composition error (a wrong type) is Hydra's exit 1."""
     def run(tmp: Path) -> tuple[Optional[int], str]:
         from hydra.errors import HydraException
         from omegaconf.errors import OmegaConfBaseException
@@ -57,6 +58,11 @@ def config(*overrides: str) -> Callable[[Path], tuple[Optional[int], str]]:
         except ConfigError as e:
             return 2, str(e)
         except (HydraException, OmegaConfBaseException) as e:
+            from andrea.overrides import unknown_key_hints
+
+            hints = unknown_key_hints(list(overrides))  # what sweep.py prints, exiting 2
+            if hints:
+                return 2, " ".join(hints)
             return 1, " ".join(str(e).split())
         return 0, "(accepted)"
     return run
@@ -74,7 +80,7 @@ CONFIG_CASES = [
          config(*BASE, "model=attnres_block", "model.block_size=four"), ("block_size",), None),
     Case("lr_wrong_type", "config", "train.lr=fast", config(*BASE, "train.lr=fast"), ("train.lr",), None),
     Case("lr_negative", "config", "train.lr=-1", config(*BASE, "train.lr=-1"), ("train.lr=-1",)),
-    Case("unknown_key", "config", "trian.lr=1 (typo)", config(*BASE, "trian.lr=1"), ("trian",), None),
+    Case("unknown_key", "config", "trian.lr=1 (typo)", config(*BASE, "trian.lr=1"), ("trian", "train.lr")),
     Case("seq_len_over_context", "config", "train.seq_len=4096 (tiny-1: context 128)",
          config(*BASE, "train.seq_len=4096"), ("train.seq_len=4096", "context_length")),
     Case("impossible_batch", "config", "train.batch_tokens=1000 train.seq_len=64",
@@ -186,7 +192,7 @@ def too_short(tmp: Path) -> tuple[Optional[int], str]:
 
 DATA_CASES = [
     Case("text_empty_file", "data", "data.source=text, an empty file",
-         data("text", {"empty.txt": b""}), ("data.source='text'", "empty"), None),
+         data("text", {"empty.txt": b""}), ("data.source='text'", "empty.txt", "empty")),
     Case("text_binary_file", "data", "data.source=text, a binary (non-UTF-8) file",
          data("text", {"blob.txt": bytes(range(256)) * 8}), ("blob.txt", "not UTF-8")),
     Case("text_one_line", "data", "data.source=text, one short line",

@@ -110,7 +110,9 @@ def prepare_data(data_cfg: DataConfig, vocab_size: int,
     t0 = time.perf_counter()
     corpus = corpora.split_documents(
         corpora.documents(data_cfg), data_cfg.val_fraction, data_cfg.max_chars,
-        what=f"data.source={data_cfg.source!r}",
+        what=f"data.source={data_cfg.source!r}"
+             + (f" data.paths={list(data_cfg.paths)}" if data_cfg.paths else "")
+             + (f" data.hf_name={data_cfg.hf_name!r}" if data_cfg.hf_name else ""),
     )
     inputs = {
         "format_version": FORMAT_VERSION,
