@@ -171,9 +171,10 @@ def test_a_corpus_too_small_for_one_batch_is_refused_before_any_job(tmp_path, da
     glob = write_corpus(tmp_path / "corpus", n_files=1, lines=2000)
     out = sweep(tmp_path, "model=baseline", "data=text", f"data.paths=[{glob}]",
                 "data.vocab_size=300", "data.val_fraction=0.01", *TINY_RUN[1:],
-                "train.micro_batch_size=64", "train.batch_tokens=4096")
+                "train.micro_batch_size=128", "train.batch_tokens=8192")
+    # ~7,600 validation tokens = ~118 windows of seq_len+1 = 65: fewer than one micro-batch
     assert out.returncode == 2, out.stderr[-2000:]
-    assert "the validation split has" in out.stderr and "micro_batch_size=64" in out.stderr
+    assert "the validation split has" in out.stderr and "micro_batch_size=128" in out.stderr
 
 
 # ---- prepared once, shared ------------------------------------------------------------------
