@@ -205,7 +205,8 @@ def report(planned: list[PlannedRun], finished_runs=(), baseline: str = "baselin
                f"baseline exponent {DEFAULT_ALPHA} (default: the report's)")
     rows = predict(planned, baseline, noise, alpha or DEFAULT_ALPHA)
     if not rows:
-        return f"Power: no {baseline!r} runs in the plan; no multiplier to predict."
+        return (f"Power: the plan has no variant beside {baseline!r} at the baseline's sizes; "
+                "no multiplier to predict.")
     lines = [f"Power (predicted 95 % interval of each multiplier, at the middle of the baseline's "
              f"compute; {'; '.join(src)}):"]
     for r in rows:
