@@ -228,8 +228,8 @@ def _power(jobs: list[PlannedJob]) -> str:
     from analysis.power import PlannedRun, report
 
     planned = [PlannedRun(j.spec.label, j.spec.size, j.spec.train.seed, j.flops,
-                          len(getattr(j.spec.train, "budgets", None) or [1]),
-                          tuple(getattr(j.spec.train, "budgets", None) or ()) or None)
+                          len(j.spec.train.budgets or [1]),
+                          tuple(j.spec.train.budgets) if j.spec.train.budgets else None)
                for j in jobs]
     done = [j.run_dir.root for j in jobs if j.state == "completed"]
     return report(planned, collect(done).runs if done else [])
