@@ -27,12 +27,13 @@ if __name__ == "__main__":
     try:
         main()
     except SystemExit as e:
-        # Hydra reports a bad override (exit 1) as "Key 'trian' not in 'RunConfig'": name the
-        # nearest valid key, and exit 2 like every other bad input.
+        # Hydra reports a bad override (exit 1) as "Key 'trian' not in 'RunConfig'" or "Error
+        # merging override train.lr=fast": name the nearest valid key or the type the key takes,
+        # and exit 2 like every other bad input.
         if e.code == 1:
-            from andrea.overrides import unknown_key_hints
+            from andrea.overrides import unknown_key_hints, wrong_type_hints
 
-            hints = unknown_key_hints(sys.argv[1:])
+            hints = unknown_key_hints(sys.argv[1:]) + wrong_type_hints(sys.argv[1:])
             if hints:
                 print("\n".join(hints), file=sys.stderr)
                 sys.exit(2)

@@ -102,3 +102,49 @@ def unknown_key_hints(overrides: Iterable[str]) -> list[str]:
         lines.append(f"error: unknown key '{key}'" + (f" (did you mean {near}?)" if near else
                                                       "; `python sweep.py --cfg job` lists them"))
     return lines
+
+
+def _leaf_type(key: str):
+    """The declared type of a schema leaf (Optional unwrapped), or None if not a typed leaf."""
+    from andrea.config import RunConfig
+
+    cls = RunConfig
+    for part in key.split("."):
+        hints = _fields(cls)
+        if part not in hints:
+            return None
+        cls = _unwrap(hints[part])
+    return None if dataclasses.is_dataclass(cls) else cls
+
+
+_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def wrong_type_hints(overrides: Iterable[str]) -> list[str]:
+    """One line per override whose value the schema's type refuses (`train.lr=fast`), naming the
+    key and the type it takes. Values are checked as OmegaConf converts them, so exactly the
+    overrides Hydra refuses with "Error merging override" get a line."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from andrea.config import RunConfig
+
+    lines = []
+    for item in overrides:
+        item = str(item)
+        if "=" not in item or item.startswith(("+", "~", "-")):
+            continue
+        key, value = (s.strip() for s in item.split("=", 1))
+        if key.startswith("hydra") or key in config_groups():
+            continue
+        tp = _leaf_type(key)
+        if tp not in (int, float, bool, str):
+            continue  # containers, enums and free nodes: Hydra's own message stands
+        if any(c in value for c in "[]{}()$") or value in ("null", "None"):
+            continue  # lists, sweeps functions, interpolations, null: not a plain scalar
+        for v in value.split(","):  # a -m sweep lists values with commas
+            try:
+                OmegaConf.update(OmegaConf.structured(RunConfig), key, v.strip(), merge=False)
+            except OmegaConfBaseException:
+                lines.append(f"error: {key}={v.strip()}: {key} takes {_TYPE_WORDS[tp]}")
+    return lines

@@ -71,3 +71,14 @@ def compose_run(overrides: list[str], return_hydra_config: bool = False):
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
         return compose(config_name="config", overrides=overrides,
                        return_hydra_config=return_hydra_config)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`make test` runs two workers), the Slurm tests form one group on one
+    worker, in order: the local cluster is one machine-wide service that some tests restart (two
+    nodes) or fill. They go first, being the longest serial chain, while the other worker takes
+    the rest; without xdist the mark is inert and only the order changes."""
+    slurm = [item for item in items if item.get_closest_marker("slurm")]
+    for item in slurm:
+        item.add_marker(pytest.mark.xdist_group("slurm"))
+    items[:] = slurm + [item for item in items if not item.get_closest_marker("slurm")]

@@ -44,8 +44,9 @@ class Case:
 
 def config(*overrides: str) -> Callable[[Path], tuple[Optional[int], str]]:
     """resolve_run on the composed config: a ConfigError is exit 2 in sweep.py (both modes);
-    an unknown key is exit 2 with the nearest valid key (sweep.py, andrea/overrides.py); any
-    other Hydra composition error (a wrong type) is Hydra's exit 1."""
+    an unknown key is exit 2 with the nearest valid key, a value of the wrong type exit 2 with
+    the type the key takes (sweep.py, andrea/overrides.py); any other Hydra composition error
+    is Hydra's exit 1."""
     def run(tmp: Path) -> tuple[Optional[int], str]:
         from hydra.errors import HydraException
         from omegaconf.errors import OmegaConfBaseException
@@ -58,9 +59,10 @@ def config(*overrides: str) -> Callable[[Path], tuple[Optional[int], str]]:
         except ConfigError as e:
             return 2, str(e)
         except (HydraException, OmegaConfBaseException) as e:
-            from andrea.overrides import unknown_key_hints
+            from andrea.overrides import unknown_key_hints, wrong_type_hints
 
-            hints = unknown_key_hints(list(overrides))  # what sweep.py prints, exiting 2
+            # what sweep.py prints, exiting 2
+            hints = unknown_key_hints(list(overrides)) + wrong_type_hints(list(overrides))
             if hints:
                 return 2, " ".join(hints)
             return 1, " ".join(str(e).split())
@@ -77,8 +79,10 @@ CONFIG_CASES = [
     Case("block_size_on_baseline", "config", "model=baseline +model.block_size=4",
          config(*BASE, "model=baseline", "model.block_size=4"), ("model.block_size=4", "attnres_block")),
     Case("block_size_wrong_type", "config", "model.block_size=four",
-         config(*BASE, "model=attnres_block", "model.block_size=four"), ("block_size",), None),
-    Case("lr_wrong_type", "config", "train.lr=fast", config(*BASE, "train.lr=fast"), ("train.lr",), None),
+         config(*BASE, "model=attnres_block", "model.block_size=four"),
+         ("model.block_size=four", "an integer")),
+    Case("lr_wrong_type", "config", "train.lr=fast", config(*BASE, "train.lr=fast"),
+         ("train.lr=fast", "a number")),
     Case("lr_negative", "config", "train.lr=-1", config(*BASE, "train.lr=-1"), ("train.lr=-1",)),
     Case("unknown_key", "config", "trian.lr=1 (typo)", config(*BASE, "trian.lr=1"), ("trian", "train.lr")),
     Case("seq_len_over_context", "config", "train.seq_len=4096 (tiny-1: context 128)",
@@ -340,6 +344,15 @@ def test_a_bad_key_in_a_sweep_exits_2_before_anything_runs(tmp_path, data_cache)
     assert out.returncode == 2, out.stderr[-2000:]
     assert "model.block_size=0" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("results.json"))
+
+
+def test_a_value_of_the_wrong_type_exits_2_naming_the_type(tmp_path, data_cache):
+    out = subprocess.run([sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={tmp_path / 'runs'}",
+                          "size=tiny-1", "train.lr=fast", "plan=true"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "train.lr=fast: train.lr takes a number" in out.stderr, out.stderr[-2000:]
+    assert not (tmp_path / "runs").exists()
 
 
 def test_an_unusable_analysis_input_exits_2(tmp_path, capsys):
