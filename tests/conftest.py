@@ -73,6 +73,7 @@ def compose_run(overrides: list[str], return_hydra_config: bool = False):
                        return_hydra_config=return_hydra_config)
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the mark into a group
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`make test` runs two workers), the Slurm tests form one group on one
     worker, in order: the local cluster is one machine-wide service that some tests restart (two
