@@ -12,9 +12,9 @@ TORCH ?= torch==2.13.0
 TORCH_INDEX ?=
 DEMO_DIR ?= runs/demo
 PYTEST_ARGS ?=
-# Two pytest-xdist workers: one takes the Slurm tests in order (one shared cluster), the other the
-# rest. Most tests are one process waiting on another, so two workers halve the wall time on 2
-# cores. TEST_WORKERS=0 runs everything in one process.
+# Two pytest-xdist workers: one takes the Slurm tests in order (one shared cluster; the scheduler
+# is in tests/conftest.py), the other the rest. Most tests are one process waiting on another, so
+# two workers nearly halve the wall time on 2 cores. TEST_WORKERS=0 runs all in one process.
 TEST_WORKERS ?= 2
 
 BIN := $(VENV)/bin
@@ -37,7 +37,7 @@ demo: $(STAMP)
 	@echo "(upload them with: .venv/bin/wandb sync $(DEMO_DIR)/*/*/seed*/wandb/offline-run-*)"
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 test-quick: $(STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not slow and not slurm" $(PYTEST_ARGS)

@@ -73,13 +73,21 @@ def compose_run(overrides: list[str], return_hydra_config: bool = False):
                        return_hydra_config=return_hydra_config)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which turns the mark into a group
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`make test` runs two workers), the Slurm tests form one group on one
-    worker, in order: the local cluster is one machine-wide service that some tests restart (two
-    nodes) or fill. They go first, being the longest serial chain, while the other worker takes
-    the rest; without xdist the mark is inert and only the order changes."""
-    slurm = [item for item in items if item.get_closest_marker("slurm")]
-    for item in slurm:
-        item.add_marker(pytest.mark.xdist_group("slurm"))
-    items[:] = slurm + [item for item in items if not item.get_closest_marker("slurm")]
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist; inert when it is not installed
+def pytest_xdist_make_scheduler(config, log):
+    """`make test` runs two pytest-xdist workers. The Slurm tests (tests/test_slurm_*.py) are one
+    unit of work for one worker, run in order: the local cluster is one machine-wide service that
+    some of them restart (two nodes) or fill with jobs. Being the longest serial chain, the unit
+    goes out first (xdist sends the largest scopes first) while the other worker takes the rest,
+    one test at a time. (xdist's own `--dist loadgroup` marks would do this, but xdist 3.8 sets
+    the group on `item._nodeid`, which pytest 9 no longer reads.)"""
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None  # another --dist asked for by hand: xdist's own
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SlurmTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "slurm" if nodeid.split("::")[0].rsplit("/", 1)[-1].startswith("test_slurm_") \
+                else nodeid
+
+    return SlurmTestsTogether(config, log)

@@ -16,16 +16,17 @@ GRID = [0.25, 0.5, 1.0, 2.0, 4.0]
 
 
 def write_scan(root: Path, size: str, center: float, optimum: float, curvature: float = 0.3,
-               seeds=(0, 1), batch: int = 2048, beta2: float = 0.99, noise: float = 0.0) -> None:
-    """Runs whose val_loss = 3 + curvature * (log10(lr / optimum))^2 (+ a seed offset)."""
+               seeds=(0, 1), batch: int = 2048, beta2: float = 0.99, noise: float = 0.0,
+               variant: str = "baseline", floor: float = 3.0) -> None:
+    """Runs whose val_loss = floor + curvature * (log10(lr / optimum))^2 (+ a seed offset)."""
     for scale in GRID:
         lr = center * scale
         for seed in seeds:
-            d = root / size / "baseline" / f"seed{seed},train.lr_scale={scale},b={batch},{beta2}"
+            d = root / size / variant / f"seed{seed},train.lr_scale={scale},b={batch},{beta2}"
             d.mkdir(parents=True)
-            loss = 3 + curvature * math.log10(lr / optimum) ** 2 + noise * (seed - 0.5)
+            loss = floor + curvature * math.log10(lr / optimum) ** 2 + noise * (seed - 0.5)
             (d / "results.json").write_text(json.dumps({
-                "status": "completed", "variant": "baseline", "label": "baseline", "size": size,
+                "status": "completed", "variant": variant, "label": variant, "size": size,
                 "seed": seed, "lr": lr, "batch_tokens": batch, "beta2": beta2, "val_loss": loss}))
 
 
@@ -49,6 +50,28 @@ def test_parabola_recovers_the_optimum_between_grid_points(tmp_path, capsys):
     spec = resolve_run(compose_run([*over, "size=tiny-1"]))
     assert spec.lr == pytest.approx(1.5e-3, rel=0.01) and spec.train.beta2 == 0.99
     assert resolve_run(compose_run([*over, "size=tiny-2"])).lr == pytest.approx(7e-4, rel=0.01)
+
+
+def test_a_variant_scanned_too_gets_a_robustness_row_at_its_own_best_lr(tmp_path, capsys):
+    # The baseline's optimum is at 1e-3 (a grid point); the variant's at 2e-3, with a lower floor.
+    write_scan(tmp_path / "scan", "tiny-1", center=1e-3, optimum=1e-3)
+    write_scan(tmp_path / "scan", "tiny-1", center=1e-3, optimum=2e-3, floor=2.9,
+               variant="attnres_block")
+    rc = main([str(tmp_path / "scan"), "--name", "rob", "--out", str(tmp_path / "out"),
+               "--hparams-dir", str(tmp_path / "hparams")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "Robustness" in out and "attnres_block" in out
+    sel = json.loads((tmp_path / "out" / "lr_select.json").read_text())
+    (row,) = sel["robustness"]
+    assert row["variant"] == "attnres_block" and row["reference_lr"] == pytest.approx(1e-3)
+    assert row["own_pick"] == pytest.approx(2e-3, rel=0.01)
+    assert row["own_loss"] == pytest.approx(2.9, abs=1e-9)
+    # at the baseline's LR the variant sits 0.3 * log10(2)^2 above its own optimum
+    assert row["loss_at_reference_lr"] == pytest.approx(2.9 + 0.3 * math.log10(2) ** 2)
+    assert row["gain"] == pytest.approx(0.3 * math.log10(2) ** 2)
+    # the hparams file is chosen on the baseline alone
+    assert {c["size"] for c in sel["curves"]} == {"tiny-1"} and len(sel["curves"]) == 1
+    assert "lr: 0.001" in (tmp_path / "hparams" / "rob.yaml").read_text()
 
 
 def test_best_at_the_edge_is_reported_not_extrapolated(tmp_path, capsys):
