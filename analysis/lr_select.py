@@ -141,48 +141,48 @@ class RobustnessRow:
     """A variant at its own best LR against the selected variant's pick, at one size (#13.2)."""
 
     size: str
-    variant: str
-    own_pick: float
-    own_loss: float
-    own_how: str
-    loss_at_reference_lr: float | None  # the variant's mean loss at the reference's grid best
+    label: str
+    own_pick: float            # the variant's own pick, by the same rule as the baseline's
+    own_best_lr: float         # its grid point with the lowest mean loss
+    own_best_loss: float
+    loss_at_reference_lr: float | None  # its mean loss at the reference's grid-best LR
     reference_lr: float
-    reference_loss: float
 
     @property
     def gain(self) -> float | None:
-        """Loss the variant gains by its own LR over the reference's (>= 0 up to noise)."""
+        """Loss the variant would gain at its own best grid LR instead of the reference's
+        (>= 0; grid values, not fitted ones, so it cannot come out negative)."""
         if self.loss_at_reference_lr is None:
             return None
-        return self.loss_at_reference_lr - self.own_loss
+        return self.loss_at_reference_lr - self.own_best_loss
 
 
 def robustness_rows(runs: list[dict], reference: str,
                     chosen: dict[str, Curve]) -> tuple[list[RobustnessRow], list[Curve]]:
-    """For every other variant scanned at the reference's (size, batch, beta2): its own best LR.
-
-    The report gives every variant the baseline's hyper-parameters; if a variant's own optimum
-    lies elsewhere, the multiplier at the baseline's LR understates (or overstates) it. These rows
+    """For every other variant (by label) scanned at the reference's (size, batch, beta2): its
+    own best LR. The report gives every variant the baseline's hyper-parameters; if a variant's
+    own optimum lies elsewhere, the multiplier at the baseline's LR understates it. These rows
     say by how much, where the scan holds such runs."""
     rows, curves = [], []
-    by_variant: dict[str, list[dict]] = defaultdict(list)
+    by_label: dict[str, list[dict]] = defaultdict(list)
     for r in runs:
         if r.get("variant") != reference:
-            by_variant[str(r.get("variant"))].append(r)
-    for variant, vruns in sorted(by_variant.items()):
-        for c in curves_of(vruns):
+            by_label[str(r.get("label") or r.get("variant"))].append(r)
+    for label, lruns in sorted(by_label.items()):
+        for c in curves_of(lruns):
             ref = chosen.get(c.size)
             if ref is None or (c.batch_tokens, c.beta2) != (ref.batch_tokens, ref.beta2):
                 continue
             select(c)
-            c.variant = variant
+            c.variant = label
             curves.append(c)
             ref_lr = ref.lrs[int(np.argmin(ref.losses))]
             at_ref = next((loss for lr, loss in zip(c.lrs, c.losses)
                            if math.isclose(lr, ref_lr, rel_tol=1e-6)), None)
-            rows.append(RobustnessRow(c.size, variant, c.pick, c.pick_loss, c.how, at_ref,
-                                      ref_lr, ref.pick_loss))
-    return sorted(rows, key=lambda r: (_size_order(r.size), r.variant)), curves
+            best = int(np.argmin(c.losses))
+            rows.append(RobustnessRow(c.size, label, c.pick, c.lrs[best], c.losses[best], at_ref,
+                                      ref_lr))
+    return sorted(rows, key=lambda r: (_size_order(r.size), r.label)), curves
 
 
 def hparams_yaml(name: str, command: str, chosen: dict[str, Curve], scanned: dict[str, int]) -> str:
@@ -310,11 +310,11 @@ def main(argv: list[str] | None = None) -> int:
                     "lr": c.lrs, "val_loss": c.losses, "seeds": c.seeds, "pick": c.pick,
                     "pick_loss": c.pick_loss, "how": c.how, "fit_log10": c.fit,
                     "chosen": chosen[c.size] is c, "runs": c.runs} for c in curves],
-        "robustness": [{"size": r.size, "variant": r.variant, "own_pick": r.own_pick,
-                        "own_loss": r.own_loss, "how": r.own_how,
+        "robustness": [{"size": r.size, "label": r.label, "own_pick": r.own_pick,
+                        "own_best_lr": r.own_best_lr, "own_best_loss": r.own_best_loss,
                         "loss_at_reference_lr": r.loss_at_reference_lr,
                         "reference": args.variant, "reference_lr": r.reference_lr,
-                        "reference_loss": r.reference_loss, "gain": r.gain} for r in robust],
+                        "gain": r.gain} for r in robust],
     })
     hp_path = Path(args.hparams_dir) / f"{name}.yaml"
     atomic_write_bytes(hp_path, hparams_yaml(name, command, chosen, scanned).encode())
@@ -327,14 +327,15 @@ def main(argv: list[str] | None = None) -> int:
               f"{c.pick:>9.3g}{mark} {c.how}")
     if robust:
         print(f"\nRobustness: each variant at its own best LR (the scaling sweep gives it "
-              f"{args.variant}'s; gain = its loss at {args.variant}'s grid-best LR minus at its own pick)")
-        print(f"{'size':<12} {'variant':<28} {'own pick':>9} {'own loss':>9} "
+              f"{args.variant}'s). gain = its mean loss at {args.variant}'s grid-best LR minus at "
+              "its own grid-best LR")
+        print(f"{'size':<12} {'label':<28} {'own pick':>9} {'own best lr':>11} {'loss there':>10} "
               f"{'at ' + args.variant[:8] + ' lr':>15} {'gain':>8}")
         for r in robust:
             at = "–" if r.loss_at_reference_lr is None else f"{r.loss_at_reference_lr:.4f}"
-            gain = "–" if r.gain is None else f"{r.gain:+.4f}"
-            print(f"{r.size:<12} {r.variant:<28} {r.own_pick:>9.3g} {r.own_loss:>9.4f} {at:>15} "
-                  f"{gain:>8}")
+            gain = "–" if r.gain is None else f"{r.gain:.4f}"
+            print(f"{r.size:<12} {r.label:<28} {r.own_pick:>9.3g} {r.own_best_lr:>11.3g} "
+                  f"{r.own_best_loss:>10.4f} {at:>15} {gain:>8}")
     print(f"\nwrote {hp_path} (select it with hparams={name}), {out / 'lr_scan.png'}, "
           f"{out / 'lr_select.json'}")
     edge = [c.size for c in chosen.values() if "EDGE" in c.how]

@@ -498,6 +498,32 @@ def spec_summary(spec: RunSpec) -> dict[str, Any]:
     }
 
 
+# What a completed run must share with a re-run for its results to count as the re-run's. The run
+# directory is named by the command-line overrides only, so a sweep file or hparams file edited
+# between two invocations would otherwise reuse runs trained with other settings.
+REUSE_KEYS = ("label", "size", "seed", "params", "lr", "batch_tokens", "beta2", "tokens", "budgets")
+
+
+def reuse_mismatches(results: dict, spec: RunSpec) -> list[str]:
+    """`key=old (now new)` for every REUSE_KEYS field where a completed run's results.json
+    differs from what `spec` would train; [] when it may be reused. Keys an older results.json
+    lacks are not compared."""
+    want = {**spec_summary(spec), "tokens": spec.steps * spec.batch_tokens,
+            "budgets": sorted(spec.train.budgets) if spec.train.budgets is not None else None}
+    out = []
+    for key in REUSE_KEYS:
+        if key not in results:
+            continue
+        have, new = results[key], want[key]
+        if isinstance(new, float) and isinstance(have, (int, float)):
+            same = math.isclose(float(have), new, rel_tol=1e-9)
+        else:
+            same = have == new
+        if not same:
+            out.append(f"{key}={have!r} (now {new!r})")
+    return out
+
+
 def steps_between(total_steps: int, count: int) -> int:
     """Interval that places about `count` events over a run (0 → never)."""
     return 0 if count <= 0 else max(1, math.ceil(total_steps / count))

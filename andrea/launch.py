@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from andrea.config import ConfigError, RunSpec, resolve_run
+from andrea.config import ConfigError, RunSpec, resolve_run, reuse_mismatches
 from andrea.flops import peak_flops, to_pflops_days, training_flops_per_token
 from andrea.rundir import RunDir
 
@@ -32,15 +32,18 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
     from andrea.train import Interrupted, train
 
     _configure_logging()
+    from hydra.types import RunMode
+
     run_dir = RunDir(Path(HydraConfig.get().runtime.output_dir))
-    if run_dir.is_completed():
-        log.info("already completed, skipping: %s", run_dir.root)
-        return run_dir.read_results() or {}
     try:
         spec = resolve_run(cfg, world_size=_world_size_of_job())
+        if run_dir.is_completed():
+            stale = reuse_mismatches(run_dir.read_results() or {}, spec)
+            if stale:
+                raise ConfigError(stale_message(run_dir.root, stale))
+            log.info("already completed, skipping: %s", run_dir.root)
+            return run_dir.read_results() or {}
     except ConfigError as e:
-        from hydra.types import RunMode
-
         if HydraConfig.get().mode == RunMode.RUN:  # a single run: a message, not a traceback
             print(f"error: {e}", file=sys.stderr)
             sys.exit(2)
@@ -138,6 +141,10 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
         seen[path] = list(overrides)
         run_dir = RunDir(path)
         if run_dir.is_completed():
+            stale = reuse_mismatches(run_dir.read_results() or {}, spec)
+            if stale:
+                errors.append(f"  {' '.join(overrides)}\n    {stale_message(path, stale)}")
+                continue
             state = "completed"
         elif run_dir.is_locked():
             state = "running"  # a job of an earlier invocation is training it right now
@@ -154,6 +161,12 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
         raise ConfigError(f"{len(errors)} of {len(job_overrides)} jobs are invalid; nothing was "
                           "launched:\n" + "\n".join(errors))
     return jobs
+
+
+def stale_message(path: Path, stale: list[str]) -> str:
+    return (f"{path} is completed with other settings: {', '.join(stale)}. Its results would be "
+            "reused as this run's; give this sweep another out_dir= or sweep_name=, or remove "
+            "that directory to train it again")
 
 
 def _reason(results: dict, width: int = 60) -> str:

@@ -63,9 +63,9 @@ def test_a_variant_scanned_too_gets_a_robustness_row_at_its_own_best_lr(tmp_path
     assert rc == 0 and "Robustness" in out and "attnres_block" in out
     sel = json.loads((tmp_path / "out" / "lr_select.json").read_text())
     (row,) = sel["robustness"]
-    assert row["variant"] == "attnres_block" and row["reference_lr"] == pytest.approx(1e-3)
+    assert row["label"] == "attnres_block" and row["reference_lr"] == pytest.approx(1e-3)
     assert row["own_pick"] == pytest.approx(2e-3, rel=0.01)
-    assert row["own_loss"] == pytest.approx(2.9, abs=1e-9)
+    assert row["own_best_lr"] == pytest.approx(2e-3) and row["own_best_loss"] == pytest.approx(2.9)
     # at the baseline's LR the variant sits 0.3 * log10(2)^2 above its own optimum
     assert row["loss_at_reference_lr"] == pytest.approx(2.9 + 0.3 * math.log10(2) ** 2)
     assert row["gain"] == pytest.approx(0.3 * math.log10(2) ** 2)

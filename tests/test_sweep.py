@@ -79,6 +79,28 @@ def test_basic_and_submitit_local_give_identical_results_and_rerun_skips(tmp_pat
     assert results_of(tmp_path / "b" / "runs") == b
 
 
+def test_a_completed_run_trained_with_other_settings_is_not_reused(tmp_path, data_cache):
+    # The run directory is named by command-line overrides only: a sweep file edited between two
+    # invocations (say train.tokens) lands in the same directory as the first one's runs.
+    run = tmp_path / "runs" / "default" / "tiny-1" / "baseline" / "seed0"
+    run.mkdir(parents=True)
+    (run / "results.json").write_text(json.dumps({
+        "status": "completed", "label": "baseline", "size": "tiny-1", "seed": 0, "tokens": 4096}))
+    out = sweep(tmp_path, "model=baseline", "size=tiny-1", "plan=true")
+    assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "is completed with other settings: tokens=4096 (now " in out.stderr, out.stderr[-2000:]
+    assert str(run) in out.stderr and "Traceback" not in out.stderr
+    single = subprocess.run([sys.executable, str(REPO / "sweep.py"), f"out_dir={tmp_path / 'runs'}",
+                             "model=baseline", "size=tiny-1"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=600)
+    assert single.returncode == 2 and "tokens=4096 (now " in single.stderr, single.stderr[-2000:]
+    # A results.json of an older andrea, without those fields, is trusted as before.
+    (run / "results.json").write_text(json.dumps({"status": "completed"}))
+    out = sweep(tmp_path, "model=baseline", "size=tiny-1", "plan=true")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "1 jobs (1 completed" in out.stdout
+
+
 @pytest.mark.slow
 def test_a_failed_run_is_reported_and_does_not_stop_the_others(tmp_path, data_cache):
     # An eval batch larger than the validation split is only found when the job runs.
