@@ -56,22 +56,27 @@ def config_groups() -> frozenset[str]:
     return frozenset(p.name for p in CONF.iterdir() if p.is_dir())
 
 
+def _schema_node(key: str):
+    """Walk `key` down RunConfig: (the type reached, the parts left below it). The type is None
+    when a part is not a field of its dataclass; parts are left when a leaf or a free container
+    (dict, list, Any) is reached first."""
+    from andrea.config import RunConfig
+
+    cls, parts = RunConfig, key.split(".")
+    for i, part in enumerate(parts):
+        hints = _fields(cls)
+        if part not in hints:
+            return None, parts[i:]
+        cls = _unwrap(hints[part])
+        if not dataclasses.is_dataclass(cls):
+            return cls, parts[i + 1:]
+    return cls, []
+
+
 def is_known(key: str) -> bool:
     """False only when the key certainly is not in the schema (a field that does not exist
     below a dataclass); keys under a dict/list/Any field are accepted."""
-    from andrea.config import RunConfig
-
-    if key in config_groups():
-        return True
-    cls = RunConfig
-    for part in key.split("."):
-        hints = _fields(cls)
-        if part not in hints:
-            return False
-        cls = _unwrap(hints[part])
-        if not dataclasses.is_dataclass(cls):
-            return True  # a leaf, or a container whose keys are free
-    return True
+    return key in config_groups() or _schema_node(key)[0] is not None
 
 
 def nearest_key(key: str) -> Optional[str]:
@@ -106,15 +111,8 @@ def unknown_key_hints(overrides: Iterable[str]) -> list[str]:
 
 def _leaf_type(key: str):
     """The declared type of a schema leaf (Optional unwrapped), or None if not a typed leaf."""
-    from andrea.config import RunConfig
-
-    cls = RunConfig
-    for part in key.split("."):
-        hints = _fields(cls)
-        if part not in hints:
-            return None
-        cls = _unwrap(hints[part])
-    return None if dataclasses.is_dataclass(cls) else cls
+    cls, rest = _schema_node(key)
+    return None if cls is None or rest or dataclasses.is_dataclass(cls) else cls
 
 
 _TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
