@@ -6,6 +6,7 @@ Timings measured on the 2-core CI-like machine are in slurm/README.md.
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -33,6 +34,12 @@ pytestmark = pytest.mark.slurm
 def _paused(progress):
     rows = read_progress(progress)
     return any(r["event"] == "paused" for r in rows)
+
+
+def test_the_cluster_offers_every_cpu_this_machine_gives_us(slurm_cluster):
+    # start.sh counts CPUs with nproc, which honours OMP_NUM_THREADS: the suite sets that to 1,
+    # and a 1-CPU cluster refuses 2-task jobs ("More processors requested than permitted").
+    assert slurm_cluster.cpus == len(os.sched_getaffinity(0))
 
 
 def test_trivial_job_returns_value(slurm_cluster, tmp_path):

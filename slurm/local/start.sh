@@ -37,7 +37,8 @@ summary() {
 # ---- 0. what the configs should say (cheap: slurmd -C takes ~40 ms) -------------------------------
 export PATH=$PATH:/usr/sbin:/sbin
 HOST=$(hostname -s)
-CPUS=$(nproc)
+# nproc honours OMP_NUM_THREADS (the test suite sets it to 1): count the CPUs this machine gives us.
+CPUS=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 mem_total_mb=$(awk '/^MemTotal:/{print int($2/1024)}' /proc/meminfo)
 mem_mb=$(( mem_total_mb * 9 / 10 ))
 slurmd_mem=""

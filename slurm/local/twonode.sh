@@ -62,7 +62,7 @@ start() {
     env -u SLURM_CONF "$HERE/start.sh" -q >/dev/null || die $E_DAEMON "the single-node cluster (start.sh) is not up"
     mkdir -p "$STATE2/slurmctld" "$RUN" "$LOG"
     local mem_mb cpus
-    cpus=$(nproc)
+    cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # not OMP_NUM_THREADS (tests set it)
     mem_mb=$(( $(awk '/^MemTotal:/{print int($2/1024)}' /proc/meminfo) * 4 / 10 ))  # each node
     sed -e "s|@CLUSTER2@|$CLUSTER2|g" -e "s|@HOST@|$(hostname -s)|g" -e "s|@STATE2@|$STATE2|g" \
         -e "s|@CTLD2_PORT@|$CTLD2_PORT|g" -e "s|@DBD_PORT@|$DBD_PORT|g" -e "s|@CPUS@|$cpus|g" \
