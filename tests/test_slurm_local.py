@@ -7,6 +7,7 @@ Timings measured on the 2-core CI-like machine are in slurm/README.md.
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 
 import pytest
@@ -88,7 +89,14 @@ def test_checkpointable_job_preempted_resumes(slurm_cluster, tmp_path):
     ex = make_executor(tmp_path / "jobs", timeout_min=60, max_num_timeout=0)
     job = ex.submit(ResumableCounter(), str(progress), total=6, step_s=0.2, pause_at=3)
     wait_for(lambda: _paused(progress), what="first attempt to reach step 3")
-    job._interrupt()  # preemption
+    # Preemption as submitit's job._interrupt() sends it (SIGTERM, then USR2), but in order: Slurm
+    # delivers each signal on its own, so a SIGTERM still on its way when USR2's handler runs
+    # `scontrol requeue` kills that command (seen on a busy machine). A real preemption's SIGTERM
+    # comes first too.
+    subprocess.check_call(["scancel", str(job.job_id), "--signal", "SIGTERM"])
+    wait_for(lambda: "Bypassing signal SIGTERM" in (job.stderr() or ""),
+             what="the job to receive SIGTERM")
+    subprocess.check_call(["scancel", str(job.job_id), "--signal", "USR2"])
     result = job.result()
 
     assert result["restart"] == 1  # SLURM_RESTART_COUNT in the second attempt
