@@ -58,8 +58,8 @@ class Curve:
     variant: str = "baseline"
 
 
-def read_runs(dirs: list[Path], variant: str | None) -> tuple[list[dict], list[str]]:
-    """Completed runs with an lr under the sweep directories; only `variant`'s (None: all)."""
+def read_runs(dirs: list[Path]) -> tuple[list[dict], list[str]]:
+    """Completed runs of every variant with an lr under the sweep directories."""
     runs, notes = [], []
     for root in dirs:
         if not root.is_dir():
@@ -68,8 +68,6 @@ def read_runs(dirs: list[Path], variant: str | None) -> tuple[list[dict], list[s
             res = read_json(path)
             if not isinstance(res, dict):
                 notes.append(f"{path}: unreadable, skipped")
-                continue
-            if variant is not None and res.get("variant") != variant:
                 continue
             if res.get("status") != "completed":
                 notes.append(f"{path.parent}: status {res.get('status')!r}, skipped")
@@ -282,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --name={name!r}: use letters, digits, _ and - (and not 'rule')", file=sys.stderr)
         return 2
     try:
-        every_run, notes = read_runs(dirs, None)
+        every_run, notes = read_runs(dirs)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

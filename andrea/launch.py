@@ -37,12 +37,10 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
     run_dir = RunDir(Path(HydraConfig.get().runtime.output_dir))
     try:
         spec = resolve_run(cfg, world_size=_world_size_of_job())
-        if run_dir.is_completed():
-            stale = reuse_mismatches(run_dir.read_results() or {}, spec)
-            if stale:
-                raise ConfigError(stale_message(run_dir.root, stale))
+        done = reusable_results(run_dir, spec)
+        if done is not None:
             log.info("already completed, skipping: %s", run_dir.root)
-            return run_dir.read_results() or {}
+            return done
     except ConfigError as e:
         if HydraConfig.get().mode == RunMode.RUN:  # a single run: a message, not a traceback
             print(f"error: {e}", file=sys.stderr)
@@ -140,11 +138,12 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
             continue
         seen[path] = list(overrides)
         run_dir = RunDir(path)
-        if run_dir.is_completed():
-            stale = reuse_mismatches(run_dir.read_results() or {}, spec)
-            if stale:
-                errors.append(f"  {' '.join(overrides)}\n    {stale_message(path, stale)}")
-                continue
+        try:
+            done = reusable_results(run_dir, spec)
+        except ConfigError as e:
+            errors.append(f"  {' '.join(overrides)}\n    {e}")
+            continue
+        if done is not None:
             state = "completed"
         elif run_dir.is_locked():
             state = "running"  # a job of an earlier invocation is training it right now
@@ -163,10 +162,17 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
     return jobs
 
 
-def stale_message(path: Path, stale: list[str]) -> str:
-    return (f"{path} is completed with other settings: {', '.join(stale)}. Its results would be "
-            "reused as this run's; give this sweep another out_dir= or sweep_name=, or remove "
-            "that directory to train it again")
+def reusable_results(run_dir: RunDir, spec: RunSpec) -> dict | None:
+    """The results of the completed run in `run_dir`, which `spec` may reuse; None if it is not
+    completed; ConfigError if it was completed with other settings (andrea.config.REUSE_KEYS)."""
+    results = run_dir.completed_results()
+    stale = reuse_mismatches(results, spec) if results is not None else []
+    if stale:
+        raise ConfigError(
+            f"{run_dir.root} is completed with other settings: {', '.join(stale)}. Its results "
+            "would be reused as this run's; give this sweep another out_dir= or sweep_name=, or "
+            "remove that directory to train it again")
+    return results
 
 
 def _reason(results: dict, width: int = 60) -> str:

@@ -93,15 +93,23 @@ def nearest_key(key: str) -> Optional[str]:
     return match[0] if match else None
 
 
-def unknown_key_hints(overrides: Iterable[str]) -> list[str]:
-    """One line per override whose key is not in the schema, with the nearest valid key."""
-    lines = []
+def _assignments(overrides: Iterable[str]):
+    """(key, value) of each plain `key=value` override; flags, appended (+) and deleted (~)
+    keys and hydra.* keys are Hydra's business."""
     for item in overrides:
         item = str(item)
         if "=" not in item or item.startswith(("+", "~", "-")):
-            continue  # flags, appended (+) and deleted (~) keys are Hydra's business
-        key = item.split("=", 1)[0].strip()
-        if key.startswith("hydra") or "/" in key or is_known(key):
+            continue
+        key, value = (s.strip() for s in item.split("=", 1))
+        if not key.startswith("hydra"):
+            yield key, value
+
+
+def unknown_key_hints(overrides: Iterable[str]) -> list[str]:
+    """One line per override whose key is not in the schema, with the nearest valid key."""
+    lines = []
+    for key, _ in _assignments(overrides):
+        if "/" in key or is_known(key):
             continue
         near = nearest_key(key)
         lines.append(f"error: unknown key '{key}'" + (f" (did you mean {near}?)" if near else
@@ -127,22 +135,19 @@ def wrong_type_hints(overrides: Iterable[str]) -> list[str]:
 
     from andrea.config import RunConfig
 
-    lines = []
-    for item in overrides:
-        item = str(item)
-        if "=" not in item or item.startswith(("+", "~", "-")):
-            continue
-        key, value = (s.strip() for s in item.split("=", 1))
-        if key.startswith("hydra") or key in config_groups():
+    lines, schema = [], None
+    for key, value in _assignments(overrides):
+        if key in config_groups():
             continue
         tp = _leaf_type(key)
         if tp not in (int, float, bool, str):
             continue  # containers, enums and free nodes: Hydra's own message stands
         if any(c in value for c in "[]{}()$") or value in ("null", "None"):
             continue  # lists, sweeps functions, interpolations, null: not a plain scalar
+        schema = schema or OmegaConf.structured(RunConfig)
         for v in value.split(","):  # a -m sweep lists values with commas
             try:
-                OmegaConf.update(OmegaConf.structured(RunConfig), key, v.strip(), merge=False)
+                OmegaConf.update(schema, key, v.strip(), merge=False)
             except OmegaConfBaseException:
                 lines.append(f"error: {key}={v.strip()}: {key} takes {_TYPE_WORDS[tp]}")
     return lines

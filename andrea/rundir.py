@@ -130,9 +130,13 @@ class RunDir:
     def read_results(self) -> dict | None:
         return read_json(self.results)
 
-    def is_completed(self) -> bool:
+    def completed_results(self) -> dict | None:
+        """results.json of a completed run; None if the run is not completed."""
         results = self.read_results()
-        return bool(results) and results.get("status") == "completed"
+        return results if results and results.get("status") == "completed" else None
+
+    def is_completed(self) -> bool:
+        return self.completed_results() is not None
 
     def write_results(self, results: dict) -> None:
         atomic_write_json(self.results, results)
