@@ -1,14 +1,15 @@
-"""The ANDREA model (docs/andrea.md) with four residual schemes (docs/attnres.md):
+"""The ANDREA model (docs/andrea.md) with four residual schemes (docs/attnres.md,
+docs/ablations.md), each in its own module of `andrea/residuals/`:
 
-    baseline       x = x + f(x) for every sublayer f (GPT-2 PreNorm)
+    baseline       x = x + f(x) for every sublayer f (GPT-2 PreNorm)             prenorm.py
     attnres_full   each sublayer reads a depth-attention mix of the embedding and all earlier
-                   sublayer outputs
-    attnres_block  the same over block sums of `block_size` (S) sublayers
+                   sublayer outputs                                               attnres.py
+    attnres_block  the same over block sums of `block_size` (S) sublayers         attnres.py
     denseformer    the baseline plus a depth-weighted average (DWA) of the embedding and every
                    earlier block output after each transformer block (Pagliardini et al. 2024)
+                                                                                  denseformer.py
 
-AttnRes also has the report's ablation switches (`attnres_*` fields, docs/ablations.md); any
-non-default switch runs the general path `_attnres_general`, the defaults keep the fast paths.
+AttnRes also has the report's ablation switches (`attnres_*` fields, docs/ablations.md).
 
 Read top to bottom: config, the sublayers in the order data flows through them, the model,
 parameter counting.
@@ -25,17 +26,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from andrea.attnres import (
-    SourceStack,
-    block_phase1,
-    block_phase2,
-    depth_attention,
-    depth_attention_general,
-    depth_attention_weights,
-)
+from andrea.residuals import ATTNRES, RESIDUALS  # noqa: F401  (re-exported names)
+from andrea.residuals.attnres import DepthAttention, attnres_forward, depth_modules
+from andrea.residuals.denseformer import denseformer, dwa_weights, reset_dwa
+from andrea.residuals.prenorm import prenorm
 
-RESIDUALS = ("baseline", "attnres_full", "attnres_block", "denseformer")
-ATTNRES = ("attnres_full", "attnres_block")
 GATES = ("softmax", "sigmoid")
 
 
@@ -240,58 +235,6 @@ class Block(nn.Module):
         return x + self.mlp(x)
 
 
-class DepthAttention(nn.Module):
-    """Per-layer AttnRes parameters: pseudo-query w (zero init -> uniform weights at start) and
-    the keys' RMSNorm weight g (init 1). Both 1-D, so a "decay only matrices" rule skips them.
-
-    Under the ablation switches (`cfg`, `n_sources`): no g without key norm; a zero-init d x d
-    `query_proj` instead of w for input-dependent queries (a matrix: it decays like the other
-    matrices); only `logits` ([n_sources], zero init) for input-independent mixing."""
-
-    def __init__(self, d_model: int, eps: float, cfg: ModelConfig | None = None,
-                 n_sources: int = 1):
-        super().__init__()
-        self.eps = eps
-        self.cfg = cfg
-        self.query = self.key_norm_weight = self.query_proj = self.logits = None
-        if cfg is not None and cfg.attnres_static_mix:
-            self.logits = nn.Parameter(torch.zeros(n_sources))
-        else:
-            if cfg is not None and cfg.attnres_input_query:
-                self.query_proj = nn.Linear(d_model, d_model, bias=False)
-            else:
-                self.query = nn.Parameter(torch.zeros(d_model))
-            if cfg is None or cfg.attnres_key_norm:
-                self.key_norm_weight = nn.Parameter(torch.ones(d_model))
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        with torch.no_grad():
-            for p in (self.query, self.logits, getattr(self.query_proj, "weight", None)):
-                if p is not None:
-                    p.zero_()
-            if self.key_norm_weight is not None:
-                self.key_norm_weight.fill_(1.0)
-
-    def forward(self, sources: SourceStack, extra: Tensor | None = None) -> Tensor:
-        return depth_attention(sources, self.query, self.key_norm_weight, self.eps, extra)
-
-    def weights(self, sources: SourceStack, extra: Tensor | None = None) -> Tensor:
-        return depth_attention_weights(sources, self.query, self.key_norm_weight, self.eps, extra)
-
-    def general(self, sources: list[Tensor]) -> tuple[Tensor, Tensor]:
-        """The ablation path: (h [B, T, d], weights [B, T, H, n]); see
-        `andrea.attnres.depth_attention_general`. A window keeps sources[0] (the embedding,
-        b_0) and the W most recent; an input-dependent query reads the newest source."""
-        W = self.cfg.attnres_window
-        if W is not None and len(sources) > 1 + W:
-            sources = [sources[0], *sources[len(sources) - W:]]
-        return depth_attention_general(
-            sources, self.query, self.key_norm_weight, self.eps,
-            query_proj=None if self.query_proj is None else self.query_proj.weight,
-            logits=self.logits, gate=self.cfg.attnres_gate, heads=self.cfg.attnres_heads)
-
-
 # ---------------------------------------------------------------------------------------------
 # The model
 # ---------------------------------------------------------------------------------------------
@@ -299,24 +242,15 @@ class ANDREA(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
-        L = cfg.n_sublayers
         self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.wpe = nn.Embedding(cfg.context_length, cfg.d_model)
         self.blocks = nn.ModuleList(Block(cfg, i) for i in range(cfg.n_layer))
-        # depth[l] for sublayer l = 0..L-1, depth[L] for the output aggregation.
-        self.depth = (
-            nn.ModuleList(DepthAttention(cfg.d_model, cfg.key_eps, cfg, cfg.n_sources(l))
-                          for l in range(L + 1))
-            if cfg.residual in ATTNRES
-            else None
-        )
+        # The residual scheme's own (mixing) parameters; None where the scheme has none.
+        # AttnRes: depth[l] for sublayer l, depth[L] for the output aggregation.
+        self.depth = depth_modules(cfg) if cfg.residual in ATTNRES else None
         # DenseFormer: DWA weights after transformer block i over [embedding, X_1 .. X_{i+1}].
-        self.dwa = (
-            nn.ParameterList(nn.Parameter(torch.zeros(i + 2)) for i in range(cfg.n_layer))
-            if cfg.residual == "denseformer"
-            else None
-        )
-        self.ln_f = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps(L))
+        self.dwa = dwa_weights(cfg.n_layer) if cfg.residual == "denseformer" else None
+        self.ln_f = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps(cfg.n_sublayers))
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:
             self.lm_head.weight = self.wte.weight  # logits = x . token_embed^T (seed article)
@@ -324,7 +258,8 @@ class ANDREA(nn.Module):
 
     def reset_parameters(self) -> None:
         """GPT-2 init: N(0, 0.02), zero biases, output projections scaled by 1/sqrt(2 n_layer)
-        (one per sublayer writing into the residual stream); LayerNorm 1/0; pseudo-queries 0."""
+        (one per sublayer writing into the residual stream); LayerNorm 1/0; then each residual
+        scheme's own init (pseudo-queries 0, DWA the identity mix)."""
         for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(m.weight, mean=0.0, std=0.02)
@@ -340,11 +275,8 @@ class ANDREA(nn.Module):
         for b in self.blocks:
             nn.init.normal_(b.attn.proj.weight, mean=0.0, std=std_out)
             nn.init.normal_(b.mlp.proj.weight, mean=0.0, std=std_out)
-        if self.dwa is not None:  # DenseFormer: the identity mix (weight 1 on the newest output)
-            with torch.no_grad():
-                for a in self.dwa:
-                    a.zero_()
-                    a[-1] = 1.0
+        if self.dwa is not None:
+            reset_dwa(self.dwa)
 
     def sublayers(self) -> list[nn.Module]:
         return [f for b in self.blocks for f in (b.attn, b.mlp)]
@@ -357,141 +289,18 @@ class ANDREA(nn.Module):
             )
         x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
         stats = {"layer_rms": [], "depth_weights": []} if return_stats else None
-        if self.dwa is not None:
-            x = self._denseformer(x, stats)
-        elif self.depth is None:
-            x = self._baseline(x, stats)
-        elif self.cfg.depth_ablated:
-            x = self._attnres_general(x, stats)
-        elif return_stats or torch.is_grad_enabled():
-            x = self._attnres(x, stats)
-        else:  # no autograd graph: inference, evaluation
-            x = self._attnres_two_phase(x)
+        residual = self.cfg.residual
+        if residual == "denseformer":
+            x = denseformer(x, self.blocks, self.dwa, stats)
+        elif residual in ATTNRES:
+            x = attnres_forward(x, self.sublayers(), self.depth, self.cfg, stats)
+        else:
+            x = prenorm(x, self.blocks, stats)
         logits = self.lm_head(self.ln_f(x))
         if not return_stats:
             return logits
         stats["layer_rms"] = torch.stack(stats["layer_rms"])
         return logits, stats
-
-    def _baseline(self, x: Tensor, stats: dict | None) -> Tensor:
-        if stats is None:
-            for block in self.blocks:
-                x = block(x)
-            return x
-        for f in self.sublayers():
-            v = f(x)
-            stats["layer_rms"].append(_rms(v))
-            x = x + v
-        return x
-
-    def _denseformer(self, x: Tensor, stats: dict | None) -> Tensor:
-        """DenseFormer (Pagliardini et al. 2024, Eq. 1-2): X_0 = embedding, X_i = Block_i(Y_{i-1})
-        (the PreNorm block with its own residual adds), Y_i = sum_{j<=i} alpha_{i,j} X_j after
-        every block; alpha_i starts as the identity mix (alpha_{i,i} = 1), so at init the model
-        is the baseline exactly. Y_last feeds the final LayerNorm. The DWA is one contraction of
-        the weights with the stacked block outputs (stats: no depth weights, as the baseline)."""
-        outs = [x]
-        for i, block in enumerate(self.blocks):
-            if stats is None:
-                x = block(x)
-            else:
-                for f in (block.attn, block.mlp):
-                    v = f(x)
-                    stats["layer_rms"].append(_rms(v))
-                    x = x + v
-            outs.append(x)
-            x = torch.tensordot(self.dwa[i].to(x.dtype), torch.stack(outs), dims=1)
-        return x
-
-    def _attnres_general(self, x: Tensor, stats: dict | None) -> Tensor:
-        """Full/Block AttnRes under the ablation switches: the sources as `_attnres` defines
-        them, kept in a Python list, and each layer's mix by `DepthAttention.general` (plain
-        autograd, stacking its sources per layer). Slower than the fast paths and not batched
-        across a block (an input-dependent query depends on the newest source, which breaks
-        Phase 1's batching); used for training and inference alike."""
-        S = self.cfg.depth_block
-        blocks, partial = [x], None
-        for l, f in enumerate(self.sublayers()):
-            if l % S == 0 and partial is not None:
-                blocks, partial = blocks + [partial], None
-            h, w = self.depth[l].general(blocks + ([partial] if partial is not None else []))
-            if stats is not None:
-                stats["depth_weights"].append(_mean_weights(w.detach().float()))
-            v = f(h.to(x.dtype))
-            if stats is not None:
-                stats["layer_rms"].append(_rms(v))
-            partial = v.to(x.dtype) if partial is None else partial + v
-        h, w = self.depth[-1].general(blocks + [partial])
-        if stats is not None:
-            stats["depth_weights"].append(_mean_weights(w.detach().float()))
-        return h.to(x.dtype)
-
-    def _attnres(self, x: Tensor, stats: dict | None) -> Tensor:
-        """Block AttnRes; Full AttnRes is the case S = 1 (every completed block is one output).
-
-        Sources of layer i of block n: [b_0, ..., b_{n-1}] for its first layer (report Eq. 6: the
-        first layer of a block sees only completed blocks), plus the partial sum b_n^{i-1} after.
-        b_0 is the embedding, exactly once; b_n sums raw outputs f_j(h_j), never the embedding.
-        Completed sources are written once into a preallocated stack; the partial sum is the
-        one extra source outside it.
-        """
-        S, L = self.cfg.depth_block, self.cfg.n_sublayers
-        completed = SourceStack(x, capacity=1 + math.ceil(L / S), eps=self.cfg.key_eps)
-        partial: Tensor | None = None
-        for l, f in enumerate(self.sublayers()):
-            if l % S == 0 and partial is not None:
-                completed.push(partial)
-                partial = None
-            if stats is not None:
-                w = self.depth[l].weights(completed, partial)
-                stats["depth_weights"].append(_mean_weights(w))
-            v = f(self.depth[l](completed, partial))
-            if stats is not None:
-                stats["layer_rms"].append(_rms(v))
-            # Block sums accumulate in the stream's dtype (fp32 under bf16 autocast), as the
-            # baseline's residual stream does.
-            partial = v.to(x.dtype) if partial is None else partial + v
-        completed.push(partial)
-        if stats is not None:
-            stats["depth_weights"].append(_mean_weights(self.depth[-1].weights(completed)))
-        return self.depth[-1](completed)
-
-    def _attnres_two_phase(self, x: Tensor) -> Tensor:
-        """The no-grad (inference) path, same function as `_attnres`: phase 1 scores all
-        queries of a block against the completed blocks in one batched op; phase 2 merges each
-        layer's partial sum with the online-softmax rule (docs/attnres.md, two-phase computation).
-        Not for training: the stack's values carry no autograd graph.
-
-        Why not in training too: measured on the andrea-12m shape (CPU), the whole depth op of
-        Block S=4 is ~4 % of a training step (1.4 % forward, 2.4 % backward); phase 1 would only
-        save part of the forward scoring, not worth a second custom backward."""
-        S, L = self.cfg.depth_block, self.cfg.n_sublayers
-        fs = self.sublayers()
-        completed = SourceStack(x, capacity=1 + math.ceil(L / S), eps=self.cfg.key_eps)
-        for start in range(0, L, S):
-            layers = range(start, min(start + S, L))
-            qs = torch.stack([self.depth[l].query for l in layers])
-            gs = torch.stack([self.depth[l].key_norm_weight for l in layers])
-            p1 = block_phase1(completed.values(), qs, gs, self.cfg.key_eps,
-                              completed.inv_rms(self.cfg.key_eps))
-            partial: Tensor | None = None
-            for j, l in enumerate(layers):
-                dep = self.depth[l]
-                h = block_phase2(p1, j, partial, dep.query, dep.key_norm_weight, dep.eps, x.dtype)
-                v = fs[l](h)
-                partial = v.to(x.dtype) if partial is None else partial + v
-            completed.push(partial)
-        return self.depth[-1](completed)
-
-
-def _rms(v: Tensor) -> Tensor:
-    """RMS over d_model per token, then the mean over batch and time; fp32, no grad."""
-    with torch.no_grad():
-        return v.float().pow(2).mean(-1).sqrt().mean()
-
-
-def _mean_weights(alpha: Tensor) -> Tensor:
-    return alpha.reshape(-1, alpha.shape[-1]).mean(0)
 
 
 # ---------------------------------------------------------------------------------------------
