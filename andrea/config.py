@@ -41,7 +41,7 @@ class ConfigError(ValueError):
 class ModelChoice:
     """`model=<name>`: which residual scheme. The name is the variant everywhere."""
 
-    name: str = MISSING  # baseline | attnres_full | attnres_block | denseformer
+    name: str = MISSING  # baseline | attnres_full | attnres_block | denseformer | mhc | mhc_lite
     block_size: Optional[int] = None  # S in sublayers; attnres_block only
     # attnres_block only, instead of block_size: N blocks, S = ceil(L / N) (the report holds
     # N ~ 8 at every size). Exactly one of block_size and n_blocks.
@@ -59,6 +59,7 @@ class ModelChoice:
     attnres_static_mix: bool = False  # learned per-(layer, source) logits, no keys
     attnres_window: Optional[int] = None  # the embedding + the W most recent sources
     attnres_heads: int = 1  # multi-head depth attention (H must divide d_model)
+    mhc_streams: Optional[int] = None  # mhc / mhc_lite only: n residual streams (4 by default)
 
 
 @dataclass
@@ -294,14 +295,14 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
             tie_embeddings=m.tie_embeddings,
             # the ablation switches, same names in ModelChoice; ModelConfig checks them
             **{f: getattr(m, f) for f, _ in ModelConfig.SWITCHES},
+            mhc_streams=m.mhc_streams,  # checked by andrea.residuals.mhc.check_mhc
         )
     except ValueError as e:
         raise fail(str(e)) from None
     counts = count_parameters(model_cfg)
     # Every variant of a size trains the same tokens: the budget counts the baseline's
     # parameters, so AttnRes's extra (L + 1) x 2d parameters do not buy it extra data.
-    budget_params = count_parameters(replace(
-        model_cfg, residual="baseline", **dict(ModelConfig.SWITCHES))).non_embedding
+    budget_params = count_parameters(model_cfg.as_baseline()).non_embedding
 
     if t.schedule not in ("cosine", "wsd"):
         raise fail(f"train.schedule={t.schedule!r}; valid: cosine, wsd")

@@ -35,6 +35,18 @@ window caps n at 1 + W; H heads cost what one head costs (the d dims are split, 
 with a sigmoid gate a single source is not free (sigmoid(s)·v must be computed).
 DenseFormer's depth-weighted average after transformer block i mixes i + 2 vectors (the
 embedding and i + 1 block outputs): 2·d·(i + 2) per token, counted in `depth_mix`.
+
+mHC / mHC-lite (andrea/residuals/mhc.py), per sublayer and token, with n streams and k = n² H_res
+logits (mHC) or n! permutation weights (mHC-lite): the mappings' projection x'·phi is a
+[1, n·d] x [n·d, 2n + k] matmul, 2·n·d·(2n + k) (`mhc_proj`); reading the sublayer input
+H_pre·x ([1, n] x [n, d]), mixing the streams H_res·x ([n, n] x [n, d]) and writing the output
+H_post^T·f ([n, 1] x [1, d]) are 2·n·d + 2·n²·d + 2·n·d (`mhc_mix`); mHC-lite's convex
+combination of the permutation matrices is a [1, n!] x [n!, n²] matmul, 2·n!·n² (`mhc_perm`).
+Two non-matmul terms are counted because they exist only in mHC, like the AttnRes key norm: the
+RMS of the n·d-long stream input, 2·n·d (`mhc_norm`), and Sinkhorn-Knopp's t_max = 20
+iterations, each normalising columns then rows (a sum and a division per entry of the n x n
+matrix): 4·n²·t_max (`mhc_sinkhorn`; mHC only). Expanding the embedding to n streams (a copy)
+and summing them at the end (residual adds) are free, as the baseline's residual adds.
 """
 
 from __future__ import annotations
@@ -47,6 +59,7 @@ from typing import Any
 import torch
 
 from andrea.model import RESIDUALS  # noqa: E402  (the variant names, defined once)
+from andrea.residuals.mhc import DEFAULT_STREAMS, SINKHORN_ITERS
 
 # One PFLOP/s-day: a machine sustaining 1e15 FLOP/s for 86,400 s (the x-axis unit of the report's
 # scaling-law fits, attnres.md "L = A * C^(-alpha) with C in PFLOP/s-days").
@@ -78,7 +91,7 @@ def n_depth_sources(cfg: Any) -> list[int]:
 
 def _n_depth_sources(cfg: Any, residual: str) -> list[int]:
     n_sublayers = 2 * cfg.n_layer  # L: attention and MLP are separate layers (attnres.md)
-    if residual in ("baseline", "denseformer"):
+    if residual in ("baseline", "denseformer", "mhc", "mhc_lite"):
         return []
     if residual == "attnres_full":
         # Layer l (1-based) sees v_0 = h_1 and the raw outputs v_1..v_{l-1}: l sources.
@@ -119,6 +132,11 @@ class FlopsBreakdown:
     depth_mix: int  # AttnRes: softmax-weighted sum of the sources
     depth_key_norm: int  # AttnRes: key RMSNorm sum of squares (the one non-matmul term counted)
     depth_query: int = 0  # AttnRes ablation: input-dependent query projections W_l x
+    mhc_proj: int = 0  # mHC: the mappings' projection x' phi, every sublayer
+    mhc_perm: int = 0  # mHC-lite: H_res as the convex combination of n! permutation matrices
+    mhc_mix: int = 0  # mHC: H_pre x, H_res x and H_post^T f(.), every sublayer
+    mhc_norm: int = 0  # mHC: the RMS of the n-stream input (non-matmul, counted)
+    mhc_sinkhorn: int = 0  # mHC: the Sinkhorn-Knopp iterations (non-matmul, counted)
 
     @property
     def attention_scores(self) -> int:
@@ -126,21 +144,20 @@ class FlopsBreakdown:
 
     @property
     def depth(self) -> int:
-        """Everything AttnRes adds over the baseline."""
-        return self.depth_score + self.depth_mix + self.depth_key_norm + self.depth_query
+        """Everything a residual scheme (AttnRes, DenseFormer, mHC) adds over the baseline."""
+        return (self.depth_score + self.depth_mix + self.depth_key_norm + self.depth_query
+                + self.mhc_proj + self.mhc_perm + self.mhc_mix + self.mhc_norm + self.mhc_sinkhorn)
 
     @property
     def matmul(self) -> int:
         """The matmul/contraction part: what `torch.utils.flop_counter` measures (on CPU once
         aten.mv and the CPU SDPA op are registered, see tests/test_flops.py)."""
-        return self.forward - self.depth_key_norm
+        return self.forward - self.depth_key_norm - self.mhc_norm - self.mhc_sinkhorn
 
     @property
     def forward(self) -> int:
-        return (
-            self.attn_qkv + self.attn_out + self.attn_qk + self.attn_av + self.mlp + self.lm_head
-            + self.depth_score + self.depth_mix + self.depth_key_norm + self.depth_query
-        )
+        return (self.attn_qkv + self.attn_out + self.attn_qk + self.attn_av + self.mlp
+                + self.lm_head + self.depth)
 
     @property
     def training(self) -> int:
@@ -193,7 +210,26 @@ def flops_per_token(cfg: Any, seq_len: int | None = None) -> FlopsBreakdown:
 
     return FlopsBreakdown(attn_qkv=attn_qkv, attn_out=attn_out, attn_qk=attn_qk, attn_av=attn_av,
                           mlp=mlp, lm_head=lm_head, depth_score=depth_score, depth_mix=depth_mix,
-                          depth_key_norm=depth_key_norm, depth_query=depth_query)
+                          depth_key_norm=depth_key_norm, depth_query=depth_query,
+                          **_mhc_flops(cfg, d, 2 * n_layer))
+
+
+def _mhc_flops(cfg: Any, d: int, n_sublayers: int) -> dict[str, int]:
+    """mHC's terms over all sublayers (module docstring); {} for the other schemes."""
+    residual = getattr(cfg, "residual", "baseline")
+    if residual not in ("mhc", "mhc_lite"):
+        return {}
+    n = getattr(cfg, "mhc_streams", None) or DEFAULT_STREAMS
+    lite = residual == "mhc_lite"
+    k = math.factorial(n) if lite else n * n  # H_res logits per token
+    per_layer = dict(
+        mhc_proj=2 * n * d * (2 * n + k),
+        mhc_perm=2 * k * n * n if lite else 0,
+        mhc_mix=2 * n * d + 2 * n * n * d + 2 * n * d,
+        mhc_norm=2 * n * d,
+        mhc_sinkhorn=0 if lite else 4 * n * n * SINKHORN_ITERS,
+    )
+    return {key: n_sublayers * v for key, v in per_layer.items()}
 
 
 def training_flops_per_token(cfg: Any, seq_len: int | None = None) -> int:

@@ -1,4 +1,4 @@
-"""The ANDREA model (docs/andrea.md) with four residual schemes (docs/attnres.md,
+"""The ANDREA model (docs/andrea.md) with six residual schemes (docs/attnres.md,
 docs/ablations.md), each in its own module of `andrea/residuals/`:
 
     baseline       x = x + f(x) for every sublayer f (GPT-2 PreNorm)             prenorm.py
@@ -8,6 +8,8 @@ docs/ablations.md), each in its own module of `andrea/residuals/`:
     denseformer    the baseline plus a depth-weighted average (DWA) of the embedding and every
                    earlier block output after each transformer block (Pagliardini et al. 2024)
                                                                                   denseformer.py
+    mhc, mhc_lite  n residual streams mixed by a doubly stochastic matrix per sublayer (Xie et
+                   al. 2025; Yang & Gao 2026)                                     mhc.py
 
 AttnRes also has the report's ablation switches (`attnres_*` fields, docs/ablations.md).
 
@@ -18,7 +20,7 @@ parameter counting.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple, Optional
 
 import torch
@@ -26,9 +28,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from andrea.residuals import ATTNRES, RESIDUALS  # noqa: F401  (re-exported names)
+from andrea.residuals import ATTNRES, MHC, RESIDUALS  # noqa: F401  (re-exported names)
 from andrea.residuals.attnres import DepthAttention, attnres_forward, depth_modules
 from andrea.residuals.denseformer import denseformer, dwa_weights, reset_dwa
+from andrea.residuals.mhc import DEFAULT_STREAMS, MHCMapping, check_mhc, mhc_forward, mhc_mappings
 from andrea.residuals.prenorm import prenorm
 
 GATES = ("softmax", "sigmoid")
@@ -41,7 +44,7 @@ class ModelConfig:
     d_model: int
     vocab_size: int = 8449  # 256 bytes + 8192 BPE merges + end-of-text
     context_length: int = 1024
-    residual: str = "baseline"  # baseline | attnres_full | attnres_block | denseformer
+    residual: str = "baseline"  # baseline | attnres_full | attnres_block | denseformer | mhc | mhc_lite
     block_size: int = 4  # S, in sublayers; only used by attnres_block
     tie_embeddings: bool = True
     ln_eps: float = 1e-5  # LayerNorm eps as the baseline sees it (see `layer_norm_eps`)
@@ -61,6 +64,8 @@ class ModelConfig:
     attnres_static_mix: bool = False  # learned per-(layer, source) logits, softmax, no keys
     attnres_window: Optional[int] = None  # sources = the embedding + the W most recent ones
     attnres_heads: int = 1  # H groups of d / H, each with its own query, key-norm weight, softmax
+    # mhc / mhc_lite only: n residual streams (None: the papers' n = 4); andrea/residuals/mhc.py
+    mhc_streams: Optional[int] = None
 
     def __post_init__(self) -> None:
         def fail(field: str, valid: str) -> None:
@@ -84,6 +89,7 @@ class ModelConfig:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 fail(field, "a float > 0")
         self._check_switches()
+        check_mhc(self.residual, self.mhc_streams)
 
     # The switches as (field, default): the label suffix and the checks below read this table.
     SWITCHES = (("attnres_key_norm", True), ("attnres_gate", "softmax"),
@@ -135,6 +141,18 @@ class ModelConfig:
     def label_suffix(self) -> str:
         """The switches as the label shows them: '' by default, e.g. '+sigmoid+window2'."""
         return switch_suffix({f: getattr(self, f) for f, _ in self.SWITCHES})
+
+    @property
+    def n_streams(self) -> int:
+        """mHC's n residual streams (1 for every other scheme: one residual stream)."""
+        if self.residual not in MHC:
+            return 1
+        return DEFAULT_STREAMS if self.mhc_streams is None else self.mhc_streams
+
+    def as_baseline(self) -> "ModelConfig":
+        """The same shape with the PreNorm residual and every scheme's field at its default
+        (the token budget of a size counts this model's parameters)."""
+        return replace(self, residual="baseline", mhc_streams=None, **dict(self.SWITCHES))
 
     @property
     def n_sublayers(self) -> int:
@@ -250,6 +268,8 @@ class ANDREA(nn.Module):
         self.depth = depth_modules(cfg) if cfg.residual in ATTNRES else None
         # DenseFormer: DWA weights after transformer block i over [embedding, X_1 .. X_{i+1}].
         self.dwa = dwa_weights(cfg.n_layer) if cfg.residual == "denseformer" else None
+        # mHC / mHC-lite: mhc[l] holds sublayer l's H_pre, H_post and H_res mappings.
+        self.mhc = mhc_mappings(cfg) if cfg.residual in MHC else None
         self.ln_f = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps(cfg.n_sublayers))
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         if cfg.tie_embeddings:
@@ -259,7 +279,7 @@ class ANDREA(nn.Module):
     def reset_parameters(self) -> None:
         """GPT-2 init: N(0, 0.02), zero biases, output projections scaled by 1/sqrt(2 n_layer)
         (one per sublayer writing into the residual stream); LayerNorm 1/0; then each residual
-        scheme's own init (pseudo-queries 0, DWA the identity mix)."""
+        scheme's own init (pseudo-queries 0, DWA the identity mix, mHC docs/ablations.md)."""
         for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(m.weight, mean=0.0, std=0.02)
@@ -269,7 +289,7 @@ class ANDREA(nn.Module):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
         for m in self.modules():  # after the Linear pass: an input-query projection is a Linear
-            if isinstance(m, DepthAttention):
+            if isinstance(m, (DepthAttention, MHCMapping)):
                 m.reset_parameters()
         std_out = 0.02 / math.sqrt(2 * self.cfg.n_layer)
         for b in self.blocks:
@@ -294,6 +314,8 @@ class ANDREA(nn.Module):
             x = denseformer(x, self.blocks, self.dwa, stats)
         elif residual in ATTNRES:
             x = attnres_forward(x, self.sublayers(), self.depth, self.cfg, stats)
+        elif residual in MHC:
+            x = mhc_forward(x, self.sublayers(), self.mhc, stats)
         else:
             x = prenorm(x, self.blocks, stats)
         logits = self.lm_head(self.ln_f(x))
@@ -345,6 +367,10 @@ def param_count_formula(cfg: ModelConfig) -> ParamCount:
             non_emb += (L + 1) * (query + (d if cfg.attnres_key_norm else 0))
     if cfg.residual == "denseformer":  # DWA i over i + 1 block outputs and the embedding
         non_emb += sum(i + 2 for i in range(cfg.n_layer))
+    if cfg.residual in MHC:  # per sublayer: phi [nd, 2n + k], biases [2n + k], 3 gates
+        n = cfg.n_streams
+        k = math.factorial(n) if cfg.residual == "mhc_lite" else n * n  # H_res logits
+        non_emb += L * (n * d * (2 * n + k) + (2 * n + k) + 3)
     emb = cfg.vocab_size * d + cfg.context_length * d
     if not cfg.tie_embeddings:
         emb += cfg.vocab_size * d

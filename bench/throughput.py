@@ -5,7 +5,8 @@
     python -m bench.throughput --device cuda --size andrea-120m --batch 16 --seq 1024 \
         --dtype bf16 --compile both                  # GPU (see bench/gpu_check.sh)
 
-What is measured, per variant (baseline, attnres_full, attnres_block with S = 2, 4, 8):
+What is measured, per variant (baseline, attnres_full, attnres_block with S = 2, 4, 8, and the
+rivals mhc / mhc_lite with n = 4 streams, whose residual is n times wider; `mhc:2` sets n):
 - train: one optimiser step = forward + backward + AdamW step, tokens/s;
 - infer: forward only in eval mode under no_grad (the two-phase path for AttnRes), tokens/s;
 - peak memory of one training step:
@@ -81,7 +82,7 @@ def check_targets(results: dict, device_type: str) -> int:
 
 @dataclass
 class Variant:
-    name: str  # config name, with ":S" for block
+    name: str  # config name, with ":S" for block (":n" streams for mhc / mhc_lite)
     cfg: ModelConfig
 
 
@@ -90,8 +91,11 @@ def variants(names: list[str], size: str, vocab: int) -> list[Variant]:
     out = []
     for name in names:
         residual, _, s = name.partition(":")
+        mhc = residual in ("mhc", "mhc_lite")
         cfg = ModelConfig(n_layer=n_layer, n_head=n_head, d_model=d_model, vocab_size=vocab,
-                          context_length=1024, residual=residual, block_size=int(s or 4))
+                          context_length=1024, residual=residual,
+                          block_size=4 if mhc else int(s or 4),
+                          mhc_streams=int(s or 4) if mhc else None)
         out.append(Variant(name, cfg))
     return out
 
@@ -334,7 +338,7 @@ def parse(argv=None):
                    help="default: bf16 autocast on CUDA, fp32 on CPU")
     p.add_argument("--compile", default="off", choices=["off", "on", "both"])
     p.add_argument("--variants", default="baseline,attnres_full,attnres_block:2,"
-                   "attnres_block:4,attnres_block:8", type=lambda s: s.split(","))
+                   "attnres_block:4,attnres_block:8,mhc,mhc_lite", type=lambda s: s.split(","))
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--steps", type=int, default=2, help="timed calls per variant per trial")
     p.add_argument("--warmup", type=int, default=1)

@@ -1,0 +1,335 @@
+"""mHC and mHC-lite (andrea/residuals/mhc.py, docs/ablations.md).
+
+The model is compared with the papers' formulas written out below, one stream at a time, in
+fp64 (outputs and gradients of every parameter): mHC Eq. 7-9 / 14-19 (Xie et al. 2025) with
+Sinkhorn-Knopp in the exp domain as the paper writes it, and mHC-lite's H_res as the sum of the
+n! permutation matrices spelled out entry by entry (Yang & Gao 2026)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from andrea.config import ConfigError, resolve_run
+from andrea.flops import flops_per_token
+from andrea.model import ANDREA, ModelConfig, count_parameters, param_count_formula
+from andrea.residuals import is_mixing_parameter
+from andrea.residuals.mhc import MHCMapping, permutation_matrices, sinkhorn
+from conftest import compose_run
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+BASE = dict(n_layer=2, n_head=2, d_model=8, vocab_size=32, context_length=12)
+VARIANTS = [("mhc", 4), ("mhc_lite", 4), ("mhc", 2), ("mhc_lite", 3), ("mhc", 1), ("mhc_lite", 1)]
+IDS = [f"{r}_n{n}" for r, n in VARIANTS]
+
+
+def cfg_of(residual, n, **kw):
+    return ModelConfig(**{**BASE, **kw}, residual=residual, mhc_streams=n)
+
+
+def randomise(model, seed=3):
+    """Move the mappings off their init (phi = 0 would hide the dynamic part)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.mhc:
+            m.phi.copy_(0.5 * torch.randn(m.phi.shape, generator=g, dtype=m.phi.dtype))
+            m.bias.add_(torch.randn(m.bias.shape, generator=g, dtype=m.bias.dtype))
+            m.gate.copy_(0.5 + torch.rand(3, generator=g, dtype=m.gate.dtype))
+    return model
+
+
+def idx(B=2, T=10, seed=1):
+    return torch.randint(0, BASE["vocab_size"], (B, T), generator=torch.Generator().manual_seed(seed))
+
+
+# ---------------------------------------------------------------------------------------------
+# The formulas, written out
+# ---------------------------------------------------------------------------------------------
+def naive_sinkhorn(M, iters=20):
+    """Eq. 9 in the exp domain: M(0) = exp(H~); M(t) = T_r(T_c(M(t-1)))."""
+    n = M.shape[-1]
+    M = torch.exp(M)
+    for _ in range(iters):
+        cols = [sum(M[..., i, j] for i in range(n)) for j in range(n)]
+        M = torch.stack([torch.stack([M[..., i, j] / cols[j] for j in range(n)], -1)
+                         for i in range(n)], -2)
+        rows = [sum(M[..., i, j] for j in range(n)) for i in range(n)]
+        M = torch.stack([torch.stack([M[..., i, j] / rows[i] for j in range(n)], -1)
+                         for i in range(n)], -2)
+    return M
+
+
+def naive_h_res_lite(w, n):
+    """sum_k w_k P_k with P_k[i, j] = 1 iff pi_k(i) = j, the permutations in itertools' order."""
+    perms = list(itertools.permutations(range(n)))
+    return torch.stack([torch.stack([sum(w[..., k] for k, p in enumerate(perms) if p[i] == j)
+                                     for j in range(n)], -1) for i in range(n)], -2)
+
+
+def naive_mappings(m, streams):
+    """H_pre [.., n], H_post [.., n], H_res [.., n, n] for one sublayer from its n streams."""
+    n = m.n
+    x = torch.cat(streams, dim=-1)  # vec(x_l)
+    xn = x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6)
+    h = xn @ m.phi
+    pre = m.gate[0] * h[..., :n] + m.bias[:n]
+    post = m.gate[1] * h[..., n:2 * n] + m.bias[n:2 * n]
+    res = m.gate[2] * h[..., 2 * n:] + m.bias[2 * n:]
+    h_pre = 1 / (1 + torch.exp(-pre))
+    h_post = 2 / (1 + torch.exp(-post))
+    if m.lite:
+        e = torch.exp(res - res.max(-1, keepdim=True).values)
+        h_res = naive_h_res_lite(e / e.sum(-1, keepdim=True), n)
+    else:
+        h_res = naive_sinkhorn(res.reshape(*res.shape[:-1], n, n))
+    return h_pre, h_post, h_res
+
+
+def naive_logits(model, x):
+    """x_{l+1} = H_res x_l + H_post^T f(H_pre x_l), stream by stream; n copies of the
+    embedding in, their sum out."""
+    n = model.cfg.n_streams
+    h0 = model.wte(x) + model.wpe(torch.arange(x.shape[1]))
+    streams = [h0] * n
+    for f, m in zip(model.sublayers(), model.mhc):
+        h_pre, h_post, h_res = naive_mappings(m, streams)
+        v = f(sum(h_pre[..., j:j + 1] * streams[j] for j in range(n)))
+        streams = [sum(h_res[..., i, j:j + 1] * streams[j] for j in range(n))
+                   + h_post[..., i:i + 1] * v for i in range(n)]
+    return model.lm_head(model.ln_f(sum(streams)))
+
+
+def outputs_and_grads(model, fn, x, y):
+    model.zero_grad()
+    logits = fn(x)
+    F.cross_entropy(logits.flatten(0, 1), y.flatten()).backward()
+    return logits.detach(), {k: p.grad.clone() for k, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize("residual,n", VARIANTS, ids=IDS)
+def test_matches_the_papers_formula_fp64_outputs_and_grads(residual, n):
+    torch.manual_seed(0)
+    model = randomise(ANDREA(cfg_of(residual, n)).double())
+    x, y = idx(), idx(seed=2)
+    out, grads = outputs_and_grads(model, model, x, y)
+    ref, ref_grads = outputs_and_grads(model, lambda t: naive_logits(model, t), x, y)
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
+    assert grads.keys() == ref_grads.keys()
+    assert all(grads[f"mhc.{l}.phi"].abs().sum() > 0 for l in range(4))  # the dynamic part learns
+    for k in grads:
+        torch.testing.assert_close(grads[k], ref_grads[k], atol=1e-10, rtol=1e-8, msg=k)
+    model.eval()
+    with torch.no_grad():  # inference runs the same path
+        torch.testing.assert_close(model(x), ref, atol=1e-10, rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------
+# H_res is doubly stochastic; n = 1 is the identity residual
+# ---------------------------------------------------------------------------------------------
+def test_sinkhorn_matches_the_exp_domain_iteration_and_is_doubly_stochastic_to_its_convergence():
+    """Rows sum to 1 to rounding (Eq. 9 ends with T_r); columns only as far as 20 iterations
+    converge: within 1e-9 for N(0, 0.5^2) logits, but 1e-2 off for some of N(0, 2^2) -- the
+    approximation gap that motivates mHC-lite (Yang & Gao 2026, limitation (i))."""
+    g = torch.Generator().manual_seed(0)
+    ones = torch.ones(2000, 4, dtype=torch.float64)
+    for scale, col_tol in ((0.5, 1e-9), (2.0, None)):
+        logits = scale * torch.randn(2000, 4, 4, generator=g, dtype=torch.float64)
+        M = sinkhorn(logits)
+        torch.testing.assert_close(M, naive_sinkhorn(logits), atol=1e-13, rtol=1e-12)
+        assert (M > 0).all()
+        torch.testing.assert_close(M.sum(-1), ones, atol=1e-13, rtol=0)
+        col_err = (M.sum(-2) - 1).abs().max().item()
+        assert col_err < col_tol if col_tol else col_err > 1e-3
+
+
+@pytest.mark.parametrize("residual,n", VARIANTS, ids=IDS)
+def test_model_h_res_is_doubly_stochastic(residual, n):
+    """Every sublayer's H_res, per token: at init (near the identity) to rounding; from random
+    (spread-out) mappings mHC-lite's still exactly (a convex combination of permutations), mHC's
+    rows exactly and its columns within 0.1 (measured 0.04 here)."""
+    torch.manual_seed(0)
+    X = torch.randn(2, 5, n, BASE["d_model"], dtype=torch.float64)
+    ones = torch.ones(2, 5, n, dtype=torch.float64)
+    fresh = ANDREA(cfg_of(residual, n)).double()
+    model = randomise(ANDREA(cfg_of(residual, n)).double())
+    for m0, m in zip(fresh.mhc, model.mhc):
+        h_res0 = m0(X)[2]
+        torch.testing.assert_close(h_res0.sum(-2), ones, atol=1e-12, rtol=0)
+        h_pre, h_post, h_res = m(X)
+        assert (h_res >= 0).all() and ((h_pre > 0) & (h_pre < 1)).all()
+        assert ((h_post > 0) & (h_post < 2)).all()
+        torch.testing.assert_close(h_res.sum(-1), ones, atol=1e-13, rtol=0)
+        tol = 1e-13 if residual == "mhc_lite" or n == 1 else 0.1
+        torch.testing.assert_close(h_res.sum(-2), ones, atol=tol, rtol=0)
+
+
+def test_permutation_matrices():
+    P = permutation_matrices(3)
+    assert P.shape == (6, 3, 3) and torch.equal(P[0], torch.eye(3))
+    assert (P.sum(-1) == 1).all() and (P.sum(-2) == 1).all()
+    assert len({tuple(p.flatten().tolist()) for p in P}) == 6
+
+
+@pytest.mark.parametrize("residual", ["mhc", "mhc_lite"])
+def test_one_stream_is_the_identity_residual_and_with_unit_gates_the_baseline(residual):
+    """n = 1: the doubly stochastic 1 x 1 matrix is 1 (mHC Sec. 4.1: "recovering the original
+    identity mapping"), whatever the mappings: x_{l+1} = x_l + H_post f(H_pre x_l) with scalar
+    gates H_pre in (0, 1), H_post in (0, 2). With the gates pinned to 1 (no dynamic part,
+    b_pre -> +inf, b_post = 0) and the merge of one stream being that stream, the model is the
+    baseline: same weights, same logits."""
+    torch.manual_seed(0)
+    one = randomise(ANDREA(cfg_of(residual, 1)).double())
+    for m in one.mhc:
+        assert torch.equal(m(torch.randn(2, 3, 1, BASE["d_model"], dtype=torch.float64))[2],
+                           torch.ones(2, 3, 1, 1, dtype=torch.float64))
+    torch.manual_seed(0)
+    base = ANDREA(ModelConfig(**BASE)).double()
+    missing, unexpected = one.load_state_dict(base.state_dict(), strict=False)
+    assert not unexpected and all(is_mixing_parameter(k) for k in missing)
+    with torch.no_grad():
+        for m in one.mhc:
+            m.gate.zero_()
+            m.bias.copy_(torch.tensor([50.0, 0.0] + [0.0] * (len(m.bias) - 2)))  # sigma(50) = 1
+    torch.testing.assert_close(one(idx()), base(idx()), atol=1e-12, rtol=0)
+    # at the default init the gates are not 1 (sigma(1) = 0.73 in, 2 sigma(1) = 1.46 out)
+    fresh = ANDREA(cfg_of(residual, 1)).double()
+    fresh.load_state_dict(base.state_dict(), strict=False)
+    assert (fresh(idx()) - base(idx())).abs().max() > 1e-3
+
+
+def test_init_follows_the_documented_choices():
+    torch.manual_seed(0)
+    for residual in ("mhc", "mhc_lite"):
+        model = ANDREA(cfg_of(residual, 4))
+        for l, m in enumerate(model.mhc):
+            assert not m.phi.any() and torch.allclose(m.gate, torch.full((3,), 0.01))
+            h_pre, h_post, h_res = m(torch.randn(1, 2, 4, BASE["d_model"]))
+            # stream l mod n read and written most, H_res within 1e-3 of the identity
+            assert h_pre[0, 0].argmax() == l % 4 and h_post[0, 0].argmax() == l % 4
+            assert (h_res - torch.eye(4)).abs().max() < 1e-2
+
+
+# ---------------------------------------------------------------------------------------------
+# Causality, determinism, counting
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("residual", ["mhc", "mhc_lite"])
+def test_causal(residual):
+    torch.manual_seed(0)
+    model = randomise(ANDREA(cfg_of(residual, 4)))
+    a = idx(B=1)
+    b = a.clone()
+    b[0, 6:] = (b[0, 6:] + 1) % BASE["vocab_size"]
+    la, lb = model(a), model(b)
+    torch.testing.assert_close(la[0, :6], lb[0, :6], atol=0, rtol=0)
+    assert (la[0, 6:] - lb[0, 6:]).abs().max() > 1e-4
+
+
+@pytest.mark.parametrize("residual", ["mhc", "mhc_lite"])
+def test_same_seed_same_model_same_logits_and_grads(residual):
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(7)
+        model = ANDREA(cfg_of(residual, 4))
+        runs.append(outputs_and_grads(model, model, idx(), idx(seed=2)))
+    (a, ga), (b, gb) = runs
+    assert torch.equal(a, b) and all(torch.equal(ga[k], gb[k]) for k in ga)
+
+
+@pytest.mark.parametrize("residual,n", VARIANTS, ids=IDS)
+def test_parameter_count_formula(residual, n):
+    cfg = cfg_of(residual, n)
+    model = ANDREA(cfg)
+    assert count_parameters(model) == param_count_formula(cfg) == count_parameters(cfg)
+    d, L = BASE["d_model"], 4
+    k = math.factorial(n) if residual == "mhc_lite" else n * n
+    extra = count_parameters(cfg).total - count_parameters(ModelConfig(**BASE)).total
+    assert extra == L * (n * d * (2 * n + k) + 2 * n + k + 3)
+    names = [k for k, _ in model.named_parameters() if is_mixing_parameter(k)]
+    assert len(names) == 3 * L and all(k.startswith("mhc.") for k in names)
+
+
+# FLOPs per token, by hand, for d = 8, L = 4 sublayers, n = 2 (k = 4 for mHC, 2! = 2 for lite):
+#   projection 2 * (n d) * (2n + k): mHC 2*16*8 = 256, lite 2*16*6 = 192
+#   mix        2nd + 2n^2 d + 2nd = 32 + 64 + 32 = 128
+#   norm       2nd = 32
+#   Sinkhorn   4 n^2 * 20 = 320 (mHC); lite's combination 2 * n! * n^2 = 16
+#   per sublayer: mHC 256 + 128 + 32 + 320 = 736; lite 192 + 128 + 32 + 16 = 368
+@pytest.mark.parametrize("residual,depth", [("mhc", 4 * 736), ("mhc_lite", 4 * 368)])
+def test_flops_by_hand(residual, depth):
+    cfg = cfg_of(residual, 2)
+    f = flops_per_token(cfg, 12)
+    assert f.depth == depth
+    base = flops_per_token(ModelConfig(**BASE), 12)
+    assert f.forward == base.forward + depth and f.training == 3 * f.forward
+
+
+@pytest.mark.parametrize("residual,n", [("mhc", 4), ("mhc_lite", 4), ("mhc", 2)], ids=str)
+def test_flops_match_flop_counter_mode(residual, n):
+    """Every mHC matmul (projection, H_pre/H_res/H_post, mHC-lite's permutation combination) is
+    one FlopCounterMode sees: the measured forward equals the predicted matmul FLOPs exactly
+    (the RMS and Sinkhorn terms are elementwise, counted by hand above)."""
+    from test_flops import _measured_forward_per_token as measured_forward_per_token
+
+    torch.manual_seed(0)
+    cfg = cfg_of(residual, n)
+    assert measured_forward_per_token(ANDREA(cfg), 2, 12) == flops_per_token(cfg, 12).matmul
+
+
+# ---------------------------------------------------------------------------------------------
+# From the command line: labels, bad input, the sweep
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("model,n,label", [("mhc", None, "mhc_n4"), ("mhc_lite", None,
+                                           "mhc_lite_n4"), ("mhc", 2, "mhc_n2")])
+def test_reaches_the_model_with_its_label(model, n, label):
+    over = [f"model={model}", "size=tiny-1"] + ([f"model.mhc_streams={n}"] if n else [])
+    spec = resolve_run(compose_run(over))
+    assert spec.variant == model and spec.label == label
+    assert spec.model.residual == model and spec.model.n_streams == (n or 4)
+    # the budget counts the baseline's parameters, as for every variant
+    base = resolve_run(compose_run(["model=baseline", "size=tiny-1"]))
+    assert spec.tokens == base.tokens and spec.params > base.params
+
+
+@pytest.mark.parametrize("overrides,key", [
+    (["model=baseline", "model.mhc_streams=4"], "model.mhc_streams=4 applies to model=mhc"),
+    (["model=attnres_full", "model.mhc_streams=2"], "model.mhc_streams=2 applies"),
+    (["model=mhc", "model.mhc_streams=0"], "model.mhc_streams=0 is invalid"),
+    (["model=mhc_lite", "model.mhc_streams=7"], "model.mhc_streams=7 is too many"),
+    (["model=mhc", "model.attnres_window=2"], "model.attnres_window=2 applies to"),
+    (["model=mhc", "model.block_size=2"], "model.block_size=2 applies to model=attnres_block"),
+])
+def test_bad_input_fails_before_launch_naming_the_key(overrides, key):
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        resolve_run(compose_run([*overrides, "size=tiny-1"]))
+
+
+def test_rivals_sweep_composes():
+    cfg = compose_run(["sweeps=scaling_law_rivals"], return_hydra_config=True)
+    params = cfg.hydra.sweeper.params
+    labels = {resolve_run(compose_run(["sweeps=scaling_law_rivals", f"model={m}",
+                                       "size=andrea-12m"])).label
+              for m in params["model"].split(",")}
+    assert labels == {"baseline", "attnres_block_n8", "denseformer", "mhc_n4", "mhc_lite_n4"}
+
+
+@pytest.mark.slow
+def test_resume_is_exact_and_the_analysis_groups_by_its_label(tmp_path, data_cache):
+    """A tiny mHC-lite run interrupted and resumed ends bit-identical to an uninterrupted one;
+    analysis.collect reads its label from results.json."""
+    from analysis.collect import collect_dir
+    from andrea.train import Interrupted
+    from test_train import final_weights, run
+
+    full = run(tmp_path / "sweep" / "full", "model=mhc_lite")
+    with pytest.raises(Interrupted):
+        run(tmp_path / "split", "model=mhc_lite", "train.stop_after_steps=10")
+    resumed = run(tmp_path / "split", "model=mhc_lite")
+    assert resumed["val_loss"] == full["val_loss"] and full["label"] == "mhc_lite_n4"
+    a, b = final_weights(tmp_path / "sweep" / "full"), final_weights(tmp_path / "split")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert {r.label for r in collect_dir(tmp_path / "sweep").runs} == {"mhc_lite_n4"}
