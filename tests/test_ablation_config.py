@@ -68,7 +68,7 @@ def test_ablation_presets_are_named_by_their_label(model):
     assert spec.label == model
 
 
-@pytest.mark.parametrize("sweep,n_labels", [("ablations", 10), ("ablations_cpu", 11),
+@pytest.mark.parametrize("sweep,n_labels", [("ablations", 12), ("ablations_cpu", 11),
                                             ("block_size_ablation_cpu", 5)])
 def test_ablation_sweeps_compose_with_three_seeds(sweep, n_labels):
     cfg = compose_run([f"sweeps={sweep}"], return_hydra_config=True)
