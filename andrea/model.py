@@ -133,7 +133,7 @@ class ModelConfig:
     @property
     def depth_ablated(self) -> bool:
         """True when a switch changes depth attention itself (not just LayerNorm eps): the
-        model then runs the general path `ANDREA._attnres_general`."""
+        model then runs the general path `andrea.residuals.attnres.attnres_general`."""
         return any(getattr(self, f) != default for f, default in self.SWITCHES
                    if f != "attnres_scale_eps")
 

@@ -240,6 +240,29 @@ def test_same_seed_same_model_same_logits_and_grads(residual):
     assert torch.equal(a, b) and all(torch.equal(ga[k], gb[k]) for k in ga)
 
 
+@pytest.mark.parametrize("residual", ["mhc", "mhc_lite"])
+def test_one_graph_for_torch_compile_and_bf16_autocast_close_to_fp32(residual):
+    """The mappings, Sinkhorn's loop and the stream updates trace into one graph under bf16
+    autocast (how GPU runs train); the coefficients and streams stay fp32 there, so the logits
+    are within 0.05 of fp32 (logits ~1; the sublayers' bf16 matmuls set this) and every
+    gradient is finite."""
+    import torch._dynamo as dynamo
+
+    torch.manual_seed(0)
+    model = randomise(ANDREA(cfg_of(residual, 4, n_layer=3)))
+    x = idx()
+    ref = model(x)
+    dynamo.reset()
+    with torch.autocast("cpu", torch.bfloat16):
+        explained = dynamo.explain(model)(x)
+        logits = model(x)
+        F.cross_entropy(logits.float().flatten(0, 1), x.flatten()).backward()
+    dynamo.reset()
+    assert explained.graph_count == 1 and explained.graph_break_count == 0, explained.break_reasons
+    torch.testing.assert_close(logits.float(), ref, atol=0.05, rtol=0)
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+
+
 @pytest.mark.parametrize("residual,n", VARIANTS, ids=IDS)
 def test_parameter_count_formula(residual, n):
     cfg = cfg_of(residual, n)

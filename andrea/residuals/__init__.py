@@ -13,8 +13,8 @@ the scheme adds (its "mixing parameters", below); `andrea.model.ANDREA` picks on
 
 from __future__ import annotations
 
-from torch import Tensor
 import torch
+from torch import Tensor
 
 RESIDUALS = ("baseline", "attnres_full", "attnres_block", "denseformer", "mhc", "mhc_lite")
 ATTNRES = ("attnres_full", "attnres_block")
