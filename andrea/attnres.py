@@ -4,6 +4,7 @@
 
 from andrea.residuals.depth_op import (  # noqa: F401
     SourceStack,
+    _weighted_sum,
     depth_attention,
     depth_attention_reference,
     depth_attention_weights,
