@@ -26,7 +26,8 @@ combination of the n! permutation matrices P_k (Birkhoff-von Neumann):
 
 What the papers leave open, and the sources followed here (docs/ablations.md):
 - the n streams start as n copies of the embedding and the model's output is their sum
-  (Hyper-Connections, Zhu et al. 2024, arXiv:2409.19606, Sec. 2; the hyper-connections code
+  (Hyper-Connections, Zhu et al. 2024, arXiv:2409.19606, which replicates the input n times and
+  sums the last hyper hidden matrix over its streams; the hyper-connections code
   that both public mHC(-lite) implementations build on: repeat to expand, sum to reduce);
 - phi = 0 at init (the mHC-lite authors' code, FFTYYY/mhc-lite); the static biases b: H_pre
   and H_post favour stream l mod n (logit +1 there, -1 elsewhere), H_res starts near the
