@@ -44,7 +44,7 @@ class ModelConfig:
     d_model: int
     vocab_size: int = 8449  # 256 bytes + 8192 BPE merges + end-of-text
     context_length: int = 1024
-    residual: str = "baseline"  # baseline | attnres_full | attnres_block | denseformer | mhc | mhc_lite
+    residual: str = "baseline"  # baseline | attnres_full | attnres_block | denseformer | mhc[_lite]
     block_size: int = 4  # S, in sublayers; only used by attnres_block
     tie_embeddings: bool = True
     ln_eps: float = 1e-5  # LayerNorm eps as the baseline sees it (see `layer_norm_eps`)

@@ -50,8 +50,8 @@ from andrea.residuals import MHC, layer_rms
 DEFAULT_STREAMS = 4  # n = 4 in every experiment of both papers (mHC Table 5)
 SINKHORN_ITERS = 20  # t_max, mHC Table 5
 GATE_INIT = 0.01  # gating factors a_pre, a_post, a_res at init, mHC Table 5
-RMS_EPS = 1e-6
-MAX_LITE_STREAMS = 6  # mHC-lite scores n! permutations per token: 720 at n = 6, 5040 at n = 7
+RMS_EPS = 1e-6  # inside the RMS's square root: ROCm/aiter's mhc_torch reference (Eq. 15 has none)
+MAX_LITE_STREAMS = 6  # andrea's cap: mHC-lite scores n! permutations per token (720 at n = 6)
 BIAS_ON, BIAS_OFF = 1.0, -1.0  # H_pre / H_post logits: sigmoid 0.73 on stream l mod n, 0.27 off
 RES_OFF = -8.0  # H_res logits off the identity: exp(-8) = 3e-4 of the diagonal's weight
 
