@@ -18,7 +18,7 @@ from andrea.config import ConfigError, resolve_run
 from andrea.flops import flops_per_token
 from andrea.model import ANDREA, ModelConfig, count_parameters, param_count_formula
 from andrea.residuals import is_mixing_parameter
-from andrea.residuals.mhc import MHCMapping, permutation_matrices, sinkhorn
+from andrea.residuals.mhc import permutation_matrices, sinkhorn
 from conftest import compose_run
 
 pytestmark = pytest.mark.usefixtures("one_thread")
