@@ -5,7 +5,8 @@ issue #13 item 6):
 - per variant, the compute-efficient frontier: the lower envelope of all its (mean) points;
 - Chinchilla's L(N, D) with the compute-optimal loss L*(C) and the multiplier it implies
   (`analysis.chinchilla`), at C_ref and as a curve;
-- the multiplier in device-seconds when every run records them (hardware-specific).
+- the multiplier in device-seconds when every run records them (hardware-specific), withheld
+  when tokens/s varies across seeds by more than `analysis.timing.SPREAD_LIMIT`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis import chinchilla
+from analysis import chinchilla, timing
 from analysis.bootstrap import percentile_ci
 from analysis.estimate import fit_device_seconds, fit_variants
 from analysis.multiplier import multiplier_at
@@ -162,7 +163,15 @@ def _device_seconds(runs, fits, args, fit_kw, ex) -> dict | None:
                             f"have no device_s)")
         return None
     names = sorted({r.device_name or "?" for r in runs})
-    out = {"device_names": names, "multipliers": [], "hardware_specific": True}
+    check = timing.throughput_spread(runs)
+    out = {"device_names": names, "multipliers": [], "hardware_specific": True,
+           "timing_check": check, "comparable": check["comparable"]}
+    if check["comparable"] is False:
+        # a number the machine's load can move 10x must not stand beside the FLOP multiplier
+        ex.lines.append(f"  Multiplier in device-seconds: not shown: the timings are not "
+                        f"comparable; {timing.describe(check)}: the machine's load, not the "
+                        f"variant, set them (time the runs on an otherwise idle machine)")
+        return out
     if args.baseline not in res.fits:
         return out
     from analysis.estimate import default_c_ref
@@ -177,6 +186,7 @@ def _device_seconds(runs, fits, args, fit_kw, ex) -> dict | None:
         out["multipliers"].append({"variant": label, "t_ref_device_s": t_ref,
                                    "multiplier": m["multiplier"], "ci": m["ci"]})
         ex.lines.append(f"    {label:<24} {_fmt_m(m['multiplier'], *m['ci'])}")
+    ex.lines.append(f"    ({timing.describe(check)}; the interval does not include timing noise)")
     return out
 
 
