@@ -4,7 +4,7 @@ much as uniform seeds of the same cost (bench/next_runs_check.py checks it by si
 import numpy as np
 import pytest
 
-from analysis.next_runs import commands, main, propose, worst_half_width
+from analysis.next_runs import MAX_SEED_RATIO, commands, main, propose, worst_half_width
 from analysis.synthetic import power_law, shifted, simulate_runs, write_runs
 
 PEAK, MFU = 989e12, 0.35
@@ -24,13 +24,15 @@ def _round_cost(runs):
 
 def test_proposal_spends_within_budget_and_beats_uniform():
     runs = _finished()
-    budget = 2 * _round_cost(runs)
+    budget = 6 * _round_cost(runs)
     prop = propose(runs, budget, "baseline", PEAK, MFU, noise=NOISE, alpha=0.07)
     assert 0 < prop["spent_gpu_hours"] <= budget * (1 + 1e-9)
-    assert prop["uniform_rounds"] == 2
+    assert prop["uniform_rounds"] == 6
     assert prop["after"] < prop["before"] and prop["after"] <= prop["uniform_after"]
     # the reported half-width is the grid's own prediction
     assert prop["after"] == pytest.approx(worst_half_width(prop["grid"], "baseline", NOISE, 0.07))
+    seeds = [len({r.seed for r in prop["grid"] if r.size == s}) for s in prop["sizes"]]
+    assert max(seeds) <= MAX_SEED_RATIO * min(seeds), seeds     # no lopsided design (see module)
     n_new = len(prop["grid"]) - len(prop["finished"])
     assert n_new == 2 * sum(prop["added"].values())          # a seed of each of the 2 labels
     for c in commands(prop, "demo"):
