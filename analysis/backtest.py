@@ -11,7 +11,7 @@ technical report, §3.1: the final loss predicted from runs with up to 10,000x l
 Prediction interval of a held-out loss: the bootstrap's fitted curves at that compute (the fit's
 uncertainty, resampled over seeds) plus the noise of the held-out mean itself, a normal draw with
 the pooled within-size seed variance of log loss over its number of seeds (a new observation's
-own error; Davison & Hinkley 1997, §6.3.3, prediction intervals in regression). With one seed per
+own error; Davison & Hinkley 1997, ch. 6, bootstrap prediction in regression). With one seed per
 size there is no seed variance and the fit's residual RMSE stands in (it holds misfit too).
 Percentile level: the fit's expanded level (`analysis.replicates.expanded_level`).
 
