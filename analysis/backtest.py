@@ -32,7 +32,7 @@ import numpy as np
 
 from analysis.bootstrap import percentile_ci
 from analysis.collect import InputError, collect
-from analysis.estimate import fit_variants
+from analysis.estimate import C_LAW_POINTS, final_points, fit_variants
 from analysis.fit import _jsonable
 from analysis.multiplier import multiplier_at
 from analysis.powerlaw import predict
@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, type=Path, help="output directory")
     p.add_argument("--baseline", default="baseline")
     p.add_argument("--irreducible", action="store_true", help="fit L = E + A·C^-alpha")
+    p.add_argument("--c-law-points", choices=["final", "all"], default=C_LAW_POINTS,
+                   help="points the fit uses, as analysis.fit (default: %(default)s); every "
+                        "budget of the held-out size is predicted either way")
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples (default: %(default)s)")
     p.add_argument("--ci", type=float, default=0.95, help="interval level (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
@@ -70,13 +73,14 @@ def _seed_sd(rep, held: str) -> float | None:
 
 
 def backtest(runs, baseline: str = "baseline", form: str = "power", n_boot: int = 1000,
-             ci: float = 0.95, seed: int = 0) -> dict:
+             ci: float = 0.95, seed: int = 0, points: str = C_LAW_POINTS) -> dict:
     """{"losses": [...], "multipliers": [...], "skipped": {label: why}, "held_out": {...}}."""
     reps = arrange(runs)
     held = _held_out(reps)
     skipped = {label: f"{len(rep.cells)} size(s); a backtest fits all but the largest and needs "
                f"3+" for label, rep in reps.items() if label not in held}
-    train = [r for r in runs if held.get(r.label) != r.size and r.label in held]
+    use = final_points(runs) if points == "final" else runs
+    train = [r for r in use if held.get(r.label) != r.size and r.label in held]
     fitted = fit_variants(train, baseline, form=form, n_bootstrap=n_boot, ci=ci, seed=seed)
     skipped.update(fitted.skipped)
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0xBAC7]))
@@ -108,7 +112,7 @@ def backtest(runs, baseline: str = "baseline", form: str = "power", n_boot: int 
                            "noise_from": noise_from})
     mults = []
     if baseline in fitted.fits and baseline in held:
-        full = fit_variants([r for r in runs if r.label in fitted.fits], baseline, form=form,
+        full = fit_variants([r for r in use if r.label in fitted.fits], baseline, form=form,
                             n_bootstrap=n_boot, ci=ci, seed=seed)
         c_ho = float(reps[baseline].cells[-1].compute.max())
         for label in sorted(fitted.fits):
@@ -123,7 +127,7 @@ def backtest(runs, baseline: str = "baseline", form: str = "power", n_boot: int 
                           "error_pct": 100.0 * (p["multiplier"] / o["multiplier"] - 1.0),
                           "inside": bool(lo <= o["multiplier"] <= hi) if n_boot else None})
     return {"held_out": held, "losses": losses, "multipliers": mults, "skipped": skipped,
-            "form": form, "ci_level": ci, "bootstrap": n_boot,
+            "form": form, "c_law_points": points, "ci_level": ci, "bootstrap": n_boot,
             "interval": sorted(set(fitted.interval.values())), "warnings": fitted.warnings}
 
 
@@ -133,9 +137,10 @@ def _yes(x) -> str:
 
 def markdown(bt: dict) -> str:
     pct = f"{100 * bt['ci_level']:.0f} %"
+    on = "each run's final point" if bt["c_law_points"] == "final" else "every point"
     lines = [f"Held-out-size backtest: each variant fitted without its largest size "
-             f"({bt['form']} law, intervals over {'/'.join(bt['interval'])}), {pct} prediction "
-             f"intervals.", "",
+             f"({bt['form']} law on {on}, "
+             f"intervals over {'/'.join(bt['interval'])}), {pct} prediction intervals.", "",
              "| variant | size | budget | compute (PF-days) | predicted loss | interval | "
              "observed (seeds) | error | inside |", "|---|---|---|---|---|---|---|---|---|"]
     for r in bt["losses"]:
@@ -170,7 +175,7 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     bt = backtest(runs, args.baseline, "irreducible" if args.irreducible else "power",
-                  args.bootstrap, args.ci, args.seed)
+                  args.bootstrap, args.ci, args.seed, args.c_law_points)
     if not bt["losses"]:
         why = "; ".join(f"{k}: {v}" for k, v in bt["skipped"].items()) or "no completed runs"
         print(f"error: nothing to backtest ({why})", file=sys.stderr)

@@ -50,8 +50,12 @@ def _fmt_m(m, lo=None, hi=None) -> str:
     return s
 
 
-def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw) -> Extra:
+def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw, c_law_runs=None) -> Extra:
+    """runs: every point (L(N, D) uses them all); c_law_runs: the points the primary C-law was
+    fitted on (`analysis.estimate.C_LAW_POINTS`), which the other form and device-seconds use too,
+    so that they compare like with like."""
     ex = Extra()
+    c_law_runs = runs if c_law_runs is None else c_law_runs
     baseline = args.baseline
     from analysis.collect import by_label
     groups = by_label(points)
@@ -60,7 +64,7 @@ def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw) -> Extra:
     other = "irreducible" if form == "power" else "power"
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore")
-        alt = fit_variants(runs, baseline, form=other, **{**fit_kw, "n_bootstrap": 0},
+        alt = fit_variants(c_law_runs, baseline, form=other, **{**fit_kw, "n_bootstrap": 0},
                            polish=False)
     alt_rows = []
     if baseline in alt.fits:
@@ -93,7 +97,7 @@ def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw) -> Extra:
     ex.report["chinchilla"] = _chinchilla(runs, fits, c_refs, args, fit_kw, ex)
 
     # --- device-seconds ---
-    ex.report["device_seconds"] = _device_seconds(runs, fits, args, fit_kw, ex)
+    ex.report["device_seconds"] = _device_seconds(c_law_runs, fits, args, fit_kw, ex)
     return ex
 
 

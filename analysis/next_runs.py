@@ -28,6 +28,7 @@ from pathlib import Path
 
 from analysis import power
 from analysis.collect import InputError, collect
+from analysis.estimate import C_LAW_POINTS
 
 DEFAULT_GPU, DEFAULT_MFU = "H100", 0.35        # plan=true's defaults (andrea/config.py)
 # No size gets more than this many times the seeds of the least-seeded one. Unconstrained, the
@@ -39,7 +40,8 @@ MAX_SEED_RATIO = 2
 
 
 def finished_grid(runs) -> list[power.PlannedRun]:
-    """One PlannedRun per finished run: its total FLOPs and its points' budget fractions."""
+    """One PlannedRun per finished run: its total FLOPs, and the points the C-law fits of it
+    (`analysis.estimate.C_LAW_POINTS`: its final one, or every budget)."""
     by = defaultdict(list)
     for r in runs:
         by[r.run_id].append(r)
@@ -47,8 +49,11 @@ def finished_grid(runs) -> list[power.PlannedRun]:
     for pts in by.values():
         top = max(p.flops for p in pts)
         seed = pts[0].seed if pts[0].seed is not None else 0
-        grid.append(power.PlannedRun(pts[0].label, pts[0].size, seed, top, len(pts),
-                                     tuple(sorted(p.flops / top for p in pts))))
+        if C_LAW_POINTS == "final":
+            grid.append(power.PlannedRun(pts[0].label, pts[0].size, seed, top))
+        else:
+            grid.append(power.PlannedRun(pts[0].label, pts[0].size, seed, top, len(pts),
+                                         tuple(sorted(p.flops / top for p in pts))))
     return grid
 
 

@@ -33,7 +33,7 @@ import numpy as np
 from analysis import chinchilla
 from analysis.bootstrap import percentile_ci
 from analysis.collect import FLOPS_PER_PFLOPS_DAY
-from analysis.estimate import default_c_ref, fit_variants
+from analysis.estimate import default_c_ref, final_points, fit_variants
 from analysis.multiplier import multiplier_at
 from analysis.replicates import arrange, expanded_level, seed_bootstrap
 from analysis.synthetic import chinchilla_law, simulate_runs
@@ -63,14 +63,6 @@ def laws(truth: str = "besiroglu", M: float = M_TRUE) -> dict:
     base = chinchilla_law(*TRUTHS[truth])
     s = math.sqrt(M)
     return {"baseline": base, "variant": lambda N, D: base(s * np.asarray(N), s * np.asarray(D))}
-
-
-def _final_only(runs):
-    last = {}
-    for r in runs:
-        if r.run_id not in last or r.point > last[r.run_id].point:
-            last[r.run_id] = r
-    return list(last.values())
 
 
 def _chin_interval(runs, c_ref, n_boot, seed, ci=0.95):
@@ -115,7 +107,7 @@ def run_design(design: str, reps: int, n_boot: int, seed: int = 0, estimators=ES
                     m = multiplier_at(res.fits["baseline"], res.fits["variant"], c_ref)
                     est, (lo, hi) = m["multiplier"], m["ci"]
                 elif e == "final":
-                    rf = fit_variants(_final_only(runs), "baseline", n_bootstrap=n_boot, seed=bseed)
+                    rf = fit_variants(final_points(runs), "baseline", n_bootstrap=n_boot, seed=bseed)
                     c_f, _ = default_c_ref(rf.fits, "baseline")
                     m = multiplier_at(rf.fits["baseline"], rf.fits["variant"], c_f)
                     est, (lo, hi) = m["multiplier"], m["ci"]

@@ -4,9 +4,9 @@ A demo-like finished sweep (3 sizes spanning 18x in compute, 2 seeds, cooldowns 
 power law with the demo's exponent 0.0725; the variant needs 1.25x less compute; run noise as
 `bench.coverage`) is handed to the planner with a budget of R uniform rounds (one more seed of
 every variant at every size, R times). Its proposal and the uniform design of the same cost are
-then each simulated `--reps` times from scratch and analysed as `python -m analysis.fit` does;
-the realised 95 % half-width (median over the replicates of (hi - lo) / 2 / M̂) is compared with
-the planner's prediction (pass: within 20 %), and the proposal's with the uniform design's, and
+then each simulated `--reps` times from scratch and analysed as `python -m analysis.fit` does
+(the C-law on each run's final point); the realised 95 % half-width (median over the replicates
+of (hi - lo) / 2 / M̂) is compared with the planner's prediction (pass: within 20 %), and the proposal's with the uniform design's, and
 each design's coverage is printed (a narrow interval must still hold the truth).
 
 The planner is run twice: with the noise the sweep was drawn with (checks the design model), and
@@ -22,7 +22,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from analysis.estimate import default_c_ref, fit_variants
+from analysis.estimate import default_c_ref, final_points, fit_variants
 from analysis.multiplier import multiplier_at
 from analysis.next_runs import propose, worst_half_width
 from analysis.synthetic import power_law, shifted, simulate_runs
@@ -53,7 +53,7 @@ def realised(seeds_per_size, reps, n_boot, rng) -> tuple[float, float]:
     hws, hits = [], 0
     for _ in range(reps):
         runs = simulate(seeds_per_size, rng)
-        res = fit_variants(runs, "baseline", n_bootstrap=n_boot, seed=int(rng.integers(1 << 30)))
+        res = fit_variants(final_points(runs), "baseline", n_bootstrap=n_boot, seed=int(rng.integers(1 << 30)))
         c_ref, _ = default_c_ref(res.fits, "baseline")
         m = multiplier_at(res.fits["baseline"], res.fits["variant"], c_ref)
         lo, hi = m["ci"]
