@@ -5,15 +5,16 @@ seeds — that shrink the predicted 95 % interval of the compute multiplier most
 prints the predicted half-width before and after, what adding seeds uniformly at the same cost
 would give, and the commands that launch the runs.
 
-Prediction: `analysis.power` (the delta method on the estimator `analysis.fit` uses, with the
-noise measured from the finished runs' seeds and the measured baseline exponent); its spread was
-checked against simulated sweeps (tests/test_analysis_power.py), and this proposal's realised
-width by `python -m bench.next_runs_check`. A proposal is a seed of every variant at one of the
-sweep's sizes (the interval pairs variants by seed, so a seed is added to all of them), with the
-points (budgets) its runs already have; sizes are chosen greedily by the reduction in the worst
-variant's half-width per GPU-hour, no size above MAX_SEED_RATIO times the fewest seeds (a
-design augmented one run at a time, as sequential optimum designs are built: Atkinson, Donev &
-Tobias 2007, "Optimum Experimental Designs, with SAS"). New sizes are not proposed: their loss is not measured, so their effect on the fit is a guess.
+Prediction: `analysis.power` (the delta method on the estimator `analysis.fit` uses, with the noise
+measured from the finished runs' seeds and the measured baseline exponent); its spread was checked
+against simulated sweeps (tests/test_analysis_power.py), and this proposal's realised width by
+`python -m bench.next_runs_check`. A proposal is a seed of every variant at one of the sweep's sizes
+(the interval pairs variants by seed, so a seed is added to all of them), with the points (budgets)
+its runs already have; sizes are chosen greedily by the reduction in the worst variant's half-width
+per GPU-hour, no size above MAX_SEED_RATIO times the fewest seeds (a design augmented one run at a
+time, as sequential optimum designs are built: Atkinson, Donev & Tobias 2007, "Optimum Experimental
+Designs, with SAS"). New sizes are not proposed: their loss is not measured, so their effect on the
+fit is a guess.
 
 Cost: a run's FLOPs (its final point) on `--gpu` at `--mfu`, as `plan=true` prices a grid.
 """

@@ -116,7 +116,8 @@ def run_design(design: str, reps: int, n_boot: int, seed: int = 0, estimators=ES
             hits[e] += bool(lo <= M_TRUE <= hi)
             width[e].append(math.log(hi / lo) if lo > 0 and math.isfinite(hi) else math.inf)
             bias[e].append(math.log(est / M_TRUE) if est > 0 else math.nan)
-    return {"design": design, "truth": truth, "reps": reps, "noise": noise, "r2_baseline": float(np.median(r2)),
+    return {"design": design, "truth": truth, "reps": reps, "noise": noise,
+            "r2_baseline": float(np.median(r2)),
             "coverage": {e: hits[e] / reps for e in estimators},
             "se": {e: math.sqrt(max(hits[e] / reps * (1 - hits[e] / reps), 1e-12) / reps)
                    for e in estimators},

@@ -2,12 +2,13 @@
 
 A demo-like finished sweep (3 sizes spanning 18x in compute, 2 seeds, cooldowns at 1/4, 1/2, 1;
 power law with the demo's exponent 0.0725; the variant needs 1.25x less compute; run noise as
-`bench.coverage`) is handed to the planner with a budget of R uniform rounds (one more seed of
-every variant at every size, R times). Its proposal and the uniform design of the same cost are
-then each simulated `--reps` times from scratch and analysed as `python -m analysis.fit` does
-(the C-law on each run's final point); the realised 95 % half-width (median over the replicates
-of (hi - lo) / 2 / M̂) is compared with the planner's prediction (pass: within 20 %), and the proposal's with the uniform design's, and
-each design's coverage is printed (a narrow interval must still hold the truth).
+`bench.coverage`) is handed to the planner with a budget of R uniform rounds (one more seed of every
+variant at every size, R times). Its proposal and the uniform design of the same cost are then each
+simulated `--reps` times from scratch and analysed as `python -m analysis.fit` does (the C-law on
+each run's final point); the realised 95 % half-width (median over the replicates of (hi - lo) / 2 /
+M̂) is compared with the planner's prediction (pass: within 20 %), and the proposal's with the
+uniform design's, and each design's coverage is printed (a narrow interval must still hold the
+truth).
 
 The planner is run twice: with the noise the sweep was drawn with (checks the design model), and
 with the noise it measures from one simulated finished sweep (what a user gets).
