@@ -37,9 +37,9 @@ DEFAULT_LOSS = "lsq"
 # size's early point above a smaller size's final one), and fitted together they bent the C-law
 # differently for a variant than for the baseline. Under a truth L(N, D) with the variant's N and D
 # scaled by sqrt(M) (bench/coverage_nd.py, Student-t seed noise), the C-law on every point covered
-# M in 85.0 % (±4.6) of 60 demo-like sweeps with a median bias of -1.6 % in log; on each run's
-# final point, 91.7 % (±3.6), bias -0.3 %, 8 % wider. The other points still feed L(N, D), the
-# frontier and the figures.
+# M in 89.7 % (±1.8) of 300 demo-like sweeps with a median bias of -1.4 % in log; on each run's
+# final point, 92.3 % (±1.5), bias +0.1 %, 14 % wider (GPU-like: 93.3 % and 92.7 %, both). The
+# other points still feed L(N, D), the frontier and the figures.
 C_LAW_POINTS = "final"
 
 
