@@ -150,7 +150,14 @@ def _chinchilla(runs, fits, c_refs, args, fit_kw, ex) -> dict:
                                         f.boot_level or args.ci))
             out["multipliers"].append({"variant": label, "c_ref_pflops_days": c, "multiplier": m,
                                        "ci": ci})
-            ex.lines.append(f"    {label:<24} {_fmt_m(m, *ci):>7}  at C_ref = {c:.4g}")
+            why = ""
+            if not math.isfinite(m):
+                # L*(C) needs both terms to fall: with a or b at 0 no compute-optimal size exists
+                flat = [f"{f_.label} {k} = {v:.2g}" for f_ in (base, f)
+                        for k, v in (("a", f_.a), ("b", f_.b)) if v < 1e-3]
+                why = ("  (undefined: " + ", ".join(flat) + "; the fit gives loss no dependence "
+                       "on that term, so no compute-optimal split exists)" if flat else "")
+            ex.lines.append(f"    {label:<24} {_fmt_m(m, *ci):>7}  at C_ref = {c:.4g}{why}")
         if lo_c and hi_c:
             grid = np.logspace(math.log10(lo_c), math.log10(hi_c), 40)
             out["curves"][label] = {"compute_pflops_days": grid.tolist(),
