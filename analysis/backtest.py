@@ -152,8 +152,8 @@ def markdown(bt: dict) -> str:
         lines += ["", "| variant | at compute | predicted multiplier | interval | observed (all "
                   "sizes) | error | inside |", "|---|---|---|---|---|---|---|"]
         for m in bt["multipliers"]:
-            lines.append(f"| {m['variant']} | {m['c_ref_pflops_days']:.3g} | {m['predicted']:.3f}x"
-                         f" | [{m['lo']:.3f}, {m['hi']:.3f}] | {m['observed']:.3f}x | "
+            lines.append(f"| {m['variant']} | {m['c_ref_pflops_days']:.3g} | {m['predicted']:.3g}x"
+                         f" | [{m['lo']:.3g}, {m['hi']:.3g}] | {m['observed']:.3g}x | "
                          f"{m['error_pct']:+.1f} % | {_yes(m['inside'])} |")
     misses = [r for r in bt["losses"] + bt["multipliers"] if r["inside"] is False]
     n_all = len(bt["losses"]) + len(bt["multipliers"])

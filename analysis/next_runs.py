@@ -185,7 +185,8 @@ def main(argv=None) -> int:
     print(f"Noise from the finished runs: per run {nz['sigma_run']:.2%} of log loss, seed "
           f"correlation {nz['rho']:.2f}, per point {nz['sigma_point']:.2%}; baseline exponent "
           f"{prop['alpha']:.3f}. Cost on {args.gpu} at {args.mfu:.0%} MFU.")
-    print(f"{'size':<10} {'seeds now':>9} {'GPU-h per seed':>15} {'add':>4}")
+    print(f"{'size':<10} {'seeds now':>9} {'GPU-h per seed':>15} {'add':>4}   (a seed: one run "
+          f"of every variant)")
     for s in prop["sizes"]:
         now = len({r.seed for r in prop["finished"] if r.size == s})
         print(f"{s:<10} {now:>9} {prop['cost_per_seed'][s]:>15.3g} {prop['added'].get(s, 0):>4}")
