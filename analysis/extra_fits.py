@@ -5,7 +5,8 @@ issue #13 item 6):
 - per variant, the compute-efficient frontier: the lower envelope of all its (mean) points;
 - Chinchilla's L(N, D) with the compute-optimal loss L*(C) and the multiplier it implies
   (`analysis.chinchilla`), at C_ref and as a curve;
-- the multiplier in device-seconds when every run records them (hardware-specific).
+- the multiplier in device-seconds when every run records them (hardware-specific), withheld
+  when tokens/s varies across seeds by more than `analysis.timing.SPREAD_LIMIT`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis import chinchilla
+from analysis import chinchilla, timing
 from analysis.bootstrap import percentile_ci
 from analysis.estimate import fit_device_seconds, fit_variants
 from analysis.multiplier import multiplier_at
@@ -49,8 +50,12 @@ def _fmt_m(m, lo=None, hi=None) -> str:
     return s
 
 
-def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw) -> Extra:
+def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw, c_law_runs=None) -> Extra:
+    """runs: every point (L(N, D) uses them all); c_law_runs: the points the primary C-law was
+    fitted on (`analysis.estimate.C_LAW_POINTS`), which the other form and device-seconds use too,
+    so that they compare like with like."""
     ex = Extra()
+    c_law_runs = runs if c_law_runs is None else c_law_runs
     baseline = args.baseline
     from analysis.collect import by_label
     groups = by_label(points)
@@ -59,7 +64,7 @@ def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw) -> Extra:
     other = "irreducible" if form == "power" else "power"
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore")
-        alt = fit_variants(runs, baseline, form=other, **{**fit_kw, "n_bootstrap": 0},
+        alt = fit_variants(c_law_runs, baseline, form=other, **{**fit_kw, "n_bootstrap": 0},
                            polish=False)
     alt_rows = []
     if baseline in alt.fits:
@@ -92,7 +97,7 @@ def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw) -> Extra:
     ex.report["chinchilla"] = _chinchilla(runs, fits, c_refs, args, fit_kw, ex)
 
     # --- device-seconds ---
-    ex.report["device_seconds"] = _device_seconds(runs, fits, args, fit_kw, ex)
+    ex.report["device_seconds"] = _device_seconds(c_law_runs, fits, args, fit_kw, ex)
     return ex
 
 
@@ -145,7 +150,14 @@ def _chinchilla(runs, fits, c_refs, args, fit_kw, ex) -> dict:
                                         f.boot_level or args.ci))
             out["multipliers"].append({"variant": label, "c_ref_pflops_days": c, "multiplier": m,
                                        "ci": ci})
-            ex.lines.append(f"    {label:<24} {_fmt_m(m, *ci):>7}  at C_ref = {c:.4g}")
+            why = ""
+            if not math.isfinite(m):
+                # L*(C) needs both terms to fall: with a or b at 0 no compute-optimal size exists
+                flat = [f"{f_.label} {k} = {v:.2g}" for f_ in (base, f)
+                        for k, v in (("a", f_.a), ("b", f_.b)) if v < 1e-3]
+                why = ("  (undefined: " + ", ".join(flat) + "; the fit gives loss no dependence "
+                       "on that term, so no compute-optimal split exists)" if flat else "")
+            ex.lines.append(f"    {label:<24} {_fmt_m(m, *ci):>7}  at C_ref = {c:.4g}{why}")
         if lo_c and hi_c:
             grid = np.logspace(math.log10(lo_c), math.log10(hi_c), 40)
             out["curves"][label] = {"compute_pflops_days": grid.tolist(),
@@ -162,7 +174,15 @@ def _device_seconds(runs, fits, args, fit_kw, ex) -> dict | None:
                             f"have no device_s)")
         return None
     names = sorted({r.device_name or "?" for r in runs})
-    out = {"device_names": names, "multipliers": [], "hardware_specific": True}
+    check = timing.throughput_spread(runs)
+    out = {"device_names": names, "multipliers": [], "hardware_specific": True,
+           "timing_check": check, "comparable": check["comparable"]}
+    if check["comparable"] is False:
+        # a number the machine's load can move 10x must not stand beside the FLOP multiplier
+        ex.lines.append(f"  Multiplier in device-seconds: not shown: the timings are not "
+                        f"comparable; {timing.describe(check)}: the machine's load, not the "
+                        f"variant, set them (time the runs on an otherwise idle machine)")
+        return out
     if args.baseline not in res.fits:
         return out
     from analysis.estimate import default_c_ref
@@ -177,6 +197,7 @@ def _device_seconds(runs, fits, args, fit_kw, ex) -> dict | None:
         out["multipliers"].append({"variant": label, "t_ref_device_s": t_ref,
                                    "multiplier": m["multiplier"], "ci": m["ci"]})
         ex.lines.append(f"    {label:<24} {_fmt_m(m['multiplier'], *m['ci'])}")
+    ex.lines.append(f"    ({timing.describe(check)}; the interval does not include timing noise)")
     return out
 
 

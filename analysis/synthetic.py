@@ -93,7 +93,7 @@ def shifted(law, multiplier: float):
 
 def simulate_runs(laws: dict, size_compute, seeds, budgets=(1.0,), sigma_run: float = 0.012,
                   rho: float = 0.3, sigma_point: float = 0.003, rng=None,
-                  tokens_per_param: float = 20.0, of_nd: bool = False):
+                  tokens_per_param: float = 20.0, of_nd: bool = False, noise: str = "normal"):
     """`Run` records (one per point) drawn from known laws: label → L(C).
 
     A size's compute is its budget-1 compute; a run's point at budget b costs b times it. Noise on
@@ -102,17 +102,25 @@ def simulate_runs(laws: dict, size_compute, seeds, budgets=(1.0,), sigma_run: fl
     order, so variants' runs are correlated by rho — plus sigma_point of independent noise per
     point. The paired gap's run noise is then sigma_run·sqrt(2(1-rho)) (1.4 % by default).
     of_nd=True: each law is L(N, D) (non-embedding parameters, tokens), e.g. `chinchilla_law`.
+    noise="t3": the run-level draws are Student-t with 3 degrees of freedom scaled to unit
+    variance (heavy tails: an occasional seed far off, as real sweeps have), same sigmas.
     """
     from analysis.collect import Run
 
     rng = rng if rng is not None else np.random.default_rng(0)
+    if noise == "normal":
+        draw = rng.normal
+    elif noise == "t3":
+        draw = lambda: rng.standard_t(3) / np.sqrt(3.0)       # noqa: E731  (var of t3 is 3)
+    else:
+        raise ValueError(f"noise={noise!r}; valid: normal, t3")
     runs = []
     for i, C0 in enumerate(size_compute):
         N = float(np.sqrt(C0 * FLOPS_PER_PFLOPS_DAY / (6 * tokens_per_param)))
         for sd in seeds:
-            z = rng.normal()
+            z = draw()
             for label, law in laws.items():
-                run_dev = sigma_run * (np.sqrt(rho) * z + np.sqrt(1 - rho) * rng.normal())
+                run_dev = sigma_run * (np.sqrt(rho) * z + np.sqrt(1 - rho) * draw())
                 rid = f"{label}/s{i + 1}/seed{sd}"
                 for j, b in enumerate(sorted(budgets)):
                     C = C0 * b

@@ -10,6 +10,9 @@ variant's interval contains the true multiplier at that C_ref, and the median in
 Variants: `shift` reaches every loss with 1.25x less compute (M = 1.25 everywhere); `steeper` has a
 10 % steeper exponent, with M = 1.25 at the middle of the compute range.
 
+Truths in which loss depends on N and D separately, several budgets per run and heavy-tailed seed
+noise: `bench/coverage_nd.py` (issue #21).
+
     python -m bench.coverage                       # all designs, 200 replicates (several minutes)
     python -m bench.coverage --reps 50 --designs demo-3x4
 """

@@ -1,0 +1,193 @@
+"""`python -m analysis.backtest <sweep dirs or CSVs…> --out DIR`: does the law hold one size up?
+
+Each variant is fitted without its largest size, exactly as `python -m analysis.fit` fits (every
+seed's points, least squares on log L, the seed bootstrap), and the fit predicts what the held-out
+size measured: its loss at every point (budget), and the multiplier at its compute. This is how
+scaling-law work shows that a law extrapolates: fit the small "ladder" runs, predict the largest
+one, report the error (Bhagia et al. 2024, "Establishing task scaling laws via compute-efficient
+model ladders", OLMo: ladder models predict the held-out 7B and 13B targets; OpenAI 2023, GPT-4
+technical report, §3.1: the final loss predicted from runs with up to 10,000x less compute).
+
+Prediction interval of a held-out loss: the bootstrap's fitted curves at that compute (the fit's
+uncertainty, resampled over seeds) plus the noise of the held-out mean itself, a normal draw with
+the pooled within-size seed variance of log loss over its number of seeds (a new observation's
+own error; Davison & Hinkley 1997, ch. 6, bootstrap prediction in regression). With one seed per
+size there is no seed variance and the fit's residual RMSE stands in (it holds misfit too).
+Percentile level: the fit's expanded level (`analysis.replicates.expanded_level`).
+
+The multiplier "observed" at the held-out compute is the full fit's (all sizes, the same
+estimator); its predicted interval is the truncated fits', extrapolated to that compute.
+A miss — a loss or multiplier outside its interval — says the law bends beyond the fitted sizes
+(a curvature the fitted form misses), or that the largest size differs in kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from analysis.bootstrap import percentile_ci
+from analysis.collect import InputError, collect
+from analysis.estimate import C_LAW_POINTS, final_points, fit_variants
+from analysis.fit import _jsonable
+from analysis.multiplier import multiplier_at
+from analysis.powerlaw import predict
+from analysis.replicates import arrange
+from andrea.rundir import atomic_write_bytes, atomic_write_json
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m analysis.backtest",
+                                description=__doc__.split("\n\n")[0].split(": ", 1)[1])
+    p.add_argument("inputs", nargs="+", help="sweep/run directories or CSVs (as analysis.fit)")
+    p.add_argument("--out", required=True, type=Path, help="output directory")
+    p.add_argument("--baseline", default="baseline")
+    p.add_argument("--irreducible", action="store_true", help="fit L = E + A·C^-alpha")
+    p.add_argument("--c-law-points", choices=["final", "all"], default=C_LAW_POINTS,
+                   help="points the fit uses, as analysis.fit (default: %(default)s); every "
+                        "budget of the held-out size is predicted either way")
+    p.add_argument("--bootstrap", type=int, default=1000, help="resamples (default: %(default)s)")
+    p.add_argument("--ci", type=float, default=0.95, help="interval level (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+    return p
+
+
+def _held_out(reps) -> dict[str, str]:
+    """label → its largest size (by compute), for labels with enough sizes left to fit."""
+    return {label: rep.cells[-1].size for label, rep in reps.items() if len(rep.cells) >= 3}
+
+
+def _seed_sd(rep, held: str) -> float | None:
+    """Pooled within-size std of log loss across seeds, over the fitted sizes' points."""
+    ss, df = 0.0, 0
+    for c in rep.cells:
+        if c.size == held or len(c.seeds) < 2:
+            continue
+        ss += float(((c.y - c.y.mean(0)) ** 2).sum())
+        df += (len(c.seeds) - 1) * c.y.shape[1]
+    return math.sqrt(ss / df) if df else None
+
+
+def backtest(runs, baseline: str = "baseline", form: str = "power", n_boot: int = 1000,
+             ci: float = 0.95, seed: int = 0, points: str = C_LAW_POINTS) -> dict:
+    """{"losses": [...], "multipliers": [...], "skipped": {label: why}, "held_out": {...}}."""
+    reps = arrange(runs)
+    held = _held_out(reps)
+    skipped = {label: f"{len(rep.cells)} size(s); a backtest fits all but the largest and needs "
+               f"3+" for label, rep in reps.items() if label not in held}
+    use = final_points(runs) if points == "final" else runs
+    train = [r for r in use if held.get(r.label) != r.size and r.label in held]
+    fitted = fit_variants(train, baseline, form=form, n_bootstrap=n_boot, ci=ci, seed=seed)
+    skipped.update(fitted.skipped)
+    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0xBAC7]))
+    losses = []
+    for label, f in sorted(fitted.fits.items()):
+        rep = reps[label]
+        cell = rep.cells[-1]
+        sd = _seed_sd(rep, cell.size)
+        noise_from = "seeds" if sd is not None else "fit residuals"
+        sd = sd if sd is not None else f.rmse_log
+        n = len(cell.seeds)
+        level = f.boot_level or ci
+        for j in range(cell.y.shape[1]):
+            C = float(np.exp(cell.x[:, j].mean()))
+            obs = float(np.exp(cell.y[:, j].mean()))          # geometric mean over seeds
+            pred = float(f.predict(C))
+            lo = hi = math.nan
+            if n_boot:
+                with np.errstate(all="ignore"):
+                    boot = np.log(predict(C, f.boot["A"], f.boot["alpha"], f.boot["E"]))
+                boot = boot + rng.normal(0.0, sd / math.sqrt(n), size=boot.shape)
+                lo, hi = (math.exp(v) for v in percentile_ci(boot, level))
+            r0 = cell.runs[0][j]
+            losses.append({"variant": label, "size": cell.size, "point": j,
+                           "budget": r0.budget, "tokens": r0.tokens, "compute_pflops_days": C,
+                           "n_seeds": n, "observed": obs, "predicted": pred, "lo": lo, "hi": hi,
+                           "error_pct": 100.0 * (pred / obs - 1.0),
+                           "inside": bool(lo <= obs <= hi) if n_boot else None,
+                           "noise_from": noise_from})
+    mults = []
+    if baseline in fitted.fits and baseline in held:
+        full = fit_variants([r for r in use if r.label in fitted.fits], baseline, form=form,
+                            n_bootstrap=n_boot, ci=ci, seed=seed)
+        c_ho = float(reps[baseline].cells[-1].compute.max())
+        for label in sorted(fitted.fits):
+            if label == baseline or label not in full.fits:
+                continue
+            p = multiplier_at(fitted.fits[baseline], fitted.fits[label], c_ho)
+            o = multiplier_at(full.fits[baseline], full.fits[label], c_ho)
+            lo, hi = p["ci"]
+            mults.append({"variant": label, "c_ref_pflops_days": c_ho,
+                          "predicted": p["multiplier"], "lo": lo, "hi": hi,
+                          "observed": o["multiplier"], "observed_ci": o["ci"],
+                          "error_pct": 100.0 * (p["multiplier"] / o["multiplier"] - 1.0),
+                          "inside": bool(lo <= o["multiplier"] <= hi) if n_boot else None})
+    return {"held_out": held, "losses": losses, "multipliers": mults, "skipped": skipped,
+            "form": form, "c_law_points": points, "ci_level": ci, "bootstrap": n_boot,
+            "interval": sorted(set(fitted.interval.values())), "warnings": fitted.warnings}
+
+
+def _yes(x) -> str:
+    return "–" if x is None else ("yes" if x else "**no**")
+
+
+def markdown(bt: dict) -> str:
+    pct = f"{100 * bt['ci_level']:.0f} %"
+    on = "each run's final point" if bt["c_law_points"] == "final" else "every point"
+    lines = [f"Held-out-size backtest: each variant fitted without its largest size "
+             f"({bt['form']} law on {on}, "
+             f"intervals over {'/'.join(bt['interval'])}), {pct} prediction intervals.", "",
+             "| variant | size | budget | compute (PF-days) | predicted loss | interval | "
+             "observed (seeds) | error | inside |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in bt["losses"]:
+        b = "–" if r["budget"] is None else f"{r['budget']:g}"
+        lines.append(f"| {r['variant']} | {r['size']} | {b} | {r['compute_pflops_days']:.3g} | "
+                     f"{r['predicted']:.4f} | [{r['lo']:.4f}, {r['hi']:.4f}] | {r['observed']:.4f} "
+                     f"({r['n_seeds']}) | {r['error_pct']:+.2f} % | {_yes(r['inside'])} |")
+    if bt["multipliers"]:
+        lines += ["", "| variant | at compute | predicted multiplier | interval | observed (all "
+                  "sizes) | error | inside |", "|---|---|---|---|---|---|---|"]
+        for m in bt["multipliers"]:
+            lines.append(f"| {m['variant']} | {m['c_ref_pflops_days']:.3g} | {m['predicted']:.3g}x"
+                         f" | [{m['lo']:.3g}, {m['hi']:.3g}] | {m['observed']:.3g}x | "
+                         f"{m['error_pct']:+.1f} % | {_yes(m['inside'])} |")
+    misses = [r for r in bt["losses"] + bt["multipliers"] if r["inside"] is False]
+    n_all = len(bt["losses"]) + len(bt["multipliers"])
+    lines += ["", f"{len(misses)} of {n_all} outside their interval"
+              + (": the law does not hold at the next size up." if misses else ".")]
+    for label, why in bt["skipped"].items():
+        lines.append(f"not backtested: {label}: {why}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.bootstrap < 0 or not 0 < args.ci < 1:
+        print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)
+        return 2
+    try:
+        runs = collect(args.inputs).runs
+    except (InputError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    bt = backtest(runs, args.baseline, "irreducible" if args.irreducible else "power",
+                  args.bootstrap, args.ci, args.seed, args.c_law_points)
+    if not bt["losses"]:
+        why = "; ".join(f"{k}: {v}" for k, v in bt["skipped"].items()) or "no completed runs"
+        print(f"error: nothing to backtest ({why})", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    text = markdown(bt)
+    atomic_write_json(args.out / "backtest.json", _jsonable(bt))
+    atomic_write_bytes(args.out / "backtest.md", text.encode())
+    print(text, end="")
+    print(f"Wrote backtest.json, backtest.md to {args.out}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""Coverage when loss depends on N and D separately (issue #21 item 1): `python -m bench.coverage_nd`
+
+`bench.coverage` draws sweeps from laws written in compute, so every point of a variant lies on
+one curve. Real sweeps do not: with several budgets per run a larger size's early cooldown point
+can sit above a smaller size's final one, because loss depends on the parameters N and the tokens
+D separately. Here the truth is Chinchilla's L(N, D) = E + A/N^a + B/D^b (Hoffmann et al. 2022,
+Approach 3 fit, and Besiroglu et al. 2024's refit, `TRUTHS`), the variant is the baseline with N and
+D both scaled by sqrt(M) (L_v(N, D) = L(sqrt(M)·N, sqrt(M)·D)), so at every compute and along every
+tokens-per-parameter ray it reaches the baseline's loss with M times less compute: the C-law
+multiplier, the compute-optimal L(N, D) multiplier and the multiplier of the final points all
+equal M. Seed noise is Student-t with 3 degrees of freedom (heavy tails), scaled to the measured
+run noise (`analysis.synthetic.simulate_runs`).
+
+Estimators, each analysed as `python -m analysis.fit` would (seed bootstrap, expanded percentile
+level, default C_ref of the primary fit):
+- `claw`:    L = A·C^-alpha on every point of every run (the primary today);
+- `final`:   the same law on each run's final point only (one tokens-per-parameter ray);
+- `chin`:    the compute-optimal multiplier of L(N, D) (`--chinchilla-bootstrap`), same C_ref.
+
+    python -m bench.coverage_nd --reps 100 --bootstrap 400       # demo-like and GPU-like designs
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+import warnings
+
+import numpy as np
+
+from analysis import chinchilla
+from analysis.bootstrap import percentile_ci
+from analysis.collect import FLOPS_PER_PFLOPS_DAY
+from analysis.estimate import default_c_ref, final_points, fit_variants
+from analysis.multiplier import multiplier_at
+from analysis.replicates import arrange, expanded_level, seed_bootstrap
+from analysis.synthetic import chinchilla_law, simulate_runs
+
+# E, A, a, B, b. Hoffmann et al. 2022's Approach 3 fit, and Besiroglu et al. 2024's refit of the
+# same data, whose steeper, larger data term puts a larger size's early cooldown point above a
+# smaller size's final one at the demo's 3 tokens per parameter, as the demo's own points do
+TRUTHS = {"hoffmann": (1.69, 406.4, 0.34, 410.7, 0.28),
+          "besiroglu": (1.8172, 482.01, 0.3478, 2085.43, 0.3658)}
+M_TRUE = 1.25
+# name → (non-embedding N per size, seeds, budgets, tokens per parameter at budget 1)
+DESIGNS = {
+    # the CPU demo (sweeps/demo.yaml): tiny-1..3, 4 seeds, cooldowns at 1/4, 1/2, 1, 3 tokens/param
+    "nd-demo": ((25.5e3, 56.6e3, 150e3), (0, 1, 2, 3), (0.25, 0.5, 1.0), 3.0),
+    # GPU-like: five sizes 10M..200M non-embedding, 3 seeds, 4 budgets around 20 tokens/param
+    "nd-gpu": ((10e6, 21e6, 45e6, 95e6, 200e6), (0, 1, 2), (0.25, 0.5, 1.0, 2.0), 20.0),
+}
+ESTIMATORS = ("claw", "final", "chin")
+
+
+def design_compute(N, tpp):
+    """Budget-1 compute per size (PFLOP/s-days) for `simulate_runs`, which recovers N from it."""
+    return [6.0 * tpp * n * n / FLOPS_PER_PFLOPS_DAY for n in N]
+
+
+def laws(truth: str = "besiroglu", M: float = M_TRUE) -> dict:
+    base = chinchilla_law(*TRUTHS[truth])
+    s = math.sqrt(M)
+    return {"baseline": base, "variant": lambda N, D: base(s * np.asarray(N), s * np.asarray(D))}
+
+
+def _chin_interval(runs, c_ref, n_boot, seed, ci=0.95):
+    """(multiplier, lo, hi) of the compute-optimal L(N, D) multiplier, as analysis.extra_fits."""
+    reps = arrange(runs)
+    boot, _ = seed_bootstrap(reps, sorted(reps), n_boot, seed, "baseline")
+    fits = {}
+    for label, rep in reps.items():
+        rs = [r for c in rep.cells for pts in c.runs for r in pts]
+        fits[label] = chinchilla.fit_chinchilla(
+            label, [r.params for r in rs], [r.tokens for r in rs], [r.flops for r in rs],
+            [r.val_loss for r in rs], huber_delta=None, boot_loss=boot[label], ci=ci,
+            boot_level=expanded_level(ci, rep.df))
+    b, v = fits["baseline"], fits["variant"]
+    m = float(chinchilla.multiplier(b, v, c_ref))
+    lo, hi = percentile_ci(chinchilla.multiplier(b, v, c_ref, boot=True).ravel(), v.boot_level)
+    return m, lo, hi
+
+
+def run_design(design: str, reps: int, n_boot: int, seed: int = 0, estimators=ESTIMATORS,
+               noise: str = "t3", truth: str = "besiroglu", sigma_run: float = 0.012, rho: float = 0.3,
+               sigma_point: float = 0.003) -> dict:
+    N, seeds, budgets, tpp = DESIGNS[design]
+    compute = design_compute(N, tpp)
+    true_laws = laws(truth)
+    rng = np.random.default_rng([seed, sum(map(ord, design)), len(noise), len(truth)])
+    hits = {e: 0 for e in estimators}
+    width = {e: [] for e in estimators}
+    bias = {e: [] for e in estimators}
+    r2 = []
+    for _ in range(reps):
+        runs = simulate_runs(true_laws, compute, seeds, budgets, sigma_run, rho, sigma_point, rng,
+                             tokens_per_param=tpp, of_nd=True, noise=noise)
+        bseed = int(rng.integers(1 << 30))
+        res = fit_variants(runs, "baseline", n_bootstrap=n_boot, seed=bseed)
+        c_ref, _ = default_c_ref(res.fits, "baseline")
+        r2.append(res.fits["baseline"].r2)
+        for e in estimators:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if e == "claw":
+                    m = multiplier_at(res.fits["baseline"], res.fits["variant"], c_ref)
+                    est, (lo, hi) = m["multiplier"], m["ci"]
+                elif e == "final":
+                    rf = fit_variants(final_points(runs), "baseline", n_bootstrap=n_boot, seed=bseed)
+                    c_f, _ = default_c_ref(rf.fits, "baseline")
+                    m = multiplier_at(rf.fits["baseline"], rf.fits["variant"], c_f)
+                    est, (lo, hi) = m["multiplier"], m["ci"]
+                else:
+                    est, lo, hi = _chin_interval(runs, c_ref, n_boot, bseed)
+            hits[e] += bool(lo <= M_TRUE <= hi)
+            width[e].append(math.log(hi / lo) if lo > 0 and math.isfinite(hi) else math.inf)
+            bias[e].append(math.log(est / M_TRUE) if est > 0 else math.nan)
+    return {"design": design, "truth": truth, "reps": reps, "noise": noise,
+            "r2_baseline": float(np.median(r2)),
+            "coverage": {e: hits[e] / reps for e in estimators},
+            "se": {e: math.sqrt(max(hits[e] / reps * (1 - hits[e] / reps), 1e-12) / reps)
+                   for e in estimators},
+            "median_log_width": {e: float(np.median(width[e])) for e in estimators},
+            "median_log_bias": {e: float(np.nanmedian(bias[e])) for e in estimators}}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--reps", type=int, default=100)
+    p.add_argument("--bootstrap", type=int, default=400)
+    p.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
+    p.add_argument("--estimators", nargs="+", default=list(ESTIMATORS), choices=ESTIMATORS)
+    p.add_argument("--noise", default="t3", choices=["normal", "t3"])
+    p.add_argument("--truths", nargs="+", default=list(TRUTHS), choices=list(TRUTHS))
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    if args.reps < 1 or args.bootstrap < 10:
+        print("error: need --reps >= 1 and --bootstrap >= 10", file=sys.stderr)
+        return 2
+    print(f"truth L(N, D), variant N, D x sqrt({M_TRUE}); {args.noise} seed noise; {args.reps} "
+          f"replicates, {args.bootstrap} resamples; nominal 95 %; ±se: binomial standard error")
+    print(f"{'design':<8} {'truth':<10} {'estimator':<9} {'coverage':>8} {'±se':>6} "
+          f"{'median log-width':>16} {'median log bias':>15} {'R² (C-law)':>10}")
+    for d in args.designs:
+        for truth in args.truths:
+            t0 = time.time()
+            r = run_design(d, args.reps, args.bootstrap, args.seed, args.estimators, args.noise,
+                           truth)
+            for e in args.estimators:
+                print(f"{d:<8} {truth:<10} {e:<9} {r['coverage'][e]:>8.1%} {r['se'][e]:>6.1%} "
+                      f"{r['median_log_width'][e]:>16.3f} {r['median_log_bias'][e]:>+15.3f} "
+                      f"{r['r2_baseline']:>10.3f}", flush=True)
+            print(f"{'':<8} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

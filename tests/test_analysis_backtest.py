@@ -1,0 +1,50 @@
+"""analysis.backtest: fit without the largest size, predict it; a law that bends must miss."""
+
+import json
+
+import numpy as np
+import pytest
+
+from analysis.backtest import backtest, main
+from analysis.synthetic import power_law, shifted, simulate_runs, write_runs
+
+COMPUTE = (1e-4, 1e-3, 1e-2, 1e-1)
+
+
+def _runs(law, seed=1):
+    laws = {"baseline": law, "attnres_full": shifted(law, 1.25)}
+    return simulate_runs(laws, COMPUTE, (0, 1, 2), (0.25, 0.5, 1.0), rng=np.random.default_rng(seed))
+
+
+def test_a_power_law_extrapolates_inside_its_intervals():
+    bt = backtest(_runs(power_law(2.0, 0.06)), n_boot=300)
+    assert {r["size"] for r in bt["losses"]} == {"s4"} and len(bt["losses"]) == 6
+    assert all(r["inside"] for r in bt["losses"]), bt["losses"]
+    assert all(abs(r["error_pct"]) < 3 for r in bt["losses"])
+    (m,) = bt["multipliers"]
+    assert m["inside"] and m["lo"] < 1.25 < m["hi"]
+
+
+def test_curvature_the_c_law_misses_is_reported_as_a_miss():
+    """E + A·C^-0.5 bends flat above the fitted sizes: a pure power law fitted below predicts the
+    held-out size's loss far too low, outside its interval, at every budget."""
+    bt = backtest(_runs(power_law(1.0, 0.5, E=1.5)), n_boot=300)
+    base = [r for r in bt["losses"] if r["variant"] == "baseline"]
+    assert base and not any(r["inside"] for r in base)
+    assert all(r["predicted"] < r["lo"] or r["predicted"] < r["observed"] for r in base)
+    assert all(r["error_pct"] < -5 for r in base)
+
+
+def test_cli_writes_the_table_and_refuses_too_few_sizes(tmp_path, capsys):
+    write_runs(tmp_path / "s", _runs(power_law(2.0, 0.06)))
+    assert main([str(tmp_path / "s"), "--out", str(tmp_path / "o"), "--bootstrap", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "| baseline | s4 | 1 |" in out and "predicted multiplier" in out
+    rep = json.loads((tmp_path / "o" / "backtest.json").read_text())
+    assert rep["held_out"] == {"baseline": "s4", "attnres_full": "s4"}
+    assert (tmp_path / "o" / "backtest.md").read_text().startswith("Held-out-size backtest")
+    few = [r for r in _runs(power_law(2.0, 0.06)) if r.size in ("s1", "s2")]
+    write_runs(tmp_path / "few", few)
+    assert main([str(tmp_path / "few"), "--out", str(tmp_path / "o2")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: nothing to backtest")
