@@ -142,7 +142,7 @@ def derive(target: int, aspect: float, head_ratio: Optional[float] = None,
                     best_score = score
                     best = Shape(n_layer, n_head, d, params, target, float(aspect), head_ratio)
     near = ", ".join(f"{_width_for(n, target) / n:.3g} (n_layer={n})"
-                     for n in sorted({max(1, math.floor(l_star) + k) for k in (0, 1)}))
+                     for n in sorted({max(1, math.floor(l_star) + k) for k in (0, 1)}, reverse=True))
     if best is None:
         raise ShapeError(
             f"no shape of {target:,} non-embedding parameters (within {PARAM_TOL:.0%}) with "
@@ -150,9 +150,9 @@ def derive(target: int, aspect: float, head_ratio: Optional[float] = None,
             f"pick another aspect; aspects near it: {near}")
     if abs(math.log(best.aspect / aspect)) > math.log(ASPECT_TOL):
         raise ShapeError(
-            f"size.aspect={aspect:g} yields no valid shape of {target:,} non-embedding parameters: "
-            f"n_layer is an integer, and the nearest shape, {best.describe()}, is more than "
-            f"{ASPECT_TOL:g}x away; aspects that exist near it: {near}")
+            f"size.aspect={aspect:g} yields no valid shape of {target:,} non-embedding parameters "
+            f"(n_layer is an integer); aspects that exist near it: {near}. The nearest shape, "
+            f"{best.describe()}, is more than {ASPECT_TOL:g}x away")
     return best
 
 
