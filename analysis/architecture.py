@@ -268,12 +268,14 @@ def plot_heatmap(cells, gap, optima, path, baseline) -> None:
     by = {(c.label, c.row, c.aspect_asked): c for c in cells}
     others = [lb for lb in labels if lb != baseline]
     panels = [(lb, False) for lb in labels] + [(lb, True) for lb in others]
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.2 + 1.0 * len(aspects) * len(panels),
-                                                      1.6 + 0.7 * len(rows)), squeeze=False)
+    # panels stacked, so a one-row grid (the CPU sweep) is not a strip
+    fig, axes = plt.subplots(len(panels), 1, figsize=(3.0 + 1.1 * len(aspects),
+                                                      len(panels) * (1.4 + 0.6 * len(rows))),
+                             squeeze=False)
     loss = [c.mean for c in cells]
     vmin, vmax = min(loss), max(loss)
     glim = max([abs(g[0]) for g in gap.values()] or [1e-9])
-    for ax, (lb, is_gap) in zip(axes[0], panels):
+    for ax, (lb, is_gap) in zip(axes[:, 0], panels):
         grid = np.full((len(rows), len(aspects)), np.nan)
         for i, row in enumerate(rows):
             for j, a in enumerate(aspects):
@@ -287,7 +289,8 @@ def plot_heatmap(cells, gap, optima, path, baseline) -> None:
                 if not np.isnan(grid[i, j]):
                     ax.text(j, i, f"{grid[i, j]:+.3f}" if is_gap else f"{grid[i, j]:.3f}",
                             ha="center", va="center", fontsize=7,
-                            color="black" if is_gap else "white")
+                            color="black" if is_gap or (grid[i, j] - lim[0]) > 0.6 * (lim[1] - lim[0])
+                            else "white")
         if not is_gap:  # box the best cell of each row
             for i, row in enumerate(rows):
                 if not np.all(np.isnan(grid[i])):
@@ -300,17 +303,18 @@ def plot_heatmap(cells, gap, optima, path, baseline) -> None:
         ax.set_yticks(range(len(rows)), rows, fontsize=7)
         ax.grid(False)
         ax.set_xlabel("d_model / L_b asked (realised shape)", fontsize=8)
-        ax.set_title(f"{lb} − {baseline}" if is_gap else lb, fontsize=9)
+        ax.set_title(f"{lb} − {baseline} (blue: {lb} lower)" if is_gap else
+                     f"{lb}: final validation loss", fontsize=9)
         fig.colorbar(im, ax=ax, shrink=0.8)
-    fig.suptitle("Final validation loss over shape at fixed parameters and tokens "
-                 "(red box: a row's best cell)", fontsize=9)
+    fig.suptitle("Shape at fixed parameters and tokens (red box: a row's best cell; "
+                 "means over seeds)", fontsize=9)
     _save(fig, [path])
 
 
 def plot_aspect(cells, optima, path, baseline, level) -> None:
     """Loss against realised aspect (log axis): every seed, the means, each variant's parabola
     and its optimum with the bootstrap interval."""
-    from analysis.plots import _save, colours, plt
+    from analysis.plots import _save, colours, mticker, plt
 
     labels = sorted({c.label for c in cells}, key=lambda lb: (lb != baseline, lb))
     col = colours(labels + [baseline], baseline)
@@ -337,6 +341,9 @@ def plot_aspect(cells, optima, path, baseline, level) -> None:
                 ax.errorbar([o.aspect], [o.loss], xerr=err, fmt="*", ms=13, mec="black",
                             color=col[lb], capsize=4)
         ax.set_xscale("log")
+        ticks = sorted({c.aspect for c in cells if c.row == row})
+        ax.set_xticks(ticks, [f"{t:.3g}" for t in ticks])
+        ax.xaxis.set_minor_locator(mticker.NullLocator())
         ax.set_xlabel("d_model / n_layer (realised), log scale")
         ax.set_ylabel("final validation loss (dots: seeds)")
         ax.set_title(f"{row}: loss vs aspect; ★ optimum, bar: seed-bootstrap interval", fontsize=9)
