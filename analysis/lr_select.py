@@ -34,10 +34,11 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis import parabola
+from analysis.parabola import HALF_WINDOW
 from andrea.rundir import atomic_write_bytes, atomic_write_json, read_json
 
 REPO = Path(__file__).resolve().parent.parent
-HALF_WINDOW = 2  # grid points on each side of the best one that the parabola is fitted to
 
 
 @dataclass
@@ -100,30 +101,19 @@ def curves_of(runs: list[dict]) -> list[Curve]:
 
 
 def select(c: Curve) -> None:
-    """Set c.pick: the parabola's vertex in log LR, or the grid's best point (see module doc)."""
-    x = np.log10(np.asarray(c.lrs))
-    y = np.asarray(c.losses)
-    best = int(np.argmin(y))
-    c.pick, c.pick_loss = c.lrs[best], float(y[best])
-    if len(x) < 3:
-        c.how = f"grid best (only {len(x)} LRs: a parabola needs 3)"
-        return
-    if best in (0, len(x) - 1):
-        c.how = ("grid best, at the EDGE of the scan: the optimum may lie beyond it; "
-                 "extend train.lr_scale")
-        return
-    lo, hi = max(0, best - HALF_WINDOW), min(len(x), best + HALF_WINDOW + 1)
-    a, b, k = np.polyfit(x[lo:hi], y[lo:hi], 2)
-    c.fit = [float(a), float(b), float(k)]
-    if a <= 0:
-        c.how = "grid best (the fitted parabola opens downward: noisy losses)"
-        return
-    vertex = -b / (2 * a)
-    # The vertex stays between the best point's neighbours: a parabola is trusted only there.
-    vertex = float(np.clip(vertex, x[best - 1], x[best + 1]))
-    c.pick = float(f"{10 ** vertex:.3g}")
-    c.pick_loss = float(a * vertex**2 + b * vertex + k)
-    c.how = f"parabola in log10(lr) over {hi - lo} LRs"
+    """Set c.pick: the parabola's vertex in log LR, or the grid's best point (analysis.parabola)."""
+    v = parabola.vertex(np.log10(np.asarray(c.lrs)), c.losses)
+    c.fit = v.fit
+    c.pick, c.pick_loss = c.lrs[v.best], v.y
+    if v.kind == parabola.PARABOLA:
+        c.pick = float(f"{10 ** v.x:.3g}")
+        c.how = f"parabola in log10(lr) over {v.window[1] - v.window[0]} LRs"
+    else:
+        c.how = {parabola.FEW: f"grid best (only {len(c.lrs)} LRs: a parabola needs 3)",
+                 parabola.EDGE: "grid best, at the EDGE of the scan: the optimum may lie beyond "
+                                "it; extend train.lr_scale",
+                 parabola.CONCAVE: "grid best (the fitted parabola opens downward: noisy losses)",
+                 }[v.kind]
 
 
 def best_per_size(curves: list[Curve]) -> dict[str, Curve]:

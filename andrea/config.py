@@ -17,6 +17,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from andrea import logkeys as keys
+from andrea import shapes
 from andrea.data import DataConfig, validate_data_config
 from andrea.metrics import WandbConfig, check_wandb_config
 from andrea.model import RESIDUALS, ModelConfig, count_parameters, switch_suffix
@@ -82,6 +83,14 @@ class SizeConfig:
     tokens_per_param: float = 20.0  # budget = tokens_per_param x non-embedding parameters
     gpus: int = 1  # GPUs per job on a cluster
     time_min: int = 60  # Slurm time limit per job (requeue continues past it)
+    # The shape rule (andrea/shapes.py; report §5.4.1): set aspect = d_model / n_layer to derive
+    # n_layer, n_head, d_model from target_params (default: this size's non-embedding count) and
+    # head_ratio = n_head / n_layer (default: keep this size's head_dim). The size is then
+    # labelled `<name>@a<aspect>` in run dirs, results and tables.
+    aspect: Optional[float] = None
+    head_ratio: Optional[float] = None
+    target_params: Optional[int] = None
+    head_dim_multiple: int = 8  # derived head_dim is a multiple of this (1 on the tiny sizes)
 
 
 @dataclass
@@ -214,6 +223,20 @@ if not OmegaConf.has_resolver("andrea_switches"):
     OmegaConf.register_new_resolver("andrea_switches", _switch_suffix)
 
 
+def _size_label(size: Any) -> str:
+    """`${andrea_size:${size}}`: the size's name, or its shape label (`tiny-3@a21`) when the shape
+    rule derives it, so the run directory carries the shape like results.json's `size`."""
+    get = size.get if isinstance(size, (DictConfig, dict)) else lambda k: getattr(size, k, None)
+    if get("aspect") is None:
+        return str(get("name"))
+    return shapes.size_label(str(get("name")), float(get("aspect")), get("head_ratio"),
+                             get("target_params"))
+
+
+if not OmegaConf.has_resolver("andrea_size"):
+    OmegaConf.register_new_resolver("andrea_size", _size_label)
+
+
 # --------------------------------------------------------------------------------------------
 # Validation: config -> RunSpec
 # --------------------------------------------------------------------------------------------
@@ -271,11 +294,17 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
     """Validate one run's configuration and derive its numbers. Raises ConfigError."""
     run = cfg if isinstance(cfg, RunConfig) else to_dataclass(cfg)
     m, s, t = run.model, run.size, run.train
-    where = f"size={s.name} model={m.label}"
+    where = f"size={_size_label(s)} model={m.label}"
 
     def fail(msg: str) -> ConfigError:
         return ConfigError(f"[{where}] {msg}")
 
+    try:
+        shape = shapes.of_size(s)  # None unless size.aspect asks the shape rule for one
+    except shapes.ShapeError as e:
+        raise fail(str(e)) from None
+    if shape is not None:
+        s = replace(s, n_layer=shape.n_layer, n_head=shape.n_head, d_model=shape.d_model)
     if m.name not in VARIANTS:
         raise fail(f"model.name={m.name!r} is not a variant; valid: {', '.join(VARIANTS)}")
     n_sublayers = 2 * s.n_layer
@@ -303,6 +332,8 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
     # Every variant of a size trains the same tokens: the budget counts the baseline's
     # parameters, so AttnRes's extra (L + 1) x 2d parameters do not buy it extra data.
     budget_params = count_parameters(model_cfg.as_baseline()).non_embedding
+    if shape is not None:  # every cell of a shape sweep trains the same tokens: C ~ 6 N D equal
+        budget_params = shape.target
 
     if t.schedule not in ("cosine", "wsd"):
         raise fail(f"train.schedule={t.schedule!r}; valid: cosine, wsd")
@@ -375,7 +406,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
     return RunSpec(
         variant=m.name,
         label=m.label + model_cfg.label_suffix,
-        size=s.name,
+        size=shape.label if shape is not None else s.name,
         model=model_cfg,
         params=counts.total,
         params_nonembedding=counts.non_embedding,
@@ -488,6 +519,9 @@ def spec_summary(spec: RunSpec) -> dict[str, Any]:
         keys.CONFIG_BLOCK_SIZE: spec.model.block_size if spec.variant == "attnres_block" else None,
         "n_blocks": spec.n_blocks,  # N when the run was asked by model.n_blocks, else null
         keys.CONFIG_SIZE: spec.size,
+        "n_layer": spec.model.n_layer,  # the shape, which a shaped size derives (andrea/shapes.py)
+        "n_head": spec.model.n_head,
+        "d_model": spec.model.d_model,
         "seed": spec.train.seed,
         "params": spec.params,
         "params_nonembedding": spec.params_nonembedding,
@@ -502,7 +536,8 @@ def spec_summary(spec: RunSpec) -> dict[str, Any]:
 # What a completed run must share with a re-run for its results to count as the re-run's. The run
 # directory is named by the command-line overrides only, so a sweep file or hparams file edited
 # between two invocations would otherwise reuse runs trained with other settings.
-REUSE_KEYS = ("label", "size", "seed", "params", "lr", "batch_tokens", "beta2", "tokens", "budgets")
+REUSE_KEYS = ("label", "size", "seed", "params", "lr", "batch_tokens", "beta2", "tokens", "budgets",
+              "n_layer", "n_head", "d_model")
 
 
 def reuse_mismatches(results: dict, spec: RunSpec) -> list[str]:

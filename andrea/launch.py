@@ -201,14 +201,14 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
     stream = stream or sys.stdout
     from andrea.sufficiency import format_epochs
 
-    headers = ["label", "S", "size", "seed", "params", "non-emb", "tokens", "steps", "lr",
+    headers = ["label", "S", "size", "shape", "seed", "params", "non-emb", "tokens", "steps", "lr",
                "epochs", "FLOPs", "PF-days", "GPU-h", "state"]
     rows = []
     for j in jobs:
         s = j.spec
         rows.append([
             s.label, str(s.model.block_size) if s.variant == "attnres_block" else "-",
-            s.size, str(s.train.seed), _human(s.params), _human(s.params_nonembedding),
+            s.size, _shape(s), str(s.train.seed), _human(s.params), _human(s.params_nonembedding),
             _human(s.tokens), str(s.steps), f"{s.lr:.3g}", format_epochs(j), f"{j.flops:.3g}",
             f"{to_pflops_days(j.flops):.3g}",
             f"{j.gpu_hours:.3g}" if j.gpu_hours is not None else "?", j.state,
@@ -238,6 +238,13 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
     print(f"hyper-parameters: {', '.join(sorted(hp))} "
           f"({'the size rule of andrea/sizes.py' if hp == {'rule'} else 'conf/hparams/'})", file=stream)
     print("\n" + _power(jobs), file=stream)
+
+
+def _shape(spec: RunSpec) -> str:
+    """n_layer, d_model, n_head as trained: a shaped size (size.aspect, andrea/shapes.py)
+    derives them, so the plan shows them."""
+    m = spec.model
+    return f"L{m.n_layer} d{m.d_model} H{m.n_head}"
 
 
 def _power(jobs: list[PlannedJob]) -> str:

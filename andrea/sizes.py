@@ -44,6 +44,13 @@ class SizeShape:
     gpus: int = 1
     time_min: int = 60
 
+    @property
+    def head_dim_multiple(self) -> int:
+        """What a shape derived from this size (andrea/shapes.py) rounds head_dim to: 8 on GPU
+        (fused attention kernels want it), 1 on the tiny CPU sizes, whose d_model ~ 50-100 would
+        otherwise move the parameter count by >5 % per step."""
+        return 1 if self.cpu else 8
+
 
 # The five scaling sizes, the largest published ANDREA, and a tiny CPU ladder.
 SHAPES: tuple[SizeShape, ...] = (
@@ -107,6 +114,7 @@ def size_yaml(shape: SizeShape) -> str:
         f"tokens_per_param: {d['tokens_per_param']}\n"
         f"gpus: {shape.gpus}\n"
         f"time_min: {shape.time_min}\n"
+        f"head_dim_multiple: {shape.head_dim_multiple}\n"
     )
 
 
