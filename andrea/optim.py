@@ -21,7 +21,7 @@ Moonlight's update-RMS matching (`adjust_lr=match_rms_adamw`, torch's "match_rms
 Muon's orthogonalised update O of an A x B matrix has RMS about 1/sqrt(max(A, B)); scaling the
 step to lr * 0.2 * sqrt(max(A, B)) gives it an RMS of ~0.2, the RMS of a typical AdamW update,
 so Muon reuses AdamW's learning rate (the same schedule drives both optimizers) and its
-decoupled weight decay (W <- W - lr * wd * W, with the unscaled lr, Moonlight Eq. 4).
+decoupled weight decay (W <- W - lr * wd * W, with the unscaled lr, as Moonlight adds it).
 """
 
 from __future__ import annotations
