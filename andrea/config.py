@@ -103,7 +103,7 @@ class TrainConfig:
     beta1: float = 0.9
     beta2: Optional[float] = None  # default: hparams, else the size's
     grad_clip: float = 1.0
-    # adamw | muon: Muon on the hidden matrices, AdamW on the rest (andrea/optim.py, docs/protocol.md)
+    # adamw | muon: Muon on the hidden matrices, AdamW on the rest (andrea/optim.py)
     optimizer: str = "adamw"
     muon: MuonConfig = field(default_factory=MuonConfig)
     # Several budgets from one run (docs/budgets.md): multiples of the token budget, each the

@@ -194,5 +194,6 @@ def test_a_muon_run_records_it_and_resumes_exactly(tmp_path, data_cache):
         a = load_latest_checkpoint(RunDir(tmp_path / "full"))[0]
         b = load_latest_checkpoint(RunDir(path))[0]
         assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
-        bufs = lambda s: [v["momentum_buffer"] for v in s["optimizer"]["muon"]["state"].values()]  # noqa: E731
-        assert all(torch.equal(x, y) for x, y in zip(bufs(a), bufs(b))) and len(bufs(a)) == 8
+        bufs_a, bufs_b = (
+            [v["momentum_buffer"] for v in s["optimizer"]["muon"]["state"].values()] for s in (a, b))
+        assert all(torch.equal(x, y) for x, y in zip(bufs_a, bufs_b)) and len(bufs_a) == 8
