@@ -21,6 +21,7 @@ from andrea import shapes
 from andrea.data import DataConfig, validate_data_config
 from andrea.metrics import WandbConfig, check_wandb_config
 from andrea.model import RESIDUALS, ModelConfig, count_parameters, switch_suffix
+from andrea.optim import MuonConfig, check_optimizer, optimizer_summary
 from andrea.schedule import SHAPES, Cooldown, plan_cooldowns
 
 VARIANTS = RESIDUALS  # the variant names are the model's residual schemes
@@ -112,6 +113,9 @@ class TrainConfig:
     beta1: float = 0.9
     beta2: Optional[float] = None  # default: hparams, else the size's
     grad_clip: float = 1.0
+    # adamw | muon: Muon on the hidden matrices, AdamW on the rest (andrea/optim.py)
+    optimizer: str = "adamw"
+    muon: MuonConfig = field(default_factory=MuonConfig)
     # Several budgets from one run (docs/budgets.md): multiples of the token budget, each the
     # end of a WSD cooldown; the largest is the run's length. None: one budget, `schedule`.
     budgets: Optional[List[float]] = None
@@ -153,6 +157,7 @@ class HParamsConfig:
 
     name: str = "rule"
     selected_by: str = ""  # the command that wrote the file
+    optimizer: Optional[str] = None  # the optimizer the scan ran with (None: not recorded)
     sizes: Dict[str, SizeHParams] = field(default_factory=dict)
 
 
@@ -385,6 +390,10 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
             raise fail(f"train.{name}={getattr(t, name)} must lie in [{lo}, {hi}]")
     if not t.grad_clip > 0:
         raise fail(f"train.grad_clip={t.grad_clip} must be > 0 (the max gradient norm)")
+    try:
+        check_optimizer(t.optimizer, t.muon, run.hparams.optimizer)
+    except ValueError as e:
+        raise fail(str(e)) from None
     # Warmup counts budget 1's steps, so every budget list shares the same trunk.
     warmup_steps = max(1, round(t.warmup_frac * steps))
     cooldowns = _check_budgets(t, budget, batch_tokens, warmup_steps, fail)
@@ -530,6 +539,7 @@ def spec_summary(spec: RunSpec) -> dict[str, Any]:
         "batch_tokens": spec.batch_tokens,
         "beta2": spec.train.beta2,
         "hparams": spec.hparams,
+        **optimizer_summary(spec.train.optimizer, spec.train.muon),
     }
 
 
@@ -537,20 +547,22 @@ def spec_summary(spec: RunSpec) -> dict[str, Any]:
 # directory is named by the command-line overrides only, so a sweep file or hparams file edited
 # between two invocations would otherwise reuse runs trained with other settings.
 REUSE_KEYS = ("label", "size", "seed", "params", "lr", "batch_tokens", "beta2", "tokens", "budgets",
-              "n_layer", "n_head", "d_model")
+              "n_layer", "n_head", "d_model", "optimizer", "muon")
+# What a results.json written before a key existed was trained with (others are not compared).
+REUSE_DEFAULTS = {"optimizer": "adamw", "muon": None}
 
 
 def reuse_mismatches(results: dict, spec: RunSpec) -> list[str]:
     """`key=old (now new)` for every REUSE_KEYS field where a completed run's results.json
     differs from what `spec` would train; [] when it may be reused. Keys an older results.json
-    lacks are not compared."""
+    lacks are not compared, except those of REUSE_DEFAULTS."""
     want = {**spec_summary(spec), "tokens": spec.steps * spec.batch_tokens,
             "budgets": sorted(spec.train.budgets) if spec.train.budgets is not None else None}
     out = []
     for key in REUSE_KEYS:
-        if key not in results:
+        if key not in results and key not in REUSE_DEFAULTS:
             continue
-        have, new = results[key], want[key]
+        have, new = results.get(key, REUSE_DEFAULTS.get(key)), want[key]
         if isinstance(new, float) and isinstance(have, (int, float)):
             same = math.isclose(float(have), new, rel_tol=1e-9)
         else:

@@ -237,6 +237,10 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
     hp = {j.spec.hparams for j in jobs}
     print(f"hyper-parameters: {', '.join(sorted(hp))} "
           f"({'the size rule of andrea/sizes.py' if hp == {'rule'} else 'conf/hparams/'})", file=stream)
+    opts = {j.spec.train.optimizer for j in jobs}
+    print(f"optimizer: {', '.join(sorted(opts))} (train.optimizer; muon: Muon on the attention/MLP "
+          "matrices, AdamW on the rest, andrea/optim.py)" if "muon" in opts else
+          "optimizer: adamw (train.optimizer)", file=stream)
     print("\n" + _power(jobs), file=stream)
 
 

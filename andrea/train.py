@@ -1,4 +1,4 @@
-"""The training loop of one run: data → model → AdamW steps → evals, checkpoints, results.
+"""The training loop of one run: data → model → optimizer steps → evals, checkpoints, results.
 
 `train(spec, run_dir, config)` is called once per run (and again after every requeue). It resumes
 from the newest good checkpoint in the run directory, and ends by writing `results.json`
@@ -37,6 +37,7 @@ from andrea.distributed import DistInfo, agreed_max, all_reduce_mean, init_distr
 from andrea.flops import mfu, peak_flops, six_n_d, to_pflops_days, training_flops_per_token
 from andrea.metrics import MetricsLogger, run_id_for
 from andrea.model import ANDREA
+from andrea.optim import build_optimizer  # noqa: F401  (also bench/budget_cost.py's)
 from andrea.progress import Progress
 from andrea.rundir import RunDir, RunLocked, atomic_write_json, code_version, read_json
 from andrea.schedule import Cooldown, learning_rate
@@ -112,20 +113,6 @@ def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     if precision == "bf16" or (precision == "auto" and device.type == "cuda"):
         return torch.bfloat16
     return None  # fp32
-
-
-def build_optimizer(model: torch.nn.Module, spec: RunSpec, device: torch.device):
-    # Matrices (and embeddings) decay; biases, norm gains and pseudo-queries do not (nanoGPT).
-    params = [p for p in model.parameters() if p.requires_grad]
-    decay = [p for p in params if p.dim() >= 2]
-    no_decay = [p for p in params if p.dim() < 2]
-    t = spec.train
-    return torch.optim.AdamW(
-        [{"params": decay, "weight_decay": t.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=spec.lr,
-        betas=(t.beta1, t.beta2),
-        fused=device.type == "cuda",
-    )
 
 
 def lm_loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
@@ -437,7 +424,7 @@ class Trainer:
 
     # ---- step -----------------------------------------------------------------------------
     def _train_step(self, lr: float) -> torch.Tensor:
-        """One optimizer step: `grad_accum` micro-batches, clip, AdamW. Returns the grad norm."""
+        """One optimizer step: `grad_accum` micro-batches, clip, step. Returns the grad norm."""
         spec = self.spec
         for group in self.optimizer.param_groups:
             group["lr"] = lr

@@ -107,3 +107,16 @@ def test_no_usable_runs_is_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no completed baseline runs" in err and "status 'failed'" in err
     assert main([str(tmp_path / "nope")]) == 2
+
+
+def test_the_scan_records_its_optimizer_and_refuses_a_mix(tmp_path, capsys):
+    write_scan(tmp_path / "muon", "tiny-1", center=1e-3, optimum=1e-3)
+    for p in (tmp_path / "muon").rglob("results.json"):  # a Muon scan (train.optimizer=muon)
+        p.write_text(json.dumps({**json.loads(p.read_text()), "optimizer": "muon"}))
+    args = ["--name", "m", "--out", str(tmp_path / "out"), "--hparams-dir", str(tmp_path / "hp")]
+    assert main([str(tmp_path / "muon"), *args]) == 0
+    assert "optimizer: muon" in (tmp_path / "hp" / "m.yaml").read_text()
+    assert json.loads((tmp_path / "out" / "lr_select.json").read_text())["optimizer"] == "muon"
+    write_scan(tmp_path / "adamw", "tiny-2", center=1e-3, optimum=1e-3)  # no key: adamw
+    assert main([str(tmp_path / "muon"), str(tmp_path / "adamw"), *args]) == 2
+    assert "mix optimizers (adamw, muon)" in capsys.readouterr().err
