@@ -1,26 +1,27 @@
-"""The typed configuration schema and the one place where a run's configuration is validated.
+"""The one place where a run's configuration is validated and resolved into what it trains.
 
-Hydra composes `conf/` (+ `sweeps/`, `slurm/`) into a `RunConfig`; struct mode rejects unknown
-keys and wrong types at composition. `resolve_run()` then checks the cross-field rules (block size
-against depth, batch arithmetic, token budget, data) and turns the config into a `RunSpec` of
-plain values the training code uses. The sweeper calls it for every job before anything is
-submitted, so one bad combination stops the whole sweep with a message that names it.
+Hydra composes `conf/` into the typed schema of andrea/schema.py (`RunConfig`). `resolve_run()`
+then checks the cross-field rules (block size against depth, batch arithmetic, token budget, data)
+and turns the config into a `RunSpec` of plain values the training code uses. The sweeper calls
+it for every job before anything is submitted, so one bad combination stops the whole sweep with a
+message that names it.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional
+from dataclasses import dataclass, replace
+from typing import Any, Optional
 
-from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 from andrea import logkeys as keys
 from andrea.data import DataConfig, validate_data_config
 from andrea.metrics import WandbConfig, check_wandb_config
-from andrea.model import RESIDUALS, ModelConfig, count_parameters, switch_suffix
+from andrea.model import RESIDUALS, ModelConfig, count_parameters
 from andrea.schedule import SHAPES, Cooldown, plan_cooldowns
+from andrea.schema import HParamsConfig, ModelChoice, RunConfig, SizeHParams, TrainConfig
+
 
 VARIANTS = RESIDUALS  # the variant names are the model's residual schemes
 
@@ -32,185 +33,6 @@ DEFAULT_VAL_WINDOWS = 1024
 
 class ConfigError(ValueError):
     """A configuration that cannot run; the message names the field, the value and what is valid."""
-
-
-# --------------------------------------------------------------------------------------------
-# Schema (one dataclass per config group; the YAML files in conf/ fill them in)
-# --------------------------------------------------------------------------------------------
-@dataclass
-class ModelChoice:
-    """`model=<name>`: which residual scheme. The name is the variant everywhere."""
-
-    name: str = MISSING  # baseline | attnres_full | attnres_block | denseformer
-    block_size: Optional[int] = None  # S in sublayers; attnres_block only
-    # attnres_block only, instead of block_size: N blocks, S = ceil(L / N) (the report holds
-    # N ~ 8 at every size). Exactly one of block_size and n_blocks.
-    n_blocks: Optional[int] = None
-    tie_embeddings: bool = True
-    # Label of the run directory, W&B run and plot legend: the variant, plus S (attnres_block_s4)
-    # or N (attnres_block_n8) for block runs; every ablation switch set below appends itself
-    # (`attnres_full+sigmoid`, see RunSpec.label).
-    label: str = MISSING
-    # The report's ablations (docs/ablations.md); AttnRes only; the defaults are the report's.
-    attnres_scale_eps: bool = False  # LayerNorm eps / n^2 in front of each AttnRes layer
-    attnres_key_norm: bool = True  # false: no RMSNorm on the keys
-    attnres_gate: str = "softmax"  # softmax | sigmoid
-    attnres_input_query: bool = False  # query W_l x (x = the newest source) instead of w_l
-    attnres_static_mix: bool = False  # learned per-(layer, source) logits, no keys
-    attnres_window: Optional[int] = None  # the embedding + the W most recent sources
-    attnres_heads: int = 1  # multi-head depth attention (H must divide d_model)
-
-
-@dataclass
-class SizeConfig:
-    """`size=<name>`: the shape and the training defaults of one rung of the ladder.
-
-    Training defaults follow one rule, `andrea.sizes.size_defaults` (tests check every file).
-    """
-
-    name: str = MISSING
-    n_layer: int = MISSING
-    n_head: int = MISSING
-    d_model: int = MISSING
-    vocab_size: int = 8449
-    context_length: int = 1024
-    lr: float = MISSING  # peak learning rate
-    batch_tokens: int = MISSING  # tokens per optimizer step, all GPUs together
-    micro_batch_size: int = MISSING  # sequences per forward pass on one GPU
-    beta2: float = 0.95  # AdamW beta2 (andrea.sizes: 0.99 below 2^19 tokens per step)
-    tokens_per_param: float = 20.0  # budget = tokens_per_param x non-embedding parameters
-    gpus: int = 1  # GPUs per job on a cluster
-    time_min: int = 60  # Slurm time limit per job (requeue continues past it)
-
-
-@dataclass
-class TrainConfig:
-    """`train=<name>`: optimisation and bookkeeping. `None` means "the size's default"."""
-
-    tokens: Optional[int] = None  # total training tokens; overrides tokens_per_param
-    tokens_per_param: Optional[float] = None
-    lr: Optional[float] = None
-    lr_scale: float = 1.0  # multiplies the resolved peak LR (sweeps=lr_scan scans it)
-    batch_tokens: Optional[int] = None
-    micro_batch_size: Optional[int] = None
-    seq_len: Optional[int] = None  # default: the size's context length
-    schedule: str = "cosine"  # cosine | wsd (warmup-stable-decay)
-    warmup_frac: float = 0.05
-    decay_frac: float = 0.2  # wsd: fraction of steps spent decaying
-    min_lr_ratio: float = 0.1
-    weight_decay: float = 0.1
-    beta1: float = 0.9
-    beta2: Optional[float] = None  # default: hparams, else the size's
-    grad_clip: float = 1.0
-    # Several budgets from one run (docs/budgets.md): multiples of the token budget, each the
-    # end of a WSD cooldown; the largest is the run's length. None: one budget, `schedule`.
-    budgets: Optional[List[float]] = None
-    cooldown_frac: float = 0.2  # each budget's cooldown spans this fraction of its steps
-    cooldown_shape: str = "linear"  # linear | 1-sqrt (also the shape of schedule=wsd's decay)
-    evals: int = 8  # held-out evaluations spread over the run (plus one at the end)
-    # Tokens scored per evaluation: a fixed list of windows of the validation split, the same
-    # for every micro-batch, world size and resume. None: 1,024 windows of seq_len (1 M tokens
-    # at context 1024; capped at the split's size).
-    val_tokens: Optional[int] = None
-    eval_batches: Optional[int] = None  # obsolete (replaced by val_tokens); ignored
-    eval_batch_size: Optional[int] = None  # sequences per eval forward; default: micro_batch_size
-    checkpoints: int = 8  # checkpoints spread over the run (also on signal and at the end)
-    keep_checkpoints: int = 2
-    log_every: int = 10  # optimizer steps between metrics lines
-    seed: int = 0
-    device: str = "auto"  # auto | cpu | cuda
-    precision: str = "auto"  # auto (bf16 on CUDA, fp32 on CPU) | fp32 | bf16
-    compile: bool = False
-    stop_after_steps: Optional[int] = None  # checkpoint and exit early (time-sliced runs, tests)
-    progress: bool = True
-
-
-@dataclass
-class SizeHParams:
-    """Hyper-parameters selected for one size (null: keep the size's rule)."""
-
-    lr: Optional[float] = None
-    batch_tokens: Optional[int] = None
-    beta2: Optional[float] = None
-    runs: List[str] = field(default_factory=list)  # provenance: the run dirs it came from
-
-
-@dataclass
-class HParamsConfig:
-    """`hparams=<name>`: hyper-parameters selected on the baseline (conf/hparams/<name>.yaml,
-    written by `python -m analysis.lr_select`). `rule` (the default) selects nothing: every size
-    keeps andrea/sizes.py's rule. Precedence: train.* > hparams.sizes[size] > size."""
-
-    name: str = "rule"
-    selected_by: str = ""  # the command that wrote the file
-    sizes: Dict[str, SizeHParams] = field(default_factory=dict)
-
-
-@dataclass
-class RunConfig:
-    model: ModelChoice = MISSING
-    size: SizeConfig = MISSING
-    train: TrainConfig = field(default_factory=TrainConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    hparams: HParamsConfig = field(default_factory=HParamsConfig)
-    wandb: WandbConfig = field(default_factory=WandbConfig)
-    sweep_name: str = "default"  # names the sweep directory and the W&B group
-    out_dir: str = "runs"
-    plan: bool = False  # print the job grid and stop
-    plan_gpu: str = "H100"  # GPU assumed by the plan's GPU-hour estimate
-    plan_mfu: float = 0.35  # MFU assumed by the plan's GPU-hour estimate
-    # Data sufficiency, checked by the sweeper (andrea/sufficiency.py): planned tokens / unique
-    # training tokens of the corpus must not exceed max_epochs (Muennighoff et al. 2023: repeated
-    # data stops helping past ~4 epochs); require_real_corpus refuses the built-in stdlib corpus.
-    max_epochs: float = 4.0
-    require_real_corpus: bool = False
-
-
-def register_configs() -> None:
-    cs = ConfigStore.instance()
-    # One schema for the whole tree: every group's node is typed through RunConfig's fields.
-    cs.store(name="run_schema", node=RunConfig)
-
-
-def _suffix(overrides: str) -> str:
-    """Run-directory suffix for overrides that change a run beyond (variant, size, seed).
-
-    One path component: '/' in values (data paths, HF names) would nest directories, so it
-    becomes '_'; a long suffix is cut and made unique by a hash of the whole.
-    """
-    if not overrides:
-        return ""
-    text = overrides.replace("/", "_")
-    if len(text) > 120:
-        import hashlib
-
-        text = f"{text[:100]}~{hashlib.sha1(overrides.encode()).hexdigest()[:10]}"
-    return f",{text}"
-
-
-def _block_label(block_size: Optional[int], n_blocks: Optional[int]) -> str:
-    """Label of a Block AttnRes run: by blocks (attnres_block_n8) when asked by model.n_blocks,
-    else by block size (attnres_block_s4)."""
-    if n_blocks is not None and block_size is None:
-        return f"attnres_block_n{n_blocks}"
-    return f"attnres_block_s{block_size}"
-
-
-if not OmegaConf.has_resolver("andrea_suffix"):
-    OmegaConf.register_new_resolver("andrea_suffix", _suffix)
-if not OmegaConf.has_resolver("andrea_block_label"):
-    OmegaConf.register_new_resolver("andrea_block_label", _block_label)
-
-
-def _switch_suffix(model: Any) -> str:
-    """`${andrea_switches:${model}}`: the model's ablation switches as its label shows them
-    ('' by default, '+sigmoid' ...), so the run directory carries the same label as results.json."""
-    values = OmegaConf.to_container(model, resolve=False) if isinstance(model, DictConfig) else model
-    return switch_suffix(dict(values or {}))
-
-
-if not OmegaConf.has_resolver("andrea_switches"):
-    OmegaConf.register_new_resolver("andrea_switches", _switch_suffix)
 
 
 # --------------------------------------------------------------------------------------------
