@@ -237,21 +237,6 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
     hp = {j.spec.hparams for j in jobs}
     print(f"hyper-parameters: {', '.join(sorted(hp))} "
           f"({'the size rule of andrea/sizes.py' if hp == {'rule'} else 'conf/hparams/'})", file=stream)
-    print("\n" + _power(jobs), file=stream)
-
-
-def _power(jobs: list[PlannedJob]) -> str:
-    """How precisely the grid will resolve each multiplier (analysis/power.py, CONTRACTS item 6),
-    with the noise of the jobs that already finished."""
-    from analysis.collect import collect
-    from analysis.power import PlannedRun, report
-
-    planned = [PlannedRun(j.spec.label, j.spec.size, j.spec.train.seed, j.flops,
-                          len(j.spec.train.budgets or [1]),
-                          tuple(j.spec.train.budgets) if j.spec.train.budgets else None)
-               for j in jobs]
-    done = [j.run_dir.root for j in jobs if j.state == "completed"]
-    return report(planned, collect(done).runs if done else [])
 
 
 # --------------------------------------------------------------------------------------------

@@ -77,6 +77,7 @@ class AndreaSweeper(BasicSweeper):
         # out_dir=runs/ (as `make demo` passes it) would print runs//demo
         print(f"sweep '{self.config.sweep_name}' -> {os.path.normpath(str(self.config.hydra.sweep.dir))}")
         print_plan(jobs, plan_gpu, plan_mfu)
+        print("\n" + plan_power(jobs))
         if refuse:
             print("\nerror: " + "\n\nerror: ".join(refuse) + "\nnothing was launched.",
                   file=sys.stderr)
@@ -124,3 +125,18 @@ class AndreaSweeper(BasicSweeper):
             returns += list(self.launcher.launch([j.overrides], initial_job_idx=k))
             done += j.flops
         return returns
+
+
+def plan_power(jobs) -> str:
+    """How precisely the grid will resolve each multiplier (analysis/power.py, CONTRACTS item 6),
+    with the noise of the jobs that already finished. Here, not in andrea.launch: the core
+    package does not import the analysis; the sweeper sits above both."""
+    from analysis.collect import collect
+    from analysis.power import PlannedRun, report
+
+    planned = [PlannedRun(j.spec.label, j.spec.size, j.spec.train.seed, j.flops,
+                          len(j.spec.train.budgets or [1]),
+                          tuple(j.spec.train.budgets) if j.spec.train.budgets else None)
+               for j in jobs]
+    done = [j.run_dir.root for j in jobs if j.state == "completed"]
+    return report(planned, collect(done).runs if done else [])
