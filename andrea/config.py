@@ -10,7 +10,7 @@ message that names it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, fields, replace
 from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from andrea import logkeys as keys
 from andrea.data import DataConfig, validate_data_config
 from andrea.metrics import WandbConfig, check_wandb_config
-from andrea.model import RESIDUALS, ModelConfig, count_parameters
+from andrea.model import RESIDUALS, ModelConfig, ParamCount, count_parameters
 from andrea.schedule import SHAPES, Cooldown, plan_cooldowns
 from andrea.schema import HParamsConfig, ModelChoice, RunConfig, SizeHParams, TrainConfig
 
@@ -82,6 +82,12 @@ class RunSpec:
 def to_dataclass(cfg: DictConfig | RunConfig) -> RunConfig:
     if isinstance(cfg, RunConfig):
         return cfg
+    if OmegaConf.get_type(cfg) is RunConfig:
+        # Composed by Hydra against the schema: every field is typed already, so convert them
+        # one by one instead of merging the whole config into a fresh schema (a deep copy of
+        # it, Hydra's node included: 0.1 s a job, most of a large plan's validation).
+        return RunConfig(**{f.name: OmegaConf.to_object(v) if OmegaConf.is_config(v) else v
+                            for f in fields(RunConfig) for v in [cfg[f.name]]})
     if "hydra" in cfg:  # a sweep's config carries Hydra's own node; the run does not need it
         cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
     merged = OmegaConf.merge(OmegaConf.structured(RunConfig), cfg)
@@ -119,10 +125,10 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         )
     except ValueError as e:
         raise fail(str(e)) from None
-    counts = count_parameters(model_cfg)
+    counts = param_counts(model_cfg)
     # Every variant of a size trains the same tokens: the budget counts the baseline's
     # parameters, so AttnRes's extra (L + 1) x 2d parameters do not buy it extra data.
-    budget_params = count_parameters(replace(
+    budget_params = param_counts(replace(
         model_cfg, residual="baseline", **dict(ModelConfig.SWITCHES))).non_embedding
 
     if t.schedule not in ("cosine", "wsd"):
@@ -220,6 +226,18 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         n_blocks=m.n_blocks if m.name == "attnres_block" else None,
         hparams=run.hparams.name,
     )
+
+
+_COUNTS: dict[tuple, ParamCount] = {}
+
+
+def param_counts(cfg: ModelConfig) -> ParamCount:
+    """count_parameters(cfg) (the model built on the meta device), once per distinct model: a
+    plan of a thousand jobs has a few dozen (sizes x variants), and each build takes ~0.1 s."""
+    key = astuple(cfg)
+    if key not in _COUNTS:
+        _COUNTS[key] = count_parameters(cfg)
+    return _COUNTS[key]
 
 
 def _check_budgets(t: TrainConfig, budget: int, batch_tokens: int, warmup_steps: int,
