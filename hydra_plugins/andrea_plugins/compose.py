@@ -32,6 +32,8 @@ class JobComposer:
         self.loader, self.master = config_loader, master
         self.parser = OverridesParser.create()
         self.parsed: dict[str, Override] = {}
+        self.values: dict[str, bool] = {}  # by override: _is_value
+        self.naming: dict[tuple, tuple] = {}  # by working config: override_dirname's settings
         # One config per (group choices, keys set by value): each job sets all of those keys
         # again, so none keeps a value of the job before it.
         self.working: dict[tuple, DictConfig] = {}
@@ -54,10 +56,12 @@ class JobComposer:
         """A `key=value` override Hydra applies to the composed config (Hydra's own test, in
         defaults_list.Overrides), which a later `key=other` replaces entirely. Dict values merge
         and +key/~key add or delete: those go the full way."""
-        if (o.is_hydra_override() or o.package is not None or o.is_sweep_override()
-                or o.is_add() or o.is_force_add() or o.is_delete()):
-            return False
-        return not isinstance(o.value(), dict) and not self.repo.group_exists(o.key_or_group)
+        if o.input_line not in self.values:
+            self.values[o.input_line] = not (
+                o.is_hydra_override() or o.package is not None or o.is_sweep_override()
+                or o.is_add() or o.is_force_add() or o.is_delete()
+                or isinstance(o.value(), dict) or self.repo.group_exists(o.key_or_group))
+        return self.values[o.input_line]
 
     def transient(self, overrides: Sequence[str]) -> DictConfig:
         if not self.fast:
@@ -73,6 +77,9 @@ class JobComposer:
         cfg = self.working.get(slot)
         if cfg is None:
             cfg = self.working[slot] = self.full(choices)
+            naming = cfg.hydra.job.config.override_dirname  # set by Hydra overrides: per slot
+            self.naming[slot] = (naming.kv_sep, naming.item_sep,
+                                 OmegaConf.to_container(naming.exclude_keys))
         try:
             ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
         except Exception:  # noqa: BLE001 -- a bad key or value: Hydra's own message
@@ -82,9 +89,8 @@ class JobComposer:
         # are Hydra overrides only: the config already lists them under hydra.overrides.hydra).
         task = [o for o in parsed if not o.is_hydra_override()]
         cfg.hydra.overrides.task = [o.input_line for o in task]
-        naming = cfg.hydra.job.config.override_dirname
+        kv_sep, item_sep, exclude_keys = self.naming[slot]
         cfg.hydra.job.override_dirname = get_overrides_dirname(
-            overrides=task, kv_sep=naming.kv_sep, item_sep=naming.item_sep,
-            exclude_keys=naming.exclude_keys)
+            overrides=task, kv_sep=kv_sep, item_sep=item_sep, exclude_keys=exclude_keys)
         OmegaConf.copy_cache(from_config=self.master, to_config=cfg)
         return cfg
