@@ -10,7 +10,7 @@
 import hydra
 from omegaconf import DictConfig
 
-from andrea.config import register_configs
+from andrea.schema import register_configs
 from andrea.launch import run_task
 
 register_configs()

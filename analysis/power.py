@@ -94,7 +94,9 @@ def log_multiplier_sd(base: list[PlannedRun], var: list[PlannedRun], alpha: floa
     same_v = rv[:, None] == rv[None, :]
     Sbb = s2r * same_b + s2p * np.eye(len(xb))
     Svv = s2r * same_v + s2p * np.eye(len(xv))
-    Sbv = rho * s2r * np.array([[a == b for b in cv] for a in cb], float)
+    ids = {c: i for i, c in enumerate(dict.fromkeys(cb + cv))}  # (size, seed) as integers:
+    ib, iv = (np.array([ids[c] for c in cells]) for cells in (cb, cv))  # one array compare
+    Sbv = rho * s2r * (ib[:, None] == iv[None, :]).astype(float)
     var = db @ Sbb @ db + dv @ Svv @ dv + 2 * db @ Sbv @ dv
     return float(math.sqrt(max(var, 0.0)))
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 import logging
 import sys
 from dataclasses import dataclass
+from functools import cached_property, partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from andrea.config import ConfigError, RunSpec, resolve_run, reuse_mismatches
+from andrea.config import ConfigError, RunSpec, resolve_run, reuse_mismatches, to_dataclass
 from andrea.flops import peak_flops, to_pflops_days, training_flops_per_token
 from andrea.rundir import RunDir
+from andrea.schema import RunConfig
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +85,8 @@ def _configure_logging() -> None:
 @dataclass
 class PlannedJob:
     overrides: list[str]
-    config: DictConfig  # the job's composed config (Hydra node included)
+    compose: Callable[[], DictConfig]  # composes `config` when first read (the launchers' use)
+    run: RunConfig  # its typed config, without Hydra's node
     run_dir: RunDir
     spec: RunSpec
     state: str  # "new" | "resume" | "completed" | "running" | "retry|resume (failed: why)"
@@ -91,6 +94,11 @@ class PlannedJob:
     gpu_hours: float | None
     epochs: float | None = None  # planned tokens / unique training tokens (andrea.sufficiency)
     corpus: Any = None  # its andrea.sufficiency.CorpusTokens
+
+    @cached_property
+    def config(self) -> DictConfig:
+        """The job's composed config (Hydra node included)."""
+        return self.compose()
 
 
 def job_run_dir(job_cfg: DictConfig) -> Path:
@@ -113,15 +121,21 @@ def launcher_world_size(job_cfg: DictConfig) -> int:
 
 def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu: str,
               plan_mfu: float) -> list[PlannedJob]:
-    """Compose and validate every job. Raises ConfigError listing every bad job."""
+    """Compose and validate every job. Raises ConfigError listing every bad job.
+
+    `load_job_config(overrides)` composes a job's config; when it has `.transient(overrides)`
+    (the sweeper's JobComposer), that config serves only while its job is planned, and each
+    job's own copy is composed when first read (PlannedJob.config)."""
     jobs: list[PlannedJob] = []
     errors: list[str] = []
     seen: dict[Path, list[str]] = {}
     peak = peak_flops(plan_gpu, "bf16")
+    transient = getattr(load_job_config, "transient", None)
     for overrides in job_overrides:
         try:
-            job_cfg = load_job_config(list(overrides))
-            spec = resolve_run(job_cfg, world_size=launcher_world_size(job_cfg))
+            job_cfg = (transient or load_job_config)(list(overrides))
+            run = to_dataclass(job_cfg)
+            spec = resolve_run(run, world_size=launcher_world_size(job_cfg))
         except ConfigError as e:
             errors.append(f"  {' '.join(overrides)}\n    {e}")
             continue
@@ -155,11 +169,17 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
         # tokens_spent: a run with train.budgets also trains its cooldown branches
         flops = float(spec.tokens_spent * training_flops_per_token(spec.model, spec.seq_len))
         gpu_hours = flops / (peak * plan_mfu) / 3600 if peak else None
-        jobs.append(PlannedJob(list(overrides), job_cfg, run_dir, spec, state, flops, gpu_hours))
+        compose = partial(load_job_config, list(overrides)) if transient else partial(_same, job_cfg)
+        jobs.append(PlannedJob(list(overrides), compose, run, run_dir, spec, state, flops,
+                               gpu_hours))
     if errors:
         raise ConfigError(f"{len(errors)} of {len(job_overrides)} jobs are invalid; nothing was "
                           "launched:\n" + "\n".join(errors))
     return jobs
+
+
+def _same(cfg: DictConfig) -> DictConfig:
+    return cfg
 
 
 def reusable_results(run_dir: RunDir, spec: RunSpec) -> dict | None:
@@ -241,7 +261,6 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
     print(f"optimizer: {', '.join(sorted(opts))} (train.optimizer; muon: Muon on the attention/MLP "
           "matrices, AdamW on the rest, andrea/optim.py)" if "muon" in opts else
           "optimizer: adamw (train.optimizer)", file=stream)
-    print("\n" + _power(jobs), file=stream)
 
 
 def _shape(spec: RunSpec) -> str:
@@ -249,20 +268,6 @@ def _shape(spec: RunSpec) -> str:
     derives them, so the plan shows them."""
     m = spec.model
     return f"L{m.n_layer} d{m.d_model} H{m.n_head}"
-
-
-def _power(jobs: list[PlannedJob]) -> str:
-    """How precisely the grid will resolve each multiplier (analysis/power.py, CONTRACTS item 6),
-    with the noise of the jobs that already finished."""
-    from analysis.collect import collect
-    from analysis.power import PlannedRun, report
-
-    planned = [PlannedRun(j.spec.label, j.spec.size, j.spec.train.seed, j.flops,
-                          len(j.spec.train.budgets or [1]),
-                          tuple(j.spec.train.budgets) if j.spec.train.budgets else None)
-               for j in jobs]
-    done = [j.run_dir.root for j in jobs if j.state == "completed"]
-    return report(planned, collect(done).runs if done else [])
 
 
 # --------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ def _fields(cls) -> dict:
 @lru_cache(maxsize=1)
 def schema_keys() -> tuple[str, ...]:
     """Every dotted key of the run schema (inner nodes and leaves), e.g. train, train.lr."""
-    from andrea.config import RunConfig
+    from andrea.schema import RunConfig
 
     keys: list[str] = []
 
@@ -60,7 +60,7 @@ def _schema_node(key: str):
     """Walk `key` down RunConfig: (the type reached, the parts left below it). The type is None
     when a part is not a field of its dataclass; parts are left when a leaf or a free container
     (dict, list, Any) is reached first."""
-    from andrea.config import RunConfig
+    from andrea.schema import RunConfig
 
     cls, parts = RunConfig, key.split(".")
     for i, part in enumerate(parts):
@@ -133,7 +133,7 @@ def wrong_type_hints(overrides: Iterable[str]) -> list[str]:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from andrea.config import RunConfig
+    from andrea.schema import RunConfig
 
     lines, schema = [], None
     for key, value in _assignments(overrides):

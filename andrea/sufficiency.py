@@ -166,7 +166,7 @@ def sufficiency_problems(jobs, epochs: bool = True) -> list[str]:
     """Why the grid may not run as planned: built-in corpus where a real one is required, and
     (with `epochs`) jobs beyond max_epochs. Empty when the grid passes."""
     problems: list[str] = []
-    stdlib = [j for j in jobs if bool(j.config.get("require_real_corpus", False))
+    stdlib = [j for j in jobs if j.run.require_real_corpus
               and j.spec.data.source == "stdlib"]
     if stdlib:
         problems.append(
@@ -175,9 +175,9 @@ def sufficiency_problems(jobs, epochs: bool = True) -> list[str]:
             "(Python source, ~10 M tokens); use data=shards data.paths='[...]' or data=hf "
             "data.hf_name=... (docs/protocol.md: python -m andrea.data prepares one)")
     over = [j for j in jobs if epochs and j.epochs is not None
-            and j.epochs > float(j.config.max_epochs)]
+            and j.epochs > float(j.run.max_epochs)]
     if over:
-        limit = float(over[0].config.max_epochs)
+        limit = float(over[0].run.max_epochs)
         lines = [f"    {_job(j)}: {format_epochs(j)} epochs = "
                  f"{j.spec.tokens:,} tokens / {j.corpus.train_tokens:,} unique training tokens"
                  + ("" if j.corpus.exact else " (estimated)") for j in over]

@@ -9,7 +9,10 @@ submitit's handler (which requeues the job) or exits.
 The loop is a `Trainer` whose phases are its methods: set-up (`_setup`, `_resume`), step
 (`_train_step`, `_after_step`), evaluate (`_evaluate`), checkpoint (`_checkpoint`), the budgets'
 cooldown branches (`_cooldown`, see andrea/schedule.py and docs/budgets.md) and finish
-(`_finish`). `run()` strings them together.
+(`_finish`). `run()` strings them together. Its helpers live beside it: the process's device,
+signals and early ends in andrea/runtime.py, the loss and validation in andrea/evaluate.py, the
+wall-clock in andrea/clock.py. (Past ~400 lines on purpose: the Trainer is one loop, read top to
+bottom, whose phases share its state; split across files it would not be easier to follow.)
 """
 
 from __future__ import annotations
@@ -18,28 +21,28 @@ import contextlib
 import copy
 import logging
 import math
-import platform
-import signal
 import time
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import torch
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 from andrea import logkeys as keys
 from andrea.checkpoint import (drop_checkpoints_after, load_latest_checkpoint, rng_state,
                                save_checkpoint, set_rng_state)
+from andrea.clock import Clock
 from andrea.config import RunSpec, spec_summary, steps_between
 from andrea.data import TokenLoader, ValidationSet, check_split_sizes, prepare_data
 from andrea.distributed import DistInfo, agreed_max, all_reduce_mean, init_distributed, shutdown
+from andrea.evaluate import evaluate, lm_loss
 from andrea.flops import mfu, peak_flops, six_n_d, to_pflops_days, training_flops_per_token
 from andrea.metrics import MetricsLogger, run_id_for
 from andrea.model import ANDREA
 from andrea.optim import build_optimizer  # noqa: F401  (also bench/budget_cost.py's)
 from andrea.progress import Progress
 from andrea.rundir import RunDir, RunLocked, atomic_write_json, code_version, read_json
+from andrea.runtime import (Interrupted, SignalFlag, TrainingFailed, autocast, autocast_dtype,
+                            device_name, resolve_device)
 from andrea.schedule import Cooldown, learning_rate
 
 __all__ = ["Interrupted", "TrainingFailed", "learning_rate", "train"]
@@ -47,121 +50,9 @@ __all__ = ["Interrupted", "TrainingFailed", "learning_rate", "train"]
 log = logging.getLogger(__name__)
 
 
-class TrainingFailed(RuntimeError):
-    """The run cannot go on (non-finite loss, bad data); results.json says why."""
-
-
-class Interrupted(SystemExit):
-    """Checkpointed after a signal (or train.stop_after_steps); the run resumes when started
-    again. Code 0 is a planned stop, 128 + signal a signal."""
-
-
-# --------------------------------------------------------------------------------------------
-# Signals
-# --------------------------------------------------------------------------------------------
-@dataclass
-class SignalFlag:
-    """Defers SIGUSR2/SIGTERM to the end of the current optimizer step.
-
-    submitit installs its own SIGUSR2 handler (checkpoint + requeue + exit); we keep it and call
-    it only after our checkpoint is on disk, so a requeued job resumes from the step it reached.
-    """
-
-    received: int | None = None
-    previous: dict[int, Any] = field(default_factory=dict)
-
-    def install(self) -> None:
-        for sig in (signal.SIGUSR2, signal.SIGTERM):
-            try:
-                self.previous[sig] = signal.signal(sig, self._handle)
-            except ValueError:  # not the main thread (e.g. some test runners): no deferral
-                pass
-
-    def _handle(self, signum: int, frame: Any) -> None:
-        log.warning("received %s: checkpointing at the end of this step", signal.Signals(signum).name)
-        self.received = signum
-
-    def restore(self) -> None:
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
-        self.previous.clear()
-
-    def hand_over(self, signum: int) -> None:
-        """After the checkpoint: let submitit requeue (its handler exits), else exit ourselves.
-
-        `signum` is the signal agreed by all ranks, so rank 0 requeues even when only another
-        rank received it."""
-        handler = self.previous.get(signum)
-        self.restore()
-        if callable(handler):
-            handler(signum, None)
-        raise Interrupted(128 + signum)
-
-
 # --------------------------------------------------------------------------------------------
 # The loop
 # --------------------------------------------------------------------------------------------
-def resolve_device(choice: str) -> torch.device:
-    if choice == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if choice == "cuda" and not torch.cuda.is_available():
-        raise TrainingFailed("train.device=cuda but no CUDA device is visible")
-    return torch.device(choice)
-
-
-def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
-    if precision == "bf16" or (precision == "auto" and device.type == "cuda"):
-        return torch.bfloat16
-    return None  # fp32
-
-
-def lm_loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
-    """Next-token cross-entropy in nats, in fp32 whatever the autocast dtype of the logits."""
-    return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1),
-                           reduction=reduction)
-
-
-def evaluate(model: torch.nn.Module, val: ValidationSet, batch_size: int, device: torch.device,
-             amp_dtype: torch.dtype | None, dist_info: DistInfo) -> float:
-    """Mean next-token loss over the fixed validation set (nats/token).
-
-    Each rank scores its disjoint slice of the same window list (ValidationSet); the summed
-    loss and target count are all-reduced, so the result does not depend on the batch size or
-    the number of ranks (up to float rounding of differently shaped matmuls). Call it with the
-    bare module, not the DDP wrapper: ranks may run different numbers of forwards."""
-    model.eval()
-    total = torch.zeros(2, dtype=torch.float64, device=device)
-    with torch.no_grad():
-        for x, y in val.batches(batch_size, dist_info.rank, dist_info.world_size):
-            x, y = x.to(device), y.to(device)
-            with autocast(device, amp_dtype):
-                logits = model(x)
-            loss = lm_loss(logits, y, reduction="none").double().sum()
-            total += torch.stack([loss, torch.tensor(y.numel(), dtype=torch.float64, device=device)])
-    if dist_info.enabled:
-        torch.distributed.all_reduce(total)
-    model.train()
-    return float(total[0] / total[1])
-
-
-def autocast(device: torch.device, amp_dtype: torch.dtype | None):
-    if amp_dtype is None:
-        return contextlib.nullcontext()
-    return torch.autocast(device_type=device.type, dtype=amp_dtype)
-
-
-def device_name(device: torch.device) -> str:
-    """The accelerator's name (CUDA), else the CPU model: results.json's `device_name`."""
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "cpu"
 
 
 def _cpu_copy(obj: Any) -> Any:
@@ -208,41 +99,6 @@ def train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any]) -> dict[str, A
     finally:
         flag.restore()
         shutdown(dist_info)
-
-
-@dataclass
-class Clock:
-    """Training wall-clock over all sessions of a run (checkpointed, so requeues add up).
-
-    `total_s` is everything the run spent (trunk and cooldown branches): results' `wall_s`.
-    `trunk_s` is the trunk alone and `branch_s` the current branch, so a point's wall-clock is
-    what a run trained to that budget alone would have taken: trunk_s at its cooldown's start
-    plus its branch."""
-
-    total_s: float = 0.0
-    trunk_s: float = 0.0
-    branch_s: float = 0.0
-    in_branch: bool = False
-    mark: float = field(default_factory=time.time)
-
-    def tick(self) -> None:
-        now = time.time()
-        spent, self.mark = now - self.mark, now
-        self.total_s += spent
-        if self.in_branch:
-            self.branch_s += spent
-        else:
-            self.trunk_s += spent
-
-    def state(self) -> dict[str, float]:
-        self.tick()
-        return {"elapsed_s": self.total_s, "trunk_s": self.trunk_s, "branch_s": self.branch_s}
-
-    def load(self, state: dict[str, Any]) -> None:
-        self.total_s = float(state["elapsed_s"])
-        self.trunk_s = float(state.get("trunk_s", self.total_s))  # checkpoints before budgets
-        self.branch_s = float(state.get("branch_s", 0.0))
-        self.mark = time.time()
 
 
 class Trainer:

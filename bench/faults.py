@@ -38,6 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.fault_tools import (_damage, _fill, _sigint_default, _temp_files,
+                               live_slurm_tasks, restart_slurmctld, run_states, steps_lost,
+                               training_pids, wait, wait_queue_empty)
+
 REPO = Path(__file__).resolve().parent.parent
 HOOK = Path(__file__).resolve().parent / "fault_hook"
 
@@ -131,116 +135,6 @@ def start_sweep(out: Path, log: Path, slurm: bool, hook: str | None = None) -> s
                             preexec_fn=_sigint_default)
 
 
-def _sigint_default() -> None:
-    """Ctrl-C must reach the sweep: a shell starts background jobs with SIGINT ignored, and an
-    ignored signal stays ignored across exec (Python then never raises KeyboardInterrupt)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def wait(proc: subprocess.Popen, limit_s: float) -> int | None:
-    """The exit code; None after `limit_s` (a hang guard: the process group is killed)."""
-    try:
-        return proc.wait(timeout=limit_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        return None
-
-
-def training_pids(out: Path) -> list[int]:
-    """Pids of live processes training a run of the sweep: each run's .lock names its trainer;
-    the run must not be completed (in-process, the sweep outlives its runs). A live pid, not a
-    flock probe: probing would take the lock that a starting trainer needs."""
-    from andrea.rundir import RunDir
-
-    pids = set()
-    for lock in out.rglob(".lock"):
-        m = re.match(r"pid (\d+)", lock.read_text(errors="replace"))
-        if m and Path(f"/proc/{m.group(1)}").exists() and not RunDir(lock.parent).is_completed():
-            pids.add(int(m.group(1)))
-    return sorted(pids)
-
-
-def run_states(out: Path) -> dict[str, tuple[int, bool, bool]]:
-    """{run dir: (last logged step, has a checkpoint, completed)} of every started run."""
-    from andrea.rundir import RunDir
-
-    states = {}
-    for m in out.rglob("metrics.jsonl"):
-        last = 0
-        for line in m.read_text(errors="replace").splitlines():
-            try:
-                last = max(last, int(json.loads(line).get("step", 0)))
-            except (json.JSONDecodeError, AttributeError, ValueError):
-                pass
-        rd = RunDir(m.parent)
-        states[str(m.parent)] = (last, bool(rd.list_checkpoints()), rd.is_completed())
-    return states
-
-
-def steps_lost(before: dict, after: dict, text: str) -> int:
-    """Steps trained before an invocation that it trained again: for a run resumed at step R,
-    (last step it had logged) - R; for a run started afresh (no checkpoint yet), all of them."""
-    lost = 0
-    for run, (last, had_ckpt, done) in before.items():
-        if done or not last:
-            continue
-        resumed = re.findall(rf"resumed from {re.escape(run)}/checkpoints/step_\d+\.pt at step (\d+)",
-                             text)
-        if resumed:
-            lost += max(0, last - int(resumed[0]))
-        elif run in after and (after[run][0] > 0 and (after[run][1] or after[run][2])) \
-                and not had_ckpt:
-            lost += last  # killed before its first checkpoint: began again from step 0
-    return lost
-
-
-def unfinished_runs(out: Path) -> list[Path]:
-    from andrea.rundir import RunDir
-
-    return sorted(c.parent for c in out.rglob("checkpoints")
-                  if c.is_dir() and not RunDir(c.parent).is_completed()
-                  and RunDir(c.parent).list_checkpoints())
-
-
-# ---- Slurm helpers -----------------------------------------------------------------------------
-
-def slurm_task_ids(out: Path) -> list[str]:
-    return sorted({p.name for p in out.rglob(".submitit/*") if p.is_dir() and re.match(r"\d+_\d+$", p.name)})
-
-
-def live_slurm_tasks(out: Path) -> list[str]:
-    ids = slurm_task_ids(out)
-    if not ids:
-        return []
-    q = subprocess.run(["squeue", "-h", "-r", "-t", "running", "-o", "%i"], capture_output=True,
-                       text=True).stdout.split()
-    return [i for i in ids if i in q]
-
-
-def wait_queue_empty(out: Path, limit_s: float = 900) -> None:
-    end = time.monotonic() + limit_s
-    while time.monotonic() < end:
-        ids = {i.split("_")[0] for i in slurm_task_ids(out)}
-        q = subprocess.run(["squeue", "-h", "-o", "%F"], capture_output=True, text=True).stdout.split()
-        if not ids & set(q):
-            return
-        time.sleep(1)
-
-
-def restart_slurmctld() -> bool:
-    """Kill the two-node cluster's slurmctld (by its recorded pid) and start it again."""
-    state = Path(os.environ.get("ANDREA_SLURM_STATE", "/var/lib/andrea-slurm")) / "twonode"
-    pid_file = state / "run" / "slurmctld.pid"
-    if not pid_file.exists():
-        return False
-    pid = int(pid_file.read_text().strip())
-    os.kill(pid, signal.SIGKILL)
-    time.sleep(1)
-    return subprocess.run(["bash", str(REPO / "slurm/local/twonode.sh"), "start"],
-                          capture_output=True).returncode == 0
-
-
 # ---- one trial: a chain of faults, then a clean re-run -------------------------------------------
 
 def inject(kind: str, out: Path, log: Path, rng: random.Random, slurm: bool, total_steps: int,
@@ -300,52 +194,6 @@ def inject(kind: str, out: Path, log: Path, rng: random.Random, slurm: bool, tot
     if landed and kind in DAMAGE:
         landed = _damage(kind, out, rng, damaged)
     (tally.injected if landed else tally.missed)[kind] += 1
-
-
-def _temp_files(out: Path) -> int:
-    return sum(1 for _ in out.rglob(".*.tmp"))
-
-
-def _fill(out: Path) -> None:
-    """Fill the file system the sweep writes to (a small tmpfs) until a write fails: at once
-    (fallocate), so that the run cannot finish its writes while the disk is being filled."""
-    with open(out / "filler", "wb", buffering=0) as f:
-        free = os.statvfs(out).f_bavail * os.statvfs(out).f_frsize
-        try:
-            os.posix_fallocate(f.fileno(), 0, max(1, free))
-        except OSError:
-            pass
-    try:
-        with open(out / "filler2", "wb", buffering=0) as f:  # the last partial MiB
-            while True:
-                f.write(b"\0" * 4096)
-    except OSError:
-        pass
-
-
-def _damage(kind: str, out: Path, rng: random.Random, damaged: list[Path]) -> bool:
-    from andrea.rundir import RunDir
-
-    runs = unfinished_runs(out)
-    if kind == "torn_metrics_line":
-        runs = [r for r in runs if (r / "metrics.jsonl").exists()]
-        if not runs:
-            return False
-        with open(rng.choice(runs) / "metrics.jsonl", "a") as f:
-            f.write('{"step": 999, "train/lo')
-        return True
-    if not runs:
-        return False
-    newest = RunDir(rng.choice(runs)).list_checkpoints()[0]
-    data = bytearray(newest.read_bytes())
-    if kind == "truncated_checkpoint":
-        data = data[: rng.randrange(1, len(data))]
-    else:
-        i = rng.randrange(len(data))
-        data[i] ^= 1 << rng.randrange(8)
-    newest.write_bytes(bytes(data))
-    damaged.append(newest)
-    return True
 
 
 def trial(k: int, work: Path, ref: dict, kinds: list[str], rng: random.Random, slurm: bool,

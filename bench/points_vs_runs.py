@@ -38,7 +38,7 @@ def compose(overrides: list[str]):
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from andrea.config import register_configs
+    from andrea.schema import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()

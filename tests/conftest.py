@@ -71,7 +71,7 @@ def compose_run(overrides: list[str], return_hydra_config: bool = False):
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from andrea.config import register_configs
+    from andrea.schema import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()

@@ -165,7 +165,7 @@ def test_run_dir_is_deterministic_and_names_the_run():
 def test_override_values_with_slashes_stay_one_directory_level():
     cfg = compose_run(["data=text", "data.paths=[/data/books/a.txt,/data/wiki/b.txt]"],
                       return_hydra_config=True)
-    from andrea.config import _suffix
+    from andrea.schema import _suffix
 
     suffix = _suffix("data.paths=[/data/books/a.txt,/data/wiki/b.txt],data=text")
     assert "/" not in suffix and suffix.startswith(",data.paths=")

@@ -130,9 +130,9 @@ def test_corrupt_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, data
 
 
 def test_non_finite_loss_ends_as_a_failed_result(tmp_path, data_cache, monkeypatch):
-    import andrea.train as train_mod
+    import andrea.evaluate as evaluate_mod  # lm_loss, the loss of every training step
 
-    real = train_mod.F.cross_entropy
+    real = evaluate_mod.F.cross_entropy
     calls = {"n": 0}
 
     def poisoned(*args, **kwargs):
@@ -140,7 +140,7 @@ def test_non_finite_loss_ends_as_a_failed_result(tmp_path, data_cache, monkeypat
         out = real(*args, **kwargs)
         return out * float("nan") if calls["n"] > 6 else out
 
-    monkeypatch.setattr(train_mod.F, "cross_entropy", poisoned)
+    monkeypatch.setattr(evaluate_mod.F, "cross_entropy", poisoned)
     with pytest.raises(TrainingFailed, match="non-finite"):
         run(tmp_path / "r")
     results = json.loads((tmp_path / "r" / "results.json").read_text())

@@ -14,7 +14,7 @@ from andrea.config import resolve_run
 from andrea.data import ValidationSet, prepare_data
 from andrea.distributed import DistInfo
 from andrea.model import ANDREA
-from andrea.train import evaluate
+from andrea.evaluate import evaluate
 from conftest import TINY_RUN, compose_run
 
 # 21 windows of 64 tokens: odd, so neither 2 ranks nor batches of 4 or 8 divide it evenly.

@@ -10,6 +10,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -17,6 +18,8 @@ from hydra._internal.core_plugins.basic_launcher import BasicLauncher
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
+
+from hydra_plugins.andrea_plugins.compose import JobComposer
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +33,23 @@ class AndreaSweeperConf:
 
 ConfigStore.instance().store(group="hydra/sweeper", name="andrea", node=AndreaSweeperConf,
                              provider="andrea")
+
+
+class _Composed(Mapping):
+    """Each job's composed config by its overrides, composed when a launcher asks (the
+    submitit launchers read its resources; the basic launcher composes each job itself)."""
+
+    def __init__(self, jobs: Dict[tuple, Any]) -> None:
+        self.jobs = jobs
+
+    def __getitem__(self, overrides: tuple) -> Any:
+        return self.jobs[overrides].config
+
+    def __iter__(self):
+        return iter(self.jobs)
+
+    def __len__(self) -> int:
+        return len(self.jobs)
 
 
 class AndreaSweeper(BasicSweeper):
@@ -54,7 +74,9 @@ class AndreaSweeper(BasicSweeper):
         plan_only = bool(self.config.get("plan", False))
         plan_gpu = str(self.config.get("plan_gpu", "H100"))
         plan_mfu = float(self.config.get("plan_mfu", 0.35))
-        load = lambda o: self.hydra_context.config_loader.load_sweep_config(self.config, o)  # noqa: E731
+        # One full composition per distinct set of group choices; seeds, LRs, budgets are
+        # applied to a copy of it (compose.py: the same config as composing each job).
+        load = JobComposer(self.hydra_context.config_loader, self.config)
         try:
             jobs = plan_jobs(load, grid, plan_gpu, plan_mfu)
         except ConfigError as e:
@@ -77,6 +99,7 @@ class AndreaSweeper(BasicSweeper):
         # out_dir=runs/ (as `make demo` passes it) would print runs//demo
         print(f"sweep '{self.config.sweep_name}' -> {os.path.normpath(str(self.config.hydra.sweep.dir))}")
         print_plan(jobs, plan_gpu, plan_mfu)
+        print("\n" + plan_power(jobs))
         if refuse:
             print("\nerror: " + "\n\nerror: ".join(refuse) + "\nnothing was launched.",
                   file=sys.stderr)
@@ -99,7 +122,7 @@ class AndreaSweeper(BasicSweeper):
 
             maybe_create_dashboard(to_dataclass(self.config).wandb, str(self.config.sweep_name))
             # Our launchers reuse the configs composed here instead of composing each job again.
-            self.launcher.composed = {tuple(j.overrides): j.config for j in todo}
+            self.launcher.composed = _Composed({tuple(j.overrides): j for j in todo})
             self.launcher.work = {tuple(j.overrides): j.flops for j in todo}  # for time-left lines
             if isinstance(self.launcher, BasicLauncher) and len(todo) > 1:
                 returns = self._launch_in_turn(todo)
@@ -124,3 +147,18 @@ class AndreaSweeper(BasicSweeper):
             returns += list(self.launcher.launch([j.overrides], initial_job_idx=k))
             done += j.flops
         return returns
+
+
+def plan_power(jobs) -> str:
+    """How precisely the grid will resolve each multiplier (analysis/power.py, CONTRACTS item 6),
+    with the noise of the jobs that already finished. Here, not in andrea.launch: the core
+    package does not import the analysis; the sweeper sits above both."""
+    from analysis.collect import collect
+    from analysis.power import PlannedRun, report
+
+    planned = [PlannedRun(j.spec.label, j.spec.size, j.spec.train.seed, j.flops,
+                          len(j.spec.train.budgets or [1]),
+                          tuple(j.spec.train.budgets) if j.spec.train.budgets else None)
+               for j in jobs]
+    done = [j.run_dir.root for j in jobs if j.state == "completed"]
+    return report(planned, collect(done).runs if done else [])

@@ -1,4 +1,4 @@
-"""print_plan's power lines (andrea/launch.py: _power → analysis/power.py, CONTRACTS item 6)."""
+"""The plan's power lines (the sweeper's plan_power → analysis/power.py, CONTRACTS item 6)."""
 
 from types import SimpleNamespace
 
@@ -6,8 +6,8 @@ import numpy as np
 
 from analysis.collect import FLOPS_PER_PFLOPS_DAY
 from analysis.synthetic import power_law, simulate_runs, write_runs
-from andrea.launch import _power
 from andrea.rundir import RunDir
+from hydra_plugins.andrea_plugins.sweeper import plan_power
 
 COMPUTE = tuple(np.geomspace(1e-9, 1.2e-7, 4))
 
@@ -27,11 +27,11 @@ def _jobs(root, finished=()):
 
 
 def test_power_from_default_noise_then_from_finished_runs(tmp_path):
-    text = _power(_jobs(tmp_path))
+    text = plan_power(_jobs(tmp_path))
     assert "attnres_full: this grid resolves a 1.25x multiplier to ±" in text
     assert "noise: default" in text and "3 seed(s) per size" in text
     laws = {"baseline": power_law(3.0, 0.07), "attnres_full": power_law(2.95, 0.07)}
     runs = simulate_runs(laws, COMPUTE, (0, 1, 2), rng=np.random.default_rng(0))
     done = write_runs(tmp_path, runs)
-    text = _power(_jobs(tmp_path, finished=set(done)))
+    text = plan_power(_jobs(tmp_path, finished=set(done)))
     assert "measured from 24 finished run(s)" in text

@@ -1,0 +1,117 @@
+"""The planner's job configs (hydra_plugins/andrea_plugins/compose.py) are the configs Hydra's own
+composition gives each job, and the plan built from them is the plan built from those."""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import os
+import subprocess
+
+import pytest
+from omegaconf import OmegaConf
+
+from conftest import REPO
+
+# Every shipped sweep, as its plan command runs it (the GPU grids with their data checks off).
+SWEEPS = sorted(p.stem for p in (REPO / "sweeps").glob("*.yaml"))
+# Lists, null and a group among the values, in one grid.
+CUSTOM = ["model=baseline,attnres_block_n2", "size=tiny-1", "train.seed=0,1",
+          "train.budgets=[0.25,1],null,[0.5,1]", "train.lr_scale=1,2"]
+
+
+@pytest.fixture(scope="module")
+def hydra():
+    """Hydra set up as `python sweep.py -m` sets it up (plugins, schema, search path)."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from andrea.schema import register_configs
+
+    register_configs()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
+        yield GlobalHydra.instance().hydra
+    GlobalHydra.instance().clear()
+
+
+def grid(hydra, arguments):
+    """The sweep's master config and its jobs' overrides, as the sweeper computes them."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.types import RunMode
+
+    master = hydra.compose_config("config", arguments, run_mode=RunMode.MULTIRUN)
+    HydraConfig.instance().set_config(master)
+    params = [f"{k}={v}" for k, v in (master.hydra.sweeper.params or {}).items()]
+    parsed = OverridesParser.create(config_loader=hydra.config_loader).parse_overrides(
+        [*params, *arguments])
+    return master, [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+def sample(jobs, k=4):
+    """A few jobs of a grid spread over it (all of them compose in full: ~0.3 s each)."""
+    return [jobs[i] for i in sorted({0, 1, len(jobs) // 2, len(jobs) - 1})][:k]
+
+
+@pytest.mark.parametrize("arguments", [[f"sweeps={s}", "plan=true", "require_real_corpus=false",
+                                        "max_epochs=1000"] for s in SWEEPS] + [CUSTOM],
+                         ids=[*SWEEPS, "custom"])
+def test_each_job_config_is_hydras_own(hydra, arguments, tmp_path):
+    from andrea.launch import job_run_dir, plan_jobs
+    from hydra_plugins.andrea_plugins.compose import JobComposer
+
+    master, jobs = grid(hydra, [*arguments, f"out_dir={tmp_path}"])
+    composer = JobComposer(hydra.config_loader, master)
+    # The planner's way: every job in order through the shared configs, then a few checked.
+    planned = plan_jobs(composer, jobs, "H100", 0.35)
+    by_overrides = {tuple(j.overrides): j for j in planned}
+    for overrides in sample(jobs) if len(jobs) > 8 else jobs:
+        full = hydra.config_loader.load_sweep_config(master, list(overrides))
+        ours = by_overrides[tuple(overrides)].config
+        assert OmegaConf.to_container(ours) == OmegaConf.to_container(full), overrides
+        assert OmegaConf.is_struct(ours) and OmegaConf.get_type(ours) is OmegaConf.get_type(full)
+        again = plan_jobs(lambda o, full=full: full, [overrides], "H100", 0.35)[0]
+        job = by_overrides[tuple(overrides)]
+        assert job.spec == again.spec and job.run == again.run and job.flops == again.flops
+        assert job.run_dir.root == again.run_dir.root == job_run_dir(full).resolve()
+        assert OmegaConf.to_container(ours.hydra.launcher, resolve=True) == \
+            OmegaConf.to_container(full.hydra.launcher, resolve=True)
+
+
+def test_the_schema_shortcut_converts_like_a_merge(hydra):
+    from andrea.config import to_dataclass
+
+    master, jobs = grid(hydra, ["sweeps=demo", "plan=true"])
+    cfg = hydra.config_loader.load_sweep_config(master, jobs[-1])
+    untyped = OmegaConf.create(OmegaConf.to_container(cfg))  # takes the merge into the schema
+    assert to_dataclass(cfg) == to_dataclass(untyped)
+    assert dataclasses.asdict(to_dataclass(cfg))["train"]["budgets"] == [0.25, 0.5, 1.0]
+
+
+def test_a_plan_asks_no_scheduler_about_running_jobs(hydra, tmp_path, monkeypatch):
+    """A run whose job is live holds its lock: the plan says `running` from that, without
+    asking sacct (or anything else) once per job."""
+    from andrea.launch import plan_jobs
+    from andrea.rundir import RunDir
+    from hydra_plugins.andrea_plugins.compose import JobComposer
+
+    master, jobs = grid(hydra, ["model=baseline", "size=tiny-1", "train.seed=0,1,2",
+                                f"out_dir={tmp_path}"])
+    composer = JobComposer(hydra.config_loader, master)
+    calls = []
+    real_run, real_popen = subprocess.run, subprocess.Popen
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a) or real_run(*a, **k))
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **k: calls.append(a) or real_popen(*a, **k))
+    first = plan_jobs(composer, jobs, "H100", 0.35)[0]
+    run = RunDir(first.run_dir.root)
+    run.root.mkdir(parents=True)
+    fd = os.open(run.lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # what a live job's process holds
+    try:
+        states = [j.state for j in plan_jobs(composer, jobs, "H100", 0.35)]
+    finally:
+        os.close(fd)
+    assert states == ["running", "new", "new"]
+    assert calls == []
