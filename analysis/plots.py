@@ -296,7 +296,11 @@ def plot_dynamics(runs: list[dict], paths, baseline: str = "baseline") -> None:
         # would wash out every informative row
         multi = m[np.sum(np.isfinite(m), axis=1) > 1]
         vmax = float(np.nanmax(multi)) if multi.size and np.isfinite(multi).any() else 1.0
-        im = ax.imshow(np.ma.masked_invalid(m), aspect="auto", cmap="viridis", vmin=0, vmax=vmax,
+        # weights above vmax (the single-source rows' 1.0) get their own colour and the colour
+        # bar an arrow, so a clipped cell is never read as vmax
+        clipped = bool(np.nanmax(m) > vmax * (1 + 1e-9))
+        cmap = plt.get_cmap("viridis").with_extremes(over="#d62728")
+        im = ax.imshow(np.ma.masked_invalid(m), aspect="auto", cmap=cmap, vmin=0, vmax=vmax,
                        interpolation="nearest")
         ax.xaxis.set_major_locator(mticker.MaxNLocator(integer=True))
         ax.yaxis.set_major_locator(mticker.MaxNLocator(integer=True))
@@ -304,7 +308,9 @@ def plot_dynamics(runs: list[dict], paths, baseline: str = "baseline") -> None:
         ax.set_ylabel("Layer (last row = output)")
         ax.set_title(f"Depth attention: {r['label']} ({r['size']})", fontsize=10)
         ax.grid(False)
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="weight")
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, extend="max" if clipped else "neither",
+                     label=f"weight (red: above {vmax:.2f}, up to {np.nanmax(m):.2f})" if clipped
+                     else "weight")
     for ax in axes[n:]:
         ax.set_visible(False)
     _save(fig, paths)

@@ -91,3 +91,16 @@ def test_ablation_compares_final_points_and_skips_a_single_block_size(tmp_path):
     assert "one block size" in msg and "skipped" in msg
     assert not (tmp_path / "ablation.png").exists()
 
+
+def test_dynamics_colour_scale_marks_weights_above_it(tmp_path, monkeypatch):
+    """Issue #23: the heatmap's scale topped out at ~0.8 while layer 0's weight is 1.0, clipped
+    without a sign. A clipped scale now has an arrow and says what lies above it."""
+    figs = []
+    monkeypatch.setattr(plots, "_save", lambda fig, paths: figs.append(fig))
+    dyn = {"layer_rms": [1.0, 0.5, 0.4], "step": 10,
+           "depth_weights": [[1.0], [0.3, 0.7], [0.2, 0.5, 0.3], [0.1, 0.1, 0.4, 0.4]]}
+    plots.plot_dynamics([{"label": "attnres_full", "size": "tiny-1", "dyn": dyn}],
+                        [tmp_path / "d.png"])
+    bar = [a for a in figs[0].axes if "weight" in a.get_ylabel()][0]
+    assert "above 0.70" in bar.get_ylabel() and "1.00" in bar.get_ylabel()
+    assert figs[0].axes[1].images[0].colorbar.extend == "max"
