@@ -189,10 +189,12 @@ class _AndreaLauncherMixin:
         n = sum(ended)
         if n == 0 or n == len(jobs):
             return ""
-        from andrea.progress import about, time_left
+        from andrea.progress import about_range, left_range
 
         done = sum(w for w, e in zip(weights, ended) if e)
-        eta = about(time_left(time.time() - t0, done, sum(weights) - done))
+        # jobs run side by side, so no per-job durations: the range the finished ones allow
+        rng = left_range(time.time() - t0, n, done, len(jobs) - n, sum(weights) - done)
+        eta = about_range(*rng) if rng else ""
         return f" ({n} of {len(jobs)} done" + (f", {eta})" if eta else ")")
 
     def _wait(self, jobs: List[Any], run_dirs: List[Path]) -> None:
