@@ -29,12 +29,15 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
     from hydra.core.hydra_config import HydraConfig
 
     from andrea.rundir import RunLocked
+    from andrea.threads import apply_job_threads
     from andrea.train import Interrupted, train
 
     _configure_logging()
     from hydra.types import RunMode
 
     run_dir = RunDir(Path(HydraConfig.get().runtime.output_dir))
+    threads, source = apply_job_threads(HydraConfig.get().launcher.get("cpus_per_task"))
+    log.debug("%d intra-op thread(s), from %s", threads, source)
     try:
         spec = resolve_run(cfg, world_size=_world_size_of_job())
         done = reusable_results(run_dir, spec)

@@ -634,6 +634,7 @@ class Trainer:
             "tokens_per_s": (self.session_steps * spec.batch_tokens / max(session_s, 1e-9)
                              if self.session_steps else spec.tokens_spent / max(wall_s, 1e-9)),
             "world_size": self.dist.world_size,
+            "torch_threads": torch.get_num_threads(),  # andrea.threads: the job's CPUs
             "device": str(self.device.type),
             "device_name": device_name(self.device),
             "code": code_version(),
