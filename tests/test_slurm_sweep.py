@@ -182,3 +182,17 @@ def test_two_nodes_one_task_each_train_with_ddp_and_match_one_process(
                            env={**os.environ, **two_node_cluster}, capture_output=True, text=True,
                            timeout=300).stdout.split()
     assert nodes and nodes[-1] == "andrea-n[1-2]", nodes
+
+
+def test_pending_array_tasks_are_seen_as_queued(slurm_cluster):
+    """Issue #23: a re-run must know which runs an earlier launch's array still has queued
+    (andrea.queued asks squeue once, one line per array task)."""
+    from andrea.queued import live_slurm_jobs
+    from slurm_cluster import _run
+
+    job = _run(["sbatch", "--parsable", "--hold", "--array=0-1", "--wrap", "true"]).strip()
+    try:
+        assert live_slurm_jobs([f"{job}_0", f"{job}_1", f"{job}_9"]) == \
+            {f"{job}_0": "PENDING", f"{job}_1": "PENDING"}
+    finally:
+        _run(["scancel", job], check=False)

@@ -168,6 +168,9 @@ class _AndreaLauncherMixin:
             submitted = executor.map_array(self, *zip(*args))
             for i, job in zip(members, submitted):
                 jobs[i] = job
+                if self._EXECUTOR == "slurm":  # a re-run while it waits must not submit it again
+                    from andrea.rundir import RunDir
+                    RunDir(run_dirs[i]).mark_queued(job.job_id)
                 log.info("submitted #%d as %s: %s", initial_job_idx + i, job.job_id,
                          " ".join(filter_overrides(job_overrides[i])))
         detach = (" Safe to interrupt (Ctrl-C): the jobs keep running, and the same command "

@@ -60,7 +60,7 @@ class AndreaSweeper(BasicSweeper):
         except ConfigError as e:
             print(f"error: {e}", file=sys.stderr)
             sys.exit(2)
-        todo = [j for j in jobs if j.state not in ("completed", "running")]
+        todo = [j for j in jobs if j.to_run]
         # Data: each distinct corpus checked and prepared once, here, before any job is
         # submitted (plan=true only estimates); then epochs per job (andrea/sufficiency.py).
         annotate_epochs(jobs, estimate_corpora(jobs))
@@ -91,7 +91,7 @@ class AndreaSweeper(BasicSweeper):
             print(f"\nskipping {skipped} completed run(s); re-running a sweep never redoes them.")
         if running:
             print(f"skipping {running} run(s) that a job of an earlier invocation is training "
-                  "now; run the command again once they end.")
+                  "or has queued; run the command again once they end.")
         returns = []
         if todo:
             from analysis.dashboard import maybe_create_dashboard
