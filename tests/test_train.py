@@ -96,6 +96,12 @@ def test_resume_is_exact(tmp_path, data_cache):
     steps = [json.loads(l)["step"] for l in rd.metrics.read_text().splitlines()
              if keys.TRAIN_LOSS in l]
     assert steps == sorted(set(steps))
+    # the logging window (8, 12] straddles the stop at step 10: its mean is the same as without
+    # the stop (issue #23: it was the mean of the steps after the resume only)
+    def losses(p):
+        return {r["step"]: r[keys.TRAIN_LOSS] for r in map(json.loads, p.read_text().splitlines())
+                if keys.TRAIN_LOSS in r}
+    assert losses(rd.metrics) == losses(RunDir(tmp_path / "full").metrics)
 
 
 def test_finishing_from_the_final_checkpoint_logs_the_final_eval_once(tmp_path, data_cache):
