@@ -26,6 +26,12 @@ if __name__ == "__main__":
 
     try:
         main()
+    except KeyboardInterrupt:
+        # Ctrl-C: every finished run and checkpoint is on disk (written atomically); say how to
+        # go on instead of a traceback. 130 = 128 + SIGINT, as a shell reports it.
+        print("\ninterrupted (Ctrl-C): finished runs and checkpoints are kept; re-run the same "
+              "command to resume.", file=sys.stderr)
+        sys.exit(130)
     except SystemExit as e:
         # Hydra reports a bad override (exit 1) as "Key 'trian' not in 'RunConfig'" or "Error
         # merging override train.lr=fast": name the nearest valid key or the type the key takes,

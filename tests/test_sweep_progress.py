@@ -90,3 +90,29 @@ def test_time_left_of_a_demo_like_sweep_bounds_then_fits_the_truth():
         else:
             assert text.startswith("between") or text.startswith("about"), text
     assert about_range(240.0, 4500.0) == "between 4 and 75 minutes left"
+
+
+def test_ctrl_c_of_an_in_process_sweep_says_how_to_resume(tmp_path, data_cache):
+    """Issue #23: Ctrl-C ended in a raw KeyboardInterrupt traceback with no word on resuming."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import REPO
+
+    cmd = [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={tmp_path / 'runs'}",
+           "model=baseline", *TINY_RUN[1:], "train.tokens=153600"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    end = time.monotonic() + 600
+    while proc.poll() is None and time.monotonic() < end \
+            and not any((tmp_path / "runs").rglob("metrics.jsonl")):
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 130, out[-2000:] + err[-2000:]
+    assert "re-run the same command to resume" in err and "Traceback" not in err, err[-3000:]
