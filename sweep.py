@@ -24,6 +24,14 @@ def main(cfg: DictConfig) -> dict:
 if __name__ == "__main__":
     import sys
 
+    from andrea.overrides import precheck
+
+    # typos and unknown options before Hydra: one `error:` line with the nearest valid name,
+    # exit 2, nothing composed or created (Hydra's own errors come with a traceback, exit 1)
+    errors = precheck(sys.argv[1:])
+    if errors:
+        print("\n".join(errors), file=sys.stderr)
+        sys.exit(2)
     try:
         main()
     except KeyboardInterrupt:
