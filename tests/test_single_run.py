@@ -47,6 +47,16 @@ def test_bad_single_run_is_one_line_exit_2_and_leaves_no_directory(tmp_path, dat
     assert not (tmp_path / "runs").exists(), sorted(map(str, (tmp_path / "runs").rglob("*")))
 
 
+def test_single_run_beyond_max_epochs_is_refused_like_in_a_sweep(tmp_path, data_cache):
+    """Issue #23: `-m` refused a run beyond max_epochs; the same single run trained silently.
+    (The corpus is tokenized first, with its progress lines, to count the epochs exactly.)"""
+    out = single(tmp_path, *TINY_RUN[:6], "train.tokens=1536000")  # ~13 epochs
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "\nerror: 1 of 1 job(s) would see their training data more than max_epochs=4" \
+        in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert not (tmp_path / "runs").exists()
+
+
 def test_mistyped_key_names_the_nearest_valid_one(tmp_path):
     out = single(tmp_path, "trian.lr=1")
     assert out.returncode == 2
