@@ -24,7 +24,7 @@ def main(cfg: DictConfig) -> dict:
 if __name__ == "__main__":
     import sys
 
-    from andrea.overrides import precheck
+    from andrea.overrides import implied_overrides, precheck
 
     # typos and unknown options before Hydra: one `error:` line with the nearest valid name,
     # exit 2, nothing composed or created (Hydra's own errors come with a traceback, exit 1)
@@ -32,6 +32,7 @@ if __name__ == "__main__":
     if errors:
         print("\n".join(errors), file=sys.stderr)
         sys.exit(2)
+    sys.argv += implied_overrides(sys.argv[1:])
     try:
         main()
     except KeyboardInterrupt:

@@ -222,6 +222,15 @@ def format_table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
+def _full_like_notes(jobs: list[PlannedJob]) -> list[str]:
+    """Block runs whose S is 1 (N >= L sublayers): every sublayer is its own block, which is
+    Full AttnRes; a grid that also trains Full spends that run twice over."""
+    seen = sorted({(j.spec.label, j.spec.size, 2 * j.spec.model.n_layer) for j in jobs
+                   if j.spec.variant == "attnres_block" and j.spec.model.block_size == 1})
+    return [f"note: {label} at {size}: S = 1 (L = {n} sublayers), identical to attnres_full"
+            for label, size, n in seen]
+
+
 def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=None) -> None:
     stream = stream or sys.stdout
     from andrea.sufficiency import format_epochs
@@ -242,6 +251,8 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
     todo = [j for j in jobs if j.to_run]
     hours = [j.gpu_hours for j in todo if j.gpu_hours is not None]
     print(format_table(headers, rows), file=stream)
+    for note in _full_like_notes(jobs):
+        print(note, file=stream)
     if peak_flops(plan_gpu, "bf16") is None:
         from andrea.flops import PEAK_FLOPS
 

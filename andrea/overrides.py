@@ -119,6 +119,23 @@ def unknown_key_hints(overrides: Iterable[str]) -> list[str]:
     return lines
 
 
+# S and N of Block AttnRes: exactly one may be set (andrea.config.block_size_of)
+_BLOCK_KEYS = ("model.block_size", "model.n_blocks")
+
+
+def implied_overrides(overrides: Iterable[str]) -> list[str]:
+    """Overrides the command line implies: `model.n_blocks=N` alone replaces the model config's
+    default S (`model.block_size=null`), and `model.block_size=S` alone its default N. Both on
+    the command line stay an error. (model=attnres_block model.n_blocks=8 was refused because
+    the config's S = 4 was set too, issue #23.) The keys are not in run directory names."""
+    given = {key for key, _ in _assignments(overrides)}
+    asked = [k for k in _BLOCK_KEYS if k in given]
+    if len(asked) != 1:
+        return []
+    other = _BLOCK_KEYS[1 - _BLOCK_KEYS.index(asked[0])]
+    return [f"{other}=null"]
+
+
 def group_options(group: str) -> list[str]:
     """The options of a config group: its conf/<group>/*.yaml."""
     return sorted(p.stem for p in (CONF / group).glob("*.yaml"))

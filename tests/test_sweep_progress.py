@@ -116,3 +116,16 @@ def test_ctrl_c_of_an_in_process_sweep_says_how_to_resume(tmp_path, data_cache):
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 130, out[-2000:] + err[-2000:]
     assert "re-run the same command to resume" in err and "Traceback" not in err, err[-3000:]
+
+
+def test_blocks_on_the_command_line_replace_the_configs_block_size(tmp_path):
+    """Issue #23: `model=attnres_block model.n_blocks=8` was refused because the config's S = 4
+    is set too. N alone replaces the default S; with N >= L (tiny-2: L = 4) the plan says that
+    S = 1 is Full AttnRes. S and N both on the command line stay an error."""
+    out = sweep(tmp_path, "model=attnres_block", "model.n_blocks=8", "size=tiny-2", "plan=true")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "note: attnres_block_n8 at tiny-2: S = 1 (L = 4 sublayers), identical to " \
+        "attnres_full" in out.stdout, out.stdout[-2000:]
+    both = sweep(tmp_path, "model=attnres_block", "model.n_blocks=8", "model.block_size=2",
+                 "size=tiny-2", "plan=true")
+    assert both.returncode == 2 and "model.n_blocks" in both.stderr, both.stderr[-2000:]
