@@ -164,8 +164,9 @@ def test_bad_data_fails_with_a_failed_result(tmp_path, data_cache):
 def test_sigusr2_checkpoints_and_the_next_start_resumes(tmp_path, data_cache):
     """The Slurm pre-timeout signal: finish the step, checkpoint, exit; a restart completes."""
     out = tmp_path / "runs"
+    # 4.4 epochs of the capped corpus: a long enough run to signal, allowed past max_epochs=4
     cmd = [sys.executable, str(REPO / "sweep.py"), *TINY_RUN, "train.tokens=512000",
-           "train.progress=true", f"out_dir={out}", "hydra/job_logging=disabled"]
+           "max_epochs=5", "train.progress=true", f"out_dir={out}", "hydra/job_logging=disabled"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
     for line in proc.stderr:  # the first progress line means training is under way (no deadline:
