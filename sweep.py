@@ -24,8 +24,23 @@ def main(cfg: DictConfig) -> dict:
 if __name__ == "__main__":
     import sys
 
+    from andrea.overrides import implied_overrides, precheck
+
+    # typos and unknown options before Hydra: one `error:` line with the nearest valid name,
+    # exit 2, nothing composed or created (Hydra's own errors come with a traceback, exit 1)
+    errors = precheck(sys.argv[1:])
+    if errors:
+        print("\n".join(errors), file=sys.stderr)
+        sys.exit(2)
+    sys.argv += implied_overrides(sys.argv[1:])
     try:
         main()
+    except KeyboardInterrupt:
+        # Ctrl-C: every finished run and checkpoint is on disk (written atomically); say how to
+        # go on instead of a traceback. 130 = 128 + SIGINT, as a shell reports it.
+        print("\ninterrupted (Ctrl-C): finished runs and checkpoints are kept; re-run the same "
+              "command to resume.", file=sys.stderr)
+        sys.exit(130)
     except SystemExit as e:
         # Hydra reports a bad override (exit 1) as "Key 'trian' not in 'RunConfig'" or "Error
         # merging override train.lr=fast": name the nearest valid key or the type the key takes,

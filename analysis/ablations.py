@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from analysis.collect import InputError, collect
+from analysis.collect import InputError, collect, final_points
 from andrea.rundir import atomic_write_bytes, read_json
 
 BLOCK_LABEL = re.compile(r"^attnres_block_s(\d+)$")  # Block at one S, no switches
@@ -76,10 +76,11 @@ def _label_of(run) -> str:
 def ablation_rows(runs, level: float = 0.95, baseline: str = "baseline",
                   full: str = "attnres_full", size: str | None = None):
     """One Row per label at one size (the requested one, else the size with the most labels).
-    Returns (rows sorted by mean loss with the baseline first, size, warnings)."""
+    Returns (rows sorted by mean loss with the baseline first, size, warnings).
+    A run with several budgets counts with its final point (its whole budget)."""
     by: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     warnings = []
-    for r in runs:
+    for r in final_points(runs):
         seed = r.seed if r.seed is not None else len(by[(_label_of(r), r.size)])
         group = by[(_label_of(r), r.size)]
         if seed in group:

@@ -62,6 +62,17 @@ class ChinchillaFit:
         """(N_opt, D_opt, L*) at compute C (FLOPs)."""
         return optimal(compute_flops, self.E, self.A, self.a, self.B, self.b, self.k)
 
+    def no_optimum(self) -> str | None:
+        """Why this fit has no compute-optimal N (a or b at zero: the loss does not trade N
+        against D), or None when it has one."""
+        for name, v in (("a", self.a), ("b", self.b), ("A", self.A), ("B", self.B)):
+            if not (math.isfinite(v) and v > 1e-3):
+                return f"{name} = {v:.3g}, so the fit has no compute-optimal N"
+        n_opt = float(np.ravel(self.optimal(self.k * 1e6 * 1e6))[0])
+        if not (math.isfinite(n_opt) and n_opt > 0):
+            return "the compute-optimal N is not finite"
+        return None
+
     def to_json(self) -> dict:
         d = {"E": self.E, "A": self.A, "a": self.a, "B": self.B, "b": self.b,
              "flops_per_param_token": self.k, "n_points": self.n_points,

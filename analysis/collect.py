@@ -324,6 +324,16 @@ def collect(paths: list[str | Path]) -> Collection:
 
 
 # --- seeds → points -------------------------------------------------------------------------------
+def final_points(runs: list[Run]) -> list[Run]:
+    """Each run's last point only (its full budget): ablation tables and figures compare runs at
+    their final point, never a cooled-down early budget of one beside the end of another."""
+    last: dict[str, Run] = {}
+    for r in runs:
+        if r.run_id not in last or r.point > last[r.run_id].point:
+            last[r.run_id] = r
+    return list(last.values())
+
+
 def aggregate(runs: list[Run]) -> tuple[list[Point], list[str]]:
     """One point per (label, size, position in the run): mean loss over seeds, std kept as the
     spread. These means are what tables and figures show; the fits use every run's points.

@@ -207,9 +207,17 @@ def figures(extra: Extra, groups, out, written, baseline) -> list[str]:
     msgs = []
     plots_extra.plot_frontier(groups, extra.frontier, [out / "frontier.png"], baseline)
     written.append(out / "frontier.png")
-    if extra.chinchilla:
-        plots_extra.plot_isoflop(groups, extra.chinchilla, [out / "isoflop.png"], baseline)
+    # an L(N, D) fit without a compute-optimal N has no isoFLOP minimum to show: its curves
+    # would be flat or run off the data, so such fits are left out and the log says why
+    why = {k: f.no_optimum() for k, f in extra.chinchilla.items()}
+    drawable = {k: f for k, f in extra.chinchilla.items() if why[k] is None}
+    for k in sorted(k for k in why if why[k]):
+        msgs.append(f"isoFLOP profile of {k} not drawn: {why[k]}")
+    if drawable:
+        plots_extra.plot_isoflop(groups, drawable, [out / "isoflop.png"], baseline)
         written.append(out / "isoflop.png")
+    elif extra.chinchilla:
+        msgs.append("isoFLOP figure skipped: no L(N, D) fit identifies a compute-optimal N")
     else:
         msgs.append("isoFLOP figure skipped: no L(N, D) fit (needs several budgets per size)")
     return msgs

@@ -109,6 +109,17 @@ def merge_label_warnings(warnings: list[str], labels) -> list[str]:
     return [f"{', '.join(labs)}: {w}" if labs else w for w, labs in merged.items()]
 
 
+def one_size_note(runs, baseline: str) -> str | None:
+    """The planner predicts no multiplier from a baseline at one size (analysis.power.report);
+    the fit still computes one from that size's budgets, so it says the same thing beside it."""
+    sizes = sorted({r.size for r in runs if r.label == baseline})
+    if len(sizes) != 1:
+        return None
+    return (f"the {baseline} runs span one size ({sizes[0]}): this multiplier compares token "
+            "budgets of one model size, not a scaling law over sizes; a compute multiplier needs "
+            "two or more sizes (plan=true predicts none)")
+
+
 def _section(title, items, fmt):
     if items:
         print(f"{title} ({len(items)}):")
@@ -250,6 +261,9 @@ def main(argv=None) -> int:
             for c in c_refs:
                 at_ref.append(multiplier_at(base, fits[label], c))
             curves[label] = multiplier_curve(base, fits[label])
+        note = one_size_note(coll.runs, args.baseline)
+        for m in at_ref if note else ():
+            m["warning"] = "; ".join(w for w in (m["warning"], note) if w)
     elif len(fits) > 0:
         print(f"warning: baseline {args.baseline!r} not fitted (labels: {', '.join(sorted(groups))});"
               f" no multipliers; pick another with --baseline")

@@ -205,15 +205,32 @@ def choose_ablation_size(points: list[Point], size: str | None = None) -> str | 
                                      max(p.flops for p in blocks if p.size == s)))
 
 
+def _final_of_each(points: list[Point]) -> list[Point]:
+    """Per (label, size), the point with the most tokens (else FLOPs): the runs' final budget."""
+    best: dict[tuple[str, str], Point] = {}
+    for p in points:
+        key = (p.label, p.size)
+        rank = (p.tokens or 0.0, p.flops)
+        if key not in best or rank > (best[key].tokens or 0.0, best[key].flops):
+            best[key] = p
+    return list(best.values())
+
+
 def plot_ablation(points: list[Point], paths, size: str | None = None, baseline: str = "baseline"
                   ) -> str:
-    """Validation loss vs S at one size. Returns what was drawn, or why nothing was."""
+    """Validation loss vs S at one size, every row at its final point (the whole budget: an
+    early cooled-down point beside a final one is not like with like). Returns what was drawn,
+    or why nothing was; with fewer than two S there is no ablation to draw."""
+    points = _final_of_each(points)
     chosen = choose_ablation_size(points, size)
     if chosen is None:
         return (f"no attnres_block runs of size {size}" if size else "no attnres_block runs") + \
             ": ablation figure skipped"
     blocks = sorted((p for p in points if p.variant == BLOCK_VARIANT and p.block_size is not None
                      and p.size == chosen), key=lambda p: p.block_size)
+    if len(blocks) < 2:
+        return (f"one block size (S = {blocks[0].block_size}) at size {chosen}, two or more "
+                "needed: ablation figure skipped")
     col = colours([p.label for p in points] + [baseline], baseline)
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     S = np.array([p.block_size for p in blocks])
@@ -235,8 +252,9 @@ def plot_ablation(points: list[Point], paths, size: str | None = None, baseline:
     ax.xaxis.set_minor_locator(mticker.NullLocator())
     ax.yaxis.set_major_formatter(mticker.FormatStrFormatter("%.3f"))
     ax.set_xlabel("Block size S (sublayers per block)")
-    ax.set_ylabel("Validation loss (nats/token)")
-    ax.set_title(f"Block-size ablation, size {chosen} (lower is better)", fontsize=10)
+    ax.set_ylabel("Final validation loss (nats/token)")
+    ax.set_title(f"Block-size ablation, size {chosen}, final budget (lower is better)",
+                 fontsize=10)
     ax.legend(frameon=False)
     _save(fig, paths)
     return f"ablation: size {chosen}, S = {', '.join(map(str, S))}"
@@ -278,7 +296,11 @@ def plot_dynamics(runs: list[dict], paths, baseline: str = "baseline") -> None:
         # would wash out every informative row
         multi = m[np.sum(np.isfinite(m), axis=1) > 1]
         vmax = float(np.nanmax(multi)) if multi.size and np.isfinite(multi).any() else 1.0
-        im = ax.imshow(np.ma.masked_invalid(m), aspect="auto", cmap="viridis", vmin=0, vmax=vmax,
+        # weights above vmax (the single-source rows' 1.0) get their own colour and the colour
+        # bar an arrow, so a clipped cell is never read as vmax
+        clipped = bool(np.nanmax(m) > vmax * (1 + 1e-9))
+        cmap = plt.get_cmap("viridis").with_extremes(over="#d62728")
+        im = ax.imshow(np.ma.masked_invalid(m), aspect="auto", cmap=cmap, vmin=0, vmax=vmax,
                        interpolation="nearest")
         ax.xaxis.set_major_locator(mticker.MaxNLocator(integer=True))
         ax.yaxis.set_major_locator(mticker.MaxNLocator(integer=True))
@@ -286,7 +308,9 @@ def plot_dynamics(runs: list[dict], paths, baseline: str = "baseline") -> None:
         ax.set_ylabel("Layer (last row = output)")
         ax.set_title(f"Depth attention: {r['label']} ({r['size']})", fontsize=10)
         ax.grid(False)
-        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="weight")
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, extend="max" if clipped else "neither",
+                     label=f"weight (red: above {vmax:.2f}, up to {np.nanmax(m):.2f})" if clipped
+                     else "weight")
     for ax in axes[n:]:
         ax.set_visible(False)
     _save(fig, paths)

@@ -42,6 +42,7 @@ def plot_isoflop(groups, fits, paths, baseline: str = "baseline") -> None:
     allc = np.array([p.flops for ps in groups.values() for p in ps])
     levels = np.geomspace(allc.min(), allc.max(), 4)
     cmap = plt.cm.viridis(np.linspace(0.1, 0.85, len(levels)))
+    shown = []  # measured losses and optima: the y-axis spans these, not the curves' far tails
     for ax, label in zip(axes[0], labels):
         f = fits[label]
         pts = [p for p in groups.get(label, []) if p.params and p.tokens]
@@ -52,15 +53,23 @@ def plot_isoflop(groups, fits, paths, baseline: str = "baseline") -> None:
                     label=f"C = {C / FLOPS_PER_PFLOPS_DAY:.2g} PF-days")
             n_opt, _, l_opt = f.optimal(C)
             ax.plot([n_opt], [l_opt], "*", color=c, ms=9)
+            shown.append(float(np.ravel(l_opt)[0]))
             near = [p for p in pts if abs(np.log(p.flops / C)) < np.log(levels[1] / levels[0]) / 2]
             ax.scatter([p.params for p in near], [p.val_loss for p in near], color=c, s=16, zorder=3)
+        shown += [p.val_loss for p in pts]
         ax.set_xscale("log")
         ax.set_yscale("log")
         _plain_log_y(ax)
         ax.set_title(f"{label}: E={f.E:.2f}, a={f.a:.2f}, b={f.b:.2f}", fontsize=9)
         ax.set_xlabel("Non-embedding parameters N")
+    shown = [v for v in shown if np.isfinite(v) and v > 0]
+    if shown:
+        axes[0][0].set_ylim(min(shown) / 1.05, max(shown) * 1.05)
     axes[0][0].set_ylabel("Validation loss (nats/token)")
-    axes[0][-1].legend(loc="upper right", frameon=False, fontsize=7)
+    handles, names = axes[0][-1].get_legend_handles_labels()
+    # outside the panels (constrained layout makes room): inside, it covered the data
+    fig.legend(handles, names, loc="outside lower center", ncol=len(levels), frameon=False,
+               fontsize=7)
     fig.suptitle("IsoFLOP profiles of the L(N, D) fit (stars: compute-optimal N; dots: runs "
                  "within half a step of that compute)", fontsize=10)
     _save(fig, paths)

@@ -171,6 +171,18 @@ def _bounds(form, y):
     return [(float(y.min()) - 15.0, float(y.max())), (None, None), (0.0, 5.0)]
 
 
+def _at_bounds(theta, form, y) -> list[str]:
+    """The parameters the optimum pins at a bound of `_bounds` (their CIs then collapse onto it)."""
+    names = ("log A", "alpha") if form == "power" else ("E", "log A", "alpha")
+    out = []
+    for name, v, (lo, hi) in zip(names, theta, _bounds(form, y)):
+        for b, side in ((lo, "lower"), (hi, "upper")):
+            if b is not None and abs(v - b) <= 1e-6 * max(1.0, abs(b)):
+                shown = float(np.exp(b)) if name == "E" else b
+                out.append(f"{name} at its {side} bound ({shown:.4g})")
+    return out
+
+
 def _grid(form, y):
     ybar = float(y.mean())
     if form == "power":
@@ -277,6 +289,14 @@ def _fit(label, compute, loss, form, huber_delta, n_bootstrap, ci, seed, resampl
     theta = best.x
     A, alpha, E = _to_params(theta, form, x0)
     r2, rmse = _r2(theta, dx, y, form)
+    pinned = _at_bounds(theta, form, y)
+    if pinned:
+        # e.g. E at exp(min log L - 15): the points show no irreducible loss, and the interval
+        # [bound, bound] is the bound, not a measurement
+        warnings.append(f"{label}: {', '.join(pinned)}: the fit sits at a bound of its search "
+                        "range, so that estimate and its interval are the bound, not a measurement"
+                        + ("; the points show no irreducible loss (the power form without E fits"
+                           " them as well)" if pinned[0].startswith("E at its lower") else ""))
     if huber_delta is None:     # the primary fit is the least-squares one
         lsq_theta = theta
     elif form == "power":       # ordinary least squares has a closed form

@@ -31,12 +31,15 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
     from hydra.core.hydra_config import HydraConfig
 
     from andrea.rundir import RunLocked
+    from andrea.threads import apply_job_threads
     from andrea.train import Interrupted, train
 
     _configure_logging()
     from hydra.types import RunMode
 
     run_dir = RunDir(Path(HydraConfig.get().runtime.output_dir))
+    threads, source = apply_job_threads(HydraConfig.get().launcher.get("cpus_per_task"))
+    log.debug("%d intra-op thread(s), from %s", threads, source)
     try:
         spec = resolve_run(cfg, world_size=_world_size_of_job())
         done = reusable_results(run_dir, spec)
@@ -89,7 +92,8 @@ class PlannedJob:
     run: RunConfig  # its typed config, without Hydra's node
     run_dir: RunDir
     spec: RunSpec
-    state: str  # "new" | "resume" | "completed" | "running" | "retry|resume (failed: why)"
+    state: str  # "new" | "resume" | "completed" | "running" | "queued (job J, state)" |
+    #             "retry|resume (failed: why)"
     flops: float
     gpu_hours: float | None
     epochs: float | None = None  # planned tokens / unique training tokens (andrea.sufficiency)
@@ -99,6 +103,15 @@ class PlannedJob:
     def config(self) -> DictConfig:
         """The job's composed config (Hydra node included)."""
         return self.compose()
+
+    @property
+    def elsewhere(self) -> bool:
+        """A job of an earlier launch trains it now or has it queued: not to be submitted."""
+        return self.state == "running" or self.state.startswith("queued")
+
+    @property
+    def to_run(self) -> bool:
+        return self.state != "completed" and not self.elsewhere
 
 
 def job_run_dir(job_cfg: DictConfig) -> Path:
@@ -175,11 +188,23 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
     if errors:
         raise ConfigError(f"{len(errors)} of {len(job_overrides)} jobs are invalid; nothing was "
                           "launched:\n" + "\n".join(errors))
+    _mark_queued(jobs)
     return jobs
 
 
 def _same(cfg: DictConfig) -> DictConfig:
     return cfg
+
+
+def _mark_queued(jobs: list[PlannedJob]) -> None:
+    """State `queued (job J)` for runs that a Slurm job of an earlier launch still holds, queued
+    or starting: submitting them again would train them twice (andrea.queued)."""
+    from andrea.queued import live_slurm_jobs
+
+    ids = {j.run_dir.queued_job_id(): j for j in jobs if j.to_run}
+    ids.pop(None, None)
+    for job_id, state in live_slurm_jobs(ids).items():
+        ids[job_id].state = f"queued (job {job_id}, {state.lower()})"
 
 
 def reusable_results(run_dir: RunDir, spec: RunSpec) -> dict | None:
@@ -217,6 +242,15 @@ def format_table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
+def _full_like_notes(jobs: list[PlannedJob]) -> list[str]:
+    """Block runs whose S is 1 (N >= L sublayers): every sublayer is its own block, which is
+    Full AttnRes; a grid that also trains Full spends that run twice over."""
+    seen = sorted({(j.spec.label, j.spec.size, 2 * j.spec.model.n_layer) for j in jobs
+                   if j.spec.variant == "attnres_block" and j.spec.model.block_size == 1})
+    return [f"note: {label} at {size}: S = 1 (L = {n} sublayers), identical to attnres_full"
+            for label, size, n in seen]
+
+
 def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=None) -> None:
     stream = stream or sys.stdout
     from andrea.sufficiency import format_epochs
@@ -234,17 +268,19 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
             f"{j.gpu_hours:.3g}" if j.gpu_hours is not None else "?", j.state,
         ])
     total_flops = sum(j.flops for j in jobs)
-    todo = [j for j in jobs if j.state not in ("completed", "running")]
+    todo = [j for j in jobs if j.to_run]
     hours = [j.gpu_hours for j in todo if j.gpu_hours is not None]
     print(format_table(headers, rows), file=stream)
+    for note in _full_like_notes(jobs):
+        print(note, file=stream)
     if peak_flops(plan_gpu, "bf16") is None:
         from andrea.flops import PEAK_FLOPS
 
         print(f"\n(no GPU-hour estimate: plan_gpu={plan_gpu!r} is not in the peak table; "
               f"known: {', '.join(PEAK_FLOPS)})", file=stream)
-    running = sum(j.state == "running" for j in jobs)
-    print(f"\n{len(jobs)} jobs ({len(jobs) - len(todo) - running} completed, {running} running "
-          f"elsewhere, {len(todo)} to run); "
+    running = sum(j.elsewhere for j in jobs)
+    print(f"\n{len(jobs)} jobs ({len(jobs) - len(todo) - running} completed, {running} queued or "
+          f"running under an earlier launch, {len(todo)} to run); "
           f"{total_flops:.3g} FLOPs = {to_pflops_days(total_flops):.3g} PFLOP/s-days in all; "
           f"to run: {sum(hours):.3g} GPU-hours on {plan_gpu} at {plan_mfu:.0%} MFU "
           f"(bf16 dense peak; plan_gpu=, plan_mfu= change the assumption)", file=stream)
@@ -273,14 +309,26 @@ def _shape(spec: RunSpec) -> str:
 # --------------------------------------------------------------------------------------------
 # After launching
 # --------------------------------------------------------------------------------------------
+def _unfinished_status(j: PlannedJob) -> str:
+    """A run without results: still trained by a job of an earlier launch (queued or holding
+    the run's lock), which is not a failure, or incomplete."""
+    if j.state.startswith("queued"):
+        return "queued"
+    if j.elsewhere or j.run_dir.is_locked():
+        return "running"
+    return "incomplete"
+
+
 def print_summary(jobs: list[PlannedJob], skipped: int, stream=None) -> int:
     """Print each run's outcome; returns the number of runs that did not complete."""
     stream = stream or sys.stdout
-    rows, bad = [], 0
+    rows, bad, elsewhere = [], 0, 0
     for j in jobs:
         results = j.run_dir.read_results() or {}
-        status = results.get("status") or ("running" if j.state == "running" else "incomplete")
-        if status not in ("completed", "running"):
+        status = results.get("status") or _unfinished_status(j)
+        if status in ("running", "queued"):
+            elsewhere += 1
+        elif status != "completed":
             bad += 1
         loss = results.get("val_loss")
         detail = results.get("error", "") if status == "failed" else ""
@@ -289,7 +337,9 @@ def print_summary(jobs: list[PlannedJob], skipped: int, stream=None) -> int:
                      str(j.run_dir.root) + (f"  ({detail[:120]})" if detail else "")])
     print("\n" + format_table(["variant", "size", "seed", "status", "val_loss", "run dir"], rows),
           file=stream)
-    done = len(jobs) - bad
+    done = len(jobs) - bad - elsewhere
     print(f"\n{done} of {len(jobs)} runs completed ({skipped} were already complete and skipped)"
+          + (f", {elsewhere} queued or running under an earlier launch (re-run the command once "
+             "they end)" if elsewhere else "")
           + (f", {bad} did not: see the run dirs and job logs above" if bad else ""), file=stream)
     return bad

@@ -2,8 +2,9 @@
 
 Hydra rejects `trian.lr=1` with "Key 'trian' not in 'RunConfig'"; this module adds "did you mean
 train.lr?" by matching the key (difflib) against the schema's dotted keys (`RunConfig` and the
-dataclasses it nests) and the config groups. It only ever adds a hint to an error Hydra or the
-planner already raised; it never rejects an override by itself.
+dataclasses it nests) and the config groups. `precheck` runs before Hydra (sweep.py), so the
+message with the nearest valid key is the first and only line, and an appended `+key` that the
+schema does not know is refused too (Hydra would add it and train).
 """
 
 from __future__ import annotations
@@ -94,13 +95,14 @@ def nearest_key(key: str) -> Optional[str]:
 
 
 def _assignments(overrides: Iterable[str]):
-    """(key, value) of each plain `key=value` override; flags, appended (+) and deleted (~)
-    keys and hydra.* keys are Hydra's business."""
+    """(key, value) of each `key=value` override, appended ones (`+key`, `++key`) included: Hydra
+    adds an unknown `+key` silently, so a typo there must be caught like any other (issue #23).
+    Flags, deleted (~) keys and hydra.* keys are Hydra's business."""
     for item in overrides:
         item = str(item)
-        if "=" not in item or item.startswith(("+", "~", "-")):
+        if "=" not in item or item.startswith(("~", "-")):
             continue
-        key, value = (s.strip() for s in item.split("=", 1))
+        key, value = (s.strip() for s in item.lstrip("+").split("=", 1))
         if not key.startswith("hydra"):
             yield key, value
 
@@ -115,6 +117,54 @@ def unknown_key_hints(overrides: Iterable[str]) -> list[str]:
         lines.append(f"error: unknown key '{key}'" + (f" (did you mean {near}?)" if near else
                                                       "; `python sweep.py --cfg job` lists them"))
     return lines
+
+
+# S and N of Block AttnRes: exactly one may be set (andrea.config.block_size_of)
+_BLOCK_KEYS = ("model.block_size", "model.n_blocks")
+
+
+def implied_overrides(overrides: Iterable[str]) -> list[str]:
+    """Overrides the command line implies: `model.n_blocks=N` alone replaces the model config's
+    default S (`model.block_size=null`), and `model.block_size=S` alone its default N. Both on
+    the command line stay an error. (model=attnres_block model.n_blocks=8 was refused because
+    the config's S = 4 was set too, issue #23.) The keys are not in run directory names."""
+    given = {key for key, _ in _assignments(overrides)}
+    asked = [k for k in _BLOCK_KEYS if k in given]
+    if len(asked) != 1:
+        return []
+    other = _BLOCK_KEYS[1 - _BLOCK_KEYS.index(asked[0])]
+    return [f"{other}=null"]
+
+
+def group_options(group: str) -> list[str]:
+    """The options of a config group: its conf/<group>/*.yaml."""
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def unknown_option_hints(overrides: Iterable[str]) -> list[str]:
+    """One line per `group=option` whose option has no file (`size=tiny2`), with the nearest
+    option; Hydra's own "Could not find 'size/tiny2'" came with exit 1 and no suggestion."""
+    lines = []
+    for key, value in _assignments(overrides):
+        if key not in config_groups() or any(c in value for c in "()[]{}$*"):
+            continue
+        options = group_options(key)
+        for v in (v.strip() for v in value.split(",")):
+            if v in options or v in ("null", ""):
+                continue
+            near = difflib.get_close_matches(v, options, n=1, cutoff=0.5)
+            lines.append(f"error: {key}={v}: no such {key}" + (f" (did you mean {key}={near[0]}?)"
+                                                              if near else "")
+                         + f"; options: {', '.join(options)}")
+    return lines
+
+
+def precheck(overrides: Iterable[str]) -> list[str]:
+    """The errors the command line's overrides certainly hold, before Hydra composes anything:
+    unknown keys (appended ones too) and unknown group options. (Types need the composed
+    config: `wrong_type_hints` only explains an error Hydra raised.)"""
+    overrides = list(overrides)
+    return unknown_key_hints(overrides) + unknown_option_hints(overrides)
 
 
 def _leaf_type(key: str):

@@ -92,12 +92,59 @@ class Progress:
 # --------------------------------------------------------------------------------------------
 # A sweep's overall progress: "run 5 of 12, about 6 minutes left"
 # --------------------------------------------------------------------------------------------
-def time_left(elapsed_s: float, done: float, left: float) -> float | None:
-    """Seconds left if the rest goes at the pace so far; `done`/`left` in any unit of work
-    (training FLOPs weigh a big run more than a small one). None before anything is done."""
-    if done <= 0 or elapsed_s <= 0:
+def left_range(elapsed_s: float, done_runs: int, done_work: float, left_runs: int,
+               left_work: float) -> tuple[float, float] | None:
+    """(low, high) seconds left when each run costs a fixed time (start-up, evaluation) plus a
+    time per unit of work, in an unknown split: the two extremes, all fixed or all per work,
+    bound every split. Early in a demo the runs are tiny and the fixed part dominates, so
+    scaling by FLOPs alone said "75 minutes" where 7 were left (issue #23)."""
+    if done_runs <= 0 or elapsed_s <= 0:
         return None
-    return elapsed_s / done * max(left, 0.0)
+    per_run = elapsed_s / done_runs * left_runs
+    per_work = elapsed_s / done_work * left_work if done_work > 0 else per_run
+    return min(per_run, per_work), max(per_run, per_work)
+
+
+def fitted_left(durations: list[float], works: list[float], left_runs: int,
+                left_work: float) -> float | None:
+    """Seconds left from `duration = fixed + rate x work` (both >= 0) fitted to the finished
+    runs; None until three runs of different work are finished."""
+    import numpy as np
+
+    d, w = np.asarray(durations, float), np.asarray(works, float)
+    if len(d) < 3 or np.ptp(w) <= 0.05 * w.max():
+        return None
+    rate, fixed = np.linalg.lstsq(np.stack([w, np.ones_like(w)], 1), d, rcond=None)[0]
+    if fixed < 0:
+        fixed, rate = 0.0, d.sum() / w.sum()
+    elif rate < 0:
+        fixed, rate = d.mean(), 0.0
+    return float(fixed * left_runs + rate * left_work)
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} hours" if seconds >= 90 * 60 else f"{max(1, round(seconds / 60))}"
+
+
+def about_range(low: float, high: float) -> str:
+    """'about 6 minutes left' when the bounds agree, else 'between 4 and 20 minutes left'."""
+    if high <= 1.3 * low or high - low < 60:
+        return about((low + high) / 2)
+    lo, hi = _minutes(low), _minutes(high)
+    unit = "" if hi.endswith("hours") else " minutes"
+    if lo.endswith("hours") or hi.endswith("hours"):
+        lo = lo if lo.endswith("hours") else f"{lo} minutes"
+    return f"between {lo} and {hi}{unit} left"
+
+
+def eta_text(elapsed_s: float, durations: list[float], works: list[float], left_runs: int,
+             left_work: float) -> str:
+    """The sweep's time left: a fit once it has three runs, else the range the runs done allow."""
+    fit = fitted_left(durations, works, left_runs, left_work)
+    if fit is not None:
+        return about(fit)
+    rng = left_range(elapsed_s, len(works), sum(works), left_runs, left_work)
+    return about_range(*rng) if rng else ""
 
 
 def about(seconds: float | None) -> str:

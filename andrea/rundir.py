@@ -11,6 +11,7 @@
       train.log               console log of the run
       wandb/                  W&B's own files (offline runs live here)
       .lock                   flock'ed by the process training the run (never two at once)
+      .queued                 the Slurm job submitted to train it (andrea.queued)
 """
 
 from __future__ import annotations
@@ -116,6 +117,19 @@ class RunDir:
     @property
     def lock(self) -> Path:
         return self.root / ".lock"
+
+    @property
+    def queued(self) -> Path:
+        return self.root / ".queued"
+
+    def mark_queued(self, job_id: str) -> None:
+        """Record the Slurm job that will train this run (andrea.queued)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(self.queued, {"job_id": str(job_id)})
+
+    def queued_job_id(self) -> str | None:
+        marker = read_json(self.queued)
+        return str(marker["job_id"]) if isinstance(marker, dict) and "job_id" in marker else None
 
     def checkpoint_path(self, step: int) -> Path:
         return self.checkpoints / f"step_{step:08d}.pt"

@@ -8,6 +8,7 @@ name each run's directory from its config (conf/config.yaml's hydra.sweep.subdir
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -172,15 +173,45 @@ def register_configs() -> None:
     cs.store(name="run_schema", node=RunConfig)
 
 
+# A value kept as is in a run directory's name: short and shell-safe (no glob, bracket, quote,
+# space or '/'); any other value is replaced by '@' and a hash of it (issue #23: names like
+# `seed0,data.paths=[_tmp_nc_corpus_*.txt],data=text` needed quoting in every shell command).
+_PLAIN_VALUE = re.compile(r"^[A-Za-z0-9._+:-]{1,32}$")
+
+
+def _split_items(overrides: str) -> list[str]:
+    """Hydra's override_dirname items (joined by ','), commas inside [...] or {...} kept."""
+    items, depth, cur = [], 0, ""
+    for ch in overrides:
+        depth += ch in "[{("
+        depth -= ch in "]})"
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return items + [cur]
+
+
+def _plain_item(item: str) -> str:
+    key, sep, value = item.partition("=")
+    if not sep or _PLAIN_VALUE.match(value):
+        return item
+    import hashlib
+
+    return f"{key}=@{hashlib.sha1(value.encode()).hexdigest()[:8]}"
+
+
 def _suffix(overrides: str) -> str:
     """Run-directory suffix for overrides that change a run beyond (variant, size, seed).
 
-    One path component: '/' in values (data paths, HF names) would nest directories, so it
-    becomes '_'; a long suffix is cut and made unique by a hash of the whole.
+    Readable and shell-safe: simple values stay as they are (`seed0,train.lr=0.001`, so
+    finished sweeps are found where they are), a long or odd value becomes a short hash of it
+    (`data.paths=@1f0c3a9e`); a long suffix is cut and made unique by a hash of the whole.
     """
     if not overrides:
         return ""
-    text = overrides.replace("/", "_")
+    text = ",".join(_plain_item(i) for i in _split_items(overrides))
     if len(text) > 120:
         import hashlib
 

@@ -173,6 +173,8 @@ class Trainer:
         self.peak = peak_flops(torch.cuda.get_device_name(self.device), self.amp_dtype or "tf32") \
             if self.device.type == "cuda" else None
 
+        self.interval_loss = torch.zeros((), device=self.device)  # the logging window's sum
+        self.interval_count = 0  # (set before _resume, which restores a straddling window)
         resumed = self._resume()
         self.run_model: torch.nn.Module = self.model
         if dist.enabled:
@@ -203,8 +205,7 @@ class Trainer:
                                  # train.log keeps the progress and validation lines
                                  log_file=self.run_dir.log if self.is_main else None)
         self.session_start = self.clock.mark = time.time()  # set-up is not training time
-        self.interval_loss = torch.zeros((), device=self.device)
-        self.interval_count, self.interval_start = 0, time.time()
+        self.interval_start = time.time()
 
     @property
     def trunk_step(self) -> int:
@@ -266,6 +267,9 @@ class Trainer:
             "flops": self.step * self.spec.batch_tokens * self.flops_per_token,
             **self.clock.state(),
             "schedule": {"kind": self.t.schedule, "lr": self.spec.lr, "steps": self.spec.steps},
+            # the logging window's running sum: a window that straddles a resume then logs the
+            # same train/loss as without one (issue #23). With DDP it is rank 0's share.
+            "interval": {"loss": float(self.interval_loss), "count": self.interval_count},
         }
 
     def _load(self, state: dict[str, Any], clock: bool = True) -> None:
@@ -275,6 +279,9 @@ class Trainer:
         set_rng_state(state["rng"])
         self.step = int(state["step"])
         self.final_val_loss = state.get("final_val_loss")
+        interval = state.get("interval") or {"loss": 0.0, "count": 0}  # older checkpoints: none
+        self.interval_loss.fill_(interval["loss"])
+        self.interval_count = int(interval["count"])
         if clock:
             self.clock.load(state)
 
@@ -408,11 +415,10 @@ class Trainer:
         point, then put the trunk back exactly as it was (model, optimizer, data position, RNG),
         so the trunk continues as if the branch had never run."""
         if self.trunk is None:  # a fresh branch (a resumed one has its trunk from the checkpoint)
-            self.trunk = _cpu_copy(self._state())
+            self.trunk = _cpu_copy(self._state())  # with the trunk's logging window
             self.branch, self.clock.in_branch, self.clock.branch_s = c, True, 0.0
-        trunk_interval = (self.interval_loss.clone(), self.interval_count)
-        self.interval_loss.zero_()
-        self.interval_count = 0
+            self.interval_loss.zero_()
+            self.interval_count = 0
         self.progress.note(f"cooldown to budget {c.budget:g}: steps {self.step}..{c.end}")
         while self.step < c.end:
             lr = learning_rate(self.step, self.spec, end=c.end)
@@ -425,8 +431,6 @@ class Trainer:
         self._load(self.trunk, clock=False)
         self.branch, self.trunk = None, None
         self.clock.in_branch, self.clock.branch_s = False, 0.0
-        self.interval_loss.copy_(trunk_interval[0])
-        self.interval_count = trunk_interval[1]
         # The branch's checkpoints (steps after the trunk's) would shadow the trunk's; drop
         # them first, then save the trunk with the point recorded (keep may have pruned its own).
         if self.is_main:
@@ -477,6 +481,7 @@ class Trainer:
             "tokens_per_s": (self.session_steps * spec.batch_tokens / max(session_s, 1e-9)
                              if self.session_steps else spec.tokens_spent / max(wall_s, 1e-9)),
             "world_size": self.dist.world_size,
+            "torch_threads": torch.get_num_threads(),  # andrea.threads: the job's CPUs
             "device": str(self.device.type),
             "device_name": device_name(self.device),
             "code": code_version(),

@@ -56,8 +56,12 @@ TIMING_KEYS = {
 GRID = ["model=baseline,attnres_block", "size=tiny-1", "data.max_chars=400000",
         "data.val_fraction=0.05", "train.seq_len=64", "train.batch_tokens=512",
         "train.micro_batch_size=8", "train.tokens=8192", "train.evals=2", "train.eval_batches=2",
-        "train.checkpoints=4", "train.keep_checkpoints=2", "train.log_every=2",
+        "train.checkpoints=4", "train.keep_checkpoints=2", "train.log_every=3",
         "train.progress=false", "wandb.mode=disabled"]
+
+# log_every=3 with a checkpoint every 4 steps: logging windows (3, 6] and (6, 9] straddle the
+# checkpoints at 4 and 8, so a resume inside a window is compared too (issue #23: with 2, no
+# window ever straddled one, and a resume that changed a logged train/loss went unseen).
 
 CPU_KINDS = ["kill9", "kill9_in_checkpoint_write", "kill9_in_results_write", "sigterm", "sigusr2",
              "sigint_sweeper", "disk_full", "truncated_checkpoint", "bitflipped_checkpoint",

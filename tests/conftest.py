@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,19 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # of a reduction across threads is not fixed there). Tests that compare runs bit for bit need one.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+# Every process a test starts (sweeps, Slurm jobs) puts its temporary files in one folder of
+# this session, removed when the session ends: wandb makes /tmp/tmp*wandb-artifacts and
+# -media folders at import and deletes them only at a clean exit, so the suite's killed and
+# requeued processes left a dozen behind (issue #23). This process caches the system's temp
+# folder first, so pytest's own tmp_path folders stay where they were.
+tempfile.gettempdir()
+SESSION_TMP = tempfile.mkdtemp(prefix="andrea-tests-")
+os.environ["TMPDIR"] = SESSION_TMP
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(SESSION_TMP, ignore_errors=True)
 
 
 @pytest.fixture

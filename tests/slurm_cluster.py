@@ -131,10 +131,22 @@ def ensure_cluster() -> SlurmCluster:
     return _outcome["cluster"]
 
 
+def cluster_is_up() -> bool:
+    return subprocess.run(["bash", str(START_SH.parent / "status.sh"), "-q"],
+                          capture_output=True).returncode == 0
+
+
 @pytest.fixture(scope="session")
 def slurm_cluster() -> SlurmCluster:
-    """Session fixture: a running local Slurm cluster (see ensure_cluster)."""
-    return ensure_cluster()
+    """Session fixture: a running local Slurm cluster (see ensure_cluster). A cluster that this
+    session started is stopped when it ends (its daemons, MariaDB included, outlived `make
+    test`, issue #23); one that was already running is left running."""
+    was_up = sys.platform == "linux" and START_SH.exists() and cluster_is_up()
+    cluster = ensure_cluster()
+    yield cluster
+    if not was_up:
+        subprocess.run(["bash", str(START_SH.parent / "stop.sh"), "--cancel-jobs"],
+                       capture_output=True, timeout=300)  # a hang guard
 
 
 # ---------------------------------------------------------------------------------------------

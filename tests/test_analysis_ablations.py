@@ -66,3 +66,22 @@ def test_table_rows_group_by_label_and_outputs_are_written(tmp_path, capsys):
 def test_no_runs_is_an_error(tmp_path):
     (tmp_path / "empty").mkdir()
     assert main([str(tmp_path / "empty")]) == 2
+
+
+def test_multi_budget_runs_are_tabulated_at_their_final_point(tmp_path, capsys):
+    """Issue #23: runs with three budgets were tabulated at their first (¼-budget) point, with a
+    'seed N twice' warning per later point. The table compares final points, silently."""
+    for label, (variant, S, losses) in LOSSES.items():
+        for seed, loss in enumerate(losses):
+            d = tmp_path / "sw" / "tiny-2" / label / f"seed{seed}"
+            d.mkdir(parents=True)
+            pts = [dict(budget=b, tokens=1000 * b, flops=1e12 * b, val_loss=loss + 1 - b)
+                   for b in (0.25, 0.5, 1.0)]
+            (d / "results.json").write_text(json.dumps(dict(
+                status="completed", variant=variant, label=label, block_size=S, size="tiny-2",
+                seed=seed, tokens=1000, flops=1e12, val_loss=loss, points=pts)))
+    out = tmp_path / "out"
+    assert main([str(tmp_path / "sw"), "--out", str(out)]) == 0
+    assert "twice" not in capsys.readouterr().err
+    rows = {r["label"]: r for r in csv.DictReader(open(out / "ablations.csv"))}
+    assert float(rows["baseline"]["loss_mean"]) == pytest.approx(3.02)

@@ -51,3 +51,21 @@ def test_collinear_n_and_d_are_refused():
     n = np.array([1e6, 3e6, 1e7, 3e7, 1e8, 3e8])
     with pytest.raises(ChinchillaError, match="do not vary independently"):
         fit_chinchilla("x", n, 20 * n, 120 * n * n, 2 + 400 * n ** -0.3)
+
+
+def test_isoflop_is_not_drawn_when_the_fit_has_no_compute_optimal_n(tmp_path):
+    """Issue #23: the demo's fit (E = 0, a = 0) drew a broken isoflop.png with no stars. A fit
+    without a compute-optimal N is left out, and the log says why."""
+    from analysis.chinchilla import ChinchillaFit
+    from analysis.extra_fits import Extra, figures
+
+    flat = ChinchillaFit("baseline", E=0.0, A=3.0, a=0.0, B=40.0, b=0.3, k=6.0, n_points=9,
+                         rmse_log=0.01, converged=True)
+    good = ChinchillaFit("baseline", E=1.7, A=406.4, a=0.34, B=410.7, b=0.28, k=6.0,
+                         n_points=9, rmse_log=0.01, converged=True)
+    assert "a = 0" in flat.no_optimum() and good.no_optimum() is None
+    written = []
+    msgs = figures(Extra(chinchilla={"baseline": flat}), {}, tmp_path, written, "baseline")
+    assert not (tmp_path / "isoflop.png").exists()
+    assert any("isoFLOP figure skipped" in m for m in msgs)
+    assert any("baseline not drawn: a = 0" in m for m in msgs)

@@ -217,3 +217,21 @@ def test_multi_point_seeds_sweep_with_device_seconds(tmp_path, capsys):
     assert rep["frontier"]["baseline"] and rep["other_form"]["form"] == "irreducible"
     for name in ("frontier.png", "isoflop.png"):
         assert (out / name).read_bytes()[:8] == PNG
+
+
+def test_one_size_multiplier_says_it_is_not_a_scaling_law(tmp_path, capsys):
+    """Issue #23: one size with three budgets printed a multiplier without a word, while the
+    planner says a multiplier needs two or more sizes. The fit now says the same beside it."""
+    rows = ["variant,size,seed,budget,params,tokens,flops,val_loss"]
+    for v, shift in (("baseline", 0.0), ("attnres_full", -0.02)):
+        for seed in (0, 1, 2):
+            for b in (0.25, 0.5, 1.0):
+                loss = 6.0 + shift - 0.3 * b + 0.01 * seed
+                rows.append(f"{v},tiny-2,{seed},{b},1e5,{2e6 * b},{1.2e12 * b},{loss}")
+    (tmp_path / "one.csv").write_text("\n".join(rows) + "\n")
+    assert main([str(tmp_path / "one.csv"), "--out", str(tmp_path / "o"), "--bootstrap", "50",
+                 "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    assert "span one size (tiny-2)" in out and "two or more sizes" in out
+    rep = _strict_json(tmp_path / "o" / "fits.json")
+    assert any("span one size" in w for w in rep["warnings"])

@@ -72,3 +72,35 @@ def test_colours_are_stable_per_variant():
     a = plots.colours(["baseline", "attnres_full", "attnres_block_s4"])
     b = plots.colours(["attnres_block_s4", "baseline", "attnres_full"])
     assert a == b and len(set(a.values())) == 3
+
+
+def test_ablation_compares_final_points_and_skips_a_single_block_size(tmp_path):
+    """Issue #23: with three budgets per run and one S, ablation.png drew Block at every budget
+    and the references at their first, under a block-size title. One S: nothing to draw."""
+    import json
+    for label, variant, S in (("baseline", "baseline", None), ("attnres_full", "attnres_full", None),
+                              ("attnres_block_n2", "attnres_block", 2)):
+        d = tmp_path / "s" / "tiny-2" / label / "seed0"
+        d.mkdir(parents=True)
+        pts = [dict(budget=b, tokens=1000 * b, flops=1e12 * b, val_loss=7 - b) for b in (0.25, 0.5, 1)]
+        (d / "results.json").write_text(json.dumps(dict(
+            status="completed", variant=variant, label=label, block_size=S, size="tiny-2", seed=0,
+            tokens=1000, flops=1e12, val_loss=6.0, points=pts)))
+    points, _ = aggregate(collect([tmp_path / "s"]).runs)
+    msg = plots.plot_ablation(points, [tmp_path / "ablation.png"])
+    assert "one block size" in msg and "skipped" in msg
+    assert not (tmp_path / "ablation.png").exists()
+
+
+def test_dynamics_colour_scale_marks_weights_above_it(tmp_path, monkeypatch):
+    """Issue #23: the heatmap's scale topped out at ~0.8 while layer 0's weight is 1.0, clipped
+    without a sign. A clipped scale now has an arrow and says what lies above it."""
+    figs = []
+    monkeypatch.setattr(plots, "_save", lambda fig, paths: figs.append(fig))
+    dyn = {"layer_rms": [1.0, 0.5, 0.4], "step": 10,
+           "depth_weights": [[1.0], [0.3, 0.7], [0.2, 0.5, 0.3], [0.1, 0.1, 0.4, 0.4]]}
+    plots.plot_dynamics([{"label": "attnres_full", "size": "tiny-1", "dyn": dyn}],
+                        [tmp_path / "d.png"])
+    bar = [a for a in figs[0].axes if "weight" in a.get_ylabel()][0]
+    assert "above 0.70" in bar.get_ylabel() and "1.00" in bar.get_ylabel()
+    assert figs[0].axes[1].images[0].colorbar.extend == "max"

@@ -118,3 +118,17 @@ def test_compute_to_reach_inverts_predict_and_edge_cases():
     assert compute_to_reach(predict(C, 2.0, 0.1, 0.5), 2.0, 0.1, 0.5) == pytest.approx(C)
     assert np.isinf(compute_to_reach(0.4, 2.0, 0.1, 0.5))          # below E: never reached
     assert np.isnan(compute_to_reach(1.0, 2.0, -0.1))              # loss rises with compute
+
+
+def test_a_fit_at_a_bound_says_so():
+    """Issue #23: --irreducible on the demo printed E = 1.711e-06 [1.711e-06, 1.711e-06] with no
+    note. Points that bend the other way from an E pin E at its lower bound; the fit warns."""
+    C = np.geomspace(1e-9, 1e-6, 6)
+    x = np.log(C) - np.log(C).mean()
+    L = 3.0 * C ** -0.03 * np.exp(-0.002 * x ** 2)  # steepening: any E > 0 would flatten it
+    f = fit_power_law("baseline", C, L, form="irreducible", huber_delta=None, n_bootstrap=0)
+    assert any("E at its lower bound" in w and "no irreducible loss" in w for w in f.warnings), \
+        f.warnings
+    ok = fit_power_law("baseline", C, 1.5 + 2.0 * C ** -0.05, form="irreducible",
+                       huber_delta=None, n_bootstrap=0)
+    assert not any("bound" in w for w in ok.warnings)

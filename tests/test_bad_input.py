@@ -52,8 +52,12 @@ def config(*overrides: str) -> Callable[[Path], tuple[Optional[int], str]]:
         from omegaconf.errors import OmegaConfBaseException
 
         from andrea.config import ConfigError, resolve_run
+        from andrea.overrides import precheck
         from conftest import compose_run
 
+        hints = precheck(list(overrides))  # sweep.py's check before Hydra: exit 2
+        if hints:
+            return 2, " ".join(hints)
         try:
             resolve_run(compose_run(list(overrides)))
         except ConfigError as e:
@@ -85,6 +89,10 @@ CONFIG_CASES = [
          ("train.lr=fast", "a number")),
     Case("lr_negative", "config", "train.lr=-1", config(*BASE, "train.lr=-1"), ("train.lr=-1",)),
     Case("unknown_key", "config", "trian.lr=1 (typo)", config(*BASE, "trian.lr=1"), ("trian", "train.lr")),
+    Case("unknown_appended_key", "config", "+trian.lr=1 (Hydra's advice on a typo)",
+         config(*BASE, "+trian.lr=1"), ("trian.lr", "did you mean train.lr")),
+    Case("unknown_size", "config", "size=tiny2 (typo)", config("size=tiny2"),
+         ("size=tiny2", "did you mean size=tiny-2")),
     Case("seq_len_over_context", "config", "train.seq_len=4096 (tiny-1: context 128)",
          config(*BASE, "train.seq_len=4096"), ("train.seq_len=4096", "context_length")),
     Case("impossible_batch", "config", "train.batch_tokens=1000 train.seq_len=64",
@@ -361,6 +369,16 @@ def test_a_bad_key_in_a_sweep_exits_2_before_anything_runs(tmp_path, data_cache)
     assert out.returncode == 2, out.stderr[-2000:]
     assert "model.block_size=0" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("results.json"))
+
+
+def test_an_appended_typo_in_a_single_run_exits_2_with_one_line_first(tmp_path, data_cache):
+    """Issue #23: Hydra's advice `+trian.lr=1` trained a run (rc 0) that ignored the typo."""
+    out = subprocess.run([sys.executable, str(REPO / "sweep.py"), f"out_dir={tmp_path / 'runs'}",
+                          "size=tiny-1", "+trian.lr=1"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert out.stderr == "error: unknown key 'trian.lr' (did you mean train.lr?)\n", out.stderr
+    assert not (tmp_path / "runs").exists()
 
 
 def test_a_value_of_the_wrong_type_exits_2_naming_the_type(tmp_path, data_cache):

@@ -174,6 +174,22 @@ def test_override_values_with_slashes_stay_one_directory_level():
     assert cfg.data.paths == ["/data/books/a.txt", "/data/wiki/b.txt"]
 
 
+def test_run_directory_names_are_shell_safe_and_simple_names_unchanged():
+    """Issue #23: `seed0,data.paths=[_tmp_nc_corpus_*.txt],data=text` carried a glob and
+    brackets. Odd or long values become a short hash; simple names stay where they were."""
+    import re
+
+    from andrea.config import _suffix
+
+    assert _suffix("train.lr=1e-3") == ",train.lr=1e-3"
+    assert _suffix("data=text,train.lr=0.001,train.tokens=12288") == \
+        ",data=text,train.lr=0.001,train.tokens=12288"
+    odd = _suffix("data.paths=[/tmp/nc_corpus_*.txt],data=text")
+    assert re.fullmatch(r",data\.paths=@[0-9a-f]{8},data=text", odd), odd
+    assert odd != _suffix("data.paths=[/tmp/other_*.txt],data=text")  # distinct runs stay apart
+    assert re.fullmatch(r"[A-Za-z0-9._+:@=,~-]+", _suffix("data.hf_name='my data/set v2'"))
+
+
 @pytest.mark.parametrize("override, message", [
     ("wandb.mode=onlin", "wandb.mode"),
     ("train.grad_clip=-1", "train.grad_clip"),

@@ -42,3 +42,15 @@ def test_steps_lost_counts_work_redone_after_a_resume():
     text = f"resumed from {run}/checkpoints/step_00000016.pt at step 16/32\n"
     # 20 - 16 for the resumed run; all 8 of the run that had no checkpoint and began again
     assert faults.steps_lost(before, after, text) == 4 + 8
+
+
+def test_the_grid_has_logging_windows_that_straddle_a_checkpoint():
+    """Issue #23: with log_every=2 and a checkpoint every 4 steps no logging window straddled a
+    checkpoint, so a resume that changed a logged train/loss could never be seen."""
+    from andrea.config import steps_between
+
+    opt = dict(o.split("=", 1) for o in faults.GRID)
+    steps = int(opt["train.tokens"]) // int(opt["train.batch_tokens"])
+    every, log = steps_between(steps, int(opt["train.checkpoints"])), int(opt["train.log_every"])
+    ckpts = range(every, steps, every)
+    assert any(c % log for c in ckpts), (steps, every, log)

@@ -212,3 +212,21 @@ def test_estimates_without_tokenizing(tmp_path):
     # the cache location does not make another corpus; the vocabulary does
     a = corpus_key(DataConfig(cache_dir="/x"), 2049)
     assert a == corpus_key(DataConfig(cache_dir="/y"), 2049) != corpus_key(DataConfig(), 8449)
+
+
+def test_prepare_command_takes_the_vocabulary_of_the_size_to_train(tmp_path, capsys):
+    """Issue #23: on a small corpus the command defaulted to vocabulary 8449 and stopped. --size
+    picks the size's vocabulary in one step, and the error suggests it."""
+    from andrea.data.__main__ import main
+
+    text = "".join(p.read_text(errors="replace") for p in
+                   sorted(Path(os.__file__).parent.glob("*.py"))[:40])[:300_000]
+    (tmp_path / "small.txt").write_text(text)
+    args = ["--source", "text", "--paths", str(tmp_path / "small.txt"),
+            "--cache-dir", str(tmp_path / "cache")]
+    assert main(args) == 2
+    assert "--size tiny-1 (vocabulary 2049" in capsys.readouterr().err
+    assert main([*args, "--size", "tiny-2"]) == 0
+    assert "vocab 2049" in capsys.readouterr().out
+    assert main([*args, "--size", "tiny2"]) == 2
+    assert "did you mean tiny-2?" in capsys.readouterr().err

@@ -47,6 +47,16 @@ def test_bad_single_run_is_one_line_exit_2_and_leaves_no_directory(tmp_path, dat
     assert not (tmp_path / "runs").exists(), sorted(map(str, (tmp_path / "runs").rglob("*")))
 
 
+def test_single_run_beyond_max_epochs_is_refused_like_in_a_sweep(tmp_path, data_cache):
+    """Issue #23: `-m` refused a run beyond max_epochs; the same single run trained silently.
+    (The corpus is tokenized first, with its progress lines, to count the epochs exactly.)"""
+    out = single(tmp_path, *TINY_RUN[:6], "train.tokens=1536000")  # ~13 epochs
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert re.search(r"(^|\n)error: 1 of 1 job\(s\) would see their training data more than "
+                     r"max_epochs=4", out.stderr) and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert not (tmp_path / "runs").exists()
+
+
 def test_mistyped_key_names_the_nearest_valid_one(tmp_path):
     out = single(tmp_path, "trian.lr=1")
     assert out.returncode == 2
@@ -67,10 +77,15 @@ def test_nearest_key_hints():
 
     assert unknown_key_hints(["trian.lr=1"]) == ["error: unknown key 'trian.lr' (did you mean train.lr?)"]
     assert unknown_key_hints(["sizee.n_layer=3"])[0].endswith("(did you mean size.n_layer?)")
-    # valid keys, groups, Hydra's own and appended keys are never flagged
+    # valid keys (appended or not), groups and Hydra's own are never flagged
     assert unknown_key_hints(["model=attnres_block", "model.block_size=2", "size=tiny-1",
                               "data.paths=[a,b]", "hydra.run.dir=x", "hydra/launcher=basic",
-                              "+extra=1", "plan=true", "wandb.mode=offline", "-m"]) == []
+                              "+model.block_size=2", "plan=true", "wandb.mode=offline",
+                              "-m"]) == []
+    # an appended key the schema does not know is refused like any other (issue #23: Hydra
+    # added `+extra=1` and the run trained, ignoring it)
+    (line,) = unknown_key_hints(["+extra=1"])
+    assert line.startswith("error: unknown key 'extra'")
 
 
 def test_single_run_keeps_its_log_and_ends_on_its_loss_and_directory(tmp_path, data_cache):

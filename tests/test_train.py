@@ -96,6 +96,12 @@ def test_resume_is_exact(tmp_path, data_cache):
     steps = [json.loads(l)["step"] for l in rd.metrics.read_text().splitlines()
              if keys.TRAIN_LOSS in l]
     assert steps == sorted(set(steps))
+    # the logging window (8, 12] straddles the stop at step 10: its mean is the same as without
+    # the stop (issue #23: it was the mean of the steps after the resume only)
+    def losses(p):
+        return {r["step"]: r[keys.TRAIN_LOSS] for r in map(json.loads, p.read_text().splitlines())
+                if keys.TRAIN_LOSS in r}
+    assert losses(rd.metrics) == losses(RunDir(tmp_path / "full").metrics)
 
 
 def test_finishing_from_the_final_checkpoint_logs_the_final_eval_once(tmp_path, data_cache):
@@ -158,8 +164,9 @@ def test_bad_data_fails_with_a_failed_result(tmp_path, data_cache):
 def test_sigusr2_checkpoints_and_the_next_start_resumes(tmp_path, data_cache):
     """The Slurm pre-timeout signal: finish the step, checkpoint, exit; a restart completes."""
     out = tmp_path / "runs"
+    # 4.4 epochs of the capped corpus: a long enough run to signal, allowed past max_epochs=4
     cmd = [sys.executable, str(REPO / "sweep.py"), *TINY_RUN, "train.tokens=512000",
-           "train.progress=true", f"out_dir={out}", "hydra/job_logging=disabled"]
+           "max_epochs=5", "train.progress=true", f"out_dir={out}", "hydra/job_logging=disabled"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
     for line in proc.stderr:  # the first progress line means training is under way (no deadline:

@@ -3,7 +3,8 @@
     python -m andrea.data --source hf --hf-name roneneldan/TinyStories          # a hub dataset
     python -m andrea.data --source text --paths '/data/books/*.txt' --workers 16  # local text
 
-Tokenizes at the ANDREA vocabulary (8,449 ids; --vocab-size to change) into the shared cache
+Tokenizes at the vocabulary of the size you will train (--size tiny-2: 2,049 ids; without it
+ANDREA's 8,449; or --vocab-size) into the shared cache
 (andrea/data/prepare.py: fingerprinted, flock'ed, reused by every run), with a progress bar, and
 prints the unique training tokens, the largest size each budget can train within max_epochs, and
 the overrides that use it: the same `data=` settings (the sweep finds the prepared corpus in the
@@ -29,7 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hf-name", help="Hugging Face dataset (hub name or local path)")
     p.add_argument("--hf-split", default="train")
     p.add_argument("--text-field", default="text", help="the dataset column holding the text")
-    p.add_argument("--vocab-size", type=int, default=8449, help="default: %(default)s (ANDREA's)")
+    p.add_argument("--size", help="the size you will train (tiny-1 ... andrea-480m): prepare at "
+                   "its vocabulary (tiny sizes: 2049), as its runs will look the corpus up")
+    p.add_argument("--vocab-size", type=int, help="default: the --size's, else 8449 (ANDREA's)")
     p.add_argument("--val-fraction", type=float, default=0.01)
     p.add_argument("--max-chars", type=int, help="cap on the corpus's characters")
     p.add_argument("--cache-dir", help="default: $ANDREA_DATA, else ~/.cache/andrea (the sweep's)")
@@ -46,6 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     from andrea.data.config import DataConfig
     from andrea.data.prepare import prepare_data
 
+    vocab = _vocab_of(args.size, args.vocab_size)
+    if isinstance(vocab, str):
+        print(vocab, file=sys.stderr)
+        return 2
+    args.vocab_size = vocab
+
     cfg = DataConfig(source=args.source, paths=list(args.paths), hf_name=args.hf_name,
                      hf_split=args.hf_split, hf_text_field=args.text_field,
                      val_fraction=args.val_fraction, vocab_size=args.vocab_size,
@@ -55,7 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         raise
     except Exception as e:  # a corpus problem: one line, exit 2 (as the sweeper does)
-        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        hint = ""
+        if "BPE merges" in str(e) and args.size is None and args.vocab_size != 2049:
+            # a small corpus is for the CPU sizes, whose runs look it up at their vocabulary
+            hint = ("; for the CPU sizes add --size tiny-1 (vocabulary 2049, what "
+                    "size=tiny-1..4 trains with)")
+        print(f"error: {type(e).__name__}: {e}{hint}", file=sys.stderr)
         return 2
     print(f"prepared: {prepared.n_train_tokens:,} unique training tokens, "
           f"{prepared.n_val_tokens:,} validation tokens, vocab {prepared.vocab_size}")
@@ -68,6 +82,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"or as shards:\n  data=shards data.paths='[{d}/train_*.bin]' "
               f"data.val_paths='[{d}/val_*.bin]' data.vocab_size={prepared.vocab_size}")
     return 0
+
+
+def _vocab_of(size: str | None, vocab_size: int | None) -> int | str:
+    """The vocabulary to prepare at: --vocab-size, else the --size's, else ANDREA's 8449; an
+    `error:` line for an unknown size (with the nearest)."""
+    if size is None:
+        return vocab_size or 8449
+    import difflib
+
+    from andrea.sizes import SHAPES
+
+    shapes = {s.name: s for s in SHAPES}
+    if size not in shapes:
+        near = difflib.get_close_matches(size, shapes, n=1, cutoff=0.5)
+        return (f"error: --size={size}: no such size" + (f" (did you mean {near[0]}?)" if near
+                                                         else "") + f"; sizes: {', '.join(shapes)}")
+    if vocab_size is not None and vocab_size != shapes[size].vocab_size:
+        return (f"error: --vocab-size={vocab_size} and --size={size} (vocabulary "
+                f"{shapes[size].vocab_size}) disagree; give one")
+    return shapes[size].vocab_size
 
 
 def _overrides(cfg) -> list[str]:

@@ -34,6 +34,20 @@ def run_dir_of(config: DictConfig) -> Path:
     return Path(str(config.hydra.run.dir))
 
 
+def _sufficiency(config: DictConfig, spec, prepared) -> list[str]:
+    """The sweep's data-sufficiency check (max_epochs, require_real_corpus) for this one run:
+    the same run with -m was refused, without it trained 4.99 epochs silently (issue #23)."""
+    from types import SimpleNamespace
+
+    from andrea.sufficiency import CorpusTokens, describe, sufficiency_problems
+
+    corpus = CorpusTokens(describe(spec.data), prepared.n_train_tokens, exact=True)
+    job = SimpleNamespace(config=config, spec=spec, corpus=corpus,
+                          overrides=list(config.hydra.overrides.task),
+                          epochs=spec.tokens / corpus.train_tokens if corpus.train_tokens else None)
+    return sufficiency_problems([job])
+
+
 class SingleRunCheck(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         from andrea.config import ConfigError, resolve_run
@@ -55,6 +69,9 @@ class SingleRunCheck(Callback):
                 check_split_sizes(prepared, batch, spec.seq_len, spec.world_size)
         except (ValueError, OSError) as e:
             _fail(f"[size={spec.size} model={spec.label}] data: {e}")
+        problems = _sufficiency(config, spec, prepared)
+        if problems:
+            _fail("\n\nerror: ".join(problems))
 
     def on_run_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
         """A single run ends on its outcome and its directory, not on a progress line."""

@@ -168,6 +168,9 @@ class _AndreaLauncherMixin:
             submitted = executor.map_array(self, *zip(*args))
             for i, job in zip(members, submitted):
                 jobs[i] = job
+                if self._EXECUTOR == "slurm":  # a re-run while it waits must not submit it again
+                    from andrea.rundir import RunDir
+                    RunDir(run_dirs[i]).mark_queued(job.job_id)
                 log.info("submitted #%d as %s: %s", initial_job_idx + i, job.job_id,
                          " ".join(filter_overrides(job_overrides[i])))
         detach = (" Safe to interrupt (Ctrl-C): the jobs keep running, and the same command "
@@ -189,10 +192,12 @@ class _AndreaLauncherMixin:
         n = sum(ended)
         if n == 0 or n == len(jobs):
             return ""
-        from andrea.progress import about, time_left
+        from andrea.progress import about_range, left_range
 
         done = sum(w for w, e in zip(weights, ended) if e)
-        eta = about(time_left(time.time() - t0, done, sum(weights) - done))
+        # jobs run side by side, so no per-job durations: the range the finished ones allow
+        rng = left_range(time.time() - t0, n, done, len(jobs) - n, sum(weights) - done)
+        eta = about_range(*rng) if rng else ""
         return f" ({n} of {len(jobs)} done" + (f", {eta})" if eta else ")")
 
     def _wait(self, jobs: List[Any], run_dirs: List[Path]) -> None:

@@ -82,7 +82,7 @@ class AndreaSweeper(BasicSweeper):
         except ConfigError as e:
             print(f"error: {e}", file=sys.stderr)
             sys.exit(2)
-        todo = [j for j in jobs if j.state not in ("completed", "running")]
+        todo = [j for j in jobs if j.to_run]
         # Data: each distinct corpus checked and prepared once, here, before any job is
         # submitted (plan=true only estimates); then epochs per job (andrea/sufficiency.py).
         annotate_epochs(jobs, estimate_corpora(jobs))
@@ -114,7 +114,7 @@ class AndreaSweeper(BasicSweeper):
             print(f"\nskipping {skipped} completed run(s); re-running a sweep never redoes them.")
         if running:
             print(f"skipping {running} run(s) that a job of an earlier invocation is training "
-                  "now; run the command again once they end.")
+                  "or has queued; run the command again once they end.")
         returns = []
         if todo:
             from analysis.dashboard import maybe_create_dashboard
@@ -137,15 +137,18 @@ class AndreaSweeper(BasicSweeper):
         """The basic launcher runs jobs one after another in this process: hand it one job at a
         time and say where the sweep stands before each ("run 5 of 12, about 6 minutes left",
         from the training FLOPs done so far and the time they took)."""
-        from andrea.progress import about, time_left
+        from andrea.progress import eta_text
 
-        t0, done, total, returns = time.time(), 0.0, sum(j.flops for j in todo), []
+        t0, total, returns = time.time(), sum(j.flops for j in todo), []
+        durations, works = [], []
         for k, j in enumerate(todo):
-            eta = about(time_left(time.time() - t0, done, total - done))
+            eta = eta_text(time.time() - t0, durations, works, len(todo) - k, total - sum(works))
             print(f"\nsweep: run {k + 1} of {len(todo)} ({j.spec.size}/{j.spec.label} seed "
                   f"{j.spec.train.seed})" + (f", {eta}" if eta else ""), flush=True)
+            start = time.time()
             returns += list(self.launcher.launch([j.overrides], initial_job_idx=k))
-            done += j.flops
+            durations.append(time.time() - start)
+            works.append(j.flops)
         return returns
 
 

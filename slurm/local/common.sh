@@ -10,6 +10,10 @@ CTLD_PORT=${ANDREA_SLURM_CTLD_PORT:-6817}
 SLURMD_PORT=${ANDREA_SLURM_SLURMD_PORT:-6818}
 DBD_PORT=${ANDREA_SLURM_DBD_PORT:-6819}
 READY_TIMEOUT=${ANDREA_SLURM_TIMEOUT:-90}      # seconds to wait for each readiness step
+# The daemons outlive whoever starts them, so they must not inherit a caller's private temp
+# folder (the test suite's, mode 700 and removed when it ends: mariadbd, as user mysql, failed
+# to start with it).
+export TMPDIR=${ANDREA_SLURM_TMPDIR:-/tmp}
 # Slurm's client commands (sbatch, sacct, ... as run by submitit) read this path by default,
 # so the config has to live here rather than in the state dir.
 CONF_DIR=/etc/slurm
