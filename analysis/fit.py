@@ -368,6 +368,10 @@ def main(argv=None) -> int:
             print(f"  not fitted: {why}")
     else:
         print("No variant could be fitted.")
+        note = one_size_note(coll.runs, args.baseline)
+        if note and args.c_law_points == "final":  # one final point per seed: one compute value
+            print(f"  {note.split(':')[0]}: a compute multiplier needs two or more sizes "
+                  "(plan=true predicts none); --c-law-points all fits that size's budgets instead")
     print()
     print(f"Runs: {n_runs} completed, {len(coll.failed)} failed, {len(coll.running)} still "
           f"running or missing results.json, {len(coll.invalid)} unusable"

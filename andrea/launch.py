@@ -303,7 +303,7 @@ def _shape(spec: RunSpec) -> str:
     """n_layer, d_model, n_head as trained: a shaped size (size.aspect, andrea/shapes.py)
     derives them, so the plan shows them."""
     m = spec.model
-    return f"L{m.n_layer} d{m.d_model} H{m.n_head}"
+    return f"L{m.n_layer}/d{m.d_model}/H{m.n_head}"  # one token: the table splits on spaces
 
 
 # --------------------------------------------------------------------------------------------

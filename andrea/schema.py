@@ -133,7 +133,6 @@ class SizeHParams:
     batch_tokens: Optional[int] = None
     beta2: Optional[float] = None
     runs: List[str] = field(default_factory=list)  # provenance: the run dirs it came from
-    optimizer: Optional[str] = None  # the optimizer the scan ran with (None: not recorded)
 
 
 @dataclass
@@ -144,6 +143,7 @@ class HParamsConfig:
 
     name: str = "rule"
     selected_by: str = ""  # the command that wrote the file
+    optimizer: Optional[str] = None  # the optimizer the scan ran with (None: not recorded)
     sizes: Dict[str, SizeHParams] = field(default_factory=dict)
 
 

@@ -229,8 +229,12 @@ def test_one_size_multiplier_says_it_is_not_a_scaling_law(tmp_path, capsys):
                 loss = 6.0 + shift - 0.3 * b + 0.01 * seed
                 rows.append(f"{v},tiny-2,{seed},{b},1e5,{2e6 * b},{1.2e12 * b},{loss}")
     (tmp_path / "one.csv").write_text("\n".join(rows) + "\n")
+    # The primary C-law fits each run's final point: one size gives one compute value, refused.
+    assert main([str(tmp_path / "one.csv"), "--out", str(tmp_path / "f"), "--bootstrap", "50",
+                 "--no-plots"]) == 1
+    assert "two or more sizes" in capsys.readouterr().out
     assert main([str(tmp_path / "one.csv"), "--out", str(tmp_path / "o"), "--bootstrap", "50",
-                 "--no-plots"]) == 0
+                 "--no-plots", "--c-law-points", "all"]) == 0
     out = capsys.readouterr().out
     assert "span one size (tiny-2)" in out and "two or more sizes" in out
     rep = _strict_json(tmp_path / "o" / "fits.json")

@@ -179,7 +179,7 @@ def test_run_directory_names_are_shell_safe_and_simple_names_unchanged():
     brackets. Odd or long values become a short hash; simple names stay where they were."""
     import re
 
-    from andrea.config import _suffix
+    from andrea.schema import _suffix
 
     assert _suffix("train.lr=1e-3") == ",train.lr=1e-3"
     assert _suffix("data=text,train.lr=0.001,train.tokens=12288") == \

@@ -14,7 +14,7 @@ from andrea.rundir import RunDir
 
 def _job(root, state="new"):
     spec = SimpleNamespace(label="attnres_full", size="tiny-2", train=SimpleNamespace(seed=0))
-    return PlannedJob(["model=attnres_full"], None, RunDir(root), spec, state, 1.0, None)
+    return PlannedJob(["model=attnres_full"], None, None, RunDir(root), spec, state, 1.0, None)
 
 
 def test_squeue_lines_per_array_task(monkeypatch):

@@ -39,10 +39,11 @@ def _sufficiency(config: DictConfig, spec, prepared) -> list[str]:
     the same run with -m was refused, without it trained 4.99 epochs silently (issue #23)."""
     from types import SimpleNamespace
 
+    from andrea.config import to_dataclass
     from andrea.sufficiency import CorpusTokens, describe, sufficiency_problems
 
     corpus = CorpusTokens(describe(spec.data), prepared.n_train_tokens, exact=True)
-    job = SimpleNamespace(config=config, spec=spec, corpus=corpus,
+    job = SimpleNamespace(config=config, run=to_dataclass(config), spec=spec, corpus=corpus,
                           overrides=list(config.hydra.overrides.task),
                           epochs=spec.tokens / corpus.train_tokens if corpus.train_tokens else None)
     return sufficiency_problems([job])
