@@ -29,8 +29,16 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 # -media folders at import and deletes them only at a clean exit, so the suite's killed and
 # requeued processes left a dozen behind (issue #23). This process caches the system's temp
 # folder first, so pytest's own tmp_path folders stay where they were.
+# Once per process: this file is imported twice in a worker (as pytest's `tests.conftest` and as
+# `conftest` by the tests that import from it), and two folders made the worker's TMPDIR depend on
+# which import ran last (a test's environment restore then put back the other one).
 tempfile.gettempdir()
-SESSION_TMP = tempfile.mkdtemp(prefix="andrea-tests-")
+_owner, _, _folder = os.environ.get("ANDREA_TESTS_TMP", "").partition(":")
+if _owner == str(os.getpid()) and _folder:
+    SESSION_TMP = _folder
+else:
+    SESSION_TMP = tempfile.mkdtemp(prefix="andrea-tests-")
+    os.environ["ANDREA_TESTS_TMP"] = f"{os.getpid()}:{SESSION_TMP}"
 os.environ["TMPDIR"] = SESSION_TMP
 
 
