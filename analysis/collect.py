@@ -34,7 +34,7 @@ from andrea.rundir import RunDir, read_json
 FLOPS_PER_PFLOPS_DAY = 1e15 * 86400.0
 REQUIRED_CSV_COLUMNS = ("variant", "size", "flops", "val_loss")
 OPTIONAL_CSV_COLUMNS = ("block_size", "params", "tokens", "seed", "status", "label", "budget",
-                        "wall_s", "device_s")
+                        "wall_s", "device_s", "optimizer")
 BLOCK_VARIANT = "attnres_block"
 # Directories inside a run that never hold other runs; skipping them keeps the walk cheap.
 _PRUNE = {".hydra", "checkpoints", "wandb", "__pycache__", ".git"}
@@ -70,6 +70,7 @@ class Run:
     wall_s: float | None = None        # training wall-clock up to this point
     device_s: float | None = None      # wall-clock x devices up to this point (CONTRACTS item 3)
     device_name: str | None = None
+    optimizer: str = "adamw"           # results.json `optimizer` (adamw before the key existed)
 
     def __post_init__(self):
         if not self.run_id:
@@ -182,7 +183,8 @@ def _make_run(rec: dict, source: str, run_dir: Path | None = None, **extra) -> R
                run_dir=run_dir, display_label=label, budget=_optional_number(rec.get("budget")),
                wall_s=_optional_number(rec.get("wall_s")),
                device_s=_optional_number(rec.get("device_s")),
-               device_name=(str(rec["device_name"]) if rec.get("device_name") else None), **extra)
+               device_name=(str(rec["device_name"]) if rec.get("device_name") else None),
+               optimizer=str(rec.get("optimizer") or "adamw"), **extra)
 
 
 # --- sweep directories ----------------------------------------------------------------------------
@@ -320,7 +322,22 @@ def collect(paths: list[str | Path]) -> Collection:
             _read_run_dir(rd, out)
         else:
             raise InputError(f"{p}: not a directory, .csv or results.json")
+    _refuse_mixed_optimizers(out.runs)
     return out
+
+
+def _refuse_mixed_optimizers(runs: list[Run]) -> None:
+    """Runs of one label trained with different optimizers are not seeds of one experiment: an
+    AdamW sweep and a Muon sweep given together would otherwise be fitted as one variant."""
+    seen: dict[str, dict[str, str]] = {}
+    for r in runs:
+        seen.setdefault(r.label, {}).setdefault(r.optimizer, r.source)
+    mixed = {label: by for label, by in seen.items() if len(by) > 1}
+    if mixed:
+        label, by = next(iter(mixed.items()))
+        raise InputError(f"{label}: runs trained with different optimizers ("
+                         + ", ".join(f"{o}: {src}" for o, src in sorted(by.items()))
+                         + "); analyse each optimizer's sweep on its own")
 
 
 # --- seeds → points -------------------------------------------------------------------------------

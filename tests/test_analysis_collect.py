@@ -47,6 +47,17 @@ def test_run_dirs_classified(tmp_path):
     assert len(c.invalid) == 3
 
 
+def test_runs_of_one_label_with_different_optimizers_are_refused(tmp_path):
+    """An AdamW sweep and a Muon sweep given together would be fitted as seeds of one variant."""
+    _run(tmp_path, "adamw/s0", seed=0)
+    _run(tmp_path, "adamw/s1", seed=1, optimizer="adamw")
+    assert len(collect([tmp_path]).runs) == 2  # no key (older runs) counts as adamw
+    _run(tmp_path, "muon/s0", seed=0, optimizer="muon")
+    with pytest.raises(InputError, match="baseline: runs trained with different optimizers"):
+        collect([tmp_path])
+    assert len(collect([tmp_path / "muon"]).runs) == 1
+
+
 def test_seed_averaging(tmp_path):
     for seed, loss in enumerate([3.0, 3.2, 3.4]):
         _run(tmp_path, f"b/s1/seed{seed}", seed=seed, val_loss=loss)
