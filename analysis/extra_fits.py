@@ -180,8 +180,9 @@ def _device_seconds(runs, fits, args, fit_kw, ex) -> dict | None:
     if check["comparable"] is False:
         # a number the machine's load can move 10x must not stand beside the FLOP multiplier
         ex.lines.append(f"  Multiplier in device-seconds: not shown: the timings are not "
-                        f"comparable; {timing.describe(check)}: the machine's load, not the "
-                        f"variant, set them (time the runs on an otherwise idle machine)")
+                        f"comparable; {timing.describe(check)}: the machine's load or start-up, "
+                        f"not the variant, set them (time the runs on an otherwise idle machine, "
+                        f"or with bench.throughput)")
         return out
     if args.baseline not in res.fits:
         return out
