@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from analysis.collect import InputError, collect, final_points
+from analysis.collect import collect_or_report, final_points
 from andrea.rundir import atomic_write_bytes, read_json
 
 BLOCK_LABEL = re.compile(r"^attnres_block_s(\d+)$")  # Block at one S, no switches
@@ -246,10 +246,8 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if not 0 < a.level < 1:
         p.error(f"--level={a.level} must lie in (0, 1)")
-    try:
-        col = collect(a.inputs)
-    except InputError as e:
-        print(f"error: {e}", file=sys.stderr)
+    col = collect_or_report(a.inputs)
+    if col is None:
         return 2
     rows, size, warnings = ablation_rows(col.runs, a.level, a.baseline, a.full, a.size)
     for src, why in col.failed + col.invalid:

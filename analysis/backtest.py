@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.bootstrap import percentile_ci
-from analysis.collect import InputError, collect
+from analysis.collect import collect_or_report
 from analysis.estimate import C_LAW_POINTS, final_points, fit_variants
 from analysis.fit import _jsonable
 from analysis.multiplier import multiplier_at
@@ -169,11 +169,10 @@ def main(argv=None) -> int:
     if args.bootstrap < 0 or not 0 < args.ci < 1:
         print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)
         return 2
-    try:
-        runs = collect(args.inputs).runs
-    except (InputError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    coll = collect_or_report(args.inputs)
+    if coll is None:
         return 2
+    runs = coll.runs
     bt = backtest(runs, args.baseline, "irreducible" if args.irreducible else "power",
                   args.bootstrap, args.ci, args.seed, args.c_law_points)
     if not bt["losses"]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -324,6 +325,16 @@ def collect(paths: list[str | Path]) -> Collection:
             raise InputError(f"{p}: not a directory, .csv or results.json")
     _refuse_mixed_optimizers(out.runs)
     return out
+
+
+def collect_or_report(paths: list[str | Path]) -> Collection | None:
+    """collect() for the analysis commands: a bad input is one `error:` line on stderr and None,
+    which the command turns into exit 2."""
+    try:
+        return collect(paths)
+    except (InputError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return None
 
 
 def _refuse_mixed_optimizers(runs: list[Run]) -> None:

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from analysis import extra_fits, tables
-from analysis.collect import (FLOPS_PER_PFLOPS_DAY, InputError, aggregate, by_label, collect,
+from analysis.collect import (FLOPS_PER_PFLOPS_DAY, aggregate, by_label, collect_or_report,
                               variant_label)
 from analysis.estimate import (C_LAW_POINTS, DEFAULT_LOSS, default_c_ref, final_points,
-                               fit_device_seconds, fit_variants)
+                               fit_variants)
 from analysis.multiplier import multiplier_at, multiplier_curve
 from analysis.replicates import arrange, seed_noise
 from andrea.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json
@@ -209,10 +209,8 @@ def main(argv=None) -> int:
     if args.c_ref and any(not (c > 0 and math.isfinite(c)) for c in args.c_ref):
         print(f"error: --c-ref must be positive PFLOP/s-days, got {args.c_ref}", file=sys.stderr)
         return 2
-    try:
-        coll = collect(args.inputs)
-    except (InputError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    coll = collect_or_report(args.inputs)
+    if coll is None:
         return 2
 
     # --- what was found ---

@@ -22,13 +22,12 @@ Cost: a run's FLOPs (its final point) on `--gpu` at `--mfu`, as `plan=true` pric
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 from analysis import power
-from analysis.collect import InputError, collect
+from analysis.collect import collect_or_report
 from analysis.estimate import C_LAW_POINTS
 
 DEFAULT_GPU, DEFAULT_MFU = "H100", 0.35        # plan=true's defaults (andrea/config.py)
@@ -167,11 +166,10 @@ def main(argv=None) -> int:
         print(f"error: --gpu {args.gpu!r} has no bf16 peak in andrea.flops.PEAK_FLOPS",
               file=sys.stderr)
         return 2
-    try:
-        runs = collect(args.inputs).runs
-    except (InputError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
+    coll = collect_or_report(args.inputs)
+    if coll is None:
         return 2
+    runs = coll.runs
     labels = {r.label for r in runs}
     base_sizes = {r.size for r in runs if r.label == args.baseline}
     if args.baseline not in labels or len(labels) < 2 or len(base_sizes) < 2:
