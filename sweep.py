@@ -10,8 +10,8 @@
 import hydra
 from omegaconf import DictConfig
 
-from andrea.schema import register_configs
-from andrea.launch import run_task
+from andrea.config.schema import register_configs
+from andrea.launch.task import run_task
 
 register_configs()
 
@@ -24,7 +24,7 @@ def main(cfg: DictConfig) -> dict:
 if __name__ == "__main__":
     import sys
 
-    from andrea.overrides import implied_overrides, precheck
+    from andrea.config.overrides import implied_overrides, precheck
 
     # typos and unknown options before Hydra: one `error:` line with the nearest valid name,
     # exit 2, nothing composed or created (Hydra's own errors come with a traceback, exit 1)
@@ -46,7 +46,7 @@ if __name__ == "__main__":
         # merging override train.lr=fast": name the nearest valid key or the type the key takes,
         # and exit 2 like every other bad input.
         if e.code == 1:
-            from andrea.overrides import unknown_key_hints, wrong_type_hints
+            from andrea.config.overrides import unknown_key_hints, wrong_type_hints
 
             hints = unknown_key_hints(sys.argv[1:]) + wrong_type_hints(sys.argv[1:])
             if hints:

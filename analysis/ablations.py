@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from analysis.collect import collect_or_report, final_points
-from andrea.rundir import atomic_write_bytes, read_json
+from analysis.fits.replicates import paired, t_interval
+from analysis.inputs.collect import collect_or_report, final_points
+from andrea.run.rundir import atomic_write_bytes, read_json
 
 BLOCK_LABEL = re.compile(r"^attnres_block_s(\d+)$")  # Block at one S, no switches
 
@@ -43,25 +44,6 @@ class Row:
     hi: float
     d_base: tuple[float, float, float, int] | None = None  # (mean, lo, hi, n pairs)
     d_full: tuple[float, float, float, int] | None = None
-
-
-def t_interval(x, level: float) -> tuple[float, float, float]:
-    """Mean and its two-sided Student-t interval; (mean, nan, nan) for a single value."""
-    x = np.asarray(x, float)
-    m = float(x.mean())
-    if len(x) < 2:
-        return m, math.nan, math.nan
-    half = stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
-    return m, m - half, m + half
-
-
-def paired(row: dict[int, float], ref: dict[int, float], level: float):
-    """Mean and interval of row - ref over the seeds both have, with the number of pairs."""
-    seeds = sorted(set(row) & set(ref))
-    if not seeds:
-        return None
-    m, lo, hi = t_interval([row[s] - ref[s] for s in seeds], level)
-    return m, lo, hi, len(seeds)
 
 
 def _label_of(run) -> str:
@@ -166,7 +148,7 @@ def _band(ax, row, colour, horizontal: bool):
 
 
 def plot_rows(rows, path, size, level, baseline="baseline", full="attnres_full") -> None:
-    from analysis.plots import _save, colours, plt
+    from analysis.report.plots import save_figure, colours, plt
 
     col = colours([r.label for r in rows] + [baseline], baseline)
     fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(rows) + 1.4))
@@ -183,7 +165,7 @@ def plot_rows(rows, path, size, level, baseline="baseline", full="attnres_full")
     ax.set_title(f"Ablations, size {size}, {max(len(r.losses) for r in rows)} seeds "
                  "(lower is better)", fontsize=10)
     ax.legend(frameon=False, loc="lower right")
-    _save(fig, [path])
+    save_figure(fig, [path])
 
 
 def plot_block_size(rows, path, size, level, n_sublayers=None, baseline="baseline",
@@ -194,7 +176,7 @@ def plot_block_size(rows, path, size, level, n_sublayers=None, baseline="baselin
                      and int(m.group(1)) >= 2), key=lambda t: t[0])
     if len(blocks) < 2:
         return None
-    from analysis.plots import _save, colours, mticker, plt
+    from analysis.report.plots import save_figure, colours, mticker, plt
 
     col = colours([r.label for r in rows] + [baseline], baseline)
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
@@ -218,7 +200,7 @@ def plot_block_size(rows, path, size, level, n_sublayers=None, baseline="baselin
     ax.set_ylabel(f"final validation loss, mean and {level:.0%} t-interval")
     ax.set_title(f"Block size, size {size} (lower is better)", fontsize=10)
     ax.legend(frameon=False)
-    _save(fig, [path])
+    save_figure(fig, [path])
     return f"block size: S = {', '.join(map(str, S))}"
 
 

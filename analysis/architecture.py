@@ -2,13 +2,13 @@
 (Kimi Team, arXiv:2603.15031, §5.4.1, Fig. 7) from finished runs (docs/architecture_sweep.md).
 
 The sweep holds parameters and tokens fixed and varies the shape through the shape rule
-(`size.aspect`, andrea/shapes.py), so each cell is a size label like `tiny-3@a21`. Per cell and
+(`size.aspect`, andrea/ladder/shapes.py), so each cell is a size label like `tiny-3@a21`. Per cell and
 variant: the mean final validation loss over seeds, the FLOPs actually spent, and the gap of each
 variant to the baseline with the Student-t interval of the gap paired by seed (seed s of the
 variant minus seed s of the baseline: same data order). Per variant and row of the grid (one head
 ratio): the loss-optimal aspect ratio d_model / n_layer, the vertex of a parabola in log aspect
-(analysis.parabola, the rule analysis.lr_select uses for the LR), with a seed-bootstrap interval
-(analysis.replicates: seeds resampled within each cell, the same draw for every variant, widened
+(analysis.fits.parabola, the rule analysis.lr_select uses for the LR), with a seed-bootstrap interval
+(analysis.fits.replicates: seeds resampled within each cell, the same draw for every variant, widened
 to the t quantile; the parabola refitted on every draw). The x axis is the *realised* aspect of
 each cell's shape: n_layer is an integer, so it can differ from the one asked.
 
@@ -32,13 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis import parabola
-from analysis.ablations import paired
-from analysis.collect import collect_or_report
-from analysis.replicates import arrange, expanded_level, seed_bootstrap
-from andrea.rundir import atomic_write_bytes, read_json
+from analysis.fits import parabola
+from analysis.fits.replicates import paired
+from analysis.inputs.collect import collect_or_report
+from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
+from andrea.run.rundir import atomic_write_bytes, read_json
 
-# andrea.shapes.size_label writes `<name>@a<aspect>[_h<head ratio>][_p<target>]`; read here
+# andrea.ladder.shapes.size_label writes `<name>@a<aspect>[_h<head ratio>][_p<target>]`; read here
 # without importing the model (the analysis runs without torch).
 SHAPE_LABEL = re.compile(r"^(?P<base>[^@]+)@a(?P<a>[^_]+)(?:_h(?P<h>[^_]+))?(?:_p(?P<p>.+))?$")
 
@@ -75,7 +75,7 @@ class Optimum:
     row: str
     aspect: float             # exp of the vertex in log aspect
     loss: float
-    kind: str                 # analysis.parabola kind of the point estimate
+    kind: str                 # analysis.fits.parabola kind of the point estimate
     lo: float = math.nan
     hi: float = math.nan
     at_edge: float = math.nan  # fraction of bootstrap draws whose minimum is at the grid's edge
@@ -140,7 +140,7 @@ def cells_of(runs) -> tuple[list[Cell], list[str]]:
 
 
 def optimum(cells: list[Cell], label: str, row: str) -> Optimum | None:
-    """The vertex of the parabola in log aspect through the cell means (analysis.parabola)."""
+    """The vertex of the parabola in log aspect through the cell means (analysis.fits.parabola)."""
     cs = sorted((c for c in cells if c.label == label and c.row == row), key=lambda c: c.aspect)
     if not cs:
         return None
@@ -151,7 +151,7 @@ def optimum(cells: list[Cell], label: str, row: str) -> Optimum | None:
 def bootstrap_optima(runs, cells: list[Cell], optima: list[Optimum], baseline: str,
                      n_boot: int, level: float, seed: int) -> list[str]:
     """Fill each optimum's interval: the parabola refitted on seed-bootstrap resamples of its
-    row's cells (analysis.replicates.seed_bootstrap, paired across variants). A row with one
+    row's cells (analysis.fits.replicates.seed_bootstrap, paired across variants). A row with one
     seed somewhere gets no interval (and a warning)."""
     warnings = []
     keep = {(c.label, c.size) for c in cells}
@@ -261,7 +261,7 @@ def csv_text(cells, gap, baseline) -> str:
 def plot_heatmap(cells, gap, optima, path, baseline) -> None:
     """Fig. 7's layout: aspect across, head ratio down; a panel per variant (shared colours) and
     one for each variant's gap to the baseline (diverging, blue = variant lower)."""
-    from analysis.plots import _save, plt
+    from analysis.report.plots import save_figure, plt
 
     labels = sorted({c.label for c in cells}, key=lambda lb: (lb != baseline, lb))
     aspects = sorted({c.aspect_asked for c in cells})
@@ -309,13 +309,13 @@ def plot_heatmap(cells, gap, optima, path, baseline) -> None:
         fig.colorbar(im, ax=ax, shrink=0.8)
     fig.suptitle("Shape at fixed parameters and tokens (red box: a row's best cell; "
                  "means over seeds)", fontsize=9)
-    _save(fig, [path])
+    save_figure(fig, [path])
 
 
 def plot_aspect(cells, optima, path, baseline, level) -> None:
     """Loss against realised aspect (log axis): every seed, the means, each variant's parabola
     and its optimum with the bootstrap interval."""
-    from analysis.plots import _save, colours, mticker, plt
+    from analysis.report.plots import save_figure, colours, mticker, plt
 
     labels = sorted({c.label for c in cells}, key=lambda lb: (lb != baseline, lb))
     col = colours(labels + [baseline], baseline)
@@ -349,7 +349,7 @@ def plot_aspect(cells, optima, path, baseline, level) -> None:
         ax.set_ylabel("final validation loss (dots: seeds)")
         ax.set_title(f"{row}: loss vs aspect; ★ optimum, bar: seed-bootstrap interval", fontsize=9)
         ax.legend(frameon=False, fontsize=8)
-    _save(fig, [path])
+    save_figure(fig, [path])
 
 
 # --- command line ------------------------------------------------------------------------------

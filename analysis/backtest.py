@@ -13,7 +13,7 @@ uncertainty, resampled over seeds) plus the noise of the held-out mean itself, a
 the pooled within-size seed variance of log loss over its number of seeds (a new observation's
 own error; Davison & Hinkley 1997, ch. 6, bootstrap prediction in regression). With one seed per
 size there is no seed variance and the fit's residual RMSE stands in (it holds misfit too).
-Percentile level: the fit's expanded level (`analysis.replicates.expanded_level`).
+Percentile level: the fit's expanded level (`analysis.fits.replicates.expanded_level`).
 
 The multiplier "observed" at the held-out compute is the full fit's (all sizes, the same
 estimator); its predicted interval is the truncated fits', extrapolated to that compute.
@@ -30,14 +30,14 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.bootstrap import percentile_ci
-from analysis.collect import collect_or_report
-from analysis.estimate import C_LAW_POINTS, final_points, fit_variants
-from analysis.fit import _jsonable
-from analysis.multiplier import multiplier_at
-from analysis.powerlaw import predict
-from analysis.replicates import arrange
-from andrea.rundir import atomic_write_bytes, atomic_write_json
+from analysis.fits.bootstrap import percentile_ci
+from analysis.inputs.collect import collect_or_report
+from analysis.estimates.estimate import C_LAW_POINTS, final_points, fit_variants
+from analysis.report.files import jsonable
+from analysis.estimates.multiplier import multiplier_at
+from analysis.fits.powerlaw import predict
+from analysis.fits.replicates import arrange
+from andrea.run.rundir import atomic_write_bytes, atomic_write_json
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -181,7 +181,7 @@ def main(argv=None) -> int:
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     text = markdown(bt)
-    atomic_write_json(args.out / "backtest.json", _jsonable(bt))
+    atomic_write_json(args.out / "backtest.json", jsonable(bt))
     atomic_write_bytes(args.out / "backtest.md", text.encode())
     print(text, end="")
     print(f"Wrote backtest.json, backtest.md to {args.out}/")

@@ -11,7 +11,7 @@ line, and has a section per question:
   speed     tokens/s and MFU per run (last value), and over training
   dynamics  the latest depth-attention heatmap and per-layer output RMS (AttnRes runs)
   analysis  the analysis run's fit table and scaling / compute-multiplier figures
-Every key comes from andrea.logkeys. `build_workspace` / `build_report` make the objects without
+Every key comes from andrea.run.logkeys. `build_workspace` / `build_report` make the objects without
 touching the network; only `main` (and `maybe_create_dashboard`) save them, under a timeout.
 """
 
@@ -25,8 +25,8 @@ import threading
 from typing import Any, Callable, Optional, Sequence
 from urllib.parse import urlparse
 
-from andrea import logkeys as keys
-from andrea.metrics import WandbConfig
+from andrea.run import logkeys as keys
+from andrea.run.metrics import WandbConfig
 
 try:
     import wandb_workspaces.reports.v2 as wr
@@ -182,7 +182,7 @@ def build_report(entity: str, project: str, group: str, sizes: Sequence[str] = (
 
     blocks: list = [
         wr.P(text=f"Sweep group {group!r}: runs grouped by {', '.join(GROUP_BY)}; "
-                  "keys from andrea.logkeys."),
+                  "keys from andrea.run.logkeys."),
     ]
     for title, make in SECTIONS:
         blocks += [wr.H2(text=title), wr.PanelGrid(runsets=[runset(group)], panels=make())]

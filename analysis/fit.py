@@ -17,14 +17,16 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis import extra_fits, tables
-from analysis.collect import (FLOPS_PER_PFLOPS_DAY, aggregate, by_label, collect_or_report,
+from analysis.estimates import extra_fits
+from analysis.report import plots_extra, tables
+from analysis.report.files import jsonable
+from analysis.inputs.collect import (FLOPS_PER_PFLOPS_DAY, aggregate, by_label, collect_or_report,
                               variant_label)
-from analysis.estimate import (C_LAW_POINTS, DEFAULT_LOSS, default_c_ref, final_points,
+from analysis.estimates.estimate import (C_LAW_POINTS, DEFAULT_LOSS, default_c_ref, final_points,
                                fit_variants)
-from analysis.multiplier import multiplier_at, multiplier_curve
-from analysis.replicates import arrange, seed_noise
-from andrea.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json
+from analysis.estimates.multiplier import multiplier_at, multiplier_curve
+from analysis.fits.replicates import arrange, seed_noise
+from andrea.run.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json
 
 SCHEMA_VERSION = 1
 
@@ -81,21 +83,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _jsonable(x):
-    """Plain JSON: numpy scalars → Python, NaN/inf → null (fits.json must parse everywhere)."""
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (np.floating, float)):
-        return float(x) if math.isfinite(x) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    return x
-
-
 def merge_label_warnings(warnings: list[str], labels) -> list[str]:
     """One line for a warning that several variants share word for word after their "label: "
     prefix (e.g. every variant fitted on the same few sizes), in first-seen order."""
@@ -110,7 +97,7 @@ def merge_label_warnings(warnings: list[str], labels) -> list[str]:
 
 
 def one_size_note(runs, baseline: str) -> str | None:
-    """The planner predicts no multiplier from a baseline at one size (analysis.power.report);
+    """The planner predicts no multiplier from a baseline at one size (analysis.estimates.power.report);
     the fit still computes one from that size's budgets, so it says the same thing beside it."""
     sizes = sorted({r.size for r in runs if r.label == baseline})
     if len(sizes) != 1:
@@ -171,7 +158,7 @@ def _log_wandb(args, rows, report, figures) -> str:
         import wandb
     except ImportError:
         return "W&B: wandb is not installed; skipped"
-    from andrea import logkeys as keys
+    from andrea.run import logkeys as keys
 
     image_keys = {"scaling": keys.ANALYSIS_SCALING, "multiplier": keys.ANALYSIS_MULTIPLIER,
                   "ablation": keys.ANALYSIS_ABLATION, "dynamics": keys.ANALYSIS_DYNAMICS}
@@ -298,7 +285,7 @@ def main(argv=None) -> int:
         "warnings": coll.warnings + agg_warnings + fit_warnings
                     + [m["warning"] for m in at_ref if m["warning"]],
     }
-    atomic_write_json(out / "fits.json", _jsonable(report))
+    atomic_write_json(out / "fits.json", jsonable(report))
     written = [out / "fits.json"]
     if rows:
         for name, text in (("fit_table.md", tables.markdown_table(rows, args.ci, c_refs[0],
@@ -310,7 +297,7 @@ def main(argv=None) -> int:
 
     figure_msgs = []
     if not args.no_plots:
-        from analysis import plots
+        from analysis.report import plots
         with _warnings.catch_warnings():
             _warnings.simplefilter("ignore", RuntimeWarning)
             plots.plot_scaling(groups, fits, c_refs[0], [out / "scaling.png", out / "scaling.pdf"],
@@ -326,7 +313,7 @@ def main(argv=None) -> int:
             figure_msgs.append(msg)
             if not msg.endswith("skipped"):
                 written.append(out / "ablation.png")
-            figure_msgs += extra_fits.figures(extra, groups, out, written, args.baseline)
+            figure_msgs += plots_extra.extra_figures(extra, groups, out, written, args.baseline)
             dyn, dyn_msgs = _dynamics_runs(points, args.dynamics_runs, args.baseline)
             figure_msgs += dyn_msgs
             if dyn:
@@ -336,7 +323,7 @@ def main(argv=None) -> int:
             else:
                 figure_msgs.append("dynamics figure skipped: no run with a dynamics.json")
 
-    wandb_msg = _log_wandb(args, rows, _jsonable(report), written) if args.wandb and rows else None
+    wandb_msg = _log_wandb(args, rows, jsonable(report), written) if args.wandb and rows else None
 
     # --- the moment users came for ---
     print()

@@ -34,9 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis import parabola
-from analysis.parabola import HALF_WINDOW
-from andrea.rundir import atomic_write_bytes, atomic_write_json, read_json
+from analysis.fits import parabola
+from analysis.fits.parabola import HALF_WINDOW
+from andrea.run.rundir import atomic_write_bytes, atomic_write_json, read_json
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -101,7 +101,7 @@ def curves_of(runs: list[dict]) -> list[Curve]:
 
 
 def select(c: Curve) -> None:
-    """Set c.pick: the parabola's vertex in log LR, or the grid's best point (analysis.parabola)."""
+    """Set c.pick: the parabola's vertex in log LR, or the grid's best point (analysis.fits.parabola)."""
     v = parabola.vertex(np.log10(np.asarray(c.lrs)), c.losses)
     c.fit = v.fit
     c.pick, c.pick_loss = c.lrs[v.best], v.y

@@ -5,7 +5,7 @@ seeds — that shrink the predicted 95 % interval of the compute multiplier most
 prints the predicted half-width before and after, what adding seeds uniformly at the same cost
 would give, and the commands that launch the runs.
 
-Prediction: `analysis.power` (the delta method on the estimator `analysis.fit` uses, with the noise
+Prediction: `analysis.estimates.power` (the delta method on the estimator `analysis.fit` uses, with the noise
 measured from the finished runs' seeds and the measured baseline exponent); its spread was checked
 against simulated sweeps (tests/test_analysis_power.py), and this proposal's realised width by
 `python -m bench.next_runs_check`. A proposal is a seed of every variant at one of the sweep's sizes
@@ -26,11 +26,11 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from analysis import power
-from analysis.collect import collect_or_report
-from analysis.estimate import C_LAW_POINTS
+from analysis.estimates import power
+from analysis.inputs.collect import collect_or_report
+from analysis.estimates.estimate import C_LAW_POINTS
 
-DEFAULT_GPU, DEFAULT_MFU = "H100", 0.35        # plan=true's defaults (andrea/config.py)
+DEFAULT_GPU, DEFAULT_MFU = "H100", 0.35        # plan=true's defaults (andrea/config/resolve.py)
 # No size gets more than this many times the seeds of the least-seeded one. Unconstrained, the
 # greedy step piles seeds on the cheapest size ([70, 2, 2] seeds for a 3-round budget): narrower
 # as predicted, but the seed bootstrap pools its degrees of freedom over sizes, and the 2-seed
@@ -41,7 +41,7 @@ MAX_SEED_RATIO = 2
 
 def finished_grid(runs) -> list[power.PlannedRun]:
     """One PlannedRun per finished run: its total FLOPs, and the points the C-law fits of it
-    (`analysis.estimate.C_LAW_POINTS`: its final one, or every budget)."""
+    (`analysis.estimates.estimate.C_LAW_POINTS`: its final one, or every budget)."""
     by = defaultdict(list)
     for r in runs:
         by[r.run_id].append(r)
@@ -58,7 +58,7 @@ def finished_grid(runs) -> list[power.PlannedRun]:
 
 
 def worst_half_width(grid, baseline, noise, alpha, multiplier=power.DEFAULT_MULTIPLIER) -> float:
-    """The largest predicted 95 % relative half-width over the variants (analysis.power)."""
+    """The largest predicted 95 % relative half-width over the variants (analysis.estimates.power)."""
     by = defaultdict(list)
     for r in grid:
         by[r.label].append(r)
@@ -160,10 +160,10 @@ def main(argv=None) -> int:
         print(f"error: need --gpu-hours > 0 and 0 < --mfu <= 1, got {args.gpu_hours}, {args.mfu}",
               file=sys.stderr)
         return 2
-    from andrea.flops import peak_flops
+    from andrea.run.units import peak_flops
     peak = peak_flops(args.gpu, "bf16")
     if peak is None:
-        print(f"error: --gpu {args.gpu!r} has no bf16 peak in andrea.flops.PEAK_FLOPS",
+        print(f"error: --gpu {args.gpu!r} has no bf16 peak in andrea.run.units.PEAK_FLOPS",
               file=sys.stderr)
         return 2
     coll = collect_or_report(args.inputs)

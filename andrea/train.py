@@ -8,10 +8,10 @@ submitit's handler (which requeues the job) or exits.
 
 The loop is a `Trainer` whose phases are its methods: set-up (`_setup`, `_resume`), step
 (`_train_step`, `_after_step`), evaluate (`_evaluate`), checkpoint (`_checkpoint`), the budgets'
-cooldown branches (`_cooldown`, see andrea/schedule.py and docs/budgets.md) and finish
+cooldown branches (`_cooldown`, see andrea/components/schedule.py and docs/budgets.md) and finish
 (`_finish`). `run()` strings them together. Its helpers live beside it: the process's device,
-signals and early ends in andrea/runtime.py, the loss and validation in andrea/evaluate.py, the
-wall-clock in andrea/clock.py. (Past ~400 lines on purpose: the Trainer is one loop, read top to
+signals and early ends in andrea/components/runtime.py, the loss and validation in andrea/components/evaluate.py, the
+wall-clock in andrea/components/clock.py. (Past ~400 lines on purpose: the Trainer is one loop, read top to
 bottom, whose phases share its state; split across files it would not be easier to follow.)
 """
 
@@ -27,23 +27,24 @@ from typing import Any, Optional
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from andrea import logkeys as keys
-from andrea.checkpoint import (drop_checkpoints_after, load_latest_checkpoint, rng_state,
+from andrea.run import logkeys as keys
+from andrea.components.checkpoint import (drop_checkpoints_after, load_latest_checkpoint, rng_state,
                                save_checkpoint, set_rng_state)
-from andrea.clock import Clock
-from andrea.config import RunSpec, spec_summary, steps_between
+from andrea.components.clock import Clock
+from andrea.config.resolve import RunSpec, spec_summary, steps_between
 from andrea.data import TokenLoader, ValidationSet, check_split_sizes, prepare_data
-from andrea.distributed import DistInfo, agreed_max, all_reduce_mean, init_distributed, shutdown
-from andrea.evaluate import evaluate, lm_loss
-from andrea.flops import mfu, peak_flops, six_n_d, to_pflops_days, training_flops_per_token
-from andrea.metrics import MetricsLogger, run_id_for
-from andrea.model import ANDREA
-from andrea.optim import build_optimizer  # noqa: F401  (also bench/budget_cost.py's)
-from andrea.progress import Progress
-from andrea.rundir import RunDir, RunLocked, atomic_write_json, code_version, read_json
-from andrea.runtime import (Interrupted, SignalFlag, TrainingFailed, autocast, autocast_dtype,
+from andrea.components.distributed import DistInfo, agreed_max, all_reduce_mean, init_distributed, shutdown
+from andrea.components.evaluate import evaluate, lm_loss
+from andrea.model.flops import six_n_d, training_flops_per_token
+from andrea.run.units import mfu, peak_flops, to_pflops_days
+from andrea.run.metrics import MetricsLogger, run_id_for
+from andrea.model.transformer import ANDREA
+from andrea.components.optim import build_optimizer  # noqa: F401  (also bench/budget_cost.py's)
+from andrea.components.progress import Progress
+from andrea.run.rundir import RunDir, RunLocked, atomic_write_json, code_version, read_json
+from andrea.components.runtime import (Interrupted, SignalFlag, TrainingFailed, autocast, autocast_dtype,
                             device_name, resolve_device)
-from andrea.schedule import Cooldown, learning_rate
+from andrea.components.schedule import Cooldown, learning_rate
 
 __all__ = ["Interrupted", "TrainingFailed", "learning_rate", "train"]
 
@@ -481,7 +482,7 @@ class Trainer:
             "tokens_per_s": (self.session_steps * spec.batch_tokens / max(session_s, 1e-9)
                              if self.session_steps else spec.tokens_spent / max(wall_s, 1e-9)),
             "world_size": self.dist.world_size,
-            "torch_threads": torch.get_num_threads(),  # andrea.threads: the job's CPUs
+            "torch_threads": torch.get_num_threads(),  # andrea.launch.threads: the job's CPUs
             "device": str(self.device.type),
             "device_name": device_name(self.device),
             "code": code_version(),

@@ -5,7 +5,7 @@
 
 Prints the in-process time of `analysis.fit.main` (with and without figures), the end-to-end
 time of a fresh `python -m analysis.fit` process (imports included), and how reading runs scales
-(25 vs 1,500 runs: `analysis.collect`, what a plan=true re-run does). Exits 1 over budget.
+(25 vs 1,500 runs: `analysis.inputs.collect`, what a plan=true re-run does). Exits 1 over budget.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis.fit import main  # noqa: E402
-from analysis.synthetic import make_sweep  # noqa: E402
+from analysis.inputs.synthetic import make_sweep  # noqa: E402
 
 
 def _timed(argv) -> float:
@@ -36,9 +36,9 @@ def _timed(argv) -> float:
 
 
 def read_scaling(tmp: Path) -> list[tuple[int, float]]:
-    """(runs, seconds) of analysis.collect over the 25-run sweep and over 60 seeds of it
+    """(runs, seconds) of analysis.inputs.collect over the 25-run sweep and over 60 seeds of it
     (1,500 runs), so a read that grew worse than linearly shows as a ratio."""
-    from analysis.collect import collect
+    from analysis.inputs.collect import collect
 
     out = []
     for seeds in (1, 60):

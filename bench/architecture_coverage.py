@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.architecture import bootstrap_optima, cells_of, optimum
-from analysis.collect import collect
+from analysis.inputs.collect import collect
 
 SHAPES = [(69, 1, 69), (24, 2, 48), (13.3, 3, 40), (8.25, 4, 33), (6, 5, 30)]
 

@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 from analysis.backtest import backtest
-from analysis.synthetic import power_law, shifted, simulate_runs
+from analysis.inputs.synthetic import power_law, shifted, simulate_runs
 
 C_TOP = 1.17e-8                                   # the demo's tiny-3, PFLOP/s-days
 DESIGNS = {"demo": ((C_TOP / 18, C_TOP / 4.9, C_TOP), range(4)),          # tiny-1..3, 4 seeds

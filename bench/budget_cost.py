@@ -35,10 +35,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from andrea.config import resolve_run
+    from andrea.config.resolve import resolve_run
     from andrea.data import TokenLoader, ValidationSet, prepare_data
-    from andrea.distributed import DistInfo
-    from andrea.model import ANDREA
+    from andrea.components.distributed import DistInfo
+    from andrea.model.transformer import ANDREA
     from andrea.train import build_optimizer, evaluate, lm_loss
 
     torch.set_num_threads(args.threads)

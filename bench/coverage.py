@@ -1,10 +1,10 @@
 """Do the 95 % multiplier intervals hold their coverage? `python -m bench.coverage`
 
 Synthetic sweeps from known laws per variant (a pure power law, and one with an irreducible term,
-L = E + A·C^-alpha), with the run noise measured in issue #12 (`analysis.synthetic.simulate_runs`:
+L = E + A·C^-alpha), with the run noise measured in issue #12 (`analysis.inputs.synthetic.simulate_runs`:
 per-run noise of log loss 1.2 %, correlated 0.3 across variants by seed, so the paired gap's run
 noise is 1.4 %; 0.3 % per point), are analysed exactly as `python -m analysis.fit` analyses a sweep
-(`analysis.estimate.fit_variants`, default C_ref). Over the replicates it counts how often each
+(`analysis.estimates.estimate.fit_variants`, default C_ref). Over the replicates it counts how often each
 variant's interval contains the true multiplier at that C_ref, and the median interval width.
 
 Variants: `shift` reaches every loss with 1.25x less compute (M = 1.25 everywhere); `steeper` has a
@@ -26,10 +26,10 @@ import time
 
 import numpy as np
 
-from analysis.estimate import default_c_ref, fit_variants
-from analysis.multiplier import multiplier_at
-from analysis.powerlaw import compute_to_reach
-from analysis.synthetic import power_law, simulate_runs
+from analysis.estimates.estimate import default_c_ref, fit_variants
+from analysis.estimates.multiplier import multiplier_at
+from analysis.fits.powerlaw import compute_to_reach
+from analysis.inputs.synthetic import power_law, simulate_runs
 
 DEMO_COMPUTE = tuple(np.geomspace(1.165e-7 / 120, 1.165e-7, 4))   # the demo's tiny-1..4 span
 GPU_COMPUTE = tuple(np.geomspace(0.1, 28.0, 5))                   # andrea-12m..200m: C ∝ N²

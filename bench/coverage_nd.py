@@ -9,7 +9,7 @@ D both scaled by sqrt(M) (L_v(N, D) = L(sqrt(M)·N, sqrt(M)·D)), so at every co
 tokens-per-parameter ray it reaches the baseline's loss with M times less compute: the C-law
 multiplier, the compute-optimal L(N, D) multiplier and the multiplier of the final points all
 equal M. Seed noise is Student-t with 3 degrees of freedom (heavy tails), scaled to the measured
-run noise (`analysis.synthetic.simulate_runs`).
+run noise (`analysis.inputs.synthetic.simulate_runs`).
 
 Estimators, each analysed as `python -m analysis.fit` would (seed bootstrap, expanded percentile
 level, default C_ref of the primary fit):
@@ -30,13 +30,13 @@ import warnings
 
 import numpy as np
 
-from analysis import chinchilla
-from analysis.bootstrap import percentile_ci
-from analysis.collect import FLOPS_PER_PFLOPS_DAY
-from analysis.estimate import default_c_ref, final_points, fit_variants
-from analysis.multiplier import multiplier_at
-from analysis.replicates import arrange, expanded_level, seed_bootstrap
-from analysis.synthetic import chinchilla_law, simulate_runs
+from analysis.fits import chinchilla
+from analysis.fits.bootstrap import percentile_ci
+from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
+from analysis.estimates.estimate import default_c_ref, final_points, fit_variants
+from analysis.estimates.multiplier import multiplier_at
+from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
+from analysis.inputs.synthetic import chinchilla_law, simulate_runs
 
 # E, A, a, B, b. Hoffmann et al. 2022's Approach 3 fit, and Besiroglu et al. 2024's refit of the
 # same data, whose steeper, larger data term puts a larger size's early cooldown point above a
@@ -66,7 +66,7 @@ def laws(truth: str = "besiroglu", M: float = M_TRUE) -> dict:
 
 
 def _chin_interval(runs, c_ref, n_boot, seed, ci=0.95):
-    """(multiplier, lo, hi) of the compute-optimal L(N, D) multiplier, as analysis.extra_fits."""
+    """(multiplier, lo, hi) of the compute-optimal L(N, D) multiplier, as analysis.estimates.extra_fits."""
     reps = arrange(runs)
     boot, _ = seed_bootstrap(reps, sorted(reps), n_boot, seed, "baseline")
     fits = {}

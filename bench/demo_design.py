@@ -1,8 +1,8 @@
-"""What demo grid resolves the multiplier how well: `python -m bench.demo_design` (analysis.power.predict
+"""What demo grid resolves the multiplier how well: `python -m bench.demo_design` (analysis.estimates.power.predict
 on the demo's planned computes, tiny-1..4 and tiny-1..3, at the issue's noise and at twice it)."""
 import math
-from analysis.power import PlannedRun, predict
-from analysis.collect import FLOPS_PER_PFLOPS_DAY as P
+from analysis.estimates.power import PlannedRun, predict
+from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY as P
 DEMO = [9.51e-10, 3.54e-9, 1.73e-8, 1.16e-7]
 def plan(seeds, sizes, budgets=None):
     return [PlannedRun(l, f"s{i}", s, C*P*(max(budgets) if budgets else 1), len(budgets or [1]), tuple(budgets) if budgets else None)

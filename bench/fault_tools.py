@@ -17,7 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _sigint_default() -> None:
+def sigint_default() -> None:
     """Ctrl-C must reach the sweep: a shell starts background jobs with SIGINT ignored, and an
     ignored signal stays ignored across exec (Python then never raises KeyboardInterrupt)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -37,7 +37,7 @@ def training_pids(out: Path) -> list[int]:
     """Pids of live processes training a run of the sweep: each run's .lock names its trainer;
     the run must not be completed (in-process, the sweep outlives its runs). A live pid, not a
     flock probe: probing would take the lock that a starting trainer needs."""
-    from andrea.rundir import RunDir
+    from andrea.run.rundir import RunDir
 
     pids = set()
     for lock in out.rglob(".lock"):
@@ -49,7 +49,7 @@ def training_pids(out: Path) -> list[int]:
 
 def run_states(out: Path) -> dict[str, tuple[int, bool, bool]]:
     """{run dir: (last logged step, has a checkpoint, completed)} of every started run."""
-    from andrea.rundir import RunDir
+    from andrea.run.rundir import RunDir
 
     states = {}
     for m in out.rglob("metrics.jsonl"):
@@ -82,7 +82,7 @@ def steps_lost(before: dict, after: dict, text: str) -> int:
 
 
 def unfinished_runs(out: Path) -> list[Path]:
-    from andrea.rundir import RunDir
+    from andrea.run.rundir import RunDir
 
     return sorted(c.parent for c in out.rglob("checkpoints")
                   if c.is_dir() and not RunDir(c.parent).is_completed()
@@ -127,11 +127,11 @@ def restart_slurmctld() -> bool:
                           capture_output=True).returncode == 0
 
 
-def _temp_files(out: Path) -> int:
+def temp_files(out: Path) -> int:
     return sum(1 for _ in out.rglob(".*.tmp"))
 
 
-def _fill(out: Path) -> None:
+def fill(out: Path) -> None:
     """Fill the file system the sweep writes to (a small tmpfs) until a write fails: at once
     (fallocate), so that the run cannot finish its writes while the disk is being filled."""
     with open(out / "filler", "wb", buffering=0) as f:
@@ -148,8 +148,8 @@ def _fill(out: Path) -> None:
         pass
 
 
-def _damage(kind: str, out: Path, rng: random.Random, damaged: list[Path]) -> bool:
-    from andrea.rundir import RunDir
+def damage(kind: str, out: Path, rng: random.Random, damaged: list[Path]) -> bool:
+    from andrea.run.rundir import RunDir
 
     runs = unfinished_runs(out)
     if kind == "torn_metrics_line":

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.fault_tools import (_damage, _fill, _sigint_default, _temp_files,
+from bench.fault_tools import (damage, fill, sigint_default, temp_files,
                                live_slurm_tasks, restart_slurmctld, run_states, steps_lost,
                                training_pids, wait, wait_queue_empty)
 
@@ -136,7 +136,7 @@ def start_sweep(out: Path, log: Path, slurm: bool, hook: str | None = None) -> s
     f.flush()
     return subprocess.Popen(sweep_cmd(out, slurm), cwd=out.parent, env=sweep_env(hook),
                             stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=_sigint_default)
+                            preexec_fn=sigint_default)
 
 
 # ---- one trial: a chain of faults, then a clean re-run -------------------------------------------
@@ -150,14 +150,14 @@ def inject(kind: str, out: Path, log: Path, rng: random.Random, slurm: bool, tot
     elif kind == "kill9_in_results_write":
         hook = "results.json:1"
     base_kind = "kill9" if kind in DAMAGE else kind
-    tmp_before = _temp_files(out)
+    tmp_before = temp_files(out)
     proc = start_sweep(out, log, slurm, hook)
     landed = False
     if hook:
         wait(proc, limit_s)
         if slurm:
             wait_queue_empty(out)
-        landed = _temp_files(out) > tmp_before  # the hook left its half-written temp file
+        landed = temp_files(out) > tmp_before  # the hook left its half-written temp file
     else:
         # A random moment of training, drawn in steps (not seconds, so the machine's speed does not
         # move it): once the runs' logged steps reach a random target, plus up to one logging
@@ -180,7 +180,7 @@ def inject(kind: str, out: Path, log: Path, rng: random.Random, slurm: bool, tot
             elif kind == "sigint_sweeper":
                 os.killpg(proc.pid, signal.SIGINT)
             elif kind == "disk_full":
-                _fill(out)
+                fill(out)
             elif kind == "scancel_task":
                 live = live_slurm_tasks(out)
                 landed = bool(live) and subprocess.run(["scancel", rng.choice(live)]).returncode == 0
@@ -196,7 +196,7 @@ def inject(kind: str, out: Path, log: Path, rng: random.Random, slurm: bool, tot
             for f in out.glob("filler*"):
                 f.unlink()
     if landed and kind in DAMAGE:
-        landed = _damage(kind, out, rng, damaged)
+        landed = damage(kind, out, rng, damaged)
     (tally.injected if landed else tally.missed)[kind] += 1
 
 

@@ -23,10 +23,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from analysis.estimate import default_c_ref, final_points, fit_variants
-from analysis.multiplier import multiplier_at
+from analysis.estimates.estimate import default_c_ref, final_points, fit_variants
+from analysis.estimates.multiplier import multiplier_at
 from analysis.next_runs import propose, worst_half_width
-from analysis.synthetic import power_law, shifted, simulate_runs
+from analysis.inputs.synthetic import power_law, shifted, simulate_runs
 
 C_TOP = 1.17e-8                                   # the demo's tiny-3, PFLOP/s-days
 COMPUTE = (C_TOP / 18, C_TOP / 4.9, C_TOP)        # tiny-1..3

@@ -38,7 +38,7 @@ def compose(overrides: list[str]):
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from andrea.schema import register_configs
+    from andrea.config.schema import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()
@@ -51,8 +51,8 @@ class Missing(Exception):
 
 
 def train_one(out: Path, overrides: list[str], collect_only: bool = False) -> dict:
-    from andrea.config import resolve_run
-    from andrea.rundir import RunDir
+    from andrea.config.resolve import resolve_run
+    from andrea.run.rundir import RunDir
     from andrea.train import train
 
     rd = RunDir(out)

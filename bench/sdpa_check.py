@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile
 
-from andrea.model import ANDREA, ModelConfig
+from andrea.model.transformer import ANDREA, ModelConfig
 from bench.throughput import SIZES
 
 

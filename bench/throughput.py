@@ -34,8 +34,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from andrea.flops import mfu, peak_flops, training_flops_per_token
-from andrea.model import ANDREA, ModelConfig
+from andrea.model.flops import training_flops_per_token
+from andrea.run.units import mfu, peak_flops
+from andrea.model.transformer import ANDREA, ModelConfig
 
 SIZES = {  # (n_layer, n_head, d_model); vocab 8449, context 1024 (docs/andrea.md)
     "tiny": (2, 2, 64),
@@ -307,7 +308,7 @@ def run(args) -> int:
         peak = peak_flops(name, torch.bfloat16 if args.dtype == "bf16" else "fp32")
         results["mfu"] = {}
         for v in vs:
-            fpt = training_flops_per_token(v.cfg, args.seq)  # andrea/flops.py: model FLOPs
+            fpt = training_flops_per_token(v.cfg, args.seq)  # andrea/model/flops.py: model FLOPs
             achieved = fpt * tokens / statistics.median(train[v.name])
             if peak:
                 results["mfu"][v.name] = mfu(achieved, peak)

@@ -94,7 +94,7 @@ def compose_run(overrides: list[str], return_hydra_config: bool = False):
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from andrea.schema import register_configs
+    from andrea.config.schema import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from andrea.config import ConfigError, resolve_run, spec_summary
-from andrea.model import ANDREA
+from andrea.config.resolve import ConfigError, resolve_run, spec_summary
+from andrea.model.transformer import ANDREA
 from conftest import REPO, compose_run
 
 MODELS = sorted(p.stem for p in (REPO / "conf" / "model").glob("*.yaml"))

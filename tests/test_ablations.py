@@ -10,8 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from andrea.attnres import depth_attention_general, depth_attention_reference
-from andrea.model import ANDREA, ModelConfig, count_parameters, param_count_formula
+from andrea.model.residuals.depth_op import depth_attention_general, depth_attention_reference
+from andrea.model.transformer import ANDREA, ModelConfig, count_parameters, param_count_formula
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

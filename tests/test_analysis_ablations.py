@@ -9,7 +9,8 @@ import math
 
 import pytest
 
-from analysis.ablations import main, paired, t_interval
+from analysis.ablations import main
+from analysis.fits.replicates import paired, t_interval
 
 # t_{0.975, 2} = 4.302652729911275 (two-sided 95 %, 2 degrees of freedom), from a t table.
 T2 = 4.302652729911275

@@ -1,4 +1,4 @@
-"""analysis/architecture.py and analysis/parabola.py: the optimum finder recovers a known optimum
+"""analysis/architecture.py and analysis/fits/parabola.py: the optimum finder recovers a known optimum
 from synthetic losses (and its seed-bootstrap interval holds it), the paired per-cell gap equals
 a hand computation, an optimum at the grid's edge is flagged, and the outputs are written."""
 
@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis import parabola
+from analysis.fits import parabola
 from analysis.architecture import main
 
 # (aspect asked, n_layer, d_model, n_head): realised aspects 40, 21.3, 14, 10, 7.5

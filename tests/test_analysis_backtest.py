@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from analysis.backtest import backtest, main
-from analysis.synthetic import power_law, shifted, simulate_runs, write_runs
+from analysis.inputs.synthetic import power_law, shifted, simulate_runs, write_runs
 
 COMPUTE = (1e-4, 1e-3, 1e-2, 1e-1)
 

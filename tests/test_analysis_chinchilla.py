@@ -1,10 +1,10 @@
-"""analysis.chinchilla: L(N, D) recovers known parameters; L*(C) and its multiplier in closed form."""
+"""analysis.fits.chinchilla: L(N, D) recovers known parameters; L*(C) and its multiplier in closed form."""
 
 import numpy as np
 import pytest
 
-from analysis.chinchilla import ChinchillaError, fit_chinchilla, multiplier, optimal
-from analysis.collect import FLOPS_PER_PFLOPS_DAY
+from analysis.fits.chinchilla import ChinchillaError, fit_chinchilla, multiplier, optimal
+from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 
 N = np.repeat([1e6, 3e6, 1e7, 3e7, 1e8], 4)
 D = N * np.tile([5.0, 10.0, 20.0, 40.0], 5)
@@ -56,8 +56,8 @@ def test_collinear_n_and_d_are_refused():
 def test_isoflop_is_not_drawn_when_the_fit_has_no_compute_optimal_n(tmp_path):
     """Issue #23: the demo's fit (E = 0, a = 0) drew a broken isoflop.png with no stars. A fit
     without a compute-optimal N is left out, and the log says why."""
-    from analysis.chinchilla import ChinchillaFit
-    from analysis.extra_fits import Extra, figures
+    from analysis.fits.chinchilla import ChinchillaFit
+    from analysis.estimates.extra_fits import Extra, figures
 
     flat = ChinchillaFit("baseline", E=0.0, A=3.0, a=0.0, B=40.0, b=0.3, k=6.0, n_points=9,
                          rmse_log=0.01, converged=True)

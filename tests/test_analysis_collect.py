@@ -2,9 +2,9 @@ import math
 
 import pytest
 
-from analysis.collect import (FLOPS_PER_PFLOPS_DAY, InputError, aggregate, by_label, collect,
+from analysis.inputs.collect import (FLOPS_PER_PFLOPS_DAY, InputError, aggregate, by_label, collect,
                               variant_label)
-from andrea.rundir import RunDir
+from andrea.run.rundir import RunDir
 
 
 def _run(root, name, **kw):

@@ -5,9 +5,9 @@ too few sizes to fit must say so."""
 
 import numpy as np
 
-from analysis import plots
+from analysis.report import plots
 from analysis.fit import main
-from analysis.synthetic import make_sweep
+from analysis.inputs.synthetic import make_sweep
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -52,8 +52,8 @@ def test_multiplier_interval_a_rounding_error_beside_its_point(tmp_path):
 
 
 def test_scaling_title_tells_what_is_drawn(tmp_path):
-    from analysis.collect import aggregate, by_label, collect
-    from analysis.powerlaw import fit_power_law
+    from analysis.inputs.collect import aggregate, by_label, collect
+    from analysis.fits.powerlaw import fit_power_law
 
     def title(seeds, n_boot):
         root = tmp_path / f"s{len(seeds)}_{n_boot}"
@@ -81,8 +81,8 @@ def test_dodge_is_centred_and_separates_series():
 
 def test_results_json_that_is_valid_json_but_not_an_object(tmp_path):
     """`[1, 2, 3]` parses: call it what it is (issue 16.12), unlike a half-written file."""
-    from analysis.collect import collect
-    from andrea.rundir import RunDir
+    from analysis.inputs.collect import collect
+    from andrea.run.rundir import RunDir
 
     odd, broken = RunDir(tmp_path / "odd"), RunDir(tmp_path / "broken")
     for rd in (odd, broken):

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from analysis.fit import main
-from analysis.synthetic import make_sweep
-from andrea.rundir import RunDir
+from analysis.inputs.synthetic import make_sweep
+from andrea.run.rundir import RunDir
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -180,7 +180,7 @@ def test_multi_point_seeds_sweep_with_device_seconds(tmp_path, capsys):
     """A sweep of WSD runs (4 budgets each, 2 seeds) written as results.json with `points`:
     the seed bootstrap, seed noise, L(N, D), frontier, isoFLOP figure and device-seconds."""
     import numpy as np
-    from analysis.synthetic import chinchilla_law, simulate_runs, write_runs
+    from analysis.inputs.synthetic import chinchilla_law, simulate_runs, write_runs
 
     base = (1.69, 406.4, 0.34, 410.7, 0.28)
     laws = {"baseline": chinchilla_law(*base),
@@ -200,7 +200,7 @@ def test_multi_point_seeds_sweep_with_device_seconds(tmp_path, capsys):
     rep = _strict_json(out / "fits.json")
     assert rep["settings"]["interval"] == {"baseline": "seeds", "attnres_full": "seeds"}
     f = rep["fits"]["baseline"]
-    # the C-law is fitted on each run's final point (analysis.estimate.C_LAW_POINTS); L(N, D) on all
+    # the C-law is fitted on each run's final point (analysis.estimates.estimate.C_LAW_POINTS); L(N, D) on all
     assert (f["n_points"], f["n_runs"]) == (4, 8) and rep["settings"]["c_law_points"] == "final"
     assert rep["chinchilla"]["fits"]["baseline"]["n_points"] == 32
     assert len(rep["seed_noise"]) == 8 and all(r["std_log_loss"] > 0 for r in rep["seed_noise"])

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from analysis.multiplier import multiplier_at, multiplier_curve
-from analysis.powerlaw import compute_to_reach, fit_power_law
+from analysis.estimates.multiplier import multiplier_at, multiplier_curve
+from analysis.fits.powerlaw import compute_to_reach, fit_power_law
 
 
 def test_closed_form_on_report_sized_fits():

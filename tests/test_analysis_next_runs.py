@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from analysis.next_runs import MAX_SEED_RATIO, commands, main, propose, worst_half_width
-from analysis.synthetic import power_law, shifted, simulate_runs, write_runs
+from analysis.inputs.synthetic import power_law, shifted, simulate_runs, write_runs
 
 PEAK, MFU = 989e12, 0.35
 NOISE = {"sigma_run": 0.012, "rho": 0.3, "sigma_point": 0.003}

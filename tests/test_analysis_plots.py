@@ -1,11 +1,11 @@
 import numpy as np
 
-from analysis import plots
-from analysis.collect import aggregate, by_label, collect
-from analysis.multiplier import multiplier_at, multiplier_curve
-from analysis.powerlaw import fit_power_law
-from analysis.synthetic import make_sweep
-from andrea.rundir import RunDir, read_json
+from analysis.report import plots
+from analysis.inputs.collect import aggregate, by_label, collect
+from analysis.estimates.multiplier import multiplier_at, multiplier_curve
+from analysis.fits.powerlaw import fit_power_law
+from analysis.inputs.synthetic import make_sweep
+from andrea.run.rundir import RunDir, read_json
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -96,7 +96,7 @@ def test_dynamics_colour_scale_marks_weights_above_it(tmp_path, monkeypatch):
     """Issue #23: the heatmap's scale topped out at ~0.8 while layer 0's weight is 1.0, clipped
     without a sign. A clipped scale now has an arrow and says what lies above it."""
     figs = []
-    monkeypatch.setattr(plots, "_save", lambda fig, paths: figs.append(fig))
+    monkeypatch.setattr(plots, "save_figure", lambda fig, paths: figs.append(fig))
     dyn = {"layer_rms": [1.0, 0.5, 0.4], "step": 10,
            "depth_weights": [[1.0], [0.3, 0.7], [0.2, 0.5, 0.3], [0.1, 0.1, 0.4, 0.4]]}
     plots.plot_dynamics([{"label": "attnres_full", "size": "tiny-1", "dyn": dyn}],

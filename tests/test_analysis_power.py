@@ -1,13 +1,13 @@
-"""analysis.power: the predicted interval of a planned grid, against simulated sweeps."""
+"""analysis.estimates.power: the predicted interval of a planned grid, against simulated sweeps."""
 
 import math
 
 import numpy as np
 import pytest
 
-from analysis.collect import FLOPS_PER_PFLOPS_DAY
-from analysis.power import DEFAULT_NOISE, PlannedRun, half_width, log_multiplier_sd, predict, report
-from analysis.synthetic import power_law, simulate_runs
+from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
+from analysis.estimates.power import DEFAULT_NOISE, PlannedRun, half_width, log_multiplier_sd, predict, report
+from analysis.inputs.synthetic import power_law, simulate_runs
 
 COMPUTE = tuple(np.geomspace(1e-9, 1.2e-7, 4))
 

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from analysis import bootstrap as B
-from analysis import powerlaw as P
-from analysis.powerlaw import FitError, compute_to_reach, fit_power_law, predict
+from analysis.fits import bootstrap as B
+from analysis.fits import powerlaw as P
+from analysis.fits.powerlaw import FitError, compute_to_reach, fit_power_law, predict
 
 
 def _noisy(A, alpha, n=10, noise=0.004, seed=3, E=0.0):

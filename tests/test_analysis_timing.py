@@ -1,4 +1,4 @@
-"""analysis.timing: the device-seconds multiplier is withheld when the machine's load moved the
+"""analysis.inputs.timing: the device-seconds multiplier is withheld when the machine's load moved the
 times (tokens/s across seeds of one variant and size spread beyond SPREAD_LIMIT)."""
 
 import json
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from analysis.fit import main
-from analysis.synthetic import power_law, simulate_runs, write_runs
-from analysis.timing import SPREAD_LIMIT, throughput_spread
+from analysis.inputs.synthetic import power_law, simulate_runs, write_runs
+from analysis.inputs.timing import SPREAD_LIMIT, throughput_spread
 
 
 def _sweep(root, slow_factor=1.0):
@@ -29,7 +29,7 @@ def _sweep(root, slow_factor=1.0):
 
 
 def test_spread_is_measured_per_variant_and_size(tmp_path):
-    from analysis.collect import collect
+    from analysis.inputs.collect import collect
     _sweep(tmp_path / "s", slow_factor=3.0)
     check = throughput_spread(collect([tmp_path / "s"]).runs)
     assert check["comparable"] is False

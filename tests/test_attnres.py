@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from andrea.attnres import (
+from andrea.model.residuals.depth_op import (
     SourceStack,
     block_phase1,
     block_phase2,
@@ -211,13 +211,13 @@ def test_cached_key_norms_give_the_same_result():
 def test_accelerator_mix_equals_cpu_mix(monkeypatch):
     """The broadcast/einsum weighted sum (accelerators, torch.compile) and the CPU eager
     multiply-add chain agree, with and without a query dimension (phase 1)."""
-    import andrea.attnres as ar
+    import andrea.model.residuals.depth_op as ar
 
     g = torch.Generator().manual_seed(7)
     V = torch.randn(5, 2, 3, 8, generator=g)
     for alpha in (torch.rand(5, 2, 3, generator=g), torch.rand(5, 4, 2, 3, generator=g)):
-        cpu = ar._weighted_sum(alpha, V)
+        cpu = ar.weighted_sum(alpha, V)
         monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
-        fused = ar._weighted_sum(alpha, V)
+        fused = ar.weighted_sum(alpha, V)
         monkeypatch.undo()
         torch.testing.assert_close(fused, cpu, atol=1e-6, rtol=1e-6)

@@ -6,7 +6,7 @@ results.json / CSV rows) and asserts that the message names the key or the file,
 the command line gives it (2; None where the current code gives another, listed in the table as a
 gap) and that nothing good is lost (the analysis still collects the good runs next to a bad one).
 Fast: validation paths only (Hydra's compose API, resolve_run, prepare_data on tiny files,
-analysis.collect), no training. Two command-line checks confirm the exit status 2 that
+analysis.inputs.collect), no training. Two command-line checks confirm the exit status 2 that
 ConfigError and InputError become in `sweep.py -m` and `python -m analysis.fit`.
 
 The table in docs/bad_input.md is written by this module:
@@ -45,14 +45,14 @@ class Case:
 def config(*overrides: str) -> Callable[[Path], tuple[Optional[int], str]]:
     """resolve_run on the composed config: a ConfigError is exit 2 in sweep.py (both modes);
     an unknown key is exit 2 with the nearest valid key, a value of the wrong type exit 2 with
-    the type the key takes (sweep.py, andrea/overrides.py); any other Hydra composition error
+    the type the key takes (sweep.py, andrea/config/overrides.py); any other Hydra composition error
     is Hydra's exit 1."""
     def run(tmp: Path) -> tuple[Optional[int], str]:
         from hydra.errors import HydraException
         from omegaconf.errors import OmegaConfBaseException
 
-        from andrea.config import ConfigError, resolve_run
-        from andrea.overrides import precheck
+        from andrea.config.resolve import ConfigError, resolve_run
+        from andrea.config.overrides import precheck
         from conftest import compose_run
 
         hints = precheck(list(overrides))  # sweep.py's check before Hydra: exit 2
@@ -63,7 +63,7 @@ def config(*overrides: str) -> Callable[[Path], tuple[Optional[int], str]]:
         except ConfigError as e:
             return 2, str(e)
         except (HydraException, OmegaConfBaseException) as e:
-            from andrea.overrides import unknown_key_hints, wrong_type_hints
+            from andrea.config.overrides import unknown_key_hints, wrong_type_hints
 
             # what sweep.py prints, exiting 2
             hints = unknown_key_hints(list(overrides)) + wrong_type_hints(list(overrides))
@@ -270,7 +270,7 @@ def analysis(make: Callable[[Path], list[Path]], section: str) -> Callable:
     """The analysis's collection over `make`'s inputs plus one good run: the bad one must be
     listed (in `section`) with its file, the good one still collected."""
     def run(tmp: Path) -> tuple[Optional[int], str]:
-        from analysis.collect import InputError, collect
+        from analysis.inputs.collect import InputError, collect
 
         good = run_dir(tmp / "sweep", "good", GOOD)
         try:
@@ -338,7 +338,7 @@ def _write(path: Path, data: bytes) -> Path:
 
 
 def _duplicated(tmp: Path) -> tuple[Optional[int], str]:
-    from analysis.collect import aggregate, collect
+    from analysis.inputs.collect import aggregate, collect
 
     d = run_dir(tmp / "s", "dup", GOOD)
     coll = collect([tmp / "s", d / "results.json"])

@@ -3,8 +3,8 @@ is biased low in a demo-like design; on each run's final point (the default) it 
 
 import numpy as np
 
-from analysis.collect import Run
-from analysis.estimate import final_points
+from analysis.inputs.collect import Run
+from analysis.estimates.estimate import final_points
 from bench.coverage_nd import DESIGNS, design_compute, laws, run_design
 
 

@@ -9,14 +9,14 @@ import logging
 import pytest
 import torch
 
-from andrea.checkpoint import (
+from andrea.components.checkpoint import (
     CorruptCheckpoint,
     decode_checkpoint,
     encode_checkpoint,
     load_latest_checkpoint,
     save_checkpoint,
 )
-from andrea.rundir import RunDir
+from andrea.run.rundir import RunDir
 
 
 def state(step: int) -> dict:

@@ -26,7 +26,7 @@ def hydra():
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from andrea.schema import register_configs
+    from andrea.config.schema import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()
@@ -59,7 +59,7 @@ def sample(jobs, k=4):
                                         "max_epochs=1000"] for s in SWEEPS] + [CUSTOM],
                          ids=[*SWEEPS, "custom"])
 def test_each_job_config_is_hydras_own(hydra, arguments, tmp_path):
-    from andrea.launch import job_run_dir, plan_jobs
+    from andrea.launch.task import job_run_dir, plan_jobs
     from hydra_plugins.andrea_plugins.compose import JobComposer
 
     master, jobs = grid(hydra, [*arguments, f"out_dir={tmp_path}"])
@@ -81,7 +81,7 @@ def test_each_job_config_is_hydras_own(hydra, arguments, tmp_path):
 
 
 def test_the_schema_shortcut_converts_like_a_merge(hydra):
-    from andrea.config import to_dataclass
+    from andrea.config.resolve import to_dataclass
 
     master, jobs = grid(hydra, ["sweeps=demo", "plan=true"])
     cfg = hydra.config_loader.load_sweep_config(master, jobs[-1])
@@ -93,8 +93,8 @@ def test_the_schema_shortcut_converts_like_a_merge(hydra):
 def test_a_plan_asks_no_scheduler_about_running_jobs(hydra, tmp_path, monkeypatch):
     """A run whose job is live holds its lock: the plan says `running` from that, without
     asking sacct (or anything else) once per job."""
-    from andrea.launch import plan_jobs
-    from andrea.rundir import RunDir
+    from andrea.launch.task import plan_jobs
+    from andrea.run.rundir import RunDir
     from hydra_plugins.andrea_plugins.compose import JobComposer
 
     master, jobs = grid(hydra, ["model=baseline", "size=tiny-1", "train.seed=0,1,2",

@@ -8,9 +8,9 @@ import pytest
 from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigKeyError, ValidationError
 
-from andrea.config import ConfigError, resolve_run
-from andrea.model import ANDREA, count_parameters
-from andrea.sizes import SHAPES, size_yaml
+from andrea.config.resolve import ConfigError, resolve_run
+from andrea.model.transformer import ANDREA, count_parameters
+from andrea.ladder.sizes import SHAPES, size_yaml
 from conftest import REPO, compose_run
 
 SIZES = sorted(p.stem for p in (REPO / "conf" / "size").glob("*.yaml"))
@@ -32,7 +32,7 @@ def test_ladder_has_the_five_scaling_sizes_the_published_480m_and_tiny_sizes():
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: s.name)
 def test_size_files_follow_the_one_rule(shape):
-    """conf/size/*.yaml are exactly what andrea/sizes.py's rule gives (no hand-tuned drift)."""
+    """conf/size/*.yaml are exactly what andrea/ladder/sizes.py's rule gives (no hand-tuned drift)."""
     assert (REPO / "conf" / "size" / f"{shape.name}.yaml").read_text() == size_yaml(shape)
 
 
@@ -165,7 +165,7 @@ def test_run_dir_is_deterministic_and_names_the_run():
 def test_override_values_with_slashes_stay_one_directory_level():
     cfg = compose_run(["data=text", "data.paths=[/data/books/a.txt,/data/wiki/b.txt]"],
                       return_hydra_config=True)
-    from andrea.schema import _suffix
+    from andrea.config.schema import _suffix
 
     suffix = _suffix("data.paths=[/data/books/a.txt,/data/wiki/b.txt],data=text")
     assert "/" not in suffix and suffix.startswith(",data.paths=")
@@ -179,7 +179,7 @@ def test_run_directory_names_are_shell_safe_and_simple_names_unchanged():
     brackets. Odd or long values become a short hash; simple names stay where they were."""
     import re
 
-    from andrea.schema import _suffix
+    from andrea.config.schema import _suffix
 
     assert _suffix("train.lr=1e-3") == ",train.lr=1e-3"
     assert _suffix("data=text,train.lr=0.001,train.tokens=12288") == \
@@ -202,7 +202,7 @@ def test_settings_out_of_range_fail_before_launch(override, message):
 
 
 def test_local_launcher_rejects_several_tasks_per_job():
-    from andrea.launch import launcher_world_size
+    from andrea.launch.task import launcher_world_size
 
     cfg = compose_run(["hydra/launcher=submitit_local", "hydra.launcher.tasks_per_node=2"],
                       return_hydra_config=True)

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from andrea import logkeys as keys
-from andrea.metrics import MetricsLogger, WandbConfig, run_id_for
-from andrea.rundir import RunDir
+from andrea.run import logkeys as keys
+from andrea.run.metrics import MetricsLogger, WandbConfig, run_id_for
+from andrea.run.rundir import RunDir
 
 ws = pytest.importorskip("wandb_workspaces.workspaces")
 wr = pytest.importorskip("wandb_workspaces.reports.v2")
@@ -56,7 +56,7 @@ def logged(tmp_path_factory):
         mp.setenv("WANDB_CONFIG_DIR", str(tmp / "wandb_config"))
         for var in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_DIR", "WANDB_RUN_ID"):
             mp.delenv(var, raising=False)
-        from andrea.model import ANDREA, ModelConfig
+        from andrea.model.transformer import ANDREA, ModelConfig
 
         model = ANDREA(ModelConfig(n_layer=2, n_head=2, d_model=16, vocab_size=64,
                                    context_length=8, residual="attnres_block", block_size=2))

@@ -1,21 +1,136 @@
-"""The package layers: andrea/ (the core) imports neither the analysis nor the Hydra plugins,
-which sit above it (the sweeper calls both)."""
+"""The house's layers, checked from the code's own imports (docs/architecture.md).
+
+andrea/: run < model, data < ladder < components < config < train < launch: a module imports
+only from its own layer or the layers below (`model` and `data` stand side by side and import
+neither each other). analysis/: inputs < fits < estimates < report < the commands, no command
+imports another, and the analysis reads andrea only through `andrea.run`, so it never imports
+torch. Nowhere does a module import another module's private (`_name`) names. Imports under
+`if TYPE_CHECKING:` are annotations, not dependencies, and are skipped; `__main__.py` files are
+commands and sit on top.
+"""
+
+from __future__ import annotations
 
 import ast
+import subprocess
+import sys
+
+import pytest
 
 from conftest import REPO
 
+ANDREA_LAYERS = {"run": 0, "model": 1, "data": 1, "ladder": 2, "components": 3, "config": 4,
+                 "train": 5, "launch": 6}
+ANALYSIS_LAYERS = {"inputs": 0, "fits": 1, "estimates": 2, "report": 3}
+COMMAND = 4  # analysis/<command>.py
 
-def imported_modules(path):
-    for node in ast.walk(ast.parse(path.read_text())):
+
+def _type_checking_lines(tree) -> set[int]:
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for sub in node.body:
+                lines.update(range(sub.lineno, (sub.end_lineno or sub.lineno) + 1))
+    return lines
+
+
+def imports(path):
+    """(module, names) for every import of the file (relative imports resolved)."""
+    tree = ast.parse(path.read_text())
+    skip = _type_checking_lines(tree)
+    package = ".".join(path.relative_to(REPO).with_suffix("").parts[:-1])
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
         if isinstance(node, ast.Import):
-            yield from (a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            yield node.module
+            for a in node.names:
+                yield a.name, []
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join([*base, module] if module else base)
+            yield module, [a.name for a in node.names]
+
+
+def modules(top):
+    return [p for p in sorted((REPO / top).rglob("*.py")) if ".venv" not in p.parts]
+
+
+def andrea_layer(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "andrea" or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def analysis_rank(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] != "analysis" or len(parts) < 2:
+        return None
+    return ANALYSIS_LAYERS.get(parts[1], COMMAND)
 
 
 def test_the_core_package_imports_nothing_above_it():
-    upward = {str(p.relative_to(REPO)): m for p in sorted((REPO / "andrea").rglob("*.py"))
-              for m in imported_modules(p)
+    upward = {str(p.relative_to(REPO)): m for p in modules("andrea") for m, _ in imports(p)
               if m.split(".")[0] in ("analysis", "hydra_plugins", "bench")}
     assert not upward, upward
+
+
+def test_each_andrea_layer_imports_only_the_layers_below():
+    wrong = []
+    for path in modules("andrea"):
+        if path.name == "__main__.py":
+            continue
+        mine = andrea_layer(".".join(path.relative_to(REPO).with_suffix("").parts))
+        for module, _ in imports(path):
+            theirs = andrea_layer(module)
+            if mine is None or theirs is None or theirs == mine:
+                continue
+            if ANDREA_LAYERS[theirs] >= ANDREA_LAYERS[mine]:
+                wrong.append(f"{path.relative_to(REPO)} ({mine}) imports {module} ({theirs})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_each_analysis_layer_imports_only_the_layers_below_and_no_command_another():
+    wrong = []
+    for path in modules("analysis"):
+        rel = path.relative_to(REPO)
+        mine = analysis_rank(".".join(rel.with_suffix("").parts))
+        if path.name == "__init__.py" and len(rel.parts) == 2:
+            continue  # the package's docstring
+        for module, names in imports(path):
+            if module.split(".")[0] == "andrea" and not module.startswith("andrea.run"):
+                wrong.append(f"{rel} imports {module}: the analysis reads andrea.run only")
+            if module == "analysis":  # `from analysis import x`
+                wrong.append(f"{rel} imports {names} from the analysis package's face")
+                continue
+            theirs = analysis_rank(module)
+            if mine is None or theirs is None:
+                continue
+            if theirs == COMMAND and mine == COMMAND and module != ".".join(rel.with_suffix("").parts):
+                wrong.append(f"{rel} (a command) imports the command {module}")
+            elif theirs > mine:
+                wrong.append(f"{rel} imports {module}, a layer above it")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_run_layer_and_the_analysis_never_import_torch():
+    heavy = {str(p.relative_to(REPO)): m for top in ("andrea/run", "analysis")
+             for p in modules(top) for m, _ in imports(p) if m.split(".")[0] == "torch"}
+    assert not heavy, heavy
+    commands = [p.stem for p in (REPO / "analysis").glob("*.py") if p.stem != "__init__"]
+    code = ("import sys\n" + "".join(f"import analysis.{c}\n" for c in commands)
+            + "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch')[:3])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]", f"importing the analysis commands imported {out}"
+
+
+@pytest.mark.parametrize("top", ["andrea", "analysis", "hydra_plugins", "bench"])
+def test_no_module_imports_another_modules_private_names(top):
+    private = [f"{p.relative_to(REPO)}: from {m} import {n}" for p in modules(top)
+               for m, names in imports(p) for n in names
+               if n.startswith("_") and not n.startswith("__")
+               and m.split(".")[0] in ("andrea", "analysis", "hydra_plugins", "bench")]
+    assert not private, "\n".join(private)

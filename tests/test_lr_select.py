@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from analysis.lr_select import main
-from andrea.config import resolve_run
+from andrea.config.resolve import resolve_run
 from conftest import compose_run
 
 GRID = [0.25, 0.5, 1.0, 2.0, 4.0]

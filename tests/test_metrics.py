@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from andrea import logkeys as keys
-from andrea.metrics import MetricsLogger, WandbConfig, check_wandb_config, run_id_for
-from andrea.rundir import RunDir
+from andrea.run import logkeys as keys
+from andrea.run.metrics import MetricsLogger, WandbConfig, check_wandb_config, run_id_for
+from andrea.run.rundir import RunDir
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = {
@@ -241,9 +241,9 @@ def test_hydra_structured_config_compatible():
 ONLINE_SCRIPT = textwrap.dedent("""
     import json, logging, sys, time
     import torch
-    from andrea import logkeys as keys
-    from andrea.metrics import MetricsLogger, WandbConfig
-    from andrea.rundir import RunDir
+    from andrea.run import logkeys as keys
+    from andrea.run.metrics import MetricsLogger, WandbConfig
+    from andrea.run.rundir import RunDir
     logging.basicConfig(level=logging.WARNING)
     rd = RunDir(sys.argv[1])
     t = time.monotonic()

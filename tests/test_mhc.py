@@ -1,4 +1,4 @@
-"""mHC and mHC-lite (andrea/residuals/mhc.py, docs/ablations.md).
+"""mHC and mHC-lite (andrea/model/residuals/mhc.py, docs/ablations.md).
 
 The model is compared with the papers' formulas written out below, one stream at a time, in
 fp64 (outputs and gradients of every parameter): mHC Eq. 7-9 / 14-19 (Xie et al. 2025) with
@@ -14,11 +14,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from andrea.config import ConfigError, resolve_run
-from andrea.flops import flops_per_token
-from andrea.model import ANDREA, ModelConfig, count_parameters, param_count_formula
-from andrea.residuals import is_mixing_parameter
-from andrea.residuals.mhc import permutation_matrices, sinkhorn
+from andrea.config.resolve import ConfigError, resolve_run
+from andrea.model.flops import flops_per_token
+from andrea.model.transformer import ANDREA, ModelConfig, count_parameters, param_count_formula
+from andrea.model.residuals.common import is_mixing_parameter
+from andrea.model.residuals.mhc import permutation_matrices, sinkhorn
 from conftest import compose_run
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -343,8 +343,8 @@ def test_rivals_sweep_composes():
 @pytest.mark.slow
 def test_resume_is_exact_and_the_analysis_groups_by_its_label(tmp_path, data_cache):
     """A tiny mHC-lite run interrupted and resumed ends bit-identical to an uninterrupted one;
-    analysis.collect reads its label from results.json."""
-    from analysis.collect import collect_dir
+    analysis.inputs.collect reads its label from results.json."""
+    from analysis.inputs.collect import collect_dir
     from andrea.train import Interrupted
     from test_train import final_weights, run
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from andrea.attnres import depth_attention_reference
-from andrea.model import (
+from andrea.model.residuals.depth_op import depth_attention_reference
+from andrea.model.transformer import (
     ANDREA,
     RESIDUALS,
     ModelConfig,

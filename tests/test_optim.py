@@ -1,4 +1,4 @@
-"""andrea/optim.py: which parameters Muon takes, its settings, the combined optimizer, and a Muon
+"""andrea/components/optim.py: which parameters Muon takes, its settings, the combined optimizer, and a Muon
 run end to end (results, exact resume, the reuse check)."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import pytest
 import torch
 from torch import nn
 
-from andrea.checkpoint import load_latest_checkpoint
-from andrea.config import ConfigError, resolve_run, reuse_mismatches
-from andrea.model import ANDREA, ModelConfig
-from andrea.optim import MuonWithAdamW, build_optimizer, hidden_matrices
-from andrea.rundir import RunDir
+from andrea.components.checkpoint import load_latest_checkpoint
+from andrea.config.resolve import ConfigError, resolve_run, reuse_mismatches
+from andrea.model.transformer import ANDREA, ModelConfig
+from andrea.components.optim import MuonWithAdamW, build_optimizer, hidden_matrices
+from andrea.run.rundir import RunDir
 from andrea.train import Interrupted, train
 from conftest import TINY_RUN, compose_run
 
@@ -145,7 +145,7 @@ def test_bad_optimizer_settings_are_named(overrides, named):
 
 def test_results_record_the_optimizer_and_the_reuse_check_compares_it():
     muon, adamw = spec_for("train.optimizer=muon"), spec_for()
-    from andrea.config import spec_summary
+    from andrea.config.resolve import spec_summary
 
     summary = spec_summary(muon)
     assert summary["optimizer"] == "muon" and summary["muon"]["adjust_lr"] == "match_rms_adamw"

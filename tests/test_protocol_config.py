@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from andrea.config import ConfigError, resolve_run, spec_summary
-from andrea.sizes import SHAPES, size_defaults
+from andrea.config.resolve import ConfigError, resolve_run, spec_summary
+from andrea.ladder.sizes import SHAPES, size_defaults
 from conftest import REPO, compose_run
 
 GPU_SIZES = [s.name for s in SHAPES if not s.cpu]
@@ -100,7 +100,7 @@ def test_beta2_follows_the_batch(shape):
 def test_rule_follows_deepseek_fits_on_the_gpu_ladder():
     # DeepSeek LLM (2024): eta_opt = 0.3118 C^-0.125, B_opt = 0.2920 C^0.3271, C = M D with
     # M = 72 n d^2 + 6 n d l (non-embedding FLOPs/token). andrea-12m: n 6, d 384, l 1024.
-    from andrea.model import ModelConfig, count_parameters
+    from andrea.model.transformer import ModelConfig, count_parameters
 
     n, d, l = 6, 384, 1024
     D = 20 * count_parameters(ModelConfig(n_layer=n, n_head=12, d_model=d)).non_embedding

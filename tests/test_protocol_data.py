@@ -200,7 +200,7 @@ def test_two_sweepers_at_once_prepare_one_corpus_once(tmp_path, data_cache):
 
 def test_estimates_without_tokenizing(tmp_path):
     from andrea.data.config import DataConfig
-    from andrea.sufficiency import CHARS_PER_TOKEN, corpus_key, estimate
+    from andrea.launch.sufficiency import CHARS_PER_TOKEN, corpus_key, estimate
 
     glob = write_corpus(tmp_path / "c", n_files=2, lines=100)
     n_bytes = sum(p.stat().st_size for p in (tmp_path / "c").glob("*.txt"))

@@ -1,4 +1,4 @@
-"""andrea/queued.py: a run queued by an earlier launch is neither submitted again nor counted as
+"""andrea/launch/slurm.py: a run queued by an earlier launch is neither submitted again nor counted as
 failed (issue #23: Ctrl-C on a Slurm sweep, then the same command, resubmitted pending tasks)."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ import io
 import subprocess
 from types import SimpleNamespace
 
-from andrea import launch, queued
-from andrea.launch import PlannedJob
-from andrea.rundir import RunDir
+from andrea import launch
+from andrea import queued
+from andrea.launch.task import PlannedJob
+from andrea.run.rundir import RunDir
 
 
 def _job(root, state="new"):

@@ -1,5 +1,5 @@
 """The LR schedule at every phase boundary, with and without budgets, against formulas written
-out here (andrea/schedule.py's docstring states the convention), and the budgets' validation."""
+out here (andrea/components/schedule.py's docstring states the convention), and the budgets' validation."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from andrea.config import ConfigError, resolve_run
-from andrea.schedule import Cooldown, learning_rate
+from andrea.config.resolve import ConfigError, resolve_run
+from andrea.components.schedule import Cooldown, learning_rate
 from conftest import TINY_RUN, compose_run
 
 # train.tokens=51200 / batch_tokens=512: budget 1 = 100 steps; warmup 10 % = 10 steps.

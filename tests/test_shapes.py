@@ -1,4 +1,4 @@
-"""andrea/shapes.py, the shape rule: every derived shape is within PARAM_TOL of its target with a
+"""andrea/ladder/shapes.py, the shape rule: every derived shape is within PARAM_TOL of its target with a
 valid head_dim, near the aspect asked, counts what the built model counts; bad input is refused
 naming the key; resolve_run labels the size and gives every cell the same tokens."""
 
@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from andrea import shapes
-from andrea.config import ConfigError, resolve_run, reuse_mismatches, spec_summary
-from andrea.model import ModelConfig, count_parameters
-from andrea.sizes import SHAPES
+from andrea.ladder import shapes
+from andrea.config.resolve import ConfigError, resolve_run, reuse_mismatches, spec_summary
+from andrea.model.transformer import ModelConfig, count_parameters
+from andrea.ladder.sizes import SHAPES
 
 GRID = [  # (target, head_ratio, head_dim kept, head_dim_multiple): tiny to GPU
     (56_640, None, 24, 1), (150_080, None, 16, 1), (447_552, 0.5, 24, 1),

@@ -73,7 +73,7 @@ def test_mistyped_swept_key_in_a_grid(tmp_path):
 
 
 def test_nearest_key_hints():
-    from andrea.overrides import unknown_key_hints
+    from andrea.config.overrides import unknown_key_hints
 
     assert unknown_key_hints(["trian.lr=1"]) == ["error: unknown key 'trian.lr' (did you mean train.lr?)"]
     assert unknown_key_hints(["sizee.n_layer=3"])[0].endswith("(did you mean size.n_layer?)")

@@ -1,5 +1,5 @@
 """A sweep over a bad corpus on the real local Slurm: one error, exit 2, and no job submitted
-(the sweeper checks and prepares every corpus before submitting; andrea/sufficiency.py)."""
+(the sweeper checks and prepares every corpus before submitting; andrea/launch/sufficiency.py)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from andrea import logkeys as keys
+from andrea.run import logkeys as keys
 from conftest import REPO, TINY_RUN
 from slurm_cluster import (  # noqa: F401 (fixtures)
     requeue_job, sacct_attempts, slurm_cluster, two_node_cluster)
@@ -186,8 +186,8 @@ def test_two_nodes_one_task_each_train_with_ddp_and_match_one_process(
 
 def test_pending_array_tasks_are_seen_as_queued(slurm_cluster):
     """Issue #23: a re-run must know which runs an earlier launch's array still has queued
-    (andrea.queued asks squeue once, one line per array task)."""
-    from andrea.queued import live_slurm_jobs
+    (andrea.launch.slurm asks squeue once, one line per array task)."""
+    from andrea.launch.slurm import live_slurm_jobs
     from slurm_cluster import _run
 
     job = _run(["sbatch", "--parsable", "--hold", "--array=0-1", "--wrap", "true"]).strip()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from andrea.progress import about, about_range, eta_text, left_range
+from andrea.components.progress import about, about_range, eta_text, left_range
 from conftest import TINY_RUN
 from test_sweep import results_of, sweep
 

@@ -1,12 +1,12 @@
-"""The plan's power lines (the sweeper's plan_power → analysis/power.py, CONTRACTS item 6)."""
+"""The plan's power lines (the sweeper's plan_power → analysis/estimates/power.py, CONTRACTS item 6)."""
 
 from types import SimpleNamespace
 
 import numpy as np
 
-from analysis.collect import FLOPS_PER_PFLOPS_DAY
-from analysis.synthetic import power_law, simulate_runs, write_runs
-from andrea.rundir import RunDir
+from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
+from analysis.inputs.synthetic import power_law, simulate_runs, write_runs
+from andrea.run.rundir import RunDir
 from hydra_plugins.andrea_plugins.sweeper import plan_power
 
 COMPUTE = tuple(np.geomspace(1e-9, 1.2e-7, 4))

@@ -1,8 +1,8 @@
-"""andrea/threads.py: torch's intra-op threads follow the CPUs a job is given (issue #23)."""
+"""andrea/launch/threads.py: torch's intra-op threads follow the CPUs a job is given (issue #23)."""
 
 import os
 
-from andrea.threads import job_threads
+from andrea.launch.threads import job_threads
 
 
 def test_slurm_allocation_then_launcher_then_affinity():

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from andrea import logkeys as keys
-from andrea.checkpoint import load_latest_checkpoint
-from andrea.config import resolve_run
-from andrea.rundir import RunDir
+from andrea.run import logkeys as keys
+from andrea.components.checkpoint import load_latest_checkpoint
+from andrea.config.resolve import resolve_run
+from andrea.run.rundir import RunDir
 from andrea.train import Interrupted, TrainingFailed, learning_rate, train
 from conftest import REPO, TINY_RUN, compose_run
 
@@ -136,7 +136,7 @@ def test_corrupt_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, data
 
 
 def test_non_finite_loss_ends_as_a_failed_result(tmp_path, data_cache, monkeypatch):
-    import andrea.evaluate as evaluate_mod  # lm_loss, the loss of every training step
+    import andrea.components.evaluate as evaluate_mod  # lm_loss, the loss of every training step
 
     real = evaluate_mod.F.cross_entropy
     calls = {"n": 0}
@@ -216,7 +216,7 @@ def test_ddp_with_two_processes_matches_one_process(tmp_path, data_cache):
 
 
 def test_a_run_being_trained_elsewhere_is_not_started_twice(tmp_path, data_cache):
-    from andrea.rundir import RunLocked
+    from andrea.run.rundir import RunLocked
 
     rd = RunDir(tmp_path / "r")
     with rd.exclusive():

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from andrea.checkpoint import load_latest_checkpoint
-from andrea.config import resolve_run
-from andrea.flops import training_flops_per_token
-from andrea.rundir import RunDir
+from andrea.components.checkpoint import load_latest_checkpoint
+from andrea.config.resolve import resolve_run
+from andrea.model.flops import training_flops_per_token
+from andrea.run.rundir import RunDir
 from andrea.train import Interrupted, Trainer, train
 from conftest import TINY_RUN, compose_run
 

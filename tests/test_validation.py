@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from andrea.config import resolve_run
+from andrea.config.resolve import resolve_run
 from andrea.data import ValidationSet, prepare_data
-from andrea.distributed import DistInfo
-from andrea.model import ANDREA
-from andrea.evaluate import evaluate
+from andrea.components.distributed import DistInfo
+from andrea.model.transformer import ANDREA
+from andrea.components.evaluate import evaluate
 from conftest import TINY_RUN, compose_run
 
 # 21 windows of 64 tokens: odd, so neither 2 ranks nor batches of 4 or 8 divide it evenly.

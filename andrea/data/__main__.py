@@ -91,7 +91,7 @@ def _vocab_of(size: str | None, vocab_size: int | None) -> int | str:
         return vocab_size or 8449
     import difflib
 
-    from andrea.sizes import SHAPES
+    from andrea.ladder.sizes import SHAPES
 
     shapes = {s.name: s for s in SHAPES}
     if size not in shapes:
@@ -121,8 +121,8 @@ def _overrides(cfg) -> list[str]:
 
 def _size_guide(train_tokens: int, max_epochs: float) -> str:
     """Epochs each GPU ladder size would spend at its budget (as sweeps=scaling_law trains it)."""
-    from andrea.model import ModelConfig, count_parameters
-    from andrea.sizes import SHAPES, size_defaults
+    from andrea.model.transformer import ModelConfig, count_parameters
+    from andrea.ladder.sizes import SHAPES, size_defaults
 
     fits = []
     for shape in (s for s in SHAPES if not s.cpu):

@@ -57,7 +57,7 @@ from andrea.data.tokenizer import (
     save_tokenizer,
     train_tokenizer,
 )
-from andrea.rundir import atomic_write_bytes, atomic_write_json, read_json
+from andrea.run.rundir import atomic_write_bytes, atomic_write_json, read_json
 
 FORMAT_VERSION = 1  # bump when the prepared layout or recipe changes
 COMPLETE = "COMPLETE"

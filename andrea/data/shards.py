@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from andrea.rundir import atomic_write_bytes
+from andrea.run.rundir import atomic_write_bytes
 
 MAGIC = 20240520
 VERSION = 1

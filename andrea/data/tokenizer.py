@@ -19,7 +19,7 @@ from typing import Iterable
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from tokenizers.pre_tokenizers import ByteLevel
 
-from andrea.rundir import atomic_write_bytes
+from andrea.run.rundir import atomic_write_bytes
 
 EOT = "<|endoftext|>"
 N_BYTES = 256

@@ -14,7 +14,7 @@ if _SPEC:
     import tempfile
     from pathlib import Path
 
-    from andrea import rundir as _rundir
+    from andrea.run import rundir as _rundir
 
     _pattern, _nth = _SPEC.rsplit(":", 1)
     _seen = [0]

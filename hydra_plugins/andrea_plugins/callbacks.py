@@ -39,8 +39,8 @@ def _sufficiency(config: DictConfig, spec, prepared) -> list[str]:
     the same run with -m was refused, without it trained 4.99 epochs silently (issue #23)."""
     from types import SimpleNamespace
 
-    from andrea.config import to_dataclass
-    from andrea.sufficiency import CorpusTokens, describe, sufficiency_problems
+    from andrea.config.resolve import to_dataclass
+    from andrea.launch.sufficiency import CorpusTokens, describe, sufficiency_problems
 
     corpus = CorpusTokens(describe(spec.data), prepared.n_train_tokens, exact=True)
     job = SimpleNamespace(config=config, run=to_dataclass(config), spec=spec, corpus=corpus,
@@ -51,13 +51,13 @@ def _sufficiency(config: DictConfig, spec, prepared) -> list[str]:
 
 class SingleRunCheck(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from andrea.config import ConfigError, resolve_run
+        from andrea.config.resolve import ConfigError, resolve_run
         from andrea.data import check_split_sizes, prepare_data
-        from andrea.launch import _world_size_of_job
-        from andrea.rundir import RunDir
+        from andrea.launch.task import world_size_of_job
+        from andrea.run.rundir import RunDir
 
         try:
-            spec = resolve_run(config, world_size=_world_size_of_job())
+            spec = resolve_run(config, world_size=world_size_of_job())
         except ConfigError as e:
             _fail(str(e))
         if RunDir(run_dir_of(config)).is_completed():

@@ -90,7 +90,7 @@ def _job_status(job, run_dir: Path) -> str:
     (its results.json), since a job that ran to its end may still hold a failed run."""
     if not job.done():
         return _state_name(job)
-    from andrea.rundir import RunDir
+    from andrea.run.rundir import RunDir
 
     results = RunDir(run_dir).read_results() or {}
     return str(results.get("status", "ended")).upper()
@@ -120,7 +120,7 @@ class _AndreaLauncherMixin:
     def _job_params(self, overrides: Sequence[str]) -> Tuple[Dict[str, Any], Path]:
         """This job's launcher parameters, resolved against its own config (per-size resources),
         and its run directory."""
-        from andrea.launch import job_run_dir
+        from andrea.launch.task import job_run_dir
 
         job_cfg = getattr(self, "composed", {}).get(tuple(overrides))  # set by andrea's sweeper
         if job_cfg is None:
@@ -169,7 +169,7 @@ class _AndreaLauncherMixin:
             for i, job in zip(members, submitted):
                 jobs[i] = job
                 if self._EXECUTOR == "slurm":  # a re-run while it waits must not submit it again
-                    from andrea.rundir import RunDir
+                    from andrea.run.rundir import RunDir
                     RunDir(run_dirs[i]).mark_queued(job.job_id)
                 log.info("submitted #%d as %s: %s", initial_job_idx + i, job.job_id,
                          " ".join(filter_overrides(job_overrides[i])))
@@ -192,7 +192,7 @@ class _AndreaLauncherMixin:
         n = sum(ended)
         if n == 0 or n == len(jobs):
             return ""
-        from andrea.progress import about_range, left_range
+        from andrea.components.progress import about_range, left_range
 
         done = sum(w for w, e in zip(weights, ended) if e)
         # jobs run side by side, so no per-job durations: the range the finished ones allow

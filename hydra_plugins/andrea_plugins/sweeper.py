@@ -1,7 +1,7 @@
 """The `andrea` sweeper: Hydra's basic grid sweeper, plus what a scaling-law sweep needs before
 and after launching — every job validated and planned first (one bad job stops the sweep before
 anything is submitted), each distinct corpus checked and prepared once with the epochs each job
-would spend on it (andrea/sufficiency.py), completed runs skipped, `plan=true` as a dry run, and
+would spend on it (andrea/launch/sufficiency.py), completed runs skipped, `plan=true` as a dry run, and
 a summary of each run's outcome at the end, where a failed run is reported and never stops the
 others."""
 
@@ -58,9 +58,9 @@ class AndreaSweeper(BasicSweeper):
         super().__init__(max_batch_size=max_batch_size, params=params)
 
     def sweep(self, arguments: List[str]) -> Any:
-        from andrea.config import ConfigError
-        from andrea.launch import plan_jobs, print_plan, print_summary
-        from andrea.sufficiency import (annotate_epochs, estimate_corpora, prepare_corpora,
+        from andrea.config.resolve import ConfigError
+        from andrea.launch.task import plan_jobs, print_plan, print_summary
+        from andrea.launch.sufficiency import (annotate_epochs, estimate_corpora, prepare_corpora,
                                         sufficiency_problems)
 
         assert self.config is not None and self.launcher is not None
@@ -84,7 +84,7 @@ class AndreaSweeper(BasicSweeper):
             sys.exit(2)
         todo = [j for j in jobs if j.to_run]
         # Data: each distinct corpus checked and prepared once, here, before any job is
-        # submitted (plan=true only estimates); then epochs per job (andrea/sufficiency.py).
+        # submitted (plan=true only estimates); then epochs per job (andrea/launch/sufficiency.py).
         annotate_epochs(jobs, estimate_corpora(jobs))
         launching = bool(todo) and not plan_only
         # When launching, only exact counts (after preparation) can refuse a grid for epochs.
@@ -118,7 +118,7 @@ class AndreaSweeper(BasicSweeper):
         returns = []
         if todo:
             from analysis.dashboard import maybe_create_dashboard
-            from andrea.config import to_dataclass
+            from andrea.config.resolve import to_dataclass
 
             maybe_create_dashboard(to_dataclass(self.config).wandb, str(self.config.sweep_name))
             # Our launchers reuse the configs composed here instead of composing each job again.
@@ -137,7 +137,7 @@ class AndreaSweeper(BasicSweeper):
         """The basic launcher runs jobs one after another in this process: hand it one job at a
         time and say where the sweep stands before each ("run 5 of 12, about 6 minutes left",
         from the training FLOPs done so far and the time they took)."""
-        from andrea.progress import eta_text
+        from andrea.components.progress import eta_text
 
         t0, total, returns = time.time(), sum(j.flops for j in todo), []
         durations, works = [], []
@@ -153,11 +153,11 @@ class AndreaSweeper(BasicSweeper):
 
 
 def plan_power(jobs) -> str:
-    """How precisely the grid will resolve each multiplier (analysis/power.py, CONTRACTS item 6),
-    with the noise of the jobs that already finished. Here, not in andrea.launch: the core
+    """How precisely the grid will resolve each multiplier (analysis/estimates/power.py, CONTRACTS item 6),
+    with the noise of the jobs that already finished. Here, not in andrea.launch.task: the core
     package does not import the analysis; the sweeper sits above both."""
-    from analysis.collect import collect
-    from analysis.power import PlannedRun, report
+    from analysis.inputs.collect import collect
+    from analysis.estimates.power import PlannedRun, report
 
     planned = [PlannedRun(j.spec.label, j.spec.size, j.spec.train.seed, j.flops,
                           len(j.spec.train.budgets or [1]),

@@ -1,0 +1,227 @@
+"""Power before spending: how precisely will a planned grid resolve each multiplier?
+
+For a planned grid (label, size, seed, compute, points per run) this predicts the expected 95 %
+half-width of each variant's compute multiplier over the baseline, as `python -m analysis.fit`
+will estimate it (least squares on log L of every seed's points, the seed bootstrap, default
+C_ref at the geometric middle of the baseline's compute), and how many seeds per size would bring
+it to ±10 %.
+
+The prediction is the delta method on that estimator under the noise model the coverage check
+simulates (`analysis.inputs.synthetic.simulate_runs`): log M ≈ (ŷ_b(x_ref) - ŷ_v(x_ref)) / alpha_b with
+x = log C, each fit a straight line in x; a run shifts all its points' log loss by sigma_run (the
+same seed shifts two variants' runs with correlation rho), each point has sigma_point of its own.
+The interval's quantile is the t quantile with the pooled within-size degrees of freedom, as the
+fit's expanded percentile interval uses. `tests/test_analysis_power.py` checks the prediction
+against the spread of simulated sweeps' estimates.
+
+The noise comes from the sweep's finished runs when at least two seeds of a size have finished
+(`analysis.fits.replicates.noise_components`), else from DEFAULT_NOISE, the run-to-run noise issue #12
+measured on the demo (paired log-loss gap 1.2-1.8 % per run).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+# issue #12's measurement on the CPU demo: per-run noise of log loss ~1.2 %, paired gap 1.2-1.8 %
+# (rho 0.3 gives a gap of 1.2 %·sqrt(2·0.7) = 1.4 %); the point noise within a run is a guess
+DEFAULT_NOISE = {"sigma_run": 0.012, "rho": 0.3, "sigma_point": 0.003}
+DEFAULT_ALPHA = 0.057          # the report's baseline exponent in compute (CPU demo: ~0.07)
+DEFAULT_MULTIPLIER = 1.25      # the report's Block AttnRes result
+TARGET = 0.10                  # ±10 %
+# points at budgets spread like train.budgets=[0.25,0.5,1,2] when a plan gives only a count
+DEFAULT_SPAN = 8.0
+
+
+@dataclass
+class PlannedRun:
+    label: str
+    size: str
+    seed: int
+    flops: float                      # the run's total compute (its largest point)
+    n_points: int = 1
+    budgets: tuple | None = None      # the points' budgets (multiples); only their ratios matter
+
+
+def _fractions(run: PlannedRun) -> np.ndarray:
+    if run.budgets:
+        b = np.sort(np.asarray(run.budgets, float))
+        return b / b.max()
+    if run.n_points <= 1:
+        return np.ones(1)
+    return np.geomspace(1 / DEFAULT_SPAN, 1.0, run.n_points)
+
+
+def _design(runs: list[PlannedRun]):
+    """x (log compute of each point), run index, (size, seed) of each point."""
+    x, run_of, cell = [], [], []
+    for i, r in enumerate(runs):
+        for f in _fractions(r):
+            x.append(math.log(r.flops * f))
+            run_of.append(i)
+            cell.append((r.size, r.seed))
+    return np.array(x), np.array(run_of), cell
+
+
+def _ols_weights(x, x_ref):
+    """Rows h, g with ŷ(x_ref) = h·y and slope = g·y for the least-squares line."""
+    X = np.stack([np.ones_like(x), x - x.mean()], 1)
+    P = np.linalg.solve(X.T @ X, X.T)
+    return np.array([1.0, x_ref - x.mean()]) @ P, P[1]
+
+
+def log_multiplier_sd(base: list[PlannedRun], var: list[PlannedRun], alpha: float,
+                      multiplier: float, noise: dict, x_ref: float | None = None) -> float:
+    """Predicted standard deviation of the estimated log multiplier (delta method)."""
+    xb, rb, cb = _design(base)
+    xv, rv, cv = _design(var)
+    if x_ref is None:
+        x_ref = 0.5 * (xb.min() + xb.max())
+    if len(np.unique(np.round(xb, 6))) < 2 or len(np.unique(np.round(xv, 6))) < 2:
+        return math.inf
+    hb, gb = _ols_weights(xb, x_ref)
+    hv, _ = _ols_weights(xv, x_ref)
+    lm = math.log(multiplier)
+    db = hb / alpha - (lm / alpha) * gb      # alpha = -slope, d(log M)/d(alpha) = -log M / alpha
+    dv = -hv / alpha
+    s2r, s2p, rho = noise["sigma_run"] ** 2, noise["sigma_point"] ** 2, noise["rho"]
+    same_b = rb[:, None] == rb[None, :]
+    same_v = rv[:, None] == rv[None, :]
+    Sbb = s2r * same_b + s2p * np.eye(len(xb))
+    Svv = s2r * same_v + s2p * np.eye(len(xv))
+    ids = {c: i for i, c in enumerate(dict.fromkeys(cb + cv))}  # (size, seed) as integers:
+    ib, iv = (np.array([ids[c] for c in cells]) for cells in (cb, cv))  # one array compare
+    Sbv = rho * s2r * (ib[:, None] == iv[None, :]).astype(float)
+    var = db @ Sbb @ db + dv @ Svv @ dv + 2 * db @ Sbv @ dv
+    return float(math.sqrt(max(var, 0.0)))
+
+
+def _df(runs: list[PlannedRun]) -> int:
+    seeds = defaultdict(set)
+    for r in runs:
+        seeds[r.size].add(r.seed)
+    return sum(len(s) - 1 for s in seeds.values())
+
+
+def half_width(sd: float, df: int, level: float = 0.95) -> float:
+    """Relative half-width of the interval exp(log M ± q·sd): (upper - lower) / 2 / M."""
+    q = stats.t.ppf(0.5 + level / 2, df) if df > 0 else stats.norm.ppf(0.5 + level / 2)
+    return float(math.sinh(q * sd))
+
+
+def _with_seeds(runs: list[PlannedRun], n: int) -> list[PlannedRun]:
+    """The same grid with n seeds at every size (seed numbers 0..n-1)."""
+    sizes = {}
+    for r in runs:
+        sizes.setdefault(r.size, r)
+    return [PlannedRun(r.label, r.size, s, r.flops, r.n_points, r.budgets)
+            for r in sizes.values() for s in range(n)]
+
+
+def _with_points(runs: list[PlannedRun], k: int) -> list[PlannedRun]:
+    return [PlannedRun(r.label, r.size, r.seed, r.flops, k, None) for r in runs]
+
+
+def predict(planned: list[PlannedRun], baseline: str = "baseline", noise: dict | None = None,
+            alpha: float = DEFAULT_ALPHA, multiplier: float = DEFAULT_MULTIPLIER,
+            level: float = 0.95) -> list[dict]:
+    """Per variant: the predicted half-width and the seeds per size that reach ±10 %."""
+    noise = {**DEFAULT_NOISE, **{k: v for k, v in (noise or {}).items() if v is not None}}
+    by = defaultdict(list)
+    for r in planned:
+        by[r.label].append(r)
+    base = by.get(baseline)
+    if not base:
+        return []
+    xb = _design(base)[0]
+    x_ref = 0.5 * (xb.min() + xb.max())
+    out = []
+    for label, runs in sorted(by.items()):
+        if label == baseline:
+            continue
+        sd = log_multiplier_sd(base, runs, alpha, multiplier, noise, x_ref)
+        df = min(_df(base), _df(runs))
+        hw = half_width(sd, df, level)
+        seeds_now = max(len({r.seed for r in runs if r.size == s}) for s in {r.size for r in runs})
+        need = None
+        for n in range(max(seeds_now, 2), 65):
+            b2, v2 = _with_seeds(base, n), _with_seeds(runs, n)
+            h = half_width(log_multiplier_sd(b2, v2, alpha, multiplier, noise, x_ref),
+                           min(_df(b2), _df(v2)), level)
+            if h <= TARGET:
+                need = n
+                break
+        pts_now = max(r.n_points for r in runs)
+        # at the middle of that grid's own compute (its points reach below the runs' totals)
+        more_pts = half_width(log_multiplier_sd(_with_points(base, 8), _with_points(runs, 8),
+                                                alpha, multiplier, noise), df, level)
+        out.append({"variant": label, "half_width": hw, "sd_log": sd, "df": df,
+                    "seeds_per_size": seeds_now, "points_per_run": pts_now,
+                    "seeds_for_target": need, "half_width_with_8_points": more_pts,
+                    "one_seed": seeds_now < 2})
+    return out
+
+
+def measured(finished_runs) -> tuple[dict | None, float | None, str]:
+    """(noise, alpha, where from) measured from finished runs (analysis.inputs.collect `Run`s)."""
+    from analysis.estimates.estimate import fit_variants
+    from analysis.fits.replicates import arrange, noise_components
+
+    if not finished_runs:
+        return None, None, "no finished runs"
+    reps = arrange(finished_runs)
+    baseline = "baseline" if "baseline" in reps else sorted(reps)[0]
+    noise = noise_components(reps, baseline)
+    alpha = None
+    res = fit_variants(finished_runs, baseline, n_bootstrap=0)
+    f = res.fits.get(baseline)
+    if f is not None and len(reps[baseline].cells) >= 3 and f.alpha > 0:
+        alpha = f.alpha
+    n = len({r.run_id for r in finished_runs})
+    return noise, alpha, f"{n} finished run(s)"
+
+
+def report(planned: list[PlannedRun], finished_runs=(), baseline: str = "baseline") -> str:
+    """The lines `plan=true` prints under the grid."""
+    sizes = {r.size for r in planned if r.label == baseline}
+    if len(sizes) < 2:  # an ablation or an LR scan: losses are compared at one size
+        return (f"Power: the {baseline!r} runs of this grid span {len(sizes)} size(s); a compute "
+                "multiplier needs a fit over two or more, so none is predicted.")
+    noise, alpha, where = measured(list(finished_runs))
+    src = []
+    if noise is None:
+        noise = dict(DEFAULT_NOISE)
+        src.append(f"noise: default (per-run {DEFAULT_NOISE['sigma_run']:.1%} of log loss, "
+                   f"seed correlation {DEFAULT_NOISE['rho']}, per point "
+                   f"{DEFAULT_NOISE['sigma_point']:.1%}; issue #12's demo), {where} with 2+ seeds")
+    else:
+        noise = {**DEFAULT_NOISE, **{k: v for k, v in noise.items() if v is not None}}
+        src.append(f"noise: measured from {where} (per-run {noise['sigma_run']:.2%}, seed "
+                   f"correlation {noise['rho']:.2f}, per point {noise['sigma_point']:.2%})")
+    src.append(f"baseline exponent {alpha:.3f} (measured)" if alpha else
+               f"baseline exponent {DEFAULT_ALPHA} (default: the report's)")
+    rows = predict(planned, baseline, noise, alpha or DEFAULT_ALPHA)
+    if not rows:
+        return (f"Power: the plan has no variant beside {baseline!r} at the baseline's sizes; "
+                "no multiplier to predict.")
+    lines = [f"Power (predicted 95 % interval of each multiplier, at the middle of the baseline's "
+             f"compute; {'; '.join(src)}):"]
+    for r in rows:
+        s = (f"  {r['variant']}: this grid resolves a {DEFAULT_MULTIPLIER}x multiplier to "
+             f"±{100 * r['half_width']:.0f} % ({r['seeds_per_size']} seed(s) per size, "
+             f"{r['points_per_run']} point(s) per run)")
+        if r["half_width"] > TARGET:
+            need = (f"{r['seeds_for_target']} seeds per size" if r["seeds_for_target"]
+                    else "more than 64 seeds per size")
+            s += (f"; ±10 % needs {need}; 8 points per run (train.budgets) would give "
+                  f"±{100 * r['half_width_with_8_points']:.0f} %")
+        lines.append(s)
+        if r["one_seed"]:
+            lines.append("    (one seed per size: the interval can only resample sizes, which "
+                         "under-covers; plan >= 2 seeds)")
+    return "\n".join(lines)

@@ -1,0 +1,401 @@
+"""Collect finished runs into scaling points: sweep directories (every results.json) or CSVs.
+
+The input contract is design.md "Analysis input": a sweep directory holding run directories with
+results.json (read through `RunDir`, the one object that knows the layout), or a CSV with at least
+`variant,size,flops,val_loss` (optional `block_size,params,tokens,seed,status`).
+
+A run may hold several points (CONTRACTS item 1: results.json `points`, one per token budget of a
+WSD run; in a CSV, rows sharing variant, size and seed). Each point becomes one `Run` record that
+carries its run's identity (`run_id`) and its position in the run (`point`), so the analysis can
+keep a run's points together when it resamples seeds (`analysis.fits.replicates`).
+
+Nothing here raises on a bad run: every run ends up in exactly one list of `Collection` (usable,
+failed, running/missing, invalid) with a message that names it, so one broken run never hides the
+rest of a sweep. Only an unusable *input* (missing path, CSV without the required columns) raises
+`InputError`.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from andrea.run.units import PFLOPS_DAY as FLOPS_PER_PFLOPS_DAY  # the report's unit
+from andrea.run.rundir import RunDir, read_json
+
+REQUIRED_CSV_COLUMNS = ("variant", "size", "flops", "val_loss")
+OPTIONAL_CSV_COLUMNS = ("block_size", "params", "tokens", "seed", "status", "label", "budget",
+                        "wall_s", "device_s", "optimizer")
+BLOCK_VARIANT = "attnres_block"
+# Directories inside a run that never hold other runs; skipping them keeps the walk cheap.
+_PRUNE = {".hydra", "checkpoints", "wandb", "__pycache__", ".git"}
+
+
+class InputError(ValueError):
+    """An input path or file that cannot be read as analysis input at all."""
+
+
+def variant_label(variant: str, block_size: int | None) -> str:
+    """`attnres_block` with S=4 → `attnres_block_s4`; every other variant keeps its config name."""
+    if variant == BLOCK_VARIANT and block_size is not None:
+        return f"{variant}_s{int(block_size)}"
+    return variant
+
+
+@dataclass
+class Run:
+    source: str                 # run directory or "file.csv line 7": how messages name the run
+    variant: str
+    block_size: int | None
+    size: str
+    flops: float
+    val_loss: float
+    params: float | None = None
+    tokens: float | None = None
+    seed: int | None = None
+    run_dir: Path | None = None
+    display_label: str | None = None   # results.json `label` (CONTRACTS item 2), when present
+    run_id: str = ""                   # one id per training run, shared by its points
+    point: int = 0                     # position of this point in its run, by tokens
+    budget: float | None = None        # multiple of the size's token budget, when recorded
+    wall_s: float | None = None        # training wall-clock up to this point
+    device_s: float | None = None      # wall-clock x devices up to this point (CONTRACTS item 3)
+    device_name: str | None = None
+    optimizer: str = "adamw"           # results.json `optimizer` (adamw before the key existed)
+
+    def __post_init__(self):
+        if not self.run_id:
+            self.run_id = self.source
+
+    @property
+    def label(self) -> str:
+        return self.display_label or variant_label(self.variant, self.block_size)
+
+    @property
+    def compute(self) -> float:
+        return self.flops / FLOPS_PER_PFLOPS_DAY
+
+
+@dataclass
+class Point:
+    """All seeds of one (variant, S, size): the mean loss is the fitted point, the std its spread."""
+
+    label: str
+    variant: str
+    block_size: int | None
+    size: str
+    flops: float
+    val_loss: float
+    val_loss_std: float
+    n_seeds: int
+    seeds: list
+    params: float | None
+    tokens: float | None
+    runs: list[Run] = field(repr=False)
+
+    @property
+    def compute(self) -> float:
+        return self.flops / FLOPS_PER_PFLOPS_DAY
+
+    def to_json(self) -> dict:
+        return {
+            "label": self.label, "variant": self.variant, "block_size": self.block_size,
+            "size": self.size, "flops": self.flops, "compute_pflops_days": self.compute,
+            "val_loss": self.val_loss, "val_loss_std": self.val_loss_std,
+            "n_seeds": self.n_seeds, "seeds": self.seeds, "params": self.params,
+            "tokens": self.tokens, "runs": [r.source for r in self.runs],
+        }
+
+
+@dataclass
+class Collection:
+    runs: list[Run] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)     # (source, error)
+    running: list[tuple[str, str]] = field(default_factory=list)    # (source, detail)
+    invalid: list[tuple[str, str]] = field(default_factory=list)    # (source, reason)
+    warnings: list[str] = field(default_factory=list)
+
+    def extend(self, other: "Collection") -> None:
+        self.runs += other.runs
+        self.failed += other.failed
+        self.running += other.running
+        self.invalid += other.invalid
+        self.warnings += other.warnings
+
+
+# --- parsing helpers ------------------------------------------------------------------------------
+def _number(value, name: str) -> float:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ValueError(f"{name} is missing")
+    if isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} is not a number")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={value!r} is not a number") from None
+    return x
+
+
+def _optional_number(value) -> float | None:
+    try:
+        x = _number(value, "")
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _optional_int(value) -> int | None:
+    x = _optional_number(value)
+    return None if x is None else int(x)
+
+
+def _make_run(rec: dict, source: str, run_dir: Path | None = None, **extra) -> Run:
+    """A usable run (point) from one record, or ValueError saying which field is wrong and its
+    value."""
+    variant = str(rec.get("variant") or "").strip()
+    if not variant:
+        raise ValueError("variant is missing")
+    size = str(rec.get("size") if rec.get("size") is not None else "").strip()
+    if not size:
+        raise ValueError("size is missing")
+    flops = _number(rec.get("flops"), "flops")
+    if not math.isfinite(flops) or flops <= 0:
+        raise ValueError(f"flops={flops!r} is not positive; compute must be > 0 to fit on a log axis")
+    val_loss = _number(rec.get("val_loss"), "val_loss")
+    if not math.isfinite(val_loss) or val_loss <= 0:
+        raise ValueError(f"val_loss={val_loss!r} is not a positive finite loss")
+    block_size = _optional_int(rec.get("block_size"))
+    label = str(rec.get("label") or "").strip() or None
+    # N of L(N, D) is the non-embedding count (Kaplan et al. 2020); a CSV's `params` already is
+    params = _optional_number(rec.get("params_nonembedding", rec.get("params")))
+    return Run(source=source, variant=variant, block_size=block_size, size=size, flops=flops,
+               val_loss=val_loss, params=params,
+               tokens=_optional_number(rec.get("tokens")), seed=_optional_int(rec.get("seed")),
+               run_dir=run_dir, display_label=label, budget=_optional_number(rec.get("budget")),
+               wall_s=_optional_number(rec.get("wall_s")),
+               device_s=_optional_number(rec.get("device_s")),
+               device_name=(str(rec["device_name"]) if rec.get("device_name") else None),
+               optimizer=str(rec.get("optimizer") or "adamw"), **extra)
+
+
+# --- sweep directories ----------------------------------------------------------------------------
+def _activity(rd: RunDir) -> str:
+    """How long ago the run last wrote anything we know of: tells 'running' from 'abandoned'."""
+    stamps = [p.stat().st_mtime for p in (rd.metrics, rd.log) if p.exists()]
+    stamps += [p.stat().st_mtime for p in rd.list_checkpoints()[:1]]
+    if not stamps:
+        return "no results.json, no metrics yet"
+    age = time.time() - max(stamps)
+    ago = f"{age / 60:.0f} min" if age < 3 * 3600 else f"{age / 3600:.1f} h"
+    return f"no results.json; last write {ago} ago"
+
+
+def _read_run_dir(rd: RunDir, out: Collection) -> None:
+    source = str(rd.root)
+    res = rd.read_results()
+    if not isinstance(res, dict):
+        why = ("not valid JSON (half-written or corrupted)" if res is None else
+               f"valid JSON, but a {type(res).__name__}, not a results object (a JSON object)")
+        out.invalid.append((source, f"results.json is {why}"))
+        return
+    status = res.get("status")
+    if status == "failed":
+        out.failed.append((source, str(res.get("error") or "no error message recorded")))
+        return
+    if status != "completed":
+        out.invalid.append((source, f"results.json status={status!r}; expected 'completed' or 'failed'"))
+        return
+    points = res.get("points")
+    if not isinstance(points, list) or not points:
+        points = [{}]                       # a results.json from before `points`: one point
+    runs = []
+    for i, pt in enumerate(points):
+        rec = dict(res)
+        if isinstance(pt, dict):
+            rec.update({k: v for k, v in pt.items() if k in _POINT_KEYS})
+        try:
+            runs.append(_make_run(rec, source, run_dir=rd.root))
+        except ValueError as e:
+            where = f" (point {i + 1} of {len(points)})" if len(points) > 1 else ""
+            out.invalid.append((source, f"{e}{where}"))
+            return
+    out.runs += _number_points(runs)
+
+
+# keys of a results.json point that override the run's top-level values (CONTRACTS item 1)
+_POINT_KEYS = ("budget", "tokens", "flops", "val_loss", "step", "wall_s", "device_s")
+
+
+def _number_points(runs: list[Run]) -> list[Run]:
+    """Order one run's points by tokens (else FLOPs) and number them 0, 1, ..."""
+    runs = sorted(runs, key=lambda r: (r.tokens if r.tokens is not None else r.flops, r.flops))
+    for i, r in enumerate(runs):
+        r.point = i
+    return runs
+
+
+def collect_dir(root: Path) -> Collection:
+    """Every run below `root` (root itself may be a run directory)."""
+    out = Collection()
+    for dirpath, dirnames, _ in os.walk(root):
+        rd = RunDir(Path(dirpath))
+        if rd.results.is_file():
+            _read_run_dir(rd, out)
+            dirnames[:] = []        # a run directory does not contain other runs
+            continue
+        if rd.hydra_dir.is_dir() or rd.checkpoints.is_dir():
+            out.running.append((str(rd.root), _activity(rd)))
+            dirnames[:] = []
+            continue
+        dirnames[:] = sorted(d for d in dirnames if d not in _PRUNE)
+    return out
+
+
+# --- CSV ------------------------------------------------------------------------------------------
+def collect_csv(path: Path) -> Collection:
+    try:
+        return _collect_csv(path)
+    except UnicodeDecodeError as e:  # a binary file, or another encoding: a message, not a traceback
+        raise InputError(f"{path}: not a UTF-8 CSV file ({e.reason} at byte {e.start}); "
+                         "save it as UTF-8") from None
+
+
+def _collect_csv(path: Path) -> Collection:
+    out = Collection()
+    with open(path, newline="", encoding="utf-8-sig") as f:   # -sig: CSVs saved by Excel
+        reader = csv.DictReader(f)
+        columns = [c.strip() for c in (reader.fieldnames or [])]
+        missing = [c for c in REQUIRED_CSV_COLUMNS if c not in columns]
+        if missing:
+            raise InputError(
+                f"{path}: missing required column(s) {', '.join(missing)}; found "
+                f"{', '.join(columns) or 'no header'}; need at least {','.join(REQUIRED_CSV_COLUMNS)} "
+                f"(optional {','.join(OPTIONAL_CSV_COLUMNS)})")
+        by_run: dict[tuple, list[Run]] = defaultdict(list)
+        for row in reader:
+            row = {(k or "").strip(): v for k, v in row.items()}
+            source = f"{path} line {reader.line_num}"
+            status = (row.get("status") or "completed").strip()
+            if status == "failed":
+                out.failed.append((source, "status=failed in the CSV"))
+                continue
+            try:
+                r = _make_run(row, source)
+            except ValueError as e:
+                out.invalid.append((source, str(e)))
+                continue
+            # rows sharing label, size and seed are points of one run; without a seed each row
+            # is its own run
+            if r.seed is not None:
+                r.run_id = f"{path}:{r.label}/{r.size}/seed{r.seed}"
+            by_run[(r.run_id,)].append(r)
+        for rs in by_run.values():
+            out.runs += _number_points(rs)
+    return out
+
+
+def collect(paths: list[str | Path]) -> Collection:
+    """Runs from every input path: a directory (walked), a .csv, or a single results.json."""
+    if not paths:
+        raise InputError("no input given: pass sweep directories or CSV files")
+    out = Collection()
+    for p in map(Path, paths):
+        if not p.exists():
+            raise InputError(f"{p}: no such file or directory")
+        if p.is_dir():
+            out.extend(collect_dir(p))
+        elif p.suffix.lower() == ".csv":
+            out.extend(collect_csv(p))
+        elif p.suffix.lower() == ".json":
+            rd = RunDir(p.parent)
+            if rd.results.resolve() != p.resolve():
+                raise InputError(f"{p}: a .json input must be a run's results.json")
+            _read_run_dir(rd, out)
+        else:
+            raise InputError(f"{p}: not a directory, .csv or results.json")
+    _refuse_mixed_optimizers(out.runs)
+    return out
+
+
+def collect_or_report(paths: list[str | Path]) -> Collection | None:
+    """collect() for the analysis commands: a bad input is one `error:` line on stderr and None,
+    which the command turns into exit 2."""
+    try:
+        return collect(paths)
+    except (InputError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return None
+
+
+def _refuse_mixed_optimizers(runs: list[Run]) -> None:
+    """Runs of one label trained with different optimizers are not seeds of one experiment: an
+    AdamW sweep and a Muon sweep given together would otherwise be fitted as one variant."""
+    seen: dict[str, dict[str, str]] = {}
+    for r in runs:
+        seen.setdefault(r.label, {}).setdefault(r.optimizer, r.source)
+    mixed = {label: by for label, by in seen.items() if len(by) > 1}
+    if mixed:
+        label, by = next(iter(mixed.items()))
+        raise InputError(f"{label}: runs trained with different optimizers ("
+                         + ", ".join(f"{o}: {src}" for o, src in sorted(by.items()))
+                         + "); analyse each optimizer's sweep on its own")
+
+
+# --- seeds → points -------------------------------------------------------------------------------
+def final_points(runs: list[Run]) -> list[Run]:
+    """Each run's last point only (its full budget): ablation tables and figures compare runs at
+    their final point, never a cooled-down early budget of one beside the end of another."""
+    last: dict[str, Run] = {}
+    for r in runs:
+        if r.run_id not in last or r.point > last[r.run_id].point:
+            last[r.run_id] = r
+    return list(last.values())
+
+
+def aggregate(runs: list[Run]) -> tuple[list[Point], list[str]]:
+    """One point per (label, size, position in the run): mean loss over seeds, std kept as the
+    spread. These means are what tables and figures show; the fits use every run's points.
+
+    Returns (points sorted by label then compute, warnings). Runs of one size whose FLOPs differ by
+    more than 1 % are still averaged, but reported: seeds of one config should cost the same.
+    """
+    groups: dict[tuple[str, str, int], list[Run]] = defaultdict(list)
+    for r in runs:
+        groups[(r.label, r.size, r.point)].append(r)
+    points, warnings = [], []
+    for (label, size, _), rs in groups.items():
+        losses = np.array([r.val_loss for r in rs])
+        flops = np.array([r.flops for r in rs])
+        if flops.max() > 1.01 * flops.min():
+            warnings.append(f"{label} size={size}: seeds spent different FLOPs "
+                            f"({flops.min():.3g}..{flops.max():.3g}); averaging them anyway")
+        seeds = [r.seed for r in rs]
+        known = [s for s in seeds if s is not None]
+        if len(known) != len(set(known)):
+            warnings.append(f"{label} size={size}: seed repeated across runs "
+                            f"({', '.join(r.source for r in rs)}); each run counted once")
+        params = [r.params for r in rs if r.params is not None]
+        tokens = [r.tokens for r in rs if r.tokens is not None]
+        points.append(Point(
+            label=label, variant=rs[0].variant, block_size=rs[0].block_size, size=size,
+            flops=float(flops.mean()), val_loss=float(losses.mean()),
+            val_loss_std=float(losses.std(ddof=1)) if len(rs) > 1 else 0.0, n_seeds=len(rs),
+            seeds=seeds, params=float(np.mean(params)) if params else None,
+            tokens=float(np.mean(tokens)) if tokens else None, runs=rs))
+    points.sort(key=lambda p: (p.label, p.flops))
+    return points, warnings
+
+
+def by_label(points: list[Point]) -> dict[str, list[Point]]:
+    out: dict[str, list[Point]] = defaultdict(list)
+    for p in points:
+        out[p.label].append(p)
+    return dict(out)

@@ -1,0 +1,1 @@
+"""Tables (tables.py) and figures (plots.py, plots_extra.py)."""

@@ -1,0 +1,203 @@
+"""Mistyped keys on the command line: name the nearest valid key.
+
+Hydra rejects `trian.lr=1` with "Key 'trian' not in 'RunConfig'"; this module adds "did you mean
+train.lr?" by matching the key (difflib) against the schema's dotted keys (`RunConfig` and the
+dataclasses it nests) and the config groups. `precheck` runs before Hydra (sweep.py), so the
+message with the nearest valid key is the first and only line, and an appended `+key` that the
+schema does not know is refused too (Hydra would add it and train).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import typing
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Optional
+
+CONF = Path(__file__).resolve().parent.parent / "conf"
+
+
+def _unwrap(tp):
+    """Optional[X] -> X; anything else unchanged."""
+    if typing.get_origin(tp) is typing.Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return tp
+
+
+def _fields(cls) -> dict:
+    return typing.get_type_hints(cls) if dataclasses.is_dataclass(cls) else {}
+
+
+@lru_cache(maxsize=1)
+def schema_keys() -> tuple[str, ...]:
+    """Every dotted key of the run schema (inner nodes and leaves), e.g. train, train.lr."""
+    from andrea.config.schema import RunConfig
+
+    keys: list[str] = []
+
+    def walk(cls, prefix: str) -> None:
+        for name, tp in _fields(cls).items():
+            key = f"{prefix}{name}"
+            keys.append(key)
+            inner = _unwrap(tp)
+            if dataclasses.is_dataclass(inner):
+                walk(inner, key + ".")
+
+    walk(RunConfig, "")
+    return tuple(keys)
+
+
+@lru_cache(maxsize=1)
+def config_groups() -> frozenset[str]:
+    """The groups one picks an option of (`model=`, `size=`, `sweeps=`, ...)."""
+    return frozenset(p.name for p in CONF.iterdir() if p.is_dir())
+
+
+def _schema_node(key: str):
+    """Walk `key` down RunConfig: (the type reached, the parts left below it). The type is None
+    when a part is not a field of its dataclass; parts are left when a leaf or a free container
+    (dict, list, Any) is reached first."""
+    from andrea.config.schema import RunConfig
+
+    cls, parts = RunConfig, key.split(".")
+    for i, part in enumerate(parts):
+        hints = _fields(cls)
+        if part not in hints:
+            return None, parts[i:]
+        cls = _unwrap(hints[part])
+        if not dataclasses.is_dataclass(cls):
+            return cls, parts[i + 1:]
+    return cls, []
+
+
+def is_known(key: str) -> bool:
+    """False only when the key certainly is not in the schema (a field that does not exist
+    below a dataclass); keys under a dict/list/Any field are accepted."""
+    return key in config_groups() or _schema_node(key)[0] is not None
+
+
+def nearest_key(key: str) -> Optional[str]:
+    candidates = [*schema_keys(), *sorted(config_groups())]
+    match = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
+    if not match:  # a typo in the group only: match the first part, keep the rest
+        head, _, rest = key.partition(".")
+        top = difflib.get_close_matches(head, [k for k in candidates if "." not in k], n=1,
+                                        cutoff=0.6)
+        if top and rest:
+            fixed = f"{top[0]}.{rest}"
+            match = [fixed] if is_known(fixed) else difflib.get_close_matches(
+                fixed, candidates, n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def _assignments(overrides: Iterable[str]):
+    """(key, value) of each `key=value` override, appended ones (`+key`, `++key`) included: Hydra
+    adds an unknown `+key` silently, so a typo there must be caught like any other (issue #23).
+    Flags, deleted (~) keys and hydra.* keys are Hydra's business."""
+    for item in overrides:
+        item = str(item)
+        if "=" not in item or item.startswith(("~", "-")):
+            continue
+        key, value = (s.strip() for s in item.lstrip("+").split("=", 1))
+        if not key.startswith("hydra"):
+            yield key, value
+
+
+def unknown_key_hints(overrides: Iterable[str]) -> list[str]:
+    """One line per override whose key is not in the schema, with the nearest valid key."""
+    lines = []
+    for key, _ in _assignments(overrides):
+        if "/" in key or is_known(key):
+            continue
+        near = nearest_key(key)
+        lines.append(f"error: unknown key '{key}'" + (f" (did you mean {near}?)" if near else
+                                                      "; `python sweep.py --cfg job` lists them"))
+    return lines
+
+
+# S and N of Block AttnRes: exactly one may be set (andrea.config.resolve.block_size_of)
+_BLOCK_KEYS = ("model.block_size", "model.n_blocks")
+
+
+def implied_overrides(overrides: Iterable[str]) -> list[str]:
+    """Overrides the command line implies: `model.n_blocks=N` alone replaces the model config's
+    default S (`model.block_size=null`), and `model.block_size=S` alone its default N. Both on
+    the command line stay an error. (model=attnres_block model.n_blocks=8 was refused because
+    the config's S = 4 was set too, issue #23.) The keys are not in run directory names."""
+    given = {key for key, _ in _assignments(overrides)}
+    asked = [k for k in _BLOCK_KEYS if k in given]
+    if len(asked) != 1:
+        return []
+    other = _BLOCK_KEYS[1 - _BLOCK_KEYS.index(asked[0])]
+    return [f"{other}=null"]
+
+
+def group_options(group: str) -> list[str]:
+    """The options of a config group: its conf/<group>/*.yaml."""
+    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def unknown_option_hints(overrides: Iterable[str]) -> list[str]:
+    """One line per `group=option` whose option has no file (`size=tiny2`), with the nearest
+    option; Hydra's own "Could not find 'size/tiny2'" came with exit 1 and no suggestion."""
+    lines = []
+    for key, value in _assignments(overrides):
+        if key not in config_groups() or any(c in value for c in "()[]{}$*"):
+            continue
+        options = group_options(key)
+        for v in (v.strip() for v in value.split(",")):
+            if v in options or v in ("null", ""):
+                continue
+            near = difflib.get_close_matches(v, options, n=1, cutoff=0.5)
+            lines.append(f"error: {key}={v}: no such {key}" + (f" (did you mean {key}={near[0]}?)"
+                                                              if near else "")
+                         + f"; options: {', '.join(options)}")
+    return lines
+
+
+def precheck(overrides: Iterable[str]) -> list[str]:
+    """The errors the command line's overrides certainly hold, before Hydra composes anything:
+    unknown keys (appended ones too) and unknown group options. (Types need the composed
+    config: `wrong_type_hints` only explains an error Hydra raised.)"""
+    overrides = list(overrides)
+    return unknown_key_hints(overrides) + unknown_option_hints(overrides)
+
+
+def _leaf_type(key: str):
+    """The declared type of a schema leaf (Optional unwrapped), or None if not a typed leaf."""
+    cls, rest = _schema_node(key)
+    return None if cls is None or rest or dataclasses.is_dataclass(cls) else cls
+
+
+_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def wrong_type_hints(overrides: Iterable[str]) -> list[str]:
+    """One line per override whose value the schema's type refuses (`train.lr=fast`), naming the
+    key and the type it takes. Values are checked as OmegaConf converts them, so exactly the
+    overrides Hydra refuses with "Error merging override" get a line."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from andrea.config.schema import RunConfig
+
+    lines, schema = [], None
+    for key, value in _assignments(overrides):
+        if key in config_groups():
+            continue
+        tp = _leaf_type(key)
+        if tp not in (int, float, bool, str):
+            continue  # containers, enums and free nodes: Hydra's own message stands
+        if any(c in value for c in "[]{}()$") or value in ("null", "None"):
+            continue  # lists, sweeps functions, interpolations, null: not a plain scalar
+        schema = schema or OmegaConf.structured(RunConfig)
+        for v in value.split(","):  # a -m sweep lists values with commas
+            try:
+                OmegaConf.update(schema, key, v.strip(), merge=False)
+            except OmegaConfBaseException:
+                lines.append(f"error: {key}={v.strip()}: {key} takes {_TYPE_WORDS[tp]}")
+    return lines

@@ -1,0 +1,391 @@
+"""The one place where a run's configuration is validated and resolved into what it trains.
+
+Hydra composes `conf/` into the typed schema of andrea/config/schema.py (`RunConfig`). `resolve_run()`
+then checks the cross-field rules (block size against depth, batch arithmetic, token budget, data)
+and turns the config into a `RunSpec` of plain values the training code uses. The sweeper calls
+it for every job before anything is submitted, so one bad combination stops the whole sweep with a
+message that names it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import astuple, dataclass, fields, replace
+from typing import Any, Optional
+
+from omegaconf import DictConfig, OmegaConf
+
+from andrea.run import logkeys as keys
+from andrea.ladder import shapes
+from andrea.data import DataConfig, validate_data_config
+from andrea.run.metrics import WandbConfig, check_wandb_config
+from andrea.model.transformer import RESIDUALS, ModelConfig, ParamCount, count_parameters
+from andrea.components.optim import check_optimizer, optimizer_summary
+from andrea.components.schedule import SHAPES, Cooldown, plan_cooldowns
+from andrea.config.schema import (HParamsConfig, ModelChoice, RunConfig, SizeHParams, TrainConfig,
+                           run_size_label)
+
+
+VARIANTS = RESIDUALS  # the variant names are the model's residual schemes
+
+
+# Validation windows scored when train.val_tokens is not set: 1 M tokens at context 1024 (the GPU
+# sizes), 131 k at the tiny sizes' 128, fewer when the validation split is smaller.
+DEFAULT_VAL_WINDOWS = 1024
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot run; the message names the field, the value and what is valid."""
+
+
+# --------------------------------------------------------------------------------------------
+# Validation: config -> RunSpec
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything one run needs, validated, as plain values."""
+
+    variant: str
+    label: str
+    size: str
+    model: ModelConfig
+    params: int
+    params_nonembedding: int
+    lr: float
+    batch_tokens: int
+    micro_batch_size: int
+    seq_len: int
+    grad_accum: int
+    world_size: int
+    tokens: int  # tokens actually trained = steps * batch_tokens
+    steps: int
+    train: TrainConfig
+    data: DataConfig
+    wandb: WandbConfig
+    sweep_name: str
+    time_min: int
+    gpus: int
+    warmup_steps: int = 1
+    # train.budgets as cooldowns, sorted by length (the last one ends at `steps`); () without.
+    cooldowns: tuple[Cooldown, ...] = ()
+    val_tokens: int = DEFAULT_VAL_WINDOWS * 1024  # requested; results.json has what was scored
+
+    @property
+    def steps_spent(self) -> int:
+        """Optimizer steps the run trains: the trunk plus every branch's cooldown."""
+        return self.steps + sum(c.steps for c in self.cooldowns[:-1])
+
+    @property
+    def tokens_spent(self) -> int:
+        return self.steps_spent * self.batch_tokens
+    n_blocks: Optional[int] = None  # model.n_blocks as asked (block_size holds S = ceil(L / N))
+    hparams: str = "rule"  # the hparams file the LR/batch/beta2 came from
+
+
+def to_dataclass(cfg: DictConfig | RunConfig) -> RunConfig:
+    if isinstance(cfg, RunConfig):
+        return cfg
+    if OmegaConf.get_type(cfg) is RunConfig:
+        # Composed by Hydra against the schema: every field is typed already, so convert them
+        # one by one instead of merging the whole config into a fresh schema (a deep copy of
+        # it, Hydra's node included: 0.1 s a job, most of a large plan's validation).
+        return RunConfig(**{f.name: OmegaConf.to_object(v) if OmegaConf.is_config(v) else v
+                            for f in fields(RunConfig) for v in [cfg[f.name]]})
+    if "hydra" in cfg:  # a sweep's config carries Hydra's own node; the run does not need it
+        cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
+    merged = OmegaConf.merge(OmegaConf.structured(RunConfig), cfg)
+    return OmegaConf.to_object(merged)  # type: ignore[return-value]
+
+
+def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
+    """Validate one run's configuration and derive its numbers. Raises ConfigError."""
+    run = cfg if isinstance(cfg, RunConfig) else to_dataclass(cfg)
+    m, s, t = run.model, run.size, run.train
+    where = f"size={run_size_label(s)} model={m.label}"
+
+    def fail(msg: str) -> ConfigError:
+        return ConfigError(f"[{where}] {msg}")
+
+    try:
+        shape = shapes.of_size(s)  # None unless size.aspect asks the shape rule for one
+    except shapes.ShapeError as e:
+        raise fail(str(e)) from None
+    if shape is not None:
+        s = replace(s, n_layer=shape.n_layer, n_head=shape.n_head, d_model=shape.d_model)
+    if m.name not in VARIANTS:
+        raise fail(f"model.name={m.name!r} is not a variant; valid: {', '.join(VARIANTS)}")
+    n_sublayers = 2 * s.n_layer
+    block_size = block_size_of(m, n_sublayers, fail)
+    seq_len = t.seq_len or s.context_length
+    if seq_len > s.context_length:
+        raise fail(f"train.seq_len={seq_len} exceeds size.context_length={s.context_length}")
+    try:
+        model_cfg = ModelConfig(
+            n_layer=s.n_layer,
+            n_head=s.n_head,
+            d_model=s.d_model,
+            vocab_size=s.vocab_size,
+            context_length=s.context_length,
+            residual=m.name,
+            block_size=block_size if block_size is not None else 1,
+            tie_embeddings=m.tie_embeddings,
+            # the ablation switches, same names in ModelChoice; ModelConfig checks them
+            **{f: getattr(m, f) for f, _ in ModelConfig.SWITCHES},
+            mhc_streams=m.mhc_streams,  # checked by andrea.model.residuals.mhc.check_mhc
+        )
+    except ValueError as e:
+        raise fail(str(e)) from None
+    counts = param_counts(model_cfg)
+    # Every variant of a size trains the same tokens: the budget counts the baseline's
+    # parameters, so AttnRes's extra (L + 1) x 2d parameters do not buy it extra data.
+    budget_params = param_counts(model_cfg.as_baseline()).non_embedding
+    if shape is not None:  # every cell of a shape sweep trains the same tokens: C ~ 6 N D equal
+        budget_params = shape.target
+
+    if t.schedule not in ("cosine", "wsd"):
+        raise fail(f"train.schedule={t.schedule!r}; valid: cosine, wsd")
+    if t.precision not in ("auto", "fp32", "bf16"):
+        raise fail(f"train.precision={t.precision!r}; valid: auto, fp32, bf16")
+    if t.device not in ("auto", "cpu", "cuda"):
+        raise fail(f"train.device={t.device!r}; valid: auto, cpu, cuda")
+    hp = selected_hparams(run.hparams, s.name, fail)
+    if not t.lr_scale > 0:
+        raise fail(f"train.lr_scale={t.lr_scale} must be > 0 (it multiplies the peak LR)")
+    lr = _first(t.lr, hp.lr, s.lr) * t.lr_scale
+    if not lr > 0:
+        raise fail(f"train.lr={lr} must be > 0 (null: the size's lr; times train.lr_scale)")
+    beta2 = _first(t.beta2, hp.beta2, s.beta2)
+    if not 0.0 < beta2 < 1.0:
+        raise fail(f"AdamW beta2={beta2} (train.beta2, hparams or size.beta2) must lie in (0, 1)")
+    t = replace(t, beta2=beta2)  # the optimizer reads spec.train.beta2
+
+    batch_tokens = _first(t.batch_tokens, hp.batch_tokens, s.batch_tokens)
+    micro = t.micro_batch_size or s.micro_batch_size
+    per_micro = micro * seq_len * world_size
+    if batch_tokens % per_micro != 0 or batch_tokens < per_micro:
+        raise fail(
+            f"impossible batch: batch_tokens={batch_tokens} is not a positive multiple of "
+            f"micro_batch_size x seq_len x world_size = {micro} x {seq_len} x {world_size} = "
+            f"{per_micro}; pick batch_tokens among {per_micro}, {2 * per_micro}, {4 * per_micro}, ..."
+        )
+    grad_accum = batch_tokens // per_micro
+
+    if t.tokens is not None:
+        budget = t.tokens
+        budget_field = f"train.tokens={t.tokens}"
+    else:
+        per_param = t.tokens_per_param if t.tokens_per_param is not None else s.tokens_per_param
+        budget = int(per_param * budget_params)
+        budget_field = f"tokens_per_param={per_param} x {budget_params} params = {budget}"
+    steps = budget // batch_tokens
+    if steps < 1:
+        raise fail(
+            f"token budget smaller than one optimizer step: {budget_field} < batch_tokens="
+            f"{batch_tokens}"
+        )
+    for name in ("evals", "checkpoints", "keep_checkpoints", "log_every"):
+        if getattr(t, name) < (0 if name in ("evals", "checkpoints") else 1):
+            raise fail(f"train.{name}={getattr(t, name)} must be positive")
+    for name, lo, hi in (("warmup_frac", 0.0, 1.0), ("decay_frac", 0.0, 1.0),
+                         ("min_lr_ratio", 0.0, 1.0), ("weight_decay", 0.0, math.inf)):
+        if not lo <= getattr(t, name) <= hi:
+            raise fail(f"train.{name}={getattr(t, name)} must lie in [{lo}, {hi}]")
+    if not t.grad_clip > 0:
+        raise fail(f"train.grad_clip={t.grad_clip} must be > 0 (the max gradient norm)")
+    try:
+        check_optimizer(t.optimizer, t.muon, run.hparams.optimizer)
+    except ValueError as e:
+        raise fail(str(e)) from None
+    # Warmup counts budget 1's steps, so every budget list shares the same trunk.
+    warmup_steps = max(1, round(t.warmup_frac * steps))
+    cooldowns = _check_budgets(t, budget, batch_tokens, warmup_steps, fail)
+    if cooldowns:
+        steps = cooldowns[-1].end
+    if t.val_tokens is not None and t.val_tokens < seq_len:
+        raise fail(f"train.val_tokens={t.val_tokens} is less than one validation window of "
+                   f"seq_len={seq_len} tokens")
+    val_tokens = t.val_tokens if t.val_tokens is not None else DEFAULT_VAL_WINDOWS * seq_len
+    try:
+        check_wandb_config(run.wandb)
+    except ValueError as e:
+        raise fail(str(e)) from None
+    try:
+        validate_data_config(run.data, s.vocab_size)
+    except ValueError as e:
+        raise fail(str(e)) from None
+
+    return RunSpec(
+        variant=m.name,
+        label=m.label + model_cfg.label_suffix,
+        size=shape.label if shape is not None else s.name,
+        model=model_cfg,
+        params=counts.total,
+        params_nonembedding=counts.non_embedding,
+        lr=lr,
+        batch_tokens=batch_tokens,
+        micro_batch_size=micro,
+        seq_len=seq_len,
+        grad_accum=grad_accum,
+        world_size=world_size,
+        tokens=steps * batch_tokens,
+        steps=steps,
+        train=t,
+        data=run.data,
+        wandb=run.wandb,
+        sweep_name=run.sweep_name,
+        time_min=s.time_min,
+        gpus=s.gpus,
+        warmup_steps=warmup_steps,
+        cooldowns=cooldowns,
+        val_tokens=val_tokens,
+        n_blocks=m.n_blocks if m.name == "attnres_block" else None,
+        hparams=run.hparams.name,
+    )
+
+
+_COUNTS: dict[tuple, ParamCount] = {}
+
+
+def param_counts(cfg: ModelConfig) -> ParamCount:
+    """count_parameters(cfg) (the model built on the meta device), once per distinct model: a
+    plan of a thousand jobs has a few dozen (sizes x variants), and each build takes ~0.1 s."""
+    key = astuple(cfg)
+    if key not in _COUNTS:
+        _COUNTS[key] = count_parameters(cfg)
+    return _COUNTS[key]
+
+
+def _check_budgets(t: TrainConfig, budget: int, batch_tokens: int, warmup_steps: int,
+                   fail) -> tuple[Cooldown, ...]:
+    """train.budgets as cooldowns (see andrea/components/schedule.py), or () when unset."""
+    if t.cooldown_shape not in SHAPES:
+        raise fail(f"train.cooldown_shape={t.cooldown_shape!r}; valid: {', '.join(SHAPES)}")
+    if not 0.0 < t.cooldown_frac <= 1.0:
+        raise fail(f"train.cooldown_frac={t.cooldown_frac} must lie in (0, 1]")
+    if t.budgets is None:
+        return ()
+    budgets = [float(b) for b in t.budgets]
+    if not budgets or any(not b > 0 for b in budgets) or len(set(budgets)) != len(budgets):
+        raise fail(f"train.budgets={budgets} must be distinct positive multiples of the token "
+                   "budget, e.g. [0.25,0.5,1]")
+    cooldowns = plan_cooldowns(budgets, budget, batch_tokens, t.cooldown_frac)
+    for c in cooldowns:
+        if c.end < 1:
+            raise fail(f"train.budgets: {c.budget} x {budget} tokens is less than one optimizer "
+                       f"step of batch_tokens={batch_tokens}")
+    for a, b in zip(cooldowns, cooldowns[1:]):
+        if a.end == b.end:
+            raise fail(f"train.budgets: {a.budget} and {b.budget} both end at step {a.end} "
+                       f"(batch_tokens={batch_tokens}); pick budgets further apart")
+    first = cooldowns[0]
+    if first.start < warmup_steps:
+        raise fail(
+            f"train.budgets: the cooldown of budget {first.budget} would start at step "
+            f"{first.start}, inside the warmup of {warmup_steps} steps (train.warmup_frac="
+            f"{t.warmup_frac} of budget 1); use a larger smallest budget, a smaller "
+            f"train.cooldown_frac={t.cooldown_frac} or a smaller train.warmup_frac"
+        )
+    return cooldowns
+
+
+def _first(*values):
+    """The first value that is set (None means "not set"; 0 is a value)."""
+    return next(v for v in values if v is not None)
+
+
+def block_size_of(m: ModelChoice, n_sublayers: int, fail) -> Optional[int]:
+    """S of a block run, from model.block_size=S or model.n_blocks=N (S = ceil(L / N), so the
+    run has ceil(L / S) <= N blocks, e.g. L = 12, N = 8: S = 2, 6 blocks); None otherwise."""
+    if m.name != "attnres_block":
+        for key in ("block_size", "n_blocks"):
+            if getattr(m, key) is not None:
+                raise fail(f"model.{key}={getattr(m, key)} applies to model=attnres_block only, "
+                           f"not to model={m.name}")
+        return None
+    if (m.block_size is None) == (m.n_blocks is None):
+        raise fail(f"model=attnres_block needs exactly one of model.block_size (S, sublayers per "
+                   f"block) and model.n_blocks (N, blocks); got block_size={m.block_size}, "
+                   f"n_blocks={m.n_blocks} (set the other to null)")
+    if m.n_blocks is not None:
+        if m.n_blocks < 1:
+            raise fail(f"model.n_blocks={m.n_blocks} must be >= 1 (N blocks; S = ceil(L / N) with "
+                       f"L = 2 x size.n_layer = {n_sublayers} sublayers)")
+        # N >= L gives S = 1: every sublayer its own block (Full AttnRes's sources), the closest
+        # to N blocks a shallow size has.
+        return math.ceil(n_sublayers / m.n_blocks)
+    if not 1 <= m.block_size <= n_sublayers:
+        raise fail(
+            f"model.block_size={m.block_size} does not fit: S counts sublayers and must be "
+            f"in 1..{n_sublayers} (L = 2 x size.n_layer = {n_sublayers})"
+        )
+    return m.block_size
+
+
+def selected_hparams(hp: HParamsConfig, size: str, fail) -> SizeHParams:
+    """The size's entry of the selected hparams file; the empty entry under `hparams=rule`."""
+    if not hp.sizes:
+        if hp.name != "rule":
+            raise fail(f"hparams={hp.name} selects no size (its `sizes:` is empty)")
+        return SizeHParams()
+    if size not in hp.sizes:
+        raise fail(f"hparams={hp.name} has no entry for size={size} (it has: "
+                   f"{', '.join(hp.sizes)}); run the LR scan at this size too, or drop hparams=")
+    return hp.sizes[size]
+
+
+def spec_summary(spec: RunSpec) -> dict[str, Any]:
+    """The identifying fields every results.json and W&B config carries (the dashboard groups
+    and filters on the W&B config keys, hence logkeys' names)."""
+    return {
+        keys.CONFIG_VARIANT: spec.variant,
+        keys.CONFIG_LABEL: spec.label,
+        keys.CONFIG_BLOCK_SIZE: spec.model.block_size if spec.variant == "attnres_block" else None,
+        "n_blocks": spec.n_blocks,  # N when the run was asked by model.n_blocks, else null
+        keys.CONFIG_SIZE: spec.size,
+        "n_layer": spec.model.n_layer,  # the shape, which a shaped size derives (andrea/ladder/shapes.py)
+        "n_head": spec.model.n_head,
+        "d_model": spec.model.d_model,
+        "seed": spec.train.seed,
+        "params": spec.params,
+        "params_nonembedding": spec.params_nonembedding,
+        # the hyper-parameters actually used, and where they came from (analysis.lr_select)
+        "lr": spec.lr,
+        "batch_tokens": spec.batch_tokens,
+        "beta2": spec.train.beta2,
+        "hparams": spec.hparams,
+        **optimizer_summary(spec.train.optimizer, spec.train.muon),
+    }
+
+
+# What a completed run must share with a re-run for its results to count as the re-run's. The run
+# directory is named by the command-line overrides only, so a sweep file or hparams file edited
+# between two invocations would otherwise reuse runs trained with other settings.
+REUSE_KEYS = ("label", "size", "seed", "params", "lr", "batch_tokens", "beta2", "tokens", "budgets",
+              "n_layer", "n_head", "d_model", "optimizer", "muon")
+# What a results.json written before a key existed was trained with (others are not compared).
+REUSE_DEFAULTS = {"optimizer": "adamw", "muon": None}
+
+
+def reuse_mismatches(results: dict, spec: RunSpec) -> list[str]:
+    """`key=old (now new)` for every REUSE_KEYS field where a completed run's results.json
+    differs from what `spec` would train; [] when it may be reused. Keys an older results.json
+    lacks are not compared, except those of REUSE_DEFAULTS."""
+    want = {**spec_summary(spec), "tokens": spec.steps * spec.batch_tokens,
+            "budgets": sorted(spec.train.budgets) if spec.train.budgets is not None else None}
+    out = []
+    for key in REUSE_KEYS:
+        if key not in results and key not in REUSE_DEFAULTS:
+            continue
+        have, new = results.get(key, REUSE_DEFAULTS.get(key)), want[key]
+        if isinstance(new, float) and isinstance(have, (int, float)):
+            same = math.isclose(float(have), new, rel_tol=1e-9)
+        else:
+            same = have == new
+        if not same:
+            out.append(f"{key}={have!r} (now {new!r})")
+    return out
+
+
+def steps_between(total_steps: int, count: int) -> int:
+    """Interval that places about `count` events over a run (0 → never)."""
+    return 0 if count <= 0 else max(1, math.ceil(total_steps / count))

@@ -1,0 +1,258 @@
+"""The typed configuration schema: one dataclass per config group, composed into `RunConfig`.
+
+Hydra composes `conf/` (+ `sweeps/`, `slurm/`) against this schema (registered as `run_schema`);
+struct mode rejects unknown keys and wrong types at composition. The cross-field rules and the
+numbers a run derives from its config are andrea/config/resolve.py's (`resolve_run`). The resolvers below
+name each run's directory from its config (conf/config.yaml's hydra.sweep.subdir).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from andrea.data import DataConfig
+from andrea.run.metrics import WandbConfig
+from andrea.ladder import shapes
+from andrea.model.transformer import switch_suffix
+from andrea.components.optim import MuonConfig
+
+
+# --------------------------------------------------------------------------------------------
+# Schema (one dataclass per config group; the YAML files in conf/ fill them in)
+# --------------------------------------------------------------------------------------------
+@dataclass
+class ModelChoice:
+    """`model=<name>`: which residual scheme. The name is the variant everywhere."""
+
+    name: str = MISSING  # baseline | attnres_full | attnres_block | denseformer | mhc | mhc_lite
+    block_size: Optional[int] = None  # S in sublayers; attnres_block only
+    # attnres_block only, instead of block_size: N blocks, S = ceil(L / N) (the report holds
+    # N ~ 8 at every size). Exactly one of block_size and n_blocks.
+    n_blocks: Optional[int] = None
+    tie_embeddings: bool = True
+    # Label of the run directory, W&B run and plot legend: the variant, plus S (attnres_block_s4)
+    # or N (attnres_block_n8) for block runs; every ablation switch set below appends itself
+    # (`attnres_full+sigmoid`, see RunSpec.label).
+    label: str = MISSING
+    # The report's ablations (docs/ablations.md); AttnRes only; the defaults are the report's.
+    attnres_scale_eps: bool = False  # LayerNorm eps / n^2 in front of each AttnRes layer
+    attnres_key_norm: bool = True  # false: no RMSNorm on the keys
+    attnres_gate: str = "softmax"  # softmax | sigmoid
+    attnres_input_query: bool = False  # query W_l x (x = the newest source) instead of w_l
+    attnres_static_mix: bool = False  # learned per-(layer, source) logits, no keys
+    attnres_window: Optional[int] = None  # the embedding + the W most recent sources
+    attnres_heads: int = 1  # multi-head depth attention (H must divide d_model)
+    mhc_streams: Optional[int] = None  # mhc / mhc_lite only: n residual streams (4 by default)
+
+
+@dataclass
+class SizeConfig:
+    """`size=<name>`: the shape and the training defaults of one rung of the ladder.
+
+    Training defaults follow one rule, `andrea.ladder.sizes.size_defaults` (tests check every file).
+    """
+
+    name: str = MISSING
+    n_layer: int = MISSING
+    n_head: int = MISSING
+    d_model: int = MISSING
+    vocab_size: int = 8449
+    context_length: int = 1024
+    lr: float = MISSING  # peak learning rate
+    batch_tokens: int = MISSING  # tokens per optimizer step, all GPUs together
+    micro_batch_size: int = MISSING  # sequences per forward pass on one GPU
+    beta2: float = 0.95  # AdamW beta2 (andrea.ladder.sizes: 0.99 below 2^19 tokens per step)
+    tokens_per_param: float = 20.0  # budget = tokens_per_param x non-embedding parameters
+    gpus: int = 1  # GPUs per job on a cluster
+    time_min: int = 60  # Slurm time limit per job (requeue continues past it)
+    # The shape rule (andrea/ladder/shapes.py; report §5.4.1): set aspect = d_model / n_layer to derive
+    # n_layer, n_head, d_model from target_params (default: this size's non-embedding count) and
+    # head_ratio = n_head / n_layer (default: keep this size's head_dim). The size is then
+    # labelled `<name>@a<aspect>` in run dirs, results and tables.
+    aspect: Optional[float] = None
+    head_ratio: Optional[float] = None
+    target_params: Optional[int] = None
+    head_dim_multiple: int = 8  # derived head_dim is a multiple of this (1 on the tiny sizes)
+
+
+@dataclass
+class TrainConfig:
+    """`train=<name>`: optimisation and bookkeeping. `None` means "the size's default"."""
+
+    tokens: Optional[int] = None  # total training tokens; overrides tokens_per_param
+    tokens_per_param: Optional[float] = None
+    lr: Optional[float] = None
+    lr_scale: float = 1.0  # multiplies the resolved peak LR (sweeps=lr_scan scans it)
+    batch_tokens: Optional[int] = None
+    micro_batch_size: Optional[int] = None
+    seq_len: Optional[int] = None  # default: the size's context length
+    schedule: str = "cosine"  # cosine | wsd (warmup-stable-decay)
+    warmup_frac: float = 0.05
+    decay_frac: float = 0.2  # wsd: fraction of steps spent decaying
+    min_lr_ratio: float = 0.1
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: Optional[float] = None  # default: hparams, else the size's
+    grad_clip: float = 1.0
+    # adamw | muon: Muon on the hidden matrices, AdamW on the rest (andrea/components/optim.py)
+    optimizer: str = "adamw"
+    muon: MuonConfig = field(default_factory=MuonConfig)
+    # Several budgets from one run (docs/budgets.md): multiples of the token budget, each the
+    # end of a WSD cooldown; the largest is the run's length. None: one budget, `schedule`.
+    budgets: Optional[List[float]] = None
+    cooldown_frac: float = 0.2  # each budget's cooldown spans this fraction of its steps
+    cooldown_shape: str = "linear"  # linear | 1-sqrt (also the shape of schedule=wsd's decay)
+    evals: int = 8  # held-out evaluations spread over the run (plus one at the end)
+    # Tokens scored per evaluation: a fixed list of windows of the validation split, the same
+    # for every micro-batch, world size and resume. None: 1,024 windows of seq_len (1 M tokens
+    # at context 1024; capped at the split's size).
+    val_tokens: Optional[int] = None
+    eval_batches: Optional[int] = None  # obsolete (replaced by val_tokens); ignored
+    eval_batch_size: Optional[int] = None  # sequences per eval forward; default: micro_batch_size
+    checkpoints: int = 8  # checkpoints spread over the run (also on signal and at the end)
+    keep_checkpoints: int = 2
+    log_every: int = 10  # optimizer steps between metrics lines
+    seed: int = 0
+    device: str = "auto"  # auto | cpu | cuda
+    precision: str = "auto"  # auto (bf16 on CUDA, fp32 on CPU) | fp32 | bf16
+    compile: bool = False
+    stop_after_steps: Optional[int] = None  # checkpoint and exit early (time-sliced runs, tests)
+    progress: bool = True
+
+
+@dataclass
+class SizeHParams:
+    """Hyper-parameters selected for one size (null: keep the size's rule)."""
+
+    lr: Optional[float] = None
+    batch_tokens: Optional[int] = None
+    beta2: Optional[float] = None
+    runs: List[str] = field(default_factory=list)  # provenance: the run dirs it came from
+
+
+@dataclass
+class HParamsConfig:
+    """`hparams=<name>`: hyper-parameters selected on the baseline (conf/hparams/<name>.yaml,
+    written by `python -m analysis.lr_select`). `rule` (the default) selects nothing: every size
+    keeps andrea/ladder/sizes.py's rule. Precedence: train.* > hparams.sizes[size] > size."""
+
+    name: str = "rule"
+    selected_by: str = ""  # the command that wrote the file
+    optimizer: Optional[str] = None  # the optimizer the scan ran with (None: not recorded)
+    sizes: Dict[str, SizeHParams] = field(default_factory=dict)
+
+
+@dataclass
+class RunConfig:
+    model: ModelChoice = MISSING
+    size: SizeConfig = MISSING
+    train: TrainConfig = field(default_factory=TrainConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    hparams: HParamsConfig = field(default_factory=HParamsConfig)
+    wandb: WandbConfig = field(default_factory=WandbConfig)
+    sweep_name: str = "default"  # names the sweep directory and the W&B group
+    out_dir: str = "runs"
+    plan: bool = False  # print the job grid and stop
+    plan_gpu: str = "H100"  # GPU assumed by the plan's GPU-hour estimate
+    plan_mfu: float = 0.35  # MFU assumed by the plan's GPU-hour estimate
+    # Data sufficiency, checked by the sweeper (andrea/launch/sufficiency.py): planned tokens / unique
+    # training tokens of the corpus must not exceed max_epochs (Muennighoff et al. 2023: repeated
+    # data stops helping past ~4 epochs); require_real_corpus refuses the built-in stdlib corpus.
+    max_epochs: float = 4.0
+    require_real_corpus: bool = False
+
+
+def register_configs() -> None:
+    cs = ConfigStore.instance()
+    # One schema for the whole tree: every group's node is typed through RunConfig's fields.
+    cs.store(name="run_schema", node=RunConfig)
+
+
+# A value kept as is in a run directory's name: short and shell-safe (no glob, bracket, quote,
+# space or '/'); any other value is replaced by '@' and a hash of it (issue #23: names like
+# `seed0,data.paths=[_tmp_nc_corpus_*.txt],data=text` needed quoting in every shell command).
+_PLAIN_VALUE = re.compile(r"^[A-Za-z0-9._+:-]{1,32}$")
+
+
+def _split_items(overrides: str) -> list[str]:
+    """Hydra's override_dirname items (joined by ','), commas inside [...] or {...} kept."""
+    items, depth, cur = [], 0, ""
+    for ch in overrides:
+        depth += ch in "[{("
+        depth -= ch in "]})"
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return items + [cur]
+
+
+def _plain_item(item: str) -> str:
+    key, sep, value = item.partition("=")
+    if not sep or _PLAIN_VALUE.match(value):
+        return item
+    import hashlib
+
+    return f"{key}=@{hashlib.sha1(value.encode()).hexdigest()[:8]}"
+
+
+def _suffix(overrides: str) -> str:
+    """Run-directory suffix for overrides that change a run beyond (variant, size, seed).
+
+    Readable and shell-safe: simple values stay as they are (`seed0,train.lr=0.001`, so
+    finished sweeps are found where they are), a long or odd value becomes a short hash of it
+    (`data.paths=@1f0c3a9e`); a long suffix is cut and made unique by a hash of the whole.
+    """
+    if not overrides:
+        return ""
+    text = ",".join(_plain_item(i) for i in _split_items(overrides))
+    if len(text) > 120:
+        import hashlib
+
+        text = f"{text[:100]}~{hashlib.sha1(overrides.encode()).hexdigest()[:10]}"
+    return f",{text}"
+
+
+def _block_label(block_size: Optional[int], n_blocks: Optional[int]) -> str:
+    """Label of a Block AttnRes run: by blocks (attnres_block_n8) when asked by model.n_blocks,
+    else by block size (attnres_block_s4)."""
+    if n_blocks is not None and block_size is None:
+        return f"attnres_block_n{n_blocks}"
+    return f"attnres_block_s{block_size}"
+
+
+if not OmegaConf.has_resolver("andrea_suffix"):
+    OmegaConf.register_new_resolver("andrea_suffix", _suffix)
+if not OmegaConf.has_resolver("andrea_block_label"):
+    OmegaConf.register_new_resolver("andrea_block_label", _block_label)
+
+
+def _switch_suffix(model: Any) -> str:
+    """`${andrea_switches:${model}}`: the model's ablation switches as its label shows them
+    ('' by default, '+sigmoid' ...), so the run directory carries the same label as results.json."""
+    values = OmegaConf.to_container(model, resolve=False) if isinstance(model, DictConfig) else model
+    return switch_suffix(dict(values or {}))
+
+
+if not OmegaConf.has_resolver("andrea_switches"):
+    OmegaConf.register_new_resolver("andrea_switches", _switch_suffix)
+
+
+def run_size_label(size: Any) -> str:
+    """`${andrea_size:${size}}`: the size's name, or its shape label (`tiny-3@a21`) when the shape
+    rule derives it, so the run directory carries the shape like results.json's `size`."""
+    get = size.get if isinstance(size, (DictConfig, dict)) else lambda k: getattr(size, k, None)
+    if get("aspect") is None:
+        return str(get("name"))
+    return shapes.size_label(str(get("name")), float(get("aspect")), get("head_ratio"),
+                             get("target_params"))
+
+
+if not OmegaConf.has_resolver("andrea_size"):
+    OmegaConf.register_new_resolver("andrea_size", run_size_label)

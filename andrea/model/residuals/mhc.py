@@ -1,0 +1,170 @@
+"""mHC and mHC-lite: n residual streams mixed by a doubly stochastic matrix (docs/ablations.md).
+
+mHC (Xie et al. 2025, "mHC: Manifold-Constrained Hyper-Connections", arXiv:2512.24880, Sec. 3
+and 4.2, Eq. 14-19) keeps the residual as n streams x_l in R^{n x C} (C = d_model) and replaces
+`x + f(x)` around every sublayer f by
+
+    x_{l+1} = H_res x_l + H_post^T f(H_pre x_l)              H_pre, H_post in R^{1 x n}
+
+with per-token mappings computed from the flattened, RMS-normalised streams (Eq. 7, 14-16):
+
+    x' = vec(x_l) / rms(vec(x_l))                            [1, nC]; the RMSNorm gain is
+                                                             absorbed into phi (Sec. 4.3.1)
+    [H~pre, H~post, H~res] = [a_pre x' phi_pre, a_post x' phi_post, a_res x' phi_res] + b
+    H_pre = sigmoid(H~pre)      H_post = 2 sigmoid(H~post)   (Eq. 17-18)
+    H_res = Sinkhorn-Knopp(mat(H~res))                       (Eq. 19; 20 iterations, Table 5)
+
+a_* are learnable scalar gates initialised to 0.01 (Table 5), phi the dynamic mappings, b the
+static ones. Sinkhorn-Knopp starts from exp(H~res) and alternately normalises columns then rows
+(Eq. 9: M(t) = T_r(T_c(M(t-1)))); here in the log domain (the same iterates, no overflow).
+
+mHC-lite (Yang & Gao 2026, "mHC-lite: You Don't Need 20 Sinkhorn-Knopp Iterations",
+arXiv:2601.05732) keeps H_pre and H_post and builds H_res exactly doubly stochastic as a convex
+combination of the n! permutation matrices P_k (Birkhoff-von Neumann):
+
+    H_res = sum_k softmax(a_res x' phi_res + b_res)_k P_k     phi_res in R^{nC x n!}
+
+What the papers leave open, and the sources followed here (docs/ablations.md):
+- the n streams start as n copies of the embedding and the model's output is their sum
+  (Hyper-Connections, Zhu et al. 2024, arXiv:2409.19606, which replicates the input n times and
+  sums the last hyper hidden matrix over its streams; the hyper-connections code
+  that both public mHC(-lite) implementations build on: repeat to expand, sum to reduce);
+- phi = 0 at init (the mHC-lite authors' code, FFTYYY/mhc-lite); the static biases b: H_pre
+  and H_post favour stream l mod n (logit +1 there, -1 elsewhere), H_res starts near the
+  identity (logit 0 on the diagonal / on the identity permutation, -8 elsewhere) -- the same
+  code, and Hyper-Connections' init (stream k mod n for layer k, identity residual);
+- the RMS eps, 1e-6: ROCm/aiter's mHC reference (the paper states none).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import torch
+import torch.nn as nn
+from torch import Tensor
+
+from andrea.model.residuals.common import MHC, layer_rms
+
+DEFAULT_STREAMS = 4  # n = 4 in every experiment of both papers (mHC Table 5)
+SINKHORN_ITERS = 20  # t_max, mHC Table 5
+GATE_INIT = 0.01  # gating factors a_pre, a_post, a_res at init, mHC Table 5
+RMS_EPS = 1e-6  # inside the RMS's square root: ROCm/aiter's mhc_torch reference (Eq. 15 has none)
+MAX_LITE_STREAMS = 6  # andrea's cap: mHC-lite scores n! permutations per token (720 at n = 6)
+BIAS_ON, BIAS_OFF = 1.0, -1.0  # H_pre / H_post logits: sigmoid 0.73 on stream l mod n, 0.27 off
+RES_OFF = -8.0  # H_res logits off the identity: exp(-8) = 3e-4 of the diagonal's weight
+
+
+def check_mhc(residual: str, streams) -> None:
+    """`model.mhc_streams` against the variant; raises ValueError naming the run config's key."""
+    if residual not in MHC:
+        if streams is not None:
+            raise ValueError(f"model.mhc_streams={streams!r} applies to model=mhc or mhc_lite "
+                             f"only, not to model={residual}")
+        return
+    if streams is None:  # the default, DEFAULT_STREAMS
+        return
+    if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
+        raise ValueError(f"model.mhc_streams={streams!r} is invalid: expected an integer >= 1 "
+                         f"(n residual streams; the papers use {DEFAULT_STREAMS}; n = 1 keeps "
+                         f"one stream, H_res = 1)")
+    if residual == "mhc_lite" and streams > MAX_LITE_STREAMS:
+        raise ValueError(f"model.mhc_streams={streams} is too many for model=mhc_lite: its H_res "
+                         f"mixes all n! = {math.factorial(streams)} permutation matrices per "
+                         f"token; use n <= {MAX_LITE_STREAMS} or model=mhc")
+
+
+def permutation_matrices(n: int) -> Tensor:
+    """[n!, n, n]: P_k[i, pi_k(i)] = 1, the identity first (itertools' order)."""
+    perms = torch.tensor(list(itertools.permutations(range(n))), dtype=torch.long)
+    return torch.eye(n)[perms]
+
+
+def sinkhorn(logits: Tensor, iters: int = SINKHORN_ITERS) -> Tensor:
+    """Sinkhorn-Knopp of exp(logits) over the last two dims (mHC Eq. 9, 19): `iters` rounds of
+    column then row normalisation, in the log domain. Rows sum to 1 up to rounding; columns to
+    the iteration's convergence."""
+    for _ in range(iters):
+        logits = logits - torch.logsumexp(logits, dim=-2, keepdim=True)  # T_c: columns
+        logits = logits - torch.logsumexp(logits, dim=-1, keepdim=True)  # T_r: rows
+    return logits.exp()
+
+
+class MHCMapping(nn.Module):
+    """Sublayer l's mappings (mHC Eq. 7-8 / 14-19): phi [nC, 2n + k] = [pre | post | res] with
+    k = n^2 (mHC) or n! (mHC-lite), the static biases b [2n + k] and the gates a [3]. phi is a
+    matrix (decays with the other matrices); b and a are 1-D (no decay, as gains and biases)."""
+
+    def __init__(self, n: int, d_model: int, lite: bool, layer: int):
+        super().__init__()
+        self.n, self.lite, self.layer = n, lite, layer
+        k = math.factorial(n) if lite else n * n
+        self.phi = nn.Parameter(torch.empty(n * d_model, 2 * n + k))
+        self.bias = nn.Parameter(torch.empty(2 * n + k))
+        self.gate = nn.Parameter(torch.empty(3))
+        if lite:  # a constant, rebuilt on load: not part of the state dict
+            self.register_buffer("perms", permutation_matrices(n).flatten(1), persistent=False)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        n = self.n
+        with torch.no_grad():
+            self.phi.zero_()
+            self.gate.fill_(GATE_INIT)
+            b = torch.full_like(self.bias, BIAS_OFF)
+            b[self.layer % n] = b[n + self.layer % n] = BIAS_ON  # H_pre, H_post: stream l mod n
+            res = b[2 * n:]
+            res.fill_(RES_OFF)
+            if self.lite:
+                res[0] = 0.0  # the identity permutation
+            else:
+                res.view(n, n).fill_diagonal_(0.0)
+            self.bias.copy_(b)
+
+    def forward(self, X: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """X [B, T, n, C] -> H_pre [B, T, n], H_post [B, T, n], H_res [B, T, n, n], in fp32 (fp64
+        for fp64 streams), also under autocast (the paper keeps the coefficients in fp32)."""
+        n = self.n
+        cdt = torch.promote_types(X.dtype, torch.float32)
+        with torch.autocast(device_type=X.device.type, enabled=False):
+            x = X.flatten(-2).to(cdt)  # vec(x_l), stream by stream
+            r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + RMS_EPS)
+            h = (x @ self.phi.to(cdt)) * r  # Eq. 14-15: 1/rms after the matmul
+            g, b = self.gate.to(cdt), self.bias.to(cdt)
+            pre, post, res = h.split([n, n, h.shape[-1] - 2 * n], dim=-1)
+            b_pre, b_post, b_res = b.split([n, n, b.shape[-1] - 2 * n])
+            h_pre = torch.sigmoid(g[0] * pre + b_pre)
+            h_post = 2 * torch.sigmoid(g[1] * post + b_post)
+            res = g[2] * res + b_res
+            if self.lite:
+                h_res = (torch.softmax(res, dim=-1) @ self.perms.to(cdt)).unflatten(-1, (n, n))
+            else:
+                h_res = sinkhorn(res.unflatten(-1, (n, n)))
+        return h_pre, h_post, h_res
+
+
+def mhc_mappings(cfg) -> nn.ModuleList:
+    """mhc[l] for sublayer l = 0..L-1."""
+    return nn.ModuleList(MHCMapping(cfg.n_streams, cfg.d_model, cfg.residual == "mhc_lite", l)
+                         for l in range(cfg.n_sublayers))
+
+
+def mhc_forward(x: Tensor, fs: list, mappings: nn.ModuleList, stats: dict | None) -> Tensor:
+    """Expand the embedding to n streams, run every sublayer as
+    x_{l+1} = H_res x_l + H_post^T f(H_pre x_l), and merge the streams by their sum before the
+    final LayerNorm. The streams stay in the embedding's dtype (fp32 under bf16 autocast, as the
+    baseline's stream); the three contractions are matmuls (FlopCounterMode sees them). Stats:
+    each raw output's RMS; no depth weights (as DenseFormer)."""
+    n = mappings[0].n
+    X = x.unsqueeze(-2).expand(*x.shape[:-1], n, x.shape[-1]).contiguous()  # [B, T, n, C]
+    for f, mapping in zip(fs, mappings):
+        h_pre, h_post, h_res = (h.to(X.dtype) for h in mapping(X))
+        with torch.autocast(device_type=X.device.type, enabled=False):
+            u = (h_pre.unsqueeze(-2) @ X).squeeze(-2)  # H_pre x_l: [B, T, C]
+        v = f(u)
+        if stats is not None:
+            stats["layer_rms"].append(layer_rms(v))
+        with torch.autocast(device_type=X.device.type, enabled=False):
+            X = h_res @ X + h_post.unsqueeze(-1) @ v.to(X.dtype).unsqueeze(-2)
+    return X.sum(-2)

@@ -1,0 +1,23 @@
+"""The baseline residual: GPT-2's PreNorm stream, x = x + f(x) for every sublayer f
+(docs/andrea.md: each f has its own LayerNorm in front)."""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from andrea.model.residuals.common import layer_rms
+
+
+def prenorm(x: Tensor, blocks, stats: dict | None) -> Tensor:
+    """Run the blocks with their own residual adds (`Block.forward`); with `stats`, sublayer by
+    sublayer to record each raw output's RMS."""
+    if stats is None:
+        for block in blocks:
+            x = block(x)
+        return x
+    for block in blocks:
+        for f in (block.attn, block.mlp):
+            v = f(x)
+            stats["layer_rms"].append(layer_rms(v))
+            x = x + v
+    return x
