@@ -29,7 +29,7 @@ from scipy import stats
 
 from analysis.fits.replicates import paired, t_interval
 from analysis.inputs.collect import collect_or_report, final_points
-from andrea.run.rundir import atomic_write_bytes, read_json
+from andrea.run.rundir import atomic_write_bytes
 
 BLOCK_LABEL = re.compile(r"^attnres_block_s(\d+)$")  # Block at one S, no switches
 
@@ -46,15 +46,6 @@ class Row:
     d_full: tuple[float, float, float, int] | None = None
 
 
-def _label_of(run) -> str:
-    """results.json `label` when the run has one (it carries the switches), else the variant."""
-    if run.run_dir is not None:
-        res = read_json(Path(run.run_dir) / "results.json") or {}
-        if res.get("label"):
-            return str(res["label"])
-    return run.label
-
-
 def ablation_rows(runs, level: float = 0.95, baseline: str = "baseline",
                   full: str = "attnres_full", size: str | None = None):
     """One Row per label at one size (the requested one, else the size with the most labels).
@@ -63,10 +54,10 @@ def ablation_rows(runs, level: float = 0.95, baseline: str = "baseline",
     by: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     warnings = []
     for r in final_points(runs):
-        seed = r.seed if r.seed is not None else len(by[(_label_of(r), r.size)])
-        group = by[(_label_of(r), r.size)]
+        seed = r.seed if r.seed is not None else len(by[(r.label, r.size)])
+        group = by[(r.label, r.size)]
         if seed in group:
-            warnings.append(f"{_label_of(r)} size={r.size}: seed {seed} twice; {r.source} ignored")
+            warnings.append(f"{r.label} size={r.size}: seed {seed} twice; {r.source} ignored")
             continue
         group[seed] = r.val_loss
     sizes = sorted({s for _, s in by}, key=lambda s: -sum(1 for _, t in by if t == s))
@@ -209,6 +200,9 @@ def _n_sublayers(runs, size) -> int | None:
     from omegaconf import OmegaConf
 
     for r in runs:
+        if r.size == size and r.shape is not None:
+            return 2 * r.shape[0]
+    for r in runs:  # results.json from before the shape was recorded
         cfg = Path(r.run_dir or "") / ".hydra" / "config.yaml"
         if r.size == size and r.run_dir is not None and cfg.is_file():
             return 2 * int(OmegaConf.load(cfg).size.n_layer)

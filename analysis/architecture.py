@@ -36,7 +36,7 @@ from analysis.fits import parabola
 from analysis.fits.replicates import paired
 from analysis.inputs.collect import collect_or_report
 from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
-from andrea.run.rundir import atomic_write_bytes, read_json
+from andrea.run.rundir import atomic_write_bytes
 
 # andrea.ladder.shapes.size_label writes `<name>@a<aspect>[_h<head ratio>][_p<target>]`; read here
 # without importing the model (the analysis runs without torch).
@@ -99,16 +99,14 @@ def cells_of(runs) -> tuple[list[Cell], list[str]]:
     flops: dict[tuple[str, str], list[float]] = defaultdict(list)
     warnings = []
     for r in runs:
-        res = read_json(Path(r.run_dir) / "results.json") if r.run_dir is not None else None
-        res = res if isinstance(res, dict) else {}
-        if any(res.get(k) is None for k in ("n_layer", "n_head", "d_model")):
+        if r.shape is None:
             warnings.append(f"{r.source}: results.json has no n_layer/n_head/d_model (a CSV row, "
                             "or written before the shape rule); skipped")
             continue
-        label = str(res.get("label") or r.label)
+        label = r.label
         key = (label, r.size)
         base, aspect, ratio, target = parse_size(r.size)
-        shape = (int(res["n_layer"]), int(res["n_head"]), int(res["d_model"]))
+        shape = r.shape
         if key not in cells:
             cells[key] = Cell(label, r.size, f"{base}" + (f" h={ratio:g}" if ratio else "") +
                               (f" N={target}" if target else ""),
@@ -155,7 +153,7 @@ def bootstrap_optima(runs, cells: list[Cell], optima: list[Optimum], baseline: s
     seed somewhere gets no interval (and a warning)."""
     warnings = []
     keep = {(c.label, c.size) for c in cells}
-    reps = arrange([r for r in runs if (_label(r), r.size) in keep and r.seed is not None])
+    reps = arrange([r for r in runs if (r.label, r.size) in keep and r.seed is not None])
     for o in optima:
         rep = reps.get(o.label)
         if rep is None or not rep.balanced:
@@ -184,11 +182,6 @@ def bootstrap_optima(runs, cells: list[Cell], optima: list[Optimum], baseline: s
         o.at_edge = float(np.mean([d.kind == parabola.EDGE for d in draws]))
         o.n_boot, o.level = n_boot, used
     return warnings
-
-
-def _label(run) -> str:
-    res = read_json(Path(run.run_dir) / "results.json") if run.run_dir is not None else None
-    return str((res or {}).get("label") or run.label)
 
 
 def gaps(cells: list[Cell], baseline: str, level: float) -> dict[tuple[str, str], tuple]:

@@ -36,7 +36,8 @@ import numpy as np
 
 from analysis.fits import parabola
 from analysis.fits.parabola import HALF_WINDOW
-from andrea.run.rundir import atomic_write_bytes, atomic_write_json, read_json
+from andrea.run import results as results_file
+from andrea.run.rundir import atomic_write_bytes, atomic_write_json
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -65,12 +66,12 @@ def read_runs(dirs: list[Path]) -> tuple[list[dict], list[str]]:
     for root in dirs:
         if not root.is_dir():
             raise ValueError(f"{root}: not a directory (give the LR scan's sweep directory)")
-        for path in sorted(root.rglob("results.json")):
-            res = read_json(path)
-            if not isinstance(res, dict):
+        for path in sorted(root.rglob(results_file.FILE)):
+            res = results_file.read(path.parent)
+            if not isinstance(res, results_file.Record):
                 notes.append(f"{path}: unreadable, skipped")
                 continue
-            if res.get("status") != "completed":
+            if res.status != results_file.COMPLETED:
                 notes.append(f"{path.parent}: status {res.get('status')!r}, skipped")
                 continue
             missing = [k for k in ("size", "lr", "val_loss", "batch_tokens") if res.get(k) is None]

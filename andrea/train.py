@@ -41,6 +41,7 @@ from andrea.run.metrics import MetricsLogger, run_id_for
 from andrea.model.transformer import ANDREA
 from andrea.components.optim import build_optimizer  # noqa: F401  (also bench/budget_cost.py's)
 from andrea.components.progress import Progress
+from andrea.run import results as results_file
 from andrea.run.rundir import RunDir, RunLocked, atomic_write_json, code_version, read_json
 from andrea.components.runtime import (Interrupted, SignalFlag, TrainingFailed, autocast, autocast_dtype,
                             device_name, resolve_device)
@@ -386,9 +387,8 @@ class Trainer:
     def _point(self, budget: float, step: int, val_loss: float, wall_s: float) -> dict[str, Any]:
         """One budget's entry of results.json `points`: what its model saw and scored."""
         tokens = step * self.spec.batch_tokens
-        return {"budget": budget, "tokens": tokens, "flops": tokens * self.flops_per_token,
-                "val_loss": val_loss, "step": step, "wall_s": wall_s,
-                "device_s": wall_s * self.dist.world_size}
+        return results_file.point(budget, step, tokens, tokens * self.flops_per_token, val_loss,
+                                  wall_s, self.dist.world_size)
 
     def _record_point(self, point: dict[str, Any]) -> None:
         self.points[point["budget"]] = point
@@ -459,35 +459,25 @@ class Trainer:
         wall_s = self.clock.total_s
         tokens = spec.steps * spec.batch_tokens
         flops = tokens * self.flops_per_token
-        results = {
-            "status": "completed",
-            **self.summary,
-            "sweep": spec.sweep_name,
-            "tokens": tokens,
-            "steps": spec.steps,
-            "flops": flops,
-            "flops_6nd": six_n_d(spec.params_nonembedding, tokens),
-            "pflops_days": to_pflops_days(flops),
-            "val_loss": val_loss,
-            "val_tokens": self.val.n_tokens,
+        results = results_file.completed(
+            self.summary,
+            sweep=spec.sweep_name, tokens=tokens, steps=spec.steps, flops=flops,
+            flops_6nd=six_n_d(spec.params_nonembedding, tokens), pflops_days=to_pflops_days(flops),
+            val_loss=val_loss, val_tokens=self.val.n_tokens,
             # Several budgets: every point, and what the whole run spent (trunk + branches).
-            "points": self._sorted_points(),
-            "budgets": sorted(t.budgets) if t.budgets is not None else None,
-            "tokens_spent": spec.tokens_spent,
-            "flops_spent": spec.tokens_spent * self.flops_per_token,
-            "wall_s": wall_s,
-            "device_s": wall_s * self.dist.world_size,
+            points=self._sorted_points(),
+            budgets=sorted(t.budgets) if t.budgets is not None else None,
+            tokens_spent=spec.tokens_spent, flops_spent=spec.tokens_spent * self.flops_per_token,
+            wall_s=wall_s,
             # This session's speed; a session that only finished a run (resumed from its final
             # checkpoint) reports the whole run's.
-            "tokens_per_s": (self.session_steps * spec.batch_tokens / max(session_s, 1e-9)
-                             if self.session_steps else spec.tokens_spent / max(wall_s, 1e-9)),
-            "world_size": self.dist.world_size,
-            "torch_threads": torch.get_num_threads(),  # andrea.launch.threads: the job's CPUs
-            "device": str(self.device.type),
-            "device_name": device_name(self.device),
-            "code": code_version(),
-            "wandb_run_id": self.logger.run_id,
-        }
+            tokens_per_s=(self.session_steps * spec.batch_tokens / max(session_s, 1e-9)
+                          if self.session_steps else spec.tokens_spent / max(wall_s, 1e-9)),
+            world_size=self.dist.world_size,
+            torch_threads=torch.get_num_threads(),  # andrea.launch.threads: the job's CPUs
+            device=str(self.device.type), device_name=device_name(self.device),
+            code=code_version(), wandb_run_id=self.logger.run_id,
+        )
         if self.is_main:
             self.run_dir.write_results(results)
         self.logger.finish(results)
@@ -495,5 +485,4 @@ class Trainer:
 
 
 def failed_results(spec: RunSpec, error: BaseException) -> dict[str, Any]:
-    return {"status": "failed", "error": f"{type(error).__name__}: {error}", **spec_summary(spec),
-            "sweep": spec.sweep_name, "val_loss": None, "tokens": None, "flops": None}
+    return results_file.failed(spec_summary(spec), spec.sweep_name, error)

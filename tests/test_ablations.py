@@ -10,8 +10,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from andrea.model.residuals.depth_op import depth_attention_general, depth_attention_reference
+from andrea.model.residuals.depth_op import depth_attention_reference
+from andrea.model.residuals.depth_variants import depth_attention_general
 from andrea.model.transformer import ANDREA, ModelConfig, count_parameters, param_count_formula
+from andrea.model.residuals.attnres import depth_ablated, depth_block
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -92,7 +94,7 @@ def naive_logits(model, x):
     """Full/Block AttnRes under the switches: the sources of docs/attnres.md, a window keeping
     the embedding and the W most recent, and `naive_mix` for every layer and the output."""
     cfg = model.cfg
-    S, Wn = cfg.depth_block, cfg.attnres_window
+    S, Wn = depth_block(cfg), cfg.attnres_window
 
     def mix(l, sources):
         if Wn is not None and len(sources) > 1 + Wn:
@@ -152,7 +154,7 @@ def assert_matches_naive(model, naive_fn):
 def test_switch_matches_naive_formula_fp64(residual, S, switches):
     torch.manual_seed(0)
     model = randomise(ANDREA(cfg_of(residual, S, **switches)).double())
-    assert model.cfg.depth_ablated
+    assert depth_ablated(model.cfg)
     assert_matches_naive(model, naive_logits)
 
 
@@ -257,7 +259,7 @@ BEFORE = {
 def test_defaults_compute_what_the_code_before_the_switches_computed(residual, S, scale_eps):
     torch.manual_seed(0)
     model = ANDREA(cfg_of(residual, S, attnres_scale_eps=scale_eps))
-    assert not model.cfg.depth_ablated
+    assert not depth_ablated(model.cfg)
     with torch.no_grad():
         for dep in model.depth:
             dep.query.normal_(0, 3, generator=torch.Generator().manual_seed(7))
@@ -382,7 +384,7 @@ def test_labels_show_the_switches_in_a_fixed_order():
                  attnres_gate="sigmoid", attnres_key_norm=False)
     assert cfg.label_suffix == "+no_keynorm+sigmoid+window8+scale_eps"
     assert cfg_of("attnres_block", 4, attnres_heads=4).label_suffix == "+heads4"
-    assert not cfg_of("attnres_full", 1, attnres_scale_eps=True).depth_ablated
+    assert not depth_ablated(cfg_of("attnres_full", 1, attnres_scale_eps=True))
 
 
 def test_sigmoid_weights_are_not_normalised():

@@ -5,12 +5,11 @@ import torch
 
 from andrea.model.residuals.depth_op import (
     SourceStack,
-    block_phase1,
-    block_phase2,
     depth_attention,
     depth_attention_reference,
     depth_attention_weights,
 )
+from andrea.model.residuals.depth_variants import block_phase1, block_phase2
 
 EPS = 1e-6
 

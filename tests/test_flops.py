@@ -8,9 +8,14 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from andrea.model.flops import (flops_per_token, n_depth_sources, six_n_d, training_flops,
-                                training_flops_per_token)
+from andrea.model.flops import flops_per_token, six_n_d, training_flops, training_flops_per_token
 from andrea.run.units import PEAK_FLOPS, PFLOPS_DAY, match_device, mfu, peak_flops, to_pflops_days
+from andrea.model.residuals.attnres import n_sources, source_counts
+
+
+def n_depth_sources(cfg):
+    """AttnRes's source counts; [] for a scheme without depth attention."""
+    return source_counts(cfg) if cfg.residual.startswith("attnres") else []
 
 
 def cfg(n_layer=2, n_head=2, d_model=8, vocab_size=11, context_length=4, residual="baseline",
@@ -181,7 +186,7 @@ def _model_or_skip():
 def test_depth_sources_match_the_model(residual, block_size):
     _, ModelConfig = _model_or_skip()
     mc = ModelConfig(n_layer=3, n_head=2, d_model=8, residual=residual, block_size=block_size)
-    assert n_depth_sources(mc) == [mc.n_sources(l) for l in range(mc.n_sublayers + 1)]
+    assert n_depth_sources(mc) == [n_sources(mc, l) for l in range(mc.n_sublayers + 1)]
 
 
 _aten = torch.ops.aten

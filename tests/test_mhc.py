@@ -17,8 +17,9 @@ import torch.nn.functional as F
 from andrea.config.resolve import ConfigError, resolve_run
 from andrea.model.flops import flops_per_token
 from andrea.model.transformer import ANDREA, ModelConfig, count_parameters, param_count_formula
-from andrea.model.residuals.common import is_mixing_parameter
 from andrea.model.residuals.mhc import permutation_matrices, sinkhorn
+from andrea.model.residuals.mhc import n_streams
+from andrea.model.residuals.registry import is_mixing_parameter
 from conftest import compose_run
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -93,7 +94,7 @@ def naive_mappings(m, streams):
 def naive_logits(model, x):
     """x_{l+1} = H_res x_l + H_post^T f(H_pre x_l), stream by stream; n copies of the
     embedding in, their sum out."""
-    n = model.cfg.n_streams
+    n = n_streams(model.cfg)
     h0 = model.wte(x) + model.wpe(torch.arange(x.shape[1]))
     streams = [h0] * n
     for f, m in zip(model.sublayers(), model.mhc):
@@ -312,7 +313,7 @@ def test_reaches_the_model_with_its_label(model, n, label):
     over = [f"model={model}", "size=tiny-1"] + ([f"model.mhc_streams={n}"] if n else [])
     spec = resolve_run(compose_run(over))
     assert spec.variant == model and spec.label == label
-    assert spec.model.residual == model and spec.model.n_streams == (n or 4)
+    assert spec.model.residual == model and n_streams(spec.model) == (n or 4)
     # the budget counts the baseline's parameters, as for every variant
     base = resolve_run(compose_run(["model=baseline", "size=tiny-1"]))
     assert spec.tokens == base.tokens and spec.params > base.params

@@ -15,6 +15,7 @@ from andrea.model.transformer import (
     count_parameters,
     param_count_formula,
 )
+from andrea.model.residuals.attnres import depth_block, n_sources
 
 SCHEMES = [("baseline", 4), ("attnres_full", 4), ("attnres_block", 1), ("attnres_block", 3),
            ("attnres_block", 4), ("attnres_block", 100)]  # L = 4 below: 3 and 100 don't divide
@@ -68,8 +69,8 @@ def test_bad_config_raises_naming_the_field(field, kw):
 
 def test_block_size_only_matters_for_block():
     # S larger than L is valid (one block); S only changes attnres_block.
-    assert tiny("attnres_block", block_size=100).n_sources(3) == 2
-    assert tiny("attnres_full", block_size=100).n_sources(3) == 4
+    assert n_sources(tiny("attnres_block", block_size=100), 3) == 2
+    assert n_sources(tiny("attnres_full", block_size=100), 3) == 4
 
 
 def test_sequence_longer_than_context_raises():
@@ -164,7 +165,7 @@ def test_zero_init_gives_uniform_depth_weights(residual, S):
     L = cfg.n_sublayers
     assert len(stats["depth_weights"]) == L + 1
     for l, w in enumerate(stats["depth_weights"]):
-        assert w.shape == (cfg.n_sources(l),)
+        assert w.shape == (n_sources(cfg, l),)
         torch.testing.assert_close(w, torch.full_like(w, 1 / len(w)))
 
 
@@ -259,7 +260,7 @@ def test_same_seed_same_logits():
 
 def _naive_attnres_logits(model, x):
     """docs/attnres.md written out with Python lists and the reference op, for comparison."""
-    cfg, S = model.cfg, model.cfg.depth_block
+    cfg, S = model.cfg, depth_block(model.cfg)
     h0 = model.wte(x) + model.wpe(torch.arange(x.shape[1]))
     blocks, partial = [h0], None
     for l, f in enumerate(model.sublayers()):

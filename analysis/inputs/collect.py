@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from andrea.run.units import PFLOPS_DAY as FLOPS_PER_PFLOPS_DAY  # the report's unit
+from andrea.run import results as results_file
 from andrea.run.rundir import RunDir, read_json
 
 REQUIRED_CSV_COLUMNS = ("variant", "size", "flops", "val_loss")
@@ -70,6 +71,7 @@ class Run:
     device_s: float | None = None      # wall-clock x devices up to this point (CONTRACTS item 3)
     device_name: str | None = None
     optimizer: str = "adamw"           # results.json `optimizer` (adamw before the key existed)
+    shape: tuple[int, int, int] | None = None  # (n_layer, n_head, d_model), when recorded
 
     def __post_init__(self):
         if not self.run_id:
@@ -200,8 +202,8 @@ def _activity(rd: RunDir) -> str:
 
 def _read_run_dir(rd: RunDir, out: Collection) -> None:
     source = str(rd.root)
-    res = rd.read_results()
-    if not isinstance(res, dict):
+    res = results_file.read(rd)
+    if not isinstance(res, results_file.Record):
         why = ("not valid JSON (half-written or corrupted)" if res is None else
                f"valid JSON, but a {type(res).__name__}, not a results object (a JSON object)")
         out.invalid.append((source, f"results.json is {why}"))
@@ -213,25 +215,16 @@ def _read_run_dir(rd: RunDir, out: Collection) -> None:
     if status != "completed":
         out.invalid.append((source, f"results.json status={status!r}; expected 'completed' or 'failed'"))
         return
-    points = res.get("points")
-    if not isinstance(points, list) or not points:
-        points = [{}]                       # a results.json from before `points`: one point
+    points = res.point_records()
     runs = []
-    for i, pt in enumerate(points):
-        rec = dict(res)
-        if isinstance(pt, dict):
-            rec.update({k: v for k, v in pt.items() if k in _POINT_KEYS})
+    for i, rec in enumerate(points):
         try:
-            runs.append(_make_run(rec, source, run_dir=rd.root))
+            runs.append(_make_run(rec, source, run_dir=rd.root, shape=res.shape))
         except ValueError as e:
             where = f" (point {i + 1} of {len(points)})" if len(points) > 1 else ""
             out.invalid.append((source, f"{e}{where}"))
             return
     out.runs += _number_points(runs)
-
-
-# keys of a results.json point that override the run's top-level values (CONTRACTS item 1)
-_POINT_KEYS = ("budget", "tokens", "flops", "val_loss", "step", "wall_s", "device_s")
 
 
 def _number_points(runs: list[Run]) -> list[Run]:

@@ -16,9 +16,11 @@ from typing import Any, Optional
 from omegaconf import DictConfig, OmegaConf
 
 from andrea.run import logkeys as keys
+from andrea.run import results as results_file
 from andrea.ladder import shapes
 from andrea.data import DataConfig, validate_data_config
 from andrea.run.metrics import WandbConfig, check_wandb_config
+from andrea.model.residuals import registry
 from andrea.model.transformer import RESIDUALS, ModelConfig, ParamCount, count_parameters
 from andrea.components.optim import check_optimizer, optimizer_summary
 from andrea.components.schedule import SHAPES, Cooldown, plan_cooldowns
@@ -26,7 +28,7 @@ from andrea.config.schema import (HParamsConfig, ModelChoice, RunConfig, SizeHPa
                            run_size_label)
 
 
-VARIANTS = RESIDUALS  # the variant names are the model's residual schemes
+VARIANTS = RESIDUALS  # the variant names are the registered residual schemes
 
 
 # Validation windows scored when train.val_tokens is not set: 1 M tokens at context 1024 (the GPU
@@ -129,9 +131,8 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
             residual=m.name,
             block_size=block_size if block_size is not None else 1,
             tie_embeddings=m.tie_embeddings,
-            # the ablation switches, same names in ModelChoice; ModelConfig checks them
-            **{f: getattr(m, f) for f, _ in ModelConfig.SWITCHES},
-            mhc_streams=m.mhc_streams,  # checked by andrea.model.residuals.mhc.check_mhc
+            # every scheme's options, the same names in ModelChoice; ModelConfig checks them
+            **{f: getattr(m, f) for f in registry.option_defaults()},
         )
     except ValueError as e:
         raise fail(str(e)) from None
@@ -238,7 +239,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         warmup_steps=warmup_steps,
         cooldowns=cooldowns,
         val_tokens=val_tokens,
-        n_blocks=m.n_blocks if m.name == "attnres_block" else None,
+        n_blocks=m.n_blocks if registry.get(m.name).block_size else None,
         hparams=run.hparams.name,
     )
 
@@ -296,14 +297,15 @@ def _first(*values):
 def block_size_of(m: ModelChoice, n_sublayers: int, fail) -> Optional[int]:
     """S of a block run, from model.block_size=S or model.n_blocks=N (S = ceil(L / N), so the
     run has ceil(L / S) <= N blocks, e.g. L = 12, N = 8: S = 2, 6 blocks); None otherwise."""
-    if m.name != "attnres_block":
+    if not registry.get(m.name).block_size:
+        owners = " or ".join(s.name for s in registry.SCHEMES.values() if s.block_size)
         for key in ("block_size", "n_blocks"):
             if getattr(m, key) is not None:
-                raise fail(f"model.{key}={getattr(m, key)} applies to model=attnres_block only, "
+                raise fail(f"model.{key}={getattr(m, key)} applies to model={owners} only, "
                            f"not to model={m.name}")
         return None
     if (m.block_size is None) == (m.n_blocks is None):
-        raise fail(f"model=attnres_block needs exactly one of model.block_size (S, sublayers per "
+        raise fail(f"model={m.name} needs exactly one of model.block_size (S, sublayers per "
                    f"block) and model.n_blocks (N, blocks); got block_size={m.block_size}, "
                    f"n_blocks={m.n_blocks} (set the other to null)")
     if m.n_blocks is not None:
@@ -339,7 +341,7 @@ def spec_summary(spec: RunSpec) -> dict[str, Any]:
     return {
         keys.CONFIG_VARIANT: spec.variant,
         keys.CONFIG_LABEL: spec.label,
-        keys.CONFIG_BLOCK_SIZE: spec.model.block_size if spec.variant == "attnres_block" else None,
+        keys.CONFIG_BLOCK_SIZE: spec.model.block_size if spec.model.scheme.block_size else None,
         "n_blocks": spec.n_blocks,  # N when the run was asked by model.n_blocks, else null
         keys.CONFIG_SIZE: spec.size,
         "n_layer": spec.model.n_layer,  # the shape, which a shaped size derives (andrea/ladder/shapes.py)
@@ -357,33 +359,12 @@ def spec_summary(spec: RunSpec) -> dict[str, Any]:
     }
 
 
-# What a completed run must share with a re-run for its results to count as the re-run's. The run
-# directory is named by the command-line overrides only, so a sweep file or hparams file edited
-# between two invocations would otherwise reuse runs trained with other settings.
-REUSE_KEYS = ("label", "size", "seed", "params", "lr", "batch_tokens", "beta2", "tokens", "budgets",
-              "n_layer", "n_head", "d_model", "optimizer", "muon")
-# What a results.json written before a key existed was trained with (others are not compared).
-REUSE_DEFAULTS = {"optimizer": "adamw", "muon": None}
-
-
 def reuse_mismatches(results: dict, spec: RunSpec) -> list[str]:
-    """`key=old (now new)` for every REUSE_KEYS field where a completed run's results.json
-    differs from what `spec` would train; [] when it may be reused. Keys an older results.json
-    lacks are not compared, except those of REUSE_DEFAULTS."""
+    """`key=old (now new)` for every field where a completed run's results.json differs from
+    what `spec` would train (andrea.run.results.REUSE_KEYS); [] when it may be reused."""
     want = {**spec_summary(spec), "tokens": spec.steps * spec.batch_tokens,
             "budgets": sorted(spec.train.budgets) if spec.train.budgets is not None else None}
-    out = []
-    for key in REUSE_KEYS:
-        if key not in results and key not in REUSE_DEFAULTS:
-            continue
-        have, new = results.get(key, REUSE_DEFAULTS.get(key)), want[key]
-        if isinstance(new, float) and isinstance(have, (int, float)):
-            same = math.isclose(float(have), new, rel_tol=1e-9)
-        else:
-            same = have == new
-        if not same:
-            out.append(f"{key}={have!r} (now {new!r})")
-    return out
+    return results_file.reuse_mismatches(results, want)
 
 
 def steps_between(total_steps: int, count: int) -> int:

@@ -9,7 +9,7 @@ name each run's directory from its config (conf/config.yaml's hydra.sweep.subdir
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 from typing import Any, Dict, List, Optional
 
 from hydra.core.config_store import ConfigStore
@@ -18,7 +18,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 from andrea.data import DataConfig
 from andrea.run.metrics import WandbConfig
 from andrea.ladder import shapes
-from andrea.model.transformer import switch_suffix
+from andrea.model.residuals import registry
 from andrea.components.optim import MuonConfig
 
 
@@ -26,28 +26,28 @@ from andrea.components.optim import MuonConfig
 # Schema (one dataclass per config group; the YAML files in conf/ fill them in)
 # --------------------------------------------------------------------------------------------
 @dataclass
-class ModelChoice:
+class ModelChoiceBase:
     """`model=<name>`: which residual scheme. The name is the variant everywhere."""
 
-    name: str = MISSING  # baseline | attnres_full | attnres_block | denseformer | mhc | mhc_lite
+    name: str = MISSING  # a registered scheme: baseline | attnres_full | attnres_block | ...
     block_size: Optional[int] = None  # S in sublayers; attnres_block only
     # attnres_block only, instead of block_size: N blocks, S = ceil(L / N) (the report holds
     # N ~ 8 at every size). Exactly one of block_size and n_blocks.
     n_blocks: Optional[int] = None
     tie_embeddings: bool = True
     # Label of the run directory, W&B run and plot legend: the variant, plus S (attnres_block_s4)
-    # or N (attnres_block_n8) for block runs; every ablation switch set below appends itself
-    # (`attnres_full+sigmoid`, see RunSpec.label).
+    # or N (attnres_block_n8) for block runs; every non-default scheme option whose scheme shows
+    # it appends itself (`attnres_full+sigmoid`, see RunSpec.label).
     label: str = MISSING
-    # The report's ablations (docs/ablations.md); AttnRes only; the defaults are the report's.
-    attnres_scale_eps: bool = False  # LayerNorm eps / n^2 in front of each AttnRes layer
-    attnres_key_norm: bool = True  # false: no RMSNorm on the keys
-    attnres_gate: str = "softmax"  # softmax | sigmoid
-    attnres_input_query: bool = False  # query W_l x (x = the newest source) instead of w_l
-    attnres_static_mix: bool = False  # learned per-(layer, source) logits, no keys
-    attnres_window: Optional[int] = None  # the embedding + the W most recent sources
-    attnres_heads: int = 1  # multi-head depth attention (H must divide d_model)
-    mhc_streams: Optional[int] = None  # mhc / mhc_lite only: n residual streams (4 by default)
+
+
+# ModelChoice = the base fields + every registered scheme's options as `model.<option>` keys
+# (the report's AttnRes ablation switches, mHC's streams, a plug-in's own), typed by the
+# scheme's options dataclass: struct mode rejects a typo, Hydra a wrong type.
+ModelChoice = make_dataclass(
+    "ModelChoice",
+    [(o.name, o.type, field(default=o.default)) for o in registry.option_fields()],
+    bases=(ModelChoiceBase,), namespace={"__module__": __name__})
 
 
 @dataclass
@@ -237,7 +237,7 @@ def _switch_suffix(model: Any) -> str:
     """`${andrea_switches:${model}}`: the model's ablation switches as its label shows them
     ('' by default, '+sigmoid' ...), so the run directory carries the same label as results.json."""
     values = OmegaConf.to_container(model, resolve=False) if isinstance(model, DictConfig) else model
-    return switch_suffix(dict(values or {}))
+    return registry.label_suffix(dict(values or {}))
 
 
 if not OmegaConf.has_resolver("andrea_switches"):

@@ -210,7 +210,7 @@ def _mark_queued(jobs: list[PlannedJob]) -> None:
 
 def reusable_results(run_dir: RunDir, spec: RunSpec) -> dict | None:
     """The results of the completed run in `run_dir`, which `spec` may reuse; None if it is not
-    completed; ConfigError if it was completed with other settings (andrea.config.resolve.REUSE_KEYS)."""
+    completed; ConfigError if it was completed with other settings (andrea.run.results.REUSE_KEYS)."""
     results = run_dir.completed_results()
     stale = reuse_mismatches(results, spec) if results is not None else []
     if stale:
@@ -247,7 +247,7 @@ def _full_like_notes(jobs: list[PlannedJob]) -> list[str]:
     """Block runs whose S is 1 (N >= L sublayers): every sublayer is its own block, which is
     Full AttnRes; a grid that also trains Full spends that run twice over."""
     seen = sorted({(j.spec.label, j.spec.size, 2 * j.spec.model.n_layer) for j in jobs
-                   if j.spec.variant == "attnres_block" and j.spec.model.block_size == 1})
+                   if j.spec.model.scheme.block_size and j.spec.model.block_size == 1})
     return [f"note: {label} at {size}: S = 1 (L = {n} sublayers), identical to attnres_full"
             for label, size, n in seen]
 
@@ -262,7 +262,7 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
     for j in jobs:
         s = j.spec
         rows.append([
-            s.label, str(s.model.block_size) if s.variant == "attnres_block" else "-",
+            s.label, str(s.model.block_size) if s.model.scheme.block_size else "-",
             s.size, _shape(s), str(s.train.seed), _human(s.params), _human(s.params_nonembedding),
             _human(s.tokens), str(s.steps), f"{s.lr:.3g}", format_epochs(j), f"{j.flops:.3g}",
             f"{to_pflops_days(j.flops):.3g}",

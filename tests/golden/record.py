@@ -24,11 +24,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SIZES = ("tiny-1", "andrea-120m")
-# results.json keys that measure time, load or the machine: they differ between two runs of the
-# same config; everything else is compared byte for byte.
+# results.json keys that measure time, load or the machine, or name the run's absolute path (the
+# W&B id hashes it): they differ between two runs of the same config; the rest is compared.
 UNSTABLE = {"wall_s", "device_s", "tokens_per_s", "code", "host", "hostname", "started",
             "finished", "torch_threads", "session_s", "slurm_job_id", "run_dir", "trunk_s",
-            "mfu", "tokens_per_s_per_device"}
+            "mfu", "tokens_per_s_per_device", "device_name", "wandb_run_id"}
 TINY_RUN = ["model=attnres_block_s2", "size=tiny-1", "data.max_chars=400000",
             "data.val_fraction=0.05", "train.seq_len=64", "train.batch_tokens=512",
             "train.micro_batch_size=8", "train.tokens=12288", "train.evals=2",
@@ -41,7 +41,7 @@ def compose(overrides: list[str]):
     from hydra import compose as hydra_compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from andrea.schema import register_configs
+    from andrea.config.schema import register_configs
 
     register_configs()
     GlobalHydra.instance().clear()
@@ -53,8 +53,8 @@ def models() -> dict:
     """Every conf/model/*.yaml at each of SIZES: keys, counts and FLOPs, as the run resolves them."""
     import torch
 
-    from andrea.config import ConfigError, resolve_run
-    from andrea.flops import flops_per_token
+    from andrea.config.resolve import ConfigError, resolve_run
+    from andrea.model.flops import flops_per_token
     from andrea.model import ANDREA, count_parameters
 
     out = {}

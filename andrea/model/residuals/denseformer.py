@@ -8,6 +8,7 @@ import torch.nn as nn
 from torch import Tensor
 
 from andrea.model.residuals.common import layer_rms
+from andrea.model.residuals.scheme import Scheme
 
 
 def dwa_weights(n_layer: int) -> nn.ParameterList:
@@ -44,3 +45,21 @@ def denseformer(x: Tensor, blocks, dwa: nn.ParameterList, stats: dict | None) ->
         outs.append(x)
         x = torch.tensordot(dwa[i].to(x.dtype), torch.stack(outs), dims=1)
     return x
+
+
+def n_params(cfg) -> int:
+    """DWA i over i + 1 block outputs and the embedding."""
+    return sum(i + 2 for i in range(cfg.n_layer))
+
+
+def flops(cfg, seq_len: int) -> dict[str, int]:
+    """The DWA after transformer block i mixes i + 2 vectors: 2·d·(i + 2) per token."""
+    return {"depth_mix": 2 * cfg.d_model * n_params(cfg)}
+
+
+DENSEFORMER = Scheme(
+    name="denseformer", summary="DenseFormer: a depth-weighted average after every block "
+    "(Pagliardini et al. 2024)", attribute="dwa",
+    forward=lambda x, model, dwa, stats: denseformer(x, model.blocks, dwa, stats),
+    build=lambda cfg: dwa_weights(cfg.n_layer), reset=lambda dwa, cfg: reset_dwa(dwa),
+    n_params=n_params, flops=flops, flop_terms=("depth_mix",))

@@ -40,12 +40,15 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
+from typing import Optional
 
 import torch
 import torch.nn as nn
 from torch import Tensor
 
-from andrea.model.residuals.common import MHC, layer_rms
+from andrea.model.residuals.common import layer_rms
+from andrea.model.residuals.scheme import Scheme
 
 DEFAULT_STREAMS = 4  # n = 4 in every experiment of both papers (mHC Table 5)
 SINKHORN_ITERS = 20  # t_max, mHC Table 5
@@ -56,20 +59,26 @@ BIAS_ON, BIAS_OFF = 1.0, -1.0  # H_pre / H_post logits: sigmoid 0.73 on stream l
 RES_OFF = -8.0  # H_res logits off the identity: exp(-8) = 3e-4 of the diagonal's weight
 
 
-def check_mhc(residual: str, streams) -> None:
-    """`model.mhc_streams` against the variant; raises ValueError naming the run config's key."""
-    if residual not in MHC:
-        if streams is not None:
-            raise ValueError(f"model.mhc_streams={streams!r} applies to model=mhc or mhc_lite "
-                             f"only, not to model={residual}")
-        return
+@dataclass
+class MHCOptions:
+    mhc_streams: Optional[int] = None  # n residual streams (None: the papers' n = 4)
+
+
+def n_streams(cfg) -> int:
+    streams = getattr(cfg, "mhc_streams", None)
+    return DEFAULT_STREAMS if streams is None else streams
+
+
+def check(cfg) -> None:
+    """`model.mhc_streams`; raises ValueError naming the run config's key."""
+    streams = cfg.mhc_streams
     if streams is None:  # the default, DEFAULT_STREAMS
         return
     if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
         raise ValueError(f"model.mhc_streams={streams!r} is invalid: expected an integer >= 1 "
                          f"(n residual streams; the papers use {DEFAULT_STREAMS}; n = 1 keeps "
                          f"one stream, H_res = 1)")
-    if residual == "mhc_lite" and streams > MAX_LITE_STREAMS:
+    if cfg.residual == "mhc_lite" and streams > MAX_LITE_STREAMS:
         raise ValueError(f"model.mhc_streams={streams} is too many for model=mhc_lite: its H_res "
                          f"mixes all n! = {math.factorial(streams)} permutation matrices per "
                          f"token; use n <= {MAX_LITE_STREAMS} or model=mhc")
@@ -146,8 +155,8 @@ class MHCMapping(nn.Module):
 
 def mhc_mappings(cfg) -> nn.ModuleList:
     """mhc[l] for sublayer l = 0..L-1."""
-    return nn.ModuleList(MHCMapping(cfg.n_streams, cfg.d_model, cfg.residual == "mhc_lite", l)
-                         for l in range(cfg.n_sublayers))
+    return nn.ModuleList(MHCMapping(n_streams(cfg), cfg.d_model, cfg.residual == "mhc_lite", l)
+                         for l in range(2 * cfg.n_layer))
 
 
 def mhc_forward(x: Tensor, fs: list, mappings: nn.ModuleList, stats: dict | None) -> Tensor:
@@ -168,3 +177,55 @@ def mhc_forward(x: Tensor, fs: list, mappings: nn.ModuleList, stats: dict | None
         with torch.autocast(device_type=X.device.type, enabled=False):
             X = h_res @ X + h_post.unsqueeze(-1) @ v.to(X.dtype).unsqueeze(-2)
     return X.sum(-2)
+
+
+def _h_res_logits(cfg) -> int:
+    n = n_streams(cfg)
+    return math.factorial(n) if cfg.residual == "mhc_lite" else n * n
+
+
+def n_params(cfg) -> int:
+    """Per sublayer: phi [nd, 2n + k], the biases [2n + k] and 3 gates (k H_res logits)."""
+    n, d, k = n_streams(cfg), cfg.d_model, _h_res_logits(cfg)
+    return 2 * cfg.n_layer * (n * d * (2 * n + k) + (2 * n + k) + 3)
+
+
+def flops(cfg, seq_len: int) -> dict[str, int]:
+    """Per sublayer and token, with n streams and k = n^2 H_res logits (mHC) or n! permutation
+    weights (mHC-lite): the mappings' projection x'·phi, [1, n·d] x [n·d, 2n + k], is
+    2·n·d·(2n + k) (`mhc_proj`); reading H_pre·x, mixing H_res·x and writing H_post^T·f are
+    2·n·d + 2·n²·d + 2·n·d (`mhc_mix`); mHC-lite's convex combination of the permutation
+    matrices is [1, n!] x [n!, n²], 2·n!·n² (`mhc_perm`). Two non-matmul terms are counted
+    because they exist only here: the RMS of the n·d-long input, 2·n·d (`mhc_norm`), and
+    Sinkhorn-Knopp's t_max iterations, each normalising columns then rows, 4·n²·t_max
+    (`mhc_sinkhorn`; mHC only). Expanding to n streams and summing them at the end are free,
+    as the baseline's residual adds."""
+    n, d, k = n_streams(cfg), cfg.d_model, _h_res_logits(cfg)
+    lite = cfg.residual == "mhc_lite"
+    per_layer = dict(
+        mhc_proj=2 * n * d * (2 * n + k),
+        mhc_perm=2 * k * n * n if lite else 0,
+        mhc_mix=2 * n * d + 2 * n * n * d + 2 * n * d,
+        mhc_norm=2 * n * d,
+        mhc_sinkhorn=0 if lite else 4 * n * n * SINKHORN_ITERS,
+    )
+    return {key: 2 * cfg.n_layer * v for key, v in per_layer.items()}
+
+
+def _forward(x: Tensor, model, mappings: nn.ModuleList, stats: dict | None) -> Tensor:
+    return mhc_forward(x, model.sublayers(), mappings, stats)
+
+
+def _reset(mappings: nn.ModuleList, cfg) -> None:
+    for m in mappings:
+        m.reset_parameters()
+
+
+_COMMON = dict(forward=_forward, attribute="mhc", build=mhc_mappings, reset=_reset,
+               n_params=n_params, flops=flops,
+               flop_terms=("mhc_proj", "mhc_perm", "mhc_mix", "mhc_norm", "mhc_sinkhorn"),
+               non_matmul=("mhc_norm", "mhc_sinkhorn"), options=MHCOptions, check=check)
+MHC = Scheme(name="mhc", summary="mHC: n residual streams mixed by a Sinkhorn-projected doubly "
+             "stochastic matrix (Xie et al. 2025)", **_COMMON)
+MHC_LITE = Scheme(name="mhc_lite", summary="mHC-lite: H_res as a convex combination of the n! "
+                  "permutation matrices (Yang & Gao 2026)", **_COMMON)

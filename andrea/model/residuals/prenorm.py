@@ -6,6 +6,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from andrea.model.residuals.common import layer_rms
+from andrea.model.residuals.scheme import Scheme
 
 
 def prenorm(x: Tensor, blocks, stats: dict | None) -> Tensor:
@@ -21,3 +22,7 @@ def prenorm(x: Tensor, blocks, stats: dict | None) -> Tensor:
             stats["layer_rms"].append(layer_rms(v))
             x = x + v
     return x
+
+
+BASELINE = Scheme(name="baseline", summary="PreNorm residual: x = x + f(x) (GPT-2)",
+                  forward=lambda x, model, module, stats: prenorm(x, model.blocks, stats))

@@ -1,0 +1,135 @@
+"""Every residual scheme by name: `model=<name>` looks it up here, and nowhere else.
+
+The built-in schemes are listed below, one line each, in a fixed order (the order of their
+option fields in ModelConfig and of their FLOP terms). Schemes from other packages join through
+the entry-point group `andrea.residuals`: an entry point names a `Scheme`, or a list of them
+(docs/residual_schemes.md), and is loaded the first time the registry is read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from importlib import metadata
+from typing import Any
+
+from andrea.model.residuals import attnres, denseformer, mhc, prenorm
+from andrea.model.residuals.scheme import Scheme
+
+ENTRY_POINTS = "andrea.residuals"
+
+BUILT_IN: tuple[Scheme, ...] = (
+    prenorm.BASELINE,
+    attnres.FULL,
+    attnres.BLOCK,
+    denseformer.DENSEFORMER,
+    mhc.MHC,
+    mhc.MHC_LITE,
+)
+
+
+class SchemeError(ValueError):
+    """A plug-in scheme that cannot join the registry (a clash of names or options)."""
+
+
+def _plugins() -> list[Scheme]:
+    found: list[Scheme] = []
+    for ep in sorted(metadata.entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
+        obj = ep.load()
+        items = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+        for s in items:
+            if not isinstance(s, Scheme):
+                raise SchemeError(f"entry point {ep.name} = {ep.value} ({ENTRY_POINTS}) gave "
+                                  f"{type(s).__name__}, not an andrea Scheme")
+            found.append(s)
+    return found
+
+
+def _build() -> dict[str, Scheme]:
+    schemes: dict[str, Scheme] = {}
+    for s in (*BUILT_IN, *_plugins()):
+        if s.name in schemes:
+            raise SchemeError(f"two residual schemes are named {s.name!r}")
+        schemes[s.name] = s
+    _check_options(schemes.values())
+    return schemes
+
+
+def _check_options(schemes) -> None:
+    """Schemes may share an option (mhc and mhc_lite: mhc_streams) only with the same default."""
+    seen: dict[str, tuple[Any, str]] = {}
+    for s in schemes:
+        for f in s.option_fields():
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            if f.name in seen and seen[f.name][0] != default:
+                raise SchemeError(f"option {f.name} of {s.name} has default {default!r}, but "
+                                  f"{seen[f.name][1]} declares it with {seen[f.name][0]!r}")
+            seen.setdefault(f.name, (default, s.name))
+
+
+SCHEMES: dict[str, Scheme] = _build()
+NAMES: tuple[str, ...] = tuple(SCHEMES)
+
+
+def get(name: str) -> Scheme:
+    try:
+        return SCHEMES[name]
+    except KeyError:
+        raise ValueError(f"no residual scheme named {name!r}; known: {', '.join(NAMES)}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    name: str
+    type: Any  # resolved (not the string a `from __future__ import annotations` module holds)
+    default: Any
+
+
+def option_fields() -> list[Option]:
+    """The options of every scheme, each once, in registry order: ModelConfig's and the Hydra
+    schema's `model.<option>` fields."""
+    out: dict[str, Option] = {}
+    for s in SCHEMES.values():
+        if s.options is None:
+            continue
+        hints = typing.get_type_hints(s.options)
+        for f in s.option_fields():
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+            out.setdefault(f.name, Option(f.name, hints[f.name], default))
+    return list(out.values())
+
+
+def option_defaults() -> dict[str, Any]:
+    return {o.name: o.default for o in option_fields()}
+
+
+def owners(option: str) -> list[str]:
+    """The schemes that declare `option`."""
+    return [s.name for s in SCHEMES.values() if option in s.option_names()]
+
+
+def flop_terms() -> list[str]:
+    """Every scheme's FLOP terms, each once, in registry order (FlopsBreakdown's keys)."""
+    out: dict[str, None] = {}
+    for s in SCHEMES.values():
+        out.update(dict.fromkeys(s.flop_terms))
+    return list(out)
+
+
+def mixing_prefixes() -> tuple[str, ...]:
+    """The state_dict prefixes of the schemes' own parameters (`depth.`, `dwa.`, `mhc.` ...)."""
+    return tuple(dict.fromkeys(f"{s.attribute}." for s in SCHEMES.values() if s.attribute))
+
+
+def is_mixing_parameter(name: str) -> bool:
+    """True for a parameter (as `ANDREA.named_parameters()` names it) that belongs to a residual
+    scheme's depth mixing rather than to an embedding, a sublayer or the final norm. Optimizers
+    that treat such small, scale-sensitive parameters apart (Muon's AdamW group) use this."""
+    return name.startswith(mixing_prefixes())
+
+
+def label_suffix(values: dict) -> str:
+    """The label suffix of a model's option values ('' at the defaults), by its scheme."""
+    name = values.get("name", values.get("residual"))
+    scheme = SCHEMES.get(name) if name is not None else None
+    return scheme.label_suffix(values) if scheme is not None else ""

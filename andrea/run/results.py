@@ -1,0 +1,145 @@
+"""results.json: what one run records when it ends, and the one owner of its fields.
+
+Training writes it (`completed`, `failed`), the launcher compares it with what a re-run would
+train (`reuse_mismatches`), and the analysis reads it (`Record`). Nothing else spells its keys.
+
+A completed run's file holds, in this order:
+- who the run is: `status`, the identity of `andrea.config.resolve.spec_summary` (variant, label,
+  block_size, n_blocks, size, the shape n_layer / n_head / d_model, seed, params,
+  params_nonembedding, lr, batch_tokens, beta2, hparams, optimizer, muon) and `sweep`;
+- its final point: tokens, steps, flops (training FLOPs of the final model), flops_6nd,
+  pflops_days, val_loss (nats per token), val_tokens (tokens scored);
+- `points`: one entry per budget (`point`), each what its model saw and scored; `budgets`;
+- what the whole run spent (trunk and cooldown branches): tokens_spent, flops_spent, wall_s,
+  device_s (wall_s x devices), tokens_per_s;
+- where it ran: world_size, torch_threads, device, device_name, code (git SHA + dirty flag),
+  wandb_run_id.
+A failed run holds `status: failed`, `error`, the identity, `sweep`, and null val_loss, tokens
+and flops.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from andrea.run.rundir import RunDir
+
+FILE = "results.json"
+COMPLETED, FAILED = "completed", "failed"
+
+# The keys of a `points` entry; they override the run's top-level values for that point.
+POINT_KEYS = ("budget", "tokens", "flops", "val_loss", "step", "wall_s", "device_s")
+SHAPE_KEYS = ("n_layer", "n_head", "d_model")
+
+# What a completed run must share with a re-run for its results to count as the re-run's. The run
+# directory is named by the command-line overrides only, so a sweep file or hparams file edited
+# between two invocations would otherwise reuse runs trained with other settings.
+REUSE_KEYS = ("label", "size", "seed", "params", "lr", "batch_tokens", "beta2", "tokens",
+              "budgets", "n_layer", "n_head", "d_model", "optimizer", "muon")
+# What a results.json written before a key existed was trained with (others are not compared).
+REUSE_DEFAULTS = {"optimizer": "adamw", "muon": None}
+
+
+def point(budget: float, step: int, tokens: int, flops: int, val_loss: float, wall_s: float,
+          world_size: int) -> dict[str, Any]:
+    """One budget's entry of `points`: what its model saw and scored."""
+    return {"budget": budget, "tokens": tokens, "flops": flops, "val_loss": val_loss,
+            "step": step, "wall_s": wall_s, "device_s": wall_s * world_size}
+
+
+def completed(identity: Mapping[str, Any], *, sweep: str, tokens: int, steps: int, flops: int,
+              flops_6nd: int, pflops_days: float, val_loss: float, val_tokens: int,
+              points: list[dict], budgets: list[float] | None, tokens_spent: int,
+              flops_spent: int, wall_s: float, tokens_per_s: float, world_size: int,
+              torch_threads: int, device: str, device_name: str, code: dict,
+              wandb_run_id: str | None, **extra: Any) -> dict[str, Any]:
+    """A completed run's results.json, keys in the documented order (`extra` after them)."""
+    return {"status": COMPLETED, **identity, "sweep": sweep, "tokens": tokens, "steps": steps,
+            "flops": flops, "flops_6nd": flops_6nd, "pflops_days": pflops_days,
+            "val_loss": val_loss, "val_tokens": val_tokens, "points": points, "budgets": budgets,
+            "tokens_spent": tokens_spent, "flops_spent": flops_spent, "wall_s": wall_s,
+            "device_s": wall_s * world_size, "tokens_per_s": tokens_per_s,
+            "world_size": world_size, "torch_threads": torch_threads, "device": device,
+            "device_name": device_name, "code": code, "wandb_run_id": wandb_run_id, **extra}
+
+
+def failed(identity: Mapping[str, Any], sweep: str, error: BaseException) -> dict[str, Any]:
+    """A failed run's results.json: why, and who it was."""
+    return {"status": FAILED, "error": f"{type(error).__name__}: {error}", **identity,
+            "sweep": sweep, "val_loss": None, "tokens": None, "flops": None}
+
+
+def reuse_mismatches(results: Mapping[str, Any], want: Mapping[str, Any]) -> list[str]:
+    """`key=old (now new)` for every REUSE_KEYS field where a completed run's results differ
+    from what a re-run would train (`want`, the same keys); [] when it may be reused. Keys an
+    older results.json lacks are not compared, except those of REUSE_DEFAULTS."""
+    out = []
+    for key in REUSE_KEYS:
+        if key not in results and key not in REUSE_DEFAULTS:
+            continue
+        have, new = results.get(key, REUSE_DEFAULTS.get(key)), want[key]
+        if isinstance(new, float) and isinstance(have, (int, float)):
+            same = math.isclose(float(have), new, rel_tol=1e-9)
+        else:
+            same = have == new
+        if not same:
+            out.append(f"{key}={have!r} (now {new!r})")
+    return out
+
+
+class Record(Mapping[str, Any]):
+    """A results.json as the analysis reads it: the raw mapping, plus the few readings that
+    several commands need (label, shape, points)."""
+
+    def __init__(self, data: Mapping[str, Any], path: Path | None = None):
+        self._data = dict(data)
+        self.path = path
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    @property
+    def status(self) -> Any:
+        return self._data.get("status")
+
+    @property
+    def label(self) -> str | None:
+        """The run's label (variant + S + switches), else None (a file from before labels)."""
+        return str(self._data["label"]) if self._data.get("label") else None
+
+    @property
+    def shape(self) -> tuple[int, int, int] | None:
+        """(n_layer, n_head, d_model), recorded since the shape rule; None before it."""
+        if any(self._data.get(k) is None for k in SHAPE_KEYS):
+            return None
+        return tuple(int(self._data[k]) for k in SHAPE_KEYS)  # type: ignore[return-value]
+
+    def point_records(self) -> list[dict[str, Any]]:
+        """One mapping per point: the run's top-level values with the point's own overriding
+        them (a file from before `points` is one point)."""
+        points = self._data.get("points")
+        if not isinstance(points, list) or not points:
+            points = [{}]
+        return [{**self._data, **{k: v for k, v in p.items() if k in POINT_KEYS}}
+                if isinstance(p, dict) else dict(self._data) for p in points]
+
+
+def read(run_dir: RunDir | Path) -> Record | dict | list | None:
+    """The run's results as a Record; None when absent or not valid JSON; the parsed value as it
+    is when it is JSON but not an object (the caller says what is wrong with it)."""
+    rd = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
+    data = rd.read_results()
+    return Record(data, rd.results) if isinstance(data, dict) else data
+
+
+def write(run_dir: RunDir, results: Mapping[str, Any]) -> None:
+    """Write results.json atomically (temp file + rename): a kill never leaves half of it."""
+    run_dir.write_results(dict(results))
