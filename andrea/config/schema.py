@@ -171,6 +171,10 @@ def register_configs() -> None:
     cs = ConfigStore.instance()
     # One schema for the whole tree: every group's node is typed through RunConfig's fields.
     cs.store(name="run_schema", node=RunConfig)
+    # A scheme without a conf/model/<name>.yaml (a plug-in's) brings its `model=<name>` entry.
+    for scheme in registry.SCHEMES.values():
+        if scheme.model_conf is not None:
+            cs.store(group="model", name=scheme.name, node=scheme.model_conf)
 
 
 # A value kept as is in a run directory's name: short and shell-safe (no glob, bracket, quote,

@@ -21,6 +21,8 @@ answer for their own parameter and FLOP counts):
   is refused. `check(cfg)` validates them (ValueError naming `model.<field>`);
   `label_suffix(values)` is how non-default values show in the run's label;
 - `ln_eps(cfg, layer)`: the LayerNorm eps in front of sublayer `layer` (default: `cfg.ln_eps`);
+- `model_conf`: the `model=<name>` config group entry (name, label, option values) for a scheme
+  that ships no conf/model/<name>.yaml, e.g. a plug-in's; registered in Hydra's ConfigStore;
 - `block_size`: True when the scheme reads `model.block_size` / `model.n_blocks` (Block AttnRes's
   S), which the config resolves and checks against the depth.
 """
@@ -72,6 +74,7 @@ class Scheme:
     label_suffix: Callable[[Mapping[str, Any]], str] = _no_suffix
     ln_eps: Optional[Callable[[Any, int], float]] = None
     block_size: bool = False
+    model_conf: Optional[dict] = None
 
     def option_fields(self) -> tuple:
         return fields(self.options) if self.options is not None else ()
