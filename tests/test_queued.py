@@ -7,8 +7,8 @@ import io
 import subprocess
 from types import SimpleNamespace
 
-from andrea import launch
-from andrea import queued
+from andrea.launch import task as launch
+from andrea.launch import slurm as queued
 from andrea.launch.task import PlannedJob
 from andrea.run.rundir import RunDir
 

@@ -28,28 +28,9 @@ class DistInfo:
         return self.world_size > 1
 
 
-def in_submitit_slurm_job() -> bool:
-    """A task that submitit started on Slurm (not a plain sbatch/salloc shell, whose SLURM_NTASKS
-    describes the allocation, not processes that will join a process group)."""
-    return os.environ.get("SUBMITIT_EXECUTOR") == "slurm"
-
-
-def _export_slurm_env() -> None:
-    if "RANK" in os.environ or not in_submitit_slurm_job():
-        return
-    if int(os.environ.get("SLURM_NTASKS", "1")) <= 1:
-        return
-    try:
-        import submitit
-
-        submitit.helpers.TorchDistributedEnvironment().export(set_cuda_visible_devices=False)
-    except (ImportError, RuntimeError):
-        pass  # not a submitit job: a plain multi-task srun without torchrun is not supported
-
-
 def init_distributed(device_type: str) -> DistInfo:
-    """Join the process group when launched with several processes; a no-op otherwise."""
-    _export_slurm_env()
+    """Join the process group when launched with several processes (RANK, WORLD_SIZE, ... as
+    torchrun sets them, or the launcher from its scheduler's view); a no-op otherwise."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size <= 1:
         return DistInfo()

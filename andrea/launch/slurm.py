@@ -1,19 +1,23 @@
-"""Runs that a job of an earlier launch will train: queued on Slurm, not yet holding the run lock.
+"""Slurm behind the scheduler seam (andrea/launch/scheduler.py): which process is a Slurm task,
+its world size and CPUs, the distributed environment, and which submitted jobs are still live.
 
 A detached Slurm sweep (Ctrl-C) leaves its array's pending tasks in the queue. A run's lock
-(`RunDir.exclusive`) only says a job is training it *now*, so re-running the command submitted
-those runs again; the duplicate job then found the run "being trained by another process" and
-the sweep counted it as failed (issue #23). The launcher therefore writes the Slurm job id into
-each run directory it submits (`RunDir.queued`), and the planner asks `squeue` once whether
-those jobs are still queued or running.
+(`RunDir.exclusive`) only says a job is training it *now*, so re-running the command would
+submit those runs again, and the duplicate job would find the run "being trained by another
+process" and count it as failed. The launcher therefore writes the Slurm job id into each run
+directory it submits (`RunDir.queued`), and the planner asks `squeue` once whether those jobs
+are still queued or running.
 """
 
 from __future__ import annotations
 
 import getpass
 import logging
+import os
 import subprocess
-from typing import Iterable
+from typing import Iterable, Mapping
+
+from andrea.launch.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -41,3 +45,43 @@ def live_slurm_jobs(job_ids: Iterable[str]) -> dict[str, str]:
         return {}
     states = dict(line.split()[:2] for line in out.stdout.splitlines() if len(line.split()) >= 2)
     return {j: states[j] for j in wanted if states.get(j) in LIVE}
+
+
+def in_job(env: Mapping[str, str]) -> bool:
+    """A task that submitit started on Slurm (not a plain sbatch/salloc shell, whose SLURM_NTASKS
+    describes the allocation, not processes that will join a process group)."""
+    return env.get("SUBMITIT_EXECUTOR") == "slurm"
+
+
+def world_size(env: Mapping[str, str]) -> int:
+    return int(env.get("SLURM_NTASKS", "1"))  # one process per task
+
+
+def cpus(env: Mapping[str, str]) -> tuple[int | None, str]:
+    try:
+        n = int(str(env.get("SLURM_CPUS_PER_TASK", "")).strip())
+    except ValueError:
+        return None, "SLURM_CPUS_PER_TASK"
+    return (n if n > 0 else None), "SLURM_CPUS_PER_TASK"
+
+
+def export_distributed_env() -> None:
+    """RANK, WORLD_SIZE, MASTER_ADDR ... from submitit's view of a multi-task job."""
+    if "RANK" in os.environ or not in_job(os.environ) or world_size(os.environ) <= 1:
+        return
+    try:
+        import submitit
+
+        submitit.helpers.TorchDistributedEnvironment().export(set_cuda_visible_devices=False)
+    except (ImportError, RuntimeError):
+        pass  # not a submitit job: a plain multi-task srun without torchrun is not supported
+
+
+def watch_hint(job_ids: Iterable[str]) -> str:
+    ids = sorted({str(j).split("_")[0] for j in job_ids})
+    return f"squeue -j {','.join(ids)}" if ids else "squeue -u $USER"
+
+
+SLURM = Scheduler(name="slurm", in_job=in_job, world_size=world_size, cpus=cpus,
+                  live_jobs=lambda ids: live_slurm_jobs(ids), export_distributed_env=export_distributed_env,
+                  watch_hint=watch_hint)

@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
+from andrea.launch import scheduler
 from andrea.config.resolve import ConfigError, RunSpec, resolve_run, reuse_mismatches, to_dataclass
 from andrea.model.flops import training_flops_per_token
 from andrea.run.units import peak_flops, to_pflops_days
@@ -52,6 +53,9 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
             print(f"error: {e}", file=sys.stderr)
             sys.exit(2)
         raise  # in a sweep the sweeper validated every job; this is a job-side surprise
+    sched = scheduler.current()
+    if sched is not None:  # torch.distributed's variables from the scheduler's view of the job
+        sched.export_distributed_env()
     try:
         return train(spec, run_dir, OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
     except RunLocked as e:  # e.g. a re-run sweep while the first one's job still trains it
@@ -67,13 +71,10 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
 def world_size_of_job() -> int:
     import os
 
-    from andrea.components.distributed import in_submitit_slurm_job
-
     if "WORLD_SIZE" in os.environ:  # torchrun
         return int(os.environ["WORLD_SIZE"])
-    if in_submitit_slurm_job():  # one process per task
-        return int(os.environ.get("SLURM_NTASKS", "1"))
-    return 1
+    sched = scheduler.current()
+    return sched.world_size(os.environ) if sched is not None else 1
 
 
 def _configure_logging() -> None:
@@ -200,11 +201,9 @@ def _same(cfg: DictConfig) -> DictConfig:
 def _mark_queued(jobs: list[PlannedJob]) -> None:
     """State `queued (job J)` for runs that a Slurm job of an earlier launch still holds, queued
     or starting: submitting them again would train them twice (andrea.launch.slurm)."""
-    from andrea.launch.slurm import live_slurm_jobs
-
     ids = {j.run_dir.queued_job_id(): j for j in jobs if j.to_run}
     ids.pop(None, None)
-    for job_id, state in live_slurm_jobs(ids).items():
+    for job_id, state in scheduler.get("slurm").live_jobs(ids).items():
         ids[job_id].state = f"queued (job {job_id}, {state.lower()})"
 
 

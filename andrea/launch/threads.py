@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from typing import Mapping
 
+from andrea.launch import scheduler
+
 
 def _positive_int(value) -> int | None:
     try:
@@ -25,7 +27,7 @@ def _positive_int(value) -> int | None:
 def job_threads(launcher_cpus=None, environ: Mapping[str, str] | None = None) -> tuple[int, str]:
     """(intra-op threads, where that number came from)."""
     env = os.environ if environ is None else environ
-    n, source = _positive_int(env.get("SLURM_CPUS_PER_TASK")), "SLURM_CPUS_PER_TASK"
+    n, source = scheduler.allocated_cpus(env)
     if n is None:
         n, source = _positive_int(launcher_cpus), "hydra.launcher.cpus_per_task"
     if n is None:
