@@ -75,30 +75,90 @@ def _ols_weights(x, x_ref):
     return np.array([1.0, x_ref - x.mean()]) @ P, P[1]
 
 
+@dataclass
+class Group:
+    """Runs of one label at one size with the same compute and points: the delta method needs
+    only their count (and which seeds they share with the other label), not one row per run, so a
+    grid of a million seeds costs what one of three does."""
+
+    x: np.ndarray                     # log compute of the run's points
+    n: int                            # runs in the group
+    size: str = ""
+
+
+def groups_of(runs: list[PlannedRun]) -> tuple[list[Group], list]:
+    """(groups, seed counts of each group) of one label's runs."""
+    from collections import Counter
+
+    index: dict[tuple, int] = {}
+    groups, seeds = [], []
+    for r in runs:
+        f = _fractions(r)
+        key = (r.size, round(math.log(r.flops), 9), tuple(np.round(f, 9)))
+        if key not in index:
+            index[key] = len(groups)
+            groups.append(Group(np.log(r.flops * f), 0, r.size))
+            seeds.append(Counter())
+        g = index[key]
+        groups[g].n += 1
+        seeds[g][r.seed] += 1
+    return groups, seeds
+
+
+def shared_pairs(gb: list[Group], sb: list, gv: list[Group], sv: list) -> dict:
+    """(i_b, i_v) -> runs pairs of the two labels at the same (size, seed): the same data order,
+    correlated by rho."""
+    out = {}
+    for i, (g, cb) in enumerate(zip(gb, sb)):
+        for j, (h, cv) in enumerate(zip(gv, sv)):
+            if g.size == h.size:
+                k = sum(n * cv.get(seed, 0) for seed, n in cb.items())
+                if k:
+                    out[(i, j)] = k
+    return out
+
+
+def _group_weights(groups: list[Group], x_ref: float):
+    """Per group, per point: the rows h, g of ŷ(x_ref) = h·y and slope = g·y of the least-squares
+    line through every point of every run (each run's points repeated n times)."""
+    tot = sum(g.n * g.x.size for g in groups)
+    mean = sum(g.n * g.x.sum() for g in groups) / tot
+    sxx = sum(g.n * ((g.x - mean) ** 2).sum() for g in groups)
+    if not sxx > 0:
+        return None
+    return [(1.0 / tot + (x_ref - mean) * (g.x - mean) / sxx, (g.x - mean) / sxx) for g in groups]
+
+
+def sd_from_groups(gb: list[Group], gv: list[Group], shared: dict, alpha: float,
+                   multiplier: float, noise: dict, x_ref: float) -> float:
+    """`log_multiplier_sd` on grouped runs: each run's points shift together by sigma_run, each
+    point by sigma_point, and a baseline run and a variant run of the same (size, seed) are
+    correlated by rho."""
+    wb, wv = _group_weights(gb, x_ref), _group_weights(gv, x_ref)
+    if wb is None or wv is None:
+        return math.inf
+    lm = math.log(multiplier)
+    db = [hb / alpha - (lm / alpha) * g for hb, g in wb]   # d(log M)/d(alpha) = -log M / alpha
+    dv = [-hv / alpha for hv, _ in wv]
+    s2r, s2p, rho = noise["sigma_run"] ** 2, noise["sigma_point"] ** 2, noise["rho"]
+    var = sum(g.n * (s2r * d.sum() ** 2 + s2p * (d ** 2).sum()) for g, d in zip(gb, db))
+    var += sum(g.n * (s2r * d.sum() ** 2 + s2p * (d ** 2).sum()) for g, d in zip(gv, dv))
+    var += 2 * rho * s2r * sum(k * db[i].sum() * dv[j].sum() for (i, j), k in shared.items())
+    return float(math.sqrt(max(var, 0.0)))
+
+
 def log_multiplier_sd(base: list[PlannedRun], var: list[PlannedRun], alpha: float,
                       multiplier: float, noise: dict, x_ref: float | None = None) -> float:
     """Predicted standard deviation of the estimated log multiplier (delta method)."""
-    xb, rb, cb = _design(base)
-    xv, rv, cv = _design(var)
+    gb, sb = groups_of(base)
+    gv, sv = groups_of(var)
+    xb = np.concatenate([g.x for g in gb])
     if x_ref is None:
         x_ref = 0.5 * (xb.min() + xb.max())
-    if len(np.unique(np.round(xb, 6))) < 2 or len(np.unique(np.round(xv, 6))) < 2:
+    if (len(np.unique(np.round(xb, 6))) < 2
+            or len(np.unique(np.round(np.concatenate([g.x for g in gv]), 6))) < 2):
         return math.inf
-    hb, gb = _ols_weights(xb, x_ref)
-    hv, _ = _ols_weights(xv, x_ref)
-    lm = math.log(multiplier)
-    db = hb / alpha - (lm / alpha) * gb      # alpha = -slope, d(log M)/d(alpha) = -log M / alpha
-    dv = -hv / alpha
-    s2r, s2p, rho = noise["sigma_run"] ** 2, noise["sigma_point"] ** 2, noise["rho"]
-    same_b = rb[:, None] == rb[None, :]
-    same_v = rv[:, None] == rv[None, :]
-    Sbb = s2r * same_b + s2p * np.eye(len(xb))
-    Svv = s2r * same_v + s2p * np.eye(len(xv))
-    ids = {c: i for i, c in enumerate(dict.fromkeys(cb + cv))}  # (size, seed) as integers:
-    ib, iv = (np.array([ids[c] for c in cells]) for cells in (cb, cv))  # one array compare
-    Sbv = rho * s2r * (ib[:, None] == iv[None, :]).astype(float)
-    var = db @ Sbb @ db + dv @ Svv @ dv + 2 * db @ Sbv @ dv
-    return float(math.sqrt(max(var, 0.0)))
+    return sd_from_groups(gb, gv, shared_pairs(gb, sb, gv, sv), alpha, multiplier, noise, x_ref)
 
 
 def _df(runs: list[PlannedRun]) -> int:
@@ -110,7 +170,7 @@ def _df(runs: list[PlannedRun]) -> int:
 
 def half_width(sd: float, df: int, level: float = 0.95) -> float:
     """Relative half-width of the interval exp(log M ± q·sd): (upper - lower) / 2 / M."""
-    q = stats.t.ppf(0.5 + level / 2, df) if df > 0 else stats.norm.ppf(0.5 + level / 2)
+    q = stats.t.ppf(0.5 + level / 2, float(df)) if df > 0 else stats.norm.ppf(0.5 + level / 2)
     return float(math.sinh(q * sd))
 
 
