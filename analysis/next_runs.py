@@ -145,8 +145,10 @@ def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float 
     if not (math.isfinite(gpu_hours) and gpu_hours > 0):
         raise ValueError(f"gpu_hours={gpu_hours!r} must be a positive finite number")
     grid = finished_grid(runs)
+    source = "given"
     if noise is None or alpha is None:
-        m_noise, m_alpha, _ = power.measured(list(runs))
+        m_noise, m_alpha, where = power.measured(list(runs))
+        source = "from the finished runs" if m_noise else f"default ({where})"
         noise = noise or {**power.DEFAULT_NOISE, **{k: v for k, v in (m_noise or {}).items()
                                                     if v is not None}}
         alpha = alpha or m_alpha or power.DEFAULT_ALPHA
@@ -207,7 +209,7 @@ def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float 
             "uniform_after": design.half_width(uniform, alpha, noise),
             "uniform_rounds": u_rounds, "uniform_gpu_hours": u_rounds * round_cost,
             "uniform_added": uniform, "cost_per_seed": cost, "sizes": sizes, "noise": noise,
-            "alpha": alpha, "finished": grid}
+            "noise_source": source, "alpha": alpha, "finished": grid}
 
 
 def commands(prop: dict, sweep: str) -> list[str]:
@@ -262,7 +264,7 @@ def main(argv=None) -> int:
     prop = propose(runs, args.gpu_hours, args.baseline, peak, args.mfu)
     sweep = args.sweep or Path(args.inputs[0]).resolve().name
     nz = prop["noise"]
-    print(f"Noise from the finished runs: per run {nz['sigma_run']:.2%} of log loss, seed "
+    print(f"Noise {prop['noise_source']}: per run {nz['sigma_run']:.2%} of log loss, seed "
           f"correlation {nz['rho']:.2f}, per point {nz['sigma_point']:.2%}; baseline exponent "
           f"{prop['alpha']:.3f}. Cost on {args.gpu} at {args.mfu:.0%} MFU.")
     print(f"{'size':<10} {'seeds now':>9} {'GPU-h per seed':>15} {'add':>4}   (a seed: one run "

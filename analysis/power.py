@@ -2,9 +2,10 @@
 
 For a planned grid (label, size, seed, compute, points per run) this predicts the expected 95 %
 half-width of each variant's compute multiplier over the baseline, as `python -m analysis.fit`
-will estimate it (least squares on log L of every seed's points, the seed bootstrap, default
-C_ref at the geometric middle of the baseline's compute), and how many seeds per size would bring
-it to ±10 %.
+will estimate it (least squares on log L of each run's final point, `fitted_points`, as
+analysis.estimate.C_LAW_POINTS says; the seed bootstrap; default C_ref at the geometric middle of
+the baseline's compute), and how many seeds per size would bring it to ±10 %. A grid whose
+baseline trains at one compute (an architecture sweep's shapes) has no multiplier to predict.
 
 The prediction is the delta method on that estimator under the noise model the coverage check
 simulates (`analysis.synthetic.simulate_runs`): log M ≈ (ŷ_b(x_ref) - ŷ_v(x_ref)) / alpha_b with
@@ -14,8 +15,8 @@ The interval's quantile is the t quantile with the pooled within-size degrees of
 fit's expanded percentile interval uses. `tests/test_analysis_power.py` checks the prediction
 against the spread of simulated sweeps' estimates.
 
-The noise comes from the sweep's finished runs when at least two seeds of a size have finished
-(`analysis.replicates.noise_components`), else from DEFAULT_NOISE, the run-to-run noise issue #12
+The noise comes from the sweep's finished runs when their seeds give at least MIN_NOISE_DF degrees
+of freedom (`analysis.replicates.noise_components`), else from DEFAULT_NOISE, the run-to-run noise issue #12
 measured on the demo (paired log-loss gap 1.2-1.8 % per run).
 """
 
@@ -34,6 +35,10 @@ DEFAULT_NOISE = {"sigma_run": 0.012, "rho": 0.3, "sigma_point": 0.003}
 DEFAULT_ALPHA = 0.057          # the report's baseline exponent in compute (CPU demo: ~0.07)
 DEFAULT_MULTIPLIER = 1.25      # the report's Block AttnRes result
 TARGET = 0.10                  # ±10 %
+# Degrees of freedom between seeds below which the finished runs' noise is not used: a variance
+# from 6 df is within a factor 0.4-2.9 of the truth (95 %, chi-square); from one pair of seeds
+# (1 df) within 0.2-1000, and its point-noise correction can drive it to 0.
+MIN_NOISE_DF = 6
 # points at budgets spread like train.budgets=[0.25,0.5,1,2] when a plan gives only a count
 DEFAULT_SPAN = 8.0
 
@@ -187,13 +192,35 @@ def _with_points(runs: list[PlannedRun], k: int) -> list[PlannedRun]:
     return [PlannedRun(r.label, r.size, r.seed, r.flops, k, None) for r in runs]
 
 
+def _c_law_points() -> str:
+    from analysis.estimate import C_LAW_POINTS
+
+    return C_LAW_POINTS
+
+
+def fitted_points(planned: list[PlannedRun]) -> list[PlannedRun]:
+    """The runs as the C-law sees them: `analysis.fit` fits each run's final point only
+    (analysis.estimate.C_LAW_POINTS), so a run's earlier budgets are not in its interval."""
+    if _c_law_points() == "all":
+        return list(planned)
+    return [PlannedRun(r.label, r.size, r.seed, r.flops) for r in planned]
+
+
+def compute_levels(flops, ratio: float = 1.25) -> int:
+    """How many distinct compute scales `flops` holds (values within `ratio` of their neighbour
+    are one): the shapes of an architecture sweep differ by a few % in FLOPs, sizes by 2x+."""
+    xs = sorted(flops)
+    return sum(1 for a, b in zip(xs, xs[1:]) if b > ratio * a) + 1 if xs else 0
+
+
 def predict(planned: list[PlannedRun], baseline: str = "baseline", noise: dict | None = None,
             alpha: float = DEFAULT_ALPHA, multiplier: float = DEFAULT_MULTIPLIER,
             level: float = 0.95) -> list[dict]:
     """Per variant: the predicted half-width and the seeds per size that reach ±10 %."""
     noise = {**DEFAULT_NOISE, **{k: v for k, v in (noise or {}).items() if v is not None}}
+    points_now = {r.label: max(r.n_points, len(r.budgets or ())) for r in planned}
     by = defaultdict(list)
-    for r in planned:
+    for r in fitted_points(planned):
         by[r.label].append(r)
     base = by.get(baseline)
     if not base:
@@ -216,12 +243,13 @@ def predict(planned: list[PlannedRun], baseline: str = "baseline", noise: dict |
             if h <= TARGET:
                 need = n
                 break
-        pts_now = max(r.n_points for r in runs)
-        # at the middle of that grid's own compute (its points reach below the runs' totals)
-        more_pts = half_width(log_multiplier_sd(_with_points(base, 8), _with_points(runs, 8),
-                                                alpha, multiplier, noise), df, level)
+        more_pts = None
+        if _c_law_points() == "all":
+            # at the middle of that grid's own compute (its points reach below the runs' totals)
+            more_pts = half_width(log_multiplier_sd(_with_points(base, 8), _with_points(runs, 8),
+                                                    alpha, multiplier, noise), df, level)
         out.append({"variant": label, "half_width": hw, "sd_log": sd, "df": df,
-                    "seeds_per_size": seeds_now, "points_per_run": pts_now,
+                    "seeds_per_size": seeds_now, "points_per_run": points_now[label],
                     "seeds_for_target": need, "half_width_with_8_points": more_pts,
                     "one_seed": seeds_now < 2})
     return out
@@ -237,12 +265,22 @@ def measured(finished_runs) -> tuple[dict | None, float | None, str]:
     reps = arrange(finished_runs)
     baseline = "baseline" if "baseline" in reps else sorted(reps)[0]
     noise = noise_components(reps, baseline)
+    n = len({r.run_id for r in finished_runs})
+    if noise is None:
+        return None, None, (f"{n} finished run(s), no size with two finished seeds of one "
+                            "variant: no noise to measure")
+    if noise["df"] < MIN_NOISE_DF:
+        return None, None, (f"too few finished seeds to measure the noise ({n} finished run(s), "
+                            f"{noise['df']} degree(s) of freedom between seeds; needs "
+                            f"{MIN_NOISE_DF})")
+    if noise["sigma_run"] < 1e-4:
+        return None, None, (f"{n} finished run(s), whose seeds spread no more than their points "
+                            "do: the per-run noise is not measurable from them")
     alpha = None
     res = fit_variants(finished_runs, baseline, n_bootstrap=0)
     f = res.fits.get(baseline)
     if f is not None and len(reps[baseline].cells) >= 3 and f.alpha > 0:
         alpha = f.alpha
-    n = len({r.run_id for r in finished_runs})
     return noise, alpha, f"{n} finished run(s)"
 
 
@@ -252,13 +290,22 @@ def report(planned: list[PlannedRun], finished_runs=(), baseline: str = "baselin
     if len(sizes) < 2:  # an ablation or an LR scan: losses are compared at one size
         return (f"Power: the {baseline!r} runs of this grid span {len(sizes)} size(s); a compute "
                 "multiplier needs a fit over two or more, so none is predicted.")
+    levels = compute_levels({r.flops for r in planned if r.label == baseline})
+    if levels < 2:  # an architecture sweep: shapes of one size at one compute
+        shapes = any("@" in s for s in sizes)
+        return (f"Power: the {baseline!r} runs' {len(sizes)} "
+                f"{'shapes' if shapes else 'sizes'} train at one compute (within 25 %); a compute "
+                "multiplier needs a fit across compute, so none is predicted"
+                + (" (an architecture sweep compares shapes at fixed compute: "
+                   "python -m analysis.architecture)." if shapes else "."))
     noise, alpha, where = measured(list(finished_runs))
     src = []
     if noise is None:
         noise = dict(DEFAULT_NOISE)
         src.append(f"noise: default (per-run {DEFAULT_NOISE['sigma_run']:.1%} of log loss, "
                    f"seed correlation {DEFAULT_NOISE['rho']}, per point "
-                   f"{DEFAULT_NOISE['sigma_point']:.1%}; issue #12's demo), {where} with 2+ seeds")
+                   f"{DEFAULT_NOISE['sigma_point']:.1%}; issue #12's demo), "
+                   + (where if finished_runs else "no finished runs yet"))
     else:
         noise = {**DEFAULT_NOISE, **{k: v for k, v in noise.items() if v is not None}}
         src.append(f"noise: measured from {where} (per-run {noise['sigma_run']:.2%}, seed "
@@ -271,17 +318,24 @@ def report(planned: list[PlannedRun], finished_runs=(), baseline: str = "baselin
                 "no multiplier to predict.")
     lines = [f"Power (predicted 95 % interval of each multiplier, at the middle of the baseline's "
              f"compute; {'; '.join(src)}):"]
+    final = _c_law_points() != "all"
     for r in rows:
         s = (f"  {r['variant']}: this grid resolves a {DEFAULT_MULTIPLIER}x multiplier to "
              f"±{100 * r['half_width']:.0f} % ({r['seeds_per_size']} seed(s) per size, "
-             f"{r['points_per_run']} point(s) per run)")
+             + ("each run's final point)" if final else f"{r['points_per_run']} point(s) per run)"))
         if r["half_width"] > TARGET:
             need = (f"{r['seeds_for_target']} seeds per size" if r["seeds_for_target"]
                     else "more than 64 seeds per size")
-            s += (f"; ±10 % needs {need}; 8 points per run (train.budgets) would give "
-                  f"±{100 * r['half_width_with_8_points']:.0f} %")
+            s += f"; ±10 % needs {need}"
+            if r["half_width_with_8_points"] is not None:
+                s += (f"; 8 points per run (train.budgets) would give "
+                      f"±{100 * r['half_width_with_8_points']:.0f} %")
         lines.append(s)
         if r["one_seed"]:
             lines.append("    (one seed per size: the interval can only resample sizes, which "
                          "under-covers; plan >= 2 seeds)")
+    if final and any(r["points_per_run"] > 1 for r in rows):
+        lines.append("  (the C-law fits each run's final point, so more budgets per run "
+                     "(train.budgets) do not narrow these intervals: seeds do; the earlier points "
+                     "feed L(N, D) and the figures)")
     return "\n".join(lines)

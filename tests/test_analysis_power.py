@@ -82,3 +82,28 @@ def test_one_size_grid_predicts_no_multiplier():
                for seed in range(3)]
     text = report(planned)
     assert "none is predicted" in text and "inf" not in text
+
+
+def test_the_prediction_follows_the_c_law_s_final_points():
+    # analysis.fit fits each run's final point: earlier budgets do not narrow its interval, and
+    # the plan neither predicts nor advises as if they did
+    plain = predict(_plan((0, 1, 2)), alpha=0.07)[0]
+    budgets = predict(_plan((0, 1, 2), (0.25, 0.5, 1.0)), alpha=0.07)[0]
+    assert budgets["half_width"] == pytest.approx(plain["half_width"], rel=1e-9)
+    assert budgets["points_per_run"] == 3 and budgets["half_width_with_8_points"] is None
+    text = report(_plan((0, 1, 2), (0.25, 0.5, 1.0)))
+    assert "8 points per run" not in text and "each run's final point" in text
+    assert "more budgets per run (train.budgets) do not narrow these intervals" in text
+
+
+def test_two_finished_seeds_are_too_few_to_measure_the_noise():
+    # one size's two seeds of each label: 2 df between seeds; their spread, less the points'
+    # share, came out as "per-run 0.00 %" and a prediction far narrower than the default's
+    laws = {"baseline": power_law(3.0, 0.07), "attnres_full": power_law(2.95, 0.07)}
+    finished = simulate_runs(laws, COMPUTE[:1], (0, 1), (0.25, 0.5, 1.0),
+                             rng=np.random.default_rng(3))
+    text = report(_plan((0, 1, 2)), finished)
+    assert "too few finished seeds to measure the noise" in text and "noise: default" in text
+    assert "per-run 0.00" not in text
+    pct = lambda t: t.split("multiplier to ±")[1].split(" %")[0]   # noqa: E731
+    assert pct(text) == pct(report(_plan((0, 1, 2))))           # the default's prediction
