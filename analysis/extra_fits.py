@@ -217,8 +217,11 @@ def figures(extra: Extra, groups, out, written, baseline) -> list[str]:
     """frontier.png and, with L(N, D) fits, isoflop.png; returns messages."""
     from analysis import plots_extra
     msgs = []
-    plots_extra.plot_frontier(groups, extra.frontier, [out / "frontier.png"], baseline)
-    written.append(out / "frontier.png")
+    if groups:
+        plots_extra.plot_frontier(groups, extra.frontier, [out / "frontier.png"], baseline)
+        written.append(out / "frontier.png")
+    else:
+        msgs.append("frontier figure skipped: no points")
     # an L(N, D) fit without a compute-optimal N has no isoFLOP minimum to show: its curves
     # would be flat or run off the data, so such fits are left out and the log says why
     why = {k: f.no_optimum() for k, f in extra.chinchilla.items()}

@@ -29,7 +29,8 @@ def plot_frontier(groups, front, paths, baseline: str = "baseline") -> None:
     ax.set_xlabel("Training compute C (PFLOP/s-days)")
     ax.set_ylabel("Validation loss (nats/token, mean over seeds)")
     ax.set_title("Compute-efficient frontier: lower envelope of each variant's points", fontsize=10)
-    ax.legend(loc="lower left", frameon=False)
+    if ax.get_legend_handles_labels()[0]:   # no series, no legend (and no matplotlib warning)
+        ax.legend(loc="lower left", frameon=False)
     _save(fig, paths)
 
 

@@ -69,3 +69,18 @@ def test_isoflop_is_not_drawn_when_the_fit_has_no_compute_optimal_n(tmp_path):
     assert not (tmp_path / "isoflop.png").exists()
     assert any("isoFLOP figure skipped" in m for m in msgs)
     assert any("baseline not drawn: a = 0" in m for m in msgs)
+
+
+def test_no_points_draw_no_frontier_and_warn_nothing(tmp_path):
+    # make test printed matplotlib's "No artists with labels found to put in legend" from the
+    # frontier figure of an empty group
+    import warnings
+
+    from analysis.extra_fits import Extra, figures
+    from analysis.plots_extra import plot_frontier
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        msgs = figures(Extra(), {}, tmp_path, [], "baseline")
+        plot_frontier({}, {}, [tmp_path / "f.png"])
+    assert "frontier figure skipped: no points" in msgs and not (tmp_path / "frontier.png").exists()
