@@ -184,7 +184,10 @@ def _take(cands, chosen, msgs, spec):
     for label, size, rd in cands:
         dyn = read_json(rd.dynamics)
         if isinstance(dyn, dict) and isinstance(dyn.get("layer_rms"), list) and dyn["layer_rms"]:
-            chosen.append({"label": label, "size": size, "run": str(rd.root), "dyn": dyn})
+            res = rd.read_results()
+            seed = res.get("seed") if isinstance(res, dict) else None
+            chosen.append({"label": label, "size": size, "run": str(rd.root), "dyn": dyn,
+                           "seed": seed})
             return
     msgs.append(f"dynamics: no readable dynamics.json for {spec}")
 
@@ -359,7 +362,9 @@ def main(argv=None) -> int:
             if dyn:
                 plots.plot_dynamics(dyn, [out / "dynamics.png"], args.baseline)
                 written.append(out / "dynamics.png")
-                figure_msgs.append("dynamics: " + ", ".join(f"{r['label']}:{r['size']}" for r in dyn))
+                figure_msgs.append("dynamics: " + ", ".join(
+                    f"{r['label']}:{r['size']}" + (f" seed {r['seed']}" if r.get("seed") is not None
+                                                   else "") for r in dyn))
             else:
                 figure_msgs.append("dynamics figure skipped: no run with a dynamics.json")
 

@@ -390,8 +390,19 @@ def _weights_matrix(depth_weights) -> np.ndarray:
 
 
 def plot_dynamics(runs: list[dict], paths, baseline: str = "baseline") -> None:
-    """runs: dicts with label, size, dyn (the dynamics.json content). Left: per-layer output RMS;
-    then one depth-attention heatmap per AttnRes run (rows: layers + output, columns: sources)."""
+    _save(dynamics_figure(runs, baseline), paths)
+
+
+def _which_run(r: dict) -> str:
+    """"tiny-3, seed 0": the figure shows one seed's run of each variant, so it says which."""
+    seed = r.get("seed")
+    return f"{r['size']}, seed {seed}" if seed is not None else f"{r['size']}, seed unknown"
+
+
+def dynamics_figure(runs: list[dict], baseline: str = "baseline"):
+    """runs: dicts with label, size, seed, dyn (the dynamics.json content). Left: per-layer output
+    RMS; then one depth-attention heatmap per AttnRes run (rows: layers + output, columns:
+    sources). One run (seed) per variant: the title and legend name it."""
     col = colours([r["label"] for r in runs] + [baseline], baseline)
     heat = [r for r in runs if r["dyn"].get("depth_weights")]
     n = 1 + len(heat)
@@ -403,12 +414,12 @@ def plot_dynamics(runs: list[dict], paths, baseline: str = "baseline") -> None:
     for r in runs:
         rms = np.asarray(r["dyn"]["layer_rms"], float)
         ax.plot(np.arange(len(rms)), rms, "o-", ms=3, color=col[r["label"]],
-                label=f"{r['label']} ({r['size']}, step {r['dyn'].get('step', '?')})")
+                label=f"{r['label']} ({_which_run(r)}, step {r['dyn'].get('step', '?')})")
     ax.set_ylim(bottom=0)
     ax.xaxis.set_major_locator(mticker.MaxNLocator(integer=True))
     ax.set_xlabel("Layer l (sublayer, from 0)")
     ax.set_ylabel("RMS of layer output f_l")
-    ax.set_title("Per-layer output magnitude", fontsize=10)
+    ax.set_title("Per-layer output magnitude (one seed's run per variant)", fontsize=10)
     ax.legend(frameon=False, fontsize=7)
     for ax, r in zip(axes[1:], heat):
         m = _weights_matrix(r["dyn"]["depth_weights"])
@@ -426,11 +437,11 @@ def plot_dynamics(runs: list[dict], paths, baseline: str = "baseline") -> None:
         ax.yaxis.set_major_locator(mticker.MaxNLocator(integer=True))
         ax.set_xlabel("Source (0 = embedding)")
         ax.set_ylabel("Layer (last row = output)")
-        ax.set_title(f"Depth attention: {r['label']} ({r['size']})", fontsize=10)
+        ax.set_title(f"Depth attention: {r['label']} ({_which_run(r)})", fontsize=10)
         ax.grid(False)
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, extend="max" if clipped else "neither",
                      label=f"weight (red: above {vmax:.2f}, up to {np.nanmax(m):.2f})" if clipped
                      else "weight")
     for ax in axes[n:]:
         ax.set_visible(False)
-    _save(fig, paths)
+    return fig

@@ -188,3 +188,19 @@ def test_many_bands_move_to_one_panel_per_variant_beside_the_baseline():
     fig = plots.scaling_figure(by_label(aggregate(runs)[0]), res.fits, 3e-9)
     assert len(fig.axes) == 1 and len(bands(fig.axes[0])) == 3
     plots.plt.close(fig)
+
+
+def test_dynamics_figure_names_the_seed_it_shows(tmp_path):
+    from analysis.fit import _dynamics_runs
+
+    sweep = tmp_path / "sweep"
+    make_sweep(sweep, seeds=(3, 5))
+    points, _ = aggregate(collect([sweep]).runs)
+    runs, msgs = _dynamics_runs(points, None, "baseline")
+    assert runs and all(r["seed"] in (3, 5) for r in runs)
+    fig = plots.dynamics_figure(runs)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert all(f"seed {r['seed']}" in t for r, t in zip(runs, legend))
+    titles = [ax.get_title() for ax in fig.axes[1:] if ax.get_visible() and ax.get_title()]
+    assert titles and all("seed" in t for t in titles)
+    plots.plt.close(fig)
