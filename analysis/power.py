@@ -73,13 +73,6 @@ def _design(runs: list[PlannedRun]):
     return np.array(x), np.array(run_of), cell
 
 
-def _ols_weights(x, x_ref):
-    """Rows h, g with ŷ(x_ref) = h·y and slope = g·y for the least-squares line."""
-    X = np.stack([np.ones_like(x), x - x.mean()], 1)
-    P = np.linalg.solve(X.T @ X, X.T)
-    return np.array([1.0, x_ref - x.mean()]) @ P, P[1]
-
-
 @dataclass
 class Group:
     """Runs of one label at one size with the same compute and points: the delta method needs

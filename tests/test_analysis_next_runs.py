@@ -56,6 +56,9 @@ def test_cli(tmp_path, capsys):
     assert main([str(tmp_path / "demo"), "--gpu-hours", str(2 * _round_cost(runs))]) == 0
     out = capsys.readouterr().out
     assert "now →" in out and "python sweep.py -m sweeps=demo size=" in out
+    assert main([str(tmp_path / "demo"), "--gpu-hours", str(1e5 * _round_cost(runs))]) == 0
+    out = capsys.readouterr().out
+    assert "(it reaches ±10% after " in out and "±0.0%" not in out
     write_runs(tmp_path / "only", [r for r in runs if r.label == "baseline"])
     assert main([str(tmp_path / "only"), "--gpu-hours", "1"]) == 2
     assert capsys.readouterr().err.startswith("error: need finished runs of 'baseline'")
@@ -97,6 +100,8 @@ def test_any_budget_is_allocated_in_a_bounded_number_of_steps(monkeypatch):
     assert max(seeds) <= MAX_SEED_RATIO * min(seeds) and sum(seeds) > 0.99e6 * 2
     assert prop["after"] < small["after"] and prop["uniform_rounds"] == 1_000_000
     assert prop["after"] <= prop["uniform_after"] * 1.01
+    # where ±10 % was reached on the way: far below such a budget
+    assert 0 < prop["gpu_hours_to_target"] < 1e-3 * prop["spent_gpu_hours"]
     with pytest.raises(ValueError, match="finite"):
         propose(runs, float("inf"), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07)
 
