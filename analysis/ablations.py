@@ -7,7 +7,7 @@ loss over seeds with its Student-t interval, and the difference to the baseline 
 with the interval of the *paired* difference (seed s of the row minus seed s of the reference:
 the seeds share data order and initial weights where shapes match, so pairing removes that
 shared noise). Writes ablations.{md,csv,tex}, ablations.png (dot and interval per row, baseline
-and Full as vertical bands) and, when the input has Block AttnRes at two or more S,
+and Full as vertical bands; beside it each row's paired differences to both) and, when the input has Block AttnRes at two or more S,
 block_size.png in Fig. 6's shape (S on a log axis from L down to 2, Full and the baseline as
 horizontal bands).
 """
@@ -139,10 +139,21 @@ def _band(ax, row, colour, horizontal: bool):
 
 
 def plot_rows(rows, path, size, level, baseline="baseline", full="attnres_full") -> None:
-    from analysis.report.plots import save_figure, colours, plt
+    from analysis.report.plots import save_figure
+
+    save_figure(rows_figure(rows, size, level, baseline, full), [path])
+
+
+def rows_figure(rows, size, level, baseline="baseline", full="attnres_full"):
+    """Left: each row's mean loss and t-interval, the references as bands. Right: each row's
+    paired difference to the baseline (filled) and to Full (hollow), seed s minus seed s, with
+    its t-interval: the comparison the table makes, which the left panel's overlapping
+    unpaired intervals hide."""
+    from analysis.report.plots import colours, plt
 
     col = colours([r.label for r in rows] + [baseline], baseline)
-    fig, ax = plt.subplots(figsize=(6.5, 0.45 * len(rows) + 1.4))
+    fig, (ax, dx) = plt.subplots(1, 2, figsize=(11, 0.45 * len(rows) + 1.6), sharey=True,
+                                 gridspec_kw={"width_ratios": [1.1, 1]})
     for ref in (baseline, full):
         r = next((r for r in rows if r.label == ref), None)
         if r is not None:
@@ -153,10 +164,27 @@ def plot_rows(rows, path, size, level, baseline="baseline", full="attnres_full")
     ax.set_yticks(range(len(rows)), [r.label for r in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel(f"final validation loss (nats/token), mean and {level:.0%} t-interval")
-    ax.set_title(f"Ablations, size {size}, {max(len(r.losses) for r in rows)} seeds "
-                 "(lower is better)", fontsize=10)
     ax.legend(frameon=False, loc="lower right")
-    save_figure(fig, [path])
+    dx.axvline(0, color="0.3", lw=1)
+    drawn = False
+    for y, r in enumerate(rows):
+        for d, dy, mfc, ref in ((r.d_base, -0.12, None, baseline), (r.d_full, 0.12, "white", full)):
+            if d is None or r.label == ref:
+                continue
+            m, lo, hi, _ = d
+            err = None if math.isnan(lo) else [[m - lo], [hi - m]]
+            dx.errorbar([m], [y + dy], xerr=err, fmt="o" if mfc is None else "s",
+                        color=col[r.label], mfc=mfc or col[r.label], capsize=3,
+                        gid=f"paired:{r.label}-{ref}")
+            drawn = True
+    dx.set_xlabel(f"paired difference (seed s − seed s), mean and {level:.0%} t-interval")
+    dx.set_title(f"● vs {baseline}   □ vs {full}   (< 0: lower loss)", fontsize=9)
+    if not drawn:
+        dx.text(0.5, 0.5, "no row shares seeds with a reference", transform=dx.transAxes,
+                ha="center", fontsize=8)
+    fig.suptitle(f"Ablations, size {size}, {max(len(r.losses) for r in rows)} seeds "
+                 "(lower is better)", fontsize=10)
+    return fig
 
 
 def plot_block_size(rows, path, size, level, n_sublayers=None, baseline="baseline",

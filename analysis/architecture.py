@@ -34,7 +34,7 @@ import numpy as np
 
 from analysis.fits import parabola
 from analysis.fits.replicates import paired
-from analysis.inputs.collect import collect_or_report
+from analysis.inputs.collect import collect_or_report, final_points
 from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
 from andrea.run.rundir import atomic_write_bytes
 
@@ -92,9 +92,26 @@ def parse_size(size: str) -> tuple[str, float | None, float | None, str | None]:
     return m["base"], float(m["a"]), (float(m["h"]) if m["h"] else None), m["p"]
 
 
+def not_a_shape_sweep(runs) -> str | None:
+    """Why these runs are not an architecture sweep, or None when they are. The table compares
+    shapes at one parameter count and token budget; sizes that are not shape-rule labels
+    (`tiny-3@a21`) are a scaling ladder, whose cells differ in parameters and compute, and a
+    "loss-optimal aspect" across them would be the optimum of model size."""
+    sizes = sorted({r.size for r in runs})
+    if not sizes or any(parse_size(s)[1] is not None for s in sizes):
+        return None
+    return (f"no run was trained with the shape rule (size.aspect: sizes like `tiny-2@a24`); the "
+            f"sizes found ({', '.join(sizes[:6])}{', ...' if len(sizes) > 6 else ''}) are a "
+            "scaling sweep: fit it with `python -m analysis.fit`, or run an architecture sweep "
+            "(sweeps=architecture_cpu, docs/architecture_sweep.md)")
+
+
 def cells_of(runs) -> tuple[list[Cell], list[str]]:
     """Group runs into cells; the shape comes from each run's results.json (n_layer, n_head,
-    d_model, recorded since the shape rule)."""
+    d_model, recorded since the shape rule). A run trained with several budgets
+    (train.budgets) holds several points; its cell takes its final one, the full budget the
+    cell's shapes are compared at."""
+    runs = final_points(runs)
     cells: dict[tuple[str, str], Cell] = {}
     flops: dict[tuple[str, str], list[float]] = defaultdict(list)
     warnings = []
@@ -251,10 +268,24 @@ def csv_text(cells, gap, baseline) -> str:
 
 
 # --- figures -----------------------------------------------------------------------------------
+def _wrap(text: str, width_in: float, fontsize: float) -> str:
+    """`text` broken into lines that fit `width_in` inches at `fontsize` points (a character is
+    about 0.55 em wide in the default sans-serif): a one-aspect grid is narrower than its title."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, max(12, int(width_in * 72 / (0.55 * fontsize)))))
+
+
 def plot_heatmap(cells, gap, optima, path, baseline) -> None:
     """Fig. 7's layout: aspect across, head ratio down; a panel per variant (shared colours) and
     one for each variant's gap to the baseline (diverging, blue = variant lower)."""
-    from analysis.report.plots import save_figure, plt
+    from analysis.report.plots import save_figure
+
+    save_figure(heatmap_figure(cells, gap, optima, baseline), [path])
+
+
+def heatmap_figure(cells, gap, optima, baseline):
+    from analysis.report.plots import plt
 
     labels = sorted({c.label for c in cells}, key=lambda lb: (lb != baseline, lb))
     aspects = sorted({c.aspect_asked for c in cells})
@@ -263,9 +294,9 @@ def plot_heatmap(cells, gap, optima, path, baseline) -> None:
     others = [lb for lb in labels if lb != baseline]
     panels = [(lb, False) for lb in labels] + [(lb, True) for lb in others]
     # panels stacked, so a one-row grid (the CPU sweep) is not a strip
-    fig, axes = plt.subplots(len(panels), 1, figsize=(3.0 + 1.1 * len(aspects),
-                                                      len(panels) * (1.4 + 0.6 * len(rows))),
-                             squeeze=False)
+    width = 3.0 + 1.1 * len(aspects)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(width, len(panels) * (1.4 + 0.6 * len(rows))
+                                                      + 0.3), squeeze=False)
     loss = [c.mean for c in cells]
     vmin, vmax = min(loss), max(loss)
     glim = max([abs(g[0]) for g in gap.values()] or [1e-9])
@@ -297,12 +328,13 @@ def plot_heatmap(cells, gap, optima, path, baseline) -> None:
         ax.set_yticks(range(len(rows)), rows, fontsize=7)
         ax.grid(False)
         ax.set_xlabel("d_model / L_b asked (realised shape)", fontsize=8)
-        ax.set_title(f"{lb} − {baseline} (blue: {lb} lower)" if is_gap else
-                     f"{lb}: final validation loss", fontsize=9)
+        # the panel is the figure less its colour bar and row labels
+        ax.set_title(_wrap(f"{lb} − {baseline} (blue: {lb} lower)" if is_gap else
+                           f"{lb}: final validation loss", width - 1.8, 9), fontsize=9)
         fig.colorbar(im, ax=ax, shrink=0.8)
-    fig.suptitle("Shape at fixed parameters and tokens (red box: a row's best cell; "
-                 "means over seeds)", fontsize=9)
-    save_figure(fig, [path])
+    fig.suptitle(_wrap("Shape at fixed parameters and tokens (red box: a row's best cell; "
+                       "means over seeds)", width - 0.3, 9), fontsize=9)
+    return fig
 
 
 def plot_aspect(cells, optima, path, baseline, level) -> None:
@@ -361,7 +393,19 @@ def main(argv=None) -> int:
     col = collect_or_report(a.inputs)
     if col is None:
         return 2
-    cells, warnings = cells_of(col.runs)
+    why = not_a_shape_sweep(col.runs)
+    if why is not None:
+        print(f"error: {why}", file=sys.stderr)
+        return 2
+    runs = final_points(col.runs)   # one point per run: the bootstrap resamples runs, not budgets
+    # a named size is a cell of its own shape row (its default aspect) only beside re-shapes of it
+    shaped = {parse_size(r.size)[0] for r in runs if parse_size(r.size)[1] is not None}
+    stray = sorted({r.size for r in runs if parse_size(r.size)[0] not in shaped})
+    runs = [r for r in runs if parse_size(r.size)[0] in shaped]
+    cells, warnings = cells_of(runs)
+    if stray:
+        warnings.append(f"size(s) {', '.join(stray)} have no re-shaped cell (size.aspect) beside "
+                        "them: not part of a shape row; left out")
     warnings += [f"skipped {src}: {why}" for src, why in col.failed + col.invalid]
     if col.running:
         warnings.append(f"{len(col.running)} run(s) not finished; left out")
@@ -374,7 +418,7 @@ def main(argv=None) -> int:
                                       key=lambda t: (t[0] != a.baseline, t))
               if (o := optimum(cells, lb, row)) is not None]
     if a.bootstrap > 0:
-        warnings += bootstrap_optima(col.runs, cells, optima, a.baseline, a.bootstrap, a.level,
+        warnings += bootstrap_optima(runs, cells, optima, a.baseline, a.bootstrap, a.level,
                                      a.seed)
     gap = gaps(cells, a.baseline, a.level)
     fl = [c.flops for c in cells]

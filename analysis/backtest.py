@@ -18,7 +18,8 @@ Percentile level: the fit's expanded level (`analysis.fits.replicates.expanded_l
 The multiplier "observed" at the held-out compute is the full fit's (all sizes, the same
 estimator); its predicted interval is the truncated fits', extrapolated to that compute.
 A miss — a loss or multiplier outside its interval — says the law bends beyond the fitted sizes
-(a curvature the fitted form misses), or that the largest size differs in kind.
+(a curvature the fitted form misses), or that the largest size differs in kind. backtest.png
+draws predicted against observed with the intervals (`backtest_figure`).
 """
 
 from __future__ import annotations
@@ -164,6 +165,77 @@ def markdown(bt: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def backtest_figure(bt: dict, baseline: str = "baseline"):
+    """Predicted against observed, with the prediction intervals: left, the held-out size's
+    loss at each budget (y = x is a perfect prediction; a bar that misses the diagonal is a
+    miss, drawn as a cross); right, each variant's multiplier at the held-out compute, the
+    observed one with the full fit's interval."""
+    from analysis.report.plots import colours, mticker, plt
+
+    labels = sorted({r["variant"] for r in bt["losses"]} | {m["variant"] for m in bt["multipliers"]})
+    col = colours(labels + [baseline], baseline)
+    two = bool(bt["multipliers"])
+    fig, axes = plt.subplots(1, 2 if two else 1, figsize=(11 if two else 5.8, 4.8), squeeze=False)
+    ax = axes[0][0]
+    pct = f"{100 * bt['ci_level']:.0f} %"
+    vals = []
+    for r in bt["losses"]:
+        err = None
+        if math.isfinite(r["lo"]) and math.isfinite(r["hi"]):
+            err = [[r["predicted"] - r["lo"]], [r["hi"] - r["predicted"]]]
+            vals += [r["lo"], r["hi"]]
+        miss = r["inside"] is False
+        b = "" if r["budget"] is None else f" ×{r['budget']:g}"
+        ax.errorbar([r["observed"]], [r["predicted"]], yerr=err, fmt="X" if miss else "o",
+                    color=col[r["variant"]], ms=8 if miss else 5, capsize=3,
+                    label=f"{r['variant']} {r['size']}{b}" + (" (miss)" if miss else ""),
+                    gid=f"loss:{r['variant']}:{r['point']}")
+        vals += [r["observed"], r["predicted"]]
+    lo, hi = min(vals) / 1.01, max(vals) * 1.01
+    ax.plot([lo, hi], [lo, hi], color="0.5", ls="--", lw=1, zorder=0)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("observed loss of the held-out size (geometric mean over seeds)")
+    ax.set_ylabel(f"predicted from the smaller sizes ({pct} interval)")
+    ax.set_title("Held-out losses: on the dashed line = predicted exactly", fontsize=9)
+    ax.legend(frameon=False, fontsize=6, loc="upper left")
+    if two:
+        mx = axes[0][1]
+        for k, m in enumerate(bt["multipliers"]):
+            yerr = None
+            if math.isfinite(m["lo"]) and math.isfinite(m["hi"]):
+                yerr = [[max(m["predicted"] - m["lo"], 0)], [max(m["hi"] - m["predicted"], 0)]]
+            o_lo, o_hi = m["observed_ci"]
+            xerr = None
+            if math.isfinite(o_lo) and math.isfinite(o_hi):
+                xerr = [[max(m["observed"] - o_lo, 0)], [max(o_hi - m["observed"], 0)]]
+            miss = m["inside"] is False
+            mx.errorbar([m["observed"]], [m["predicted"]], xerr=xerr, yerr=yerr,
+                        fmt="X" if miss else "D", color=col[m["variant"]], capsize=3,
+                        label=m["variant"] + (" (miss)" if miss else ""),
+                        gid=f"multiplier:{m['variant']}")
+        ends = [v for m in bt["multipliers"] for v in (m["predicted"], m["observed"], m["lo"],
+                                                       m["hi"], *m["observed_ci"])
+                if math.isfinite(v) and v > 0]
+        a, b = min(ends + [1.0]) / 1.1, max(ends + [1.0]) * 1.1
+        mx.plot([a, b], [a, b], color="0.5", ls="--", lw=1, zorder=0)
+        mx.set_xscale("log")
+        mx.set_yscale("log")
+        mx.set_xlim(a, b)
+        mx.set_ylim(a, b)
+        for axis in (mx.xaxis, mx.yaxis):   # plain multipliers, not 1.2 × 10^0
+            axis.set_major_locator(mticker.MaxNLocator(6))
+            axis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:.3g}"))
+            axis.set_minor_formatter(mticker.NullFormatter())
+        c = bt["multipliers"][0]["c_ref_pflops_days"]
+        mx.set_xlabel("observed multiplier (fit on all sizes, its interval)")
+        mx.set_ylabel(f"predicted from the smaller sizes ({pct} interval)")
+        mx.set_title(f"Multiplier at the held-out compute {c:.3g} PF-days", fontsize=9)
+        mx.legend(frameon=False, fontsize=7, loc="upper left")
+    fig.suptitle("Backtest: each variant fitted without its largest size predicts it", fontsize=10)
+    return fig
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     if args.bootstrap < 0 or not 0 < args.ci < 1:
@@ -183,8 +255,10 @@ def main(argv=None) -> int:
     text = markdown(bt)
     atomic_write_json(args.out / "backtest.json", jsonable(bt))
     atomic_write_bytes(args.out / "backtest.md", text.encode())
+    from analysis.report.plots import save_figure
+    save_figure(backtest_figure(bt, args.baseline), [args.out / "backtest.png"])
     print(text, end="")
-    print(f"Wrote backtest.json, backtest.md to {args.out}/")
+    print(f"Wrote backtest.json, backtest.md, backtest.png to {args.out}/")
     return 0
 
 

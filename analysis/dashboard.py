@@ -2,6 +2,7 @@
 
     python -m analysis.dashboard --entity E --project andrea --group <sweep_name> [--report]
     python -m analysis.dashboard ... --dry-run       # build and print the panels, no network
+    python -m analysis.dashboard ... --dry-run --report --sizes tiny-1,tiny-2   # and the report's
 
 The sweep's runs share a W&B group (the sweep name). The workspace shows only that group, groups
 runs by (label, size) so seeds of one configuration are averaged and each variant × size is one
@@ -38,14 +39,41 @@ except ImportError:  # optional dependency: pip install 'andrea[dashboard]'
 DEFAULT_BASE_URL = "https://api.wandb.ai"
 # Group the runs table (and so every panel) by these W&B config keys, in this order.
 GROUP_BY = (keys.CONFIG_LABEL, keys.CONFIG_SIZE)
-# Stable colors for the config names (style.md: variant names are the config names everywhere).
+# Stable colors for the run labels (style.md: variant names are the config names everywhere):
+# the labels conf/model/*.yaml give by default (Block AttnRes by S or by N blocks, mHC and
+# mHC-lite with their stream count).
 LABEL_COLORS = {
     "baseline": "#4E79A7",
     "attnres_full": "#E15759",
     "attnres_block_s2": "#F28E2B",
     "attnres_block_s4": "#59A14F",
     "attnres_block_s8": "#B07AA1",
+    "attnres_block_n2": "#FF9D9A",
+    "attnres_block_n8": "#9C755F",
+    "mhc_n2": "#76B7B2",
+    "mhc_n4": "#499894",
+    "mhc_n8": "#86BCB6",
+    "mhc_lite_n2": "#EDC948",
+    "mhc_lite_n4": "#B6992D",
+    "mhc_lite_n8": "#F1CE63",
+    "denseformer": "#BAB0AC",
 }
+# Any other label (an ablation's `attnres_full+sigmoid`, mhc_n6, ...) gets one of these, chosen by
+# a hash of its name: the same colour in every sweep and workspace, without a table edit.
+_SPARE_COLORS = ("#D37295", "#FABFD2", "#A0CBE8", "#FFBE7D", "#8CD17D", "#D4A6C8", "#79706E",
+                 "#D7B5A6", "#F28E2B", "#59A14F")
+
+
+def label_color(label: str) -> str:
+    """The label's colour: the table's, else a stable pick of _SPARE_COLORS."""
+    import zlib
+
+    return LABEL_COLORS.get(label) or _SPARE_COLORS[zlib.crc32(label.encode()) % len(_SPARE_COLORS)]
+
+
+def label_colors(labels: Sequence[str] = ()) -> dict[str, str]:
+    """The table, plus a colour for every label of `labels` it lacks."""
+    return {**LABEL_COLORS, **{lb: label_color(lb) for lb in labels}}
 
 
 def _require_workspaces() -> None:
@@ -147,8 +175,10 @@ def workspace_name(group: str) -> str:
     return f"andrea sweep {group}"
 
 
-def build_workspace(entity: str, project: str, group: str, name: Optional[str] = None):
-    """The sweep's workspace as an unsaved `ws.Workspace` (no network)."""
+def build_workspace(entity: str, project: str, group: str, name: Optional[str] = None,
+                    labels: Sequence[str] = ()):
+    """The sweep's workspace as an unsaved `ws.Workspace` (no network); `labels`: the sweep's run
+    labels, each given a colour (label_colors)."""
     _require_workspaces()
     return ws.Workspace(
         entity=entity,
@@ -167,7 +197,7 @@ def build_workspace(entity: str, project: str, group: str, name: Optional[str] =
         runset_settings=ws.RunsetSettings(
             filters=runs_filter(group),
             groupby=[ws.Config(k) for k in GROUP_BY],
-            group_colors=dict(LABEL_COLORS),
+            group_colors=label_colors(labels),
         ),
     )
 
@@ -255,9 +285,17 @@ def _sweep_sizes(api, entity: str, project: str, group: str) -> list[str]:
     return sorted({str(r.config[keys.CONFIG_SIZE]) for r in runs if keys.CONFIG_SIZE in r.config})
 
 
+def _sweep_labels(api, entity: str, project: str, group: str) -> list[str]:
+    runs = api.runs(f"{entity}/{project}", filters={"group": group}, per_page=200)
+    return sorted({str(r.config[keys.CONFIG_LABEL]) for r in runs
+                   if keys.CONFIG_LABEL in r.config})
+
+
 def create_dashboard(entity: Optional[str], project: str, group: str, report: bool = False,
-                     sizes: Sequence[str] = (), timeout_s: float = 30.0) -> list[str]:
-    """Save the sweep's workspace (and report) to W&B; returns their URLs.
+                     sizes: Sequence[str] = (), timeout_s: float = 30.0,
+                     labels: Sequence[str] = ()) -> list[str]:
+    """Save the sweep's workspace (and report) to W&B; returns their URLs. `labels`: the sweep's
+    run labels, for their colours (default: those of the group's runs).
 
     Raises RuntimeError with a message for people when there are no credentials or W&B cannot
     be reached in time.
@@ -277,7 +315,8 @@ def create_dashboard(entity: Optional[str], project: str, group: str, report: bo
         raise RuntimeError("no W&B entity: pass --entity (or set wandb.entity)")
 
     def save() -> list[str]:
-        workspace = build_workspace(entity, project, group).save()
+        run_labels = list(labels) or _sweep_labels(api, entity, project, group)
+        workspace = build_workspace(entity, project, group, labels=run_labels).save()
         urls = [workspace.url]
         if report:
             report_sizes = list(sizes) or _sweep_sizes(api, entity, project, group)
@@ -291,7 +330,7 @@ def create_dashboard(entity: Optional[str], project: str, group: str, report: bo
 
 
 def maybe_create_dashboard(wandb_cfg: WandbConfig, group: str,
-                           timeout_s: float = 30.0) -> Optional[str]:
+                           timeout_s: float = 30.0, labels: Sequence[str] = ()) -> Optional[str]:
     """At sweep launch: create the workspace when W&B is online and asked for; never raises."""
     if wandb_cfg.mode == "disabled" or not wandb_cfg.dashboard:
         return None
@@ -304,7 +343,7 @@ def maybe_create_dashboard(wandb_cfg: WandbConfig, group: str,
         return None
     try:
         (url, *_) = create_dashboard(wandb_cfg.entity, wandb_cfg.project, group,
-                                     timeout_s=timeout_s)
+                                     timeout_s=timeout_s, labels=labels)
     except Exception as e:  # noqa: BLE001 - a dashboard is never worth a failed launch
         print(f"W&B dashboard not created ({e}); create it later with\n  {command}", flush=True)
         return None
@@ -322,6 +361,24 @@ def describe(workspace) -> str:
         for panel in section.panels:
             title = getattr(panel, "title", None) or type(panel).__name__
             lines.append(f"    {title}: {', '.join(sorted(panel_keys(panel)))}")
+    return "\n".join(lines)
+
+
+def describe_report(report) -> str:
+    """The report's blocks as `describe` prints a workspace: headings, then each grid's panels
+    with the keys they plot and the runs they show."""
+    lines = [f"report {report.title!r} in {report.entity}/{report.project}"]
+    for block in report.blocks:
+        if isinstance(block, wr.H2):
+            lines.append(f"  [{block.text}]")
+        elif isinstance(block, wr.PanelGrid):
+            for rs in block.runsets:
+                lines.append(f"    runs: {rs.filters}")
+            for panel in block.panels:
+                title = getattr(panel, "title", None) or type(panel).__name__
+                lines.append(f"    {title}: {', '.join(sorted(panel_keys(panel)))}")
+        elif isinstance(block, wr.P):
+            lines.append(f"  {block.text}")
     return "\n".join(lines)
 
 
@@ -344,10 +401,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     _require_workspaces()
 
-    if args.dry_run:
-        print(describe(build_workspace(args.entity or "<entity>", args.project, args.group)))
-        return 0
     sizes = [s for s in args.sizes.split(",") if s]
+    if args.dry_run:
+        entity = args.entity or "<entity>"
+        print(describe(build_workspace(entity, args.project, args.group)))
+        if args.report:
+            print(describe_report(build_report(entity, args.project, args.group, sizes)))
+            if not sizes:
+                print("  (no per-size panels: a dry run does not ask W&B for the group's sizes; "
+                      "pass --sizes)")
+        return 0
     try:
         urls = create_dashboard(args.entity, args.project, args.group, report=args.report,
                                 sizes=sizes, timeout_s=args.timeout)

@@ -11,9 +11,11 @@ against simulated sweeps (tests/test_analysis_power.py), and this proposal's rea
 `python -m bench.next_runs_check`. A proposal is a seed of every variant at one of the sweep's sizes
 (the interval pairs variants by seed, so a seed is added to all of them), with the points (budgets)
 its runs already have; sizes are chosen greedily by the reduction in the worst variant's half-width
-per GPU-hour, no size above MAX_SEED_RATIO times the fewest seeds (a design augmented one run at a
+per GPU-hour, no size above MAX_SEED_RATIO times the fewest seeds (a design augmented a seed at a
 time, as sequential optimum designs are built: Atkinson, Donev & Tobias 2007, "Optimum Experimental
-Designs, with SAS"). New sizes are not proposed: their loss is not measured, so their effect on the
+Designs, with SAS"; once a size has many seeds, in steps of STEP_FRACTION of them, and once the
+finished seeds are a small part of the design, scaled to the budget in one step: any budget is
+allocated in at most a few hundred evaluations). New sizes are not proposed: their loss is not measured, so their effect on the
 fit is a guess.
 
 Cost: a run's FLOPs (its final point) on `--gpu` at `--mfu`, as `plan=true` prices a grid.
@@ -22,9 +24,12 @@ Cost: a run's FLOPs (its final point) on `--gpu` at `--mfu`, as `plan=true` pric
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+import numpy as np
 
 from analysis.estimates import power
 from analysis.inputs.collect import collect_or_report
@@ -57,77 +62,158 @@ def finished_grid(runs) -> list[power.PlannedRun]:
     return grid
 
 
+class Design:
+    """A finished grid and seeds added to it, priced without one row per run: the delta method
+    needs each (label, size)'s count of runs (analysis.estimates.power.Group), so a budget that buys a
+    million seeds is evaluated as fast as one that buys three."""
+
+    def __init__(self, grid: list[power.PlannedRun], baseline: str):
+        by = defaultdict(list)
+        for r in grid:
+            by[r.label].append(r)
+        self.baseline, self.finished = baseline, grid
+        self.groups = {lb: power.groups_of(runs) for lb, runs in by.items()}
+        gb, sb = self.groups[baseline]
+        xb = np.concatenate([g.x for g in gb])
+        self.x_ref = 0.5 * (xb.min() + xb.max())
+        self.shared = {lb: power.shared_pairs(gb, sb, *self.groups[lb]) for lb in by}
+        # the points a new seed's run has: those its label's runs at that size already have
+        self.template: dict[str, dict[str, np.ndarray]] = defaultdict(dict)
+        for lb, runs in by.items():
+            for r in runs:
+                self.template[r.size].setdefault(lb, np.log(r.flops * power._fractions(r)))
+        self.seeds = {lb: {s: len({r.seed for r in runs if r.size == s})
+                           for s in {r.size for r in runs}} for lb, runs in by.items()}
+
+    def half_width(self, added: dict[str, int], alpha: float, noise: dict,
+                   multiplier: float = power.DEFAULT_MULTIPLIER) -> float:
+        """The largest predicted 95 % relative half-width over the variants."""
+        gb0 = self.groups[self.baseline][0]
+        out = 0.0
+        for lb, (gv0, _) in self.groups.items():
+            if lb == self.baseline:
+                continue
+            gb, gv, shared = list(gb0), list(gv0), dict(self.shared[lb])
+            for s, n in added.items():
+                t = self.template[s]
+                if n and lb in t and self.baseline in t:    # new seeds: shared by every label
+                    shared[(len(gb), len(gv))] = n
+                if n and self.baseline in t:
+                    gb.append(power.Group(t[self.baseline], n, s))
+                if n and lb in t:
+                    gv.append(power.Group(t[lb], n, s))
+            sd = power.sd_from_groups(gb, gv, shared, alpha, multiplier, noise, self.x_ref)
+            df = min(self._df(self.baseline, added), self._df(lb, added))
+            out = max(out, power.half_width(sd, df))
+        return out
+
+    def _df(self, label: str, added: dict[str, int]) -> int:
+        return sum(n + added.get(s, 0) - 1 for s, n in self.seeds[label].items())
+
+
 def worst_half_width(grid, baseline, noise, alpha, multiplier=power.DEFAULT_MULTIPLIER) -> float:
     """The largest predicted 95 % relative half-width over the variants (analysis.estimates.power)."""
-    by = defaultdict(list)
-    for r in grid:
-        by[r.label].append(r)
-    base = by[baseline]
-    xb = power._design(base)[0]
-    x_ref = 0.5 * (xb.min() + xb.max())
-    out = 0.0
-    for label, runs in by.items():
-        if label == baseline:
-            continue
-        sd = power.log_multiplier_sd(base, runs, alpha, multiplier, noise, x_ref)
-        out = max(out, power.half_width(sd, min(power._df(base), power._df(runs))))
+    return Design(grid, baseline).half_width({}, alpha, noise, multiplier)
+
+
+def with_added(grid, added: dict[str, int]) -> list[power.PlannedRun]:
+    """The grid with `added[size]` more seeds of every label at each size (the next unused seed
+    numbers), as PlannedRun rows."""
+    out = list(grid)
+    for size, n in added.items():
+        first = 1 + max(r.seed for r in grid if r.size == size)
+        templates = {}
+        for r in grid:
+            if r.size == size:
+                templates.setdefault(r.label, r)
+        out += [power.PlannedRun(t.label, size, first + k, t.flops, t.n_points, t.budgets)
+                for k in range(n) for t in templates.values()]
     return out
 
 
-def _add_seed(grid, size, templates):
-    """The grid with one more seed of every variant at `size` (the next unused seed number)."""
-    seed = 1 + max(r.seed for r in grid if r.size == size)
-    return grid + [power.PlannedRun(t.label, size, seed, t.flops, t.n_points, t.budgets)
-                   for t in templates[size]]
+# A size's step is at most this fraction of its seeds (and at least one seed): the greedy design
+# is built one seed at a time while seeds are few, and in steps of an eighth once they are many,
+# so the number of steps grows with the log of the budget, not with the runs it buys.
+STEP_FRACTION = 1 / 8
+# ... and once every size has this many times the seeds it has now, scaled to the budget at once.
+SCALE_AFTER = 64
 
 
 def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float = 989e12,
             mfu: float = DEFAULT_MFU, noise: dict | None = None, alpha: float | None = None) -> dict:
-    """The greedy proposal and the uniform alternative at no more than `gpu_hours`."""
+    """The greedy proposal and the uniform alternative at no more than `gpu_hours` (finite)."""
+    if not (math.isfinite(gpu_hours) and gpu_hours > 0):
+        raise ValueError(f"gpu_hours={gpu_hours!r} must be a positive finite number")
     grid = finished_grid(runs)
+    source = "given"
     if noise is None or alpha is None:
-        m_noise, m_alpha, _ = power.measured(list(runs))
+        m_noise, m_alpha, where = power.measured(list(runs))
+        source = "from the finished runs" if m_noise else f"default ({where})"
         noise = noise or {**power.DEFAULT_NOISE, **{k: v for k, v in (m_noise or {}).items()
                                                     if v is not None}}
         alpha = alpha or m_alpha or power.DEFAULT_ALPHA
+    design = Design(grid, baseline)
     templates = defaultdict(list)      # size → one run per label
     for r in grid:
         if all(t.label != r.label for t in templates[r.size]):
             templates[r.size].append(r)
     sizes = sorted(templates, key=lambda s: min(t.flops for t in templates[s]))
     cost = {s: sum(t.flops for t in templates[s]) / (gpu_peak * mfu) / 3600 for s in sizes}
-    before = worst_half_width(grid, baseline, noise, alpha)
-    added, spent, g = defaultdict(int), 0.0, grid
-    hw = before
+    now = {s: len({r.seed for r in grid if r.size == s}) for s in sizes}
+    budget = gpu_hours * (1 + 1e-9)
+    before = design.half_width({}, alpha, noise)
+    added, spent, hw = {s: 0 for s in sizes}, 0.0, before
+    scaled = False
+    at_target = spent if hw <= power.TARGET else None   # GPU-h at which the proposal reached ±10 %
     while True:
         best = None
-        n_seeds = {s: len({r.seed for r in g if r.size == s}) for s in sizes}
-        for s in sizes:
-            if (spent + cost[s] > gpu_hours * (1 + 1e-9)
-                    or n_seeds[s] + 1 > MAX_SEED_RATIO * min(n_seeds.values())):
+        n_seeds = {s: now[s] + added[s] for s in sizes}
+        if not scaled and min(n_seeds.values()) >= SCALE_AFTER * max(now.values()):
+            # The finished seeds no longer matter: the variance of a design scaled by f is its
+            # variance / f (one point per run, or the same points per run), so the greedy
+            # design's proportions are kept and scaled to the budget in one step.
+            scaled = True
+            f = (budget + sum(cost[s] * now[s] for s in sizes)) / sum(cost[s] * n_seeds[s]
+                                                                        for s in sizes)
+            if f > 1:
+                grown = {s: int(f * n_seeds[s]) for s in sizes}
+                low = min(grown.values())
+                grown = {s: min(n, MAX_SEED_RATIO * low) for s, n in grown.items()}
+                added = {s: grown[s] - now[s] for s in sizes}
+                spent = sum(cost[s] * added[s] for s in sizes)
+                hw = design.half_width(added, alpha, noise)
                 continue
-            cand = _add_seed(g, s, templates)
-            h = worst_half_width(cand, baseline, noise, alpha)
-            gain = (hw - h) / cost[s]
+        for s in sizes:
+            step = min(max(1, int(n_seeds[s] * STEP_FRACTION)),
+                       int((budget - spent) / cost[s]))
+            # no size above MAX_SEED_RATIO times the fewest seeds (the minimum after this step)
+            others = min([n for t, n in n_seeds.items() if t != s] or [math.inf])
+            step = min(step, int(MAX_SEED_RATIO * others) - n_seeds[s]) if others < math.inf \
+                else step
+            if step < 1:
+                continue
+            h = design.half_width({**added, s: added[s] + step}, alpha, noise)
+            gain = (hw - h) / (step * cost[s])
             if gain > 0 and (best is None or gain > best[0]):
-                best = (gain, s, cand, h)
+                best = (gain, s, step, h)
         if best is None:
             break
-        _, s, g, hw = best
-        added[s] += 1
-        spent += cost[s]
-    uni, u_spent, u_rounds = grid, 0.0, 0
+        _, s, step, hw = best
+        added[s] += step
+        spent += step * cost[s]
+        if at_target is None and hw <= power.TARGET:
+            at_target = spent
+    added = {s: n for s, n in added.items() if n}
     round_cost = sum(cost.values())
-    while u_spent + round_cost <= gpu_hours * (1 + 1e-9):
-        for s in sizes:
-            uni = _add_seed(uni, s, templates)
-        u_spent += round_cost
-        u_rounds += 1
-    return {"before": before, "after": hw, "spent_gpu_hours": spent, "added": dict(added),
-            "grid": g, "uniform_after": worst_half_width(uni, baseline, noise, alpha),
-            "uniform_rounds": u_rounds, "uniform_gpu_hours": u_spent, "uniform_grid": uni,
-            "cost_per_seed": cost, "sizes": sizes, "noise": noise, "alpha": alpha,
-            "finished": grid}
+    u_rounds = int(budget / round_cost)
+    uniform = {s: u_rounds for s in sizes} if u_rounds else {}
+    return {"before": before, "after": hw, "spent_gpu_hours": spent, "added": added,
+            "seeds": {s: now[s] + added.get(s, 0) for s in sizes},
+            "uniform_after": design.half_width(uniform, alpha, noise),
+            "uniform_rounds": u_rounds, "uniform_gpu_hours": u_rounds * round_cost,
+            "uniform_added": uniform, "cost_per_seed": cost, "sizes": sizes, "noise": noise,
+            "noise_source": source, "alpha": alpha, "finished": grid,
+            "gpu_hours_to_target": at_target}
 
 
 def commands(prop: dict, sweep: str) -> list[str]:
@@ -144,6 +230,11 @@ def commands(prop: dict, sweep: str) -> list[str]:
     return out
 
 
+def _pm(x: float) -> str:
+    """±12.3 %, or two significant digits below 1 % (a large budget's ±0.027 %, not ±0.0 %)."""
+    return f"±{x:.1%}" if x >= 0.01 else f"±{100 * x:.2g}%"
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.next_runs",
                                 description=__doc__.split("\n\n")[0].split(": ", 1)[1])
@@ -156,14 +247,16 @@ def main(argv=None) -> int:
     p.add_argument("--sweep", default=None, help="sweeps= name for the commands (default: the "
                    "first input directory's name)")
     args = p.parse_args(argv)
-    if not (args.gpu_hours > 0 and 0 < args.mfu <= 1):
-        print(f"error: need --gpu-hours > 0 and 0 < --mfu <= 1, got {args.gpu_hours}, {args.mfu}",
-              file=sys.stderr)
+    if not (math.isfinite(args.gpu_hours) and args.gpu_hours > 0 and 0 < args.mfu <= 1):
+        print(f"error: need a finite --gpu-hours > 0 and 0 < --mfu <= 1, got {args.gpu_hours:g}, "
+              f"{args.mfu:g}", file=sys.stderr)
         return 2
-    from andrea.run.units import peak_flops
+    from andrea.run.units import PEAK_FLOPS, peak_flops
     peak = peak_flops(args.gpu, "bf16")
     if peak is None:
-        print(f"error: --gpu {args.gpu!r} has no bf16 peak in andrea.run.units.PEAK_FLOPS",
+        known = ", ".join(k for k, v in PEAK_FLOPS.items() if v.get("bf16"))
+        print(f"error: --gpu {args.gpu!r} is not a GPU andrea knows the bf16 peak of; known: "
+              f"{known} (a device name such as 'NVIDIA H100 80GB HBM3' also matches)",
               file=sys.stderr)
         return 2
     coll = collect_or_report(args.inputs)
@@ -180,7 +273,7 @@ def main(argv=None) -> int:
     prop = propose(runs, args.gpu_hours, args.baseline, peak, args.mfu)
     sweep = args.sweep or Path(args.inputs[0]).resolve().name
     nz = prop["noise"]
-    print(f"Noise from the finished runs: per run {nz['sigma_run']:.2%} of log loss, seed "
+    print(f"Noise {prop['noise_source']}: per run {nz['sigma_run']:.2%} of log loss, seed "
           f"correlation {nz['rho']:.2f}, per point {nz['sigma_point']:.2%}; baseline exponent "
           f"{prop['alpha']:.3f}. Cost on {args.gpu} at {args.mfu:.0%} MFU.")
     print(f"{'size':<10} {'seeds now':>9} {'GPU-h per seed':>15} {'add':>4}   (a seed: one run "
@@ -188,14 +281,19 @@ def main(argv=None) -> int:
     for s in prop["sizes"]:
         now = len({r.seed for r in prop["finished"] if r.size == s})
         print(f"{s:<10} {now:>9} {prop['cost_per_seed'][s]:>15.3g} {prop['added'].get(s, 0):>4}")
-    print(f"Predicted 95 % half-width of the multiplier (worst variant): ±{prop['before']:.1%} now "
-          f"→ ±{prop['after']:.1%} with the proposal ({prop['spent_gpu_hours']:.3g} of "
+    print(f"Predicted 95 % half-width of the multiplier (worst variant): {_pm(prop['before'])} "
+          f"now → {_pm(prop['after'])} with the proposal ({prop['spent_gpu_hours']:.3g} of "
           f"{args.gpu_hours:g} GPU-h)")
+    at = prop["gpu_hours_to_target"]
+    if at is not None and 0 < at < 0.5 * prop["spent_gpu_hours"]:
+        print(f"  (it reaches ±{power.TARGET:.0%} after {at:.3g} GPU-h; the rest of the budget "
+              "narrows it further)")
     if prop["uniform_rounds"]:
-        verdict = ("the proposal is narrower" if prop["after"] < prop["uniform_after"] - 1e-4
+        verdict = ("the proposal is narrower"
+                   if prop["after"] < prop["uniform_after"] * (1 - 1e-3) - 1e-6
                    else "the same: the proposal does not beat uniform seeds here")
         print(f"Seeds added uniformly ({prop['uniform_rounds']} per size, "
-              f"{prop['uniform_gpu_hours']:.3g} GPU-h): ±{prop['uniform_after']:.1%}; {verdict}")
+              f"{prop['uniform_gpu_hours']:.3g} GPU-h): {_pm(prop['uniform_after'])}; {verdict}")
     else:
         print("Seeds added uniformly: the budget does not buy one seed at every size")
     cmds = commands(prop, sweep)

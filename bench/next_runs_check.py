@@ -25,7 +25,7 @@ import numpy as np
 
 from analysis.estimates.estimate import default_c_ref, final_points, fit_variants
 from analysis.estimates.multiplier import multiplier_at
-from analysis.next_runs import propose, worst_half_width
+from analysis.next_runs import propose, with_added, worst_half_width
 from analysis.inputs.synthetic import power_law, shifted, simulate_runs
 
 C_TOP = 1.17e-8                                   # the demo's tiny-3, PFLOP/s-days
@@ -89,8 +89,10 @@ def main(argv=None) -> int:
     ok = True
     for which, kw in (("true", {"noise": NOISE, "alpha": ALPHA}), ("measured", {})):
         prop = propose(finished, budget, "baseline", peak, mfu, **kw)
-        for name, grid, pred in (("proposal", prop["grid"], prop["after"]),
-                                 ("uniform", prop["uniform_grid"], prop["uniform_after"])):
+        for name, grid, pred in (
+                ("proposal", with_added(prop["finished"], prop["added"]), prop["after"]),
+                ("uniform", with_added(prop["finished"], prop["uniform_added"]),
+                 prop["uniform_after"])):
             seeds = _seeds(grid)
             truth_pred = worst_half_width(grid, "baseline", NOISE, ALPHA)
             hw, cov = realised(seeds, args.reps, args.bootstrap, rng)

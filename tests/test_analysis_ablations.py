@@ -86,3 +86,26 @@ def test_multi_budget_runs_are_tabulated_at_their_final_point(tmp_path, capsys):
     assert "twice" not in capsys.readouterr().err
     rows = {r["label"]: r for r in csv.DictReader(open(out / "ablations.csv"))}
     assert float(rows["baseline"]["loss_mean"]) == pytest.approx(3.02)
+
+
+def test_figure_shows_each_row_s_paired_differences(tmp_path):
+    from analysis.ablations import ablation_rows, rows_figure
+    from analysis.inputs.collect import collect
+    from analysis.report.plots import plt
+
+    write_sweep(tmp_path / "sw")
+    rows, size, _ = ablation_rows(collect([tmp_path / "sw"]).runs)
+    fig = rows_figure(rows, size, 0.95)
+    _, dx = fig.axes[:2]
+    drawn = {}
+    for ln in dx.lines:      # the marker first, then its error bar's caps (same gid)
+        if ln.get_gid():
+            drawn.setdefault(ln.get_gid(), ln)
+    others = [lb for lb in LOSSES if lb != "baseline"]
+    assert {f"paired:{lb}-baseline" for lb in others} <= set(drawn)
+    assert {f"paired:{lb}-attnres_full" for lb in others if lb != "attnres_full"} <= set(drawn)
+    # the marker sits at the hand-computed paired mean
+    hand = sum(a - b for a, b in zip(LOSSES["attnres_full"][2], LOSSES["baseline"][2])) / 3
+    (x,), _ = drawn["paired:attnres_full-baseline"].get_data()
+    assert x == pytest.approx(hand)
+    plt.close(fig)

@@ -48,3 +48,30 @@ def test_cli_writes_the_table_and_refuses_too_few_sizes(tmp_path, capsys):
     assert main([str(tmp_path / "few"), "--out", str(tmp_path / "o2")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: nothing to backtest")
+
+
+def test_figure_draws_predicted_against_observed_with_intervals(tmp_path):
+    from analysis.backtest import backtest_figure
+    from analysis.report.plots import plt
+
+    bt = backtest(_runs(power_law(1.0, 0.5, E=1.5)), n_boot=100)   # misses: drawn as crosses
+    fig = backtest_figure(bt)
+    loss_ax, mult_ax = fig.axes[:2]
+    first = {}
+    for ln in loss_ax.lines + mult_ax.lines:
+        if ln.get_gid():
+            first.setdefault(ln.get_gid(), ln)
+    for r in bt["losses"]:
+        ln = first[f"loss:{r['variant']}:{r['point']}"]
+        (x,), (y,) = ln.get_data()
+        assert (x, y) == pytest.approx((r["observed"], r["predicted"]))
+        assert (ln.get_marker() == "X") == (r["inside"] is False)
+    for m in bt["multipliers"]:
+        (x,), (y,) = first[f"multiplier:{m['variant']}"].get_data()
+        assert (x, y) == pytest.approx((m["observed"], m["predicted"]))
+    # the intervals: one error bar per held-out point
+    assert sum(len(c.lines[2]) > 0 for c in loss_ax.containers) == len(bt["losses"])
+    plt.close(fig)
+    write_runs(tmp_path / "s", _runs(power_law(2.0, 0.06)))
+    assert main([str(tmp_path / "s"), "--out", str(tmp_path / "o"), "--bootstrap", "50"]) == 0
+    assert (tmp_path / "o" / "backtest.png").read_bytes()[:4] == b"\x89PNG"

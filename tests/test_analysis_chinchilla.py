@@ -57,7 +57,8 @@ def test_isoflop_is_not_drawn_when_the_fit_has_no_compute_optimal_n(tmp_path):
     """Issue #23: the demo's fit (E = 0, a = 0) drew a broken isoflop.png with no stars. A fit
     without a compute-optimal N is left out, and the log says why."""
     from analysis.fits.chinchilla import ChinchillaFit
-    from analysis.estimates.extra_fits import Extra, figures
+    from analysis.estimates.extra_fits import Extra
+    from analysis.report.plots_extra import extra_figures as figures
 
     flat = ChinchillaFit("baseline", E=0.0, A=3.0, a=0.0, B=40.0, b=0.3, k=6.0, n_points=9,
                          rmse_log=0.01, converged=True)
@@ -69,3 +70,19 @@ def test_isoflop_is_not_drawn_when_the_fit_has_no_compute_optimal_n(tmp_path):
     assert not (tmp_path / "isoflop.png").exists()
     assert any("isoFLOP figure skipped" in m for m in msgs)
     assert any("baseline not drawn: a = 0" in m for m in msgs)
+
+
+def test_no_points_draw_no_frontier_and_warn_nothing(tmp_path):
+    # make test printed matplotlib's "No artists with labels found to put in legend" from the
+    # frontier figure of an empty group
+    import warnings
+
+    from analysis.estimates.extra_fits import Extra
+    from analysis.report.plots_extra import extra_figures as figures
+    from analysis.report.plots_extra import plot_frontier
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        msgs = figures(Extra(), {}, tmp_path, [], "baseline")
+        plot_frontier({}, {}, [tmp_path / "f.png"])
+    assert "frontier figure skipped: no points" in msgs and not (tmp_path / "frontier.png").exists()

@@ -93,3 +93,27 @@ def test_results_json_that_is_valid_json_but_not_an_object(tmp_path):
     assert reasons[str(odd.root)] == ("results.json is valid JSON, but a list, not a results "
                                       "object (a JSON object)")
     assert "not valid JSON" in reasons[str(broken.root)]
+
+
+def test_two_sizes_two_seeds_warn_of_unmeasured_coverage_and_say_why_a_line_is_missing(
+        tmp_path, capsys):
+    from analysis.inputs.synthetic import power_law, shifted, simulate_runs, write_runs
+
+    b = power_law(3.0, 0.05)
+    laws = {"baseline": b, "attnres_full": shifted(b, 1.25)}
+    write_runs(tmp_path / "s", simulate_runs(laws, (1e-9, 2.5e-9), (0, 1), (0.25, 0.5, 1.0),
+                                             rng=np.random.default_rng(0)))
+    rc, text = _run([str(tmp_path / "s"), "--out", str(tmp_path / "o"), "--bootstrap", "100",
+                     "--no-plots"], capsys)
+    assert rc == 0, text
+    assert ("! the coverage of this interval was never measured for a design of 2 sizes with 2 "
+            "seed(s) per size") in text
+    assert ("Cross-check with L = E + A·C^-alpha: not fitted (baseline: 2 point(s); the "
+            "irreducible law has 3 parameters and needs at least 3 sizes)") in text
+    # a design the coverage tables hold (3 sizes x 3 seeds) gets neither
+    write_runs(tmp_path / "m", simulate_runs(laws, (1e-9, 2.5e-9, 6e-9), (0, 1, 2), (1.0,),
+                                             rng=np.random.default_rng(0)))
+    rc, text = _run([str(tmp_path / "m"), "--out", str(tmp_path / "o2"), "--bootstrap", "100",
+                     "--no-plots"], capsys)
+    assert rc == 0 and "never measured" not in text and "alpha: not fitted" not in text
+    assert "Cross-check with L = E + A·C^-alpha (point estimates):" in text

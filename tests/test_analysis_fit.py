@@ -116,7 +116,7 @@ def test_dynamics_runs_selection(sweep, tmp_path, capsys):
     assert main([str(sweep), "--out", str(out), "--bootstrap", "0", "--dynamics-runs",
                  "baseline:s3", str(run), "nosuch:s1"]) == 0
     text = capsys.readouterr().out
-    assert "dynamics: baseline:s3, attnres_block_s4:s2" in text
+    assert "dynamics: baseline:s3 seed 0, attnres_block_s4:s2 seed 1" in text
     assert "no run matches 'nosuch:s1'" in text
     assert (out / "dynamics.png").read_bytes()[:8] == PNG
 

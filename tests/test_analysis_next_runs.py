@@ -4,7 +4,9 @@ much as uniform seeds of the same cost (bench/next_runs_check.py checks it by si
 import numpy as np
 import pytest
 
-from analysis.next_runs import MAX_SEED_RATIO, commands, main, propose, worst_half_width
+from analysis import next_runs
+from analysis.next_runs import (MAX_SEED_RATIO, commands, main, propose, with_added,
+                                worst_half_width)
 from analysis.inputs.synthetic import power_law, shifted, simulate_runs, write_runs
 
 PEAK, MFU = 989e12, 0.35
@@ -30,10 +32,12 @@ def test_proposal_spends_within_budget_and_beats_uniform():
     assert prop["uniform_rounds"] == 6
     assert prop["after"] < prop["before"] and prop["after"] <= prop["uniform_after"]
     # the reported half-width is the grid's own prediction
-    assert prop["after"] == pytest.approx(worst_half_width(prop["grid"], "baseline", NOISE, 0.07))
-    seeds = [len({r.seed for r in prop["grid"] if r.size == s}) for s in prop["sizes"]]
+    grid = with_added(prop["finished"], prop["added"])
+    assert prop["after"] == pytest.approx(worst_half_width(grid, "baseline", NOISE, 0.07))
+    seeds = [len({r.seed for r in grid if r.size == s}) for s in prop["sizes"]]
+    assert seeds == [prop["seeds"][s] for s in prop["sizes"]]
     assert max(seeds) <= MAX_SEED_RATIO * min(seeds), seeds     # no lopsided design (see module)
-    n_new = len(prop["grid"]) - len(prop["finished"])
+    n_new = len(grid) - len(prop["finished"])
     assert n_new == 2 * sum(prop["added"].values())          # a seed of each of the 2 labels
     for c in commands(prop, "demo"):
         assert c.startswith("python sweep.py -m sweeps=demo size=s") and "train.seed=" in c
@@ -52,7 +56,66 @@ def test_cli(tmp_path, capsys):
     assert main([str(tmp_path / "demo"), "--gpu-hours", str(2 * _round_cost(runs))]) == 0
     out = capsys.readouterr().out
     assert "now →" in out and "python sweep.py -m sweeps=demo size=" in out
+    assert main([str(tmp_path / "demo"), "--gpu-hours", str(1e5 * _round_cost(runs))]) == 0
+    out = capsys.readouterr().out
+    assert "(it reaches ±10% after " in out and "±0.0%" not in out
     write_runs(tmp_path / "only", [r for r in runs if r.label == "baseline"])
     assert main([str(tmp_path / "only"), "--gpu-hours", "1"]) == 2
     assert capsys.readouterr().err.startswith("error: need finished runs of 'baseline'")
     assert main([str(tmp_path / "demo"), "--gpu-hours", "0"]) == 2
+
+
+def test_grouped_prediction_is_the_one_of_every_run():
+    # the Design prices counts of runs; materialised run by run (analysis.estimates.power's rows), the
+    # half-width is the same
+    runs = _finished()
+    prop = propose(runs, 40 * _round_cost(runs), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07)
+    grid = with_added(prop["finished"], prop["added"])
+    from analysis.estimates import power
+    rows = [r for r in grid if r.label == "baseline"], [r for r in grid if r.label != "baseline"]
+    xb = power._design(rows[0])[0]
+    sd = power.log_multiplier_sd(*rows, 0.07, power.DEFAULT_MULTIPLIER, NOISE,
+                                 0.5 * (xb.min() + xb.max()))
+    df = min(power._df(rows[0]), power._df(rows[1]))
+    assert prop["after"] == pytest.approx(power.half_width(sd, df), rel=1e-9)
+
+
+def test_any_budget_is_allocated_in_a_bounded_number_of_steps(monkeypatch):
+    # One GPU-hour buys a million seeds of tiny CPU runs: a seed at a time, that was millions of
+    # evaluations (the command never returned). Steps grow with the seeds: a few hundred.
+    runs = _finished()
+    calls = {"n": 0}
+    real = next_runs.Design.half_width
+
+    def counted(self, *a, **k):
+        calls["n"] += 1
+        assert calls["n"] < 5000, "the allocation is not bounded"
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(next_runs.Design, "half_width", counted)
+    small = propose(runs, 30 * _round_cost(runs), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07)
+    prop = propose(runs, 1e6 * _round_cost(runs), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07)
+    assert 0.999e6 * _round_cost(runs) < prop["spent_gpu_hours"] <= 1e6 * _round_cost(runs) * (1 + 1e-9)
+    seeds = list(prop["seeds"].values())
+    assert max(seeds) <= MAX_SEED_RATIO * min(seeds) and sum(seeds) > 0.99e6 * 2
+    assert prop["after"] < small["after"] and prop["uniform_rounds"] == 1_000_000
+    assert prop["after"] <= prop["uniform_after"] * 1.01
+    # where ±10 % was reached on the way: far below such a budget
+    assert 0 < prop["gpu_hours_to_target"] < 1e-3 * prop["spent_gpu_hours"]
+    with pytest.raises(ValueError, match="finite"):
+        propose(runs, float("inf"), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07)
+
+
+@pytest.mark.parametrize("hours", ["inf", "nan", "0", "-1"])
+def test_cli_refuses_a_budget_that_is_not_finite_and_positive(tmp_path, capsys, hours):
+    write_runs(tmp_path / "demo", _finished())
+    assert main([str(tmp_path / "demo"), "--gpu-hours", hours]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: need a finite --gpu-hours > 0") and len(err.splitlines()) == 1
+
+
+def test_cli_unknown_gpu_lists_the_known_ones(tmp_path, capsys):
+    write_runs(tmp_path / "demo", _finished())
+    assert main([str(tmp_path / "demo"), "--gpu-hours", "1", "--gpu", "XYZ"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --gpu 'XYZ'") and "H100 SXM" in err and "A100" in err

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from analysis.report import plots
 from analysis.inputs.collect import aggregate, by_label, collect
@@ -104,3 +105,102 @@ def test_dynamics_colour_scale_marks_weights_above_it(tmp_path, monkeypatch):
     bar = [a for a in figs[0].axes if "weight" in a.get_ylabel()][0]
     assert "above 0.70" in bar.get_ylabel() and "1.00" in bar.get_ylabel()
     assert figs[0].axes[1].images[0].colorbar.extend == "max"
+
+
+def test_multiplier_axis_is_log_and_a_wide_interval_is_clipped_with_a_mark():
+    # two sizes: [0.92, 553.70] drew a linear axis to 450,000 and flattened every curve onto 0
+    curve = {"compute_pflops_days": [1e-9, 2e-9, 4e-9], "multiplier": [1.4, 1.5, 1.6],
+             "lo": [0.9, 0.92, 0.95], "hi": [300.0, 553.7, 900.0]}
+    m = {"variant": "attnres_full", "multiplier": 1.52, "ci": (0.92, 553.7),
+         "c_ref_pflops_days": 2e-9, "ci_level": 0.95}
+    fig = plots.multiplier_figure({"attnres_full": curve}, [m])
+    ax = fig.axes[0]
+    assert ax.get_yscale() == "log"
+    lo, hi = ax.get_ylim()
+    assert hi < 10 and lo < 0.92 and 1.52 / lo < 2 * plots.MULTIPLIER_SPAN
+    assert any(ln.get_gid() == "clipped:attnres_full" for ln in ax.lines)
+    assert any("553.7 (clipped)" in t.get_text() for t in ax.texts)
+    assert "clipped" in ax.get_title()
+    plots.plt.close(fig)
+    # a narrow interval: nothing clipped, the whole band shown
+    narrow = {**curve, "lo": [1.2, 1.3, 1.4], "hi": [1.7, 1.8, 1.9]}
+    fig = plots.multiplier_figure({"attnres_full": narrow}, [{**m, "ci": (1.3, 1.8)}])
+    ax = fig.axes[0]
+    assert ax.get_ylim()[1] > 1.9 and not any(ln.get_gid() for ln in ax.lines if ln.get_gid())
+    assert "clipped" not in ax.get_title()
+    plots.plt.close(fig)
+
+
+def test_scaling_fits_are_drawn_over_their_data_and_an_extrapolation_is_marked(tmp_path):
+    # each run's final point is fitted; its 1/4-budget point lies 4x lower in compute, and the
+    # fit drawn there sat far above the measured points
+    from analysis.estimates.estimate import final_points, fit_variants
+    from analysis.inputs.synthetic import power_law, shifted, simulate_runs
+
+    b = power_law(3.0, 0.05)
+    runs = simulate_runs({"baseline": b, "attnres_full": shifted(b, 1.25)}, (1e-9, 3e-9, 9e-9),
+                         (0, 1, 2), (0.25, 0.5, 1.0), rng=np.random.default_rng(0))
+    res = fit_variants(final_points(runs), "baseline", n_bootstrap=100)
+    groups = by_label(aggregate(runs)[0])
+    for c_ref, extrapolated in ((3e-9, False), (1e-7, True)):
+        fig = plots.scaling_figure(groups, res.fits, c_ref)
+        ax = fig.axes[0]
+        for label, f in res.fits.items():
+            lo, hi = f.compute_range
+            line = next(ln for ln in ax.lines if ln.get_gid() == f"fit:{label}")
+            x = line.get_xdata()
+            assert x.min() >= lo * (1 - 1e-9) and x.max() <= hi * (1 + 1e-9)
+            band = next(c for c in ax.collections if c.get_gid() == f"band:{label}")
+            bx = np.concatenate([p.vertices[:, 0] for p in band.get_paths()])
+            assert bx.min() >= lo * (1 - 1e-9) and bx.max() <= hi * (1 + 1e-9)
+            ext = [ln for ln in ax.lines if ln.get_gid() == f"extrapolated:{label}"]
+            assert bool(ext) == extrapolated
+            if ext:
+                assert ext[0].get_xdata().max() == pytest.approx(c_ref)
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert any("extrapolated" in t for t in legend) == extrapolated
+        plots.plt.close(fig)
+
+
+def test_many_bands_move_to_one_panel_per_variant_beside_the_baseline():
+    # the rivals' sweep: five fitted labels' hatched bands on one axis were unreadable
+    from analysis.estimates.estimate import final_points, fit_variants
+    from analysis.inputs.synthetic import power_law, shifted, simulate_runs
+
+    b = power_law(3.0, 0.05)
+    laws = {"baseline": b, "attnres_full": shifted(b, 1.25), "attnres_block_n2": shifted(b, 1.3),
+            "mhc": shifted(b, 1.1), "mhc_lite": shifted(b, 1.05)}
+    runs = simulate_runs(laws, (1e-9, 3e-9, 9e-9), (0, 1, 2), rng=np.random.default_rng(0))
+    res = fit_variants(final_points(runs), "baseline", n_bootstrap=100)
+    fig = plots.scaling_figure(by_label(aggregate(runs)[0]), res.fits, 3e-9)
+    main, *panels = fig.axes
+    bands = lambda ax: sorted(c.get_gid() for c in ax.collections  # noqa: E731
+                              if (c.get_gid() or "").startswith("band:"))
+    assert bands(main) == [] and len(panels) == 4
+    assert {frozenset(bands(ax)) for ax in panels} == {frozenset(("band:baseline", f"band:{lb}"))
+                                                       for lb in laws if lb != "baseline"}
+    assert len([ln for ln in main.lines if (ln.get_gid() or "").startswith("fit:")]) == 5
+    plots.plt.close(fig)
+    # three bands still share one axis
+    three = {k: laws[k] for k in ("baseline", "attnres_full", "attnres_block_n2")}
+    runs = simulate_runs(three, (1e-9, 3e-9, 9e-9), (0, 1, 2), rng=np.random.default_rng(0))
+    res = fit_variants(final_points(runs), "baseline", n_bootstrap=100)
+    fig = plots.scaling_figure(by_label(aggregate(runs)[0]), res.fits, 3e-9)
+    assert len(fig.axes) == 1 and len(bands(fig.axes[0])) == 3
+    plots.plt.close(fig)
+
+
+def test_dynamics_figure_names_the_seed_it_shows(tmp_path):
+    from analysis.fit import _dynamics_runs
+
+    sweep = tmp_path / "sweep"
+    make_sweep(sweep, seeds=(3, 5))
+    points, _ = aggregate(collect([sweep]).runs)
+    runs, msgs = _dynamics_runs(points, None, "baseline")
+    assert runs and all(r["seed"] in (3, 5) for r in runs)
+    fig = plots.dynamics_figure(runs)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert all(f"seed {r['seed']}" in t for r, t in zip(runs, legend))
+    titles = [ax.get_title() for ax in fig.axes[1:] if ax.get_visible() and ax.get_title()]
+    assert titles and all("seed" in t for t in titles)
+    plots.plt.close(fig)

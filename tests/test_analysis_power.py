@@ -82,3 +82,67 @@ def test_one_size_grid_predicts_no_multiplier():
                for seed in range(3)]
     text = report(planned)
     assert "none is predicted" in text and "inf" not in text
+
+
+def test_the_prediction_follows_the_c_law_s_final_points():
+    # analysis.fit fits each run's final point: earlier budgets do not narrow its interval, and
+    # the plan neither predicts nor advises as if they did
+    plain = predict(_plan((0, 1, 2)), alpha=0.07)[0]
+    budgets = predict(_plan((0, 1, 2), (0.25, 0.5, 1.0)), alpha=0.07)[0]
+    assert budgets["half_width"] == pytest.approx(plain["half_width"], rel=1e-9)
+    assert budgets["points_per_run"] == 3 and budgets["half_width_with_8_points"] is None
+    text = report(_plan((0, 1, 2), (0.25, 0.5, 1.0)))
+    assert "8 points per run" not in text and "each run's final point" in text
+    assert "more budgets per run (train.budgets) do not narrow these intervals" in text
+
+
+def test_two_finished_seeds_are_too_few_to_measure_the_noise():
+    # one size's two seeds of each label: 2 df between seeds; their spread, less the points'
+    # share, came out as "per-run 0.00 %" and a prediction far narrower than the default's
+    laws = {"baseline": power_law(3.0, 0.07), "attnres_full": power_law(2.95, 0.07)}
+    finished = simulate_runs(laws, COMPUTE[:1], (0, 1), (0.25, 0.5, 1.0),
+                             rng=np.random.default_rng(3))
+    text = report(_plan((0, 1, 2)), finished)
+    assert "too few finished seeds to measure the noise" in text and "noise: default" in text
+    assert "per-run 0.00" not in text
+    pct = lambda t: t.split("multiplier to ±")[1].split(" %")[0]   # noqa: E731
+    assert pct(text) == pct(report(_plan((0, 1, 2))))           # the default's prediction
+
+
+def _dense_sd(base, var, alpha, M, noise, x_ref):
+    """The delta method written out with one row per point (the covariance matrices)."""
+    from analysis.estimates.power import _design
+
+    def weights(x):
+        X = np.stack([np.ones_like(x), x - x.mean()], 1)
+        P = np.linalg.solve(X.T @ X, X.T)
+        return np.array([1.0, x_ref - x.mean()]) @ P, P[1]
+
+    (xb, rb, cb), (xv, rv, cv) = _design(base), _design(var)
+    hb, gb = weights(xb)
+    hv, _ = weights(xv)
+    db, dv = hb / alpha - math.log(M) / alpha * gb, -hv / alpha
+    s2r, s2p, rho = noise["sigma_run"] ** 2, noise["sigma_point"] ** 2, noise["rho"]
+    Sbb = s2r * (rb[:, None] == rb[None, :]) + s2p * np.eye(len(xb))
+    Svv = s2r * (rv[:, None] == rv[None, :]) + s2p * np.eye(len(xv))
+    Sbv = rho * s2r * np.array([[a == b for b in cv] for a in cb], float)
+    return math.sqrt(db @ Sbb @ db + dv @ Svv @ dv + 2 * db @ Sbv @ dv)
+
+
+def test_grouped_delta_method_equals_the_one_row_per_point_formula():
+    # runs are grouped by (size, compute, points) so that a million seeds cost nothing; the
+    # number must be the covariance-matrix formula's, for unequal seeds, budgets and FLOPs too
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        runs = []
+        for label in ("baseline", "v"):
+            for i in range(3):
+                for sd in range(int(rng.integers(2, 5))):
+                    k = int(rng.integers(1, 4))
+                    runs.append(PlannedRun(label, f"s{i}", sd, 1e12 * 4 ** i * (1 + 0.01 * (sd % 2)),
+                                           k, tuple(np.sort(rng.random(k) + 0.1)) if k > 1 else None))
+        base = [r for r in runs if r.label == "baseline"]
+        var = [r for r in runs if r.label == "v"]
+        x_ref = 30.0
+        assert log_multiplier_sd(base, var, 0.07, 1.25, DEFAULT_NOISE, x_ref) == pytest.approx(
+            _dense_sd(base, var, 0.07, 1.25, DEFAULT_NOISE, x_ref), rel=1e-9)

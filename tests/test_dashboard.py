@@ -225,3 +225,28 @@ def test_maybe_create_dashboard_online_without_credentials_never_raises(monkeypa
                                             GROUP) is None
     out = capsys.readouterr().out
     assert "not created" in out and "python -m analysis.dashboard" in out
+
+
+def test_cli_dry_run_report_prints_the_report_panels(tmp_path):
+    proc, _ = run_cli(["--group", GROUP, "--dry-run", "--report", "--sizes", "s1,s2"], {},
+                      tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert f"report 'andrea sweep {GROUP}'" in out
+    report = out[out.index("report '"):]
+    assert "[train loss, size s1]" in report and "[train loss, size s2]" in report
+    assert keys.VAL_LOSS in report and "Config(\"size\") == 's2'" in report
+    proc, _ = run_cli(["--group", GROUP, "--dry-run", "--report"], {}, tmp_path)
+    assert "report '" in proc.stdout and "pass --sizes" in proc.stdout
+
+
+def test_every_default_label_and_any_new_one_has_a_colour():
+    # the labels conf/model/*.yaml give: mHC and mHC-lite with their streams, Block with N = 8
+    for label in ("mhc_n4", "mhc_lite_n4", "attnres_block_n8", "attnres_block_n2", "mhc_n2"):
+        assert label in dashboard.LABEL_COLORS
+    assert len(set(dashboard.LABEL_COLORS.values())) == len(dashboard.LABEL_COLORS)
+    new = dashboard.label_colors(["attnres_full+sigmoid", "mhc_n6"])
+    assert new["attnres_full+sigmoid"].startswith("#") and new["mhc_n6"].startswith("#")
+    assert dashboard.label_color("mhc_n6") == new["mhc_n6"]            # stable
+    spec = dashboard.build_workspace("e", "p", GROUP, labels=["mhc_n6"])
+    assert spec.runset_settings.group_colors["mhc_n6"] == new["mhc_n6"]

@@ -35,3 +35,20 @@ def test_power_from_default_noise_then_from_finished_runs(tmp_path):
     done = write_runs(tmp_path, runs)
     text = plan_power(_jobs(tmp_path, finished=set(done)))
     assert "measured from 24 finished run(s)" in text
+
+
+def test_a_shape_sweep_gets_no_multiplier_power_line(tmp_path):
+    # sweeps=architecture_cpu: five shapes of tiny-2 at one compute (FLOPs a few % apart) are not
+    # five sizes; the plan says why there is no power line instead of printing one
+    jobs = []
+    for label in ("baseline", "attnres_block_s2"):
+        for k, aspect in enumerate((69, 24, 13.3, 8.25, 6)):
+            for seed in (0, 1, 2):
+                spec = SimpleNamespace(label=label, size=f"tiny-2@a{aspect:g}",
+                                       train=SimpleNamespace(seed=seed, budgets=None))
+                jobs.append(SimpleNamespace(spec=spec, flops=1.1e12 * (1 + 0.01 * k), state="new",
+                                            run_dir=RunDir(tmp_path / f"{label}{k}{seed}")))
+    text = plan_power(jobs)
+    assert "resolves" not in text and "±" not in text
+    assert "5 shapes train at one compute" in text and "analysis.architecture" in text
+    assert len(text.splitlines()) == 1

@@ -77,15 +77,26 @@ def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw, c_law_runs=N
             disagree = bool(math.isfinite(lo) and not lo <= a["multiplier"] <= hi)
             alt_rows.append({"variant": m["variant"], "c_ref_pflops_days": m["c_ref_pflops_days"],
                              "form": other, "multiplier": a["multiplier"], "disagrees": disagree})
+    missing = {}   # variant -> why its cross-check is not printed
+    for m in at_ref:
+        if m["variant"] not in {r["variant"] for r in alt_rows}:
+            lb = baseline if baseline not in alt.fits else m["variant"]
+            missing[m["variant"]] = alt.skipped.get(lb, f"{lb}: not fitted").split(" (runs: ")[0]
     ex.report["other_form"] = {"form": other, "multipliers": alt_rows,
-                               "fits": {k: f.to_json() for k, f in alt.fits.items()}}
-    if alt_rows:
-        txt = "L = E + A·C^-alpha" if other == "irreducible" else "L = A·C^-alpha"
+                               "fits": {k: f.to_json() for k, f in alt.fits.items()},
+                               "not_fitted": missing}
+    txt = "L = E + A·C^-alpha" if other == "irreducible" else "L = A·C^-alpha"
+    if missing and not alt_rows and len(set(missing.values())) == 1:
+        # say why the line is missing rather than dropping it (2 sizes cannot fit 3 parameters)
+        ex.lines.append(f"  Cross-check with {txt}: not fitted ({next(iter(missing.values()))})")
+    elif alt_rows or missing:
         ex.lines.append(f"  Cross-check with {txt} (point estimates):")
         for r in alt_rows:
             note = ("  ! outside the interval above: the two forms disagree; the curvature of "
                     "the law matters at this C_ref" if r["disagrees"] else "  (agrees)")
             ex.lines.append(f"    {r['variant']:<24} {_fmt_m(r['multiplier']):>7}{note}")
+        for v, why in missing.items():
+            ex.lines.append(f"    {v:<24} {'–':>7}  (not fitted: {why})")
 
     # --- frontier ---
     for label, pts in groups.items():

@@ -2,9 +2,10 @@
 
 For a planned grid (label, size, seed, compute, points per run) this predicts the expected 95 %
 half-width of each variant's compute multiplier over the baseline, as `python -m analysis.fit`
-will estimate it (least squares on log L of every seed's points, the seed bootstrap, default
-C_ref at the geometric middle of the baseline's compute), and how many seeds per size would bring
-it to ±10 %.
+will estimate it (least squares on log L of each run's final point, `fitted_points`, as
+analysis.estimates.estimate.C_LAW_POINTS says; the seed bootstrap; default C_ref at the geometric middle of
+the baseline's compute), and how many seeds per size would bring it to ±10 %. A grid whose
+baseline trains at one compute (an architecture sweep's shapes) has no multiplier to predict.
 
 The prediction is the delta method on that estimator under the noise model the coverage check
 simulates (`analysis.inputs.synthetic.simulate_runs`): log M ≈ (ŷ_b(x_ref) - ŷ_v(x_ref)) / alpha_b with
@@ -14,8 +15,8 @@ The interval's quantile is the t quantile with the pooled within-size degrees of
 fit's expanded percentile interval uses. `tests/test_analysis_power.py` checks the prediction
 against the spread of simulated sweeps' estimates.
 
-The noise comes from the sweep's finished runs when at least two seeds of a size have finished
-(`analysis.fits.replicates.noise_components`), else from DEFAULT_NOISE, the run-to-run noise issue #12
+The noise comes from the sweep's finished runs when their seeds give at least MIN_NOISE_DF degrees
+of freedom (`analysis.fits.replicates.noise_components`), else from DEFAULT_NOISE, the run-to-run noise issue #12
 measured on the demo (paired log-loss gap 1.2-1.8 % per run).
 """
 
@@ -34,6 +35,10 @@ DEFAULT_NOISE = {"sigma_run": 0.012, "rho": 0.3, "sigma_point": 0.003}
 DEFAULT_ALPHA = 0.057          # the report's baseline exponent in compute (CPU demo: ~0.07)
 DEFAULT_MULTIPLIER = 1.25      # the report's Block AttnRes result
 TARGET = 0.10                  # ±10 %
+# Degrees of freedom between seeds below which the finished runs' noise is not used: a variance
+# from 6 df is within a factor 0.4-2.9 of the truth (95 %, chi-square); from one pair of seeds
+# (1 df) within 0.2-1000, and its point-noise correction can drive it to 0.
+MIN_NOISE_DF = 6
 # points at budgets spread like train.budgets=[0.25,0.5,1,2] when a plan gives only a count
 DEFAULT_SPAN = 8.0
 
@@ -68,37 +73,90 @@ def _design(runs: list[PlannedRun]):
     return np.array(x), np.array(run_of), cell
 
 
-def _ols_weights(x, x_ref):
-    """Rows h, g with ŷ(x_ref) = h·y and slope = g·y for the least-squares line."""
-    X = np.stack([np.ones_like(x), x - x.mean()], 1)
-    P = np.linalg.solve(X.T @ X, X.T)
-    return np.array([1.0, x_ref - x.mean()]) @ P, P[1]
+@dataclass
+class Group:
+    """Runs of one label at one size with the same compute and points: the delta method needs
+    only their count (and which seeds they share with the other label), not one row per run, so a
+    grid of a million seeds costs what one of three does."""
+
+    x: np.ndarray                     # log compute of the run's points
+    n: int                            # runs in the group
+    size: str = ""
+
+
+def groups_of(runs: list[PlannedRun]) -> tuple[list[Group], list]:
+    """(groups, seed counts of each group) of one label's runs."""
+    from collections import Counter
+
+    index: dict[tuple, int] = {}
+    groups, seeds = [], []
+    for r in runs:
+        f = _fractions(r)
+        key = (r.size, round(math.log(r.flops), 9), tuple(np.round(f, 9)))
+        if key not in index:
+            index[key] = len(groups)
+            groups.append(Group(np.log(r.flops * f), 0, r.size))
+            seeds.append(Counter())
+        g = index[key]
+        groups[g].n += 1
+        seeds[g][r.seed] += 1
+    return groups, seeds
+
+
+def shared_pairs(gb: list[Group], sb: list, gv: list[Group], sv: list) -> dict:
+    """(i_b, i_v) -> runs pairs of the two labels at the same (size, seed): the same data order,
+    correlated by rho."""
+    out = {}
+    for i, (g, cb) in enumerate(zip(gb, sb)):
+        for j, (h, cv) in enumerate(zip(gv, sv)):
+            if g.size == h.size:
+                k = sum(n * cv.get(seed, 0) for seed, n in cb.items())
+                if k:
+                    out[(i, j)] = k
+    return out
+
+
+def _group_weights(groups: list[Group], x_ref: float):
+    """Per group, per point: the rows h, g of ŷ(x_ref) = h·y and slope = g·y of the least-squares
+    line through every point of every run (each run's points repeated n times)."""
+    tot = sum(g.n * g.x.size for g in groups)
+    mean = sum(g.n * g.x.sum() for g in groups) / tot
+    sxx = sum(g.n * ((g.x - mean) ** 2).sum() for g in groups)
+    if not sxx > 0:
+        return None
+    return [(1.0 / tot + (x_ref - mean) * (g.x - mean) / sxx, (g.x - mean) / sxx) for g in groups]
+
+
+def sd_from_groups(gb: list[Group], gv: list[Group], shared: dict, alpha: float,
+                   multiplier: float, noise: dict, x_ref: float) -> float:
+    """`log_multiplier_sd` on grouped runs: each run's points shift together by sigma_run, each
+    point by sigma_point, and a baseline run and a variant run of the same (size, seed) are
+    correlated by rho."""
+    wb, wv = _group_weights(gb, x_ref), _group_weights(gv, x_ref)
+    if wb is None or wv is None:
+        return math.inf
+    lm = math.log(multiplier)
+    db = [hb / alpha - (lm / alpha) * g for hb, g in wb]   # d(log M)/d(alpha) = -log M / alpha
+    dv = [-hv / alpha for hv, _ in wv]
+    s2r, s2p, rho = noise["sigma_run"] ** 2, noise["sigma_point"] ** 2, noise["rho"]
+    var = sum(g.n * (s2r * d.sum() ** 2 + s2p * (d ** 2).sum()) for g, d in zip(gb, db))
+    var += sum(g.n * (s2r * d.sum() ** 2 + s2p * (d ** 2).sum()) for g, d in zip(gv, dv))
+    var += 2 * rho * s2r * sum(k * db[i].sum() * dv[j].sum() for (i, j), k in shared.items())
+    return float(math.sqrt(max(var, 0.0)))
 
 
 def log_multiplier_sd(base: list[PlannedRun], var: list[PlannedRun], alpha: float,
                       multiplier: float, noise: dict, x_ref: float | None = None) -> float:
     """Predicted standard deviation of the estimated log multiplier (delta method)."""
-    xb, rb, cb = _design(base)
-    xv, rv, cv = _design(var)
+    gb, sb = groups_of(base)
+    gv, sv = groups_of(var)
+    xb = np.concatenate([g.x for g in gb])
     if x_ref is None:
         x_ref = 0.5 * (xb.min() + xb.max())
-    if len(np.unique(np.round(xb, 6))) < 2 or len(np.unique(np.round(xv, 6))) < 2:
+    if (len(np.unique(np.round(xb, 6))) < 2
+            or len(np.unique(np.round(np.concatenate([g.x for g in gv]), 6))) < 2):
         return math.inf
-    hb, gb = _ols_weights(xb, x_ref)
-    hv, _ = _ols_weights(xv, x_ref)
-    lm = math.log(multiplier)
-    db = hb / alpha - (lm / alpha) * gb      # alpha = -slope, d(log M)/d(alpha) = -log M / alpha
-    dv = -hv / alpha
-    s2r, s2p, rho = noise["sigma_run"] ** 2, noise["sigma_point"] ** 2, noise["rho"]
-    same_b = rb[:, None] == rb[None, :]
-    same_v = rv[:, None] == rv[None, :]
-    Sbb = s2r * same_b + s2p * np.eye(len(xb))
-    Svv = s2r * same_v + s2p * np.eye(len(xv))
-    ids = {c: i for i, c in enumerate(dict.fromkeys(cb + cv))}  # (size, seed) as integers:
-    ib, iv = (np.array([ids[c] for c in cells]) for cells in (cb, cv))  # one array compare
-    Sbv = rho * s2r * (ib[:, None] == iv[None, :]).astype(float)
-    var = db @ Sbb @ db + dv @ Svv @ dv + 2 * db @ Sbv @ dv
-    return float(math.sqrt(max(var, 0.0)))
+    return sd_from_groups(gb, gv, shared_pairs(gb, sb, gv, sv), alpha, multiplier, noise, x_ref)
 
 
 def _df(runs: list[PlannedRun]) -> int:
@@ -110,7 +168,7 @@ def _df(runs: list[PlannedRun]) -> int:
 
 def half_width(sd: float, df: int, level: float = 0.95) -> float:
     """Relative half-width of the interval exp(log M ± q·sd): (upper - lower) / 2 / M."""
-    q = stats.t.ppf(0.5 + level / 2, df) if df > 0 else stats.norm.ppf(0.5 + level / 2)
+    q = stats.t.ppf(0.5 + level / 2, float(df)) if df > 0 else stats.norm.ppf(0.5 + level / 2)
     return float(math.sinh(q * sd))
 
 
@@ -127,13 +185,35 @@ def _with_points(runs: list[PlannedRun], k: int) -> list[PlannedRun]:
     return [PlannedRun(r.label, r.size, r.seed, r.flops, k, None) for r in runs]
 
 
+def _c_law_points() -> str:
+    from analysis.estimates.estimate import C_LAW_POINTS
+
+    return C_LAW_POINTS
+
+
+def fitted_points(planned: list[PlannedRun]) -> list[PlannedRun]:
+    """The runs as the C-law sees them: `analysis.fit` fits each run's final point only
+    (analysis.estimates.estimate.C_LAW_POINTS), so a run's earlier budgets are not in its interval."""
+    if _c_law_points() == "all":
+        return list(planned)
+    return [PlannedRun(r.label, r.size, r.seed, r.flops) for r in planned]
+
+
+def compute_levels(flops, ratio: float = 1.25) -> int:
+    """How many distinct compute scales `flops` holds (values within `ratio` of their neighbour
+    are one): the shapes of an architecture sweep differ by a few % in FLOPs, sizes by 2x+."""
+    xs = sorted(flops)
+    return sum(1 for a, b in zip(xs, xs[1:]) if b > ratio * a) + 1 if xs else 0
+
+
 def predict(planned: list[PlannedRun], baseline: str = "baseline", noise: dict | None = None,
             alpha: float = DEFAULT_ALPHA, multiplier: float = DEFAULT_MULTIPLIER,
             level: float = 0.95) -> list[dict]:
     """Per variant: the predicted half-width and the seeds per size that reach ±10 %."""
     noise = {**DEFAULT_NOISE, **{k: v for k, v in (noise or {}).items() if v is not None}}
+    points_now = {r.label: max(r.n_points, len(r.budgets or ())) for r in planned}
     by = defaultdict(list)
-    for r in planned:
+    for r in fitted_points(planned):
         by[r.label].append(r)
     base = by.get(baseline)
     if not base:
@@ -156,12 +236,13 @@ def predict(planned: list[PlannedRun], baseline: str = "baseline", noise: dict |
             if h <= TARGET:
                 need = n
                 break
-        pts_now = max(r.n_points for r in runs)
-        # at the middle of that grid's own compute (its points reach below the runs' totals)
-        more_pts = half_width(log_multiplier_sd(_with_points(base, 8), _with_points(runs, 8),
-                                                alpha, multiplier, noise), df, level)
+        more_pts = None
+        if _c_law_points() == "all":
+            # at the middle of that grid's own compute (its points reach below the runs' totals)
+            more_pts = half_width(log_multiplier_sd(_with_points(base, 8), _with_points(runs, 8),
+                                                    alpha, multiplier, noise), df, level)
         out.append({"variant": label, "half_width": hw, "sd_log": sd, "df": df,
-                    "seeds_per_size": seeds_now, "points_per_run": pts_now,
+                    "seeds_per_size": seeds_now, "points_per_run": points_now[label],
                     "seeds_for_target": need, "half_width_with_8_points": more_pts,
                     "one_seed": seeds_now < 2})
     return out
@@ -177,12 +258,22 @@ def measured(finished_runs) -> tuple[dict | None, float | None, str]:
     reps = arrange(finished_runs)
     baseline = "baseline" if "baseline" in reps else sorted(reps)[0]
     noise = noise_components(reps, baseline)
+    n = len({r.run_id for r in finished_runs})
+    if noise is None:
+        return None, None, (f"{n} finished run(s), no size with two finished seeds of one "
+                            "variant: no noise to measure")
+    if noise["df"] < MIN_NOISE_DF:
+        return None, None, (f"too few finished seeds to measure the noise ({n} finished run(s), "
+                            f"{noise['df']} degree(s) of freedom between seeds; needs "
+                            f"{MIN_NOISE_DF})")
+    if noise["sigma_run"] < 1e-4:
+        return None, None, (f"{n} finished run(s), whose seeds spread no more than their points "
+                            "do: the per-run noise is not measurable from them")
     alpha = None
     res = fit_variants(finished_runs, baseline, n_bootstrap=0)
     f = res.fits.get(baseline)
     if f is not None and len(reps[baseline].cells) >= 3 and f.alpha > 0:
         alpha = f.alpha
-    n = len({r.run_id for r in finished_runs})
     return noise, alpha, f"{n} finished run(s)"
 
 
@@ -192,13 +283,22 @@ def report(planned: list[PlannedRun], finished_runs=(), baseline: str = "baselin
     if len(sizes) < 2:  # an ablation or an LR scan: losses are compared at one size
         return (f"Power: the {baseline!r} runs of this grid span {len(sizes)} size(s); a compute "
                 "multiplier needs a fit over two or more, so none is predicted.")
+    levels = compute_levels({r.flops for r in planned if r.label == baseline})
+    if levels < 2:  # an architecture sweep: shapes of one size at one compute
+        shapes = any("@" in s for s in sizes)
+        return (f"Power: the {baseline!r} runs' {len(sizes)} "
+                f"{'shapes' if shapes else 'sizes'} train at one compute (within 25 %); a compute "
+                "multiplier needs a fit across compute, so none is predicted"
+                + (" (an architecture sweep compares shapes at fixed compute: "
+                   "python -m analysis.architecture)." if shapes else "."))
     noise, alpha, where = measured(list(finished_runs))
     src = []
     if noise is None:
         noise = dict(DEFAULT_NOISE)
         src.append(f"noise: default (per-run {DEFAULT_NOISE['sigma_run']:.1%} of log loss, "
                    f"seed correlation {DEFAULT_NOISE['rho']}, per point "
-                   f"{DEFAULT_NOISE['sigma_point']:.1%}; issue #12's demo), {where} with 2+ seeds")
+                   f"{DEFAULT_NOISE['sigma_point']:.1%}; issue #12's demo), "
+                   + (where if finished_runs else "no finished runs yet"))
     else:
         noise = {**DEFAULT_NOISE, **{k: v for k, v in noise.items() if v is not None}}
         src.append(f"noise: measured from {where} (per-run {noise['sigma_run']:.2%}, seed "
@@ -211,17 +311,24 @@ def report(planned: list[PlannedRun], finished_runs=(), baseline: str = "baselin
                 "no multiplier to predict.")
     lines = [f"Power (predicted 95 % interval of each multiplier, at the middle of the baseline's "
              f"compute; {'; '.join(src)}):"]
+    final = _c_law_points() != "all"
     for r in rows:
         s = (f"  {r['variant']}: this grid resolves a {DEFAULT_MULTIPLIER}x multiplier to "
              f"±{100 * r['half_width']:.0f} % ({r['seeds_per_size']} seed(s) per size, "
-             f"{r['points_per_run']} point(s) per run)")
+             + ("each run's final point)" if final else f"{r['points_per_run']} point(s) per run)"))
         if r["half_width"] > TARGET:
             need = (f"{r['seeds_for_target']} seeds per size" if r["seeds_for_target"]
                     else "more than 64 seeds per size")
-            s += (f"; ±10 % needs {need}; 8 points per run (train.budgets) would give "
-                  f"±{100 * r['half_width_with_8_points']:.0f} %")
+            s += f"; ±10 % needs {need}"
+            if r["half_width_with_8_points"] is not None:
+                s += (f"; 8 points per run (train.budgets) would give "
+                      f"±{100 * r['half_width_with_8_points']:.0f} %")
         lines.append(s)
         if r["one_seed"]:
             lines.append("    (one seed per size: the interval can only resample sizes, which "
                          "under-covers; plan >= 2 seeds)")
+    if final and any(r["points_per_run"] > 1 for r in rows):
+        lines.append("  (the C-law fits each run's final point, so more budgets per run "
+                     "(train.budgets) do not narrow these intervals: seeds do; the earlier points "
+                     "feed L(N, D) and the figures)")
     return "\n".join(lines)

@@ -29,7 +29,8 @@ def plot_frontier(groups, front, paths, baseline: str = "baseline") -> None:
     ax.set_xlabel("Training compute C (PFLOP/s-days)")
     ax.set_ylabel("Validation loss (nats/token, mean over seeds)")
     ax.set_title("Compute-efficient frontier: lower envelope of each variant's points", fontsize=10)
-    ax.legend(loc="lower left", frameon=False)
+    if ax.get_legend_handles_labels()[0]:   # no series, no legend (and no matplotlib warning)
+        ax.legend(loc="lower left", frameon=False)
     save_figure(fig, paths)
 
 
@@ -78,8 +79,11 @@ def plot_isoflop(groups, fits, paths, baseline: str = "baseline") -> None:
 def extra_figures(extra: "Extra", groups, out, written, baseline) -> list[str]:
     """frontier.png and, with L(N, D) fits, isoflop.png; returns messages."""
     msgs = []
-    plot_frontier(groups, extra.frontier, [out / "frontier.png"], baseline)
-    written.append(out / "frontier.png")
+    if groups:
+        plot_frontier(groups, extra.frontier, [out / "frontier.png"], baseline)
+        written.append(out / "frontier.png")
+    else:
+        msgs.append("frontier figure skipped: no points")
     # an L(N, D) fit without a compute-optimal N has no isoFLOP minimum to show: its curves
     # would be flat or run off the data, so such fits are left out and the log says why
     why = {k: f.no_optimum() for k, f in extra.chinchilla.items()}

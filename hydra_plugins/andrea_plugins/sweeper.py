@@ -120,7 +120,8 @@ class AndreaSweeper(BasicSweeper):
             from analysis.dashboard import maybe_create_dashboard
             from andrea.config.resolve import to_dataclass
 
-            maybe_create_dashboard(to_dataclass(self.config).wandb, str(self.config.sweep_name))
+            maybe_create_dashboard(to_dataclass(self.config).wandb, str(self.config.sweep_name),
+                                   labels=sorted({j.spec.label for j in jobs}))
             # Our launchers reuse the configs composed here instead of composing each job again.
             self.launcher.composed = _Composed({tuple(j.overrides): j for j in todo})
             self.launcher.work = {tuple(j.overrides): j.flops for j in todo}  # for time-left lines
