@@ -1,8 +1,8 @@
 """`python -m analysis.ablations <sweep dirs…> --out DIR`: the report's ablation table (Table 4)
 and the block-size figure (Fig. 6) from finished runs at one size (docs/ablations.md).
 
-Runs are grouped by their results.json `label` (`attnres_full+sigmoid`, `attnres_block_s4`, …;
-CONTRACTS item 2), so every ablation switch is its own row. Per row: the mean final validation
+Runs are grouped by their results.json `label` (`attnres_full+sigmoid`, `attnres_block_s4`, …),
+so every ablation switch is its own row. Per row: the mean final validation
 loss over seeds with its Student-t interval, and the difference to the baseline and to Full
 with the interval of the *paired* difference (seed s of the row minus seed s of the reference:
 the seeds share data order and initial weights where shapes match, so pairing removes that

@@ -127,7 +127,7 @@ def best_per_size(curves: list[Curve]) -> dict[str, Curve]:
 
 @dataclass
 class RobustnessRow:
-    """A variant at its own best LR against the selected variant's pick, at one size (#13.2)."""
+    """A variant at its own best LR against the selected variant's pick, at one size."""
 
     size: str
     label: str

@@ -270,7 +270,7 @@ class Trainer:
             **self.clock.state(),
             "schedule": {"kind": self.t.schedule, "lr": self.spec.lr, "steps": self.spec.steps},
             # the logging window's running sum: a window that straddles a resume then logs the
-            # same train/loss as without one (issue #23). With DDP it is rank 0's share.
+            # same train/loss as without one. With DDP it is rank 0's share.
             "interval": {"loss": float(self.interval_loss), "count": self.interval_count},
         }
 

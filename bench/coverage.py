@@ -1,7 +1,7 @@
 """Do the 95 % multiplier intervals hold their coverage? `python -m bench.coverage`
 
 Synthetic sweeps from known laws per variant (a pure power law, and one with an irreducible term,
-L = E + A·C^-alpha), with the run noise measured in issue #12 (`analysis.inputs.synthetic.simulate_runs`:
+L = E + A·C^-alpha), with the run noise measured on the CPU demo (`analysis.inputs.synthetic.simulate_runs`:
 per-run noise of log loss 1.2 %, correlated 0.3 across variants by seed, so the paired gap's run
 noise is 1.4 %; 0.3 % per point), are analysed exactly as `python -m analysis.fit` analyses a sweep
 (`analysis.estimates.estimate.fit_variants`, default C_ref). Over the replicates it counts how often each
@@ -11,7 +11,7 @@ Variants: `shift` reaches every loss with 1.25x less compute (M = 1.25 everywher
 10 % steeper exponent, with M = 1.25 at the middle of the compute range.
 
 Truths in which loss depends on N and D separately, several budgets per run and heavy-tailed seed
-noise: `bench/coverage_nd.py` (issue #21).
+noise: `bench/coverage_nd.py`.
 
     python -m bench.coverage                       # all designs, 200 replicates (several minutes)
     python -m bench.coverage --reps 50 --designs demo-3x4

@@ -1,4 +1,4 @@
-"""Coverage when loss depends on N and D separately (issue #21 item 1): `python -m bench.coverage_nd`
+"""Coverage when loss depends on N and D separately: `python -m bench.coverage_nd`
 
 `bench.coverage` draws sweeps from laws written in compute, so every point of a variant lies on
 one curve. Real sweeps do not: with several budgets per run a larger size's early cooldown point

@@ -60,7 +60,7 @@ GRID = ["model=baseline,attnres_block", "size=tiny-1", "data.max_chars=400000",
         "train.progress=false", "wandb.mode=disabled"]
 
 # log_every=3 with a checkpoint every 4 steps: logging windows (3, 6] and (6, 9] straddle the
-# checkpoints at 4 and 8, so a resume inside a window is compared too (issue #23: with 2, no
+# checkpoints at 4 and 8, so a resume inside a window is compared too (with 2, no
 # window ever straddled one, and a resume that changed a logged train/loss went unseen).
 
 CPU_KINDS = ["kill9", "kill9_in_checkpoint_write", "kill9_in_results_write", "sigterm", "sigusr2",

@@ -97,7 +97,7 @@ if [ "$SMOKE" = 1 ]; then
   EAGER=(--compile off --quick)
   SWEEP=(size=tiny-1,tiny-2,tiny-3 data.max_chars=3000000)
   # No step limits on the CPU (0 = none): they guard GPU minutes, and on a shared CPU they only
-  # measured the load (a 300 s limit failed with the cores shared, issue #16; with 8 processes on
+  # measured the load (a 300 s limit failed with the cores shared; with 8 processes on
   # 2 cores the sweep step alone ran over 13 minutes). The caller's own limit stops a hang.
   LIMITS=(0 0 0 0 0)
 else

@@ -6,7 +6,7 @@ so that their ratio holds on a busy machine where each time alone does not.
     python -m bench.plan_speed [--repeats 1] [--max-ratio 2]
 
 Prints both times (wall and CPU), their ratios, the cost per added job, and exits 1 when the
-wall-time ratio exceeds --max-ratio (issue #22: a 1,000-job plan costs at most twice a 15-job
+wall-time ratio exceeds --max-ratio (a 1,000-job plan costs at most twice a 15-job
 one).
 """
 

@@ -1,4 +1,4 @@
-"""Do the points of a multi-budget run match independent runs? (issue #12 item 2; docs/budgets.md)
+"""Do the points of a multi-budget run match independent runs? (docs/budgets.md)
 
 For every size and seed this trains, in one process, on CPU:
   - the multi-budget run:      train.budgets=[0.25,0.5,1] (WSD trunk + cooldown branches);

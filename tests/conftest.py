@@ -27,7 +27,7 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 # Every process a test starts (sweeps, Slurm jobs) puts its temporary files in one folder of
 # this session, removed when the session ends: wandb makes /tmp/tmp*wandb-artifacts and
 # -media folders at import and deletes them only at a clean exit, so the suite's killed and
-# requeued processes left a dozen behind (issue #23). This process caches the system's temp
+# requeued processes left a dozen behind. This process caches the system's temp
 # folder first, so pytest's own tmp_path folders stay where they were.
 # Once per process: this file is imported twice in a worker (as pytest's `tests.conftest` and as
 # `conftest` by the tests that import from it), and two folders made the worker's TMPDIR depend on

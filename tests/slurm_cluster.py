@@ -140,7 +140,7 @@ def cluster_is_up() -> bool:
 def slurm_cluster() -> SlurmCluster:
     """Session fixture: a running local Slurm cluster (see ensure_cluster). A cluster that this
     session started is stopped when it ends (its daemons, MariaDB included, outlived `make
-    test`, issue #23); one that was already running is left running."""
+    test`); one that was already running is left running."""
     was_up = sys.platform == "linux" and START_SH.exists() and cluster_is_up()
     cluster = ensure_cluster()
     yield cluster

@@ -70,7 +70,7 @@ def test_no_runs_is_an_error(tmp_path):
 
 
 def test_multi_budget_runs_are_tabulated_at_their_final_point(tmp_path, capsys):
-    """Issue #23: runs with three budgets were tabulated at their first (¼-budget) point, with a
+    """runs with three budgets were tabulated at their first (¼-budget) point, with a
     'seed N twice' warning per later point. The table compares final points, silently."""
     for label, (variant, S, losses) in LOSSES.items():
         for seed, loss in enumerate(losses):

@@ -54,7 +54,7 @@ def test_collinear_n_and_d_are_refused():
 
 
 def test_isoflop_is_not_drawn_when_the_fit_has_no_compute_optimal_n(tmp_path):
-    """Issue #23: the demo's fit (E = 0, a = 0) drew a broken isoflop.png with no stars. A fit
+    """the demo's fit (E = 0, a = 0) drew a broken isoflop.png with no stars. A fit
     without a compute-optimal N is left out, and the log says why."""
     from analysis.fits.chinchilla import ChinchillaFit
     from analysis.estimates.extra_fits import Extra

@@ -120,7 +120,7 @@ def test_single_results_json(tmp_path):
 
 
 def test_multi_point_results_json(tmp_path):
-    """results.json `points` (CONTRACTS item 1): one record per point, in token order, sharing
+    """results.json `points`: one record per point, in token order, sharing
     the run's id; `label` (item 2) names the group; device_s (item 3) per point."""
     pts = [{"budget": b, "tokens": int(1e6 * b), "flops": 1e17 * b, "val_loss": 3.0 / b ** 0.1,
             "step": int(100 * b), "wall_s": 5.0 * b, "device_s": 10.0 * b} for b in (2, 0.5, 1)]

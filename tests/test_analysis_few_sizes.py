@@ -1,4 +1,4 @@
-"""The analysis of small sweeps (issue 16.1): the README's own grid `size=tiny-1,tiny-2` gives two
+"""The analysis of small sweeps: the README's own grid `size=tiny-1,tiny-2` gives two
 sizes, where every bootstrap resample is the fit itself and a multiplier's interval collapses onto
 its point (or a rounding error beside it). Such sweeps must plot and tabulate, and a variant with
 too few sizes to fit must say so."""
@@ -80,7 +80,7 @@ def test_dodge_is_centred_and_separates_series():
 
 
 def test_results_json_that_is_valid_json_but_not_an_object(tmp_path):
-    """`[1, 2, 3]` parses: call it what it is (issue 16.12), unlike a half-written file."""
+    """`[1, 2, 3]` parses: call it what it is, unlike a half-written file."""
     from analysis.inputs.collect import collect
     from andrea.run.rundir import RunDir
 

@@ -220,7 +220,7 @@ def test_multi_point_seeds_sweep_with_device_seconds(tmp_path, capsys):
 
 
 def test_one_size_multiplier_says_it_is_not_a_scaling_law(tmp_path, capsys):
-    """Issue #23: one size with three budgets printed a multiplier without a word, while the
+    """one size with three budgets printed a multiplier without a word, while the
     planner says a multiplier needs two or more sizes. The fit now says the same beside it."""
     rows = ["variant,size,seed,budget,params,tokens,flops,val_loss"]
     for v, shift in (("baseline", 0.0), ("attnres_full", -0.02)):

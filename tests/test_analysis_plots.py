@@ -76,7 +76,7 @@ def test_colours_are_stable_per_variant():
 
 
 def test_ablation_compares_final_points_and_skips_a_single_block_size(tmp_path):
-    """Issue #23: with three budgets per run and one S, ablation.png drew Block at every budget
+    """with three budgets per run and one S, ablation.png drew Block at every budget
     and the references at their first, under a block-size title. One S: nothing to draw."""
     import json
     for label, variant, S in (("baseline", "baseline", None), ("attnres_full", "attnres_full", None),
@@ -94,7 +94,7 @@ def test_ablation_compares_final_points_and_skips_a_single_block_size(tmp_path):
 
 
 def test_dynamics_colour_scale_marks_weights_above_it(tmp_path, monkeypatch):
-    """Issue #23: the heatmap's scale topped out at ~0.8 while layer 0's weight is 1.0, clipped
+    """the heatmap's scale topped out at ~0.8 while layer 0's weight is 1.0, clipped
     without a sign. A clipped scale now has an arrow and says what lies above it."""
     figs = []
     monkeypatch.setattr(plots, "save_figure", lambda fig, paths: figs.append(fig))

@@ -121,7 +121,7 @@ def test_compute_to_reach_inverts_predict_and_edge_cases():
 
 
 def test_a_fit_at_a_bound_says_so():
-    """Issue #23: --irreducible on the demo printed E = 1.711e-06 [1.711e-06, 1.711e-06] with no
+    """--irreducible on the demo printed E = 1.711e-06 [1.711e-06, 1.711e-06] with no
     note. Points that bend the other way from an E pin E at its lower bound; the fit warns."""
     C = np.geomspace(1e-9, 1e-6, 6)
     x = np.log(C) - np.log(C).mean()

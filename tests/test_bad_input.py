@@ -1,4 +1,4 @@
-"""Bad input, tabled (#15.4): every user-facing input that can be wrong, and what the user is told.
+"""Bad input, tabled: every user-facing input that can be wrong, and what the user is told.
 
 Each case gives a wrong config key (type, range, combination), data source (missing, empty,
 binary, too short, out of vocabulary) or analysis input (missing, failed, duplicated or garbage
@@ -160,7 +160,7 @@ CONFIG_CASES = [
 ]
 
 
-# ---- data (shows in prepare_data: in the job today, in the sweeper with #15.3) --------------------
+# ---- data (shows in prepare_data: in the job today, in the sweeper) --------------------
 
 def data(source: str, files: dict[str, bytes], vocab: int = 300, **cfg) -> Callable:
     def run(tmp: Path) -> tuple[Optional[int], str]:
@@ -372,7 +372,7 @@ def test_a_bad_key_in_a_sweep_exits_2_before_anything_runs(tmp_path, data_cache)
 
 
 def test_an_appended_typo_in_a_single_run_exits_2_with_one_line_first(tmp_path, data_cache):
-    """Issue #23: Hydra's advice `+trian.lr=1` trained a run (rc 0) that ignored the typo."""
+    """Hydra's advice `+trian.lr=1` trained a run (rc 0) that ignored the typo."""
     out = subprocess.run([sys.executable, str(REPO / "sweep.py"), f"out_dir={tmp_path / 'runs'}",
                           "size=tiny-1", "+trian.lr=1"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=600)

@@ -175,7 +175,7 @@ def test_override_values_with_slashes_stay_one_directory_level():
 
 
 def test_run_directory_names_are_shell_safe_and_simple_names_unchanged():
-    """Issue #23: `seed0,data.paths=[_tmp_nc_corpus_*.txt],data=text` carried a glob and
+    """`seed0,data.paths=[_tmp_nc_corpus_*.txt],data=text` carried a glob and
     brackets. Odd or long values become a short hash; simple names stay where they were."""
     import re
 

@@ -45,7 +45,7 @@ def test_steps_lost_counts_work_redone_after_a_resume():
 
 
 def test_the_grid_has_logging_windows_that_straddle_a_checkpoint():
-    """Issue #23: with log_every=2 and a checkpoint every 4 steps no logging window straddled a
+    """with log_every=2 and a checkpoint every 4 steps no logging window straddled a
     checkpoint, so a resume that changed a logged train/loss could never be seen."""
     from andrea.config.resolve import steps_between
 

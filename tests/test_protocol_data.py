@@ -215,7 +215,7 @@ def test_estimates_without_tokenizing(tmp_path):
 
 
 def test_prepare_command_takes_the_vocabulary_of_the_size_to_train(tmp_path, capsys):
-    """Issue #23: on a small corpus the command defaulted to vocabulary 8449 and stopped. --size
+    """on a small corpus the command defaulted to vocabulary 8449 and stopped. --size
     picks the size's vocabulary in one step, and the error suggests it."""
     from andrea.data.__main__ import main
 

@@ -1,5 +1,5 @@
 """andrea/launch/slurm.py: a run queued by an earlier launch is neither submitted again nor counted as
-failed (issue #23: Ctrl-C on a Slurm sweep, then the same command, resubmitted pending tasks)."""
+failed (Ctrl-C on a Slurm sweep, then the same command, resubmitted pending tasks)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`python sweep.py key=value ...` (one run, no -m) from a newcomer's side (issue 16.3, 16.4,
+"""`python sweep.py key=value ...` (one run, no -m) from a newcomer's side (16.4,
 16.5, 16.11, 16.13): bad input is one `error:` line, exit 2 and nothing on disk; a run's
 progress and validation losses land in its train.log; the run ends by naming its loss and
 directory; a mistyped key gets the nearest valid one."""
@@ -48,7 +48,7 @@ def test_bad_single_run_is_one_line_exit_2_and_leaves_no_directory(tmp_path, dat
 
 
 def test_single_run_beyond_max_epochs_is_refused_like_in_a_sweep(tmp_path, data_cache):
-    """Issue #23: `-m` refused a run beyond max_epochs; the same single run trained silently.
+    """`-m` refused a run beyond max_epochs; the same single run trained silently.
     (The corpus is tokenized first, with its progress lines, to count the epochs exactly.)"""
     out = single(tmp_path, *TINY_RUN[:6], "train.tokens=1536000")  # ~13 epochs
     assert out.returncode == 2, out.stderr[-2000:]
@@ -82,7 +82,7 @@ def test_nearest_key_hints():
                               "data.paths=[a,b]", "hydra.run.dir=x", "hydra/launcher=basic",
                               "+model.block_size=2", "plan=true", "wandb.mode=offline",
                               "-m"]) == []
-    # an appended key the schema does not know is refused like any other (issue #23: Hydra
+    # an appended key the schema does not know is refused like any other (Hydra
     # added `+extra=1` and the run trained, ignoring it)
     (line,) = unknown_key_hints(["+extra=1"])
     assert line.startswith("error: unknown key 'extra'")

@@ -159,7 +159,7 @@ def test_impossible_request_fails_at_submit(slurm_cluster, tmp_path):
 
 
 def test_launcher_reports_a_running_task_within_one_poll_of_sacct(slurm_cluster, tmp_path, capsys):
-    """Issue #16: the sweep's state lines lagged Slurm's by minutes (submitit re-reads sacct only
+    """the sweep's state lines lagged Slurm's by minutes (submitit re-reads sacct only
     every min(600 s, half the time since submission)). A held job is released after 20 polls,
     when that cache would lag ~10 s; the launcher must print `running` at the first poll after
     the one at which sacct (asked by this test, after the launcher) says RUNNING. Counted in

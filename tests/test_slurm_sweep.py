@@ -50,7 +50,7 @@ def test_sweep_of_four_jobs_runs_as_an_array_and_a_rerun_submits_nothing(
         slurm_cluster, tmp_path, data_cache):
     grid = ["model=baseline,attnres_full", "size=tiny-1", *TINY_RUN[1:], "train.seed=0,1"]
     # without the suite's one-thread setting, as a user's shell: the jobs' threads must follow
-    # their allocation (cpus_per_task: 1), not the machine's cores (issue #23: 7x slower)
+    # their allocation (cpus_per_task: 1), not the machine's cores (7x slower)
     first = run_sweep(tmp_path, *grid, *ON_SLURM, env_drop=("OMP_NUM_THREADS", "MKL_NUM_THREADS"))
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert "submitted 4 job(s) to submitit/slurm in 1 array(s)" in first.stdout
@@ -160,7 +160,7 @@ def test_two_tasks_per_job_train_with_ddp_and_match_one_process(slurm_cluster, t
 
 def test_two_nodes_one_task_each_train_with_ddp_and_match_one_process(
         two_node_cluster, tmp_path, data_cache):
-    """#15.2: a job with nodes=2 (one task per node, gloo over 127.0.0.1) on the two-node cluster
+    """A job with nodes=2 (one task per node, gloo over 127.0.0.1) on the two-node cluster
     (two slurmd on this machine, slurm/local/twonode.sh) trains with DDP across the nodes and gives
     the loss of one process with the same global batch, as the 2-task test does on one node."""
     (tmp_path / "one").mkdir()
@@ -185,7 +185,7 @@ def test_two_nodes_one_task_each_train_with_ddp_and_match_one_process(
 
 
 def test_pending_array_tasks_are_seen_as_queued(slurm_cluster):
-    """Issue #23: a re-run must know which runs an earlier launch's array still has queued
+    """a re-run must know which runs an earlier launch's array still has queued
     (andrea.launch.slurm asks squeue once, one line per array task)."""
     from andrea.launch.slurm import live_slurm_jobs
     from slurm_cluster import _run

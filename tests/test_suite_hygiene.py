@@ -1,4 +1,4 @@
-"""The suite cleans up after itself (issue #23: `make test` left a dozen /tmp/tmp*wandb-*
+"""The suite cleans up after itself (`make test` left a dozen /tmp/tmp*wandb-*
 folders and the Slurm and MariaDB daemons it had started)."""
 
 from __future__ import annotations

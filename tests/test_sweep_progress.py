@@ -1,4 +1,4 @@
-"""A sweep's own progress and plan from a newcomer's side (issue 16.10, 16.12): the basic
+"""A sweep's own progress and plan from a newcomer's side (16.12): the basic
 launcher says "run k of n, about m minutes left" before each run; the plan calls a run that
 failed before a retry and says why; the sweep directory prints without a double slash."""
 
@@ -66,14 +66,14 @@ def test_launcher_state_lines_say_how_much_is_left():
     launcher._progress = (time.time() - 600.0, [1.0, 1.0, 2.0])   # 10 minutes ago
     assert launcher._overall([Job(False), Job(False), Job(False)]) == ""
     # 1 unit of work done in 10 min; 3 units in 2 jobs left: 20 min if a job's time is all
-    # start-up, 30 if all training (issue #23: a range while that is unknown)
+    # start-up, 30 if all training (a range while that is unknown)
     assert launcher._overall([Job(True), Job(False), Job(False)]) == \
         " (1 of 3 done, between 20 and 30 minutes left)"
     assert launcher._overall([Job(True), Job(True), Job(True)]) == ""
 
 
 def test_time_left_of_a_demo_like_sweep_bounds_then_fits_the_truth():
-    """Issue #23: after the first (smallest) run of an 8-minute demo the estimate said 75
+    """after the first (smallest) run of an 8-minute demo the estimate said 75
     minutes: FLOPs alone, while tiny runs are mostly start-up and evaluation. Runs here take
     1 min + their work; the early range holds the truth and three runs give it within 10 %."""
     works = [1.0, 1.0, 4.0, 4.0, 12.0, 12.0]
@@ -93,7 +93,7 @@ def test_time_left_of_a_demo_like_sweep_bounds_then_fits_the_truth():
 
 
 def test_ctrl_c_of_an_in_process_sweep_says_how_to_resume(tmp_path, data_cache):
-    """Issue #23: Ctrl-C ended in a raw KeyboardInterrupt traceback with no word on resuming."""
+    """Ctrl-C ended in a raw KeyboardInterrupt traceback with no word on resuming."""
     import os
     import signal
     import subprocess
@@ -119,7 +119,7 @@ def test_ctrl_c_of_an_in_process_sweep_says_how_to_resume(tmp_path, data_cache):
 
 
 def test_blocks_on_the_command_line_replace_the_configs_block_size(tmp_path):
-    """Issue #23: `model=attnres_block model.n_blocks=8` was refused because the config's S = 4
+    """`model=attnres_block model.n_blocks=8` was refused because the config's S = 4
     is set too. N alone replaces the default S; with N >= L (tiny-2: L = 4) the plan says that
     S = 1 is Full AttnRes. S and N both on the command line stay an error."""
     out = sweep(tmp_path, "model=attnres_block", "model.n_blocks=8", "size=tiny-2", "plan=true")

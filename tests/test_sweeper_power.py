@@ -1,4 +1,4 @@
-"""The plan's power lines (the sweeper's plan_power → analysis/estimates/power.py, CONTRACTS item 6)."""
+"""The plan's power lines (the sweeper's plan_power → analysis/estimates/power.py)."""
 
 from types import SimpleNamespace
 

@@ -1,4 +1,4 @@
-"""andrea/launch/threads.py: torch's intra-op threads follow the CPUs a job is given (issue #23)."""
+"""andrea/launch/threads.py: torch's intra-op threads follow the CPUs a job is given."""
 
 import os
 

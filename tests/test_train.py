@@ -97,7 +97,7 @@ def test_resume_is_exact(tmp_path, data_cache):
              if keys.TRAIN_LOSS in l]
     assert steps == sorted(set(steps))
     # the logging window (8, 12] straddles the stop at step 10: its mean is the same as without
-    # the stop (issue #23: it was the mean of the steps after the resume only)
+    # the stop (it was the mean of the steps after the resume only)
     def losses(p):
         return {r["step"]: r[keys.TRAIN_LOSS] for r in map(json.loads, p.read_text().splitlines())
                 if keys.TRAIN_LOSS in r}

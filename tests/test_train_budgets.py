@@ -98,7 +98,7 @@ def test_a_run_without_budgets_has_its_one_point_and_wall_clock_keys(tmp_path, d
         "wall_s": results["points"][0]["wall_s"], "device_s": results["points"][0]["device_s"]}]
     assert results["budgets"] is None and results["flops_spent"] == results["flops"]
     assert results["val_tokens"] == 1024  # train.val_tokens of TINY_RUN: 16 windows of 64
-    # wall-clock (CONTRACTS item 3): device-seconds = wall-clock x processes on CPU
+    # wall-clock: device-seconds = wall-clock x processes on CPU
     assert results["wall_s"] > 0 and results["device_s"] == results["wall_s"] * 1
     assert results["device"] == "cpu" and isinstance(results["device_name"], str)
     assert results["device_name"]

@@ -4,7 +4,7 @@ Every point of every seed is fitted. The interval resamples what is random (`ana
 with at least two seeds at every size, the runs within each size, paired across variants by seed,
 each run's points together ("seeds"). With one seed somewhere it falls back to the old paired
 bootstrap over sizes ("sizes"), whose 95 % intervals covered the truth in only 78-88 % of
-simulated sweeps (issue #12; `bench/coverage.py` measures both): it says so.
+simulated sweeps (`bench/coverage.py` measures both): it says so.
 
 The default reference compute is the geometric middle of the compute range all fitted variants
 share with the baseline: there the multiplier is interpolated (no fit extrapolates), the prediction
@@ -31,7 +31,7 @@ from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
 # noise of ~1.5 % a Huber delta of 1e-3 makes every residual an "outlier" (a median fit).
 DEFAULT_LOSS = "lsq"
 
-# Which points enter the C-law (issue #21 item 1). L = A·C^-alpha says loss depends on compute
+# Which points enter the C-law. L = A·C^-alpha says loss depends on compute
 # alone, which holds along one tokens-per-parameter ray but not across rays: loss depends on N and
 # D separately (Hoffmann et al. 2022). A run's earlier cooldown points sit on other rays (a larger
 # size's early point above a smaller size's final one), and fitted together they bent the C-law
@@ -163,7 +163,7 @@ def default_c_ref(fits: dict[str, Fit], baseline: str) -> tuple[float, str]:
 
 
 def fit_device_seconds(runs: list[Run], baseline: str, **kw) -> FitResult | None:
-    """The same fits with device-seconds in place of compute (issue #13 item 6), when every run
+    """The same fits with device-seconds in place of compute, when every run
     records them; None otherwise. Hardware-specific: the time of this machine's kernels."""
     if not runs or any(r.device_s is None or not r.device_s > 0 for r in runs):
         return None

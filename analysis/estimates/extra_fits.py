@@ -1,5 +1,4 @@
-"""The fits `python -m analysis.fit` reports beside the primary power law (issue #12 item 3,
-issue #13 item 6):
+"""The fits `python -m analysis.fit` reports beside the primary power law:
 
 - the other form (L = A·C^-alpha vs L = E + A·C^-alpha) and whether its multiplier disagrees;
 - per variant, the compute-efficient frontier: the lower envelope of all its (mean) points;

@@ -16,7 +16,7 @@ fit's expanded percentile interval uses. `tests/test_analysis_power.py` checks t
 against the spread of simulated sweeps' estimates.
 
 The noise comes from the sweep's finished runs when their seeds give at least MIN_NOISE_DF degrees
-of freedom (`analysis.fits.replicates.noise_components`), else from DEFAULT_NOISE, the run-to-run noise issue #12
+of freedom (`analysis.fits.replicates.noise_components`), else from DEFAULT_NOISE, the run-to-run noise measured on the CPU demo
 measured on the demo (paired log-loss gap 1.2-1.8 % per run).
 """
 
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-# issue #12's measurement on the CPU demo: per-run noise of log loss ~1.2 %, paired gap 1.2-1.8 %
+# the measurement on the CPU demo: per-run noise of log loss ~1.2 %, paired gap 1.2-1.8 %
 # (rho 0.3 gives a gap of 1.2 %·sqrt(2·0.7) = 1.4 %); the point noise within a run is a guess
 DEFAULT_NOISE = {"sigma_run": 0.012, "rho": 0.3, "sigma_point": 0.003}
 DEFAULT_ALPHA = 0.057          # the report's baseline exponent in compute (CPU demo: ~0.07)
@@ -297,7 +297,7 @@ def report(planned: list[PlannedRun], finished_runs=(), baseline: str = "baselin
         noise = dict(DEFAULT_NOISE)
         src.append(f"noise: default (per-run {DEFAULT_NOISE['sigma_run']:.1%} of log loss, "
                    f"seed correlation {DEFAULT_NOISE['rho']}, per point "
-                   f"{DEFAULT_NOISE['sigma_point']:.1%}; issue #12's demo), "
+                   f"{DEFAULT_NOISE['sigma_point']:.1%}; the CPU demo's), "
                    + (where if finished_runs else "no finished runs yet"))
     else:
         noise = {**DEFAULT_NOISE, **{k: v for k, v in noise.items() if v is not None}}

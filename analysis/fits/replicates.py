@@ -1,7 +1,7 @@
 """Seeds as replicates: the seed noise of a sweep and a bootstrap over its runs.
 
 What is random in a sweep is the run: its initialisation and data order (its seed). A run's points
-(one per token budget, CONTRACTS item 1) share that draw, and runs of different variants with the
+(one per token budget) share that draw, and runs of different variants with the
 same seed share their data order (and their initialisation where shapes agree), so their noise is
 correlated. The bootstrap here resamples exactly that:
 

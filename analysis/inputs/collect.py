@@ -4,7 +4,7 @@ The input contract is design.md "Analysis input": a sweep directory holding run 
 results.json (read through `RunDir`, the one object that knows the layout), or a CSV with at least
 `variant,size,flops,val_loss` (optional `block_size,params,tokens,seed,status`).
 
-A run may hold several points (CONTRACTS item 1: results.json `points`, one per token budget of a
+A run may hold several points (results.json `points`, one per token budget of a
 WSD run; in a CSV, rows sharing variant, size and seed). Each point becomes one `Run` record that
 carries its run's identity (`run_id`) and its position in the run (`point`), so the analysis can
 keep a run's points together when it resamples seeds (`analysis.fits.replicates`).
@@ -63,12 +63,12 @@ class Run:
     tokens: float | None = None
     seed: int | None = None
     run_dir: Path | None = None
-    display_label: str | None = None   # results.json `label` (CONTRACTS item 2), when present
+    display_label: str | None = None   # results.json `label`, when present
     run_id: str = ""                   # one id per training run, shared by its points
     point: int = 0                     # position of this point in its run, by tokens
     budget: float | None = None        # multiple of the size's token budget, when recorded
     wall_s: float | None = None        # training wall-clock up to this point
-    device_s: float | None = None      # wall-clock x devices up to this point (CONTRACTS item 3)
+    device_s: float | None = None      # wall-clock x devices up to this point
     device_name: str | None = None
     optimizer: str = "adamw"           # results.json `optimizer` (adamw before the key existed)
     shape: tuple[int, int, int] | None = None  # (n_layer, n_head, d_model), when recorded

@@ -97,7 +97,7 @@ def simulate_runs(laws: dict, size_compute, seeds, budgets=(1.0,), sigma_run: fl
     """`Run` records (one per point) drawn from known laws: label → L(C).
 
     A size's compute is its budget-1 compute; a run's point at budget b costs b times it. Noise on
-    log loss, as measured (issue #12): each (size, seed) draws one shared normal z, and label v's
+    log loss, as measured: each (size, seed) draws one shared normal z, and label v's
     run deviates by sigma_run·(sqrt(rho)·z + sqrt(1-rho)·u_v) — the same seed is the same data
     order, so variants' runs are correlated by rho — plus sigma_point of independent noise per
     point. The paired gap's run noise is then sigma_run·sqrt(2(1-rho)) (1.4 % by default).
@@ -135,8 +135,8 @@ def simulate_runs(laws: dict, size_compute, seeds, budgets=(1.0,), sigma_run: fl
 
 def write_runs(root: Path, runs, device_s_per_flop: dict | None = None) -> list[Path]:
     """Write `simulate_runs` output as run directories whose results.json holds `points`
-    (CONTRACTS item 1; top-level keys are the final point's). device_s_per_flop (label → seconds
-    per FLOP) adds wall_s/device_s per point (CONTRACTS item 3)."""
+    (top-level keys are the final point's). device_s_per_flop (label → seconds
+    per FLOP) adds wall_s/device_s per point."""
     by_run: dict[str, list] = {}
     for r in runs:
         by_run.setdefault(r.run_id, []).append(r)

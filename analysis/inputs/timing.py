@@ -1,4 +1,4 @@
-"""Are a sweep's timings comparable? The spread of tokens/s across seeds (issue #21 item 4).
+"""Are a sweep's timings comparable? The spread of tokens/s across seeds.
 
 The device-seconds multiplier puts measured time on the x axis. Seeds of the same variant and
 size run the same kernels on the same shapes, so on a machine of their own their throughput

@@ -97,7 +97,7 @@ def left_range(elapsed_s: float, done_runs: int, done_work: float, left_runs: in
     """(low, high) seconds left when each run costs a fixed time (start-up, evaluation) plus a
     time per unit of work, in an unknown split: the two extremes, all fixed or all per work,
     bound every split. Early in a demo the runs are tiny and the fixed part dominates, so
-    scaling by FLOPs alone said "75 minutes" where 7 were left (issue #23)."""
+    scaling by FLOPs alone said "75 minutes" where 7 were left."""
     if done_runs <= 0 or elapsed_s <= 0:
         return None
     per_run = elapsed_s / done_runs * left_runs

@@ -96,7 +96,7 @@ def nearest_key(key: str) -> Optional[str]:
 
 def _assignments(overrides: Iterable[str]):
     """(key, value) of each `key=value` override, appended ones (`+key`, `++key`) included: Hydra
-    adds an unknown `+key` silently, so a typo there must be caught like any other (issue #23).
+    adds an unknown `+key` silently, so a typo there must be caught like any other.
     Flags, deleted (~) keys and hydra.* keys are Hydra's business."""
     for item in overrides:
         item = str(item)
@@ -127,7 +127,7 @@ def implied_overrides(overrides: Iterable[str]) -> list[str]:
     """Overrides the command line implies: `model.n_blocks=N` alone replaces the model config's
     default S (`model.block_size=null`), and `model.block_size=S` alone its default N. Both on
     the command line stay an error. (model=attnres_block model.n_blocks=8 was refused because
-    the config's S = 4 was set too, issue #23.) The keys are not in run directory names."""
+    the config's S = 4 was set too.) The keys are not in run directory names."""
     given = {key for key, _ in _assignments(overrides)}
     asked = [k for k in _BLOCK_KEYS if k in given]
     if len(asked) != 1:

@@ -178,7 +178,7 @@ def register_configs() -> None:
 
 
 # A value kept as is in a run directory's name: short and shell-safe (no glob, bracket, quote,
-# space or '/'); any other value is replaced by '@' and a hash of it (issue #23: names like
+# space or '/'); any other value is replaced by '@' and a hash of it (names like
 # `seed0,data.paths=[_tmp_nc_corpus_*.txt],data=text` needed quoting in every shell command).
 _PLAIN_VALUE = re.compile(r"^[A-Za-z0-9._+:-]{1,32}$")
 

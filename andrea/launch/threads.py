@@ -2,7 +2,7 @@
 
 Torch starts one intra-op thread per core of the machine whatever Slurm allocated: two local
 Slurm jobs with `cpus_per_task: 1` on 2 cores each ran 2 threads and trained 7x slower than the
-same runs in-process (issue #23). The CPUs a job may use are, in order: Slurm's allocation
+same runs in-process. The CPUs a job may use are, in order: Slurm's allocation
 (`SLURM_CPUS_PER_TASK`), else the launcher's `cpus_per_task` (submitit_local), else the CPUs
 this process may run on. An explicit `OMP_NUM_THREADS` caps that (the test suite sets 1 for
 bit-for-bit comparisons).

@@ -36,7 +36,7 @@ def run_dir_of(config: DictConfig) -> Path:
 
 def _sufficiency(config: DictConfig, spec, prepared) -> list[str]:
     """The sweep's data-sufficiency check (max_epochs, require_real_corpus) for this one run:
-    the same run with -m was refused, without it trained 4.99 epochs silently (issue #23)."""
+    the same run with -m was refused, without it trained 4.99 epochs silently."""
     from types import SimpleNamespace
 
     from andrea.config.resolve import to_dataclass

@@ -64,7 +64,7 @@ def _sacct_watcher(job) -> Any:
 def refresh_states(jobs: Sequence[Any]) -> None:
     """One `sacct` for every job of the sweep, now. submitit caches states and, for Slurm, asks
     again only every min(600 s, half the time since the last submission): the states printed
-    lagged minutes behind Slurm's (issue #16). Its watcher batches all registered jobs (by array
+    lagged minutes behind Slurm's. Its watcher batches all registered jobs (by array
     id) into one call, so this is one call per poll however many jobs."""
     watchers = {id(w): w for w in map(_sacct_watcher, jobs) if w is not None}
     for watcher in watchers.values():

@@ -154,7 +154,7 @@ class AndreaSweeper(BasicSweeper):
 
 
 def plan_power(jobs) -> str:
-    """How precisely the grid will resolve each multiplier (analysis/estimates/power.py, CONTRACTS item 6),
+    """How precisely the grid will resolve each multiplier (analysis/estimates/power.py),
     with the noise of the jobs that already finished. Here, not in andrea.launch.task: the core
     package does not import the analysis; the sweeper sits above both."""
     from analysis.inputs.collect import collect
