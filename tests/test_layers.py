@@ -134,3 +134,22 @@ def test_no_module_imports_another_modules_private_names(top):
                if n.startswith("_") and not n.startswith("__")
                and m.split(".")[0] in ("andrea", "analysis", "hydra_plugins", "bench")]
     assert not private, "\n".join(private)
+
+
+def test_nothing_outside_the_schemes_package_branches_on_a_schemes_name():
+    """A residual scheme answers for itself (andrea/model/residuals/): no comparison elsewhere in
+    andrea or the Hydra plugins names one, so a new scheme needs no edit there."""
+    from andrea.model.residuals.registry import NAMES
+
+    found = []
+    for top in ("andrea", "hydra_plugins"):
+        for path in modules(top):
+            if "residuals" in path.relative_to(REPO).parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(node, ast.Compare):
+                    continue
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Constant) and sub.value in NAMES:
+                        found.append(f"{path.relative_to(REPO)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "\n".join(found)
