@@ -200,7 +200,7 @@ class RunDir:
 
 def code_version() -> dict:
     """git SHA and dirty flag of the andrea checkout, or nulls when it is not a git checkout."""
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
 
     def git(*args: str) -> str | None:
         try:
