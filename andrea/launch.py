@@ -41,7 +41,12 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
     threads, source = apply_job_threads(HydraConfig.get().launcher.get("cpus_per_task"))
     log.debug("%d intra-op thread(s), from %s", threads, source)
     try:
-        spec = resolve_run(cfg, world_size=_world_size_of_job())
+        run = to_dataclass(cfg)
+        spec = resolve_run(run, world_size=_world_size_of_job())
+        if HydraConfig.get().mode == RunMode.RUN:  # a sweep's plan printed it for every job
+            warning = muon_hparams_warning([(run, spec)])
+            if warning:
+                print(warning, file=sys.stderr)
         done = reusable_results(run_dir, spec)
         if done is not None:
             log.info("already completed, skipping: %s", run_dir.root)
@@ -297,6 +302,28 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
     print(f"optimizer: {', '.join(sorted(opts))} (train.optimizer; muon: Muon on the attention/MLP "
           "matrices, AdamW on the rest, andrea/optim.py)" if "muon" in opts else
           "optimizer: adamw (train.optimizer)", file=stream)
+    warning = muon_hparams_warning([(j.run, j.spec) for j in jobs])
+    if warning:
+        print(warning, file=stream)
+
+
+def muon_hparams_warning(runs: Sequence[tuple[RunConfig, RunSpec]]) -> str | None:
+    """One line when Muon runs take an LR selected under AdamW: from an hparams file that does
+    not record Muon's scan, or from the size rule (AdamW's compute fits). At the CPU sizes
+    Muon's best LR measured 7-10x AdamW's (docs/protocol.md §4), so such runs compare the
+    variants at an LR far from Muon's. Not for runs given their own train.lr, nor for a grid
+    that scans train.lr_scale (an LR scan under Muon: the way to select it)."""
+    muon = [(r, s) for r, s in runs if s.train.optimizer == "muon"
+            and r.hparams.optimizer != "muon" and r.train.lr is None]
+    if not muon or len({s.train.lr_scale for _, s in muon}) > 1:
+        return None
+    names = sorted({r.hparams.name for r, _ in muon})
+    source = ("hparams=rule: the size rule, fitted under AdamW" if names == ["rule"] else
+              f"hparams={','.join(n for n in names if n != 'rule')}: not scanned under Muon")
+    return (f"warning: train.optimizer=muon with hyper-parameters selected under AdamW ({source}): "
+            "Muon's best LR measured 7-10x AdamW's on the CPU sizes (docs/protocol.md §4); scan it "
+            "under Muon (sweeps=lr_scan_cpu train.optimizer=muon, then analysis.lr_select) and "
+            "pass hparams=<that file>, or set train.lr")
 
 
 def _shape(spec: RunSpec) -> str:
