@@ -367,6 +367,6 @@ def print_summary(jobs: list[PlannedJob], skipped: int, stream=None) -> int:
     done = len(jobs) - bad - elsewhere
     print(f"\n{done} of {len(jobs)} runs completed ({skipped} were already complete and skipped)"
           + (f", {elsewhere} queued or running under an earlier launch (re-run the command once "
-             "they end)" if elsewhere else "")
+             "they end, or with wait=true to wait for them)" if elsewhere else "")
           + (f", {bad} did not: see the run dirs and job logs above" if bad else ""), file=stream)
     return bad

@@ -158,6 +158,9 @@ class RunConfig:
     sweep_name: str = "default"  # names the sweep directory and the W&B group
     out_dir: str = "runs"
     plan: bool = False  # print the job grid and stop
+    # -m: also wait for the runs that jobs of an earlier launch train or have queued (a detached
+    # Slurm sweep), printing their states as they change, until they end (andrea/queued.py)
+    wait: bool = False
     plan_gpu: str = "H100"  # GPU assumed by the plan's GPU-hour estimate
     plan_mfu: float = 0.35  # MFU assumed by the plan's GPU-hour estimate
     # Data sufficiency, checked by the sweeper (andrea/sufficiency.py): planned tokens / unique
