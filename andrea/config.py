@@ -80,6 +80,9 @@ class RunSpec:
         return self.steps_spent * self.batch_tokens
     n_blocks: Optional[int] = None  # model.n_blocks as asked (block_size holds S = ceil(L / N))
     hparams: str = "rule"  # the hparams file the LR/batch/beta2 came from
+    # torch intra-op threads: train.threads, or (null) the job's CPUs once the planner or the
+    # job knows them (andrea/threads.py); None until then
+    threads: Optional[int] = None
 
 
 def to_dataclass(cfg: DictConfig | RunConfig) -> RunConfig:
@@ -148,6 +151,9 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         raise fail(f"train.precision={t.precision!r}; valid: auto, fp32, bf16")
     if t.device not in ("auto", "cpu", "cuda"):
         raise fail(f"train.device={t.device!r}; valid: auto, cpu, cuda")
+    if t.threads is not None and not t.threads >= 1:
+        raise fail(f"train.threads={t.threads} must be >= 1 (torch intra-op threads; null: the "
+                   "CPUs the job is given)")
     hp = selected_hparams(run.hparams, s.name, fail)
     if not t.lr_scale > 0:
         raise fail(f"train.lr_scale={t.lr_scale} must be > 0 (it multiplies the peak LR)")
@@ -240,6 +246,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         val_tokens=val_tokens,
         n_blocks=m.n_blocks if m.name == "attnres_block" else None,
         hparams=run.hparams.name,
+        threads=t.threads,
     )
 
 
@@ -354,6 +361,7 @@ def spec_summary(spec: RunSpec) -> dict[str, Any]:
         "beta2": spec.train.beta2,
         "hparams": spec.hparams,
         **optimizer_summary(spec.train.optimizer, spec.train.muon),
+        "torch_threads": spec.threads,  # results.json: the count the run set (andrea/threads.py)
     }
 
 
@@ -383,6 +391,13 @@ def reuse_mismatches(results: dict, spec: RunSpec) -> list[str]:
             same = have == new
         if not same:
             out.append(f"{key}={have!r} (now {new!r})")
+    # A CPU run's losses follow its thread count (andrea/threads.py): a run trained with
+    # another count is not this run. A GPU run's numerics do not depend on the CPU's threads.
+    have = results.get("torch_threads")
+    if (results.get("device") == "cpu" and have is not None and spec.threads is not None
+            and have != spec.threads):
+        out.append(f"torch_threads={have!r} (now {spec.threads!r}: train.threads; CPU runs are "
+                   "bit-identical only at one thread count)")
     return out
 
 

@@ -8,8 +8,9 @@ cost; `print_plan` shows the grid. After the jobs, `print_summary` reads each ru
 from __future__ import annotations
 
 import logging
+import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -20,6 +21,7 @@ from andrea.config import ConfigError, RunSpec, resolve_run, reuse_mismatches, t
 from andrea.flops import peak_flops, to_pflops_days, training_flops_per_token
 from andrea.rundir import RunDir
 from andrea.schema import RunConfig
+from andrea.threads import planned_threads
 
 log = logging.getLogger(__name__)
 
@@ -31,18 +33,25 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
     from hydra.core.hydra_config import HydraConfig
 
     from andrea.rundir import RunLocked
-    from andrea.threads import apply_job_threads
+    from andrea.threads import apply_job_threads, job_threads
     from andrea.train import Interrupted, train
 
     _configure_logging()
     from hydra.types import RunMode
 
     run_dir = RunDir(Path(HydraConfig.get().runtime.output_dir))
-    threads, source = apply_job_threads(HydraConfig.get().launcher.get("cpus_per_task"))
+    launcher_cpus = HydraConfig.get().launcher.get("cpus_per_task")
+    threads, source = apply_job_threads(launcher_cpus, cfg.train.get("threads"))
     log.debug("%d intra-op thread(s), from %s", threads, source)
+    cpus = job_threads(launcher_cpus, {k: v for k, v in os.environ.items()
+                                       if k != "OMP_NUM_THREADS"})
+    if threads > cpus[0]:
+        log.warning("train.threads=%d on %d CPU(s) (%s): the threads oversubscribe them and the "
+                    "run is slower (the numbers are the same as on %d CPUs)", threads, cpus[0],
+                    cpus[1], threads)
     try:
         run = to_dataclass(cfg)
-        spec = resolve_run(run, world_size=_world_size_of_job())
+        spec = replace(resolve_run(run, world_size=_world_size_of_job()), threads=threads)
         if HydraConfig.get().mode == RunMode.RUN:  # a sweep's plan printed it for every job
             warning = muon_hparams_warning([(run, spec)])
             if warning:
@@ -154,6 +163,8 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
             job_cfg = (transient or load_job_config)(list(overrides))
             run = to_dataclass(job_cfg)
             spec = resolve_run(run, world_size=launcher_world_size(job_cfg))
+            if spec.threads is None:  # train.threads=null: the CPUs its launcher gives the job
+                spec = replace(spec, threads=planned_threads(None, job_cfg.hydra.launcher))
         except ConfigError as e:
             errors.append(f"  {' '.join(overrides)}\n    {e}")
             continue
@@ -302,6 +313,11 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
     print(f"optimizer: {', '.join(sorted(opts))} (train.optimizer; muon: Muon on the attention/MLP "
           "matrices, AdamW on the rest, andrea/optim.py)" if "muon" in opts else
           "optimizer: adamw (train.optimizer)", file=stream)
+    threads = sorted({j.spec.threads for j in jobs if j.spec.threads is not None})
+    asked = {j.spec.train.threads for j in jobs}
+    print(f"torch threads per job: {', '.join(map(str, threads))} ("
+          + ("train.threads" if None not in asked else "train.threads=null: the CPUs each job is "
+             "given") + "; a CPU run is bit-identical only at one thread count)", file=stream)
     warning = muon_hparams_warning([(j.run, j.spec) for j in jobs])
     if warning:
         print(warning, file=stream)
