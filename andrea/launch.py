@@ -46,9 +46,9 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
     cpus = job_threads(launcher_cpus, {k: v for k, v in os.environ.items()
                                        if k != "OMP_NUM_THREADS"})
     if threads > cpus[0]:
-        log.warning("train.threads=%d on %d CPU(s) (%s): the threads oversubscribe them and the "
-                    "run is slower (the numbers are the same as on %d CPUs)", threads, cpus[0],
-                    cpus[1], threads)
+        log.warning("train.threads=%d but this job has %d CPU(s) (%s): its threads share them "
+                    "and it trains slower, to the same numbers (give it cpus_per_task: %d)",
+                    threads, cpus[0], cpus[1], threads)
     try:
         run = to_dataclass(cfg)
         spec = replace(resolve_run(run, world_size=_world_size_of_job()), threads=threads)
