@@ -119,6 +119,8 @@ CONFIG_CASES = [
          config(*BASE, "train.precision=fp8"), ("train.precision='fp8'",)),
     Case("device_unknown", "config", "train.device=tpu",
          config(*BASE, "train.device=tpu"), ("train.device='tpu'",)),
+    Case("threads_zero", "config", "train.threads=0",
+         config(*BASE, "train.threads=0"), ("train.threads=0", ">= 1")),
     Case("warmup_out_of_range", "config", "train.warmup_frac=1.5",
          config(*BASE, "train.warmup_frac=1.5"), ("train.warmup_frac=1.5",)),
     Case("log_every_zero", "config", "train.log_every=0",
