@@ -26,8 +26,9 @@ if __name__ == "__main__":
 
     from andrea.config.overrides import implied_overrides, precheck
 
-    # typos and unknown options before Hydra: one `error:` line with the nearest valid name,
-    # exit 2, nothing composed or created (Hydra's own errors come with a traceback, exit 1)
+    # typos, unknown options and values of the wrong type before Hydra: one `error:` line (with
+    # the nearest valid name, or the type the key takes), exit 2, nothing composed or created
+    # (Hydra's own errors come as a block of lines, exit 1)
     errors = precheck(sys.argv[1:])
     if errors:
         print("\n".join(errors), file=sys.stderr)

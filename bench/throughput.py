@@ -203,6 +203,10 @@ def _cpu_peak_bytes(r: Runner) -> int:
     from torch.profiler import ProfilerActivity, profile
 
     persistent = r.persistent_bytes()
+    # Kineto, torch's profiler backend, prints `USDT: ... profiler_start/stop` (and STAGE lines)
+    # to stderr at every start and stop whatever its log level, except above its highest level,
+    # which it reads when the first profiler starts: 14 lines of noise in a --quick run.
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         r.train_step()
     with tempfile.TemporaryDirectory() as tmp:

@@ -42,6 +42,16 @@ else:
 os.environ["TMPDIR"] = SESSION_TMP
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest's own tmpdir plugin reads the option
+def pytest_configure(config):
+    """pytest's tmp_path folders in this session's folder too, removed with it: by default they
+    go to pytest-of-<user>/pytest-N under the system's temp folder, and the last three sessions'
+    stay there (a whole suite's: ~200 MB). xdist workers get theirs under the main process's
+    (popen-gwN), which removes the lot at its end. A --basetemp given by hand is kept."""
+    if config.option.basetemp is None and not hasattr(config, "workerinput"):
+        config.option.basetemp = os.path.join(SESSION_TMP, "pytest")
+
+
 def pytest_unconfigure(config):
     shutil.rmtree(SESSION_TMP, ignore_errors=True)
 

@@ -104,6 +104,12 @@ CONFIG_CASES = [
     Case("aspect_no_shape", "config", "size=tiny-3 size.aspect=30 (n_layer 2 gives 39, 3 gives 21)",
          config("size=tiny-3", "size.aspect=30"),
          ("size.aspect=30", "yields no valid shape", "21.3 (n_layer=3)")),
+    Case("head_ratio_too_many_heads", "config", "size=tiny-3 size.aspect=16 size.head_ratio=5",
+         config("size=tiny-3", "size.aspect=16", "size.head_ratio=5"),
+         ("size.head_ratio=5 does not fit size.aspect=16", "below the smallest head_dim")),
+    Case("head_ratio_below_one_head", "config", "size=tiny-3 size.aspect=16 size.head_ratio=0.01",
+         config("size=tiny-3", "size.aspect=16", "size.head_ratio=0.01"),
+         ("size.head_ratio=0.01 does not fit", "n_head is at least 1")),
     Case("shape_target_too_small", "config", "size.aspect=20 size.target_params=100",
          config(*BASE, "size.aspect=20", "size.target_params=100"),
          ("size.target_params=100", "too small for one layer")),
@@ -113,6 +119,8 @@ CONFIG_CASES = [
          config(*BASE, "train.precision=fp8"), ("train.precision='fp8'",)),
     Case("device_unknown", "config", "train.device=tpu",
          config(*BASE, "train.device=tpu"), ("train.device='tpu'",)),
+    Case("threads_zero", "config", "train.threads=0",
+         config(*BASE, "train.threads=0"), ("train.threads=0", ">= 1")),
     Case("warmup_out_of_range", "config", "train.warmup_frac=1.5",
          config(*BASE, "train.warmup_frac=1.5"), ("train.warmup_frac=1.5",)),
     Case("log_every_zero", "config", "train.log_every=0",
@@ -381,13 +389,34 @@ def test_an_appended_typo_in_a_single_run_exits_2_with_one_line_first(tmp_path, 
     assert not (tmp_path / "runs").exists()
 
 
-def test_a_value_of_the_wrong_type_exits_2_naming_the_type(tmp_path, data_cache):
-    out = subprocess.run([sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={tmp_path / 'runs'}",
-                          "size=tiny-1", "train.lr=fast", "plan=true"],
+@pytest.mark.parametrize("mode,bad,kind", [
+    (["-m"], "train.lr=fast", "a number"), ([], "plan=ture", "true or false"),
+    (["-m"], "model.mhc_streams=two", "an integer"), ([], "size.aspect=abc", "a number"),
+    (["-m"], "train.seed=0,x", "an integer")])
+def test_a_value_of_the_wrong_type_exits_2_with_one_line(tmp_path, data_cache, mode, bad, kind):
+    """One `error:` line, as for every other bad input: Hydra's own block (the message, the
+    full key, the object type, the HYDRA_FULL_ERROR advice) came first."""
+    out = subprocess.run([sys.executable, str(REPO / "sweep.py"), *mode,
+                          f"out_dir={tmp_path / 'runs'}", "size=tiny-1", bad, "model=mhc"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert out.returncode == 2, out.stderr[-2000:]
-    assert "train.lr=fast: train.lr takes a number" in out.stderr, out.stderr[-2000:]
+    key, _, value = bad.partition("=")
+    value = value.split(",")[-1]
+    assert out.stderr == f"error: {key}={value}: {key} takes {kind}\n", out.stderr[-2000:]
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_type_precheck_passes_every_value_hydra_accepts():
+    """precheck runs before Hydra: a valid value it refused would block a valid run."""
+    from andrea.config.overrides import precheck
+
+    good = ["train.lr=1e-3", "train.lr=null", "train.lr=${size.lr}", "size.aspect=16",
+            "size.aspect=13.3,8.25", "train.seed=range(0,3)", "train.seed=choice(1,2)",
+            "plan=true", "plan=false", "train.budgets=[0.25,0.5,1]", "model.mhc_streams=4",
+            "train.muon.momentum=0.9", "model.block_size=null", "wandb.mode=offline",
+            "train.lr=interval(0.001,0.01)", "out_dir=/tmp/x", "size=tiny-1,tiny-2",
+            "hydra.launcher.cpus_per_task=1", "train.lr_scale=2", "~train.lr"]
+    assert precheck(good) == []
 
 
 def test_an_unusable_analysis_input_exits_2(tmp_path, capsys):

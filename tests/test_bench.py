@@ -118,3 +118,16 @@ def test_a_warm_up_budget_skips_later_variants_but_still_reports(tmp_path, one_t
     assert rc == 0
     assert "attnres_full: skipped, its warm-up would not fit in the 0 s budget" in capsys.readouterr().out
     assert set(json.loads(out.read_text())["ratios"]["train"]) == {"baseline"}
+
+
+def test_the_memory_measurement_prints_no_profiler_noise(tmp_path):
+    """Kineto's `USDT: ... profiler_start` lines, once per measured step, went to stderr."""
+    code = ("from bench.throughput import main; main(['--device', 'cpu', '--size', 'tiny', "
+            "'--batch', '1', '--seq', '32', '--trials', '1', '--steps', '1', '--variants', "
+            "'baseline'])")
+    env = {k: v for k, v in os.environ.items() if k != "KINETO_LOG_LEVEL"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "peak MiB" in proc.stdout  # the memory was measured, with the profiler
+    assert "USDT" not in proc.stderr and "profiler_start" not in proc.stderr, proc.stderr[-2000:]

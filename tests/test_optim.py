@@ -197,3 +197,53 @@ def test_a_muon_run_records_it_and_resumes_exactly(tmp_path, data_cache):
         bufs_a, bufs_b = (
             [v["momentum_buffer"] for v in s["optimizer"]["muon"]["state"].values()] for s in (a, b))
         assert all(torch.equal(x, y) for x, y in zip(bufs_a, bufs_b)) and len(bufs_a) == 8
+
+
+def _run_and_spec(*overrides: str):
+    from andrea.config.resolve import to_dataclass
+
+    run = to_dataclass(compose_run(["size=tiny-1", *overrides]))
+    return run, resolve_run(run)
+
+
+@pytest.mark.parametrize("overrides,named", [
+    (["train.optimizer=muon"], "hparams=rule: the size rule, fitted under AdamW"),
+    (["train.optimizer=muon", "hparams=lr_scan_cpu"], "hparams=lr_scan_cpu: not scanned under Muon"),
+    (["train.optimizer=muon", "hparams=lr_scan_cpu_muon"], None),  # Muon's own scan
+    (["train.optimizer=muon", "train.lr=0.03"], None),  # an LR of one's own
+    (["hparams=lr_scan_cpu"], None),  # AdamW
+])
+def test_muon_at_an_lr_selected_under_adamw_is_warned_about(overrides, named):
+    """docs/protocol.md §4 measured Muon's best LR at 7-10x AdamW's on the CPU sizes: a Muon
+    sweep at AdamW's LR picks (hparams=lr_scan_cpu, or the size rule) compares the variants
+    far from Muon's optimum. One line, not an error."""
+    from andrea.launch.task import muon_hparams_warning
+
+    warning = muon_hparams_warning([_run_and_spec(*overrides)])
+    if named is None:
+        assert warning is None
+    else:
+        assert warning.startswith("warning: train.optimizer=muon with hyper-parameters selected "
+                                  "under AdamW") and named in warning and "7-10x" in warning
+        assert "\n" not in warning
+
+
+def test_an_lr_scan_under_muon_is_not_warned_about():
+    from andrea.launch.task import muon_hparams_warning
+
+    scan = [_run_and_spec("train.optimizer=muon", f"train.lr_scale={x}") for x in (1, 4, 16)]
+    assert muon_hparams_warning(scan) is None
+
+
+def test_the_plan_of_a_muon_sweep_at_adamws_lr_prints_the_warning(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    out = subprocess.run([sys.executable, str(REPO / "sweep.py"), "-m", "size=tiny-1",
+                          "train.optimizer=muon", "hparams=lr_scan_cpu", "train.seed=0,1",
+                          f"out_dir={tmp_path}", "plan=true"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count("warning: train.optimizer=muon with hyper-parameters selected") == 1

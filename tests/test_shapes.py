@@ -34,6 +34,8 @@ def test_every_derived_shape_is_near_its_target_with_a_valid_head_dim(target, ra
         assert s.d_model % s.n_head == 0 and s.head_dim % q == 0
         assert s.head_dim >= shapes.MIN_HEAD_DIM and s.n_layer >= 1
         assert 1 / shapes.ASPECT_TOL <= s.aspect / aspect <= shapes.ASPECT_TOL
+        if ratio is not None:
+            assert 1 / shapes.HEAD_RATIO_TOL <= s.head_ratio / ratio <= shapes.HEAD_RATIO_TOL
         assert s.params == shapes.non_embedding(s.n_layer, s.n_head, s.d_model)
     assert derived >= 5
 
@@ -82,6 +84,26 @@ def test_bad_shapes_are_refused_naming_the_key(args, expect):
         assert text in str(e.value)
 
 
+@pytest.mark.parametrize("ratio,expect", [
+    # aspect 16 exists at tiny-3's count (n_layer 4, d_model 56); 5 heads per layer would give
+    # head_dim 16 / 5 ~ 3: the head ratio is at fault, not the aspect
+    (5, ("size.head_ratio=5 does not fit size.aspect=16", "aspect / head_ratio = 3.2",
+         "below the smallest head_dim, 8", "at most 1.75", "1.75 (n_head=7, n_layer=4)")),
+    # one head is the fewest: n_head / n_layer >= 1/4, 25x the ratio asked (it trained, n_head=1)
+    (0.01, ("size.head_ratio=0.01 does not fit size.aspect=16", "n_head is at least 1",
+            "at least 1 / n_layer = 0.25", "0.25 (n_head=1, n_layer=4)")),
+])
+def test_a_head_ratio_no_shape_comes_near_is_refused_naming_it(ratio, expect):
+    with pytest.raises(shapes.ShapeError) as e:
+        shapes.derive(150_080, 16, ratio, None, 1)
+    assert "size.aspect=16 yields" not in str(e.value)
+    for text in expect:
+        assert text in str(e.value), str(e.value)
+    # the same aspect with a ratio that exists is derived, within the ratio's tolerance
+    s = shapes.derive(150_080, 16, 0.5, None, 1)
+    assert (s.n_layer, s.n_head) == (4, 2)
+
+
 # --- resolve_run and the run directory ---------------------------------------------------------
 def _spec(*overrides):
     from conftest import compose_run
@@ -113,6 +135,8 @@ def test_resolve_run_refuses_a_bad_shape_naming_the_key():
         _spec("size.head_ratio=0.5")
     with pytest.raises(ConfigError, match=r"size.target_params=100 is too small for one layer"):
         _spec("size.aspect=20", "size.target_params=100")
+    with pytest.raises(ConfigError, match=r"size.head_ratio=0.01 does not fit size.aspect=16"):
+        _spec("size.aspect=16", "size.head_ratio=0.01")
 
 
 def test_run_directory_carries_the_shape_label():

@@ -196,3 +196,49 @@ def test_pending_array_tasks_are_seen_as_queued(slurm_cluster):
             {f"{job}_0": "PENDING", f"{job}_1": "PENDING"}
     finally:
         _run(["scancel", job], check=False)
+
+
+def test_ctrl_c_says_the_jobs_go_on_and_wait_true_waits_for_them(slurm_cluster, tmp_path,
+                                                                  data_cache):
+    """Ctrl-C while the launcher waits: the message says the jobs keep running on the cluster
+    and how to watch them (it said "re-run the same command to resume"); a re-run with
+    wait=true waits for them (held, then released here) and reports both runs completed,
+    submitting nothing."""
+    import signal
+
+    from slurm_cluster import _run
+
+    grid = ["model=baseline", "size=tiny-1", *TINY_RUN[1:], "train.seed=0,1"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(sweep_cmd(tmp_path / "runs", *grid, *ON_SLURM), cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in proc.stdout:
+        if "submitted 2 job(s) to submitit/slurm" in line:
+            break
+    array = next(p.name.split("_")[0] for p in (tmp_path / "runs").rglob(".submitit/*_*")
+                 if p.is_dir() and p.name[0].isdigit())
+    _run(["scontrol", "hold", array], check=False)  # tasks not started yet stay queued
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 130, err[-3000:]
+    assert "interrupted (Ctrl-C): the Slurm jobs keep running on the cluster" in err, err[-3000:]
+    assert f"squeue -j {array}" in err and "wait=true" in err and "to resume" not in err
+
+    again = subprocess.Popen(sweep_cmd(tmp_path / "runs", *grid, *ON_SLURM, "wait=true"),
+                             cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    seen = []
+    for line in again.stdout:
+        seen.append(line)
+        if "waiting for" in line or "runs completed" in line:
+            break
+    _run(["scontrol", "release", array], check=False)
+    out, _ = again.communicate(timeout=1800)  # a hang guard
+    text = "".join(seen) + out
+    assert again.returncode == 0, text[-4000:]
+    assert "submitted" not in text  # the earlier launch's jobs train them
+    if "waiting for" in text:  # unless both had ended before the re-run planned
+        assert "runs of an earlier launch:" in text
+    assert "2 of 2 runs completed" in text
+    results = results_of(tmp_path / "runs")
+    assert len(results) == 2 and all(r["status"] == "completed" for r in results.values())

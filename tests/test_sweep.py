@@ -128,3 +128,45 @@ def test_stop_after_steps_does_not_end_a_sweep(tmp_path, data_cache):
     assert "0 of 2 runs completed" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
     ckpts = sorted((tmp_path / "runs").rglob("checkpoints/step_00000004.pt"))
     assert len(ckpts) == 2  # both jobs ran (and stopped) in one invocation
+
+
+@pytest.mark.slow
+def test_wait_true_waits_for_a_run_an_earlier_launchs_job_holds(tmp_path, data_cache):
+    """A re-run while an earlier launch's Slurm job holds a run returned at once; with wait=true
+    it waits until the job ends, printing the runs' states, then reports the run completed.
+    The job is a recorded job id and a stand-in `squeue` that lists it until a flag is set."""
+    grid = ["model=baseline", "size=tiny-1", *TINY_RUN[1:], "train.seed=0,1"]
+    first = sweep(tmp_path, *grid)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    runs = results_of(tmp_path / "runs")
+    held = next(tmp_path / "runs" / r for r in runs if "seed1" in r)
+    results = (held / "results.json").read_text()
+    (held / "results.json").unlink()  # as if its job had not finished it yet
+    from andrea.run.rundir import RunDir
+
+    RunDir(held).mark_queued("4242_1")
+    bin_dir, flag = tmp_path / "bin", tmp_path / "job_ended"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text(f"#!/bin/sh\n[ -e {flag} ] || echo '4242_1 RUNNING'\n")
+    (bin_dir / "squeue").chmod(0o755)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    proc = subprocess.Popen([sys.executable, str(REPO / "sweep.py"), "-m",
+                             f"out_dir={tmp_path / 'runs'}", *grid, "wait=true"], cwd=tmp_path,
+                            env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = []
+        for line in proc.stdout:  # until it waits: then the job "ends" with the run completed
+            seen.append(line)
+            if "runs of an earlier launch: 1 running" in line:
+                (held / "results.json").write_text(results)
+                flag.touch()
+                break
+        out, err = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
+    text = "".join(seen) + out
+    assert proc.returncode == 0, text[-3000:] + err[-3000:]
+    assert "skipping 1 completed" in text and "waiting for 1 run(s) of an earlier launch" in text
+    assert "runs of an earlier launch: 1 completed" in text
+    assert "2 of 2 runs completed" in text and "queued or running" not in text.split("2 of 2")[-1]

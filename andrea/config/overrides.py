@@ -161,10 +161,14 @@ def unknown_option_hints(overrides: Iterable[str]) -> list[str]:
 
 def precheck(overrides: Iterable[str]) -> list[str]:
     """The errors the command line's overrides certainly hold, before Hydra composes anything:
-    unknown keys (appended ones too) and unknown group options. (Types need the composed
-    config: `wrong_type_hints` only explains an error Hydra raised.)"""
+    unknown keys (appended ones too), unknown group options and values of the wrong type. Found
+    here, each is one `error:` line; found by Hydra, a type error came as Hydra's whole block
+    (the message, the full key, the object type, the HYDRA_FULL_ERROR advice) and only then
+    andrea's line."""
     overrides = list(overrides)
-    return unknown_key_hints(overrides) + unknown_option_hints(overrides)
+    unknown = unknown_key_hints(overrides)
+    return unknown + unknown_option_hints(overrides) + (wrong_type_hints(overrides)
+                                                          if not unknown else [])
 
 
 def _leaf_type(key: str):
@@ -176,28 +180,55 @@ def _leaf_type(key: str):
 _TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
 
+def _values(item: str):
+    """The values Hydra would assign for one `key=value` override, parsed by Hydra's own
+    grammar (1e-3 is a float, 1,2 a sweep of two ints, [1,2] a list); None when it cannot tell
+    (a continuous sweep, or a line its grammar refuses, whose message Hydra gives itself)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        o = OverridesParser.create().parse_override(item)
+    except HydraException:
+        return None
+    if o.is_sweep_override():
+        return list(o.sweep_iterator()) if o.is_discrete_sweep() else None
+    return [o.value()]
+
+
 def wrong_type_hints(overrides: Iterable[str]) -> list[str]:
     """One line per override whose value the schema's type refuses (`train.lr=fast`), naming the
-    key and the type it takes. Values are checked as OmegaConf converts them, so exactly the
-    overrides Hydra refuses with "Error merging override" get a line."""
+    key and the type it takes. Each value is parsed as Hydra parses it and assigned as Hydra
+    assigns it (OmegaConf.update on the typed schema), so exactly the overrides Hydra refuses
+    with "Error merging override" get a line, and no valid one does: precheck() runs this
+    before Hydra."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     from andrea.config.schema import RunConfig
 
-    lines, schema = [], None
-    for key, value in _assignments(overrides):
-        if key in config_groups():
+    lines, nodes = [], {}
+    for item in overrides:
+        item = str(item)
+        if "=" not in item or item.startswith(("~", "-")):
+            continue
+        key = item.split("=", 1)[0].strip().lstrip("+")
+        if key.startswith("hydra") or key in config_groups() or "@" in key or "/" in key:
             continue
         tp = _leaf_type(key)
         if tp not in (int, float, bool, str):
             continue  # containers, enums and free nodes: Hydra's own message stands
-        if any(c in value for c in "[]{}()$") or value in ("null", "None"):
-            continue  # lists, sweeps functions, interpolations, null: not a plain scalar
-        schema = schema or OmegaConf.structured(RunConfig)
-        for v in value.split(","):  # a -m sweep lists values with commas
+        values = _values(item.lstrip("+"))
+        for v in values or []:
+            if isinstance(v, str) and "${" in v:
+                continue  # an interpolation: its type is known once resolved
+            parent, _, leaf = key.rpartition(".")
+            if parent not in nodes:  # the leaf's own dataclass: RunConfig leaves `size` MISSING
+                cls = _schema_node(parent)[0] if parent else RunConfig
+                nodes[parent] = OmegaConf.structured(cls)
             try:
-                OmegaConf.update(schema, key, v.strip(), merge=False)
+                OmegaConf.update(nodes[parent], leaf, v, merge=True)
             except OmegaConfBaseException:
-                lines.append(f"error: {key}={v.strip()}: {key} takes {_TYPE_WORDS[tp]}")
+                shown = item.split("=", 1)[1].strip() if len(values) == 1 else v
+                lines.append(f"error: {key}={shown}: {key} takes {_TYPE_WORDS[tp]}")
     return lines

@@ -82,6 +82,9 @@ class RunSpec:
         return self.steps_spent * self.batch_tokens
     n_blocks: Optional[int] = None  # model.n_blocks as asked (block_size holds S = ceil(L / N))
     hparams: str = "rule"  # the hparams file the LR/batch/beta2 came from
+    # torch intra-op threads: train.threads, or (null) the job's CPUs once the planner or the
+    # job knows them (andrea/launch/threads.py); None until then
+    threads: Optional[int] = None
 
 
 def to_dataclass(cfg: DictConfig | RunConfig) -> RunConfig:
@@ -149,6 +152,9 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         raise fail(f"train.precision={t.precision!r}; valid: auto, fp32, bf16")
     if t.device not in ("auto", "cpu", "cuda"):
         raise fail(f"train.device={t.device!r}; valid: auto, cpu, cuda")
+    if t.threads is not None and not t.threads >= 1:
+        raise fail(f"train.threads={t.threads} must be >= 1 (torch intra-op threads; null: the "
+                   "CPUs the job is given)")
     hp = selected_hparams(run.hparams, s.name, fail)
     if not t.lr_scale > 0:
         raise fail(f"train.lr_scale={t.lr_scale} must be > 0 (it multiplies the peak LR)")
@@ -241,6 +247,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         val_tokens=val_tokens,
         n_blocks=m.n_blocks if registry.get(m.name).block_size else None,
         hparams=run.hparams.name,
+        threads=t.threads,
     )
 
 
@@ -356,6 +363,7 @@ def spec_summary(spec: RunSpec) -> dict[str, Any]:
         "beta2": spec.train.beta2,
         "hparams": spec.hparams,
         **optimizer_summary(spec.train.optimizer, spec.train.muon),
+        "torch_threads": spec.threads,  # results.json: the count the run set (andrea/launch/threads.py)
     }
 
 
@@ -364,7 +372,15 @@ def reuse_mismatches(results: dict, spec: RunSpec) -> list[str]:
     what `spec` would train (andrea.run.results.REUSE_KEYS); [] when it may be reused."""
     want = {**spec_summary(spec), "tokens": spec.steps * spec.batch_tokens,
             "budgets": sorted(spec.train.budgets) if spec.train.budgets is not None else None}
-    return results_file.reuse_mismatches(results, want)
+    out = results_file.reuse_mismatches(results, want)
+    # A CPU run's losses follow its thread count (andrea/launch/threads.py): a run trained with
+    # another count is not this run. A GPU run's numerics do not depend on the CPU's threads.
+    have = results.get("torch_threads")
+    if (results.get("device") == "cpu" and have is not None and spec.threads is not None
+            and have != spec.threads):
+        out.append(f"torch_threads={have!r} (now {spec.threads!r}: train.threads; CPU runs are "
+                   "bit-identical only at one thread count)")
+    return out
 
 
 def steps_between(total_steps: int, count: int) -> int:

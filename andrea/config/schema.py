@@ -119,6 +119,12 @@ class TrainConfig:
     log_every: int = 10  # optimizer steps between metrics lines
     seed: int = 0
     device: str = "auto"  # auto | cpu | cuda
+    # torch intra-op threads of the job. A CPU run is bit-identical only at a fixed thread count
+    # (a reduction split across threads sums in another order): one thread everywhere, so the
+    # same job gives the same losses in-process, under submitit_local and on Slurm (whose jobs
+    # get cpus_per_task: 1), on any machine. null: follow the CPUs the job is given
+    # (andrea/launch/threads.py). Recorded (results.json torch_threads) and compared by the reuse check.
+    threads: Optional[int] = 1
     precision: str = "auto"  # auto (bf16 on CUDA, fp32 on CPU) | fp32 | bf16
     compile: bool = False
     stop_after_steps: Optional[int] = None  # checkpoint and exit early (time-sliced runs, tests)
@@ -158,6 +164,9 @@ class RunConfig:
     sweep_name: str = "default"  # names the sweep directory and the W&B group
     out_dir: str = "runs"
     plan: bool = False  # print the job grid and stop
+    # -m: also wait for the runs that jobs of an earlier launch train or have queued (a detached
+    # Slurm sweep), printing their states as they change, until they end (andrea/launch/slurm.py)
+    wait: bool = False
     plan_gpu: str = "H100"  # GPU assumed by the plan's GPU-hour estimate
     plan_mfu: float = 0.35  # MFU assumed by the plan's GPU-hour estimate
     # Data sufficiency, checked by the sweeper (andrea/launch/sufficiency.py): planned tokens / unique

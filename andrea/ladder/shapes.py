@@ -21,7 +21,10 @@ n_layer). It finds AttnRes lower in every cell, with its optimum at a smaller d_
 n_layer is an integer, so at a fixed target only some aspects exist: d_model ~ sqrt(N / 12 L),
 aspect ~ L^-1.5. The rule searches the integer shapes around the continuous solution and takes
 the one closest to the asked aspect and head ratio (in log) among those within PARAM_TOL of the
-target; it refuses an aspect no shape comes within ASPECT_TOL of, naming the nearest ones.
+target, ASPECT_TOL of the aspect and HEAD_RATIO_TOL of the head ratio; it refuses an aspect no
+shape comes within ASPECT_TOL of, naming the nearest ones, and a head ratio that no shape of that
+aspect comes near (too many heads for head_dim >= MIN_HEAD_DIM, or fewer than one), naming the
+ratios that exist.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ from andrea.model.transformer import ModelConfig, param_count_formula
 
 PARAM_TOL = 0.05  # |non-embedding params / target - 1| of the chosen shape is at most this
 ASPECT_TOL = 1.25  # the realised d_model / n_layer lies within this factor of the asked one
+# ... and n_head / n_layer within this factor of size.head_ratio: both are integers, and at the
+# few layers of a small size the ratio steps by 1 / n_layer (n_layer = 3: 0.33, 0.67, 1), so
+# the report's 0.3-0.7 needs more room than the aspect.
+HEAD_RATIO_TOL = 1.5
 MIN_HEAD_DIM = 8
 
 
@@ -120,27 +127,26 @@ def derive(target: int, aspect: float, head_ratio: Optional[float] = None,
 
     l_star = _depth_for(aspect, target)
     layers = sorted({max(1, math.floor(l_star) + k) for k in (-2, -1, 0, 1, 2, 3)})
-    best, best_score = None, math.inf
+
+    def score(s: Shape) -> float:
+        # the aspect is the sweep's axis: it outweighs the heads and the exact count
+        return (4 * abs(math.log(s.aspect / aspect)) + abs(math.log(s.params / target))
+                + (abs(math.log(s.head_ratio / head_ratio)) if head_ratio is not None
+                   else abs(math.log(s.head_dim / head_dim))))
+
+    found = []
     for n_layer in layers:
         width = _width_for(n_layer, target)
         centre = head_ratio * n_layer if head_ratio is not None else width / head_dim
-        for n_head in sorted({max(1, round(centre) + k) for k in (-2, -1, 0, 1, 2)}):
-            per_head = width / n_head
-            below = math.floor(per_head / q)
-            for hd in {q * (below + k) for k in (-1, 0, 1, 2)}:
-                if hd < min_hd:
-                    continue
-                params = non_embedding(n_layer, n_head, n_head * hd)
-                if abs(params / target - 1) > PARAM_TOL:
-                    continue
-                d = n_head * hd
-                # the aspect is the sweep's axis: it outweighs the heads and the exact count
-                score = 4 * abs(math.log(d / n_layer / aspect)) + abs(math.log(params / target))
-                score += (abs(math.log(n_head / n_layer / head_ratio)) if head_ratio is not None
-                          else abs(math.log(hd / head_dim)))
-                if score < best_score:
-                    best_score = score
-                    best = Shape(n_layer, n_head, d, params, target, float(aspect), head_ratio)
+        heads = sorted({max(1, round(centre) + k) for k in (-2, -1, 0, 1, 2)})
+        found += _shapes(target, n_layer, heads, q, min_hd, aspect, head_ratio)
+    ok = [s for s in found if _within(s.aspect, aspect, ASPECT_TOL)
+          and (head_ratio is None or _within(s.head_ratio, head_ratio, HEAD_RATIO_TOL))]
+    if ok:
+        return min(ok, key=score)
+    if head_ratio is not None:
+        _refuse_head_ratio(target, aspect, head_ratio, layers, q, min_hd)
+    best = min(found, key=score) if found else None
     near = ", ".join(f"{_width_for(n, target) / n:.3g} (n_layer={n})"
                      for n in sorted({max(1, math.floor(l_star) + k) for k in (0, 1)}, reverse=True))
     if best is None:
@@ -148,12 +154,66 @@ def derive(target: int, aspect: float, head_ratio: Optional[float] = None,
             f"no shape of {target:,} non-embedding parameters (within {PARAM_TOL:.0%}) with "
             f"head_dim a multiple of {q} near size.aspect={aspect:g}: lower size.head_dim_multiple or "
             f"pick another aspect; aspects near it: {near}")
-    if abs(math.log(best.aspect / aspect)) > math.log(ASPECT_TOL):
-        raise ShapeError(
-            f"size.aspect={aspect:g} yields no valid shape of {target:,} non-embedding parameters "
-            f"(n_layer is an integer); aspects that exist near it: {near}. The nearest shape, "
-            f"{best.describe()}, is more than {ASPECT_TOL:g}x away")
-    return best
+    raise ShapeError(
+        f"size.aspect={aspect:g} yields no valid shape of {target:,} non-embedding parameters "
+        f"(n_layer is an integer); aspects that exist near it: {near}. The nearest shape, "
+        f"{best.describe()}, is more than {ASPECT_TOL:g}x away")
+
+
+def _within(value: float, asked: float, tol: float) -> bool:
+    return abs(math.log(value / asked)) <= math.log(tol)
+
+
+def _shapes(target: int, n_layer: int, heads, q: int, min_hd: int, aspect: float,
+            head_ratio: Optional[float]) -> list[Shape]:
+    """The shapes of `n_layer` layers and each head count in `heads` whose head_dim (a multiple
+    of q, at least min_hd) puts the count within PARAM_TOL of the target."""
+    width, out = _width_for(n_layer, target), []
+    for n_head in heads:
+        below = math.floor(width / n_head / q)
+        for hd in sorted({q * (below + k) for k in (-1, 0, 1, 2)}):
+            if hd < min_hd:
+                continue
+            params = non_embedding(n_layer, n_head, n_head * hd)
+            if abs(params / target - 1) <= PARAM_TOL:
+                out.append(Shape(n_layer, n_head, n_head * hd, params, target, float(aspect),
+                                 head_ratio))
+    return out
+
+
+def _refuse_head_ratio(target: int, aspect: float, head_ratio: float, layers, q: int,
+                       min_hd: int) -> None:
+    """Raise the head ratio's own error when the aspect alone has shapes (with some other head
+    count) and none has n_head / n_layer within HEAD_RATIO_TOL of `head_ratio`; return when
+    the aspect itself has none (its error is the aspect's)."""
+    free = [s for n_layer in layers
+            for s in _shapes(target, n_layer,
+                             range(1, math.floor(_width_for(n_layer, target) / min_hd) + 2), q,
+                             min_hd, aspect, head_ratio)
+            if _within(s.aspect, aspect, ASPECT_TOL)]
+    if not free:
+        return
+    ratios = {}  # each realisable ratio, with the shape nearest the aspect that gives it
+    for s in sorted(free, key=lambda s: abs(math.log(s.aspect / aspect)), reverse=True):
+        ratios[round(s.head_ratio, 9)] = s
+    lo, hi = min(ratios), max(ratios)
+    if head_ratio > hi:
+        cause = (f"head_dim = d_model / n_head ~ aspect / head_ratio = {aspect / head_ratio:.3g}, "
+                 f"below the smallest head_dim, {min_hd}; at this aspect n_head / n_layer is at "
+                 f"most {hi:.3g}")
+    elif head_ratio < lo:
+        cause = (f"n_head is at least 1, so n_head / n_layer is at least 1 / n_layer = {lo:.3g} at "
+                 "this aspect")
+    else:
+        cause = "n_head and n_layer are integers, and no pair at this aspect gives it"
+    below = sorted((r for r in ratios if r <= head_ratio), reverse=True)[:1]
+    above = sorted(r for r in ratios if r > head_ratio)[:1]
+    near = ", ".join(f"{r:.3g} (n_head={ratios[r].n_head}, n_layer={ratios[r].n_layer})"
+                     for r in [*below, *above])
+    raise ShapeError(
+        f"size.head_ratio={head_ratio:g} does not fit size.aspect={aspect:g} at {target:,} "
+        f"non-embedding parameters: {cause}; head ratios that exist near it: {near} (one within "
+        f"{HEAD_RATIO_TOL:g}x of the ratio asked is accepted)")
 
 
 def size_label(name: str, aspect: float, head_ratio: Optional[float] = None,

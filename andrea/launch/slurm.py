@@ -15,7 +15,10 @@ import getpass
 import logging
 import os
 import subprocess
-from typing import Iterable, Mapping
+import sys
+import time
+from collections import Counter
+from typing import Callable, Iterable, Mapping, Sequence
 
 from andrea.launch.scheduler import Scheduler
 
@@ -45,6 +48,52 @@ def live_slurm_jobs(job_ids: Iterable[str]) -> dict[str, str]:
         return {}
     states = dict(line.split()[:2] for line in out.stdout.splitlines() if len(line.split()) >= 2)
     return {j: states[j] for j in wanted if states.get(j) in LIVE}
+
+
+
+def earlier_states(run_dirs: Sequence) -> list[str]:
+    """Each run's state while a job of an earlier launch holds it: Slurm's (PENDING, RUNNING,
+    ...) while its recorded job is queued or running, RUNNING while a process holds its lock
+    (an in-process sweep in another shell, a job past squeue's view), else how it ended: its
+    results.json status (COMPLETED, FAILED, ...) or ENDED without one. One squeue for all."""
+    live = live_slurm_jobs(j for j in (d.queued_job_id() for d in run_dirs) if j is not None)
+    states = []
+    for d in run_dirs:
+        job = d.queued_job_id()
+        if job in live:
+            states.append(live[job])
+        elif d.is_locked():
+            states.append("RUNNING")
+        else:
+            results = d.read_results()
+            states.append(str(results.get("status", "ended")).upper()
+                          if isinstance(results, dict) else "ENDED")
+    return states
+
+
+def still_held(state: str) -> bool:
+    return state in LIVE
+
+
+def wait_for_earlier(run_dirs: Sequence, poll_s: float = 5.0,
+                     sleep: Callable[[float], None] = time.sleep, stream=None) -> list[str]:
+    """Poll the runs (`earlier_states`) every `poll_s` until no job holds any, printing their
+    states whenever they change; returns the final states."""
+    stream = stream or sys.stdout
+    last = None
+    while True:
+        states = earlier_states(run_dirs)
+        counts = Counter(states)
+        if counts != last:
+            summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items()))
+            held = sum(map(still_held, states))
+            print(f"[{time.strftime('%H:%M:%S')}] runs of an earlier launch: {summary}"
+                  + (f" ({len(states) - held} of {len(states)} ended)" if held else ""),
+                  file=stream, flush=True)
+            last = counts
+        if not any(map(still_held, states)):
+            return states
+        sleep(poll_s)
 
 
 def in_job(env: Mapping[str, str]) -> bool:

@@ -8,20 +8,22 @@ cost; `print_plan` shows the grid. After the jobs, `print_summary` reads each ru
 from __future__ import annotations
 
 import logging
+import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from andrea.launch import scheduler
+from andrea.launch.task import scheduler
 from andrea.config.resolve import ConfigError, RunSpec, resolve_run, reuse_mismatches, to_dataclass
 from andrea.model.flops import training_flops_per_token
 from andrea.run.units import peak_flops, to_pflops_days
 from andrea.run.rundir import RunDir
 from andrea.config.schema import RunConfig
+from andrea.launch.threads import planned_threads
 
 log = logging.getLogger(__name__)
 
@@ -33,17 +35,29 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
     from hydra.core.hydra_config import HydraConfig
 
     from andrea.run.rundir import RunLocked
-    from andrea.launch.threads import apply_job_threads
+    from andrea.launch.threads import apply_job_threads, job_threads
     from andrea.train import Interrupted, train
 
     _configure_logging()
     from hydra.types import RunMode
 
     run_dir = RunDir(Path(HydraConfig.get().runtime.output_dir))
-    threads, source = apply_job_threads(HydraConfig.get().launcher.get("cpus_per_task"))
+    launcher_cpus = HydraConfig.get().launcher.get("cpus_per_task")
+    threads, source = apply_job_threads(launcher_cpus, cfg.train.get("threads"))
     log.debug("%d intra-op thread(s), from %s", threads, source)
+    cpus = job_threads(launcher_cpus, {k: v for k, v in os.environ.items()
+                                       if k != "OMP_NUM_THREADS"})
+    if threads > cpus[0]:
+        log.warning("train.threads=%d but this job has %d CPU(s) (%s): its threads share them "
+                    "and it trains slower, to the same numbers (give it cpus_per_task: %d)",
+                    threads, cpus[0], cpus[1], threads)
     try:
-        spec = resolve_run(cfg, world_size=world_size_of_job())
+        run = to_dataclass(cfg)
+        spec = replace(resolve_run(run, world_size=world_size_of_job()), threads=threads)
+        if HydraConfig.get().mode == RunMode.RUN:  # a sweep's plan printed it for every job
+            warning = muon_hparams_warning([(run, spec)])
+            if warning:
+                print(warning, file=sys.stderr)
         done = reusable_results(run_dir, spec)
         if done is not None:
             log.info("already completed, skipping: %s", run_dir.root)
@@ -151,6 +165,8 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
             job_cfg = (transient or load_job_config)(list(overrides))
             run = to_dataclass(job_cfg)
             spec = resolve_run(run, world_size=launcher_world_size(job_cfg))
+            if spec.threads is None:  # train.threads=null: the CPUs its launcher gives the job
+                spec = replace(spec, threads=planned_threads(None, job_cfg.hydra.launcher))
         except ConfigError as e:
             errors.append(f"  {' '.join(overrides)}\n    {e}")
             continue
@@ -297,6 +313,33 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
     print(f"optimizer: {', '.join(sorted(opts))} (train.optimizer; muon: Muon on the attention/MLP "
           "matrices, AdamW on the rest, andrea/components/optim.py)" if "muon" in opts else
           "optimizer: adamw (train.optimizer)", file=stream)
+    threads = sorted({j.spec.threads for j in jobs if j.spec.threads is not None})
+    asked = {j.spec.train.threads for j in jobs}
+    print(f"torch threads per job: {', '.join(map(str, threads))} ("
+          + ("train.threads" if None not in asked else "train.threads=null: the CPUs each job is "
+             "given") + "; a CPU run is bit-identical only at one thread count)", file=stream)
+    warning = muon_hparams_warning([(j.run, j.spec) for j in jobs])
+    if warning:
+        print(warning, file=stream)
+
+
+def muon_hparams_warning(runs: Sequence[tuple[RunConfig, RunSpec]]) -> str | None:
+    """One line when Muon runs take an LR selected under AdamW: from an hparams file that does
+    not record Muon's scan, or from the size rule (AdamW's compute fits). At the CPU sizes
+    Muon's best LR measured 7-10x AdamW's (docs/protocol.md §4), so such runs compare the
+    variants at an LR far from Muon's. Not for runs given their own train.lr, nor for a grid
+    that scans train.lr_scale (an LR scan under Muon: the way to select it)."""
+    muon = [(r, s) for r, s in runs if s.train.optimizer == "muon"
+            and r.hparams.optimizer != "muon" and r.train.lr is None]
+    if not muon or len({s.train.lr_scale for _, s in muon}) > 1:
+        return None
+    names = sorted({r.hparams.name for r, _ in muon})
+    source = ("hparams=rule: the size rule, fitted under AdamW" if names == ["rule"] else
+              f"hparams={','.join(n for n in names if n != 'rule')}: not scanned under Muon")
+    return (f"warning: train.optimizer=muon with hyper-parameters selected under AdamW ({source}): "
+            "Muon's best LR measured 7-10x AdamW's on the CPU sizes (docs/protocol.md §4); scan it "
+            "under Muon (sweeps=lr_scan_cpu train.optimizer=muon, then analysis.lr_select) and "
+            "pass hparams=<that file>, or set train.lr")
 
 
 def _shape(spec: RunSpec) -> str:
@@ -340,6 +383,6 @@ def print_summary(jobs: list[PlannedJob], skipped: int, stream=None) -> int:
     done = len(jobs) - bad - elsewhere
     print(f"\n{done} of {len(jobs)} runs completed ({skipped} were already complete and skipped)"
           + (f", {elsewhere} queued or running under an earlier launch (re-run the command once "
-             "they end)" if elsewhere else "")
+             "they end, or with wait=true to wait for them)" if elsewhere else "")
           + (f", {bad} did not: see the run dirs and job logs above" if bad else ""), file=stream)
     return bad

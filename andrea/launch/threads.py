@@ -6,6 +6,12 @@ same runs in-process. The CPUs a job may use are, in order: Slurm's allocation
 (`SLURM_CPUS_PER_TASK`), else the launcher's `cpus_per_task` (submitit_local), else the CPUs
 this process may run on. An explicit `OMP_NUM_THREADS` caps that (the test suite sets 1 for
 bit-for-bit comparisons).
+
+That rule applies under `train.threads=null` only. By default `train.threads` fixes the count (1):
+the numerics of a CPU run follow its thread count — the demo's tiny-2 Full AttnRes seed 0 ends
+at 6.4636 nats with 1 thread and 6.4565 with 2, a gap of the size a sweep measures — so a count
+that followed each launcher's CPUs (1 under Slurm's cpus_per_task: 1, 2 in-process on 2 cores)
+made one sweep's runs depend on where they ran.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Mapping
 
-from andrea.launch import scheduler
+from andrea.launch.task import scheduler
 
 
 def _positive_int(value) -> int | None:
@@ -39,10 +45,31 @@ def job_threads(launcher_cpus=None, environ: Mapping[str, str] | None = None) ->
     return n, source
 
 
-def apply_job_threads(launcher_cpus=None) -> tuple[int, str]:
-    """Set torch's intra-op threads for this job; returns what job_threads chose."""
+def run_threads(asked: int | None, launcher_cpus=None,
+                environ: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """(intra-op threads, where from) of a run: `train.threads` when set, else the job's CPUs."""
+    if asked is not None:
+        return int(asked), "train.threads"
+    return job_threads(launcher_cpus, environ)
+
+
+def planned_threads(asked: int | None, launcher: Mapping) -> int:
+    """The threads a job will run with, as the planner can know them: `train.threads`, else
+    the CPUs its launcher gives it (a Slurm or local job's cpus_per_task; this process's CPUs
+    in-process). This process's own SLURM_CPUS_PER_TASK (a sweep started inside an allocation)
+    is not a submitted job's."""
+    if asked is not None:
+        return int(asked)
+    env = {k: v for k, v in os.environ.items() if k != "SLURM_CPUS_PER_TASK"}
+    in_process = "submitit" not in str(launcher.get("_target_", ""))
+    return job_threads(None if in_process else launcher.get("cpus_per_task"),
+                       os.environ if in_process else env)[0]
+
+
+def apply_job_threads(launcher_cpus=None, asked: int | None = None) -> tuple[int, str]:
+    """Set torch's intra-op threads for this job; returns what run_threads chose."""
     import torch
 
-    n, source = job_threads(launcher_cpus)
+    n, source = run_threads(asked, launcher_cpus)
     torch.set_num_threads(n)
     return n, source

@@ -174,7 +174,8 @@ class _AndreaLauncherMixin:
                 log.info("submitted #%d as %s: %s", initial_job_idx + i, job.job_id,
                          " ".join(filter_overrides(job_overrides[i])))
         detach = (" Safe to interrupt (Ctrl-C): the jobs keep running, and the same command "
-                  "later skips completed runs." if self._EXECUTOR == "slurm" else
+                  "later skips completed runs (with wait=true it waits for the running ones)."
+                  if self._EXECUTOR == "slurm" else
                   " Ctrl-C stops the local jobs too; the same command later resumes them.")
         print(f"submitted {len(jobs)} job(s) to submitit/{self._EXECUTOR} in {len(groups)} "
               f"array(s); logs under {sweep_dir}/.submitit/.{detach}", flush=True)
@@ -201,8 +202,22 @@ class _AndreaLauncherMixin:
         return f" ({n} of {len(jobs)} done" + (f", {eta})" if eta else ")")
 
     def _wait(self, jobs: List[Any], run_dirs: List[Path]) -> None:
-        wait_for_jobs(jobs, run_dirs, float(self.config.hydra.launcher.get("poll_s", POLL_S)),
-                      overall=lambda: self._overall(jobs))
+        try:
+            wait_for_jobs(jobs, run_dirs, float(self.config.hydra.launcher.get("poll_s", POLL_S)),
+                          overall=lambda: self._overall(jobs))
+        except KeyboardInterrupt:
+            if self._EXECUTOR != "slurm":
+                raise  # local jobs stop with this process: sweep.py says how to resume
+            import os
+            import sys
+
+            from hydra_plugins.andrea_plugins.sweeper import detached_jobs_text
+
+            ids = sorted({str(j.job_id).split("_")[0] for j in jobs}, key=lambda i: (len(i), i))
+            sweep_dir = os.path.normpath(str(self.config.hydra.sweep.dir))
+            print(f"\ninterrupted (Ctrl-C): {detached_jobs_text(ids, sweep_dir)}", file=sys.stderr,
+                  flush=True)
+            sys.exit(130)
 
     def _result(self, job, overrides: Sequence[str]) -> JobReturn:
         """The job's JobReturn; a failure (in the job or of the job) is reported, never raised."""

@@ -112,9 +112,12 @@ class AndreaSweeper(BasicSweeper):
         running = len(jobs) - len(todo) - skipped
         if skipped:
             print(f"\nskipping {skipped} completed run(s); re-running a sweep never redoes them.")
+        wait = bool(self.config.get("wait", False))
         if running:
             print(f"skipping {running} run(s) that a job of an earlier invocation is training "
-                  "or has queued; run the command again once they end.")
+                  "or has queued; " + ("waiting for them after the others (wait=true)." if wait
+                                       else "run the command again once they end, or with "
+                                       "wait=true to wait for them."))
         returns = []
         if todo:
             from analysis.dashboard import maybe_create_dashboard
@@ -129,10 +132,31 @@ class AndreaSweeper(BasicSweeper):
                 returns = self._launch_in_turn(todo)
             else:
                 returns = self.launcher.launch([j.overrides for j in todo], initial_job_idx=0)
+        if running and wait:
+            self._wait_for_earlier([j for j in jobs if j.elsewhere])
         failed = print_summary(jobs, skipped)
         if failed:
             sys.exit(1)
         return [returns]
+
+    def _wait_for_earlier(self, elsewhere) -> None:
+        """wait=true: block until the jobs of an earlier launch that hold these runs end, with
+        their states as they change; Ctrl-C stops the waiting, not the jobs."""
+        from andrea.launch.slurm import wait_for_earlier
+
+        poll_s = float(self.config.hydra.launcher.get("poll_s", 5.0))
+        print(f"\nwaiting for {len(elsewhere)} run(s) of an earlier launch (wait=true; Ctrl-C "
+              "stops the waiting, not their jobs)", flush=True)
+        try:
+            wait_for_earlier([j.run_dir for j in elsewhere], poll_s)
+        except KeyboardInterrupt:
+            ids = sorted({j.run_dir.queued_job_id().split("_")[0] for j in elsewhere
+                          if j.run_dir.queued_job_id()})
+            print("\nstopped waiting (Ctrl-C): " + detached_jobs_text(
+                ids, os.path.normpath(str(self.config.hydra.sweep.dir))), file=sys.stderr)
+            sys.exit(130)
+        for j in elsewhere:  # they ended: the summary reads their results, not the old state
+            j.state = "ended"
 
     def _launch_in_turn(self, todo) -> list:
         """The basic launcher runs jobs one after another in this process: hand it one job at a
@@ -151,6 +175,18 @@ class AndreaSweeper(BasicSweeper):
             durations.append(time.time() - start)
             works.append(j.flops)
         return returns
+
+
+def detached_jobs_text(array_ids, sweep_dir: str) -> str:
+    """What a user who stops watching Slurm jobs needs: they keep running, how to watch or stop
+    them, and what re-running the command does."""
+    ids = ",".join(array_ids)
+    watch = (f"watch them with `squeue -j {ids}` (stop them with `scancel {ids.replace(',', ' ')}`)"
+             if ids else "watch them with `squeue --me`")
+    return (f"the Slurm jobs keep running on the cluster; {watch}, or their runs' train.log under "
+            f"{sweep_dir}/ and the job logs in {sweep_dir}/.submitit/. Re-running the same command "
+            "skips the runs they completed and submits none that a job still holds; add "
+            "wait=true to wait there until they end.")
 
 
 def plan_power(jobs) -> str:
