@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
 
-CONF = Path(__file__).resolve().parent.parent / "conf"
+CONF = Path(__file__).resolve().parents[2] / "conf"  # andrea/config/ -> the repository
 
 
 def _unwrap(tp):
