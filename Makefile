@@ -17,6 +17,10 @@ PYTEST_ARGS ?=
 # two workers nearly halve the wall time on 2 cores. TEST_WORKERS=0 runs all in one process.
 TEST_WORKERS ?= 2
 
+# The example residual-scheme plug-in (docs/residual_schemes.md), installed after andrea so
+# that `model=kromhc` exists and tests/test_kromhc.py runs.
+KROMHC := plugins/andrea-kromhc
+
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.andrea-installed
 
@@ -24,10 +28,11 @@ STAMP := $(VENV)/.andrea-installed
 
 env: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(KROMHC)/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q "$(TORCH)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install -q -e ".[dev,hf,dashboard]"
+	$(BIN)/python -m pip install -q -e $(KROMHC)
 	touch $(STAMP)
 
 demo: $(STAMP)

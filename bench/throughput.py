@@ -6,7 +6,8 @@
         --dtype bf16 --compile both                  # GPU (see bench/gpu_check.sh)
 
 What is measured, per variant (baseline, attnres_full, attnres_block with S = 2, 4, 8, and the
-rivals mhc / mhc_lite with n = 4 streams, whose residual is n times wider; `mhc:2` sets n):
+rivals mhc / mhc_lite with n = 4 streams, whose residual is n times wider; `mhc:2` sets n; any
+registered scheme, a plug-in's too: `kromhc:8`, `kromhc:kromhc_streams=9:kromhc_factor=3`):
 - train: one optimiser step = forward + backward + AdamW step, tokens/s;
 - infer: forward only in eval mode under no_grad (the two-phase path for AttnRes), tokens/s;
 - peak memory of one training step:
@@ -36,6 +37,7 @@ import torch.nn.functional as F
 
 from andrea.model.flops import training_flops_per_token
 from andrea.run.units import mfu, peak_flops
+from andrea.model.residuals import registry
 from andrea.model.transformer import ANDREA, ModelConfig
 
 SIZES = {  # (n_layer, n_head, d_model); vocab 8449, context 1024 (docs/andrea.md)
@@ -83,22 +85,60 @@ def check_targets(results: dict, device_type: str) -> int:
 
 @dataclass
 class Variant:
-    name: str  # config name, with ":S" for block (":n" streams for mhc / mhc_lite)
+    name: str  # as given: scheme[:value] or scheme:option=value[:option=value...]
     cfg: ModelConfig
 
 
-def variants(names: list[str], size: str, vocab: int) -> list[Variant]:
+def _value(text: str):
+    """An option value as the command line gives it: int, float, true/false/null, else text."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "none"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def variant_config(name: str, size: str, vocab: int) -> ModelConfig:
+    """`scheme` (every registered one, a plug-in's too), `scheme:V` (Block AttnRes: S = V;
+    another scheme: its first option, e.g. mhc:2 or kromhc:8 streams) or
+    `scheme:option=V[:option=V]` (e.g. kromhc:kromhc_streams=9:kromhc_factor=3). Raises
+    ValueError naming what is wrong."""
     n_layer, n_head, d_model = SIZES[size]
-    out = []
-    for name in names:
-        residual, _, s = name.partition(":")
-        mhc = residual in ("mhc", "mhc_lite")
-        cfg = ModelConfig(n_layer=n_layer, n_head=n_head, d_model=d_model, vocab_size=vocab,
-                          context_length=1024, residual=residual,
-                          block_size=4 if mhc else int(s or 4),
-                          mhc_streams=int(s or 4) if mhc else None)
-        out.append(Variant(name, cfg))
-    return out
+    residual, *parts = name.split(":")
+    if residual not in registry.SCHEMES:
+        raise ValueError(f"variant {name!r}: no residual scheme named {residual!r}; known: "
+                         f"{', '.join(registry.NAMES)}")
+    scheme = registry.SCHEMES[residual]
+    kw: dict = {}
+    for part in parts:
+        key, eq, value = part.partition("=")
+        if not eq:  # a bare value: S for Block AttnRes, else the scheme's first option
+            if scheme.block_size:
+                key = "block_size"
+            elif scheme.option_names():
+                key = scheme.option_names()[0]
+            else:
+                raise ValueError(f"variant {name!r}: {residual} has no option for {part!r}")
+            value = part
+        elif key != "block_size" and key not in scheme.option_names():
+            raise ValueError(f"variant {name!r}: {residual} has no option {key!r}; its options: "
+                             f"{', '.join(scheme.option_names()) or 'none'}")
+        kw[key] = _value(value)
+    try:
+        return ModelConfig(n_layer=n_layer, n_head=n_head, d_model=d_model, vocab_size=vocab,
+                           context_length=1024, residual=residual, **kw)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"variant {name!r}: {e}") from None
+
+
+def variants(names: list[str], size: str, vocab: int) -> list[Variant]:
+    return [Variant(name, variant_config(name, size, vocab)) for name in names]
 
 
 class Runner:
@@ -370,6 +410,11 @@ def parse(argv=None):
         args.trials, args.steps = 3, 1
     if args.variants[0] != "baseline":
         p.error("--variants must start with baseline (the reference of every ratio)")
+    for name in args.variants:  # every variant's config checked before the first is timed
+        try:
+            variant_config(name, args.size, args.vocab)
+        except ValueError as e:
+            p.error(str(e))
     return args
 
 

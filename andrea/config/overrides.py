@@ -16,7 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[2] / "conf"  # andrea/config/ -> the repository
 
 
 def _unwrap(tp):
@@ -137,8 +137,14 @@ def implied_overrides(overrides: Iterable[str]) -> list[str]:
 
 
 def group_options(group: str) -> list[str]:
-    """The options of a config group: its conf/<group>/*.yaml."""
-    return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+    """The options of a config group: its conf/<group>/*.yaml, and for `model` the schemes that
+    bring their entry themselves (a plug-in's `model_conf`, stored in Hydra's ConfigStore)."""
+    names = {p.stem for p in (CONF / group).glob("*.yaml")}
+    if group == "model":
+        from andrea.model.residuals import registry
+
+        names |= {s.name for s in registry.SCHEMES.values() if s.model_conf is not None}
+    return sorted(names)
 
 
 def unknown_option_hints(overrides: Iterable[str]) -> list[str]:

@@ -222,13 +222,18 @@ def _suffix(overrides: str) -> str:
     finished sweeps are found where they are), a long or odd value becomes a short hash of it
     (`data.paths=@1f0c3a9e`); a long suffix is cut and made unique by a hash of the whole.
     """
-    if not overrides:
+    # Every scheme's options (`model.mhc_streams`, a plug-in's own) are in the label: dropped
+    # here, as conf/config.yaml's exclude_keys drops the built-in ones (a plug-in is not there).
+    options = {f"model.{name}" for name in registry.option_defaults()}
+    items = [i for i in _split_items(overrides) if i.partition("=")[0].lstrip("+~") not in options]
+    if not overrides or not items:
         return ""
-    text = ",".join(_plain_item(i) for i in _split_items(overrides))
+    text = ",".join(_plain_item(i) for i in items)
     if len(text) > 120:
         import hashlib
 
-        text = f"{text[:100]}~{hashlib.sha1(overrides.encode()).hexdigest()[:10]}"
+        whole = ",".join(items)  # = overrides when no option was dropped
+        text = f"{text[:100]}~{hashlib.sha1(whole.encode()).hexdigest()[:10]}"
     return f",{text}"
 
 

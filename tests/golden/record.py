@@ -57,6 +57,11 @@ def models() -> dict:
     from andrea.model.flops import flops_per_token
     from andrea.model import ANDREA, count_parameters
 
+    from andrea.model.residuals import registry
+
+    # FlopsBreakdown lists every registered scheme's terms; an installed plug-in's (0 for every
+    # shipped model) are not andrea's behaviour, so they are left out of the record.
+    plugin_terms = set(registry.flop_terms()) - {t for s in registry.BUILT_IN for t in s.flop_terms}
     out = {}
     for path in sorted((REPO / "conf" / "model").glob("*.yaml")):
         for size in SIZES:
@@ -72,7 +77,9 @@ def models() -> dict:
                 "label": spec.label,
                 "state_dict": [f"{k} {tuple(v.shape)}" for k, v in model.state_dict().items()],
                 "params": counts.total, "params_nonembedding": counts.non_embedding,
-                "flops_per_token": flops_per_token(spec.model, spec.seq_len).as_dict(),
+                "flops_per_token": {k: v for k, v in
+                                    flops_per_token(spec.model, spec.seq_len).as_dict().items()
+                                    if k not in plugin_terms},
                 "tokens": spec.tokens, "steps": spec.steps,
             }
     return out

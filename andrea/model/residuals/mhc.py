@@ -100,21 +100,27 @@ def sinkhorn(logits: Tensor, iters: int = SINKHORN_ITERS) -> Tensor:
     return logits.exp()
 
 
-class MHCMapping(nn.Module):
-    """Sublayer l's mappings (mHC Eq. 7-8 / 14-19): phi [nC, 2n + k] = [pre | post | res] with
-    k = n^2 (mHC) or n! (mHC-lite), the static biases b [2n + k] and the gates a [3]. phi is a
-    matrix (decays with the other matrices); b and a are 1-D (no decay, as gains and biases)."""
+class StreamMapping(nn.Module):
+    """Sublayer l's mappings (mHC Eq. 7-8 / 14-18): phi [nC, 2n + k] = [pre | post | res], the
+    static biases b [2n + k] and the gates a [3], for a scheme with k H_res logits per token. A
+    subclass turns the gated logits into H_res (`h_res`), sets their static init
+    (`init_res_bias`) and calls `reset_parameters()` once its own state exists. phi is a matrix
+    (decays with the other matrices); b and a are 1-D (no decay, as gains and biases)."""
 
-    def __init__(self, n: int, d_model: int, lite: bool, layer: int):
+    def __init__(self, n: int, d_model: int, k: int, layer: int):
         super().__init__()
-        self.n, self.lite, self.layer = n, lite, layer
-        k = math.factorial(n) if lite else n * n
+        self.n, self.layer = n, layer
         self.phi = nn.Parameter(torch.empty(n * d_model, 2 * n + k))
         self.bias = nn.Parameter(torch.empty(2 * n + k))
         self.gate = nn.Parameter(torch.empty(3))
-        if lite:  # a constant, rebuilt on load: not part of the state dict
-            self.register_buffer("perms", permutation_matrices(n).flatten(1), persistent=False)
-        self.reset_parameters()
+
+    def init_res_bias(self, res: Tensor) -> None:
+        """Set the static H_res logits `res` [k] (filled with RES_OFF) where H_res starts."""
+        raise NotImplementedError
+
+    def h_res(self, res: Tensor) -> Tensor:
+        """The gated H_res logits a_res x' phi_res + b_res [..., k] -> H_res [..., n, n]."""
+        raise NotImplementedError
 
     def reset_parameters(self) -> None:
         n = self.n
@@ -125,10 +131,7 @@ class MHCMapping(nn.Module):
             b[self.layer % n] = b[n + self.layer % n] = BIAS_ON  # H_pre, H_post: stream l mod n
             res = b[2 * n:]
             res.fill_(RES_OFF)
-            if self.lite:
-                res[0] = 0.0  # the identity permutation
-            else:
-                res.view(n, n).fill_diagonal_(0.0)
+            self.init_res_bias(res)
             self.bias.copy_(b)
 
     def forward(self, X: Tensor) -> tuple[Tensor, Tensor, Tensor]:
@@ -145,12 +148,32 @@ class MHCMapping(nn.Module):
             b_pre, b_post, b_res = b.split([n, n, b.shape[-1] - 2 * n])
             h_pre = torch.sigmoid(g[0] * pre + b_pre)
             h_post = 2 * torch.sigmoid(g[1] * post + b_post)
-            res = g[2] * res + b_res
-            if self.lite:
-                h_res = (torch.softmax(res, dim=-1) @ self.perms.to(cdt)).unflatten(-1, (n, n))
-            else:
-                h_res = sinkhorn(res.unflatten(-1, (n, n)))
+            h_res = self.h_res(g[2] * res + b_res)
         return h_pre, h_post, h_res
+
+
+class MHCMapping(StreamMapping):
+    """mHC's k = n^2 logits through Sinkhorn-Knopp (Eq. 19), or mHC-lite's k = n! weights of the
+    permutation matrices."""
+
+    def __init__(self, n: int, d_model: int, lite: bool, layer: int):
+        super().__init__(n, d_model, math.factorial(n) if lite else n * n, layer)
+        self.lite = lite
+        if lite:  # a constant, rebuilt on load: not part of the state dict
+            self.register_buffer("perms", permutation_matrices(n).flatten(1), persistent=False)
+        self.reset_parameters()
+
+    def init_res_bias(self, res: Tensor) -> None:
+        if self.lite:
+            res[0] = 0.0  # the identity permutation
+        else:
+            res.view(self.n, self.n).fill_diagonal_(0.0)
+
+    def h_res(self, res: Tensor) -> Tensor:
+        n = self.n
+        if self.lite:
+            return (torch.softmax(res, dim=-1) @ self.perms.to(res.dtype)).unflatten(-1, (n, n))
+        return sinkhorn(res.unflatten(-1, (n, n)))
 
 
 def mhc_mappings(cfg) -> nn.ModuleList:
