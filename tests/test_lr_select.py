@@ -74,6 +74,58 @@ def test_a_variant_scanned_too_gets_a_robustness_row_at_its_own_best_lr(tmp_path
     assert "lr: 0.001" in (tmp_path / "hparams" / "rob.yaml").read_text()
 
 
+def test_a_scan_of_several_variants_writes_each_variant_its_own_pick(tmp_path, capsys):
+    """`<name>.yaml` keeps every variant at the baseline's pick (the report's protocol);
+    `<name>_own.yaml` gives each scanned variant its own pick per size, and a sweep reads it
+    through hparams=<name>_own with the usual precedence (train.* wins)."""
+    for size, (b, v, f) in {"tiny-1": (1e-3, 2e-3, 1.5e-3), "tiny-2": (7e-4, 7e-4, 1e-3)}.items():
+        write_scan(tmp_path / "scan", size, center=1e-3, optimum=b)
+        write_scan(tmp_path / "scan", size, center=1e-3, optimum=v, variant="attnres_block_n2")
+        write_scan(tmp_path / "scan", size, center=1e-3, optimum=f, variant="attnres_full")
+    rc = main([str(tmp_path / "scan"), "--name", "multi", "--out", str(tmp_path / "out"),
+               "--hparams-dir", str(tmp_path / "hparams")])
+    assert rc == 0 and "hparams=multi_own" in capsys.readouterr().out
+    shared = (tmp_path / "hparams" / "multi.yaml").read_text()
+    assert "variants:" not in shared
+    own = (tmp_path / "hparams" / "multi_own.yaml").read_text()
+    assert "name: multi_own" in own and "selected_on: baseline" in own
+
+    def lr(hp, model, size, *extra):
+        over = [f"hydra.searchpath=[file://{tmp_path}]", f"hparams={hp}", f"model={model}",
+                f"size={size}", *extra]
+        return resolve_run(compose_run(over)).lr
+
+    for size, (b, v, f) in {"tiny-1": (1e-3, 2e-3, 1.5e-3), "tiny-2": (7e-4, 7e-4, 1e-3)}.items():
+        for model in ("baseline", "attnres_block_n2", "attnres_full"):
+            assert lr("multi", model, size) == pytest.approx(b, rel=0.01)
+        assert lr("multi_own", "baseline", size) == pytest.approx(b, rel=0.01)
+        assert lr("multi_own", "attnres_block_n2", size) == pytest.approx(v, rel=0.01)
+        assert lr("multi_own", "attnres_full", size) == pytest.approx(f, rel=0.01)
+    assert lr("multi_own", "attnres_full", "tiny-1", "train.lr=0.005") == 0.005
+    # a variant the scan did not hold is refused, not silently given the baseline's pick
+    from andrea.config.resolve import ConfigError
+    with pytest.raises(ConfigError, match="not for model denseformer"):
+        lr("multi_own", "denseformer", "tiny-1")
+    with pytest.raises(ConfigError, match="no attnres_full entry for size=tiny-3"):
+        lr("multi_own", "attnres_full", "tiny-3")
+
+
+def test_the_plot_title_names_the_variant_and_the_optimizer(tmp_path, monkeypatch):
+    import analysis.lr_select as lrs
+
+    titles = []
+    import matplotlib.axes
+    real = matplotlib.axes.Axes.set_title
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_title",
+                        lambda self, t, **kw: (titles.append(t), real(self, t, **kw))[1])
+    write_scan(tmp_path / "scan", "tiny-1", center=1e-3, optimum=1e-3)
+    for d in (tmp_path / "scan").rglob("results.json"):
+        d.write_text(d.read_text().replace('"status"', '"optimizer": "muon", "status"'))
+    assert lrs.main([str(tmp_path / "scan"), "--name", "m", "--out", str(tmp_path / "out"),
+                     "--hparams-dir", str(tmp_path / "hparams")]) == 0
+    assert titles == ["LR scan of baseline under Muon (+ AdamW): loss vs LR per size"]
+
+
 def test_best_at_the_edge_is_reported_not_extrapolated(tmp_path, capsys):
     write_scan(tmp_path / "scan", "tiny-1", center=1e-3, optimum=1e-2)
     rc = main([str(tmp_path / "scan"), "--name", "edge", "--out", str(tmp_path / "out"),

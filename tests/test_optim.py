@@ -70,8 +70,12 @@ def test_a_new_module_stays_on_adamw_unless_listed():
 def test_settings_reach_the_optimizers_and_one_lr_drives_both():
     spec = spec_for("train.optimizer=muon", "train.weight_decay=0.05", "train.muon.momentum=0.9",
                     "train.muon.ns_steps=3", "train.muon.nesterov=false")
-    opt = build_optimizer(ANDREA(spec.model), spec, torch.device("cpu"))
-    (g,) = opt.optimizers["muon"].param_groups
+    model = ANDREA(spec.model)
+    opt = build_optimizer(model, spec, torch.device("cpu"))
+    g, qkv = opt.optimizers["muon"].param_groups
+    assert (g.get("split", 1), qkv["split"]) == (1, 3)
+    assert qkv["params"] == [b.attn.qkv.weight for b in model.blocks]
+    assert all(qkv[k] == g[k] for k in ("lr", "weight_decay", "momentum", "ns_steps", "nesterov"))
     assert (g["lr"], g["weight_decay"], g["momentum"], g["ns_steps"], g["nesterov"],
             g["adjust_lr_fn"]) == (spec.lr, 0.05, 0.9, 3, False, "match_rms_adamw")
     decay, no_decay = opt.optimizers["adamw"].param_groups
@@ -105,6 +109,43 @@ def test_match_rms_adamw_gives_updates_of_rms_0_2_lr():
         assert rms == pytest.approx(0.2, rel=0.35), (A, B, rms)
         assert rms / orig == pytest.approx(0.2 * math.sqrt(max(A, B)) / math.sqrt(max(1, A / B)),
                                            rel=1e-3)
+
+
+def _qkv_updates(split: bool, steps: int = 2, d: int = 16):
+    """The fused qkv weight [3d, d] after `steps` Muon steps of andrea's optimizer, beside the
+    same steps of torch's Muon on (a) three separate d x d matrices q, k, v and (b) the fused
+    matrix as one; same initial weights and gradients throughout."""
+    torch.manual_seed(0)
+    spec = spec_for("train.optimizer=muon", f"train.muon.split_qkv={str(split).lower()}")
+    model = ANDREA(ModelConfig(**SHAPE))
+    opt = build_optimizer(model, spec, torch.device("cpu"))
+    w = model.blocks[0].attn.qkv.weight
+    apart = [nn.Parameter(t.detach().clone()) for t in w.chunk(3, dim=0)]
+    fused = nn.Parameter(w.detach().clone())
+    kw = dict(lr=spec.lr, weight_decay=spec.train.weight_decay, momentum=0.95, nesterov=True,
+              ns_steps=5, adjust_lr_fn="match_rms_adamw")
+    ref_apart, ref_fused = torch.optim.Muon(apart, **kw), torch.optim.Muon([fused], **kw)
+    for _ in range(steps):  # a second step: the momentum buffer is split consistently too
+        for p in model.parameters():
+            p.grad = torch.randn_like(p)
+        for p, g in zip(apart, w.grad.chunk(3, dim=0)):
+            p.grad = g.clone()
+        fused.grad = w.grad.clone()
+        opt.step(), ref_apart.step(), ref_fused.step()
+    return w.detach(), torch.cat([p.detach() for p in apart]), fused.detach()
+
+
+def test_muon_orthogonalises_q_k_and_v_apart_as_three_matrices():
+    """Moonlight, Megatron-LM (muon_split_qkv, its default), nanochat and modded-nanogpt
+    orthogonalise q, k and v each on its own, each step scaled by its own d x d shape: andrea's
+    fused [3d, d] weight gets exactly the update of three separately stored matrices, and not
+    the one-matrix update (which differs by far more than bfloat16's rounding)."""
+    ours, apart, fused = _qkv_updates(split=True)
+    assert torch.allclose(ours, apart, rtol=0, atol=1e-7)
+    assert not torch.allclose(ours, fused, rtol=0, atol=1e-4)
+    # train.muon.split_qkv=false: the fused treatment, for comparison
+    off, *_ = _qkv_updates(split=False)
+    assert torch.allclose(off, fused, rtol=0, atol=1e-7)
 
 
 def test_the_combined_state_round_trips_and_refuses_an_adamw_state():
@@ -155,7 +196,12 @@ def test_results_record_the_optimizer_and_the_reuse_check_compares_it():
     assert reuse_mismatches(old, adamw) == []  # written before the key: AdamW
     assert reuse_mismatches(old, muon) == ["optimizer='adamw' (now 'muon')",
                                            "muon=None (now {'momentum': 0.95, 'nesterov': True, "
-                                           "'ns_steps': 5, 'adjust_lr': 'match_rms_adamw'})"]
+                                           "'ns_steps': 5, 'adjust_lr': 'match_rms_adamw', "
+                                           "'split_qkv': True})"]
+    # a Muon run from before q, k and v were split (its muon settings lack split_qkv) is refused
+    fused = spec_summary(muon) | {"tokens": muon.steps * muon.batch_tokens, "budgets": None}
+    fused["muon"] = {k: v for k, v in fused["muon"].items() if k != "split_qkv"}
+    assert [m.split("=")[0] for m in reuse_mismatches(fused, muon)] == ["muon"]
     slower = spec_for("train.optimizer=muon", "train.muon.ns_steps=3")
     assert [m.split("=")[0] for m in reuse_mismatches(spec_summary(muon) | {
         "tokens": muon.steps * muon.batch_tokens, "budgets": None}, slower)] == ["muon"]

@@ -133,10 +133,41 @@ def simulate_runs(laws: dict, size_compute, seeds, budgets=(1.0,), sigma_run: fl
     return runs
 
 
-def write_runs(root: Path, runs, device_s_per_flop: dict | None = None) -> list[Path]:
+def simulate_lr_scan(laws: dict, size_compute, seeds, lrs, optimum: dict,
+                     curvature: float = 0.05, sigma_run: float = 0.01, rho: float = 0.5,
+                     rng=None) -> tuple[list, dict[str, float]]:
+    """An LR scan's final points: label → L(C) at the label's optimal LR, and log L rising by
+    curvature · log10(lr / optimum[label][size])² away from it (the loss is near-quadratic in log
+    LR at its optimum). optimum: label → {size index → LR}. Seed noise as in `simulate_runs`
+    (one draw per size and seed, shared by every variant and LR by rho: the same seed is the same
+    data order). Returns (runs, run_id → lr), for `write_runs(..., extra=...)`."""
+    from analysis.inputs.collect import Run
+
+    rng = rng if rng is not None else np.random.default_rng(0)
+    runs, lr_of = [], {}
+    for i, C in enumerate(size_compute):
+        for sd in seeds:
+            z = rng.normal()
+            for label, law in laws.items():
+                for lr in lrs:
+                    dev = sigma_run * (np.sqrt(rho) * z + np.sqrt(1 - rho) * rng.normal())
+                    pen = curvature * np.log10(lr / optimum[label][i]) ** 2
+                    rid = f"{label}/s{i + 1}/seed{sd},lr={lr:g}"
+                    N = float(np.sqrt(C * FLOPS_PER_PFLOPS_DAY / 120.0))
+                    runs.append(Run(source=rid, variant=label, block_size=None, size=f"s{i + 1}",
+                                    flops=C * FLOPS_PER_PFLOPS_DAY,
+                                    val_loss=float(law(C)) * float(np.exp(pen + dev)), params=N,
+                                    tokens=20 * N, seed=sd, run_id=rid, point=0, budget=1.0))
+                    lr_of[rid] = float(lr)
+    return runs, lr_of
+
+
+def write_runs(root: Path, runs, device_s_per_flop: dict | None = None,
+               extra: dict | None = None) -> list[Path]:
     """Write `simulate_runs` output as run directories whose results.json holds `points`
     (top-level keys are the final point's). device_s_per_flop (label → seconds
-    per FLOP) adds wall_s/device_s per point."""
+    per FLOP) adds wall_s/device_s per point; extra (run_id → {key: value})
+    adds results.json keys, e.g. `lr` for an LR scan."""
     by_run: dict[str, list] = {}
     for r in runs:
         by_run.setdefault(r.run_id, []).append(r)
@@ -157,6 +188,6 @@ def write_runs(root: Path, runs, device_s_per_flop: dict | None = None) -> list[
             "tokens": int(last.tokens), "flops": last.flops, "val_loss": last.val_loss,
             **({"wall_s": points[-1]["wall_s"], "device_s": points[-1]["device_s"],
                 "device": "cpu", "device_name": "test-cpu"} if rate else {}),
-            "points": points})
+            "points": points, **(extra or {}).get(rid, {})})
         dirs.append(rd.root)
     return dirs

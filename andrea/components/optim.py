@@ -17,6 +17,19 @@ input-query projection, DenseFormer's weights, and any mixing module added later
 allow-list (Linear layers owned by `CausalSelfAttention` / `MLP`), so a new module is on AdamW
 unless it is put on the list on purpose.
 
+The attention's fused qkv weight [3d, d] is three matrices stacked by rows (q, k, v; see
+`CausalSelfAttention.forward`), and Muon treats it as three (`train.muon.split_qkv=true`, the
+default): each block's momentum is orthogonalised on its own and its step scaled by its own
+shape, d x d, exactly as if q, k and v were stored as separate Linear layers. That is how the
+implementations the report's recipe descends from, and its peers, train: Moonlight (Liu et al.
+2025) keeps Q, K and V as separate matrices; Megatron-LM's Muon has `muon_split_qkv`, on by
+default (`--muon-no-split-qkv` turns it off), whose author found splitting "performed better
+empirically"; nanochat (Karpathy) stores q, k and v as separate Linear layers; modded-nanogpt
+(Jordan et al.) stores q, k, v and the output projection in one tensor and its Muon
+orthogonalises it as four matrices. Orthogonalising the stack as one matrix instead couples the
+three (one set of singular directions shared by 3d rows) and scales the step by sqrt(3d), not
+sqrt(d). `split_qkv=false` keeps that fused treatment, for comparison.
+
 Moonlight's update-RMS matching (`adjust_lr=match_rms_adamw`, torch's "match_rms_adamw"):
 Muon's orthogonalised update O of an A x B matrix has RMS about 1/sqrt(max(A, B)); scaling the
 step to lr * 0.2 * sqrt(max(A, B)) gives it an RMS of ~0.2, the RMS of a typical AdamW update,
@@ -51,6 +64,9 @@ class MuonConfig:
     # match_rms_adamw: lr * 0.2 * sqrt(max(A, B)) (Moonlight; reuses AdamW's LR and weight decay)
     # original: lr * sqrt(max(1, A / B)) (Jordan et al.; needs its own, larger LR)
     adjust_lr: str = "match_rms_adamw"
+    # q, k and v of the fused qkv weight orthogonalised apart (Moonlight, Megatron-LM's
+    # --muon-split-qkv default, modded-nanogpt, nanochat); false: one 3d x d matrix
+    split_qkv: bool = True
 
 
 def check_optimizer(optimizer: str, muon: MuonConfig, hparams_optimizer: Optional[str]) -> None:
@@ -101,6 +117,47 @@ def hidden_matrices(model: nn.Module) -> list[nn.Parameter]:
     return out
 
 
+def qkv_weights(model: nn.Module) -> list[nn.Parameter]:
+    """The attention's fused qkv weights: [3d, d], q, k and v stacked by rows in that order
+    (`CausalSelfAttention.forward` splits the projection's output into three d-wide parts)."""
+    from andrea.model.transformer import CausalSelfAttention
+
+    return [m.qkv.weight for m in model.modules()
+            if isinstance(m, CausalSelfAttention) and m.qkv.weight.requires_grad]
+
+
+class Muon(torch.optim.Muon):
+    """torch.optim.Muon where a parameter group's `split` = k (default 1) orthogonalises each
+    parameter as k equal row blocks, each on its own and with its step scaled by its own shape.
+
+    The blocks are views of the parameter, its gradient and its momentum buffer (row blocks of a
+    row-major matrix are contiguous), handed to torch's own update: the result is exactly the
+    update of k separately stored matrices (tested), and the state (one momentum buffer per
+    parameter, of its full shape) is torch's."""
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        from torch.optim._muon import muon
+
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            params, grads, bufs = [], [], []
+            has_complex = self._init_group(group, params, grads, bufs)
+            k = group.get("split", 1)
+            if k > 1:
+                params, grads, bufs = ([b for t in ts for b in t.chunk(k, dim=0)]
+                                       for ts in (params, grads, bufs))
+            muon(params, grads, bufs, lr=group["lr"], weight_decay=group["weight_decay"],
+                 momentum=group["momentum"], nesterov=group["nesterov"],
+                 ns_coefficients=group["ns_coefficients"], eps=group["eps"],
+                 ns_steps=group["ns_steps"], adjust_lr_fn=group["adjust_lr_fn"],
+                 has_complex=has_complex)
+        return loss
+
+
 def _adamw(params: list[nn.Parameter], spec: RunSpec, device: torch.device) -> torch.optim.AdamW:
     # Matrices (and embeddings) decay; biases, norm gains and pseudo-queries do not (nanoGPT).
     t = spec.train
@@ -117,7 +174,7 @@ class MuonWithAdamW:
     schedule drives both), clips the gradients of all parameters before `step`, and saves
     `state_dict()` — both states, by name — in its checkpoints."""
 
-    def __init__(self, muon: torch.optim.Muon, adamw: torch.optim.AdamW) -> None:
+    def __init__(self, muon: Muon, adamw: torch.optim.AdamW) -> None:
         self.optimizers = {"muon": muon, "adamw": adamw}
 
     @property
@@ -153,7 +210,11 @@ def build_optimizer(model: nn.Module, spec: RunSpec, device: torch.device):
     matrices = hidden_matrices(model)
     on_muon = {id(p) for p in matrices}
     m = t.muon
-    muon = torch.optim.Muon(matrices, lr=spec.lr, weight_decay=t.weight_decay,
+    split = {id(p) for p in qkv_weights(model)} & on_muon if m.split_qkv else set()
+    groups = [{"params": [p for p in matrices if id(p) not in split]}]
+    if split:
+        groups.append({"params": [p for p in matrices if id(p) in split], "split": 3})
+    muon = Muon(groups, lr=spec.lr, weight_decay=t.weight_decay,
                             momentum=m.momentum, nesterov=m.nesterov, ns_steps=m.ns_steps,
                             adjust_lr_fn=m.adjust_lr)
     return MuonWithAdamW(muon, _adamw([p for p in params if id(p) not in on_muon], spec, device))

@@ -155,7 +155,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
     if t.threads is not None and not t.threads >= 1:
         raise fail(f"train.threads={t.threads} must be >= 1 (torch intra-op threads; null: the "
                    "CPUs the job is given)")
-    hp = selected_hparams(run.hparams, s.name, fail)
+    hp = selected_hparams(run.hparams, s.name, fail, label=m.label + model_cfg.label_suffix)
     if not t.lr_scale > 0:
         raise fail(f"train.lr_scale={t.lr_scale} must be > 0 (it multiplies the peak LR)")
     lr = _first(t.lr, hp.lr, s.lr) * t.lr_scale
@@ -330,8 +330,21 @@ def block_size_of(m: ModelChoice, n_sublayers: int, fail) -> Optional[int]:
     return m.block_size
 
 
-def selected_hparams(hp: HParamsConfig, size: str, fail) -> SizeHParams:
-    """The size's entry of the selected hparams file; the empty entry under `hparams=rule`."""
+def selected_hparams(hp: HParamsConfig, size: str, fail, label: str = "baseline") -> SizeHParams:
+    """The size's entry of the selected hparams file for the variant `label`; the empty entry
+    under `hparams=rule`. A file with `variants` (each variant at its own pick) must list the
+    label unless it is the one `sizes` was selected on: a variant it does not hold is an error,
+    not silently the baseline's pick."""
+    if hp.variants and label != hp.selected_on:
+        if label not in hp.variants:
+            raise fail(f"hparams={hp.name} holds per-variant picks for {hp.selected_on}, "
+                       f"{', '.join(sorted(hp.variants))}, not for model {label}; scan it too "
+                       "(analysis.lr_select), or use the baseline's picks for every variant")
+        picks = hp.variants[label].sizes
+        if size not in picks:
+            raise fail(f"hparams={hp.name} has no {label} entry for size={size} (it has: "
+                       f"{', '.join(picks) or 'none'}); scan {label} at this size too")
+        return picks[size]
     if not hp.sizes:
         if hp.name != "rule":
             raise fail(f"hparams={hp.name} selects no size (its `sizes:` is empty)")

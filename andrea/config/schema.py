@@ -142,15 +142,28 @@ class SizeHParams:
 
 
 @dataclass
+class VariantHParams:
+    """One variant's own picks in a per-variant hparams file (`variants.<label>.sizes`)."""
+
+    sizes: Dict[str, SizeHParams] = field(default_factory=dict)
+
+
+@dataclass
 class HParamsConfig:
     """`hparams=<name>`: hyper-parameters selected on the baseline (conf/hparams/<name>.yaml,
     written by `python -m analysis.lr_select`). `rule` (the default) selects nothing: every size
-    keeps andrea/ladder/sizes.py's rule. Precedence: train.* > hparams.sizes[size] > size."""
+    keeps andrea/ladder/sizes.py's rule. Precedence: train.* > hparams > size, where hparams is
+    `variants[<label>].sizes[size]` when the file has `variants` (each variant at its own pick,
+    `<name>_own.yaml`), else `sizes[size]` (the baseline's pick, shared by every variant, as the
+    report does). Files without `variants` load as before."""
 
     name: str = "rule"
     selected_by: str = ""  # the command that wrote the file
     optimizer: Optional[str] = None  # the optimizer the scan ran with (None: not recorded)
     sizes: Dict[str, SizeHParams] = field(default_factory=dict)
+    # per-variant picks (label -> its sizes); `sizes` is then selected_on's own
+    selected_on: str = "baseline"
+    variants: Dict[str, VariantHParams] = field(default_factory=dict)
 
 
 @dataclass
