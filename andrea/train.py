@@ -40,7 +40,8 @@ from andrea.metrics import MetricsLogger, run_id_for
 from andrea.model import ANDREA
 from andrea.optim import build_optimizer  # noqa: F401  (also bench/budget_cost.py's)
 from andrea.progress import Progress
-from andrea.rundir import RunDir, RunLocked, atomic_write_json, code_version, read_json
+from andrea.rundir import (RunDir, RunLocked, atomic_write_json, code_version, read_json,
+                           write_model_files)
 from andrea.runtime import (Interrupted, SignalFlag, TrainingFailed, autocast, autocast_dtype,
                             device_name, resolve_device)
 from andrea.schedule import Cooldown, learning_rate
@@ -196,6 +197,8 @@ class Trainer:
             self.logger.truncate_after(self.trunk_step)
         if self.is_main and not resumed:
             self.run_dir.write_code_version()
+        if self.is_main:  # what the run's checkpoints need to be read elsewhere (andrea/eval/)
+            write_model_files(self.run_dir, spec.model, prepared.tokenizer_path, spec.seq_len)
 
         self.eval_every = steps_between(spec.steps, t.evals)
         self.ckpt_every = steps_between(spec.steps, t.checkpoints)
