@@ -27,7 +27,7 @@ env: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q "$(TORCH)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(BIN)/python -m pip install -q -e ".[dev,hf,dashboard]"
+	$(BIN)/python -m pip install -q -e ".[dev,hf,dashboard,eval,export]"
 	touch $(STAMP)
 
 demo: $(STAMP)

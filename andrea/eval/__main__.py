@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated task names (the harness's registry, or --include-path)")
     p.add_argument("--include-path", action="append", type=Path, default=[], metavar="DIR",
                    help="a folder of task YAML files in the harness's format (repeatable)")
+    p.add_argument("--no-registry", action="store_true",
+                   help="only the --include-path tasks: never index the harness's ~15,000")
     p.add_argument("--num-fewshot", type=int, default=None)
     p.add_argument("--limit", type=int, default=None,
                    help="documents per task (for a quick look; recorded in the settings)")
@@ -127,7 +129,7 @@ def main(argv=None) -> int:
                 skipped += why
         for rd in targets:  # every run readable before any evaluation starts
             check_run(rd.root, args.tokenizer)
-        manager = task_manager(tasks, args.include_path)
+        manager = task_manager(tasks, args.include_path, registry=not args.no_registry)
     except EvalError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

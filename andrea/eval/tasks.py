@@ -80,10 +80,10 @@ def settings_hash(settings: dict) -> str:
 # --------------------------------------------------------------------------------------------
 # Tasks: found in the include paths first, the harness's registry only when needed
 # --------------------------------------------------------------------------------------------
-def task_manager(tasks: list[str], include_paths: list[Path]):
+def task_manager(tasks: list[str], include_paths: list[Path], registry: bool = True):
     """A TaskManager that knows every task in `tasks`; EvalError naming an unknown one. The
     registry (~15,000 tasks, tens of seconds to index) is read only when the include paths
-    lack a task."""
+    lack a task, and never with registry=False."""
     from lm_eval.tasks import TaskManager
 
     for p in include_paths:
@@ -95,12 +95,17 @@ def task_manager(tasks: list[str], include_paths: list[Path]):
         tm = TaskManager(include_path=paths, include_defaults=False)
         if all(t in tm.all_tasks for t in tasks):
             return tm
-    tm = TaskManager(include_path=paths, include_defaults=True)
+    if not registry:
+        if not paths:
+            raise EvalError("no tasks to choose from: --no-registry needs --include-path DIR")
+        tm = TaskManager(include_path=paths, include_defaults=False)
+    else:
+        tm = TaskManager(include_path=paths, include_defaults=True)
     for t in tasks:
         if t not in tm.all_tasks:
             near = difflib.get_close_matches(t, tm.all_tasks, n=3, cutoff=0.6)
-            where = "the harness's registry" + (
-                f" or {', '.join(map(str, include_paths))}" if include_paths else "")
+            where = " or ".join((["the harness's registry"] if registry else [])
+                                + [str(p) for p in include_paths])
             hint = f"; did you mean {', '.join(near)}?" if near else (
                 "; local task files: --include-path DIR" if not include_paths else "")
             raise EvalError(f"unknown task {t!r}: not in {where}{hint}")
