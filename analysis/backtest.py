@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis import task_metrics
 from analysis.bootstrap import percentile_ci
 from analysis.collect import collect_or_report
 from analysis.estimate import C_LAW_POINTS, final_points, fit_variants
@@ -53,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples (default: %(default)s)")
     p.add_argument("--ci", type=float, default=0.95, help="interval level (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--metric", default="val_loss",
+                   help="val_loss (default) or task:<task>/<metric>, as analysis.fit: a loss or "
+                        "bpb is backtested like the loss, an accuracy through the two-step "
+                        "prediction (analysis/task_metrics.py)")
     return p
 
 
@@ -169,10 +174,24 @@ def main(argv=None) -> int:
     if args.bootstrap < 0 or not 0 < args.ci < 1:
         print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)
         return 2
+    try:
+        parsed = task_metrics.parse_metric(args.metric)
+    except task_metrics.MetricError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     coll = collect_or_report(args.inputs)
     if coll is None:
         return 2
     runs = coll.runs
+    if parsed is not None and task_metrics.higher_is_better(args.metric):
+        return _two_step_main(args, runs, *parsed)
+    if parsed is not None:
+        runs, _ = task_metrics.with_metric(final_points(runs), args.metric)
+        if not runs:
+            print(f"error: no completed run records {args.metric} (python -m andrea.eval)",
+                  file=sys.stderr)
+            return 2
+        print(f"Metric: {args.metric} (the \"loss\" below), each run's final point")
     bt = backtest(runs, args.baseline, "irreducible" if args.irreducible else "power",
                   args.bootstrap, args.ci, args.seed, args.c_law_points)
     if not bt["losses"]:
@@ -181,6 +200,23 @@ def main(argv=None) -> int:
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     text = markdown(bt)
+    atomic_write_json(args.out / "backtest.json", _jsonable(bt))
+    atomic_write_bytes(args.out / "backtest.md", text.encode())
+    print(text, end="")
+    print(f"Wrote backtest.json, backtest.md to {args.out}/")
+    return 0
+
+
+def _two_step_main(args, runs, task: str, metric: str) -> int:
+    bt = task_metrics.backtest_two_step(runs, task, metric, args.baseline, args.bootstrap,
+                                        args.ci, args.seed)
+    if not bt["rows"]:
+        why = bt.get("why") or "; ".join(f"{k}: {v}" for k, v in bt["skipped"].items()) \
+            or "no run records it"
+        print(f"error: nothing to backtest for {args.metric} ({why})", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    text = task_metrics.backtest_markdown(bt, task, metric, args.ci)
     atomic_write_json(args.out / "backtest.json", _jsonable(bt))
     atomic_write_bytes(args.out / "backtest.md", text.encode())
     print(text, end="")

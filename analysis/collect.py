@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.task_metrics import read_task_metrics
 from andrea.rundir import RunDir, read_json
 
 # 1 PFLOP/s-day: 1e15 FLOP/s sustained for 86,400 s (the report's compute unit).
@@ -72,6 +73,9 @@ class Run:
     device_s: float | None = None      # wall-clock x devices up to this point (CONTRACTS item 3)
     device_name: str | None = None
     optimizer: str = "adamw"           # results.json `optimizer` (adamw before the key existed)
+    # More metrics of this point by name: a finished run's final point carries its downstream
+    # task metrics as `task:<task>/<metric>` (analysis.task_metrics)
+    metrics: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if not self.run_id:
@@ -229,7 +233,9 @@ def _read_run_dir(rd: RunDir, out: Collection) -> None:
             where = f" (point {i + 1} of {len(points)})" if len(points) > 1 else ""
             out.invalid.append((source, f"{e}{where}"))
             return
-    out.runs += _number_points(runs)
+    runs = _number_points(runs)
+    runs[-1].metrics.update(read_task_metrics(rd, res))  # evaluations of the final checkpoint
+    out.runs += runs
 
 
 # keys of a results.json point that override the run's top-level values (CONTRACTS item 1)

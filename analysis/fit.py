@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis import extra_fits, tables
+from analysis import extra_fits, tables, task_metrics
 from analysis.collect import (FLOPS_PER_PFLOPS_DAY, aggregate, by_label, collect_or_report,
                               variant_label)
 from analysis.estimate import (C_LAW_POINTS, DEFAULT_LOSS, default_c_ref, final_points,
@@ -72,6 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "L-BFGS-B per resample and variant: seconds each hundred; covered "
                         "94 %% at GPU-like sizes, 88 %% demo-like, docs/statistics.md; default: "
                         "%(default)s, point estimates)")
+    p.add_argument("--metric", default="val_loss",
+                   help="what is fitted against compute: val_loss (default) or a task metric "
+                        "task:<task>/<metric> recorded by python -m andrea.eval (loss, bpb: "
+                        "fitted like the loss; acc, acc_norm: the two-step prediction via the "
+                        "task's bpb; analysis/task_metrics.py)")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--wandb", action="store_true", help="log table and figures to W&B")
     p.add_argument("--wandb-mode", default="offline", choices=["offline", "online", "disabled"],
@@ -209,9 +214,33 @@ def main(argv=None) -> int:
     if args.c_ref and any(not (c > 0 and math.isfinite(c)) for c in args.c_ref):
         print(f"error: --c-ref must be positive PFLOP/s-days, got {args.c_ref}", file=sys.stderr)
         return 2
+    try:
+        parsed = task_metrics.parse_metric(args.metric)
+    except task_metrics.MetricError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     coll = collect_or_report(args.inputs)
     if coll is None:
         return 2
+    metric_lines, two_step_of, task_runs = [], None, []
+    if parsed is not None:  # a task metric: its runs' final points, with it as their "loss"
+        task, name = parsed
+        fitted = args.metric
+        if task_metrics.higher_is_better(args.metric):
+            two_step_of, fitted = (task, name), f"task:{task}/bpb"
+        task_runs = final_points(coll.runs)
+        coll.runs, lack = task_metrics.with_metric(task_runs, fitted)
+        if not coll.runs:
+            have = task_metrics.available(task_runs)
+            print(f"error: no completed run records {fitted} (evaluate them: python -m "
+                  f"andrea.eval {' '.join(map(str, args.inputs))} --tasks {task}); recorded: "
+                  f"{', '.join(have) if have else 'no task metrics'}", file=sys.stderr)
+            return 2
+        print(
+            f"Metric: {fitted} (L below), on {len(coll.runs)} runs' final points"
+            + (f"; {len(lack)} completed run(s) without it are left out" if lack else "")
+            + (f"; {args.metric} is higher-is-better: fitted in two steps through it"
+               if two_step_of else ""))
 
     # --- what was found ---
     n_runs = len({r.run_id for r in coll.runs})
@@ -267,6 +296,16 @@ def main(argv=None) -> int:
               f" no multipliers; pick another with --baseline")
     extra = extra_fits.run_all(coll.runs, points, fits, at_ref, c_refs, args, form, fit_kw,
                                c_law_runs=fit_runs)
+    two_step = verdict = None
+    if parsed is not None:
+        acc_name = two_step_of[1] if two_step_of else "acc"
+        verdict = task_metrics.chance_verdict(task_runs, parsed[0], acc_name)
+        if two_step_of:
+            two_step = task_metrics.two_step(task_runs, parsed[0], acc_name,
+                                             {l: f for l, f in fits.items()}, c_refs, args.ci)
+            metric_lines += task_metrics.two_step_lines(two_step, *two_step_of)
+        if verdict["line"]:
+            metric_lines.append(("  " if two_step_of else "") + verdict["line"])
 
     # --- outputs ---
     out = args.out
@@ -294,6 +333,7 @@ def main(argv=None) -> int:
         "multipliers": {"baseline": args.baseline, "c_ref_pflops_days": c_refs,
                         "at_c_ref": at_ref, "curves": curves},
         "seed_noise": noise,
+        "metric": {"name": args.metric, "chance": verdict, "two_step": two_step},
         **extra.report,
         "warnings": coll.warnings + agg_warnings + fit_warnings
                     + [m["warning"] for m in at_ref if m["warning"]],
@@ -351,6 +391,8 @@ def main(argv=None) -> int:
         loss_txt = (f"Huber on log L (delta={args.huber_delta:g})" if args.loss == "huber"
                     else "least squares on log L")
         how = sorted(set(res.interval.values()))
+        if parsed is not None:
+            form_txt += f" with L = {fitted}"
         print(f"Scaling fits: {form_txt}, C in PFLOP/s-days; {loss_txt}, every seed's "
               f"{'final point' if args.c_law_points == 'final' else 'points'}; "
               f"{args.bootstrap} bootstrap resamples over {' and '.join(how)}")
@@ -370,6 +412,8 @@ def main(argv=None) -> int:
         if note and args.c_law_points == "final":  # one final point per seed: one compute value
             print(f"  {note.split(':')[0]}: a compute multiplier needs two or more sizes "
                   "(plan=true predicts none); --c-law-points all fits that size's budgets instead")
+    for line in metric_lines:
+        print(line)
     print()
     print(f"Runs: {n_runs} completed, {len(coll.failed)} failed, {len(coll.running)} still "
           f"running or missing results.json, {len(coll.invalid)} unusable"
