@@ -252,3 +252,18 @@ def test_importing_andrea_does_not_import_lm_eval():
                          check=True)
     assert out.stdout.strip() == "False"
 
+
+
+def test_the_shipped_demo_tasks_evaluate_from_any_directory(env, tmp_path, monkeypatch):
+    """eval_tasks/ (the README's demo): their documents are found beside the YAML files
+    wherever the command runs."""
+    from andrea.eval.tasks import evaluate_run
+
+    run = tmp_path / "run"
+    shutil.copytree(env["run"], run, ignore=shutil.ignore_patterns("tasks"))
+    monkeypatch.chdir(tmp_path)
+    tasks = ["code_next_line", "docs_next_words", "code_bpb"]
+    rec, new = evaluate_run(run, tasks, [Path(__file__).parent.parent / "eval_tasks"], limit=3)
+    assert new and set(rec["tasks"]) == set(tasks)
+    assert rec["tasks"]["code_next_line"]["chance"] == 0.25
+    assert rec["tasks"]["code_bpb"]["bpb"] > 0
