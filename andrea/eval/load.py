@@ -74,8 +74,15 @@ def model_config_of(rd: RunDir) -> tuple[ModelConfig, int, Optional[Path]]:
         spec = resolve_run(OmegaConf.load(hydra_cfg))
     except (ConfigError, ValueError) as e:
         raise EvalError(f"{hydra_cfg} no longer resolves with this andrea ({e})") from None
-    prepared = prepare_data(spec.data, spec.model.vocab_size)  # cached: finds the run's shards
-    return spec.model, spec.seq_len, prepared.tokenizer_path
+    key = (repr(spec.data), spec.model.vocab_size)
+    if key not in _PREPARED:  # a sweep's runs share their data: read the corpus once
+        _PREPARED[key] = prepare_data(spec.data, spec.model.vocab_size).tokenizer_path
+    return spec.model, spec.seq_len, _PREPARED[key]
+
+
+# The tokenizer of each (data config, vocab) a run's Hydra config named, in this process.
+# prepare_data reads the whole corpus to fingerprint it before it finds the cache.
+_PREPARED: dict[tuple[str, int], Optional[Path]] = {}
 
 
 def check_run(path: str | Path, tokenizer: str | Path | None = None):
