@@ -23,6 +23,7 @@ Only this module (and tasks.py, __main__.py) import lm_eval: `import andrea` nev
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -34,15 +35,22 @@ from lm_eval.api.registry import register_model
 
 from andrea.eval.load import EvalError, LoadedRun, load_run
 
+log = logging.getLogger(__name__)
+
 # Tokens generated when a task sets no max_gen_toks (the harness's own default).
 DEFAULT_MAX_GEN_TOKS = 256
 
 
-def resolve_device(device: str | None) -> torch.device:
+def resolve_device(device: str | None, strict: bool = True) -> torch.device:
+    """auto: CUDA when present. A CUDA device without CUDA is an error, or with strict=False
+    (the harness's CLI passes device=cuda:0 unless told otherwise) the CPU, with a warning."""
     if device in (None, "", "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if str(device).startswith("cuda") and not torch.cuda.is_available():
-        raise EvalError(f"device={device} but torch sees no CUDA device; use device=cpu")
+        if strict:
+            raise EvalError(f"device={device} but torch sees no CUDA device; use device=cpu")
+        log.warning("device=%s but torch sees no CUDA device: evaluating on the CPU", device)
+        return torch.device("cpu")
     return torch.device(device)
 
 
@@ -64,7 +72,7 @@ class AndreaLM(TemplateLM):
         if loaded is None and not path:
             raise EvalError("model andrea needs run_dir=RUN_DIR (a run directory with a "
                             "checkpoint)")
-        self._device = resolve_device(device)
+        self._device = resolve_device(device, strict=False)
         self.run = loaded if loaded is not None else load_run(path, self._device, tokenizer)
         self.run.model.to(self._device)
         self.model = self.run.model
