@@ -223,6 +223,7 @@ def main(argv=None) -> int:
     if coll is None:
         return 2
     metric_lines, two_step_of, task_runs = [], None, []
+    n_completed = len({r.run_id for r in coll.runs})  # before a task metric filters them
     if parsed is not None:  # a task metric: its runs' final points, with it as their "loss"
         task, name = parsed
         fitted = args.metric
@@ -243,8 +244,10 @@ def main(argv=None) -> int:
                if two_step_of else ""))
 
     # --- what was found ---
-    n_runs = len({r.run_id for r in coll.runs})
+    n_runs = n_completed
     n_pts = f" ({len(coll.runs)} points)" if len(coll.runs) != n_runs else ""
+    if parsed is not None:
+        n_pts = f" ({len(coll.runs)} with {fitted})"
     print(f"Collected {n_runs} completed run(s){n_pts} from {', '.join(map(str, args.inputs))}")
     _section("Failed runs", coll.failed, lambda t: f"{t[0]}: {t[1]}")
     _section("Still running or missing results.json", coll.running, lambda t: f"{t[0]}: {t[1]}")

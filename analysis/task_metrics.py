@@ -157,7 +157,6 @@ def chance_verdict(runs: list, task: str, metric: str) -> dict:
         return {"at_chance": None, "chance": None, "above": 0, "n_runs": 0, "line": None}
     chance = float(np.mean([c for _, _, c in rows]))
     above = sum(1 for p, n, c in rows if wilson(p, n)[0] > c)
-    below = sum(1 for p, n, c in rows if wilson(p, n)[1] < c)
     at = above == 0
     n_docs = sorted({n for _, n, _ in rows})
     accs = [p for p, _, _ in rows]
@@ -282,8 +281,9 @@ def two_step_lines(res: dict, task: str, metric: str) -> list[str]:
     lines.append(f"  step 2: k = {sig['k']:.3g}, L0 = {sig['L0']:.4g} bits/byte, chance = "
                  f"{sig['chance']:.3f}, R² = {sig['r2']:.3f}, RMSE {sig['rmse']:.3f} over "
                  f"{sig['n']} runs")
-    lines.append("  equal accuracy is equal bpb under one shared sigmoid: the multipliers above "
-                 "are this task's at equal accuracy too")
+    if res["predictions"]:
+        lines.append("  equal accuracy is equal bpb under one shared sigmoid: the multipliers "
+                     "above are this task's at equal accuracy too")
     for p in res["predictions"]:
         iv = (f" [{p['lo']:.3f}, {p['hi']:.3f}]" if math.isfinite(p["lo"]) else "")
         flag = "  (interval holds chance)" if p["overlaps_chance"] else ""

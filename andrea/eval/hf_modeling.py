@@ -27,7 +27,6 @@ import itertools
 import json
 import math
 import os
-from typing import Optional
 
 import torch
 import torch.nn as nn
