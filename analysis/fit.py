@@ -357,7 +357,7 @@ def main(argv=None) -> int:
         with _warnings.catch_warnings():
             _warnings.simplefilter("ignore", RuntimeWarning)
             plots.plot_scaling(groups, fits, c_refs[0], [out / "scaling.png", out / "scaling.pdf"],
-                               args.baseline)
+                               args.baseline, ylabel=None if parsed is None else fitted)
             written += [out / "scaling.png", out / "scaling.pdf"]
             if curves:
                 plots.plot_multiplier(curves, at_ref, [out / "multiplier.png"], args.baseline)

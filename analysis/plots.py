@@ -89,7 +89,7 @@ def _scaling_title(by_label: dict[str, list[Point]], fits: dict[str, Fit], bande
 
 
 def plot_scaling(by_label: dict[str, list[Point]], fits: dict[str, Fit], c_ref: float | None,
-                 paths, baseline: str = "baseline") -> None:
+                 paths, baseline: str = "baseline", ylabel: str | None = None) -> None:
     col = colours(by_label, baseline)
     allc = np.array([p.compute for ps in by_label.values() for p in ps])
     lo, hi = allc.min() / 1.5, max(allc.max(), c_ref or 0) * 1.5
@@ -145,7 +145,7 @@ def plot_scaling(by_label: dict[str, list[Point]], fits: dict[str, Fit], c_ref: 
                     ha="right", va="top")
     ax.set_xlabel("Training compute C (PFLOP/s-days)"
                   + ("; points of a size nudged apart along C" if len(order) > 1 else ""))
-    ax.set_ylabel("Validation loss (nats/token)")
+    ax.set_ylabel(ylabel or "Validation loss (nats/token)")
     ax.set_title(_scaling_title(by_label, fits, banded), fontsize=10)
     # loss falls left to right, so the lower-left corner is the empty one
     ax.legend(loc="lower left", frameon=False)
