@@ -165,8 +165,7 @@ def chance_verdict(runs: list, task: str, metric: str) -> dict:
         line = (f"{task}/{metric} sits at chance at these sizes: no run's accuracy is above the "
                 f"chance rate {chance:.3f} at 95 % ({min(accs):.3f}-{max(accs):.3f} over "
                 f"{len(rows)} runs of {docs} documents; binomial intervals), so an accuracy "
-                f"multiplier means nothing here; the continuous task:{task}/bpb is the signal "
-                f"(the multipliers above are of bpb)")
+                f"multiplier means nothing here; the continuous task:{task}/bpb is the signal")
     else:
         line = (f"{task}/{metric}: {above} of {len(rows)} runs above chance ({chance:.3f}) at "
                 f"95 %")
@@ -258,6 +257,9 @@ def two_step(runs: list, task: str, metric: str, fits: dict, c_refs: list[float]
     if not sig["ok"]:
         out["why"] = sig["why"]
         return out
+    if chance["at_chance"]:  # a sigmoid through noise around chance predicts nothing
+        out["why"] = "accuracy at chance"
+        return out
     for label, f in sorted(fits.items()):
         for C in c_refs:
             a, lo, hi = predicted_accuracy(f, sig, C, f.boot_level or ci)
@@ -281,7 +283,10 @@ def two_step_lines(res: dict, task: str, metric: str) -> list[str]:
     lines.append(f"  step 2: k = {sig['k']:.3g}, L0 = {sig['L0']:.4g} bits/byte, chance = "
                  f"{sig['chance']:.3f}, R² = {sig['r2']:.3f}, RMSE {sig['rmse']:.3f} over "
                  f"{sig['n']} runs")
-    if res["predictions"]:
+    if res.get("why") == "accuracy at chance":
+        lines.append("  no predicted accuracies: the accuracy sits at chance (below), so the "
+                     "sigmoid is fitted to noise; the multipliers above are of bpb")
+    elif res["predictions"]:
         lines.append("  equal accuracy is equal bpb under one shared sigmoid: the multipliers "
                      "above are this task's at equal accuracy too")
     for p in res["predictions"]:
