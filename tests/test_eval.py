@@ -195,6 +195,21 @@ def test_unknown_task(env, capsys):
     assert "unknown task 'mc_locl'" in line and "did you mean mc_local" in line
 
 
+def test_a_task_whose_documents_do_not_load(env, tmp_path, capsys):
+    """As a registry task does on a machine without network: one line, nothing evaluated."""
+    from andrea.eval.__main__ import main
+
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    text = (env["tasks"] / "mc_local.yaml").read_text()
+    (folder / "gone.yaml").write_text(text.replace("task: mc_local", "task: gone").replace(
+        str(env["tasks"] / "mc.jsonl"), str(tmp_path / "missing.jsonl")))
+    assert main([str(env["run"]), "--tasks", "gone", "--include-path", str(folder),
+                 "--no-registry"]) == 2
+    line = error_line(capsys)
+    assert "the tasks gone did not load their documents" in line and "FileNotFoundError" in line
+
+
 def test_run_without_checkpoint(env, tmp_path, capsys):
     from andrea.eval.__main__ import main
 

@@ -105,7 +105,7 @@ def main(argv=None) -> int:
     if not args.verbose:
         datasets.disable_progress_bars()
     from andrea.eval.load import check_run
-    from andrea.eval.tasks import evaluate_run, task_manager
+    from andrea.eval.tasks import evaluate_run, load_tasks, task_manager
 
     try:
         if not tasks:
@@ -130,6 +130,7 @@ def main(argv=None) -> int:
         for rd in targets:  # every run readable before any evaluation starts
             check_run(rd.root, args.tokenizer)
         manager = task_manager(tasks, args.include_path, registry=not args.no_registry)
+        load_tasks(manager, tasks)  # every task's documents readable before any evaluation
     except EvalError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -112,6 +112,19 @@ def task_manager(tasks: list[str], include_paths: list[Path], registry: bool = T
     return tm
 
 
+def load_tasks(manager, tasks: list[str]) -> dict:
+    """The harness's task objects (their documents loaded); EvalError when a task's data cannot
+    be read, e.g. a registry task on a machine that cannot download it."""
+    try:
+        return manager.load(list(tasks))
+    except Exception as e:  # datasets and the harness raise many kinds; all mean "no data"
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise EvalError(f"the tasks {', '.join(tasks)} did not load their documents "
+                        f"({type(e).__name__}: {first}); a registry task downloads its data on "
+                        f"first use, which needs the network (or its cached copy), local task "
+                        f"files do not (--include-path)") from None
+
+
 # --------------------------------------------------------------------------------------------
 # Metrics from the harness's per-document samples
 # --------------------------------------------------------------------------------------------
@@ -216,7 +229,7 @@ def evaluate_run(run_path: str | Path, tasks: list[str], include_paths: list[Pat
     if old is not None and old.get("step") == run.step and not force:
         return old, False
     tm = manager if manager is not None else task_manager(tasks, include_paths)
-    loaded = tm.load(list(tasks))
+    loaded = load_tasks(tm, tasks)
     lm = AndreaLM(loaded=run, device=str(dev), batch_size=batch_size, max_length=max_length,
                   precision=precision)
     t0 = time.time()
