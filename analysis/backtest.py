@@ -39,6 +39,8 @@ from analysis.estimates.multiplier import multiplier_at
 from analysis.fits.powerlaw import predict
 from analysis.fits.replicates import arrange
 from andrea.run.rundir import atomic_write_bytes, atomic_write_json
+from analysis.inputs import tasks as task_metrics
+from analysis.estimates import tasks as task_fits
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples (default: %(default)s)")
     p.add_argument("--ci", type=float, default=0.95, help="interval level (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--metric", default="val_loss",
+                   help="val_loss (default) or task:<task>/<metric>, as analysis.fit: a loss or "
+                        "bpb is backtested like the loss, an accuracy through the two-step "
+                        "prediction (analysis/estimates/tasks.py)")
     return p
 
 
@@ -241,10 +247,24 @@ def main(argv=None) -> int:
     if args.bootstrap < 0 or not 0 < args.ci < 1:
         print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)
         return 2
+    try:
+        parsed = task_metrics.parse_metric(args.metric)
+    except task_metrics.MetricError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     coll = collect_or_report(args.inputs)
     if coll is None:
         return 2
     runs = coll.runs
+    if parsed is not None and task_metrics.higher_is_better(args.metric):
+        return _two_step_main(args, runs, *parsed)
+    if parsed is not None:
+        runs, _ = task_metrics.with_metric(final_points(runs), args.metric)
+        if not runs:
+            print(f"error: no completed run records {args.metric} (python -m andrea.eval)",
+                  file=sys.stderr)
+            return 2
+        print(f"Metric: {args.metric} (the \"loss\" below), each run's final point")
     bt = backtest(runs, args.baseline, "irreducible" if args.irreducible else "power",
                   args.bootstrap, args.ci, args.seed, args.c_law_points)
     if not bt["losses"]:
@@ -259,6 +279,23 @@ def main(argv=None) -> int:
     save_figure(backtest_figure(bt, args.baseline), [args.out / "backtest.png"])
     print(text, end="")
     print(f"Wrote backtest.json, backtest.md, backtest.png to {args.out}/")
+    return 0
+
+
+def _two_step_main(args, runs, task: str, metric: str) -> int:
+    bt = task_fits.backtest_two_step(runs, task, metric, args.baseline, args.bootstrap,
+                                        args.ci, args.seed)
+    if not bt["rows"]:
+        why = bt.get("why") or "; ".join(f"{k}: {v}" for k, v in bt["skipped"].items()) \
+            or "no run records it"
+        print(f"error: nothing to backtest for {args.metric} ({why})", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    text = task_fits.backtest_markdown(bt, task, metric, args.ci)
+    atomic_write_json(args.out / "backtest.json", jsonable(bt))
+    atomic_write_bytes(args.out / "backtest.md", text.encode())
+    print(text, end="")
+    print(f"Wrote backtest.json, backtest.md to {args.out}/")
     return 0
 
 

@@ -19,6 +19,8 @@ import numpy as np
 
 from analysis.estimates import extra_fits
 from analysis.report import plots_extra, tables
+from analysis.inputs import tasks as task_metrics
+from analysis.estimates import tasks as task_fits
 from analysis.report.files import jsonable
 from analysis.inputs.collect import (FLOPS_PER_PFLOPS_DAY, aggregate, by_label, collect_or_report,
                               variant_label)
@@ -74,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "L-BFGS-B per resample and variant: seconds each hundred; covered "
                         "94 %% at GPU-like sizes, 88 %% demo-like, docs/statistics.md; default: "
                         "%(default)s, point estimates)")
+    p.add_argument("--metric", default="val_loss",
+                   help="what is fitted against compute: val_loss (default) or a task metric "
+                        "task:<task>/<metric> recorded by python -m andrea.eval (loss, bpb: "
+                        "fitted like the loss; acc, acc_norm: the two-step prediction via the "
+                        "task's bpb; analysis/estimates/tasks.py)")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--wandb", action="store_true", help="log table and figures to W&B")
     p.add_argument("--wandb-mode", default="offline", choices=["offline", "online", "disabled"],
@@ -223,13 +230,40 @@ def main(argv=None) -> int:
     if args.c_ref and any(not (c > 0 and math.isfinite(c)) for c in args.c_ref):
         print(f"error: --c-ref must be positive PFLOP/s-days, got {args.c_ref}", file=sys.stderr)
         return 2
+    try:
+        parsed = task_metrics.parse_metric(args.metric)
+    except task_metrics.MetricError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     coll = collect_or_report(args.inputs)
     if coll is None:
         return 2
+    metric_lines, two_step_of, task_runs = [], None, []
+    n_completed = len({r.run_id for r in coll.runs})  # before a task metric filters them
+    if parsed is not None:  # a task metric: its runs' final points, with it as their "loss"
+        task, name = parsed
+        fitted = args.metric
+        if task_metrics.higher_is_better(args.metric):
+            two_step_of, fitted = (task, name), f"task:{task}/bpb"
+        task_runs = final_points(coll.runs)
+        coll.runs, lack = task_metrics.with_metric(task_runs, fitted)
+        if not coll.runs:
+            have = task_metrics.available(task_runs)
+            print(f"error: no completed run records {fitted} (evaluate them: python -m "
+                  f"andrea.eval {' '.join(map(str, args.inputs))} --tasks {task}); recorded: "
+                  f"{', '.join(have) if have else 'no task metrics'}", file=sys.stderr)
+            return 2
+        print(
+            f"Metric: {fitted} (L below), on {len(coll.runs)} runs' final points"
+            + (f"; {len(lack)} completed run(s) without it are left out" if lack else "")
+            + (f"; {args.metric} is higher-is-better: fitted in two steps through it"
+               if two_step_of else ""))
 
     # --- what was found ---
-    n_runs = len({r.run_id for r in coll.runs})
+    n_runs = n_completed
     n_pts = f" ({len(coll.runs)} points)" if len(coll.runs) != n_runs else ""
+    if parsed is not None:
+        n_pts = f" ({len(coll.runs)} with {fitted})"
     print(f"Collected {n_runs} completed run(s){n_pts} from {', '.join(map(str, args.inputs))}")
     _section("Failed runs", coll.failed, lambda t: f"{t[0]}: {t[1]}")
     _section("Still running or missing results.json", coll.running, lambda t: f"{t[0]}: {t[1]}")
@@ -284,6 +318,16 @@ def main(argv=None) -> int:
               f" no multipliers; pick another with --baseline")
     extra = extra_fits.run_all(coll.runs, points, fits, at_ref, c_refs, args, form, fit_kw,
                                c_law_runs=fit_runs)
+    two_step = verdict = None
+    if parsed is not None:
+        acc_name = two_step_of[1] if two_step_of else "acc"
+        verdict = task_metrics.chance_verdict(task_runs, parsed[0], acc_name)
+        if two_step_of:
+            two_step = task_fits.two_step(task_runs, parsed[0], acc_name,
+                                             {l: f for l, f in fits.items()}, c_refs, args.ci)
+            metric_lines += task_fits.two_step_lines(two_step, *two_step_of)
+        if verdict["line"]:
+            metric_lines.append(("  " if two_step_of else "") + verdict["line"])
 
     # --- outputs ---
     out = args.out
@@ -311,6 +355,7 @@ def main(argv=None) -> int:
         "multipliers": {"baseline": args.baseline, "c_ref_pflops_days": c_refs,
                         "at_c_ref": at_ref, "curves": curves},
         "seed_noise": noise,
+        "metric": {"name": args.metric, "chance": verdict, "two_step": two_step},
         **extra.report,
         "warnings": coll.warnings + agg_warnings + fit_warnings
                     + [m["warning"] for m in at_ref if m["warning"]],
@@ -331,7 +376,7 @@ def main(argv=None) -> int:
         with _warnings.catch_warnings():
             _warnings.simplefilter("ignore", RuntimeWarning)
             plots.plot_scaling(groups, fits, c_refs[0], [out / "scaling.png", out / "scaling.pdf"],
-                               args.baseline)
+                               args.baseline, ylabel=None if parsed is None else fitted)
             written += [out / "scaling.png", out / "scaling.pdf"]
             if curves:
                 plots.plot_multiplier(curves, at_ref, [out / "multiplier.png"], args.baseline)
@@ -370,6 +415,8 @@ def main(argv=None) -> int:
         loss_txt = (f"Huber on log L (delta={args.huber_delta:g})" if args.loss == "huber"
                     else "least squares on log L")
         how = sorted(set(res.interval.values()))
+        if parsed is not None:
+            form_txt += f" with L = {fitted}"
         print(f"Scaling fits: {form_txt}, C in PFLOP/s-days; {loss_txt}, every seed's "
               f"{'final point' if args.c_law_points == 'final' else 'points'}; "
               f"{args.bootstrap} bootstrap resamples over {' and '.join(how)}")
@@ -389,6 +436,8 @@ def main(argv=None) -> int:
         if note and args.c_law_points == "final":  # one final point per seed: one compute value
             print(f"  {note.split(':')[0]}: a compute multiplier needs two or more sizes "
                   "(plan=true predicts none); --c-law-points all fits that size's budgets instead")
+    for line in metric_lines:
+        print(line)
     print()
     print(f"Runs: {n_runs} completed, {len(coll.failed)} failed, {len(coll.running)} still "
           f"running or missing results.json, {len(coll.invalid)} unusable"

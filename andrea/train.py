@@ -42,7 +42,8 @@ from andrea.model.transformer import ANDREA
 from andrea.components.optim import build_optimizer  # noqa: F401  (also bench/budget_cost.py's)
 from andrea.components.progress import Progress
 from andrea.run import results as results_file
-from andrea.run.rundir import RunDir, RunLocked, atomic_write_json, code_version, read_json
+from andrea.run.rundir import (RunDir, RunLocked, atomic_write_json, code_version, read_json,
+                               write_model_files)
 from andrea.components.runtime import (Interrupted, SignalFlag, TrainingFailed, autocast, autocast_dtype,
                             device_name, resolve_device)
 from andrea.components.schedule import Cooldown, learning_rate
@@ -198,6 +199,8 @@ class Trainer:
             self.logger.truncate_after(self.trunk_step)
         if self.is_main and not resumed:
             self.run_dir.write_code_version()
+        if self.is_main:  # what the run's checkpoints need to be read elsewhere (andrea/eval/)
+            write_model_files(self.run_dir, spec.model, prepared.tokenizer_path, spec.seq_len)
 
         self.eval_every = steps_between(spec.steps, t.evals)
         self.ckpt_every = steps_between(spec.steps, t.checkpoints)

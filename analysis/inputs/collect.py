@@ -31,6 +31,7 @@ import numpy as np
 from andrea.run.units import PFLOPS_DAY as FLOPS_PER_PFLOPS_DAY  # the report's unit
 from andrea.run import results as results_file
 from andrea.run.rundir import RunDir, read_json
+from analysis.inputs.tasks import read_task_metrics
 
 REQUIRED_CSV_COLUMNS = ("variant", "size", "flops", "val_loss")
 OPTIONAL_CSV_COLUMNS = ("block_size", "params", "tokens", "seed", "status", "label", "budget",
@@ -72,6 +73,9 @@ class Run:
     device_name: str | None = None
     optimizer: str = "adamw"           # results.json `optimizer` (adamw before the key existed)
     shape: tuple[int, int, int] | None = None  # (n_layer, n_head, d_model), when recorded
+    # More metrics of this point by name: a finished run's final point carries its downstream
+    # task metrics as `task:<task>/<metric>` (analysis.inputs.tasks)
+    metrics: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if not self.run_id:
@@ -224,7 +228,9 @@ def _read_run_dir(rd: RunDir, out: Collection) -> None:
             where = f" (point {i + 1} of {len(points)})" if len(points) > 1 else ""
             out.invalid.append((source, f"{e}{where}"))
             return
-    out.runs += _number_points(runs)
+    runs = _number_points(runs)
+    runs[-1].metrics.update(read_task_metrics(rd, res))  # evaluations of the final checkpoint
+    out.runs += runs
 
 
 def _number_points(runs: list[Run]) -> list[Run]:

@@ -89,8 +89,8 @@ def _scaling_title(by_label: dict[str, list[Point]], fits: dict[str, Fit], bande
 
 
 def plot_scaling(by_label: dict[str, list[Point]], fits: dict[str, Fit], c_ref: float | None,
-                 paths, baseline: str = "baseline") -> None:
-    save_figure(scaling_figure(by_label, fits, c_ref, baseline), paths)
+                 paths, baseline: str = "baseline", ylabel: str | None = None) -> None:
+    save_figure(scaling_figure(by_label, fits, c_ref, baseline, ylabel), paths)
 
 
 # More bands than this on one axis (the rivals' sweep: baseline, Full, Block, mHC, mHC-lite)
@@ -100,7 +100,7 @@ MAX_BANDS_PER_AXIS = 3
 
 
 def scaling_figure(by_label: dict[str, list[Point]], fits: dict[str, Fit], c_ref: float | None,
-                   baseline: str = "baseline"):
+                   baseline: str = "baseline", ylabel: str | None = None):
     """Points of every budget; each fit (and its band) only over the compute of the points it was
     fitted on (each run's final point, analysis.estimates.estimate.C_LAW_POINTS): below them, a cooled-down
     early budget of a size lies on another tokens-per-parameter ray, far from the C-law. A fit
@@ -216,7 +216,7 @@ def _finish_scaling(ax, by_label, fits, c_ref, order, banded, extrapolated, note
                     ha="right", va="top")
     ax.set_xlabel("Training compute C (PFLOP/s-days)"
                   + ("; points of a size nudged apart along C" if len(order) > 1 else ""))
-    ax.set_ylabel("Validation loss (nats/token)")
+    ax.set_ylabel(ylabel or "Validation loss (nats/token)")
     title = _scaling_title(by_label, fits, banded)
     if note:
         title = title[:-1] + "; " + note + ")"

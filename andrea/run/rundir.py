@@ -7,6 +7,9 @@
       dynamics.json           per-layer output RMS and depth-attention weights at the last eval
       checkpoints/step_XXXXXXXX.pt   written atomically; resume picks the newest complete one
       points.json             budgets finished so far (train.budgets), written atomically
+      model.json              the ModelConfig it trains, and tokenizer.json, the tokenizer of
+      tokenizer.json          its data: what evaluation and export read (andrea/eval/)
+      tasks/<hash>.json       downstream task metrics, one file per task settings (andrea/eval/)
       results.json            written last, atomically, only when the run ends
       train.log               console log of the run
       wandb/                  W&B's own files (offline runs live here)
@@ -107,6 +110,18 @@ class RunDir:
         return self.root / "results.json"
 
     @property
+    def model_config(self) -> Path:
+        return self.root / "model.json"
+
+    @property
+    def tokenizer(self) -> Path:
+        return self.root / "tokenizer.json"
+
+    @property
+    def tasks(self) -> Path:
+        return self.root / "tasks"
+
+    @property
     def log(self) -> Path:
         return self.root / "train.log"
 
@@ -196,6 +211,23 @@ class RunDir:
 
     def write_code_version(self) -> None:
         atomic_write_json(self.code_version, code_version())
+
+
+def write_model_files(run_dir: RunDir, model_cfg: Any, tokenizer_path: Path | None,
+                      seq_len: int) -> None:
+    """model.json (the run's ModelConfig as plain values, and the sequence length it trained
+    at) and a copy of its tokenizer, so that a checkpoint can be evaluated or exported without
+    the run's Hydra config or data cache. Rewritten only when they differ (a resumed run finds
+    them in place)."""
+    from dataclasses import asdict
+
+    config = {"model": asdict(model_cfg), "seq_len": int(seq_len)}
+    if read_json(run_dir.model_config) != config:
+        atomic_write_json(run_dir.model_config, config)
+    if tokenizer_path is not None:
+        data = Path(tokenizer_path).read_bytes()
+        if not run_dir.tokenizer.exists() or run_dir.tokenizer.read_bytes() != data:
+            atomic_write_bytes(run_dir.tokenizer, data)
 
 
 def code_version() -> dict:

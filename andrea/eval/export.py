@@ -1,0 +1,126 @@
+"""`python -m andrea.eval.export RUN_DIR OUT`: a run's checkpoint as a folder other tools load.
+
+OUT gets what the Hugging Face ecosystem expects of a custom-code model:
+
+    model.safetensors      the run's weights (andrea's parameter names; a tied head is stored once)
+    config.json            the model config, model_type "andrea", auto_map -> modeling_andrea
+    modeling_andrea.py     the model, self-contained (torch only; transformers when installed)
+    tokenizer.json         the run's tokenizer, + tokenizer_config.json, special_tokens_map.json
+    andrea_export.json     provenance: run directory, checkpoint, step, val_loss, code version
+
+and loads with
+
+    AutoModelForCausalLM.from_pretrained(OUT, trust_remote_code=True)      # transformers
+    AutoTokenizer.from_pretrained(OUT)
+    modeling_andrea.load_exported(OUT)                                       # torch only
+
+The modeling file is a copy of andrea/eval/hf_modeling.py, which imports nothing from andrea:
+users of an exported model need not install andrea (what a `trust_remote_code` model is expected
+to be), and the copy is tested against andrea's own model, logits to fp32 precision, for every
+residual scheme (tests/test_eval_export.py). OUT is written under a temporary name and renamed
+when complete; an existing OUT is refused, never overwritten.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+from andrea.eval.load import EvalError, load_run
+from andrea.run.rundir import code_version
+
+MODELING_SOURCE = Path(__file__).with_name("hf_modeling.py")
+MODELING_NAME = "modeling_andrea.py"
+
+
+def hf_config(cfg, eot: int) -> dict:
+    return {
+        **asdict(cfg),
+        "architectures": ["AndreaForCausalLM"],
+        "model_type": "andrea",
+        "auto_map": {"AutoConfig": "modeling_andrea.AndreaConfig",
+                     "AutoModelForCausalLM": "modeling_andrea.AndreaForCausalLM"},
+        "tie_word_embeddings": bool(cfg.tie_embeddings),
+        "bos_token_id": eot, "eos_token_id": eot,
+        "max_position_embeddings": cfg.context_length,
+        "torch_dtype": "float32",
+    }
+
+
+def export_run(run_dir: str | Path, out: str | Path, tokenizer: str | Path | None = None) -> Path:
+    """Write the export of `run_dir`'s newest checkpoint to `out` (which must not exist)."""
+    from safetensors.torch import save_file
+
+    from andrea.data.tokenizer import EOT
+
+    out = Path(out)
+    if out.exists():
+        raise EvalError(f"export folder {out} exists; pick a new folder (nothing is overwritten)")
+    run = load_run(run_dir, "cpu", tokenizer)
+    state = {k: v.detach().contiguous() for k, v in run.model.state_dict().items()}
+    if run.cfg.tie_embeddings:
+        state.pop("lm_head.weight", None)  # the same tensor as wte.weight
+    eot = run.tokenizer.token_to_id(EOT)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp"))
+    try:
+        save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
+        (tmp / "config.json").write_text(json.dumps(hf_config(run.cfg, eot), indent=2) + "\n")
+        shutil.copyfile(MODELING_SOURCE, tmp / MODELING_NAME)
+        shutil.copyfile(run.tokenizer_path, tmp / "tokenizer.json")
+        special = {"bos_token": EOT, "eos_token": EOT, "unk_token": EOT}
+        (tmp / "tokenizer_config.json").write_text(json.dumps({
+            "tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": run.seq_len,
+            "add_prefix_space": False, "clean_up_tokenization_spaces": False, **special},
+            indent=2) + "\n")
+        (tmp / "special_tokens_map.json").write_text(json.dumps(special, indent=2) + "\n")
+        results = run.results or {}
+        (tmp / "andrea_export.json").write_text(json.dumps({
+            "run_dir": str(run.run_dir.root.resolve()), "checkpoint": str(run.checkpoint),
+            "step": run.step, "final": run.final, "trained_seq_len": run.seq_len,
+            "val_loss": results.get("val_loss"), "variant": results.get("variant"),
+            "label": results.get("label"), "size": results.get("size"),
+            "tokenizer_sha256": run.tokenizer_sha256, "andrea_code": code_version(),
+        }, indent=2) + "\n")
+        for p in tmp.iterdir():
+            os.chmod(p, 0o644)
+        os.chmod(tmp, 0o755)
+        os.rename(tmp, out)  # fails, leaving OUT alone, if OUT appeared meanwhile
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m andrea.eval.export",
+                                description="Export a run's newest checkpoint as safetensors + "
+                                            "config.json + tokenizer.json + modeling_andrea.py")
+    p.add_argument("run_dir", type=Path)
+    p.add_argument("out", type=Path, help="a folder that does not exist yet")
+    p.add_argument("--tokenizer", default=None,
+                   help="a tokenizer.json, for runs whose data had none; must be the run's own")
+    args = p.parse_args(argv)
+    try:
+        out = export_run(args.run_dir, args.out, args.tokenizer)
+    except EvalError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except ImportError as e:
+        print(f"error: {e.name or e} is not installed: pip install -e '.[export]'",
+              file=sys.stderr)
+        return 2
+    print(f"exported {args.run_dir} -> {out}/ (model.safetensors, config.json, "
+          f"{MODELING_NAME}, tokenizer.json)")
+    print(f"  load: AutoModelForCausalLM.from_pretrained({str(out)!r}, trust_remote_code=True)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""The Hugging Face-style export: the shipped modeling file computes andrea's logits, for every
+residual scheme, loaded standalone (torch only) and, when installed, through transformers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("safetensors")
+
+from andrea.components.checkpoint import encode_checkpoint  # noqa: E402
+from andrea.data.tokenizer import save_tokenizer, train_tokenizer  # noqa: E402
+from andrea.eval.export import export_run, main  # noqa: E402
+from andrea.eval.load import load_run  # noqa: E402
+from andrea.model.transformer import ANDREA, ModelConfig  # noqa: E402
+from andrea.run.rundir import RunDir, atomic_write_bytes, atomic_write_json  # noqa: E402
+
+# transformers copies trust_remote_code modules into this cache; keep it out of the user's
+os.environ.setdefault("HF_MODULES_CACHE", os.path.join(os.environ["TMPDIR"], "hf_modules"))
+
+VOCAB = 300
+SCHEMES = [  # every residual scheme, and the ablation switches that change its formula
+    dict(residual="baseline"),
+    dict(residual="attnres_full"),
+    dict(residual="attnres_block", block_size=2),
+    dict(residual="attnres_block", block_size=3),
+    dict(residual="denseformer"),
+    dict(residual="mhc"),
+    dict(residual="mhc_lite"),
+    dict(residual="attnres_full", attnres_gate="sigmoid", attnres_heads=2,
+         attnres_scale_eps=True),
+    dict(residual="attnres_block", block_size=2, attnres_input_query=True, attnres_window=2,
+         attnres_key_norm=False),
+    dict(residual="attnres_full", attnres_static_mix=True),
+    dict(residual="mhc", mhc_streams=2),
+    dict(residual="baseline", tie_embeddings=False),
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
+    text = open(Path(torch.__file__).with_name("functional.py")).read()[:60000]
+    save_tokenizer(train_tokenizer([text], VOCAB), path)
+    return path
+
+
+def fake_run(root: Path, scheme: dict, tokenizer: Path) -> tuple[Path, ANDREA]:
+    """A run directory with a checkpoint of a small model whose weights are perturbed away
+    from the init (zero queries, identity mixes), so every mixing weight matters."""
+    cfg = ModelConfig(n_layer=2, n_head=2, d_model=16, vocab_size=VOCAB, context_length=32,
+                      **scheme)
+    torch.manual_seed(0)
+    model = ANDREA(cfg).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    rd = RunDir(root)
+    atomic_write_json(rd.model_config, {"model": asdict(cfg), "seq_len": 24})
+    atomic_write_bytes(rd.tokenizer, tokenizer.read_bytes())
+    atomic_write_bytes(rd.checkpoint_path(7), encode_checkpoint(
+        {"step": 7, "model": model.state_dict()}))
+    return root, model
+
+
+def import_modeling(folder: Path, hide_transformers: bool):
+    """The export's modeling_andrea.py as a module, optionally as if transformers were absent."""
+    saved = {k: v for k, v in sys.modules.items() if k == "transformers"
+             or k.startswith("transformers.")}
+    try:
+        if hide_transformers:
+            for k in saved:
+                del sys.modules[k]
+            sys.modules["transformers"] = None  # `import transformers` raises ImportError
+        name = f"modeling_andrea_{folder.name}_{int(hide_transformers)}"
+        spec = importlib.util.spec_from_file_location(name, folder / "modeling_andrea.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        if hide_transformers:
+            sys.modules.pop("transformers", None)
+            sys.modules.update(saved)
+
+
+@pytest.mark.parametrize("scheme", SCHEMES, ids=lambda s: "-".join(f"{v}" for v in s.values()))
+def test_export_loads_back_standalone_with_the_same_logits(scheme, tmp_path, tokenizer_file):
+    run, model = fake_run(tmp_path / "run", scheme, tokenizer_file)
+    out = export_run(run, tmp_path / "export")
+    assert sorted(p.name for p in out.iterdir()) == [
+        "andrea_export.json", "config.json", "model.safetensors", "modeling_andrea.py",
+        "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]
+    assert (out / "tokenizer.json").read_bytes() == tokenizer_file.read_bytes()
+    meta = json.loads((out / "andrea_export.json").read_text())
+    assert meta["step"] == 7 and meta["trained_seq_len"] == 24
+    mod = import_modeling(out, hide_transformers=True)
+    assert not mod.HAVE_TRANSFORMERS
+    exported = mod.load_exported(str(out))
+    idx = torch.randint(0, VOCAB, (3, 20), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        want, got = model(idx), exported(idx)
+    # fp32 precision: the plain depth-attention formula vs andrea's fused/two-phase paths
+    assert torch.allclose(got, want, rtol=1e-5, atol=1e-5), (got - want).abs().max()
+
+
+def test_export_through_transformers_auto_classes(tmp_path, tokenizer_file):
+    transformers = pytest.importorskip("transformers")
+    run, model = fake_run(tmp_path / "run", dict(residual="attnres_block", block_size=2),
+                          tokenizer_file)
+    out = export_run(run, tmp_path / "export")
+    hf = transformers.AutoModelForCausalLM.from_pretrained(str(out), trust_remote_code=True)
+    hf.eval()
+    assert hf.dtype == torch.float32
+    idx = torch.randint(0, VOCAB, (2, 16), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        want, res = model(idx), hf(input_ids=idx, labels=idx)
+    assert torch.allclose(res.logits, want, rtol=1e-5, atol=1e-5)
+    ref = torch.nn.functional.cross_entropy(want[:, :-1].flatten(0, 1), idx[:, 1:].flatten())
+    assert float(res.loss) == pytest.approx(float(ref), rel=1e-5)
+    tok = transformers.AutoTokenizer.from_pretrained(str(out), trust_remote_code=True)
+    ours = load_run(run).tokenizer
+    text = "def f(x):\n    return x + 1\n"
+    assert tok(text)["input_ids"] == ours.encode(text).ids
+    assert tok.eos_token_id == VOCAB - 1
+
+
+def test_an_existing_export_folder_is_refused(tmp_path, tokenizer_file, capsys):
+    run, _ = fake_run(tmp_path / "run", dict(residual="baseline"), tokenizer_file)
+    out = tmp_path / "export"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me")
+    assert main([str(run), str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: export folder") and "exists" in err[0]
+    assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]
+    assert not list(tmp_path.glob(".export.*"))  # no temporary folder left behind
+
+
+def test_a_run_without_checkpoint_is_refused(tmp_path, tokenizer_file, capsys):
+    run, _ = fake_run(tmp_path / "run", dict(residual="baseline"), tokenizer_file)
+    for p in RunDir(run).list_checkpoints():
+        p.unlink()
+    assert main([str(run), str(tmp_path / "export")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "has no checkpoint" in err[0]
+    assert not (tmp_path / "export").exists()
+
+
+def test_weights_do_not_fit_the_config(tmp_path, tokenizer_file, capsys):
+    run, _ = fake_run(tmp_path / "run", dict(residual="baseline"), tokenizer_file)
+    rd = RunDir(run)
+    cfg = json.loads(rd.model_config.read_text())
+    atomic_write_json(rd.model_config, {**cfg, "model": {**cfg["model"], "d_model": 32}})
+    assert main([str(run), str(tmp_path / "export")]) == 2
+    assert "does not fit the run's model config" in capsys.readouterr().err
+
+
+def test_the_modeling_files_config_has_every_andrea_field_and_default():
+    """A field added to ModelConfig must reach the self-contained copy (else the export drops
+    it silently)."""
+    from andrea.eval import hf_modeling
+
+    assert hf_modeling.CONFIG_FIELDS == asdict(ModelConfig(2, 2, 64))
