@@ -32,7 +32,7 @@ def tiny(residual="baseline", block_size=4, n_layer=2, **kw):
 def build(cfg, seed=0, random_queries=False):
     torch.manual_seed(seed)
     model = ANDREA(cfg)
-    if random_queries and model.depth is not None:  # leave the uniform init: exercise softmax
+    if random_queries and getattr(model, "depth", None) is not None:  # leave the uniform init: exercise softmax
         with torch.no_grad():
             for dep in model.depth:
                 dep.query.normal_(0.0, 3.0)

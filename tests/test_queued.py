@@ -8,7 +8,7 @@ import subprocess
 from types import SimpleNamespace
 
 from andrea.launch.task import task as launch
-from andrea.launch.task import slurm as queued
+from andrea.launch import slurm as queued
 from andrea.launch.task import PlannedJob
 from andrea.run.rundir import RunDir
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
-from andrea.launch.task import scheduler
+from andrea.launch import scheduler
 from andrea.config.resolve import ConfigError, RunSpec, resolve_run, reuse_mismatches, to_dataclass
 from andrea.model.flops import training_flops_per_token
 from andrea.run.units import peak_flops, to_pflops_days

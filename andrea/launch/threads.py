@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Mapping
 
-from andrea.launch.task import scheduler
+from andrea.launch import scheduler
 
 
 def _positive_int(value) -> int | None:

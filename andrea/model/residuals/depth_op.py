@@ -48,7 +48,7 @@ def common_dtype(sources: Sequence[Tensor]) -> torch.dtype:
     return dt
 
 
-def inv_rms(v: Tensor, eps: float) -> Tensor:
+def rms_inverse(v: Tensor, eps: float) -> Tensor:
     """1 / sqrt(mean(v^2) + eps) over the last dim; vector_norm reduces without a squared copy."""
     d = v.shape[-1]
     ms = torch.linalg.vector_norm(v, dim=-1).square() / d
@@ -121,7 +121,7 @@ class SourceStack:
         slot = self.buffer[n]
         if self.r is not None:
             with torch.no_grad():
-                self.r[n] = inv_rms(v.detach().to(self.r.dtype), self.eps)
+                self.r[n] = rms_inverse(v.detach().to(self.r.dtype), self.eps)
         if torch.is_grad_enabled() and v.requires_grad:
             self.handles.append(_Store.apply(v, slot))
         else:
@@ -154,11 +154,11 @@ def _mix_stats(V: Tensor, extra: Tensor | None, qg: Tensor, eps: float,
     V = V.to(qg.dtype)
     if _dispatch_mode_active():
         return _mix_stats_as_contractions(V, extra, qg, eps)
-    r = inv_rms(V, eps) if r is None else r.to(qg.dtype)
+    r = rms_inverse(V, eps) if r is None else r.to(qg.dtype)
     p = V @ qg
     if extra is not None:
         e = extra.to(qg.dtype)
-        r = torch.cat([r, inv_rms(e, eps).unsqueeze(0)])
+        r = torch.cat([r, rms_inverse(e, eps).unsqueeze(0)])
         p = torch.cat([p, (e @ qg).unsqueeze(0)])
     alpha = torch.softmax(p * r, dim=0)
     k = V.shape[0]
@@ -179,7 +179,7 @@ def _mix_stats_as_contractions(V: Tensor, extra: Tensor | None, qg: Tensor, eps:
     multiply-add chain. Same values; not the fast path (it stacks the extra source)."""
     if extra is not None:
         V = torch.cat([V, extra.to(qg.dtype).unsqueeze(0)])
-    r, p = inv_rms(V, eps), V @ qg
+    r, p = rms_inverse(V, eps), V @ qg
     alpha = torch.softmax(p * r, dim=0)
     h = (alpha.movedim(0, -1).unsqueeze(-2) @ V.movedim(0, -2)).squeeze(-2)
     return h, r, p, alpha

@@ -17,7 +17,7 @@ from typing import NamedTuple, Sequence
 import torch
 from torch import Tensor
 
-from andrea.model.residuals.depth_op import common_dtype, compute_dtype, inv_rms, weighted_sum
+from andrea.model.residuals.depth_op import common_dtype, compute_dtype, rms_inverse, weighted_sum
 
 # ---------------------------------------------------------------------------------------------
 # Two-phase Block AttnRes (report, "two-phase computation")
@@ -49,7 +49,7 @@ def block_phase1(
     with torch.autocast(device_type=V.device.type, enabled=False):
         V = V.to(cdt)
         Qg = queries.to(cdt) * norm_weights.to(cdt)  # [S, d]
-        r = inv_rms(V, eps) if inv_rms is None else inv_rms.to(cdt)
+        r = rms_inverse(V, eps) if inv_rms is None else inv_rms.to(cdt)
         s = (V @ Qg.t()) * r.unsqueeze(-1)  # [n, B, T, S]
         s = s.movedim(-1, 1)  # [n, S, B, T]
         m = s.amax(dim=0)  # [S, B, T]
@@ -78,7 +78,7 @@ def block_phase2(
             return (o1 * l1.reciprocal().unsqueeze(-1)).to(out_dtype)
         v = partial.to(o1.dtype)
         qg = query.to(o1.dtype) * norm_weight.to(o1.dtype)
-        m2 = (v @ qg) * inv_rms(v, eps)
+        m2 = (v @ qg) * rms_inverse(v, eps)
         m = torch.maximum(m1, m2)
         c1, c2 = torch.exp(m1 - m), torch.exp(m2 - m)
         # Per-token scalars first, then two passes over d: o1 * (c1 / den) + v * (c2 / den).
