@@ -7,7 +7,7 @@ import io
 import subprocess
 from types import SimpleNamespace
 
-from andrea.launch.task import task as launch
+from andrea.launch import task as launch
 from andrea.launch import slurm as queued
 from andrea.launch.task import PlannedJob
 from andrea.run.rundir import RunDir
