@@ -10,7 +10,7 @@ message that names it.
 from __future__ import annotations
 
 import math
-from dataclasses import astuple, dataclass, fields, replace
+from dataclasses import astuple, dataclass, field, fields, replace
 from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
@@ -18,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from andrea import logkeys as keys
 from andrea import shapes
 from andrea.data import DataConfig, validate_data_config
+from andrea.data.domains import EvalConfig, describe_domain, validate_eval_config
 from andrea.metrics import WandbConfig, check_wandb_config
 from andrea.model import RESIDUALS, ModelConfig, ParamCount, count_parameters
 from andrea.optim import check_optimizer, optimizer_summary
@@ -80,6 +81,7 @@ class RunSpec:
         return self.steps_spent * self.batch_tokens
     n_blocks: Optional[int] = None  # model.n_blocks as asked (block_size holds S = ceil(L / N))
     hparams: str = "rule"  # the hparams file the LR/batch/beta2 came from
+    eval: EvalConfig = field(default_factory=EvalConfig)  # bpb and held-out domains
 
 
 def to_dataclass(cfg: DictConfig | RunConfig) -> RunConfig:
@@ -211,6 +213,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         raise fail(str(e)) from None
     try:
         validate_data_config(run.data, s.vocab_size)
+        validate_eval_config(run.eval, run.data)
     except ValueError as e:
         raise fail(str(e)) from None
 
@@ -240,6 +243,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         val_tokens=val_tokens,
         n_blocks=m.n_blocks if m.name == "attnres_block" else None,
         hparams=run.hparams.name,
+        eval=run.eval,
     )
 
 
@@ -383,6 +387,12 @@ def reuse_mismatches(results: dict, spec: RunSpec) -> list[str]:
             same = have == new
         if not same:
             out.append(f"{key}={have!r} (now {new!r})")
+    # A reused run must have scored every domain asked for now, on the same source (a run that
+    # scored more domains is still this run).
+    had = results.get("eval_domains") or {}
+    for name, d in spec.eval.domains.items():
+        if had.get(name) != describe_domain(d):
+            out.append(f"eval.domains.{name}={had.get(name)!r} (now {describe_domain(d)!r})")
     return out
 
 
