@@ -34,7 +34,7 @@ import numpy as np
 
 from analysis import parabola
 from analysis.ablations import paired
-from analysis.collect import collect_or_report
+from analysis.collect import add_metric_argument, collect_or_report
 from analysis.replicates import arrange, expanded_level, seed_bootstrap
 from andrea.rundir import atomic_write_bytes, read_json
 
@@ -357,6 +357,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.architecture", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="+", help="sweep directories (or results.json files)")
+    add_metric_argument(p)
     p.add_argument("--out", type=Path, help="output directory (default: <first input>/analysis)")
     p.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
     p.add_argument("--baseline", default="baseline")
@@ -365,7 +366,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if not 0 < a.level < 1:
         p.error(f"--level={a.level} must lie in (0, 1)")
-    col = collect_or_report(a.inputs)
+    col = collect_or_report(a.inputs, a.metric)
     if col is None:
         return 2
     cells, warnings = cells_of(col.runs)

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.bootstrap import percentile_ci
-from analysis.collect import collect_or_report
+from analysis.collect import add_metric_argument, collect_or_report
 from analysis.estimate import C_LAW_POINTS, final_points, fit_variants
 from analysis.fit import _jsonable
 from analysis.multiplier import multiplier_at
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m analysis.backtest",
                                 description=__doc__.split("\n\n")[0].split(": ", 1)[1])
     p.add_argument("inputs", nargs="+", help="sweep/run directories or CSVs (as analysis.fit)")
+    add_metric_argument(p)
     p.add_argument("--out", required=True, type=Path, help="output directory")
     p.add_argument("--baseline", default="baseline")
     p.add_argument("--irreducible", action="store_true", help="fit L = E + A·C^-alpha")
@@ -169,7 +170,7 @@ def main(argv=None) -> int:
     if args.bootstrap < 0 or not 0 < args.ci < 1:
         print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)
         return 2
-    coll = collect_or_report(args.inputs)
+    coll = collect_or_report(args.inputs, args.metric)
     if coll is None:
         return 2
     runs = coll.runs

@@ -65,6 +65,13 @@ def check_metric(metric: str) -> None:
         raise InputError(f"--metric {metric!r} is not a metric; {METRIC_HELP}")
 
 
+def with_metric(runs: list, metric: str) -> list:
+    """Copies of `runs` whose val_loss holds `metric` (from Run.metrics); runs without it are
+    left out."""
+    return [Run(**{**r.__dict__, "val_loss": r.metrics[metric]}) for r in runs
+            if r.metrics.get(metric) is not None]
+
+
 def metric_value(rec: dict, metric: str):
     """The value of `metric` in one run record, or None when the run did not record it."""
     for key in _METRIC_KEYS.get(metric, (metric,)):
@@ -116,6 +123,8 @@ class Run:
     device_s: float | None = None      # wall-clock x devices up to this point (CONTRACTS item 3)
     device_name: str | None = None
     optimizer: str = "adamw"           # results.json `optimizer` (adamw before the key existed)
+    # every metric this point recorded, by its --metric name (val_loss holds the one asked for)
+    metrics: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         if not self.run_id:
@@ -209,6 +218,7 @@ def _make_run(rec: dict, source: str, run_dir: Path | None = None,
               metric: str = DEFAULT_METRIC, **extra) -> Run:
     """A usable run (point) from one record, or ValueError saying which field is wrong and its
     value. `metric` (--metric) is what its val_loss holds."""
+    recorded = {m: _optional_number(metric_value(rec, m)) for m in recorded_metrics(rec)}
     if metric != DEFAULT_METRIC:
         value = metric_value(rec, metric)
         if value is None:
@@ -239,7 +249,9 @@ def _make_run(rec: dict, source: str, run_dir: Path | None = None,
                wall_s=_optional_number(rec.get("wall_s")),
                device_s=_optional_number(rec.get("device_s")),
                device_name=(str(rec["device_name"]) if rec.get("device_name") else None),
-               optimizer=str(rec.get("optimizer") or "adamw"), **extra)
+               optimizer=str(rec.get("optimizer") or "adamw"),
+               metrics=recorded,
+               **extra)
 
 
 class _MetricMissing(ValueError):

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from analysis import extra_fits, tables
-from analysis.collect import (FLOPS_PER_PFLOPS_DAY, aggregate, by_label, collect_or_report,
-                              variant_label)
+from analysis.collect import (DEFAULT_METRIC, FLOPS_PER_PFLOPS_DAY, add_metric_argument, aggregate,
+                              by_label, collect_or_report, variant_label)
 from analysis.estimate import (C_LAW_POINTS, DEFAULT_LOSS, default_c_ref, final_points,
                                fit_variants)
 from analysis.multiplier import multiplier_at, multiplier_curve
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="+", help="sweep/run directories (every results.json below "
                    "them is read) or CSVs with columns variant,size,flops,val_loss")
     p.add_argument("--out", required=True, type=Path, help="output directory")
+    add_metric_argument(p)
     p.add_argument("--baseline", default="baseline", help="variant label used as the reference (default: %(default)s)")
     p.add_argument("--irreducible", action="store_true", help="fit L = E + A·C^-alpha")
     p.add_argument("--loss", choices=["lsq", "huber"], default=DEFAULT_LOSS,
@@ -209,7 +210,7 @@ def main(argv=None) -> int:
     if args.c_ref and any(not (c > 0 and math.isfinite(c)) for c in args.c_ref):
         print(f"error: --c-ref must be positive PFLOP/s-days, got {args.c_ref}", file=sys.stderr)
         return 2
-    coll = collect_or_report(args.inputs)
+    coll = collect_or_report(args.inputs, args.metric)
     if coll is None:
         return 2
 
@@ -217,6 +218,8 @@ def main(argv=None) -> int:
     n_runs = len({r.run_id for r in coll.runs})
     n_pts = f" ({len(coll.runs)} points)" if len(coll.runs) != n_runs else ""
     print(f"Collected {n_runs} completed run(s){n_pts} from {', '.join(map(str, args.inputs))}")
+    if args.metric != DEFAULT_METRIC:
+        print(f"Metric: {args.metric} (every 'loss' and 'L' below is this metric)")
     _section("Failed runs", coll.failed, lambda t: f"{t[0]}: {t[1]}")
     _section("Still running or missing results.json", coll.running, lambda t: f"{t[0]}: {t[1]}")
     _section("Unusable runs (skipped)", coll.invalid, lambda t: f"{t[0]}: {t[1]}")
@@ -276,7 +279,7 @@ def main(argv=None) -> int:
         "schema_version": SCHEMA_VERSION,
         "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "inputs": [str(p) for p in args.inputs],
-        "settings": {"form": form, "huber_delta": args.huber_delta, "bootstrap": args.bootstrap,
+        "settings": {"metric": args.metric, "form": form, "huber_delta": args.huber_delta, "bootstrap": args.bootstrap,
                      "ci_level": args.ci, "seed": args.seed, "baseline": args.baseline,
                      "paired_bootstrap": args.paired_bootstrap, "interval": res.interval,
                      "compute_unit": "PFLOP/s-days", "flops_per_unit": FLOPS_PER_PFLOPS_DAY,

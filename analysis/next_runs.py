@@ -27,7 +27,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from analysis import power
-from analysis.collect import collect_or_report
+from analysis.collect import add_metric_argument, collect_or_report
 from analysis.estimate import C_LAW_POINTS
 
 DEFAULT_GPU, DEFAULT_MFU = "H100", 0.35        # plan=true's defaults (andrea/config.py)
@@ -148,6 +148,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.next_runs",
                                 description=__doc__.split("\n\n")[0].split(": ", 1)[1])
     p.add_argument("inputs", nargs="+", help="sweep directories (or CSVs) with finished runs")
+    add_metric_argument(p)
     p.add_argument("--gpu-hours", type=float, required=True, help="budget for the new runs")
     p.add_argument("--baseline", default="baseline")
     p.add_argument("--gpu", default=DEFAULT_GPU, help="GPU the hours are priced on "
@@ -166,7 +167,7 @@ def main(argv=None) -> int:
         print(f"error: --gpu {args.gpu!r} has no bf16 peak in andrea.flops.PEAK_FLOPS",
               file=sys.stderr)
         return 2
-    coll = collect_or_report(args.inputs)
+    coll = collect_or_report(args.inputs, args.metric)
     if coll is None:
         return 2
     runs = coll.runs

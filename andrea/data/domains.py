@@ -299,3 +299,18 @@ def load_training_tokenizer(data: DataConfig, prepared):
     except Exception as e:  # tokenizers raises its own Exception type for a bad file
         raise ValueError(f"data.tokenizer={str(path)!r} is not a tokenizer.json that the "
                          f"`tokenizers` library reads ({e})") from None
+
+
+def check_domains(cfg: EvalConfig, data: DataConfig, prepared, seq_lens) -> None:
+    """Prepare every domain (tokenizing text and hf ones once, into the cache) and check that
+    each holds at least one window of seq_len + 1 tokens for every seq_len in `seq_lens`: the
+    sweeper and a single run call it before anything trains. Raises ValueError."""
+    if not cfg.domains:
+        return
+    for name, d in prepare_domains(cfg, data, prepared).items():
+        for seq_len in set(seq_lens):
+            from andrea.data.prepare import n_windows
+
+            if d.shards and n_windows(d.shards, seq_len) < 1:
+                raise _fail(name, f"{d.source} holds {d.n_tokens} tokens, fewer than one window "
+                                  f"of seq_len+1={seq_len + 1}; give it more text")
