@@ -88,10 +88,14 @@ def _fail(name: str, msg: str) -> ValueError:
 
 
 def _domain_files(name: str, d: DomainConfig) -> List[Path]:
+    """The domain's files, each once even when reached through links (GPL -> GPL-3 in
+    /usr/share/common-licenses): a file scored twice would weigh twice."""
     try:
-        return expand_paths(d.paths, f"paths of eval.domains.{name}")
+        files = expand_paths(d.paths, f"paths of eval.domains.{name}")
     except ValueError as e:  # names the field as eval.domains.<name>.paths
         raise _fail(name, str(e).replace(f"data.paths of eval.domains.{name}", "paths")) from None
+    seen: set = set()
+    return [f for f in files if not (f.resolve() in seen or seen.add(f.resolve()))]
 
 
 def _same_file(a: Path, b: Path) -> bool:
