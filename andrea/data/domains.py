@@ -29,6 +29,7 @@ None of it is seen in training:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -106,6 +107,14 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _sha(path: Path) -> str:
+    st = path.stat()
+    return _sha_of(str(path.resolve()), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4096)
+def _sha_of(path: str, size: int, mtime_ns: int) -> str:
+    """Content hash of a file, once per process and version of it: a grid validates every job's
+    domains, and the same files would otherwise be hashed once per job."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
