@@ -176,6 +176,19 @@ def test_a_run_reports_bpb_and_each_domain_at_every_point(tmp_path, data_cache):
     assert val_line[keys.domain_key("prose", "loss")] == on_disk["domain:prose/loss"]
 
 
+def test_scoring_domains_leaves_training_as_it_was(tmp_path, data_cache):
+    """The domains are scored with the model in eval mode and no randomness: the run's weights
+    and validation loss are those of the same run without them."""
+    plain = train(spec_for("train.budgets=[0.5,1]"), RunDir(tmp_path / "a"), {})
+    prose = tmp_path / "prose.txt"
+    prose.write_text(PROSE * 5)
+    scored = train(spec_for("train.budgets=[0.5,1]",
+                            f"+eval.domains={{p:{{source:text,paths:[{prose}]}}}}"),
+                   RunDir(tmp_path / "b"), {})
+    assert [p["val_loss"] for p in scored["points"]] == [p["val_loss"] for p in plain["points"]]
+    assert "domain:p/loss" in scored["points"][0] and "domain:p/loss" not in plain["points"][0]
+
+
 def test_shards_score_bpb_only_with_their_tokenizer(tmp_path, data_cache):
     base = spec_for()
     prepared = prepare_data(base.data, base.model.vocab_size)
