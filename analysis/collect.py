@@ -2,7 +2,8 @@
 
 The input contract is design.md "Analysis input": a sweep directory holding run directories with
 results.json (read through `RunDir`, the one object that knows the layout), or a CSV with at least
-`variant,size,flops,val_loss` (optional `block_size,params,tokens,seed,status`).
+`variant,size,flops,val_loss` (optional `block_size,params,tokens,seed,status`; with `--metric M`
+a column named M in place of val_loss, docs/metrics.md).
 
 A run may hold several points (CONTRACTS item 1: results.json `points`, one per token budget of a
 WSD run; in a CSV, rows sharing variant, size and seed). Each point becomes one `Run` record that
