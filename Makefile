@@ -38,6 +38,7 @@ $(STAMP): pyproject.toml $(KROMHC)/pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python sweep.py -m sweeps=demo out_dir=$(dir $(DEMO_DIR))
 	$(BIN)/python -m analysis.fit $(DEMO_DIR) --out $(DEMO_DIR)/analysis
+	$(BIN)/python -m analysis.domains $(DEMO_DIR) --out $(DEMO_DIR)/analysis
 	@echo "Plots and tables: $(DEMO_DIR)/analysis/   W&B offline runs: $(DEMO_DIR)/<size>/<variant>/seed<N>/wandb/"
 	@echo "(upload them with: .venv/bin/wandb sync $(DEMO_DIR)/*/*/seed*/wandb/offline-run-*)"
 

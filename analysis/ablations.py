@@ -28,7 +28,7 @@ import numpy as np
 from scipy import stats
 
 from analysis.fits.replicates import paired, t_interval
-from analysis.inputs.collect import collect_or_report, final_points
+from analysis.inputs.collect import add_metric_argument, collect_or_report, final_points
 from andrea.run.rundir import atomic_write_bytes
 
 BLOCK_LABEL = re.compile(r"^attnres_block_s(\d+)$")  # Block at one S, no switches
@@ -242,6 +242,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.ablations", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="+", help="sweep directories (or results.json files)")
+    add_metric_argument(p)
     p.add_argument("--out", type=Path, help="output directory (default: <first input>/analysis)")
     p.add_argument("--size", help="the size to tabulate (default: the one with most labels)")
     p.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
@@ -250,7 +251,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if not 0 < a.level < 1:
         p.error(f"--level={a.level} must lie in (0, 1)")
-    col = collect_or_report(a.inputs)
+    col = collect_or_report(a.inputs, a.metric)
     if col is None:
         return 2
     rows, size, warnings = ablation_rows(col.runs, a.level, a.baseline, a.full, a.size)

@@ -34,7 +34,7 @@ import numpy as np
 
 from analysis.fits import parabola
 from analysis.fits.replicates import paired
-from analysis.inputs.collect import collect_or_report, final_points
+from analysis.inputs.collect import add_metric_argument, collect_or_report, final_points
 from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
 from andrea.run.rundir import atomic_write_bytes
 
@@ -382,6 +382,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.architecture", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="+", help="sweep directories (or results.json files)")
+    add_metric_argument(p)
     p.add_argument("--out", type=Path, help="output directory (default: <first input>/analysis)")
     p.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
     p.add_argument("--baseline", default="baseline")
@@ -390,7 +391,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if not 0 < a.level < 1:
         p.error(f"--level={a.level} must lie in (0, 1)")
-    col = collect_or_report(a.inputs)
+    col = collect_or_report(a.inputs, a.metric)
     if col is None:
         return 2
     why = not_a_shape_sweep(col.runs)

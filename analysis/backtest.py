@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.fits.bootstrap import percentile_ci
-from analysis.inputs.collect import collect_or_report
+from analysis.inputs.collect import DEFAULT_METRIC, add_metric_argument, collect_or_report
 from analysis.estimates.estimate import C_LAW_POINTS, final_points, fit_variants
 from analysis.report.files import jsonable
 from analysis.estimates.multiplier import multiplier_at
@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m analysis.backtest",
                                 description=__doc__.split("\n\n")[0].split(": ", 1)[1])
     p.add_argument("inputs", nargs="+", help="sweep/run directories or CSVs (as analysis.fit)")
+    add_metric_argument(p)
     p.add_argument("--out", required=True, type=Path, help="output directory")
     p.add_argument("--baseline", default="baseline")
     p.add_argument("--irreducible", action="store_true", help="fit L = E + A·C^-alpha")
@@ -252,7 +253,7 @@ def main(argv=None) -> int:
     except task_metrics.MetricError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    coll = collect_or_report(args.inputs)
+    coll = collect_or_report(args.inputs, DEFAULT_METRIC if parsed is not None else args.metric)
     if coll is None:
         return 2
     runs = coll.runs

@@ -95,6 +95,10 @@ def scaling_panels() -> list:
             title="val loss vs PF-days", x=keys.PFLOPS_DAYS, y=[keys.VAL_LOSS],
             log_x=True, log_y=True, title_x="PF-days", title_y="val loss (nats/token)",
         ),
+        wr.LinePlot(  # tokenizer-free, comparable with other ladders (docs/metrics.md)
+            title="val bits per byte vs training compute", x=keys.FLOPS, y=[keys.VAL_BPB],
+            log_x=True, log_y=True, title_x="training FLOPs", title_y="val bits per byte",
+        ),
     ]
 
 

@@ -22,8 +22,8 @@ from analysis.report import plots_extra, tables
 from analysis.inputs import tasks as task_metrics
 from analysis.estimates import tasks as task_fits
 from analysis.report.files import jsonable
-from analysis.inputs.collect import (FLOPS_PER_PFLOPS_DAY, aggregate, by_label, collect_or_report,
-                              variant_label)
+from analysis.inputs.collect import (DEFAULT_METRIC, FLOPS_PER_PFLOPS_DAY, add_metric_argument,
+                                    aggregate, by_label, collect_or_report, variant_label)
 from analysis.estimates.estimate import (C_LAW_POINTS, DEFAULT_LOSS, default_c_ref, final_points,
                                fit_variants)
 from analysis.estimates.multiplier import multiplier_at, multiplier_curve
@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("inputs", nargs="+", help="sweep/run directories (every results.json below "
                    "them is read) or CSVs with columns variant,size,flops,val_loss")
     p.add_argument("--out", required=True, type=Path, help="output directory")
+    add_metric_argument(p)
     p.add_argument("--baseline", default="baseline", help="variant label used as the reference (default: %(default)s)")
     p.add_argument("--irreducible", action="store_true", help="fit L = E + A·C^-alpha")
     p.add_argument("--loss", choices=["lsq", "huber"], default=DEFAULT_LOSS,
@@ -235,7 +236,7 @@ def main(argv=None) -> int:
     except task_metrics.MetricError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    coll = collect_or_report(args.inputs)
+    coll = collect_or_report(args.inputs, DEFAULT_METRIC if parsed is not None else args.metric)
     if coll is None:
         return 2
     metric_lines, two_step_of, task_runs = [], None, []
@@ -265,6 +266,8 @@ def main(argv=None) -> int:
     if parsed is not None:
         n_pts = f" ({len(coll.runs)} with {fitted})"
     print(f"Collected {n_runs} completed run(s){n_pts} from {', '.join(map(str, args.inputs))}")
+    if args.metric != DEFAULT_METRIC:
+        print(f"Metric: {args.metric} (every 'loss' and 'L' below is this metric)")
     _section("Failed runs", coll.failed, lambda t: f"{t[0]}: {t[1]}")
     _section("Still running or missing results.json", coll.running, lambda t: f"{t[0]}: {t[1]}")
     _section("Unusable runs (skipped)", coll.invalid, lambda t: f"{t[0]}: {t[1]}")
@@ -337,7 +340,7 @@ def main(argv=None) -> int:
         "schema_version": SCHEMA_VERSION,
         "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "inputs": [str(p) for p in args.inputs],
-        "settings": {"form": form, "huber_delta": args.huber_delta, "bootstrap": args.bootstrap,
+        "settings": {"metric": args.metric, "form": form, "huber_delta": args.huber_delta, "bootstrap": args.bootstrap,
                      "ci_level": args.ci, "seed": args.seed, "baseline": args.baseline,
                      "paired_bootstrap": args.paired_bootstrap, "interval": res.interval,
                      "compute_unit": "PFLOP/s-days", "flops_per_unit": FLOPS_PER_PFLOPS_DAY,

@@ -42,6 +42,8 @@ from analysis.fits import parabola
 from analysis.fits.parabola import HALF_WINDOW
 from andrea.run import results as results_file
 from andrea.run.rundir import atomic_write_bytes, atomic_write_json
+from analysis.inputs.collect import (DEFAULT_METRIC, add_metric_argument, check_metric,
+                                    metric_value)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -64,8 +66,10 @@ class Curve:
     variant: str = "baseline"
 
 
-def read_runs(dirs: list[Path]) -> tuple[list[dict], list[str]]:
-    """Completed runs of every variant with an lr under the sweep directories."""
+def read_runs(dirs: list[Path], metric: str = DEFAULT_METRIC) -> tuple[list[dict], list[str]]:
+    """Completed runs of every variant with an lr under the sweep directories; each run's
+    val_loss holds `metric` (--metric, analysis.inputs.collect.metric_value)."""
+    check_metric(metric)
     runs, notes = [], []
     for root in dirs:
         if not root.is_dir():
@@ -78,6 +82,11 @@ def read_runs(dirs: list[Path]) -> tuple[list[dict], list[str]]:
             if res.status != results_file.COMPLETED:
                 notes.append(f"{path.parent}: status {res.get('status')!r}, skipped")
                 continue
+            if metric != DEFAULT_METRIC:
+                if metric_value(res, metric) is None:
+                    notes.append(f"{path.parent}: {metric} not recorded, skipped")
+                    continue
+                res = {**res, "val_loss": metric_value(res, metric)}
             missing = [k for k in ("size", "lr", "val_loss", "batch_tokens") if res.get(k) is None]
             if missing:
                 notes.append(f"{path}: no {', '.join(missing)} (written before andrea recorded "
@@ -87,6 +96,9 @@ def read_runs(dirs: list[Path]) -> tuple[list[dict], list[str]]:
                 notes.append(f"{path.parent}: val_loss {res['val_loss']}, skipped")
                 continue
             runs.append({**res, "run_dir": str(path.parent)})
+    if metric != DEFAULT_METRIC and not runs and notes:
+        raise ValueError(f"--metric {metric}: no completed run under {', '.join(map(str, dirs))} "
+                         "recorded it")
     return runs, notes
 
 
@@ -302,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hparams-dir", default=str(REPO / "conf" / "hparams"),
                    help="where the hparams file goes (default: %(default)s)")
     p.add_argument("--variant", default="baseline", help="the variant selected on (default: %(default)s)")
+    add_metric_argument(p)
     args = p.parse_args(argv)
     dirs = [Path(d) for d in args.sweeps]
     name = args.name or dirs[0].resolve().name
@@ -309,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --name={name!r}: use letters, digits, _ and - (and not 'rule')", file=sys.stderr)
         return 2
     try:
-        every_run, notes = read_runs(dirs)
+        every_run, notes = read_runs(dirs, args.metric)
         optimizer = optimizer_of(every_run)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -239,6 +239,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.next_runs",
                                 description=__doc__.split("\n\n")[0].split(": ", 1)[1])
     p.add_argument("inputs", nargs="+", help="sweep directories (or CSVs) with finished runs")
+    add_metric_argument(p)
     p.add_argument("--gpu-hours", type=float, required=True, help="budget for the new runs")
     p.add_argument("--baseline", default="baseline")
     p.add_argument("--gpu", default=DEFAULT_GPU, help="GPU the hours are priced on "
@@ -259,7 +260,7 @@ def main(argv=None) -> int:
               f"{known} (a device name such as 'NVIDIA H100 80GB HBM3' also matches)",
               file=sys.stderr)
         return 2
-    coll = collect_or_report(args.inputs)
+    coll = collect_or_report(args.inputs, args.metric)
     if coll is None:
         return 2
     runs = coll.runs

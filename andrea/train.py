@@ -34,7 +34,9 @@ from andrea.components.clock import Clock
 from andrea.config.resolve import RunSpec, spec_summary, steps_between
 from andrea.data import TokenLoader, ValidationSet, check_split_sizes, prepare_data
 from andrea.components.distributed import DistInfo, agreed_max, all_reduce_mean, init_distributed, shutdown
-from andrea.components.evaluate import evaluate, lm_loss
+from andrea.components.evaluate import Scorer, evaluate, lm_loss  # noqa: F401  (evaluate: bench/budget_cost.py's)
+from andrea.data.domains import describe_domain, load_training_tokenizer, prepare_domains
+from andrea.data.tokenizer import token_byte_lengths
 from andrea.model.flops import six_n_d, training_flops_per_token
 from andrea.run.units import mfu, peak_flops, to_pflops_days
 from andrea.run.metrics import MetricsLogger, run_id_for
@@ -118,6 +120,7 @@ class Trainer:
         self.step = 0
         self.clock = Clock()
         self.final_val_loss: Optional[float] = None  # set when resuming from the final checkpoint
+        self.final_scores: Optional[dict[str, Any]] = None  # its bpb and domains, likewise
         self.points: dict[float, dict[str, Any]] = {}  # budget -> finished point
         self.branch: Optional[Cooldown] = None  # the cooldown being trained, None on the trunk
         self.trunk: Optional[dict[str, Any]] = None  # the trunk's state while a branch runs
@@ -166,6 +169,7 @@ class Trainer:
             log.log(logging.WARNING if t.val_tokens is not None else logging.INFO,
                     "validation scores %d tokens: the split holds fewer than train.val_tokens=%d",
                     self.val.n_tokens, spec.val_tokens)
+        self.scorer = self._scorer(prepared)
 
         # Model and optimizer.
         torch.manual_seed(t.seed)
@@ -211,6 +215,21 @@ class Trainer:
                                  log_file=self.run_dir.log if self.is_main else None)
         self.session_start = self.clock.mark = time.time()  # set-up is not training time
         self.interval_start = time.time()
+
+    def _scorer(self, prepared) -> Scorer:
+        """Bits per byte and the held-out domains (andrea/data/domains.py, docs/metrics.md)."""
+        spec, ev = self.spec, self.spec.eval
+        tok = load_training_tokenizer(spec.data, prepared)  # None: shards without data.tokenizer
+        byte_lengths = (token_byte_lengths(tok, spec.model.vocab_size)
+                        if tok is not None and ev.bpb is not False else None)
+        if byte_lengths is None and ev.bpb is None and self.is_main:
+            log.info("bits per byte not available: data=shards without data.tokenizer (the "
+                     "tokenizer.json that made the shards); val_bpb is null")
+        domains = prepare_domains(ev, spec.data, prepared, tokenizer=tok)
+        cap = ev.domain_tokens or spec.val_tokens
+        sets = {name: None if not d.shards else ValidationSet(d.shards, spec.seq_len, cap)
+                for name, d in domains.items()}
+        return Scorer(self.val, sets, byte_lengths)
 
     @property
     def trunk_step(self) -> int:
@@ -284,6 +303,7 @@ class Trainer:
         set_rng_state(state["rng"])
         self.step = int(state["step"])
         self.final_val_loss = state.get("final_val_loss")
+        self.final_scores = state.get("final_scores")
         interval = state.get("interval") or {"loss": 0.0, "count": 0}  # older checkpoints: none
         self.interval_loss.fill_(interval["loss"])
         self.interval_count = int(interval["count"])
@@ -323,8 +343,8 @@ class Trainer:
         if at_log:
             self._log_train(lr, grad_norm)
         if self.branch is None and self.eval_every and step % self.eval_every == 0 and step < end:
-            loss = self._evaluate()
-            self.progress.note(f"step {step}: val/loss {loss:.4f}")
+            scores = self._evaluate()
+            self.progress.note(f"step {step}: val/loss {self._scores_note(scores)}")
         # Ranks agree on a signal at logging steps only: a collective per step would stall.
         signum = agreed_max(self.flag.received or 0, self.dist, self.device) if at_log else 0
         planned = t.stop_after_steps is not None and self.session_steps >= t.stop_after_steps
@@ -365,12 +385,25 @@ class Trainer:
         self.interval_count, self.interval_start = 0, now
 
     # ---- evaluate -------------------------------------------------------------------------
-    def _score(self) -> float:
-        return evaluate(self.model, self.val, self.eval_bs, self.device, self.amp_dtype, self.dist)
+    def _score(self) -> dict[str, Any]:
+        """val_loss, val_bpb and every domain's loss and bpb (the keys of a results.json point)."""
+        return self.scorer.score(self.model, self.eval_bs, self.device, self.amp_dtype, self.dist)
 
-    def _evaluate(self) -> float:
-        """Validation loss of the trunk at this step, logged with the layer dynamics."""
-        loss = self._score()
+    @staticmethod
+    def _scores_note(scores: dict[str, Any]) -> str:
+        """`val/loss 3.2100 (1.512 bpb); licenses 4.0132 (1.891 bpb)` for the progress lines."""
+        def one(loss, bpb):
+            return f"{loss:.4f}" + (f" ({bpb:.3f} bpb)" if bpb is not None else "")
+        parts = [one(scores["val_loss"], scores["val_bpb"])]
+        for key in scores:
+            if key.startswith(keys.DOMAIN_PREFIX) and key.endswith("/loss"):
+                name = key[len(keys.DOMAIN_PREFIX):-len("/loss")]
+                parts.append(f"{name} " + one(scores[key], scores[keys.domain_key(name, "bpb")]))
+        return "; ".join(parts)
+
+    def _evaluate(self) -> dict[str, Any]:
+        """Validation scores of the trunk at this step, logged with the layer dynamics."""
+        scores = self._score()
         if self.is_main:
             model, step = self.model, self.step
             x, _ = next(self.val.batches(self.eval_bs))
@@ -379,19 +412,26 @@ class Trainer:
                 _, stats = model(x.to(self.device), return_stats=True)
             model.train()
             tokens = step * self.spec.batch_tokens
-            self.logger.log(step, {keys.VAL_LOSS: loss, keys.TOKENS: tokens,
+            logged = {k: v for k, v in scores.items()
+                      if k.startswith(keys.DOMAIN_PREFIX) and v is not None}
+            if scores["val_bpb"] is not None:
+                logged[keys.VAL_BPB] = scores["val_bpb"]
+            self.logger.log(step, {keys.VAL_LOSS: scores["val_loss"], **logged,
+                                   keys.TOKENS: tokens,
                                    keys.FLOPS: tokens * self.flops_per_token,
                                    keys.PFLOPS_DAYS: to_pflops_days(tokens * self.flops_per_token)})
             self.logger.log_dynamics(step, stats, meta={
                 "variant": self.spec.variant, "size": self.spec.size,
                 "block_size": self.summary["block_size"]})
-        return loss
+        return scores
 
-    def _point(self, budget: float, step: int, val_loss: float, wall_s: float) -> dict[str, Any]:
+    def _point(self, budget: float, step: int, scores: dict[str, Any],
+               wall_s: float) -> dict[str, Any]:
         """One budget's entry of results.json `points`: what its model saw and scored."""
         tokens = step * self.spec.batch_tokens
-        return results_file.point(budget, step, tokens, tokens * self.flops_per_token, val_loss,
-                                  wall_s, self.dist.world_size)
+        return results_file.point(budget, step, tokens, tokens * self.flops_per_token,
+                                  scores["val_loss"], wall_s, self.dist.world_size,
+                                  scores={k: v for k, v in scores.items() if k != "val_loss"})
 
     def _record_point(self, point: dict[str, Any]) -> None:
         self.points[point["budget"]] = point
@@ -428,9 +468,9 @@ class Trainer:
             lr = learning_rate(self.step, self.spec, end=c.end)
             grad_norm = self._train_step(lr)
             self._after_step(lr, grad_norm, end=c.end)
-        loss = self._score()
+        scores = self._score()
         self.clock.tick()
-        self._record_point(self._point(c.budget, c.end, loss,
+        self._record_point(self._point(c.budget, c.end, scores,
                                        wall_s=float(self.trunk["trunk_s"]) + self.clock.branch_s))
         self._load(self.trunk, clock=False)
         self.branch, self.trunk = None, None
@@ -440,22 +480,25 @@ class Trainer:
         if self.is_main:
             drop_checkpoints_after(self.run_dir, self.step)
         self._checkpoint()
-        self.progress.note(f"budget {c.budget:g} ({c.end} steps): val/loss {loss:.4f}")
+        self.progress.note(f"budget {c.budget:g} ({c.end} steps): val/loss "
+                           f"{self._scores_note(scores)}")
 
     # ---- finish ---------------------------------------------------------------------------
     def _finish(self) -> dict[str, Any]:
         spec, t = self.spec, self.t
         budget = spec.cooldowns[-1].budget if spec.cooldowns else 1.0  # the trunk's own
         if self.final_val_loss is None:
-            val_loss = self._evaluate()
-            self.progress.note(f"step {spec.steps}: final val/loss {val_loss:.4f}")
-            self._record_point(self._point(budget, spec.steps, val_loss,
+            scores = self._evaluate()
+            self.progress.note(f"step {spec.steps}: final val/loss {self._scores_note(scores)}")
+            self._record_point(self._point(budget, spec.steps, scores,
                                            wall_s=self.clock.state()["trunk_s"]))
-            self._checkpoint(final_val_loss=val_loss)
+            self._checkpoint(final_val_loss=scores["val_loss"], final_scores=scores)
         else:  # a crash came between the final checkpoint and results.json: its eval is logged
-            val_loss = self.final_val_loss
+            # (a checkpoint from before bpb and domains existed holds the loss alone)
+            scores = self.final_scores or {"val_loss": self.final_val_loss, "val_bpb": None}
             if budget not in self.points:  # a final checkpoint written before points.json
-                self._record_point(self._point(budget, spec.steps, val_loss, self.clock.trunk_s))
+                self._record_point(self._point(budget, spec.steps, scores, self.clock.trunk_s))
+        val_loss = scores["val_loss"]
         self.progress.close()
         self.clock.tick()
         session_s = time.time() - self.session_start
@@ -467,6 +510,10 @@ class Trainer:
             sweep=spec.sweep_name, tokens=tokens, steps=spec.steps, flops=flops,
             flops_6nd=six_n_d(spec.params_nonembedding, tokens), pflops_days=to_pflops_days(flops),
             val_loss=val_loss, val_tokens=self.val.n_tokens,
+            # bits per byte and each domain's scores at the final point (docs/metrics.md)
+            scores={k: v for k, v in scores.items() if k != "val_loss"},
+            eval_sets=self.scorer.describe(),
+            eval_domains={n: describe_domain(d) for n, d in spec.eval.domains.items()},
             # Several budgets: every point, and what the whole run spent (trunk + branches).
             points=self._sorted_points(),
             budgets=sorted(t.budgets) if t.budgets is not None else None,

@@ -95,7 +95,9 @@ def test_a_run_without_budgets_has_its_one_point_and_wall_clock_keys(tmp_path, d
     assert results["points"] == [{
         "budget": 1.0, "tokens": results["tokens"], "flops": results["flops"],
         "val_loss": results["val_loss"], "step": 24,
-        "wall_s": results["points"][0]["wall_s"], "device_s": results["points"][0]["device_s"]}]
+        "wall_s": results["points"][0]["wall_s"], "device_s": results["points"][0]["device_s"],
+        "val_bpb": results["val_bpb"]}]  # bits per byte beside the loss (docs/metrics.md)
+    assert results["val_bpb"] > 0
     assert results["budgets"] is None and results["flops_spent"] == results["flops"]
     assert results["val_tokens"] == 1024  # train.val_tokens of TINY_RUN: 16 windows of 64
     # wall-clock: device-seconds = wall-clock x processes on CPU

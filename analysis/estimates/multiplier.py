@@ -77,6 +77,15 @@ def multiplier_at(base: Fit, variant: Fit, c_ref: float) -> dict:
             "warning": warning}
 
 
+def boot_multipliers(base: Fit, variant: Fit, c_ref: float) -> np.ndarray | None:
+    """The multiplier in each bootstrap replicate (replicate i of both fits), or None without a
+    bootstrap: fits of several metrics on the same runs with the same bootstrap seed resample the
+    same runs in replicate i, so their multipliers can be compared replicate by replicate."""
+    if not variant.n_bootstrap or variant.n_bootstrap != base.n_bootstrap:
+        return None
+    return np.asarray(_ratio(c_ref, _boot_params(variant), _boot_params(base)), float)
+
+
 def multiplier_curve(base: Fit, variant: Fit, n: int = 60) -> dict:
     """Multiplier over the compute range both fits cover, with its bootstrap band."""
     lo_c = min(base.compute_range[0], variant.compute_range[0])

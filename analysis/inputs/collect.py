@@ -2,7 +2,8 @@
 
 The input contract is design.md "Analysis input": a sweep directory holding run directories with
 results.json (read through `RunDir`, the one object that knows the layout), or a CSV with at least
-`variant,size,flops,val_loss` (optional `block_size,params,tokens,seed,status`).
+`variant,size,flops,val_loss` (optional `block_size,params,tokens,seed,status`; with `--metric M`
+a column named M in place of val_loss, docs/metrics.md).
 
 A run may hold several points (results.json `points`, one per token budget of a
 WSD run; in a CSV, rows sharing variant, size and seed). Each point becomes one `Run` record that
@@ -20,6 +21,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import re
 import sys
 import time
 from collections import defaultdict
@@ -43,6 +45,56 @@ _PRUNE = {".hydra", "checkpoints", "wandb", "__pycache__", ".git"}
 
 class InputError(ValueError):
     """An input path or file that cannot be read as analysis input at all."""
+
+
+# --- the metric a fit reads (--metric) ------------------------------------------------------------
+# What the analysis fits as "loss". Each run record (a results.json merged with one of its
+# `points`, or a CSV row) is looked up by `metric_value`, the one place that knows where a metric
+# lives; Run.val_loss then holds it, so every fit, bootstrap, table and figure works on it unchanged.
+DEFAULT_METRIC = "val_loss"
+# metric name -> the record keys that may hold it, in order (results.json spelling, CSV column)
+_METRIC_KEYS = {"val_loss": ("val_loss",), "bpb": ("val_bpb", "bpb"), "val_bpb": ("val_bpb", "bpb")}
+_DOMAIN_METRIC = re.compile(r"^domain:[A-Za-z0-9_.-]+/(loss|bpb)$")
+METRIC_HELP = ("what to fit: val_loss (nats/token, default), bpb (bits per byte), "
+               "domain:<name>/loss or domain:<name>/bpb (an eval.domains entry; docs/metrics.md); "
+               "a CSV gives it as a column of that name")
+
+
+def check_metric(metric: str) -> None:
+    """InputError unless `metric` is a name `metric_value` knows."""
+    if metric not in _METRIC_KEYS and not _DOMAIN_METRIC.match(metric):
+        raise InputError(f"--metric {metric!r} is not a metric; {METRIC_HELP}")
+
+
+def with_metric(runs: list, metric: str) -> list:
+    """Copies of `runs` whose val_loss holds `metric` (from Run.metrics); runs without it are
+    left out."""
+    return [Run(**{**r.__dict__, "val_loss": r.metrics[metric]}) for r in runs
+            if r.metrics.get(metric) is not None]
+
+
+def metric_value(rec: dict, metric: str):
+    """The value of `metric` in one run record, or None when the run did not record it."""
+    for key in _METRIC_KEYS.get(metric, (metric,)):
+        value = rec.get(key)
+        if value is not None and not (isinstance(value, str) and not value.strip()):
+            return value
+    return None
+
+
+def recorded_metrics(rec: dict) -> list[str]:
+    """The metrics one run record holds, by their --metric names."""
+    out = [m for m in ("val_loss", "bpb") if metric_value(rec, m) is not None]
+    return out + sorted(k for k in rec if _DOMAIN_METRIC.match(k) and rec[k] is not None)
+
+
+def _is_metric_key(key: str) -> bool:
+    """A results.json point key that is a score: it overrides the run's top-level value."""
+    return key in ("val_loss", "val_bpb") or bool(_DOMAIN_METRIC.match(key))
+
+
+def add_metric_argument(parser) -> None:
+    parser.add_argument("--metric", default=DEFAULT_METRIC, metavar="M", help=METRIC_HELP)
 
 
 def variant_label(variant: str, block_size: int | None) -> str:
@@ -73,9 +125,10 @@ class Run:
     device_name: str | None = None
     optimizer: str = "adamw"           # results.json `optimizer` (adamw before the key existed)
     shape: tuple[int, int, int] | None = None  # (n_layer, n_head, d_model), when recorded
-    # More metrics of this point by name: a finished run's final point carries its downstream
-    # task metrics as `task:<task>/<metric>` (analysis.inputs.tasks)
-    metrics: dict = field(default_factory=dict)
+    # every metric this point recorded, by its --metric name (val_loss holds the one asked for);
+    # a finished run's final point also carries its downstream task metrics as
+    # `task:<task>/<metric>` (analysis.inputs.tasks)
+    metrics: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         if not self.run_id:
@@ -128,6 +181,7 @@ class Collection:
     running: list[tuple[str, str]] = field(default_factory=list)    # (source, detail)
     invalid: list[tuple[str, str]] = field(default_factory=list)    # (source, reason)
     warnings: list[str] = field(default_factory=list)
+    missing_metric: list[tuple[str, str]] = field(default_factory=list)  # runs without --metric
 
     def extend(self, other: "Collection") -> None:
         self.runs += other.runs
@@ -135,6 +189,7 @@ class Collection:
         self.running += other.running
         self.invalid += other.invalid
         self.warnings += other.warnings
+        self.missing_metric += other.missing_metric
 
 
 # --- parsing helpers ------------------------------------------------------------------------------
@@ -163,9 +218,17 @@ def _optional_int(value) -> int | None:
     return None if x is None else int(x)
 
 
-def _make_run(rec: dict, source: str, run_dir: Path | None = None, **extra) -> Run:
+def _make_run(rec: dict, source: str, run_dir: Path | None = None,
+              metric: str = DEFAULT_METRIC, **extra) -> Run:
     """A usable run (point) from one record, or ValueError saying which field is wrong and its
-    value."""
+    value. `metric` (--metric) is what its val_loss holds."""
+    recorded = {m: _optional_number(metric_value(rec, m)) for m in recorded_metrics(rec)}
+    if metric != DEFAULT_METRIC:
+        value = metric_value(rec, metric)
+        if value is None:
+            raise _MetricMissing(f"{metric} was not recorded (this run records "
+                                 f"{', '.join(recorded_metrics(rec)) or 'nothing to fit'})")
+        rec = {**rec, "val_loss": value}
     variant = str(rec.get("variant") or "").strip()
     if not variant:
         raise ValueError("variant is missing")
@@ -175,9 +238,10 @@ def _make_run(rec: dict, source: str, run_dir: Path | None = None, **extra) -> R
     flops = _number(rec.get("flops"), "flops")
     if not math.isfinite(flops) or flops <= 0:
         raise ValueError(f"flops={flops!r} is not positive; compute must be > 0 to fit on a log axis")
-    val_loss = _number(rec.get("val_loss"), "val_loss")
+    name = "val_loss" if metric == DEFAULT_METRIC else metric
+    val_loss = _number(rec.get("val_loss"), name)
     if not math.isfinite(val_loss) or val_loss <= 0:
-        raise ValueError(f"val_loss={val_loss!r} is not a positive finite loss")
+        raise ValueError(f"{name}={val_loss!r} is not a positive finite loss")
     block_size = _optional_int(rec.get("block_size"))
     label = str(rec.get("label") or "").strip() or None
     # N of L(N, D) is the non-embedding count (Kaplan et al. 2020); a CSV's `params` already is
@@ -189,7 +253,13 @@ def _make_run(rec: dict, source: str, run_dir: Path | None = None, **extra) -> R
                wall_s=_optional_number(rec.get("wall_s")),
                device_s=_optional_number(rec.get("device_s")),
                device_name=(str(rec["device_name"]) if rec.get("device_name") else None),
-               optimizer=str(rec.get("optimizer") or "adamw"), **extra)
+               optimizer=str(rec.get("optimizer") or "adamw"),
+               metrics=recorded,
+               **extra)
+
+
+class _MetricMissing(ValueError):
+    """A run that did not record the --metric asked for."""
 
 
 # --- sweep directories ----------------------------------------------------------------------------
@@ -204,7 +274,7 @@ def _activity(rd: RunDir) -> str:
     return f"no results.json; last write {ago} ago"
 
 
-def _read_run_dir(rd: RunDir, out: Collection) -> None:
+def _read_run_dir(rd: RunDir, out: Collection, metric: str = DEFAULT_METRIC) -> None:
     source = str(rd.root)
     res = results_file.read(rd)
     if not isinstance(res, results_file.Record):
@@ -223,7 +293,10 @@ def _read_run_dir(rd: RunDir, out: Collection) -> None:
     runs = []
     for i, rec in enumerate(points):
         try:
-            runs.append(_make_run(rec, source, run_dir=rd.root, shape=res.shape))
+            runs.append(_make_run(rec, source, run_dir=rd.root, metric=metric, shape=res.shape))
+        except _MetricMissing as e:
+            out.missing_metric.append((source, str(e)))
+            return
         except ValueError as e:
             where = f" (point {i + 1} of {len(points)})" if len(points) > 1 else ""
             out.invalid.append((source, f"{e}{where}"))
@@ -241,13 +314,13 @@ def _number_points(runs: list[Run]) -> list[Run]:
     return runs
 
 
-def collect_dir(root: Path) -> Collection:
+def collect_dir(root: Path, metric: str = DEFAULT_METRIC) -> Collection:
     """Every run below `root` (root itself may be a run directory)."""
     out = Collection()
     for dirpath, dirnames, _ in os.walk(root):
         rd = RunDir(Path(dirpath))
         if rd.results.is_file():
-            _read_run_dir(rd, out)
+            _read_run_dir(rd, out, metric)
             dirnames[:] = []        # a run directory does not contain other runs
             continue
         if rd.hydra_dir.is_dir() or rd.checkpoints.is_dir():
@@ -259,20 +332,27 @@ def collect_dir(root: Path) -> Collection:
 
 
 # --- CSV ------------------------------------------------------------------------------------------
-def collect_csv(path: Path) -> Collection:
+def collect_csv(path: Path, metric: str = DEFAULT_METRIC) -> Collection:
     try:
-        return _collect_csv(path)
+        return _collect_csv(path, metric)
     except UnicodeDecodeError as e:  # a binary file, or another encoding: a message, not a traceback
         raise InputError(f"{path}: not a UTF-8 CSV file ({e.reason} at byte {e.start}); "
                          "save it as UTF-8") from None
 
 
-def _collect_csv(path: Path) -> Collection:
+def _collect_csv(path: Path, metric: str = DEFAULT_METRIC) -> Collection:
     out = Collection()
     with open(path, newline="", encoding="utf-8-sig") as f:   # -sig: CSVs saved by Excel
         reader = csv.DictReader(f)
         columns = [c.strip() for c in (reader.fieldnames or [])]
-        missing = [c for c in REQUIRED_CSV_COLUMNS if c not in columns]
+        required = [c for c in REQUIRED_CSV_COLUMNS if c != "val_loss" or metric == DEFAULT_METRIC]
+        missing = [c for c in required if c not in columns]
+        if metric != DEFAULT_METRIC and not any(
+                k in columns for k in _METRIC_KEYS.get(metric, (metric,))):
+            metrics = [c for c in columns if c in ("val_loss", "val_bpb", "bpb")
+                       or _DOMAIN_METRIC.match(c)]
+            raise InputError(f"{path}: no column {metric!r} for --metric {metric} (metric columns: "
+                             f"{', '.join(metrics) or 'none'})")
         if missing:
             raise InputError(
                 f"{path}: missing required column(s) {', '.join(missing)}; found "
@@ -287,7 +367,7 @@ def _collect_csv(path: Path) -> Collection:
                 out.failed.append((source, "status=failed in the CSV"))
                 continue
             try:
-                r = _make_run(row, source)
+                r = _make_run(row, source, metric=metric)
             except ValueError as e:
                 out.invalid.append((source, str(e)))
                 continue
@@ -301,34 +381,43 @@ def _collect_csv(path: Path) -> Collection:
     return out
 
 
-def collect(paths: list[str | Path]) -> Collection:
-    """Runs from every input path: a directory (walked), a .csv, or a single results.json."""
+def collect(paths: list[str | Path], metric: str = DEFAULT_METRIC) -> Collection:
+    """Runs from every input path: a directory (walked), a .csv, or a single results.json.
+    Each run's val_loss holds `metric` (--metric); a metric no completed run recorded raises."""
     if not paths:
         raise InputError("no input given: pass sweep directories or CSV files")
+    check_metric(metric)
     out = Collection()
     for p in map(Path, paths):
         if not p.exists():
             raise InputError(f"{p}: no such file or directory")
         if p.is_dir():
-            out.extend(collect_dir(p))
+            out.extend(collect_dir(p, metric))
         elif p.suffix.lower() == ".csv":
-            out.extend(collect_csv(p))
+            out.extend(collect_csv(p, metric))
         elif p.suffix.lower() == ".json":
             rd = RunDir(p.parent)
             if rd.results.resolve() != p.resolve():
                 raise InputError(f"{p}: a .json input must be a run's results.json")
-            _read_run_dir(rd, out)
+            _read_run_dir(rd, out, metric)
         else:
             raise InputError(f"{p}: not a directory, .csv or results.json")
+    if out.missing_metric and not out.runs:
+        source, why = out.missing_metric[0]
+        raise InputError(f"--metric {metric}: none of the {len(out.missing_metric)} completed "
+                         f"run(s) recorded it, e.g. {source}: {why}")
+    # some did: the others are listed with the unusable runs, by name
+    out.invalid += out.missing_metric
+    out.missing_metric = []
     _refuse_mixed_optimizers(out.runs)
     return out
 
 
-def collect_or_report(paths: list[str | Path]) -> Collection | None:
+def collect_or_report(paths: list[str | Path], metric: str = DEFAULT_METRIC) -> Collection | None:
     """collect() for the analysis commands: a bad input is one `error:` line on stderr and None,
     which the command turns into exit 2."""
     try:
-        return collect(paths)
+        return collect(paths, metric)
     except (InputError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return None

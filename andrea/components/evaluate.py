@@ -1,10 +1,17 @@
-"""The loss of a model: next-token cross-entropy, and its mean over the fixed validation set."""
+"""The loss of a model: next-token cross-entropy, its mean over the fixed validation set, and
+the bits per byte and held-out domains every evaluation reports beside it (docs/metrics.md)."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
 import torch
 import torch.nn.functional as F
 
+from andrea.run import logkeys as keys
 from andrea.data import ValidationSet
 from andrea.components.distributed import DistInfo
 from andrea.components.runtime import autocast
@@ -37,3 +44,57 @@ def evaluate(model: torch.nn.Module, val: ValidationSet, batch_size: int, device
         torch.distributed.all_reduce(total)
     model.train()
     return float(total[0] / total[1])
+
+
+LN2 = math.log(2.0)
+
+
+@dataclass
+class ScoredSet:
+    """One held-out set an evaluation scores: the validation set, or a domain (eval.domains)."""
+
+    name: Optional[str]  # None: the validation set
+    val: Optional[ValidationSet]  # None: a domain that is the validation set (source: heldout)
+    n_bytes: Optional[int]  # UTF-8 bytes of its scored targets; None: bpb not available
+
+
+def bits_per_byte(loss: float, n_tokens: int, n_bytes: Optional[int]) -> Optional[float]:
+    """Bits per byte (Gao et al. 2020, The Pile, §5): the summed loss over the scored tokens in
+    nats, over ln 2, over the UTF-8 bytes those tokens decode to. Tokenizer-free: models with
+    different vocabularies compare on it, and it is what OLMo's and Paloma's ladders report."""
+    if not n_bytes:
+        return None
+    return loss * n_tokens / (LN2 * n_bytes)
+
+
+class Scorer:
+    """Everything one evaluation scores: the validation set's loss and bits per byte, and each
+    domain's (results.json keys `val_loss`, `val_bpb`, `domain:<name>/loss`, `.../bpb`)."""
+
+    def __init__(self, val: ValidationSet, domains: dict[str, Optional[ValidationSet]],
+                 byte_lengths: Optional[np.ndarray]):
+        def bytes_of(v: ValidationSet) -> Optional[int]:
+            return v.target_bytes(byte_lengths) if byte_lengths is not None else None
+
+        self.val = ScoredSet(None, val, bytes_of(val))
+        self.domains = [ScoredSet(n, v, bytes_of(v) if v is not None else self.val.n_bytes)
+                        for n, v in domains.items()]
+
+    def score(self, model: torch.nn.Module, batch_size: int, device: torch.device,
+              amp_dtype: torch.dtype | None, dist_info: DistInfo) -> dict[str, Optional[float]]:
+        loss = evaluate(model, self.val.val, batch_size, device, amp_dtype, dist_info)
+        out = {"val_loss": loss,
+               "val_bpb": bits_per_byte(loss, self.val.val.n_tokens, self.val.n_bytes)}
+        for d in self.domains:
+            v = d.val or self.val.val
+            dl = loss if d.val is None else evaluate(model, v, batch_size, device, amp_dtype,
+                                                      dist_info)
+            out[keys.domain_key(d.name, "loss")] = dl
+            out[keys.domain_key(d.name, "bpb")] = bits_per_byte(dl, v.n_tokens, d.n_bytes)
+        return out
+
+    def describe(self) -> dict[str, dict]:
+        """results.json `eval_sets`: what each set scores (tokens, bytes)."""
+        sets = {"val": self.val, **{keys.domain_key(d.name, ""): d for d in self.domains}}
+        return {k.rstrip("/"): {"tokens": (s.val or self.val.val).n_tokens, "bytes": s.n_bytes}
+                for k, s in sets.items()}

@@ -10,7 +10,7 @@ message that names it.
 from __future__ import annotations
 
 import math
-from dataclasses import astuple, dataclass, fields, replace
+from dataclasses import astuple, dataclass, field, fields, replace
 from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
@@ -19,6 +19,7 @@ from andrea.run import logkeys as keys
 from andrea.run import results as results_file
 from andrea.ladder import shapes
 from andrea.data import DataConfig, validate_data_config
+from andrea.data.domains import EvalConfig, describe_domain, validate_eval_config
 from andrea.run.metrics import WandbConfig, check_wandb_config
 from andrea.model.residuals import registry
 from andrea.model.transformer import RESIDUALS, ModelConfig, ParamCount, count_parameters
@@ -85,6 +86,7 @@ class RunSpec:
     # torch intra-op threads: train.threads, or (null) the job's CPUs once the planner or the
     # job knows them (andrea/launch/threads.py); None until then
     threads: Optional[int] = None
+    eval: EvalConfig = field(default_factory=EvalConfig)  # bpb and held-out domains
 
 
 def to_dataclass(cfg: DictConfig | RunConfig) -> RunConfig:
@@ -218,6 +220,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         raise fail(str(e)) from None
     try:
         validate_data_config(run.data, s.vocab_size)
+        validate_eval_config(run.eval, run.data)
     except ValueError as e:
         raise fail(str(e)) from None
 
@@ -248,6 +251,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         n_blocks=m.n_blocks if registry.get(m.name).block_size else None,
         hparams=run.hparams.name,
         threads=t.threads,
+        eval=run.eval,
     )
 
 
@@ -393,6 +397,12 @@ def reuse_mismatches(results: dict, spec: RunSpec) -> list[str]:
             and have != spec.threads):
         out.append(f"torch_threads={have!r} (now {spec.threads!r}: train.threads; CPU runs are "
                    "bit-identical only at one thread count)")
+    # A reused run must have scored every domain asked for now, on the same source (a run that
+    # scored more domains is still this run).
+    had = results.get("eval_domains") or {}
+    for name, d in spec.eval.domains.items():
+        if had.get(name) != describe_domain(d):
+            out.append(f"eval.domains.{name}={had.get(name)!r} (now {describe_domain(d)!r})")
     return out
 
 

@@ -16,6 +16,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
 from andrea.data import DataConfig
+from andrea.data.domains import EvalConfig
 from andrea.run.metrics import WandbConfig
 from andrea.ladder import shapes
 from andrea.model.residuals import registry
@@ -173,6 +174,9 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig)
     data: DataConfig = field(default_factory=DataConfig)
     hparams: HParamsConfig = field(default_factory=HParamsConfig)
+    # what every evaluation scores besides val_loss: bits per byte, held-out domains
+    # (andrea/data/domains.py, docs/metrics.md)
+    eval: EvalConfig = field(default_factory=EvalConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
     sweep_name: str = "default"  # names the sweep directory and the W&B group
     out_dir: str = "runs"

@@ -35,6 +35,10 @@ class DataConfig:
     cache_dir: Optional[str] = None  # None → $ANDREA_DATA, else ~/.cache/andrea
     max_chars: Optional[int] = None  # cap on corpus characters (quick demos)
     shard_tokens: int = 100_000_000  # tokens per written shard (fineweb uses 1e8)
+    # shards only: the tokenizer.json that made the shards (Hugging Face `tokenizers` format).
+    # With it, evaluations report bits per byte and text domains (eval.domains) can be encoded;
+    # stdlib/text/hf train their own tokenizer and need none.
+    tokenizer: Optional[str] = None
 
 
 def resolve_cache_dir(cfg_cache_dir: Optional[str] = None) -> Path:
@@ -108,6 +112,14 @@ def validate_data_config(cfg: DataConfig, model_vocab_size: int) -> None:
         raise ValueError(f"data.max_chars={cfg.max_chars} must be a positive integer or null")
     if cfg.shard_tokens <= 0:
         raise ValueError(f"data.shard_tokens={cfg.shard_tokens} must be positive")
+
+    if cfg.tokenizer is not None:
+        if cfg.source != "shards":
+            raise ValueError(
+                f"data.tokenizer={cfg.tokenizer!r} applies to data.source=shards only (the "
+                f"tokenizer that made them); data.source={cfg.source!r} trains its own")
+        if not os.path.isfile(os.path.expanduser(cfg.tokenizer)):
+            raise ValueError(f"data.tokenizer: file {cfg.tokenizer!r} does not exist")
 
     if cfg.source == "stdlib":
         if cfg.paths or cfg.val_paths or cfg.hf_name:

@@ -154,6 +154,16 @@ class ValidationSet:
         """Tokens scored (targets): windows x seq_len."""
         return self.n_windows * self.windows.seq_len
 
+    def target_bytes(self, byte_lengths: np.ndarray) -> int:
+        """UTF-8 bytes the scored targets (every window's y) decode to: the denominator of bits
+        per byte, fixed for a window list and a tokenizer (andrea.data.tokenizer.
+        token_byte_lengths)."""
+        total = 0
+        for start in range(0, self.n_windows, 1024):
+            _, y = self.windows.gather(self.picked[start:start + 1024])
+            total += int(byte_lengths[y.numpy()].sum())
+        return total
+
     def batches(self, batch_size: int, rank: int = 0,
                 world_size: int = 1) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
         """This rank's (x, y) batches, the last one possibly shorter (or none at all)."""

@@ -110,3 +110,45 @@ def encode_documents(tok: Tokenizer, docs: list[str]) -> list[list[int]]:
         return [e.ids for e in tok.encode_batch(docs, add_special_tokens=False)]
     finally:
         tok.encode_special_tokens = False
+
+
+def token_byte_lengths(tok: Tokenizer, vocab_size: int | None = None) -> "np.ndarray":
+    """UTF-8 bytes each token id decodes to, for bits per byte (Gao et al. 2020, The Pile).
+
+    Exact for byte-level BPE (andrea's tokenizer, GPT-2's, Llama-3's): every vocabulary entry is
+    a string of GPT-2's byte stand-in characters, so its length in bytes is its length in
+    characters. For SentencePiece-style vocabularies ('▁' for a space, '<0xNN>' byte fallback) it
+    counts '▁' as one byte; the decoder drops a document's leading space, so the count is high by
+    at most one byte per document. Other tokenizers fall back to decoding each id alone. Special
+    tokens (<|endoftext|>) decode to nothing: 0 bytes — their loss still counts, as it does in
+    the Pile's bits per byte, where the document boundary is part of what the model predicts.
+    Ids beyond the tokenizer's vocabulary (unused embedding rows) get 0.
+    """
+    import numpy as np
+
+    n = max(tok.get_vocab_size(with_added_tokens=True), vocab_size or 0)
+    out = np.zeros(n, dtype=np.int64)
+    spec = json.loads(tok.to_str())
+    special = {t["id"] for t in spec.get("added_tokens") or [] if t.get("special")}
+
+    def kinds(node) -> set:
+        if not node:
+            return set()
+        found = {node.get("type")}
+        for child in node.get("decoders") or node.get("pretokenizers") or []:
+            found |= kinds(child)
+        return found
+
+    decoder = kinds(spec.get("decoder")) | kinds(spec.get("pre_tokenizer"))
+    from_char = {c: b for b, c in _byte_to_unicode().items()}
+    for text, i in tok.get_vocab(with_added_tokens=True).items():
+        if i in special or i >= n:
+            continue
+        if "ByteLevel" in decoder and all(c in from_char for c in text):
+            out[i] = len(text)
+        elif "Metaspace" in decoder or "ByteFallback" in decoder:
+            is_byte = len(text) == 6 and text.startswith("<0x") and text.endswith(">")
+            out[i] = 1 if is_byte else len(text.replace("\u2581", " ").encode("utf-8"))
+        else:
+            out[i] = len(tok.decode([i], skip_special_tokens=True).encode("utf-8"))
+    return out

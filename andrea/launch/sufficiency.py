@@ -26,6 +26,7 @@ from typing import Optional
 
 from andrea.config.resolve import ConfigError
 from andrea.data.config import DataConfig, effective_vocab_size, expand_paths, hf_location
+from andrea.data.domains import check_domains
 from andrea.data.prepare import PreparedData, check_split_sizes, prepare_data
 
 # Characters per token of andrea's byte-level BPE: 3.26 measured on the stdlib corpus capped at
@@ -71,6 +72,14 @@ def _distinct(jobs) -> dict[str, tuple[DataConfig, int, list]]:
     return out
 
 
+def _distinct_eval(jobs) -> dict[str, tuple]:
+    out: dict[str, tuple] = {}
+    for j in jobs:
+        key = json.dumps(dataclasses.asdict(j.spec.eval), sort_keys=True)
+        out.setdefault(key, (j.spec.eval, []))[1].append(j)
+    return out
+
+
 def prepare_corpora(jobs, stream=None) -> dict[str, CorpusTokens]:
     """Prepare each distinct corpus of `jobs` once (progress on stderr). Raises ConfigError
     naming the corpus and its jobs when one cannot be used."""
@@ -90,6 +99,14 @@ def prepare_corpora(jobs, stream=None) -> dict[str, CorpusTokens]:
                           f"{_job(users[0])}):\n    {type(e).__name__}: {e}")
             continue
         out[key] = CorpusTokens(describe(data), prepared.n_train_tokens, True, prepared)
+        for ev_key, (ev, ev_users) in _distinct_eval(users).items():  # eval.domains
+            try:
+                check_domains(ev, data, prepared, [j.spec.seq_len for j in ev_users])
+            except KeyboardInterrupt:
+                raise
+            except Exception as e:
+                errors.append(f"  {describe(data)}, eval.domains (used by {len(ev_users)} job(s), "
+                              f"e.g. {_job(ev_users[0])}):\n    {type(e).__name__}: {e}")
         for j in users:  # the corpus must hold one micro-batch of windows for every process
             try:
                 check_split_sizes(prepared, j.spec.micro_batch_size, j.spec.seq_len, j.spec.world_size)

@@ -22,6 +22,7 @@ JSONL_FLOPS = "flops"
 # --- scalars, logged by the training loop through MetricsLogger.log -----------------------------
 TRAIN_LOSS = "train/loss"  # nats/token, mean over the logging interval
 VAL_LOSS = "val/loss"  # nats/token on the fixed held-out batches
+VAL_BPB = "val/bpb"  # bits per byte on the same tokens (docs/metrics.md)
 TOKENS = "compute/tokens"  # training tokens seen so far (all ranks)
 FLOPS = "compute/flops"  # training FLOPs spent so far (andrea.model.flops)
 PFLOPS_DAYS = "compute/pflops_days"  # FLOPS / (1e15 * 86400), the unit of scaling-law plots
@@ -32,8 +33,19 @@ MFU = "speed/mfu"  # fraction of the per-GPU peak (andrea.run.units.PEAK_FLOPS)
 ELAPSED = "time/elapsed_s"  # wall seconds of training so far
 
 SCALARS = (
-    TRAIN_LOSS, VAL_LOSS, TOKENS, FLOPS, PFLOPS_DAYS, LR, GRAD_NORM, TOKENS_PER_S, MFU, ELAPSED,
+    TRAIN_LOSS, VAL_LOSS, VAL_BPB, TOKENS, FLOPS, PFLOPS_DAYS, LR, GRAD_NORM, TOKENS_PER_S, MFU, ELAPSED,
 )
+
+# --- held-out domains (eval.domains): one W&B section per domain, and the same spelling in
+# metrics.jsonl and in results.json (top level and each `points` entry) ------------------------
+DOMAIN_PREFIX = "domain:"
+DOMAIN_METRICS = ("loss", "bpb")  # nats/token, bits per byte
+
+
+def domain_key(name: str, metric: str) -> str:
+    """`domain:<name>/loss` or `domain:<name>/bpb`."""
+    return f"{DOMAIN_PREFIX}{name}/{metric}"
+
 
 # --- training dynamics, logged by MetricsLogger.log_dynamics ------------------------------------
 DEPTH_WEIGHTS = "dynamics/depth_weights"  # image: heatmap, rows = layer, cols = source (AttnRes)
@@ -67,6 +79,7 @@ CONFIG_SIZE = "size"  # the size preset name, e.g. "andrea-12m"
 AXES = {
     TRAIN_LOSS: TOKENS,
     VAL_LOSS: FLOPS,
+    VAL_BPB: FLOPS,
     PFLOPS_DAYS: TOKENS,
     FLOPS: TOKENS,
     LR: TOKENS,
@@ -75,3 +88,5 @@ AXES = {
     MFU: TOKENS,
     ELAPSED: TOKENS,
 }
+# Keys defined by a pattern (W&B define_metric accepts a trailing '*'): every domain's scores.
+AXES_GLOB = {DOMAIN_PREFIX + "*": FLOPS}

@@ -154,7 +154,7 @@ class MetricsLogger:
             self._wandb_first_step = self._run.starting_step
             for axis in sorted(set(keys.AXES.values())):
                 self._run.define_metric(axis)
-            for key, axis in keys.AXES.items():
+            for key, axis in {**keys.AXES, **keys.AXES_GLOB}.items():
                 self._run.define_metric(key, step_metric=axis)
         except Exception as e:  # noqa: BLE001 - any W&B failure must leave training running
             self._wandb_failed("wandb.init", e)

@@ -8,7 +8,9 @@ A completed run's file holds, in this order:
   block_size, n_blocks, size, the shape n_layer / n_head / d_model, seed, params,
   params_nonembedding, lr, batch_tokens, beta2, hparams, optimizer, muon) and `sweep`;
 - its final point: tokens, steps, flops (training FLOPs of the final model), flops_6nd,
-  pflops_days, val_loss (nats per token), val_tokens (tokens scored);
+  pflops_days, val_loss (nats per token), val_tokens (tokens scored), val_bpb (bits per byte)
+  and each held-out domain's `domain:<name>/loss` and `/bpb`; eval_sets (tokens and bytes of
+  each scored set) and eval_domains (each domain's source);
 - `points`: one entry per budget (`point`), each what its model saw and scored; `budgets`;
 - what the whole run spent (trunk and cooldown branches): tokens_spent, flops_spent, wall_s,
   device_s (wall_s x devices), tokens_per_s;
@@ -29,7 +31,8 @@ from andrea.run.rundir import RunDir
 FILE = "results.json"
 COMPLETED, FAILED = "completed", "failed"
 
-# The keys of a `points` entry; they override the run's top-level values for that point.
+# The keys every `points` entry has; an entry's keys (these and its scores) override the run's
+# top-level values for that point.
 POINT_KEYS = ("budget", "tokens", "flops", "val_loss", "step", "wall_s", "device_s")
 SHAPE_KEYS = ("n_layer", "n_head", "d_model")
 
@@ -43,22 +46,25 @@ REUSE_DEFAULTS = {"optimizer": "adamw", "muon": None}
 
 
 def point(budget: float, step: int, tokens: int, flops: int, val_loss: float, wall_s: float,
-          world_size: int) -> dict[str, Any]:
-    """One budget's entry of `points`: what its model saw and scored."""
+          world_size: int, scores: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One budget's entry of `points`: what its model saw and scored (`scores`: val_bpb and
+    each held-out domain's `domain:<name>/loss|bpb`, docs/metrics.md)."""
     return {"budget": budget, "tokens": tokens, "flops": flops, "val_loss": val_loss,
-            "step": step, "wall_s": wall_s, "device_s": wall_s * world_size}
+            "step": step, "wall_s": wall_s, "device_s": wall_s * world_size, **(scores or {})}
 
 
 def completed(identity: Mapping[str, Any], *, sweep: str, tokens: int, steps: int, flops: int,
               flops_6nd: int, pflops_days: float, val_loss: float, val_tokens: int,
-              points: list[dict], budgets: list[float] | None, tokens_spent: int,
+              scores: Mapping[str, Any] | None = None, eval_sets: Any = None,
+              eval_domains: Any = None, points: list[dict], budgets: list[float] | None, tokens_spent: int,
               flops_spent: int, wall_s: float, tokens_per_s: float, world_size: int,
               torch_threads: int, device: str, device_name: str, code: dict,
               wandb_run_id: str | None, **extra: Any) -> dict[str, Any]:
     """A completed run's results.json, keys in the documented order (`extra` after them)."""
     return {"status": COMPLETED, **identity, "sweep": sweep, "tokens": tokens, "steps": steps,
             "flops": flops, "flops_6nd": flops_6nd, "pflops_days": pflops_days,
-            "val_loss": val_loss, "val_tokens": val_tokens, "points": points, "budgets": budgets,
+            "val_loss": val_loss, "val_tokens": val_tokens, **(scores or {}),
+            "eval_sets": eval_sets, "eval_domains": eval_domains, "points": points, "budgets": budgets,
             "tokens_spent": tokens_spent, "flops_spent": flops_spent, "wall_s": wall_s,
             "device_s": wall_s * world_size, "tokens_per_s": tokens_per_s,
             "world_size": world_size, "torch_threads": torch_threads, "device": device,
@@ -128,8 +134,8 @@ class Record(Mapping[str, Any]):
         points = self._data.get("points")
         if not isinstance(points, list) or not points:
             points = [{}]
-        return [{**self._data, **{k: v for k, v in p.items() if k in POINT_KEYS}}
-                if isinstance(p, dict) else dict(self._data) for p in points]
+        return [{**self._data, **p} if isinstance(p, dict) else dict(self._data)
+                for p in points]
 
 
 def read(run_dir: RunDir | Path) -> Record | dict | list | None:

@@ -68,6 +68,9 @@ class SingleRunCheck(Callback):
             prepared = prepare_data(spec.data, spec.model.vocab_size)
             for batch in {spec.micro_batch_size, spec.train.eval_batch_size or spec.micro_batch_size}:
                 check_split_sizes(prepared, batch, spec.seq_len, spec.world_size)
+            from andrea.data.domains import check_domains
+
+            check_domains(spec.eval, spec.data, prepared, [spec.seq_len])
         except (ValueError, OSError) as e:
             _fail(f"[size={spec.size} model={spec.label}] data: {e}")
         problems = _sufficiency(config, spec, prepared)
