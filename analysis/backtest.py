@@ -57,10 +57,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap", type=int, default=1000, help="resamples (default: %(default)s)")
     p.add_argument("--ci", type=float, default=0.95, help="interval level (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
-    p.add_argument("--metric", default="val_loss",
-                   help="val_loss (default) or task:<task>/<metric>, as analysis.fit: a loss or "
-                        "bpb is backtested like the loss, an accuracy through the two-step "
-                        "prediction (analysis/estimates/tasks.py)")
     return p
 
 

@@ -77,11 +77,6 @@ def build_parser() -> argparse.ArgumentParser:
                         "L-BFGS-B per resample and variant: seconds each hundred; covered "
                         "94 %% at GPU-like sizes, 88 %% demo-like, docs/statistics.md; default: "
                         "%(default)s, point estimates)")
-    p.add_argument("--metric", default="val_loss",
-                   help="what is fitted against compute: val_loss (default) or a task metric "
-                        "task:<task>/<metric> recorded by python -m andrea.eval (loss, bpb: "
-                        "fitted like the loss; acc, acc_norm: the two-step prediction via the "
-                        "task's bpb; analysis/estimates/tasks.py)")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--wandb", action="store_true", help="log table and figures to W&B")
     p.add_argument("--wandb-mode", default="offline", choices=["offline", "online", "disabled"],

@@ -2,7 +2,9 @@
 after (tests/golden/record.py wrote them; re-record only for a change that means to alter them).
 
 Every shipped model's state_dict keys, parameter and FLOP counts at a tiny and a GPU size; the
-plan of `sweeps=scaling_law`; one tiny run's results.json (times aside).
+plan of `sweeps=scaling_law`; one tiny run's results.json (times aside); the demo's fit table.
+Re-recorded since, on purpose: the plan (the size rule's new path, the thread count line, the
+power line that now models each run's final point).
 """
 
 from __future__ import annotations
@@ -49,3 +51,12 @@ def test_a_tiny_run_writes_the_golden_results(tmp_path, data_cache):
     results = next(tmp_path.glob("golden/**/results.json"))
     assert json.loads(results.read_text())["wandb_run_id"] == run_id_for(results.parent)
     assert os.environ.get("ANDREA_DATA") == str(data_cache)  # the session's corpus cache
+
+
+def test_the_demo_fit_table_is_the_golden_one(tmp_path):
+    """The demo's 36 results.json (tests/golden/demo_runs, trained before the moves) fitted now
+    give the table and CSV the demo printed then, byte for byte."""
+    out = tmp_path / "fit"
+    record.run(["-m", "analysis.fit", str(GOLDEN / "demo_runs"), "--out", str(out), "--no-plots"])
+    assert (out / "fit_table.md").read_text() == (GOLDEN / "demo_fit_table.md").read_text()
+    assert (out / "fit_table.csv").read_text() == (GOLDEN / "demo_fit_table.csv").read_text()

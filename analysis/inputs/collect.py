@@ -57,7 +57,9 @@ _METRIC_KEYS = {"val_loss": ("val_loss",), "bpb": ("val_bpb", "bpb"), "val_bpb":
 _DOMAIN_METRIC = re.compile(r"^domain:[A-Za-z0-9_.-]+/(loss|bpb)$")
 METRIC_HELP = ("what to fit: val_loss (nats/token, default), bpb (bits per byte), "
                "domain:<name>/loss or domain:<name>/bpb (an eval.domains entry; docs/metrics.md); "
-               "a CSV gives it as a column of that name")
+               "task:<task>/<metric> (a downstream task, on each run's final point: bpb, loss, "
+               "or acc / acc_norm through the two-step prediction; docs/evaluation.md; "
+               "analysis.fit and analysis.backtest); a CSV gives it as a column of that name")
 
 
 def check_metric(metric: str) -> None:

@@ -8,7 +8,8 @@ writes, into OUT_DIR:
 - plan_scaling_law.txt: the printed plan of `sweeps=scaling_law` (its data checks off);
 - tiny_run.json: one tiny Block AttnRes run's results.json, without the keys that measure time
   or name the machine;
-- with --demo: demo_table.md and demo_fits.json, `analysis.fit` on a finished demo sweep.
+- with --demo: demo_fit_table.md and demo_fit_table.csv, `analysis.fit` on a finished demo
+  sweep (tests/golden/demo_runs holds the results.json of the one recorded).
 
 tests/test_golden.py compares the same outputs against the files checked in beside this one.
 """
@@ -116,7 +117,7 @@ def tiny_run(out_dir: Path) -> dict:
 
 def demo(sweep: Path, out: Path) -> tuple[str, str]:
     run(["-m", "analysis.fit", str(sweep), "--out", str(out), "--no-plots"])
-    return (out / "table.md").read_text(), (out / "fits.json").read_text()
+    return (out / "fit_table.md").read_text(), (out / "fit_table.csv").read_text()
 
 
 def main() -> None:
@@ -131,9 +132,9 @@ def main() -> None:
     (a.out / "tiny_run.json").write_text(json.dumps(tiny_run(a.work / "tiny"), indent=1,
                                                     sort_keys=True) + "\n")
     if a.demo is not None:
-        table, fits = demo(a.demo, a.work / "demo_fit")
-        (a.out / "demo_table.md").write_text(table)
-        (a.out / "demo_fits.json").write_text(fits)
+        table, csv = demo(a.demo, a.work / "demo_fit")
+        (a.out / "demo_fit_table.md").write_text(table)
+        (a.out / "demo_fit_table.csv").write_text(csv)
 
 
 if __name__ == "__main__":
