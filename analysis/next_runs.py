@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.estimates import power
-from analysis.inputs.collect import collect_or_report
+from analysis.inputs.collect import add_metric_argument, collect_or_report
 from analysis.estimates.estimate import C_LAW_POINTS
 
 DEFAULT_GPU, DEFAULT_MFU = "H100", 0.35        # plan=true's defaults (andrea/config/resolve.py)
