@@ -55,11 +55,12 @@ class MetricError(ValueError):
 
 
 def parse_metric(name: str) -> tuple[str, str] | None:
-    """(task, metric) of `task:<task>/<metric>`; None for val_loss. MetricError otherwise."""
-    if name == "val_loss":
+    """(task, metric) of `task:<task>/<metric>`; None for any other metric (val_loss, bpb,
+    domain:..., which analysis.inputs.collect checks). MetricError for a malformed task name."""
+    if not name.startswith(TASK_PREFIX):
         return None
-    if not name.startswith(TASK_PREFIX) or "/" not in name[len(TASK_PREFIX):]:
-        raise MetricError(f"unknown metric {name!r}: use val_loss or task:<task>/<metric> "
+    if "/" not in name[len(TASK_PREFIX):]:
+        raise MetricError(f"metric {name!r} needs both a task and a metric: task:<task>/<metric> "
                           f"(e.g. task:copa_local/bpb; python -m andrea.eval records them)")
     task, _, metric = name[len(TASK_PREFIX):].rpartition("/")
     if not task or not metric:

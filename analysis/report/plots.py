@@ -116,7 +116,7 @@ def scaling_figure(by_label: dict[str, list[Point]], fits: dict[str, Fit], c_ref
     if not split:
         fig, ax = plt.subplots(figsize=(7.5, 5))
         banded, extrapolated = _draw_scaling(ax, by_label, fits, c_ref, order, order, col, span)
-        _finish_scaling(ax, by_label, fits, c_ref, order, banded, extrapolated)
+        _finish_scaling(ax, by_label, fits, c_ref, order, banded, extrapolated, ylabel=ylabel)
         return fig
     ncol = 2 if len(pairs) == 4 else min(len(pairs), 3)
     nrow = -(-len(pairs) // ncol)
@@ -125,7 +125,7 @@ def scaling_figure(by_label: dict[str, list[Point]], fits: dict[str, Fit], c_ref
     ax = fig.add_subplot(gs[0, :])
     _, extrapolated = _draw_scaling(ax, by_label, fits, c_ref, order, [], col, span)
     _finish_scaling(ax, by_label, fits, c_ref, order, False, extrapolated,
-                    note=f"bands: in the panels below, each variant beside {baseline}")
+                    note=f"bands: in the panels below, each variant beside {baseline}", ylabel=ylabel)
     for i, lb in enumerate(pairs):
         sub = fig.add_subplot(gs[1 + i // ncol, i % ncol], sharex=ax, sharey=ax)
         two = [baseline, lb]
@@ -204,7 +204,8 @@ def _draw_scaling(ax, by_label, fits, c_ref, labels, band_labels, col, span, leg
     return banded, extrapolated
 
 
-def _finish_scaling(ax, by_label, fits, c_ref, order, banded, extrapolated, note=None):
+def _finish_scaling(ax, by_label, fits, c_ref, order, banded, extrapolated, note=None,
+                    ylabel=None):
     import textwrap
 
     ax.set_xscale("log")

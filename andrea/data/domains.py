@@ -218,7 +218,7 @@ def prepare_domains(cfg: EvalConfig, data: DataConfig, prepared, tokenizer=None,
 
     `prepared`: the training corpus (andrea.data.PreparedData); `tokenizer`: the training data's
     tokenizer (None: loaded from the corpus, or data.tokenizer for shards)."""
-    from andrea.data.prepare import _cached_max_token, _encode_split, _locked
+    from andrea.data.prepare import cached_max_token, encode_split, locked
     from andrea.data.shards import read_header
 
     out: Dict[str, PreparedDomain] = {}
@@ -233,7 +233,7 @@ def prepare_domains(cfg: EvalConfig, data: DataConfig, prepared, tokenizer=None,
             n = 0
             for f in files:
                 n += read_header(f)
-                top = _cached_max_token(f, root)
+                top = cached_max_token(f, root)
                 if top >= prepared.vocab_size:
                     raise _fail(name, f"shard {f} holds token id {top} >= the training data's "
                                       f"vocab_size={prepared.vocab_size}: another tokenizer's")
@@ -253,11 +253,11 @@ def prepare_domains(cfg: EvalConfig, data: DataConfig, prepared, tokenizer=None,
         final = root / "domains" / f"{name}-{fp[:16]}"
         if not (final / "COMPLETE").exists():
             final.parent.mkdir(parents=True, exist_ok=True)
-            with _locked(final.parent / f"{final.name}.lock"):
+            with locked(final.parent / f"{final.name}.lock"):
                 if not (final / "COMPLETE").exists():
                     final.mkdir(exist_ok=True)
                     t = time.perf_counter()
-                    names, n = _encode_split(tok, docs, final, "val", 100_000_000,
+                    names, n = encode_split(tok, docs, final, "val", 100_000_000,
                                              total_chars=sum(map(len, docs)))
                     atomic_write_json(final / "meta.json", {
                         "name": name, "source": what, "inputs": inputs, "shards": names,

@@ -133,14 +133,14 @@ def prepare_data(data_cfg: DataConfig, vocab_size: int,
 
     if not (final / COMPLETE).exists():
         root.mkdir(parents=True, exist_ok=True)
-        with _locked(root / f"{name}.lock"):
+        with locked(root / f"{name}.lock"):
             if not (final / COMPLETE).exists():  # another process may have finished meanwhile
                 _build(final, corpus, vocab, data_cfg, inputs, fingerprint, read_s)
     return _load_prepared(final, fingerprint)
 
 
 @contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
+def locked(lock_path: Path) -> Iterator[None]:
     with open(lock_path, "a+") as f:
         try:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -175,7 +175,7 @@ def _build(final: Path, corpus: corpora.SplitCorpus, vocab: int, cfg: DataConfig
         counts = {}
         shards = {}
         for split, docs in (("train", corpus.train), ("val", corpus.val)):
-            shards[split], counts[split] = _encode_split(
+            shards[split], counts[split] = encode_split(
                 tok, docs, work, split, cfg.shard_tokens, total_chars=corpus.n_chars
             )
         encode_s = time.perf_counter() - t
@@ -232,7 +232,7 @@ class _StderrProgress:
         pass
 
 
-def _encode_split(tok, docs: List[str], work: Path, split: str, shard_tokens: int,
+def encode_split(tok, docs: List[str], work: Path, split: str, shard_tokens: int,
                   total_chars: int) -> tuple:
     """Encode documents (each preceded by end-of-text, as in fineweb) into shards of `split`."""
     eot = eot_id(tok)
@@ -301,7 +301,7 @@ def _existing_shards(cfg: DataConfig, vocab: int, root: Path) -> PreparedData:
             n = read_header(f)  # validates magic, version, size
             if n == 0:
                 raise ValueError(f"token shard {f} is empty (0 tokens)")
-            top = _cached_max_token(f, root)
+            top = cached_max_token(f, root)
             if top >= vocab:
                 raise ValueError(
                     f"token shard {f} holds token id {top} >= vocab_size={vocab} "
@@ -318,7 +318,7 @@ def _existing_shards(cfg: DataConfig, vocab: int, root: Path) -> PreparedData:
     )
 
 
-def _cached_max_token(shard: Path, root: Path) -> int:
+def cached_max_token(shard: Path, root: Path) -> int:
     """max_token(shard), remembered under <root>/shard-index/ by path, size and mtime.
 
     Scanning fineweb10B (20 GB) takes tens of seconds; every run and rank would repeat it.
