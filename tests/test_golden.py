@@ -4,7 +4,8 @@ after (tests/golden/record.py wrote them; re-record only for a change that means
 Every shipped model's state_dict keys, parameter and FLOP counts at a tiny and a GPU size; the
 plan of `sweeps=scaling_law`; one tiny run's results.json (times aside); the demo's fit table.
 Re-recorded since, on purpose: the plan (the size rule's new path, the thread count line, the
-power line that now models each run's final point).
+power line that now models each run's final point) and the tiny run's results.json for the keys
+added beside the unchanged ones (val_bpb, eval_sets, eval_domains).
 """
 
 from __future__ import annotations
