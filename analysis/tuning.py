@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.report.files import jsonable
 from analysis.fits.bootstrap import percentile_ci
 from analysis.inputs.collect import Run, collect_or_report
 from analysis.estimates.estimate import DEFAULT_LOSS, default_c_ref, final_points, fit_variants
@@ -242,20 +243,6 @@ def main(argv=None) -> int:
     print(text)
     print(f"Wrote tuning.json and tuning.md to {args.out}/")
     return 0
-
-
-def jsonable(x):
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(x) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    return x
 
 
 if __name__ == "__main__":
