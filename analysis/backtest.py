@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.fits.bootstrap import percentile_ci
-from analysis.inputs.collect import DEFAULT_METRIC, add_metric_argument, collect_or_report
+from analysis.inputs.collect import add_metric_argument
 from analysis.estimates.estimate import C_LAW_POINTS, final_points, fit_variants
 from analysis.report.files import jsonable
 from analysis.estimates.multiplier import multiplier_at
@@ -244,14 +244,10 @@ def main(argv=None) -> int:
     if args.bootstrap < 0 or not 0 < args.ci < 1:
         print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)
         return 2
-    try:
-        parsed = task_metrics.parse_metric(args.metric)
-    except task_metrics.MetricError as e:
-        print(f"error: {e}", file=sys.stderr)
+    collected = task_metrics.collect_for_metric(args.inputs, args.metric)
+    if collected is None:
         return 2
-    coll = collect_or_report(args.inputs, DEFAULT_METRIC if parsed is not None else args.metric)
-    if coll is None:
-        return 2
+    coll, parsed = collected
     runs = coll.runs
     if parsed is not None and task_metrics.higher_is_better(args.metric):
         return _two_step_main(args, runs, *parsed)

@@ -23,7 +23,7 @@ from analysis.inputs import tasks as task_metrics
 from analysis.estimates import tasks as task_fits
 from analysis.report.files import jsonable
 from analysis.inputs.collect import (DEFAULT_METRIC, FLOPS_PER_PFLOPS_DAY, add_metric_argument,
-                                    aggregate, by_label, collect_or_report, variant_label)
+                                    aggregate, by_label, variant_label)
 from analysis.estimates.estimate import (C_LAW_POINTS, DEFAULT_LOSS, default_c_ref, final_points,
                                fit_variants)
 from analysis.estimates.multiplier import multiplier_at, multiplier_curve
@@ -226,14 +226,10 @@ def main(argv=None) -> int:
     if args.c_ref and any(not (c > 0 and math.isfinite(c)) for c in args.c_ref):
         print(f"error: --c-ref must be positive PFLOP/s-days, got {args.c_ref}", file=sys.stderr)
         return 2
-    try:
-        parsed = task_metrics.parse_metric(args.metric)
-    except task_metrics.MetricError as e:
-        print(f"error: {e}", file=sys.stderr)
+    collected = task_metrics.collect_for_metric(args.inputs, args.metric)
+    if collected is None:
         return 2
-    coll = collect_or_report(args.inputs, DEFAULT_METRIC if parsed is not None else args.metric)
-    if coll is None:
-        return 2
+    coll, parsed = collected
     metric_lines, two_step_of, task_runs = [], None, []
     n_completed = len({r.run_id for r in coll.runs})  # before a task metric filters them
     if parsed is not None:  # a task metric: its runs' final points, with it as their "loss"

@@ -176,3 +176,20 @@ def chance_verdict(runs: list, task: str, metric: str) -> dict:
 # --------------------------------------------------------------------------------------------
 # Two-step prediction (Bhagia et al. 2024): compute -> task bpb -> accuracy
 # --------------------------------------------------------------------------------------------
+
+
+def collect_for_metric(inputs, metric: str):
+    """(collection, (task, metric) or None) for `--metric`, or None after one `error:` line.
+    A task metric lives on each run's final point only, so its runs are collected for the
+    default metric and the task metric is picked from them afterwards (`with_metric`)."""
+    import sys
+
+    from analysis.inputs.collect import DEFAULT_METRIC, collect_or_report
+
+    try:
+        parsed = parse_metric(metric)
+    except MetricError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return None
+    coll = collect_or_report(inputs, DEFAULT_METRIC if parsed is not None else metric)
+    return None if coll is None else (coll, parsed)
