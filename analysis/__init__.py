@@ -1,12 +1,10 @@
-"""Scaling-law analysis: finished runs → compute-vs-loss fits, compute multipliers, tables, figures.
+"""Scaling-law analysis: finished runs -> compute-vs-loss fits, compute multipliers, tables, figures.
 
-    collect.py     results.json / CSV → runs → seed-averaged points (and what is failed/running)
-    powerlaw.py    Huber fits of L = A·C^-alpha (+ E), bootstrap CIs, least-squares cross-check
-    bootstrap.py   resampling, batched refits (IRLS / Levenberg-Marquardt), percentile intervals
-    multiplier.py  compute multiplier of each variant over the baseline, with CIs and a curve
-    tables.py      fit table as terminal text, Markdown, CSV, LaTeX (booktabs)
-    plots.py       scaling, multiplier, block-size ablation, training-dynamics figures
-    synthetic.py   a fake sweep from known laws (tests, benchmark, demos)
-    dashboard.py   the sweep's W&B workspace (`python -m analysis.dashboard`)
-    fit.py         the CLI: `python -m analysis.fit <sweeps or CSVs> --out DIR` (`andrea-fit`)
+Torch-free, in floors that each import only those below (docs/architecture.md):
+
+    inputs/      finished runs as records: results.json or CSV -> points, metrics, timings
+    fits/        the laws and their resampling (power laws, Chinchilla L(N, D), parabola, bootstrap)
+    estimates/   the multiplier, the extra fits, the planner's power model, task metrics
+    report/      tables (text, Markdown, CSV, LaTeX) and figures
+    <command>.py the commands on top, each `python -m analysis.<command>`; none imports another
 """

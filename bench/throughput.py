@@ -47,7 +47,7 @@ SIZES = {  # (n_layer, n_head, d_model); vocab 8449, context 1024 (docs/andrea.m
     "andrea-480m": (16, 24, 1536),
 }
 
-# The issue's targets, as ratios to the baseline (throughput: at least; memory: at most), and for
+# Our targets, as ratios to the baseline (throughput: at least; memory: at most), and for
 # CUDA the baseline's MFU. CPU: andrea-12m shape, fp32, batch 4 x 256. CUDA: andrea-120m, bf16,
 # torch.compile on -- eager CUDA runs print their ratios without a verdict.
 TARGETS = {
@@ -71,7 +71,7 @@ TARGET_SETTINGS = {"cpu": "andrea-12m, CPU fp32, batch 4 x 256",
 
 def check_targets(results: dict, device_type: str) -> int:
     """Print PASS/FAIL for each target this run measured; return the number failed."""
-    print(f"\ntargets (the issue's, set for {TARGET_SETTINGS[device_type]}):")
+    print(f"\ntargets (ours, set for {TARGET_SETTINGS[device_type]}):")
     failed = 0
     for (kind, n), (op, target) in TARGETS[device_type].items():
         if n not in results.get(kind, {}):

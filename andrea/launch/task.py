@@ -303,7 +303,7 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
     corpora = {id(j.corpus): j.corpus for j in jobs if j.corpus is not None}
     for c in corpora.values():
         tokens = f"{c.train_tokens:,}" if c.train_tokens else "unknown until prepared"
-        how = "exact" if c.exact else "estimated from its size, not tokenized: plan=true prepares nothing"
+        how = "exact" if c.exact else "estimated from its size; not tokenized yet"
         print(f"corpus {c.what}: {tokens} unique training tokens ({how}); epochs = planned "
               f"tokens / these", file=stream)
     hp = {j.spec.hparams for j in jobs}
