@@ -38,7 +38,7 @@ import numpy as np
 
 from analysis.estimates import power
 from analysis.inputs.collect import add_metric_argument, collect_or_report
-from analysis.estimates.estimate import C_LAW_POINTS
+from analysis.estimates.estimate import C_LAW_POINTS, final_points
 
 DEFAULT_GPU, DEFAULT_MFU = "H100", 0.35        # plan=true's defaults (andrea/config/resolve.py)
 # No size gets more than this many times the seeds of the least-seeded one. Unconstrained, the
@@ -62,15 +62,12 @@ def measured_speed(runs) -> tuple[float, str] | None:
     andrea knows the peak of: it is priced at that GPU's peak and an MFU then."""
     from andrea.run.units import peak_flops
 
-    last = {}
-    for r in runs:
-        if r.run_id not in last or r.point > last[r.run_id].point:
-            last[r.run_id] = r
+    last = final_points(runs)
     if any(not (r.device_s and r.device_s > 0) or peak_flops(r.device_name) is not None
-           for r in last.values()):
+           for r in last):
         return None
-    devices = ", ".join(sorted({r.device_name or "an unnamed device" for r in last.values()}))
-    return float(np.median([r.flops / r.device_s for r in last.values()])), devices
+    devices = ", ".join(sorted({r.device_name or "an unnamed device" for r in last}))
+    return float(np.median([r.flops / r.device_s for r in last])), devices
 
 
 def finished_grid(runs) -> list[power.PlannedRun]:
