@@ -80,10 +80,9 @@ def test_grouped_prediction_is_the_one_of_every_run():
     assert prop["after"] == pytest.approx(power.half_width(sd, df), rel=1e-9)
 
 
-def test_any_budget_is_allocated_in_a_bounded_number_of_steps(monkeypatch):
-    # One GPU-hour buys a million seeds of tiny CPU runs: a seed at a time, that was millions of
-    # evaluations (the command never returned). Steps grow with the seeds: a few hundred.
-    runs = _finished()
+@pytest.fixture
+def bounded_steps(monkeypatch):
+    """Fails a test whose allocation evaluates the design 5000 times or more."""
     calls = {"n": 0}
     real = next_runs.Design.half_width
 
@@ -93,6 +92,12 @@ def test_any_budget_is_allocated_in_a_bounded_number_of_steps(monkeypatch):
         return real(self, *a, **k)
 
     monkeypatch.setattr(next_runs.Design, "half_width", counted)
+
+
+def test_any_budget_is_allocated_in_a_bounded_number_of_steps(bounded_steps):
+    # One GPU-hour buys a million seeds of tiny CPU runs: a seed at a time, that was millions of
+    # evaluations (the command never returned). Steps grow with the seeds: a few hundred.
+    runs = _finished()
     # floor=0: no precision floor, so the whole budget is allocated (the floor: the next test)
     small = propose(runs, 30 * _round_cost(runs), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07,
                     floor=0)
@@ -124,20 +129,11 @@ def test_cli_unknown_gpu_lists_the_known_ones(tmp_path, capsys):
     assert err.startswith("error: --gpu 'XYZ'") and "H100 SXM" in err and "A100" in err
 
 
-def test_a_budget_beyond_what_the_question_needs_stops_at_the_floor(monkeypatch):
+def test_a_budget_beyond_what_the_question_needs_stops_at_the_floor(bounded_steps):
     """A million rounds' budget no longer buys a million seeds and ±0.02 %: the proposal stops
     at ±PRECISION_FLOOR, in a bounded number of steps, and the uniform seeds it is compared with
     cost what it spends."""
     runs = _finished()
-    calls = {"n": 0}
-    real = next_runs.Design.half_width
-
-    def counted(self, *a, **k):
-        calls["n"] += 1
-        assert calls["n"] < 5000, "the allocation is not bounded"
-        return real(self, *a, **k)
-
-    monkeypatch.setattr(next_runs.Design, "half_width", counted)
     budget = 1e6 * _round_cost(runs)
     prop = propose(runs, budget, "baseline", PEAK, MFU, noise=NOISE, alpha=0.07)
     assert prop["at_floor"] and 0.9 * PRECISION_FLOOR < prop["after"] <= PRECISION_FLOOR
