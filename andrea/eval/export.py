@@ -11,7 +11,7 @@ OUT gets what the Hugging Face ecosystem expects of a custom-code model:
 and loads with
 
     AutoModelForCausalLM.from_pretrained(OUT, trust_remote_code=True)      # transformers
-    AutoTokenizer.from_pretrained(OUT)
+    AutoTokenizer.from_pretrained(OUT, trust_remote_code=True)
     modeling_andrea.load_exported(OUT)                                       # torch only
 
 The modeling file is a copy of andrea/eval/hf_modeling.py, which imports nothing from andrea:
