@@ -11,6 +11,7 @@ docs/ablations.md). The op itself: `depth_op.py`, `depth_variants.py`.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
@@ -333,7 +334,10 @@ def _forward(x: Tensor, model, depth: nn.ModuleList, stats: dict | None) -> Tens
     return attnres_forward(x, model.sublayers(), depth, model.cfg, stats)
 
 
-_COMMON = dict(forward=_forward, attribute="depth", build=depth_modules, reset=reset_depth,
+# its code in the self-contained Hugging Face export (Scheme.export)
+_EXPORT = str(Path(__file__).with_name("export") / "attnres.py")
+_COMMON = dict(export=_EXPORT,
+               forward=_forward, attribute="depth", build=depth_modules, reset=reset_depth,
                n_params=n_params, flops=flops,
                flop_terms=("depth_score", "depth_mix", "depth_key_norm", "depth_query"),
                non_matmul=("depth_key_norm",), options=AttnResOptions, check=check,
