@@ -13,19 +13,13 @@ except under CI=true, where they fail."""
 from __future__ import annotations
 
 import math
-import os
 
 import pytest
 import torch
 
-from andrea.model.residuals import registry
+from conftest import require_plugin
 
-if "delta_attnres" not in registry.SCHEMES:
-    _WHY = ("the andrea-delta-attnres plug-in is not installed: `make env` installs it, or "
-            "`.venv/bin/python -m pip install -e plugins/andrea-delta-attnres`")
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{_WHY} (under CI=true a missing plug-in fails)", pytrace=False)
-    pytest.skip(_WHY, allow_module_level=True)
+require_plugin("delta_attnres", "andrea-delta-attnres")
 
 from andrea.config.resolve import resolve_run  # noqa: E402
 from andrea.model.flops import flops_per_token  # noqa: E402

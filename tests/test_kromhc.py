@@ -21,13 +21,9 @@ import pytest
 import torch
 
 from andrea.model.residuals import registry
+from conftest import require_plugin
 
-if "kromhc" not in registry.SCHEMES:
-    _WHY = ("the andrea-kromhc plug-in is not installed: `make env` installs it, or "
-            "`.venv/bin/python -m pip install -e plugins/andrea-kromhc`")
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{_WHY} (under CI=true a missing plug-in fails)", pytrace=False)
-    pytest.skip(_WHY, allow_module_level=True)
+require_plugin("kromhc", "andrea-kromhc")
 
 from andrea.config.resolve import ConfigError, resolve_run  # noqa: E402
 from andrea.model.flops import flops_per_token  # noqa: E402

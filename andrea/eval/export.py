@@ -21,8 +21,8 @@ scheme's export module; neither imports anything from andrea: users of an export
 not install andrea (what a `trust_remote_code` model is expected to be), and the copies are
 tested against andrea's own model, logits to fp32 precision, for every residual scheme
 (tests/test_eval_export.py). A scheme without an export module (a plug-in's `Scheme.export` is
-None) is refused with one line, before anything is written. OUT is written under a temporary name and renamed
-when complete; an existing OUT is refused, never overwritten.
+None) is refused with one line, before anything is written. OUT is written under a temporary
+name and renamed when complete; an existing OUT is refused, never overwritten.
 """
 
 from __future__ import annotations

@@ -233,8 +233,8 @@ class MetricsLogger:
         stats: the model's `return_stats` dict, {"layer_rms": Tensor[L], "depth_weights": list of
         L+1 1-D tensors, ragged (entry l = mean weights of layer l over its sources), [] for
         baseline; with depth routing also "depth_max_weight" and "depth_entropy", one scalar per
-        entry of depth_weights}. dynamics.json also carries `variant`, `block_size` and `size` from the run's
-        config when present there, overridden by `meta`.
+        entry of depth_weights}. dynamics.json also carries `variant`, `block_size` and `size`
+        from the run's config when present there, overridden by `meta`.
         """
         if not self.active:
             return
