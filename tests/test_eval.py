@@ -290,6 +290,18 @@ def test_the_harness_command_line_takes_a_run_directory_with_commas(env, tmp_pat
         AndreaLM.create_from_arg_obj({"run_dir": str(run).split(",")[0], "train.lr": 0.001})
 
 
+def test_bad_model_args_on_the_harness_command_line_are_one_error_line(monkeypatch, capsys):
+    from andrea.eval import harness
+
+    monkeypatch.setattr(sys, "argv", ["andrea.eval.harness", "run", "--model", "andrea",
+                                      "--model_args", "runs/x", "--tasks", "mc_local"])
+    with pytest.raises(SystemExit) as stop:
+        harness.main()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1, err
+    assert err[0].startswith("error: model_args: expected key=value") and "'runs/x'" in err[0]
+
+
 def test_the_export_docstring_loads_the_tokenizer_with_trust_remote_code():
     """Without trust_remote_code=True, AutoTokenizer.from_pretrained(OUT) of an export asks on
     stdin whether to run the folder's code."""
