@@ -17,9 +17,10 @@ PYTEST_ARGS ?=
 # two workers nearly halve the wall time on 2 cores. TEST_WORKERS=0 runs all in one process.
 TEST_WORKERS ?= 2
 
-# The example residual-scheme plug-in (docs/residual_schemes.md), installed after andrea so
-# that `model=kromhc` exists and tests/test_kromhc.py runs.
+# The example residual-scheme plug-ins (docs/residual_schemes.md), installed after andrea so
+# that `model=kromhc` and `model=delta_attnres` exist and their tests run.
 KROMHC := plugins/andrea-kromhc
+DELTA_ATTNRES := plugins/andrea-delta-attnres
 
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.andrea-installed
@@ -28,11 +29,12 @@ STAMP := $(VENV)/.andrea-installed
 
 env: $(STAMP)
 
-$(STAMP): pyproject.toml $(KROMHC)/pyproject.toml
+$(STAMP): pyproject.toml $(KROMHC)/pyproject.toml $(DELTA_ATTNRES)/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q "$(TORCH)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install -q -e ".[dev,hf,dashboard,eval,export]"
 	$(BIN)/python -m pip install -q -e $(KROMHC)
+	$(BIN)/python -m pip install -q -e $(DELTA_ATTNRES)
 	touch $(STAMP)
 
 demo: $(STAMP)

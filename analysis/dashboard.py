@@ -10,7 +10,8 @@ line, and has a section per question:
   scaling   val/loss vs training FLOPs, log-log: the envelope over sizes is the scaling law
   training  train/loss, lr, grad norm vs tokens
   speed     tokens/s and MFU per run (last value), and over training
-  dynamics  the latest depth-attention heatmap and per-layer output RMS (AttnRes runs)
+  dynamics  the latest depth-attention heatmap, its max weight and entropy per routing, and
+            per-layer output RMS (AttnRes and Delta AttnRes runs)
   analysis  the analysis run's fit table and scaling / compute-multiplier figures
 Every key comes from andrea.run.logkeys. `build_workspace` / `build_report` make the objects without
 touching the network; only `main` (and `maybe_create_dashboard`) save them, under a timeout.
@@ -127,12 +128,15 @@ def speed_panels() -> list:
 
 
 def dynamics_panels() -> list:
-    # Baseline runs log no depth weights, so the heatmap browser shows only AttnRes runs.
+    # Baseline runs log no depth weights, so the heatmap browsers show only the runs with depth
+    # routing (AttnRes, Delta AttnRes).
     return [
         wr.MediaBrowser(title="depth attention (latest eval)", media_keys=[keys.DEPTH_WEIGHTS],
                         num_columns=3),
         wr.MediaBrowser(title="per-layer output RMS (latest eval)",
                         media_keys=[keys.LAYER_RMS_PLOT], num_columns=3),
+        wr.MediaBrowser(title="depth routing: max weight and entropy (latest eval)",
+                        media_keys=[keys.DEPTH_SHARPNESS], num_columns=3),
     ]
 
 

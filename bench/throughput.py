@@ -112,8 +112,7 @@ def variant_config(name: str, size: str, vocab: int) -> ModelConfig:
     n_layer, n_head, d_model = SIZES[size]
     residual, *parts = name.split(":")
     if residual not in registry.SCHEMES:
-        raise ValueError(f"variant {name!r}: no residual scheme named {residual!r}; known: "
-                         f"{', '.join(registry.NAMES)}")
+        raise ValueError(f"variant {name!r}: {registry.unknown(residual)}")
     scheme = registry.SCHEMES[residual]
     kw: dict = {}
     for part in parts:

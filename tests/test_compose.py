@@ -137,13 +137,14 @@ def test_the_gpu_rivals_sweep_plans_three_seeds_per_size(hydra, tmp_path):
 
 
 def test_the_cpu_rivals_sweep_is_the_demo_with_mhc_and_mhc_lite(hydra, tmp_path):
-    """sweeps=rivals_cpu: the demo's sizes, seeds, tokens, budgets and LRs, with mHC and
-    mHC-lite beside the demo's variants (planned only: it is not run here)."""
+    """sweeps=rivals_cpu: the demo's sizes, seeds, tokens, budgets and LRs, with mHC, mHC-lite
+    and Delta AttnRes (a plug-in, installed by make env) beside the demo's variants (planned
+    only: it is not run here)."""
     demo = _planned(hydra, tmp_path / "demo", "sweeps=demo")
     rivals = _planned(hydra, tmp_path / "rivals", "sweeps=rivals_cpu")
-    assert len(rivals) == 60 and {j.spec.sweep_name for j in rivals} == {"rivals_cpu"}
+    assert len(rivals) == 72 and {j.spec.sweep_name for j in rivals} == {"rivals_cpu"}
     labels = {j.spec.label for j in rivals}
-    assert labels == {j.spec.label for j in demo} | {"mhc_n4", "mhc_lite_n4"}
+    assert labels == {j.spec.label for j in demo} | {"mhc_n4", "mhc_lite_n4", "delta_attnres"}
 
     def cell(j):  # what a run trains, but its variant
         s = j.spec

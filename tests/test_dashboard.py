@@ -97,6 +97,7 @@ def workspace():
 def test_every_plotted_key_is_logged(workspace, logged):
     logged_keys = logged["jsonl"] | logged["media"]
     assert keys.DEPTH_WEIGHTS in logged["media"] and keys.LAYER_RMS_PLOT in logged["media"]
+    assert keys.DEPTH_SHARPNESS in logged["media"]
     missing = plotted_keys(all_panels(workspace)) - logged_keys - ANALYSIS_KEYS
     assert not missing, f"panels plot keys no run logs: {sorted(missing)}"
 
@@ -127,8 +128,8 @@ def test_panels_cover_the_questions(workspace):
     assert {keys.TOKENS_PER_S, keys.MFU} <= bars
     media = {k for p in all_panels(workspace) if isinstance(p, wr.MediaBrowser)
              for k in p.media_keys}
-    assert {keys.DEPTH_WEIGHTS, keys.LAYER_RMS_PLOT, keys.ANALYSIS_SCALING,
-            keys.ANALYSIS_MULTIPLIER} <= media
+    assert {keys.DEPTH_WEIGHTS, keys.LAYER_RMS_PLOT, keys.DEPTH_SHARPNESS,
+            keys.ANALYSIS_SCALING, keys.ANALYSIS_MULTIPLIER} <= media
     tables = [p.table_name for p in all_panels(workspace)
               if isinstance(p, wr.WeavePanelSummaryTable)]
     assert tables == [keys.ANALYSIS_FIT_TABLE]

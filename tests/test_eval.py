@@ -258,6 +258,59 @@ def test_a_run_from_before_model_json_loads_from_its_hydra_config(env, tmp_path)
                                                  new.model.state_dict().values()))
 
 
+def test_the_harness_command_line_takes_a_run_directory_with_commas(env, tmp_path, monkeypatch):
+    """andrea's run names have commas (`seed0,train.lr=0.001`); the harness splits --model_args
+    at every comma, which cut the path. `device=` in --model_args beside --device raised
+    TypeError (two values for one argument)."""
+    from lm_eval._cli import HarnessCLI
+
+    from andrea.eval.adapter import AndreaLM
+    from andrea.eval.harness import model_args_as_json
+
+    run = tmp_path / "sweep" / "tiny-1" / "baseline" / "seed0,train.lr=0.001,train.steps=24"
+    shutil.copytree(env["run"], run)
+    for model_args in ([f"run_dir={run},device=cpu"], [f"run_dir={run}", "device=cpu"],
+                       [f'run_dir="{run}",device=cpu'], [f"device=cpu,run_dir={run}"]):
+        argv = ["run", "--model", "andrea", "--model_args", *model_args, "--device", "cpu",
+                "--tasks", "mc_local"]
+        monkeypatch.setattr(sys, "argv", ["lm-eval", *model_args_as_json(argv)])
+        args = HarnessCLI().parse_args()
+        assert args.model_args == {"run_dir": str(run), "device": "cpu"}, model_args
+        # what lm_eval.simple_evaluate passes beside model_args (its default batch size: 1)
+        lm = AndreaLM.create_from_arg_obj(args.model_args, {"batch_size": 1,
+                                                            "max_batch_size": None,
+                                                            "device": args.device})
+        assert lm.run.run_dir.root == run and lm._device.type == "cpu"
+    # the harness's other route, a model_args string (lm_eval.simple_evaluate), parses the same
+    lm = AndreaLM.create_from_arg_string(f"run_dir={run},batch_size=3", {"device": "cpu"})
+    assert lm.run.run_dir.root == run and lm.batch_size == 3
+    with pytest.raises(EvalError, match="device=cuda:0 in --model_args and --device cpu disagree"):
+        AndreaLM.create_from_arg_obj({"run_dir": str(run), "device": "cuda:0"}, {"device": "cpu"})
+    with pytest.raises(EvalError, match="'train.lr' is not one of andrea's .* quote the path"):
+        AndreaLM.create_from_arg_obj({"run_dir": str(run).split(",")[0], "train.lr": 0.001})
+
+
+def test_bad_model_args_on_the_harness_command_line_are_one_error_line(monkeypatch, capsys):
+    from andrea.eval import harness
+
+    monkeypatch.setattr(sys, "argv", ["andrea.eval.harness", "run", "--model", "andrea",
+                                      "--model_args", "runs/x", "--tasks", "mc_local"])
+    with pytest.raises(SystemExit) as stop:
+        harness.main()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1, err
+    assert err[0].startswith("error: model_args: expected key=value") and "'runs/x'" in err[0]
+
+
+def test_the_export_docstring_loads_the_tokenizer_with_trust_remote_code():
+    """Without trust_remote_code=True, AutoTokenizer.from_pretrained(OUT) of an export asks on
+    stdin whether to run the folder's code."""
+    import andrea.eval.export as export
+
+    lines = [line for line in export.__doc__.splitlines() if "from_pretrained(OUT" in line]
+    assert lines and all("trust_remote_code=True" in line for line in lines), lines
+
+
 def test_importing_andrea_does_not_import_lm_eval():
     import subprocess
 

@@ -96,10 +96,13 @@ def test_export_loads_back_standalone_with_the_same_logits(scheme, tmp_path, tok
     out = export_run(run, tmp_path / "export")
     assert sorted(p.name for p in out.iterdir()) == [
         "andrea_export.json", "config.json", "model.safetensors", "modeling_andrea.py",
-        "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]
+        "residual_andrea.py", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]
     assert (out / "tokenizer.json").read_bytes() == tokenizer_file.read_bytes()
     meta = json.loads((out / "andrea_export.json").read_text())
     assert meta["step"] == 7 and meta["trained_seq_len"] == 24
+    # portable: the run's name and the checkpoint within it, no path of this machine
+    assert meta["run"] == "run" and not Path(meta["checkpoint"]).is_absolute()
+    assert str(tmp_path) not in (out / "andrea_export.json").read_text()
     mod = import_modeling(out, hide_transformers=True)
     assert not mod.HAVE_TRANSFORMERS
     exported = mod.load_exported(str(out))
@@ -108,6 +111,28 @@ def test_export_loads_back_standalone_with_the_same_logits(scheme, tmp_path, tok
         want, got = model(idx), exported(idx)
     # fp32 precision: the plain depth-attention formula vs andrea's fused/two-phase paths
     assert torch.allclose(got, want, rtol=1e-5, atol=1e-5), (got - want).abs().max()
+
+
+def test_export_loads_where_andrea_is_not_installed(tmp_path, tokenizer_file):
+    """In a fresh process where `import andrea` fails, from the folder on sys.path (the
+    docstring's `import modeling_andrea`), the residual file found beside it."""
+    import subprocess
+
+    run, model = fake_run(tmp_path / "run", dict(residual="attnres_block", block_size=2),
+                          tokenizer_file)
+    out = export_run(run, tmp_path / "export")
+    idx = torch.randint(0, VOCAB, (2, 12), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        torch.save({"idx": idx, "want": model(idx)}, tmp_path / "want.pt")
+    code = ("import sys, torch; sys.modules['andrea'] = None; sys.modules['transformers'] = None\n"
+            f"sys.path.insert(0, {str(out)!r}); import modeling_andrea\n"
+            f"d = torch.load({str(tmp_path / 'want.pt')!r})\n"
+            f"m = modeling_andrea.load_exported({str(out)!r})\n"
+            "print(float((m(d['idx']).detach() - d['want']).abs().max()))")
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert float(res.stdout) < 1e-5
 
 
 def test_export_through_transformers_auto_classes(tmp_path, tokenizer_file):
@@ -162,14 +187,54 @@ def test_weights_do_not_fit_the_config(tmp_path, tokenizer_file, capsys):
     assert "does not fit the run's model config" in capsys.readouterr().err
 
 
-def test_the_modeling_files_config_has_every_andrea_field_and_default():
-    """A field added to ModelConfig must reach the self-contained copy (else the export drops
-    it silently)."""
-    from andrea.eval import hf_modeling
+def test_the_modeling_files_config_has_the_transformers_fields_and_defaults():
+    """A field of the transformer added to ModelConfig must reach the self-contained copy (else
+    the export drops it silently); a scheme's options travel in config.json, read by its own
+    export module."""
+    import ast
+
+    from andrea.eval.export import MODELING_SOURCE
+    from andrea.model.residuals import registry
+
+    # read, not imported: the file imports its residual_andrea.py sibling, only in an export
+    tree = ast.parse(MODELING_SOURCE.read_text())
+    (literal,) = [n.value for n in tree.body if isinstance(n, ast.Assign)
+                  and any(getattr(t, "id", "") == "CONFIG_FIELDS" for t in n.targets)]
+    options = {o for s in registry.SCHEMES.values() for o in s.option_names()}
+    fields = {k: v for k, v in asdict(ModelConfig(2, 2, 64)).items() if k not in options}
+    assert ast.literal_eval(literal) == fields
+
+
+@pytest.mark.parametrize("name", sorted(s.name for s in __import__(
+    "andrea.model.residuals.registry", fromlist=["BUILT_IN"]).BUILT_IN))
+def test_every_built_in_scheme_has_an_export_module_that_imports_torch_only(name):
+    import ast
 
     from andrea.model.residuals import registry
 
-    built_in = {o for s in registry.BUILT_IN for o in s.option_names()}
-    plugins = {o for s in registry.SCHEMES.values() for o in s.option_names()} - built_in
-    fields = {k: v for k, v in asdict(ModelConfig(2, 2, 64)).items() if k not in plugins}
-    assert hf_modeling.CONFIG_FIELDS == fields
+    path = Path(registry.get(name).export)
+    tops = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            tops |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            tops.add((node.module or "").split(".")[0])
+    assert tops <= {"torch", "math", "itertools", "__future__"}, (name, tops)
+
+
+def test_a_scheme_without_an_export_module_is_refused_in_one_line(tmp_path, tokenizer_file,
+                                                                   capsys, monkeypatch):
+    """A plug-in whose Scheme gives no export: one `error:` line, no folder (it wrote a folder
+    whose modeling file failed to load: `residual='scaled'; valid: ...`)."""
+    import dataclasses
+
+    from andrea.model.residuals import registry
+
+    run, _ = fake_run(tmp_path / "run", dict(residual="baseline"), tokenizer_file)
+    monkeypatch.setitem(registry.SCHEMES, "baseline",
+                        dataclasses.replace(registry.SCHEMES["baseline"], export=None))
+    assert main([str(run), str(tmp_path / "export")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: model=baseline cannot be exported: its residual scheme gives no export "
+                   "module (Scheme.export is None; docs/residual_schemes.md)"]
+    assert not (tmp_path / "export").exists() and not list(tmp_path.glob(".export.*"))

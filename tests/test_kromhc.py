@@ -21,13 +21,9 @@ import pytest
 import torch
 
 from andrea.model.residuals import registry
+from conftest import require_plugin
 
-if "kromhc" not in registry.SCHEMES:
-    _WHY = ("the andrea-kromhc plug-in is not installed: `make env` installs it, or "
-            "`.venv/bin/python -m pip install -e plugins/andrea-kromhc`")
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{_WHY} (under CI=true a missing plug-in fails)", pytrace=False)
-    pytest.skip(_WHY, allow_module_level=True)
+require_plugin("kromhc", "andrea-kromhc")
 
 from andrea.config.resolve import ConfigError, resolve_run  # noqa: E402
 from andrea.model.flops import flops_per_token  # noqa: E402
@@ -352,6 +348,24 @@ def test_the_throughput_benchmark_takes_it():
         variant_config("kromhc:6", "tiny", 64)
 
 
+def test_its_export_is_refused_in_one_line(tmp_path, capsys):
+    """KromHC gives no export module (`Scheme.export` is None): `python -m andrea.eval.export`
+    refuses its run with one line and writes nothing (it wrote a folder that did not load)."""
+    pytest.importorskip("safetensors")
+    from andrea.data.tokenizer import save_tokenizer, train_tokenizer
+    from andrea.eval.export import main
+    from test_eval_export import VOCAB, fake_run
+
+    tok = tmp_path / "tokenizer.json"
+    text = open(torch.__file__.replace("__init__.py", "functional.py")).read()[:60000]
+    save_tokenizer(train_tokenizer([text], VOCAB), tok)
+    run, _ = fake_run(tmp_path / "run", dict(residual="kromhc"), tok)
+    assert main([str(run), str(tmp_path / "export")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: model=kromhc cannot be exported"), err
+    assert not (tmp_path / "export").exists()
+
+
 # ---------------------------------------------------------------------------------------------
 # End to end: exact resume; a sweep against the baseline to a multiplier
 # ---------------------------------------------------------------------------------------------
@@ -374,11 +388,16 @@ def test_resume_is_exact(tmp_path, data_cache):
 
 @pytest.mark.slow
 def test_a_cpu_sweep_against_the_baseline_gets_a_multiplier(tmp_path, data_cache):
-    """`sweep.py -m model=baseline,kromhc size=tiny-1,tiny-2 train.seed=0,1`, then
-    `analysis.fit`: 8 runs in their labelled directories and a multiplier for kromhc_n4."""
+    """`sweep.py -m model=baseline,kromhc,delta_attnres size=tiny-1,tiny-2 train.seed=0,1`, then
+    `analysis.fit`: the runs in their labelled directories and a multiplier for each plug-in
+    (kromhc_n4, and delta_attnres when that plug-in is installed: one sweep serves both, to keep
+    the suite's time)."""
+    plugins = {"kromhc": "kromhc_n4"}
+    if "delta_attnres" in registry.SCHEMES:
+        plugins["delta_attnres"] = "delta_attnres"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     sweep = subprocess.run(
-        [sys.executable, str(REPO / "sweep.py"), "-m", "model=baseline,kromhc",
+        [sys.executable, str(REPO / "sweep.py"), "-m", ",".join(["model=baseline", *plugins]),
          "size=tiny-1,tiny-2", "train.seed=0,1", f"out_dir={tmp_path / 'runs'}",
          "sweep_name=kromhc", *TINY_RUN[1:]],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
@@ -387,16 +406,19 @@ def test_a_cpu_sweep_against_the_baseline_gets_a_multiplier(tmp_path, data_cache
     runs = {p.parent.relative_to(root).parts: json.loads(p.read_text())
             for p in root.rglob("results.json")}
     # <size>/<label>/seed<N>[,<the tiny budget's overrides>]
+    labels = sorted(["baseline", *plugins.values()])
     assert sorted((size, label, seed.split(",")[0]) for size, label, seed in runs) == [
         (size, label, f"seed{s}") for size in ("tiny-1", "tiny-2")
-        for label in ("baseline", "kromhc_n4") for s in (0, 1)]
+        for label in labels for s in (0, 1)]
     assert all(r["status"] == "completed" for r in runs.values())
-    assert {r["variant"] for key, r in runs.items() if key[1] == "kromhc_n4"} == {"kromhc"}
+    for variant, label in plugins.items():
+        assert {r["variant"] for key, r in runs.items() if key[1] == label} == {variant}
     fit = subprocess.run([sys.executable, "-m", "analysis.fit", str(root), "--out",
                           str(tmp_path / "fit"), "--no-plots"],
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert fit.returncode == 0, fit.stdout[-3000:] + fit.stderr[-3000:]
     fits = json.loads((tmp_path / "fit" / "fits.json").read_text())
-    assert {"baseline", "kromhc_n4"} <= set(fits["fits"])
-    lines = [line for line in fit.stdout.splitlines() if "kromhc_n4" in line]
-    assert lines and any(ch.isdigit() for ch in lines[-1]), fit.stdout
+    assert set(labels) <= set(fits["fits"])
+    for label in plugins.values():
+        lines = [line for line in fit.stdout.splitlines() if label in line]
+        assert lines and any(ch.isdigit() for ch in lines[-1]), (label, fit.stdout)

@@ -146,8 +146,6 @@ def test_nothing_outside_the_schemes_package_branches_on_a_schemes_name():
         for path in modules(top):
             if "residuals" in path.relative_to(REPO).parts:
                 continue
-            if path.name == "hf_modeling.py":  # the export's self-contained copy of the model,
-                continue                       # written into folders that never import andrea
             for node in ast.walk(ast.parse(path.read_text())):
                 if not isinstance(node, ast.Compare):
                     continue

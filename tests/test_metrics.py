@@ -45,10 +45,12 @@ def wandb_env(monkeypatch, tmp_path):
 
 def make_stats(n_layer: int = 4, attnres: bool = True) -> dict:
     weights = [torch.softmax(torch.arange(i + 1.0), 0) for i in range(n_layer + 1)]
-    return {
-        "layer_rms": torch.linspace(1.0, 2.0, n_layer),
-        "depth_weights": weights if attnres else [],
-    }
+    stats = {"layer_rms": torch.linspace(1.0, 2.0, n_layer),
+             "depth_weights": weights if attnres else []}
+    if attnres:  # what common.record_routing appends beside each routing's mean weights
+        stats["depth_max_weight"] = [w.max() for w in weights]
+        stats["depth_entropy"] = [-(w * w.log()).sum() for w in weights]
+    return stats
 
 
 def log_steps(logger: MetricsLogger, steps) -> None:
@@ -134,10 +136,13 @@ def test_dynamics_json_ragged_and_meta(tmp_path):
     assert dyn["layer_rms"] == pytest.approx([1.0, 1.5, 2.0])
     assert [len(w) for w in dyn["depth_weights"]] == [1, 2, 3, 4]
     assert all(sum(w) == pytest.approx(1.0) for w in dyn["depth_weights"])
+    # each routing's sharpness beside its weights: one routing (one source) has max 1, entropy 0
+    assert dyn["depth_max_weight"][0] == 1.0 and dyn["depth_entropy"][0] == 0.0
+    assert len(dyn["depth_max_weight"]) == len(dyn["depth_entropy"]) == 4
 
     logger.log_dynamics(9, make_stats(n_layer=3, attnres=False))  # baseline: no depth weights
     dyn = json.loads(rd.dynamics.read_text())
-    assert dyn["step"] == 9 and dyn["depth_weights"] == []
+    assert dyn["step"] == 9 and dyn["depth_weights"] == [] and dyn["depth_max_weight"] == []
     assert not list(rd.root.glob(".dynamics.json.*"))  # no temp files left behind
     logger.finish({"status": "completed"})
 

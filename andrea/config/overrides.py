@@ -169,6 +169,15 @@ def group_options(group: str) -> list[str]:
     return sorted(names)
 
 
+def _broken_model(group: str, option: str) -> str | None:
+    """Why `model=<option>` is missing when a broken plug-in was to provide it, else None."""
+    if group != "model":
+        return None
+    from andrea.model.residuals import registry
+
+    return registry.unknown(option) if option in registry.BROKEN else None
+
+
 def unknown_option_hints(overrides: Iterable[str]) -> list[str]:
     """One line per `group=option` whose option has no file (`size=tiny2`), with the nearest
     option; Hydra's own "Could not find 'size/tiny2'" came with exit 1 and no suggestion."""
@@ -179,6 +188,10 @@ def unknown_option_hints(overrides: Iterable[str]) -> list[str]:
         options = group_options(key)
         for v in (v.strip() for v in value.split(",")):
             if v in options or v in ("null", ""):
+                continue
+            broken = _broken_model(key, v)
+            if broken:
+                lines.append(f"error: {broken}")
                 continue
             near = difflib.get_close_matches(v, options, n=1, cutoff=0.5)
             lines.append(f"error: {key}={v}: no such {key}" + (f" (did you mean {key}={near[0]}?)"

@@ -3,6 +3,9 @@
     lm_eval.simple_evaluate(model="andrea", model_args={"run_dir": RUN_DIR}, tasks=[...])
     python -m andrea.eval.harness run --model andrea --model_args run_dir=RUN_DIR --tasks ...
 
+RUN_DIR may contain commas (andrea's run names do: `seed0,train.lr=0.001`): `parse_model_args`
+keeps them in the path, which the harness's own comma split would cut.
+
 The model is the run directory's newest checkpoint (any residual scheme) with the run's own
 tokenizer (andrea/eval/load.py). The three request types of the harness's `LM` API:
 
@@ -54,6 +57,57 @@ def resolve_device(device: str | None, strict: bool = True) -> torch.device:
     return torch.device(device)
 
 
+# AndreaLM's model_args; `trust_remote_code` is what the harness adds on its own (ignored here).
+MODEL_ARGS = ("run_dir", "pretrained", "device", "batch_size", "max_length", "tokenizer",
+              "precision")
+IGNORED_ARGS = ("trust_remote_code",)
+
+
+def _unquote(value: str) -> str:
+    v = value.strip()
+    return v[1:-1] if len(v) >= 2 and v[0] == v[-1] and v[0] in "\"'" else v
+
+
+def parse_model_args(text: str) -> dict[str, str]:
+    """`key=value,key=value` as the harness spells model_args, except that a comma not followed
+    by one of andrea's keys (`MODEL_ARGS`) continues the value before it: andrea names run
+    directories after their overrides (`seed0,train.lr=0.001`), and the harness's own split at
+    every comma cut such a path. A quoted value (`run_dir="a,b"`) is taken whole."""
+    out: dict[str, str] = {}
+    key = None
+    for piece in text.split(","):
+        k, eq, v = piece.partition("=")
+        if eq and k.strip() in (*MODEL_ARGS, *IGNORED_ARGS):
+            key = k.strip()
+            out[key] = v
+        elif key is not None:
+            out[key] += "," + piece
+        elif piece.strip():
+            raise EvalError(f"model_args: expected key=value with a key among "
+                            f"{', '.join(MODEL_ARGS)}; got {piece!r}")
+    return {k: _unquote(v) for k, v in out.items()}
+
+
+def merge_model_args(model_args: dict, harness: dict | None) -> dict:
+    """The constructor's arguments from `--model_args` and the harness's own (`--device`,
+    `--batch_size`, passed to every model). The harness always passes a batch size (its default
+    1), so model_args' batch_size wins; `--device` is passed only when given, so a device in
+    both that differs is refused rather than guessed (the harness itself raised TypeError)."""
+    unknown = [k for k in model_args if k not in (*MODEL_ARGS, *IGNORED_ARGS, "loaded")]
+    if unknown:
+        raise EvalError(
+            f"model_args key {unknown[0]!r} is not one of andrea's ({', '.join(MODEL_ARGS)}); "
+            f"if it is part of a run directory whose name has commas, which the harness split "
+            f"at, quote the path: --model_args 'run_dir=\"RUN_DIR\"'")
+    harness = {k: v for k, v in (harness or {}).items() if v is not None and k in MODEL_ARGS}
+    if "device" in model_args and "device" in harness \
+            and str(model_args["device"]) != str(harness["device"]):
+        raise EvalError(f"device={model_args['device']} in --model_args and --device "
+                        f"{harness['device']} disagree; give one of them")
+    merged = {**harness, **{k: v for k, v in model_args.items() if k not in IGNORED_ARGS}}
+    return merged
+
+
 @register_model("andrea")
 class AndreaLM(TemplateLM):
     """An andrea run directory's newest checkpoint, for the harness.
@@ -90,6 +144,15 @@ class AndreaLM(TemplateLM):
         from andrea.data.tokenizer import EOT
 
         self._eot = self.tok.token_to_id(EOT)
+
+    # ---- how the harness builds the model -------------------------------------------------
+    @classmethod
+    def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):
+        return cls(**merge_model_args(parse_model_args(arg_string or ""), additional_config))
+
+    @classmethod
+    def create_from_arg_obj(cls, arg_dict: dict, additional_config: dict | None = None):
+        return cls(**merge_model_args(dict(arg_dict), additional_config))
 
     # ---- what the harness asks of a TemplateLM ---------------------------------------------
     @property

@@ -4,21 +4,25 @@ OUT gets what the Hugging Face ecosystem expects of a custom-code model:
 
     model.safetensors      the run's weights (andrea's parameter names; a tied head is stored once)
     config.json            the model config, model_type "andrea", auto_map -> modeling_andrea
-    modeling_andrea.py     the model, self-contained (torch only; transformers when installed)
+    modeling_andrea.py     the transformer, self-contained (torch only; transformers when installed)
+    residual_andrea.py     the run's residual scheme, from its export module (Scheme.export)
     tokenizer.json         the run's tokenizer, + tokenizer_config.json, special_tokens_map.json
-    andrea_export.json     provenance: run directory, checkpoint, step, val_loss, code version
+    andrea_export.json     provenance: the run's name and label, checkpoint, step, val_loss,
+                           andrea's code version (no path of the exporting machine)
 
 and loads with
 
     AutoModelForCausalLM.from_pretrained(OUT, trust_remote_code=True)      # transformers
-    AutoTokenizer.from_pretrained(OUT)
+    AutoTokenizer.from_pretrained(OUT, trust_remote_code=True)
     modeling_andrea.load_exported(OUT)                                       # torch only
 
-The modeling file is a copy of andrea/eval/hf_modeling.py, which imports nothing from andrea:
-users of an exported model need not install andrea (what a `trust_remote_code` model is expected
-to be), and the copy is tested against andrea's own model, logits to fp32 precision, for every
-residual scheme (tests/test_eval_export.py). OUT is written under a temporary name and renamed
-when complete; an existing OUT is refused, never overwritten.
+The modeling file is a copy of andrea/eval/hf_modeling.py and the residual file a copy of the
+scheme's export module; neither imports anything from andrea: users of an exported model need
+not install andrea (what a `trust_remote_code` model is expected to be), and the copies are
+tested against andrea's own model, logits to fp32 precision, for every residual scheme
+(tests/test_eval_export.py). A scheme without an export module (a plug-in's `Scheme.export` is
+None) is refused with one line, before anything is written. OUT is written under a temporary
+name and renamed when complete; an existing OUT is refused, never overwritten.
 """
 
 from __future__ import annotations
@@ -37,6 +41,35 @@ from andrea.run.rundir import code_version
 
 MODELING_SOURCE = Path(__file__).with_name("hf_modeling.py")
 MODELING_NAME = "modeling_andrea.py"
+RESIDUAL_NAME = "residual_andrea.py"  # modeling_andrea.py imports it by this name
+
+
+def residual_source(cfg) -> Path:
+    """The run's scheme's export module; EvalError when the scheme has none."""
+    scheme = cfg.scheme
+    if scheme.export is None:
+        raise EvalError(f"model={scheme.name} cannot be exported: its residual scheme gives no "
+                        f"export module (Scheme.export is None; docs/residual_schemes.md)")
+    path = Path(scheme.export)
+    if not path.is_file():
+        raise EvalError(f"model={scheme.name}: its export module {path} does not exist")
+    return path
+
+
+def provenance(run) -> dict:
+    """What andrea_export.json records: portable (the run's name, not the exporting machine's
+    path to it; the checkpoint relative to the run directory)."""
+    results = run.results or {}
+    root = run.run_dir.root.resolve()
+    ckpt = Path(run.checkpoint).resolve()
+    return {
+        "run": root.name, "checkpoint": str(ckpt.relative_to(root))
+        if ckpt.is_relative_to(root) else ckpt.name,
+        "step": run.step, "final": run.final, "trained_seq_len": run.seq_len,
+        "val_loss": results.get("val_loss"), "variant": results.get("variant"),
+        "label": results.get("label"), "size": results.get("size"),
+        "tokenizer_sha256": run.tokenizer_sha256, "andrea_code": code_version(),
+    }
 
 
 def hf_config(cfg, eot: int) -> dict:
@@ -63,6 +96,7 @@ def export_run(run_dir: str | Path, out: str | Path, tokenizer: str | Path | Non
     if out.exists():
         raise EvalError(f"export folder {out} exists; pick a new folder (nothing is overwritten)")
     run = load_run(run_dir, "cpu", tokenizer)
+    residual = residual_source(run.cfg)
     state = {k: v.detach().contiguous() for k, v in run.model.state_dict().items()}
     if run.cfg.tie_embeddings:
         state.pop("lm_head.weight", None)  # the same tensor as wte.weight
@@ -73,6 +107,7 @@ def export_run(run_dir: str | Path, out: str | Path, tokenizer: str | Path | Non
         save_file(state, str(tmp / "model.safetensors"), metadata={"format": "pt"})
         (tmp / "config.json").write_text(json.dumps(hf_config(run.cfg, eot), indent=2) + "\n")
         shutil.copyfile(MODELING_SOURCE, tmp / MODELING_NAME)
+        shutil.copyfile(residual, tmp / RESIDUAL_NAME)
         shutil.copyfile(run.tokenizer_path, tmp / "tokenizer.json")
         special = {"bos_token": EOT, "eos_token": EOT, "unk_token": EOT}
         (tmp / "tokenizer_config.json").write_text(json.dumps({
@@ -80,14 +115,7 @@ def export_run(run_dir: str | Path, out: str | Path, tokenizer: str | Path | Non
             "add_prefix_space": False, "clean_up_tokenization_spaces": False, **special},
             indent=2) + "\n")
         (tmp / "special_tokens_map.json").write_text(json.dumps(special, indent=2) + "\n")
-        results = run.results or {}
-        (tmp / "andrea_export.json").write_text(json.dumps({
-            "run_dir": str(run.run_dir.root.resolve()), "checkpoint": str(run.checkpoint),
-            "step": run.step, "final": run.final, "trained_seq_len": run.seq_len,
-            "val_loss": results.get("val_loss"), "variant": results.get("variant"),
-            "label": results.get("label"), "size": results.get("size"),
-            "tokenizer_sha256": run.tokenizer_sha256, "andrea_code": code_version(),
-        }, indent=2) + "\n")
+        (tmp / "andrea_export.json").write_text(json.dumps(provenance(run), indent=2) + "\n")
         for p in tmp.iterdir():
             os.chmod(p, 0o644)
         os.chmod(tmp, 0o755)
@@ -117,7 +145,7 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     print(f"exported {args.run_dir} -> {out}/ (model.safetensors, config.json, "
-          f"{MODELING_NAME}, tokenizer.json)")
+          f"{MODELING_NAME}, {RESIDUAL_NAME}, tokenizer.json)")
     print(f"  load: AutoModelForCausalLM.from_pretrained({str(out)!r}, trust_remote_code=True)")
     return 0
 

@@ -60,6 +60,8 @@ class ModelConfigBase:
                 f"ModelConfig.d_model={self.d_model} is not divisible by "
                 f"n_head={self.n_head}: pick d_model a multiple of n_head"
             )
+        if self.residual in registry.BROKEN:
+            raise ValueError(registry.unknown(self.residual))
         if self.residual not in registry.SCHEMES:
             fail("residual", f"one of {', '.join(RESIDUALS)}")
         for field in ("ln_eps", "key_eps"):

@@ -52,8 +52,10 @@ DEPTH_WEIGHTS = "dynamics/depth_weights"  # image: heatmap, rows = layer, cols =
 LAYER_RMS = "dynamics/layer_rms"  # table: columns (layer, rms) of each sublayer output f_l
 LAYER_RMS_PLOT = "dynamics/layer_rms_plot"  # image: the same as a line plot
 LAYER_RMS_COLUMNS = ("layer", "rms")
+# image: per depth routing, the token mean of its largest weight and of its entropy (nats)
+DEPTH_SHARPNESS = "dynamics/depth_sharpness"
 
-DYNAMICS_IMAGES = (DEPTH_WEIGHTS, LAYER_RMS_PLOT)
+DYNAMICS_IMAGES = (DEPTH_WEIGHTS, LAYER_RMS_PLOT, DEPTH_SHARPNESS)
 
 # --- the analysis run (analysis/fit.py logs these into the sweep's group, job_type "analysis") --
 ANALYSIS_FIT_TABLE = "analysis/fit_table"  # table: one row per variant (fit params, multiplier)

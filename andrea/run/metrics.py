@@ -232,20 +232,25 @@ class MetricsLogger:
 
         stats: the model's `return_stats` dict, {"layer_rms": Tensor[L], "depth_weights": list of
         L+1 1-D tensors, ragged (entry l = mean weights of layer l over its sources), [] for
-        baseline}. dynamics.json also carries `variant`, `block_size` and `size` from the run's
-        config when present there, overridden by `meta`.
+        baseline; with depth routing also "depth_max_weight" and "depth_entropy", one scalar per
+        entry of depth_weights}. dynamics.json also carries `variant`, `block_size` and `size`
+        from the run's config when present there, overridden by `meta`.
         """
         if not self.active:
             return
         layer_rms = [float(x) for x in _plain(stats["layer_rms"])]
         depth_weights = [[float(x) for x in _plain(w)] for w in stats.get("depth_weights", [])]
+        # each depth routing's sharpness (token means; common.record_routing), [] without one
+        sharpness = {k: [float(x) for x in _plain(stats.get(k, []))]
+                     for k in ("depth_max_weight", "depth_entropy")}
         record = {
             k: self.config[k]
             for k in (keys.CONFIG_VARIANT, keys.CONFIG_BLOCK_SIZE, keys.CONFIG_SIZE)
             if k in self.config
         }
         record.update(meta or {})
-        record.update({"step": int(step), "layer_rms": layer_rms, "depth_weights": depth_weights})
+        record.update({"step": int(step), "layer_rms": layer_rms, "depth_weights": depth_weights,
+                       **sharpness})
         atomic_write_json(self.run_dir.dynamics, record)
         if self._run is None:
             return
@@ -263,6 +268,9 @@ class MetricsLogger:
                 data[keys.DEPTH_WEIGHTS] = wandb.Image(
                     _png(depth_weights_figure(depth_weights, step))
                 )
+            if sharpness["depth_max_weight"]:
+                data[keys.DEPTH_SHARPNESS] = wandb.Image(_png(depth_sharpness_figure(
+                    sharpness["depth_max_weight"], sharpness["depth_entropy"], step)))
         except Exception as e:  # noqa: BLE001
             self._wandb_failed("rendering the dynamics figures", e)
             return
@@ -304,6 +312,23 @@ def depth_weights_figure(depth_weights: Sequence[Sequence[float]], step: int):
     ax.set_xlabel("source (0 = embedding)")
     ax.set_ylabel("layer (last = output)")
     ax.set_title(f"depth attention, step {step}")
+    return fig
+
+
+def depth_sharpness_figure(max_weight: Sequence[float], entropy: Sequence[float], step: int):
+    """Per depth routing (row of the heatmap): the mean largest weight and the mean entropy."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(5, 3), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot(range(len(max_weight)), max_weight, marker="o", label="max weight")
+    ax.set_xlabel("depth routing (heatmap row)")
+    ax.set_ylabel("mean max weight")
+    ax.set_ylim(0, 1)
+    ax2 = ax.twinx()
+    ax2.plot(range(len(entropy)), entropy, marker="s", color="C1", label="entropy")
+    ax2.set_ylabel("mean entropy (nats)", color="C1")
+    ax.set_title(f"depth routing sharpness, step {step}")
     return fig
 
 

@@ -11,6 +11,7 @@ docs/ablations.md). The op itself: `depth_op.py`, `depth_variants.py`.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
@@ -18,7 +19,7 @@ import torch
 import torch.nn as nn
 from torch import Tensor
 
-from andrea.model.residuals.common import layer_rms, mean_weights
+from andrea.model.residuals.common import layer_rms, record_routing
 from andrea.model.residuals.depth_op import (
     SourceStack,
     depth_attention,
@@ -266,7 +267,7 @@ def attnres(x: Tensor, fs: list, depth: nn.ModuleList, cfg, stats: dict | None) 
             partial = None
         if stats is not None:
             w = depth[l].weights(completed, partial)
-            stats["depth_weights"].append(mean_weights(w))
+            record_routing(stats, w)
         v = f(depth[l](completed, partial))
         if stats is not None:
             stats["layer_rms"].append(layer_rms(v))
@@ -275,7 +276,7 @@ def attnres(x: Tensor, fs: list, depth: nn.ModuleList, cfg, stats: dict | None) 
         partial = v.to(x.dtype) if partial is None else partial + v
     completed.push(partial)
     if stats is not None:
-        stats["depth_weights"].append(mean_weights(depth[-1].weights(completed)))
+        record_routing(stats, depth[-1].weights(completed))
     return depth[-1](completed)
 
 
@@ -318,14 +319,14 @@ def attnres_general(x: Tensor, fs: list, depth: nn.ModuleList, cfg, stats: dict 
             blocks, partial = blocks + [partial], None
         h, w = depth[l].general(blocks + ([partial] if partial is not None else []))
         if stats is not None:
-            stats["depth_weights"].append(mean_weights(w.detach().float()))
+            record_routing(stats, w.detach().float())
         v = f(h.to(x.dtype))
         if stats is not None:
             stats["layer_rms"].append(layer_rms(v))
         partial = v.to(x.dtype) if partial is None else partial + v
     h, w = depth[-1].general(blocks + [partial])
     if stats is not None:
-        stats["depth_weights"].append(mean_weights(w.detach().float()))
+        record_routing(stats, w.detach().float())
     return h.to(x.dtype)
 
 
@@ -333,7 +334,10 @@ def _forward(x: Tensor, model, depth: nn.ModuleList, stats: dict | None) -> Tens
     return attnres_forward(x, model.sublayers(), depth, model.cfg, stats)
 
 
-_COMMON = dict(forward=_forward, attribute="depth", build=depth_modules, reset=reset_depth,
+# its code in the self-contained Hugging Face export (Scheme.export)
+_EXPORT = str(Path(__file__).with_name("export") / "attnres.py")
+_COMMON = dict(export=_EXPORT,
+               forward=_forward, attribute="depth", build=depth_modules, reset=reset_depth,
                n_params=n_params, flops=flops,
                flop_terms=("depth_score", "depth_mix", "depth_key_norm", "depth_query"),
                non_matmul=("depth_key_norm",), options=AttnResOptions, check=check,

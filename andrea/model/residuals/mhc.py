@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Optional
 
@@ -244,7 +245,10 @@ def _reset(mappings: nn.ModuleList, cfg) -> None:
         m.reset_parameters()
 
 
-_COMMON = dict(forward=_forward, attribute="mhc", build=mhc_mappings, reset=_reset,
+# its code in the self-contained Hugging Face export (Scheme.export)
+_EXPORT = str(Path(__file__).with_name("export") / "mhc.py")
+_COMMON = dict(export=_EXPORT,
+               forward=_forward, attribute="mhc", build=mhc_mappings, reset=_reset,
                n_params=n_params, flops=flops,
                flop_terms=("mhc_proj", "mhc_perm", "mhc_mix", "mhc_norm", "mhc_sinkhorn"),
                non_matmul=("mhc_norm", "mhc_sinkhorn"), options=MHCOptions, check=check)

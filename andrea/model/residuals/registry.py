@@ -3,12 +3,14 @@
 The built-in schemes are listed below, one line each, in a fixed order (the order of their
 option fields in ModelConfig and of their FLOP terms). Schemes from other packages join through
 the entry-point group `andrea.residuals`: an entry point names a `Scheme`, or a list of them
-(docs/residual_schemes.md), and is loaded the first time the registry is read.
+(docs/residual_schemes.md), and is loaded the first time the registry is read. A plug-in that
+fails to load or clashes with a scheme already there is skipped with one warning.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 import typing
 from importlib import metadata
 from typing import Any
@@ -32,27 +34,63 @@ class SchemeError(ValueError):
     """A plug-in scheme that cannot join the registry (a clash of names or options)."""
 
 
-def _plugins() -> list[Scheme]:
-    found: list[Scheme] = []
-    for ep in sorted(metadata.entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
-        obj = ep.load()
-        items = list(obj) if isinstance(obj, (list, tuple)) else [obj]
-        for s in items:
-            if not isinstance(s, Scheme):
-                raise SchemeError(f"entry point {ep.name} = {ep.value} ({ENTRY_POINTS}) gave "
-                                  f"{type(s).__name__}, not an andrea Scheme")
-            found.append(s)
-    return found
+@dataclasses.dataclass(frozen=True)
+class Broken:
+    """A plug-in left out of the registry: which distribution, which entry point, and why."""
+    dist: str
+    entry_point: str
+    reason: str
+
+    def remedy(self) -> str:
+        return (f"the residual-scheme plug-in {self.dist} ({self.entry_point}, entry-point group "
+                f"{ENTRY_POINTS}) is broken: {self.reason}; fix it, or remove it: "
+                f"pip uninstall {self.dist}")
 
 
-def _build() -> dict[str, Scheme]:
+def _dist_name(ep) -> str:
+    dist = getattr(ep, "dist", None)
+    return dist.name if dist is not None else "(unknown distribution)"
+
+
+def _load(ep, taken: dict[str, Scheme]) -> list[Scheme]:
+    """The schemes of one entry point, checked against those `taken` so far; SchemeError (or
+    whatever its import raises) when it cannot join."""
+    obj = ep.load()
+    items = list(obj) if isinstance(obj, (list, tuple)) else [obj]
+    names: set[str] = set()
+    for s in items:
+        if not isinstance(s, Scheme):
+            raise SchemeError(f"it gave {type(s).__name__}, not an andrea Scheme")
+        if s.name in taken or s.name in names:
+            raise SchemeError(f"its scheme {s.name!r} has the name of another scheme")
+        names.add(s.name)
+    _check_options([*taken.values(), *items])
+    return items
+
+
+def _build() -> tuple[dict[str, Scheme], dict[str, Broken]]:
+    """The built-in schemes, then each plug-in that loads and fits; a plug-in that does not is
+    skipped with one warning (one broken package must not stop every command) and remembered
+    under its entry point's name, so that asking for it is refused with the reason."""
     schemes: dict[str, Scheme] = {}
-    for s in (*BUILT_IN, *_plugins()):
+    for s in BUILT_IN:
         if s.name in schemes:
             raise SchemeError(f"two residual schemes are named {s.name!r}")
         schemes[s.name] = s
     _check_options(schemes.values())
-    return schemes
+    broken: dict[str, Broken] = {}
+    for ep in sorted(metadata.entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
+        try:
+            items = _load(ep, schemes)
+        except Exception as e:  # noqa: BLE001 - any failure of a foreign package's import
+            why = f"{type(e).__name__}: {e}" if not isinstance(e, SchemeError) else str(e)
+            b = Broken(_dist_name(ep), f"{ep.name} = {ep.value}", why.splitlines()[0])
+            if ep.name not in schemes:
+                broken[ep.name] = b
+            print(f"warning: skipped {b.remedy()}", file=sys.stderr)
+            continue
+        schemes.update((s.name, s) for s in items)
+    return schemes, broken
 
 
 def _check_options(schemes) -> None:
@@ -67,15 +105,22 @@ def _check_options(schemes) -> None:
             seen.setdefault(f.name, (default, s.name))
 
 
-SCHEMES: dict[str, Scheme] = _build()
+SCHEMES, BROKEN = _build()
 NAMES: tuple[str, ...] = tuple(SCHEMES)
+
+
+def unknown(name: str) -> str:
+    """Why `name` is no scheme: a broken plug-in's reason and remedy, or the known names."""
+    if name in BROKEN:
+        return f"model={name} is unavailable: {BROKEN[name].remedy()}"
+    return f"no residual scheme named {name!r}; known: {', '.join(NAMES)}"
 
 
 def get(name: str) -> Scheme:
     try:
         return SCHEMES[name]
     except KeyError:
-        raise ValueError(f"no residual scheme named {name!r}; known: {', '.join(NAMES)}") from None
+        raise ValueError(unknown(name)) from None
 
 
 @dataclasses.dataclass(frozen=True)

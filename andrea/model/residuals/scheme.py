@@ -23,6 +23,10 @@ answer for their own parameter and FLOP counts):
 - `ln_eps(cfg, layer)`: the LayerNorm eps in front of sublayer `layer` (default: `cfg.ln_eps`);
 - `model_conf`: the `model=<name>` config group entry (name, label, option values) for a scheme
   that ships no conf/model/<name>.yaml, e.g. a plug-in's; registered in Hydra's ConfigStore;
+- `export`: the path of its module for the self-contained Hugging Face export (torch only; the
+  interface is andrea/model/residuals/export/__init__.py's docstring), copied into an export
+  folder as `residual_andrea.py`; None: the scheme cannot be exported, and
+  `python -m andrea.eval.export` refuses its runs with one `error:` line;
 - `block_size`: True when the scheme reads `model.block_size` / `model.n_blocks` (Block AttnRes's
   S), which the config resolves and checks against the depth.
 """
@@ -75,6 +79,7 @@ class Scheme:
     ln_eps: Optional[Callable[[Any, int], float]] = None
     block_size: bool = False
     model_conf: Optional[dict] = None
+    export: Optional[str] = None  # its export module's path (see the docstring); None: none
 
     def option_fields(self) -> tuple:
         return fields(self.options) if self.options is not None else ()

@@ -1,0 +1,292 @@
+"""Delta AttnRes, the second example plug-in (plugins/andrea-delta-attnres).
+
+The model is compared with Delta AttnRes's formula written out below in fp64, one source and one
+token at a time (outputs and gradients of every parameter; Luo, Cai & Hu 2026,
+arXiv:2605.18855): h_0 = x_0, h_l = x_l + sum_i softmax_i(w_l . RMSNorm_{g_l}(v_i)) v_i over
+the embedding and the earlier sublayer outputs, x_{l+1} = x_l + f_l(h_l). Then: the init the
+module documents, causality, determinism, the counts against the built model and
+FlopCounterMode, the routing's statistics, the command line, the export through its
+`Scheme.export` module and exact resume (its sweep to a multiplier runs in tests/test_kromhc.py's
+sweep, beside KromHC's). The plug-in is installed by `make env`; without it these tests skip,
+except under CI=true, where they fail."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from conftest import require_plugin
+
+require_plugin("delta_attnres", "andrea-delta-attnres")
+
+from andrea.config.resolve import resolve_run  # noqa: E402
+from andrea.model.flops import flops_per_token  # noqa: E402
+from andrea.model.residuals.registry import is_mixing_parameter  # noqa: E402
+from andrea.model.transformer import (ANDREA, ModelConfig, count_parameters,  # noqa: E402
+                                      param_count_formula)
+from conftest import compose_run  # noqa: E402
+from test_mhc import idx, outputs_and_grads  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+BASE = dict(n_layer=2, n_head=2, d_model=8, vocab_size=32, context_length=12)
+
+
+def cfg_of(**kw):
+    return ModelConfig(**{**BASE, **kw}, residual="delta_attnres")
+
+
+def randomise(model, seed=3):
+    """Queries and gains off their init, so every weight and every gain matters."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.delta:
+            m.query.copy_(torch.randn(m.query.shape, generator=g, dtype=m.query.dtype))
+            m.key_norm_weight.add_(0.5 * torch.randn(m.query.shape, generator=g,
+                                                     dtype=m.query.dtype))
+    return model
+
+
+# ---------------------------------------------------------------------------------------------
+# The formula, written out
+# ---------------------------------------------------------------------------------------------
+def naive_mix(sources, w, g, eps):
+    """sum_i alpha_i v_i, alpha = softmax_i(w . RMSNorm_g(v_i)), token by token."""
+    B, T, d = sources[0].shape
+    out = torch.zeros_like(sources[0])
+    rows = []
+    for b in range(B):
+        row = []
+        for t in range(T):
+            scores = []
+            for v in sources:
+                u = v[b, t]
+                key = u / torch.sqrt((u * u).sum() / d + eps) * g
+                scores.append((key * w).sum())
+            s = torch.stack(scores)
+            e = torch.exp(s - s.max())
+            alpha = e / e.sum()
+            row.append(sum(alpha[i] * sources[i][b, t] for i in range(len(sources))))
+        rows.append(torch.stack(row))
+    return out + torch.stack(rows)
+
+
+def naive_logits(model, x):
+    h0 = model.wte(x) + model.wpe(torch.arange(x.shape[1]))
+    stream, sources = h0, [h0]
+    for l, f in enumerate(model.sublayers()):
+        if l == 0:
+            h = stream
+        else:
+            m = model.delta[l - 1]
+            h = stream + naive_mix(sources, m.query, m.key_norm_weight, model.cfg.key_eps)
+        v = f(h)
+        stream = stream + v
+        sources.append(v)
+    return model.lm_head(model.ln_f(stream))
+
+
+@pytest.mark.parametrize("n_layer", [1, 2, 3])
+def test_matches_the_formula_fp64_outputs_and_grads(n_layer):
+    torch.manual_seed(0)
+    model = randomise(ANDREA(cfg_of(n_layer=n_layer)).double())
+    x, y = idx(B=2, T=6), idx(B=2, T=6, seed=2)
+    out, grads = outputs_and_grads(model, model, x, y)
+    ref, ref_grads = outputs_and_grads(model, lambda t: naive_logits(model, t), x, y)
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
+    assert grads.keys() == ref_grads.keys()
+    assert all(grads[f"delta.{l}.query"].abs().sum() > 0 for l in range(2 * n_layer - 1))
+    for k in grads:
+        torch.testing.assert_close(grads[k], ref_grads[k], atol=1e-10, rtol=1e-8, msg=k)
+    model.eval()
+    with torch.no_grad():  # inference runs the same path
+        torch.testing.assert_close(model(x), ref, atol=1e-10, rtol=1e-10)
+
+
+def test_init_follows_the_authors_code():
+    """Queries N(0, 0.02^2) (their nn.Linear(d, 1) under their model's init), gains 1; no
+    routing for the first sublayer, which has no sources yet."""
+    torch.manual_seed(0)
+    model = ANDREA(ModelConfig(n_layer=6, n_head=4, d_model=256, vocab_size=64,
+                               context_length=16, residual="delta_attnres"))
+    assert len(model.delta) == 11
+    q = torch.cat([m.query.detach() for m in model.delta])
+    assert abs(float(q.std()) - 0.02) < 0.002 and abs(float(q.mean())) < 0.002
+    assert all(torch.equal(m.key_norm_weight, torch.ones(256)) for m in model.delta)
+
+
+def test_the_added_mix_changes_the_baseline():
+    """With the same sublayer weights, Delta AttnRes is not the baseline: the mix is added to
+    the stream (the stream alone would be the baseline)."""
+    torch.manual_seed(0)
+    delta = randomise(ANDREA(cfg_of()))
+    base = ANDREA(ModelConfig(**BASE))
+    base.load_state_dict({k: v for k, v in delta.state_dict().items()
+                          if not k.startswith("delta.")})
+    x = idx()
+    with torch.no_grad():
+        assert (delta(x) - base(x)).abs().max() > 1e-3
+
+
+# ---------------------------------------------------------------------------------------------
+# Causality, determinism, compile, counting
+# ---------------------------------------------------------------------------------------------
+def test_causal():
+    torch.manual_seed(0)
+    model = randomise(ANDREA(cfg_of()))
+    a = idx(B=1)
+    b = a.clone()
+    b[0, 6:] = (b[0, 6:] + 1) % BASE["vocab_size"]
+    la, lb = model(a), model(b)
+    torch.testing.assert_close(la[0, :6], lb[0, :6], atol=0, rtol=0)
+    assert (la[0, 6:] - lb[0, 6:]).abs().max() > 1e-4
+
+
+def test_same_seed_same_model_same_logits_and_grads():
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(7)
+        model = ANDREA(cfg_of())
+        runs.append(outputs_and_grads(model, model, idx(), idx(seed=2)))
+    (a, ga), (b, gb) = runs
+    assert torch.equal(a, b) and all(torch.equal(ga[k], gb[k]) for k in ga)
+
+
+def test_one_graph_for_torch_compile_and_bf16_autocast_close_to_fp32():
+    import torch._dynamo as dynamo
+    import torch.nn.functional as F
+
+    torch.manual_seed(0)
+    model = randomise(ANDREA(cfg_of()))
+    x = idx()
+    ref = model(x)
+    dynamo.reset()
+    with torch.autocast("cpu", torch.bfloat16):
+        explained = dynamo.explain(model)(x)
+        logits = model(x)
+        F.cross_entropy(logits.float().flatten(0, 1), x.flatten()).backward()
+    dynamo.reset()
+    assert explained.graph_count == 1 and explained.graph_break_count == 0, explained.break_reasons
+    torch.testing.assert_close(logits.float(), ref, atol=0.05, rtol=0)
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+@pytest.mark.parametrize("n_layer", [1, 2, 3])
+def test_parameter_count_formula(n_layer):
+    cfg = cfg_of(n_layer=n_layer)
+    model = ANDREA(cfg)
+    assert count_parameters(model) == param_count_formula(cfg) == count_parameters(cfg)
+    extra = count_parameters(cfg).total - count_parameters(
+        ModelConfig(**{**BASE, "n_layer": n_layer})).total
+    assert extra == 2 * 8 * (2 * n_layer - 1)  # w_l and g_l, d = 8 each, sublayers 1..L-1
+    names = [name for name, _ in model.named_parameters() if is_mixing_parameter(name)]
+    assert len(names) == 2 * (2 * n_layer - 1) and all(n.startswith("delta.") for n in names)
+
+
+# FLOPs per token, by hand, d = 8, L = 4 sublayers: sublayers 1, 2, 3 score 2 + 3 + 4 = 9
+# sources; score, mix and key norm are 2*8 = 16 each per source: 144 each, 432 in all.
+def test_flops_by_hand():
+    f = flops_per_token(cfg_of(), 12)
+    assert f.delta_score == f.delta_mix == f.delta_key_norm == 144 and f.depth == 432
+    base = flops_per_token(ModelConfig(**BASE), 12)
+    assert f.forward == base.forward + 432 and f.training == 3 * f.forward
+    assert f.matmul == f.forward - f.delta_key_norm
+
+
+@pytest.mark.parametrize("n_layer", [1, 2, 3])
+def test_flops_match_flop_counter_mode(n_layer):
+    from test_flops import _measured_forward_per_token as measured_forward_per_token
+
+    torch.manual_seed(0)
+    cfg = cfg_of(n_layer=n_layer)
+    assert measured_forward_per_token(ANDREA(cfg), 2, 12) == flops_per_token(cfg, 12).matmul
+
+
+def test_the_routing_statistics_are_logged_as_attnres_logs_them():
+    """Per routing (sublayers 1..L-1): its mean weights over its l + 1 sources (the heatmap's
+    rows), the mean largest weight and the mean entropy, the quantities the paper compares
+    (max weight ~0.6 for Delta AttnRes against ~0.2 for AttnRes); AttnRes logs the same."""
+    from andrea.model.residuals.common import routing_sharpness
+
+    torch.manual_seed(0)
+    model = randomise(ANDREA(cfg_of()))
+    with torch.no_grad():
+        _, stats = model(idx(), return_stats=True)
+    assert [len(w) for w in stats["depth_weights"]] == [2, 3, 4]
+    assert len(stats["depth_max_weight"]) == len(stats["depth_entropy"]) == 3
+    for w, top, ent in zip(stats["depth_weights"], stats["depth_max_weight"],
+                           stats["depth_entropy"]):
+        n = len(w)
+        assert 1 / n - 1e-6 <= float(top) <= 1 and 0 <= float(ent) <= math.log(n) + 1e-6
+    uniform = torch.full((5, 4), 0.25)
+    top, ent = routing_sharpness(uniform)
+    assert float(top) == 0.25 and float(ent) == pytest.approx(math.log(4))
+    top, ent = routing_sharpness(torch.eye(3))
+    assert float(top) == 1.0 and float(ent) == 0.0
+    attnres = ANDREA(ModelConfig(**BASE, residual="attnres_full"))
+    with torch.no_grad():
+        _, stats = attnres(idx(), return_stats=True)
+    assert len(stats["depth_max_weight"]) == len(stats["depth_weights"]) == 5
+
+
+# ---------------------------------------------------------------------------------------------
+# From the command line; the export
+# ---------------------------------------------------------------------------------------------
+def test_reaches_the_model_with_its_label():
+    spec = resolve_run(compose_run(["model=delta_attnres", "size=tiny-1"]))
+    assert spec.variant == "delta_attnres" and spec.label == "delta_attnres"
+    base = resolve_run(compose_run(["model=baseline", "size=tiny-1"]))
+    assert spec.tokens == base.tokens and spec.params > base.params  # the baseline's budget
+
+
+def test_the_rivals_sweep_and_the_throughput_benchmark_know_it():
+    from andrea.config.overrides import precheck
+    from bench.throughput import variant_config
+    from conftest import REPO
+
+    assert precheck(["-m", "model=baseline,delta_attnres"]) == []
+    rivals = (REPO / "sweeps" / "rivals_cpu.yaml").read_text()
+    assert "delta_attnres" in rivals.split("model:")[1].splitlines()[0]
+    assert variant_config("delta_attnres", "tiny", 64).residual == "delta_attnres"
+
+
+def test_the_export_loads_with_the_same_logits(tmp_path):
+    """Through the scheme's export module (residual_andrea.py): standalone with transformers
+    hidden, as tests/test_eval_export.py checks every built-in scheme."""
+    pytest.importorskip("safetensors")
+    from andrea.data.tokenizer import save_tokenizer, train_tokenizer
+    from andrea.eval.export import export_run
+    from test_eval_export import VOCAB, fake_run, import_modeling
+
+    tok = tmp_path / "tokenizer.json"
+    text = open(torch.__file__.replace("__init__.py", "functional.py")).read()[:60000]
+    save_tokenizer(train_tokenizer([text], VOCAB), tok)
+    run, model = fake_run(tmp_path / "run", dict(residual="delta_attnres"), tok)
+    out = export_run(run, tmp_path / "export")
+    assert "delta" in (out / "residual_andrea.py").read_text()
+    exported = import_modeling(out, hide_transformers=True).load_exported(str(out))
+    x = torch.randint(0, VOCAB, (3, 20), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        torch.testing.assert_close(exported(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------------------------------
+# End to end: exact resume
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_resume_is_exact(tmp_path, data_cache):
+    """A tiny Delta AttnRes run interrupted and resumed ends bit-identical to an uninterrupted
+    one."""
+    from andrea.train import Interrupted
+    from test_train import final_weights, run
+
+    full = run(tmp_path / "full", "model=delta_attnres")
+    with pytest.raises(Interrupted):
+        run(tmp_path / "split", "model=delta_attnres", "train.stop_after_steps=10")
+    resumed = run(tmp_path / "split", "model=delta_attnres")
+    assert resumed["val_loss"] == full["val_loss"] and full["label"] == "delta_attnres"
+    a, b = final_weights(tmp_path / "full"), final_weights(tmp_path / "split")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert any(k.startswith("delta.") for k in a)
