@@ -4,12 +4,11 @@ The model is compared with Delta AttnRes's formula written out below in fp64, on
 token at a time (outputs and gradients of every parameter; Luo, Cai & Hu 2026,
 arXiv:2605.18855): h_0 = x_0, h_l = x_l + sum_i softmax_i(w_l . RMSNorm_{g_l}(v_i)) v_i over
 the embedding and the earlier sublayer outputs (Delta Block: the completed blocks' deltas),
-x_{l+1} = x_l + f_l(h_l). Then: the init the
-module documents, causality, determinism, the counts against the built model and
-FlopCounterMode, the routing's statistics, the command line, the export through its
-`Scheme.export` module and exact resume (its sweep to a multiplier runs in tests/test_kromhc.py's
-sweep, beside KromHC's). The plug-in is installed by `make env`; without it these tests skip,
-except under CI=true, where they fail."""
+x_{l+1} = x_l + f_l(h_l). Then: the init the module documents, causality, determinism, the
+counts against the built model and FlopCounterMode, the routing's statistics, the command line,
+the export through its `Scheme.export` module and exact resume (its sweep to a multiplier runs
+in tests/test_kromhc.py's sweep, beside KromHC's). The plug-in is installed by `make env`;
+without it these tests skip, except under CI=true, where they fail."""
 
 from __future__ import annotations
 
