@@ -1,14 +1,14 @@
-"""Delta AttnRes, the second example plug-in (plugins/andrea-delta-attnres).
+"""Delta AttnRes and Delta Block, the second example plug-in (plugins/andrea-delta-attnres).
 
 The model is compared with Delta AttnRes's formula written out below in fp64, one source and one
 token at a time (outputs and gradients of every parameter; Luo, Cai & Hu 2026,
 arXiv:2605.18855): h_0 = x_0, h_l = x_l + sum_i softmax_i(w_l . RMSNorm_{g_l}(v_i)) v_i over
-the embedding and the earlier sublayer outputs, x_{l+1} = x_l + f_l(h_l). Then: the init the
-module documents, causality, determinism, the counts against the built model and
-FlopCounterMode, the routing's statistics, the command line, the export through its
-`Scheme.export` module and exact resume (its sweep to a multiplier runs in tests/test_kromhc.py's
-sweep, beside KromHC's). The plug-in is installed by `make env`; without it these tests skip,
-except under CI=true, where they fail."""
+the embedding and the earlier sublayer outputs (Delta Block: the completed blocks' deltas),
+x_{l+1} = x_l + f_l(h_l). Then: the init the module documents, causality, determinism, the
+counts against the built model and FlopCounterMode, the routing's statistics, the command line,
+the export through its `Scheme.export` module and exact resume (its sweep to a multiplier runs
+in tests/test_kromhc.py's sweep, beside KromHC's). The plug-in is installed by `make env`;
+without it these tests skip, except under CI=true, where they fail."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ from andrea.model.transformer import (ANDREA, ModelConfig, count_parameters,  # 
                                       param_count_formula)
 from conftest import compose_run  # noqa: E402
 from test_mhc import idx, outputs_and_grads  # noqa: E402
+
+from andrea_delta_attnres.delta_attnres import source_counts  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -74,9 +76,18 @@ def naive_mix(sources, w, g, eps):
 
 
 def naive_logits(model, x):
+    """Delta AttnRes: sources = the embedding and every sublayer output before l. Delta Block
+    (N blocks of P = ceil(n_layer / N) layers): sources = the embedding and the sum of each
+    completed block's sublayer outputs, a block joining after the next layer's attention."""
     h0 = model.wte(x) + model.wpe(torch.arange(x.shape[1]))
-    stream, sources = h0, [h0]
+    N, n_layer = model.cfg.delta_blocks, model.cfg.n_layer
+    P = None if N is None else -(-n_layer // N)
+    stream, sources, outputs = h0, [h0], []
     for l, f in enumerate(model.sublayers()):
+        i = l // 2
+        if P is not None and l % 2 == 1 and i > 0 and i % P == 0:
+            # the block of layers i - P .. i - 1: the sum of its 2P sublayer outputs
+            sources.append(sum(outputs[2 * (i - P):2 * i]))
         if l == 0:
             h = stream
         else:
@@ -84,25 +95,38 @@ def naive_logits(model, x):
             h = stream + naive_mix(sources, m.query, m.key_norm_weight, model.cfg.key_eps)
         v = f(h)
         stream = stream + v
-        sources.append(v)
+        outputs.append(v)
+        if P is None:
+            sources.append(v)
     return model.lm_head(model.ln_f(stream))
 
 
-@pytest.mark.parametrize("n_layer", [1, 2, 3])
-def test_matches_the_formula_fp64_outputs_and_grads(n_layer):
+SHAPES = [(1, None), (2, None), (3, None), (3, 1), (3, 2), (3, 3), (4, 2)]  # (n_layer, N)
+
+
+@pytest.mark.parametrize("n_layer,blocks", SHAPES, ids=str)
+def test_matches_the_formula_fp64_outputs_and_grads(n_layer, blocks):
     torch.manual_seed(0)
-    model = randomise(ANDREA(cfg_of(n_layer=n_layer)).double())
+    model = randomise(ANDREA(cfg_of(n_layer=n_layer, delta_blocks=blocks)).double())
     x, y = idx(B=2, T=6), idx(B=2, T=6, seed=2)
     out, grads = outputs_and_grads(model, model, x, y)
     ref, ref_grads = outputs_and_grads(model, lambda t: naive_logits(model, t), x, y)
     torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
     assert grads.keys() == ref_grads.keys()
-    assert all(grads[f"delta.{l}.query"].abs().sum() > 0 for l in range(2 * n_layer - 1))
     for k in grads:
         torch.testing.assert_close(grads[k], ref_grads[k], atol=1e-10, rtol=1e-8, msg=k)
+    scored = [l for l, n in enumerate(source_counts(model.cfg)) if n > 1]
+    assert all(grads[f"delta.{l}.query"].abs().sum() > 0 for l in scored)
     model.eval()
     with torch.no_grad():  # inference runs the same path
         torch.testing.assert_close(model(x), ref, atol=1e-10, rtol=1e-10)
+
+
+def test_delta_blocks_sources_by_hand():
+    """n_layer = 4, N = 2 (P = 2): layer 0's MLP sees x_0; layers 1's sublayers x_0; layer 2's
+    attention x_0 (block 1 joins after it), its MLP and layer 3's x_0 and block 1's delta."""
+    assert source_counts(cfg_of(n_layer=4, delta_blocks=2)) == [1, 1, 1, 1, 2, 2, 2]
+    assert source_counts(cfg_of(n_layer=4)) == [2, 3, 4, 5, 6, 7, 8]
 
 
 def test_init_follows_the_authors_code():
@@ -173,9 +197,9 @@ def test_one_graph_for_torch_compile_and_bf16_autocast_close_to_fp32():
     assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
 
 
-@pytest.mark.parametrize("n_layer", [1, 2, 3])
-def test_parameter_count_formula(n_layer):
-    cfg = cfg_of(n_layer=n_layer)
+@pytest.mark.parametrize("n_layer,blocks", [(1, None), (2, None), (3, None), (3, 2)], ids=str)
+def test_parameter_count_formula(n_layer, blocks):
+    cfg = cfg_of(n_layer=n_layer, delta_blocks=blocks)
     model = ANDREA(cfg)
     assert count_parameters(model) == param_count_formula(cfg) == count_parameters(cfg)
     extra = count_parameters(cfg).total - count_parameters(
@@ -187,20 +211,23 @@ def test_parameter_count_formula(n_layer):
 
 # FLOPs per token, by hand, d = 8, L = 4 sublayers: sublayers 1, 2, 3 score 2 + 3 + 4 = 9
 # sources; score, mix and key norm are 2*8 = 16 each per source: 144 each, 432 in all.
+# Delta Block, N = 2 at n_layer = 2 (P = 1): sources 1, 1, 2: 4 in all, 64 per term.
 def test_flops_by_hand():
     f = flops_per_token(cfg_of(), 12)
     assert f.delta_score == f.delta_mix == f.delta_key_norm == 144 and f.depth == 432
     base = flops_per_token(ModelConfig(**BASE), 12)
     assert f.forward == base.forward + 432 and f.training == 3 * f.forward
     assert f.matmul == f.forward - f.delta_key_norm
+    assert flops_per_token(cfg_of(delta_blocks=2), 12).delta_score == 64
 
 
-@pytest.mark.parametrize("n_layer", [1, 2, 3])
-def test_flops_match_flop_counter_mode(n_layer):
+@pytest.mark.parametrize("n_layer,blocks", [(1, None), (2, None), (3, None), (3, 2), (4, 2)],
+                         ids=str)
+def test_flops_match_flop_counter_mode(n_layer, blocks):
     from test_flops import _measured_forward_per_token as measured_forward_per_token
 
     torch.manual_seed(0)
-    cfg = cfg_of(n_layer=n_layer)
+    cfg = cfg_of(n_layer=n_layer, delta_blocks=blocks)
     assert measured_forward_per_token(ANDREA(cfg), 2, 12) == flops_per_token(cfg, 12).matmul
 
 
@@ -234,11 +261,26 @@ def test_the_routing_statistics_are_logged_as_attnres_logs_them():
 # ---------------------------------------------------------------------------------------------
 # From the command line; the export
 # ---------------------------------------------------------------------------------------------
-def test_reaches_the_model_with_its_label():
-    spec = resolve_run(compose_run(["model=delta_attnres", "size=tiny-1"]))
-    assert spec.variant == "delta_attnres" and spec.label == "delta_attnres"
+@pytest.mark.parametrize("over,label,blocks", [
+    ([], "delta_attnres", None), (["model.delta_blocks=2"], "delta_attnres+blocks2", 2)])
+def test_reaches_the_model_with_its_label(over, label, blocks):
+    spec = resolve_run(compose_run(["model=delta_attnres", "size=tiny-1", *over]))
+    assert spec.variant == "delta_attnres" and spec.label == label
+    assert spec.model.delta_blocks == blocks
     base = resolve_run(compose_run(["model=baseline", "size=tiny-1"]))
     assert spec.tokens == base.tokens and spec.params > base.params  # the baseline's budget
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["model=delta_attnres", "model.delta_blocks=0"], "model.delta_blocks=0 is invalid"),
+    (["model=delta_attnres", "model.delta_blocks=3"], "model.delta_blocks=3 is invalid"),
+    (["model=baseline", "model.delta_blocks=2"], "model.delta_blocks=2 applies to model=delta"),
+])
+def test_bad_input_fails_before_launch_naming_the_key(overrides, message):
+    from andrea.config.resolve import ConfigError
+
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        resolve_run(compose_run([*overrides, "size=tiny-1"]))
 
 
 def test_the_rivals_sweep_and_the_throughput_benchmark_know_it():
@@ -252,7 +294,8 @@ def test_the_rivals_sweep_and_the_throughput_benchmark_know_it():
     assert variant_config("delta_attnres", "tiny", 64).residual == "delta_attnres"
 
 
-def test_the_export_loads_with_the_same_logits(tmp_path):
+@pytest.mark.parametrize("blocks", [None, 2], ids=str)
+def test_the_export_loads_with_the_same_logits(tmp_path, blocks):
     """Through the scheme's export module (residual_andrea.py): standalone with transformers
     hidden, as tests/test_eval_export.py checks every built-in scheme."""
     pytest.importorskip("safetensors")
@@ -263,7 +306,8 @@ def test_the_export_loads_with_the_same_logits(tmp_path):
     tok = tmp_path / "tokenizer.json"
     text = open(torch.__file__.replace("__init__.py", "functional.py")).read()[:60000]
     save_tokenizer(train_tokenizer([text], VOCAB), tok)
-    run, model = fake_run(tmp_path / "run", dict(residual="delta_attnres"), tok)
+    run, model = fake_run(tmp_path / "run", dict(residual="delta_attnres", delta_blocks=blocks),
+                          tok)
     out = export_run(run, tmp_path / "export")
     assert "delta" in (out / "residual_andrea.py").read_text()
     exported = import_modeling(out, hide_transformers=True).load_exported(str(out))

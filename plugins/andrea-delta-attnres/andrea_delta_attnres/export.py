@@ -3,6 +3,8 @@ beside andrea's `modeling_andrea.py`; the interface is andrea/model/residuals/ex
 formula of delta_attnres.py in its plain form, every source stacked (Luo, Cai & Hu 2026,
 arXiv:2605.18855). Imports torch only: users of an export need not install andrea."""
 
+import math
+
 import torch
 import torch.nn as nn
 
@@ -32,12 +34,28 @@ def build_residual(config):
 
 
 def residual_forward(x, model, routings):
-    """h_0 = x_0; h_l = x_l + mix([x_0, f_0, ..., f_{l-1}]); x_{l+1} = x_l + f_l(h_l)."""
-    sources = [x]
-    for l, f in enumerate(model.sublayers()):
-        v = f(x if l == 0 else x + routings[l - 1](sources))
+    """Delta AttnRes: h_0 = x_0; h_l = x_l + mix([x_0, f_0, ..., f_{l-1}]); x_{l+1} = x_l +
+    f_l(h_l). Delta Block (config.delta_blocks = N): the sources are x_0 and the completed
+    blocks' deltas (blocks of P = ceil(n_layer / N) layers), a block pushed after the
+    attention sublayer of the layer that follows it has routed."""
+    fs = model.sublayers()
+    N = getattr(model.config, "delta_blocks", None)
+    if N is None:
+        sources = [x]
+        for l, f in enumerate(fs):
+            v = f(x if l == 0 else x + routings[l - 1](sources))
+            x = x + v
+            sources.append(v)
+        return x
+    P = math.ceil(model.config.n_layer / N)
+    sources, block_start = [x], x
+    for i in range(len(fs) // 2):
+        v = fs[2 * i](x if i == 0 else x + routings[2 * i - 1](sources))
+        if i > 0 and i % P == 0:
+            sources.append(x - block_start)
+            block_start = x
         x = x + v
-        sources.append(v)
+        x = x + fs[2 * i + 1](x + routings[2 * i](sources))
     return x
 
 
