@@ -1,0 +1,140 @@
+"""analysis.fits.laws: one protocol for every scaling law, its registry, its fits as data."""
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from analysis.fits import law_registry
+from analysis.fits.chinchilla import fit_chinchilla, optimal
+from analysis.fits.law_forms import (CHINCHILLA, DATA_CONSTRAINED, FARSEER, from_chinchilla_fit,
+                                     from_power_fit)
+from analysis.fits.laws import COMPUTE, Law, LawError, LawFit, fit_law
+from analysis.fits.powerlaw import compute_to_reach, fit_power_law
+from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
+
+N = np.repeat([1e6, 3e6, 1e7, 3e7, 1e8], 4)
+D = N * np.tile([5.0, 10.0, 20.0, 40.0], 5)
+TRUTH = (1.69, 406.4, 0.34, 410.7, 0.28)                 # Hoffmann et al. 2022's fit
+C = np.geomspace(1e-6, 1e-3, 6)
+
+
+def _noisy_power(seed=0):
+    rng = np.random.default_rng(seed)
+    return 3.0 * C ** -0.05 * np.exp(rng.normal(0, 0.01, C.size))
+
+
+def test_registry_lists_the_built_ins_and_names_them_in_its_errors():
+    assert law_registry.names()[:5] == ("power", "irreducible", "chinchilla", "farseer",
+                                        "data_constrained")
+    with pytest.raises(ValueError, match="no scaling law named 'nope'; known: power, "
+                                         "irreducible, chinchilla, farseer, data_constrained"):
+        law_registry.get("nope")
+    assert [l.name for l in law_registry.usable(["compute"])] == ["power", "irreducible"]
+
+
+def test_a_user_law_joins_through_the_entry_point_group(monkeypatch):
+    def log_power(theta, X):
+        th = np.asarray(theta, float)
+        A, alpha = (th[0], th[1]) if th.ndim == 1 else (th[:, :1], th[:, 1:2])
+        return np.log(A) - alpha * np.log(X["compute"])
+
+    mine = Law(name="mine", inputs=COMPUTE, params=("A", "alpha"), bounds=((1e-9, None), (0, 2)),
+               log_predict=log_power, grid=lambda X, y: [(float(np.exp(y.mean())), 0.05)], formula="mine")
+    ep = SimpleNamespace(name="mine", value="pkg:MINE", load=lambda: mine)
+    monkeypatch.setattr(law_registry.metadata, "entry_points",
+                        lambda group: [ep] if group == "andrea.laws" else [])
+    laws = law_registry.build()
+    assert list(laws)[-1] == "mine"
+    # the generic fit and bootstrap come with the protocol
+    f = fit_law(laws["mine"], "v", {"compute": C}, _noisy_power(), huber_delta=None, n_bootstrap=30)
+    ref = fit_power_law("v", C, _noisy_power(), huber_delta=None, n_bootstrap=0)
+    assert f.params() == pytest.approx({"A": ref.A, "alpha": ref.alpha}, rel=1e-4)
+    assert f.boot.shape == (30, 2) and np.isfinite(f.boot).all()
+    bad = SimpleNamespace(name="bad", value="pkg:X", load=lambda: object())
+    monkeypatch.setattr(law_registry.metadata, "entry_points", lambda group: [bad])
+    with pytest.raises(law_registry.LawRegistryError, match="not an andrea Law"):
+        law_registry.build()
+    monkeypatch.setattr(law_registry.metadata, "entry_points", lambda group: [ep, ep])
+    with pytest.raises(law_registry.LawRegistryError, match="two scaling laws are named 'mine'"):
+        law_registry.build()
+
+
+def test_the_power_law_is_todays_fit_not_a_copy():
+    L = _noisy_power()
+    old = fit_power_law("v", C, L, n_bootstrap=50, seed=3)
+    new = fit_law(law_registry.get("power"), "v", {"compute": C}, L, n_bootstrap=50, seed=3)
+    assert new.params() == {"A": old.A, "alpha": old.alpha}
+    np.testing.assert_array_equal(new.boot[:, 1], old.boot["alpha"])
+    conv = from_power_fit(old)
+    np.testing.assert_array_equal(conv.theta, new.theta)
+    q = {"compute": np.array([1e-2, 1e-1])}
+    np.testing.assert_allclose(new.predict(q), old.predict(q["compute"]), rtol=1e-12)
+    assert new.extrapolation(q) == pytest.approx([10.0, 100.0])
+    # the generic inversion on its grid agrees with the closed form
+    loss = new.predict(q)
+    assert new.compute_to_reach(loss) == pytest.approx(q["compute"], rel=1e-3)
+    b = new.compute_to_reach(np.full(50, loss[0]), new.boot)
+    want = compute_to_reach(loss[0], old.boot["A"], old.boot["alpha"])
+    np.testing.assert_allclose(b, want, rtol=1e-3)
+
+
+def test_a_fit_saved_as_json_predicts_the_same():
+    L = 1.5 + 20.0 * C ** -0.2
+    f = fit_law(law_registry.get("irreducible"), "v", {"compute": C}, L, n_bootstrap=20)
+    back = LawFit.from_json("v", json.loads(json.dumps(f.to_json())), law_registry.get("irreducible"))
+    q = {"compute": np.array([3e-3, 3e-2])}
+    np.testing.assert_array_equal(back.predict(q), f.predict(q))
+    np.testing.assert_array_equal(back.interval(q)[0], f.interval(q)[0])
+    assert back.level == f.level and back.compute_max == f.compute_max
+
+
+def test_chinchilla_as_a_law_answers_in_n_d_and_in_compute():
+    E, A, a, B, b = TRUTH
+    L = E + A * N ** -a + B * D ** -b
+    f = fit_law(CHINCHILLA, "v", {"params": N, "tokens": D}, L, huber_delta=None)
+    assert f.params() == pytest.approx(dict(zip(CHINCHILLA.params, TRUTH)), rel=1e-3)
+    assert f.flops_per_param_token == pytest.approx(6.0)
+    c = np.array([1e21, 1e23]) / FLOPS_PER_PFLOPS_DAY
+    want = optimal(c * FLOPS_PER_PFLOPS_DAY, *TRUTH, 6.0)[2]
+    np.testing.assert_allclose(f.predict({"compute": c}), want, rtol=1e-4)
+    # the same as the module's own fit turned into a law
+    old = fit_chinchilla("v", N, D, 6 * N * D, L)
+    conv = from_chinchilla_fit(old, N, D)
+    np.testing.assert_allclose(conv.predict({"compute": c}), want, rtol=1e-4)
+    assert conv.compute_max == pytest.approx(f.compute_max)
+    with pytest.raises(LawError, match="law chinchilla needs params, tokens \\(or compute alone\\)"):
+        f.predict({"unique_tokens": np.ones(1)})
+
+
+def test_farseer_reduces_to_its_formula():
+    th = np.array([2.0, -0.2, 0.3, 1.5, 0.1, 4.0, 0.5, -0.05, -1.2])
+    s, q, S, B, b, Q, A_, a, E = th
+    n, d = np.array([1e8, 1e9]), np.array([2e9, 3e10])
+    want = np.exp(s * n ** q + S) + np.exp(B * n ** b + Q) * d ** -np.exp(A_ * n ** a + E)
+    got = np.exp(FARSEER.log_predict(th, {"params": n, "tokens": d}))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    both = np.exp(FARSEER.log_predict(np.stack([th, th]), {"params": n, "tokens": d}))
+    assert both.shape == (2, 2) and np.allclose(both, want)
+
+
+def test_data_constrained_is_chinchilla_within_one_epoch_and_saturates_past_it():
+    E, A, a, B, b = TRUTH
+    th = np.array([np.log(E), np.log(A), a, np.log(B), b, np.log(15.0)])
+    X = {"params": np.array([1e8]), "tokens": np.array([2e9]), "unique_tokens": np.array([4e9])}
+    chin = E + A * 1e8 ** -a + B * 2e9 ** -b
+    assert np.exp(DATA_CONSTRAINED.log_predict(th, X)) == pytest.approx([chin], rel=1e-12)
+    # 100 epochs of 1e8 unique tokens are worth U·(1 + R*(1 - e^-99/15)) < 16·U fresh ones
+    X = {"params": np.array([1e8]), "tokens": np.array([1e10]), "unique_tokens": np.array([1e8])}
+    deff = 1e8 * (1 + 15.0 * (1 - np.exp(-99 / 15.0)))
+    want = E + A * 1e8 ** -a + B * deff ** -b
+    assert np.exp(DATA_CONSTRAINED.log_predict(th, X)) == pytest.approx([want], rel=1e-12)
+
+
+def test_a_law_refuses_points_without_its_inputs():
+    with pytest.raises(LawError, match="law data_constrained needs params, tokens, "
+                                       "unique_tokens; the points lack unique_tokens"):
+        fit_law(DATA_CONSTRAINED, "v", {"params": N, "tokens": D}, np.ones(N.size))
+    with pytest.raises(LawError, match="3 point\\(s\\); law chinchilla has 5 parameters"):
+        fit_law(CHINCHILLA, "v", {"params": N[:3], "tokens": D[:3]}, np.ones(3))
