@@ -138,3 +138,85 @@ def test_a_law_refuses_points_without_its_inputs():
         fit_law(DATA_CONSTRAINED, "v", {"params": N, "tokens": D}, np.ones(N.size))
     with pytest.raises(LawError, match="3 point\\(s\\); law chinchilla has 5 parameters"):
         fit_law(CHINCHILLA, "v", {"params": N[:3], "tokens": D[:3]}, np.ones(3))
+
+
+# --- analysis.fit --law / --at-compute ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def nd_sweep(tmp_path_factory):
+    """A WSD sweep from Chinchilla's L(N, D): 4 sizes, 2 seeds, 4 budgets; the variant's N and D
+    count 1.1x (a multiplier of 1.21 at every compute)."""
+    from analysis.inputs.synthetic import chinchilla_law, simulate_runs, write_runs
+
+    E, A, a, B, b = TRUTH
+    laws = {"baseline": chinchilla_law(*TRUTH),
+            "attnres_full": chinchilla_law(E, A * 1.1 ** -a, a, B * 1.1 ** -b, b)}
+    runs = simulate_runs(laws, (1e-4, 1e-3, 1e-2, 1e-1), (0, 1), (0.25, 0.5, 1.0, 2.0),
+                         sigma_run=0.004, sigma_point=0.001, rng=np.random.default_rng(0),
+                         of_nd=True)
+    root = tmp_path_factory.mktemp("nd") / "sweep"
+    write_runs(root, runs)
+    return root
+
+
+def test_fit_with_a_named_law_gives_its_multiplier_at_a_named_compute(nd_sweep, tmp_path, capsys):
+    from analysis.fit import main
+
+    out = tmp_path / "o"
+    assert main([str(nd_sweep), "--out", str(out), "--bootstrap", "50", "--no-plots",
+                 "--law", "chinchilla", "--law-bootstrap", "20", "--at-compute", "0.3PF-days"]) == 0
+    text = capsys.readouterr().out
+    assert "Law chinchilla: L = E + A·N^-a + B·D^-b" in text
+    rep = json.loads((out / "fits.json").read_text())
+    law = rep["law"]
+    assert law["chosen"] == "chinchilla" and sorted(law["fits"]) == ["attnres_full", "baseline"]
+    assert len(law["fits"]["baseline"]["bootstrap"]) == 20
+    (row,) = law["at_compute"]
+    assert row["compute_pflops_days"] == pytest.approx(0.3)
+    assert row["multiplier"] == pytest.approx(1.21, rel=0.05)
+    assert row["extrapolation"] > 1 and "interval is withheld" in row["withheld"]
+    assert "at C = 0.3 PFLOP/s-days" in text and "past the data" in text
+
+
+def test_law_auto_says_which_law_won_and_by_how_much(nd_sweep, tmp_path, capsys):
+    from analysis.fit import main
+
+    assert main([str(nd_sweep), "--out", str(tmp_path / "o"), "--bootstrap", "0", "--no-plots",
+                 "--law", "auto", "--law-bootstrap", "0"]) == 0
+    text = capsys.readouterr().out
+    (line,) = [l for l in text.splitlines() if l.startswith("--law auto: ")]
+    rep = json.loads((tmp_path / "o" / "fits.json").read_text())
+    winner = rep["law"]["chosen"]
+    assert line.startswith(f"--law auto: {winner} wins the held-out-size backtest (largest size "
+                           "of 2 variant(s) held out, 10x past the compute fitted)")
+    assert "smaller than the runner-up" in line
+    assert "not backtested: data_constrained: law data_constrained needs params, tokens, " \
+           "unique_tokens" in text
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["--law", "nope"], "error: --law: no scaling law named 'nope'; known: power, irreducible, "
+                        "chinchilla, farseer, data_constrained"),
+    (["--at-compute", "3PF"], "error: --at-compute: compute '3PF': write FLOPs as a number"),
+    (["--at-compute", "1e10"], "error: --at-compute 1.157e-10 PFLOP/s-days is below the data"),
+    (["--law", "data_constrained"], "error: --law data_constrained: law data_constrained needs "
+                                    "params, tokens, unique_tokens; the runs do not record "
+                                    "unique_tokens"),
+    (["--law", "chinchilla", "--irreducible"], "error: --irreducible asks for the irreducible law"),
+])
+def test_bad_law_input_is_one_error_line(nd_sweep, tmp_path, capsys, argv, match):
+    from analysis.fit import main
+
+    assert main([str(nd_sweep), "--out", str(tmp_path / "o"), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(match), err
+    assert not (tmp_path / "o").exists()
+
+
+def test_farseer_gradient_matches_finite_differences():
+    th = np.array([2.0, -0.2, 0.3, 1.5, 0.1, 4.0, 0.5, -0.05, -1.2])
+    X = {"params": np.array([1e8, 1e9, 3e7]), "tokens": np.array([2e9, 3e10, 5e8])}
+    J = FARSEER.jacobian(th, X)
+    h = 1e-6
+    num = np.column_stack([(FARSEER.log_predict(th + h * e, X) - FARSEER.log_predict(th - h * e, X))
+                           / (2 * h) for e in np.eye(9)])
+    np.testing.assert_allclose(J, num, rtol=1e-5, atol=1e-8)

@@ -168,6 +168,19 @@ def _log_farseer(theta, X):
         return np.logaddexp(s * np.power(N, q) + S, B * np.power(N, b) + Q - g * np.log(D))
 
 
+def _farseer_jacobian(theta, X):
+    s, q, S, B, b, Q, A, a, E = theta
+    lnN, lnD = np.log(X["params"]), np.log(X["tokens"])
+    Nq, Nb, Na = np.exp(q * lnN), np.exp(b * lnN), np.exp(a * lnN)
+    g = np.exp(A * Na + E)
+    u1, u2 = s * Nq + S, B * Nb + Q - g * lnD
+    w1 = np.exp(u1 - np.logaddexp(u1, u2))              # each term's share of the loss
+    w2 = 1.0 - w1
+    dg = -w2 * lnD * g                                  # d log L / d (A·N^a + E)
+    return np.column_stack([w1 * Nq, w1 * s * Nq * lnN, w1, w2 * Nb, w2 * B * Nb * lnN, w2,
+                            dg * Na, dg * A * Na * lnN, dg])
+
+
 def _farseer_grid(X, y):
     """Starts with the N-dependence of each term switched off (s = B = A = 0: a Chinchilla-like
     E + K·D^-g) at several splits of the loss and data exponents; L-BFGS-B turns it on."""
@@ -184,7 +197,7 @@ FARSEER = Law(name="farseer", inputs=PARAMS_TOKENS,
               params=("s", "q", "S", "B", "b", "Q", "A", "a", "E"),
               bounds=((-100.0, 100.0), (-1.0, 1.0), (-20.0, 5.0), (-100.0, 100.0), (-1.0, 1.0),
                       (-50.0, 100.0), (-100.0, 100.0), (-1.0, 1.0), (-10.0, 2.0)),
-              log_predict=_log_farseer, grid=_farseer_grid,
+              log_predict=_log_farseer, grid=_farseer_grid, jacobian=_farseer_jacobian,
               formula="L = exp(s·N^q + S) + exp(B·N^b + Q)·D^(-exp(A·N^a + E)) "
                       "(Li et al. 2025, Farseer, arXiv 2506.10972)")
 

@@ -44,7 +44,6 @@ PARAMS_TOKENS = ("params", "tokens")
 INPUT_UNITS = {"compute": "PFLOP/s-days", "params": "non-embedding parameters",
                "tokens": "training tokens", "unique_tokens": "unique training tokens"}
 _N_STARTS = 8          # L-BFGS-B runs from the best-scoring grid starts (as chinchilla.py)
-_N_GRID = 801          # log-N grid of the compute-optimal loss (a step of ~3.5 % in N over 1e12)
 
 
 class LawError(ValueError):
@@ -61,6 +60,8 @@ class Law:
     grid: Callable[[dict, np.ndarray], Iterable[Sequence[float]]]
     formula: str                               # shown to users, with its source
     fitter: Callable | None = None             # a law's own fit (see module docstring)
+    jacobian: Callable | None = None           # (theta [k], X) -> d log L / d theta [n, k]:
+                                               # exact gradients for L-BFGS-B (else numeric)
     min_points: int | None = None              # default: one more than its parameters
 
     @property
@@ -200,24 +201,36 @@ class LawFit:
 
 # --- the compute-optimal loss of an L(N, D) law --------------------------------------------------
 def optimal_log_loss(law: Law, theta, compute, k: float, span: float = 1e6):
-    """(log L*, N*) at each compute (PFLOP/s-days): the smallest log L over N on a log grid, with
-    D = C/(k·N). The grid spans `span`x either side of N = sqrt(C/k) in N, so it holds the optimum
-    of any law whose optimal tokens per parameter lies within span^2 of 1; theta [k] gives [n],
-    theta [B, k] gives [B, n]."""
+    """(log L*, N*) at each compute (PFLOP/s-days): the smallest log L over N with D = C/(k·N),
+    searched on a log grid `span`x either side of N = sqrt(C/k) (the optimum of any law whose
+    optimal tokens per parameter lies within span^2 of 1), then on a fine grid around the best
+    coarse point (steps of ~1.5 % in N; the loss is flat at its minimum, so the error is of
+    second order). theta [k] gives [n], theta [B, k] gives [B, n] (N* only for theta [k])."""
     C = np.atleast_1d(np.asarray(compute, float)) * FLOPS_PER_PFLOPS_DAY
-    n_mid = np.sqrt(C / k)
-    f = np.exp(np.linspace(-math.log(span), math.log(span), _N_GRID))
-    N = n_mid[:, None] * f[None, :]                               # [n, G]
-    D = C[:, None] / (k * N)
     th = np.asarray(theta, float)
-    X = {"params": N.ravel(), "tokens": D.ravel()}
-    with np.errstate(all="ignore"):
-        lp = law.log_predict(th, X)
-    lp = lp.reshape(*th.shape[:-1], *N.shape)                     # [(B,) n, G]
-    lp = np.where(np.isfinite(lp), lp, np.inf)
-    j = np.argmin(lp, axis=-1)
-    best = np.take_along_axis(lp, j[..., None], axis=-1)[..., 0]
-    return np.where(np.isfinite(best), best, np.nan), N[np.arange(len(C)), j] if th.ndim == 1 else None
+    lead = th.shape[:-1]                                          # () or (B,)
+    n_mid = np.broadcast_to(np.sqrt(C / k), (*lead, len(C)))
+
+    def best_on(logf):                                            # logf [..., n, G]
+        N = n_mid[..., None] * np.exp(logf)
+        D = C[:, None] / (k * N)
+        shape = N.shape
+        X = {"params": N.reshape(*lead, -1), "tokens": D.reshape(*lead, -1)}
+        with np.errstate(all="ignore"):
+            lp = np.asarray(law.log_predict(th, X)).reshape(shape)
+        lp = np.where(np.isfinite(lp), lp, np.inf)
+        j = np.argmin(lp, axis=-1)
+        return (np.take_along_axis(lp, j[..., None], -1)[..., 0],
+                np.take_along_axis(logf, j[..., None], -1)[..., 0],
+                np.take_along_axis(N, j[..., None], -1)[..., 0])
+
+    coarse = np.linspace(-math.log(span), math.log(span), 97)
+    step = coarse[1] - coarse[0]
+    _, f0, _ = best_on(np.broadcast_to(coarse, (*lead, len(C), len(coarse))))
+    fine = f0[..., None] + np.linspace(-step, step, 33)
+    best, _, n_best = best_on(fine)
+    best = np.where(np.isfinite(best), best, np.nan)
+    return best, (n_best if th.ndim == 1 else None)
 
 
 def log_loss_curve(fit: LawFit, theta, compute) -> np.ndarray:
@@ -229,19 +242,21 @@ def log_loss_curve(fit: LawFit, theta, compute) -> np.ndarray:
             return fit.law.log_predict(th, {"compute": np.asarray(compute, float)})
     if th.ndim == 1:
         return optimal_log_loss(fit.law, th, compute, fit.flops_per_param_token)[0]
-    return np.stack([optimal_log_loss(fit.law, t, compute, fit.flops_per_param_token)[0]
-                     for t in th])
+    chunk = max(1, int(2e6 // (np.size(compute) * 97)))         # bounds the memory of a batch
+    return np.concatenate([optimal_log_loss(fit.law, th[i:i + chunk], compute,
+                                            fit.flops_per_param_token)[0]
+                           for i in range(0, len(th), chunk)])
 
 
 def compute_to_reach(fit: LawFit, theta, loss) -> np.ndarray:
     """The compute at which the law's (compute-optimal) loss falls to `loss`, read off its curve
-    on a log-C grid 1e-12 .. 1e12 times the largest fitted compute (steps of 12 %, interpolated
+    on a log-C grid 1e-12 .. 1e12 times the largest fitted compute (steps of 26 %, interpolated
     linearly in log-log, where these curves are nearly straight). The curve falls with compute
     for every law here: more compute can always be spent on the old optimum's N. inf where the
     loss is not reached on the grid (e.g. at or below an irreducible term), nan where the curve
     does not fall. theta [k] with loss [m] gives [m]; theta [B, k] with loss [B] gives [B]."""
     th = np.asarray(theta, float)
-    grid = np.log(fit.compute_max) + np.linspace(-12, 12, 481) * math.log(10)
+    grid = np.log(fit.compute_max) + np.linspace(-12, 12, 241) * math.log(10)
     curves = np.atleast_2d(log_loss_curve(fit, th, np.exp(grid)))      # [B or 1, G]
     target = np.log(np.asarray(loss, float))
     targets = np.broadcast_to(target, (len(curves),)) if th.ndim == 2 else np.atleast_1d(target)
@@ -268,11 +283,23 @@ def _objective(theta, law, X, y, delta):
     return float(huber(r, delta)[0].sum())
 
 
+def _objective_and_gradient(theta, law, X, y, delta):
+    with np.errstate(all="ignore"):
+        r = law.log_predict(theta, X) - y
+        J = law.jacobian(theta, X)
+    if not (np.all(np.isfinite(r)) and np.all(np.isfinite(J))):
+        return 1e300, np.zeros_like(theta)
+    rho, psi = huber(r, delta)
+    return float(rho.sum()), psi @ J
+
+
 def _solve(law, theta0, X, y, delta, tight):
     opts = ({"ftol": 1e-15, "gtol": 1e-10, "maxiter": 20000} if tight
             else {"ftol": 1e-11, "gtol": 1e-8, "maxiter": 1000})
-    return minimize(_objective, np.asarray(theta0, float), args=(law, X, y, delta),
-                    method="L-BFGS-B", bounds=law.bounds, options=opts)
+    f = _objective if law.jacobian is None else _objective_and_gradient
+    return minimize(f, np.asarray(theta0, float), args=(law, X, y, delta),
+                    jac=law.jacobian is not None, method="L-BFGS-B", bounds=law.bounds,
+                    options=opts)
 
 
 def _check_points(law: Law, label: str, X: dict, loss) -> np.ndarray:
