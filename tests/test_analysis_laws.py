@@ -1,5 +1,6 @@
 """analysis.fits.laws: one protocol for every scaling law, its registry, its fits as data."""
 
+import csv
 import json
 from types import SimpleNamespace
 
@@ -158,13 +159,25 @@ def nd_sweep(tmp_path_factory):
     return root
 
 
-def test_fit_with_a_named_law_gives_its_multiplier_at_a_named_compute(nd_sweep, tmp_path, capsys):
+@pytest.fixture(scope="module")
+def chin_fit(nd_sweep, tmp_path_factory):
+    """analysis.fit --law chinchilla --at-compute 0.3PF-days on the sweep: (its --out, stdout)."""
+    import contextlib
+    import io
+
     from analysis.fit import main
 
-    out = tmp_path / "o"
-    assert main([str(nd_sweep), "--out", str(out), "--bootstrap", "50", "--no-plots",
-                 "--law", "chinchilla", "--law-bootstrap", "20", "--at-compute", "0.3PF-days"]) == 0
-    text = capsys.readouterr().out
+    out = tmp_path_factory.mktemp("chin") / "o"
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main([str(nd_sweep), "--out", str(out), "--bootstrap", "50", "--no-plots",
+                     "--law", "chinchilla", "--law-bootstrap", "20",
+                     "--at-compute", "0.3PF-days"]) == 0
+    return out, buf.getvalue()
+
+
+def test_fit_with_a_named_law_gives_its_multiplier_at_a_named_compute(chin_fit):
+    out, text = chin_fit
     assert "Law chinchilla: L = E + A·N^-a + B·D^-b" in text
     rep = json.loads((out / "fits.json").read_text())
     law = rep["law"]
@@ -173,8 +186,64 @@ def test_fit_with_a_named_law_gives_its_multiplier_at_a_named_compute(nd_sweep, 
     (row,) = law["at_compute"]
     assert row["compute_pflops_days"] == pytest.approx(0.3)
     assert row["multiplier"] == pytest.approx(1.21, rel=0.05)
-    assert row["extrapolation"] > 1 and "interval is withheld" in row["withheld"]
+    assert row["extrapolation"] == pytest.approx(0.3 * 1.21 / 0.2, rel=0.06)   # data: 0.2
     assert "at C = 0.3 PFLOP/s-days" in text and "past the data" in text
+
+
+def test_predict_answers_in_n_d_and_in_compute_with_the_fits_bootstrap(chin_fit, tmp_path,
+                                                                       monkeypatch, capsys):
+    from analysis import predict
+    from analysis.estimates import law_fits
+    from analysis.inputs.synthetic import chinchilla_law
+
+    out, _ = chin_fit
+    q = tmp_path / "q.csv"
+    q.write_text("variant,params,tokens,compute\nbaseline,3e6,2e8,\nbaseline,,,1e-2PF-days\n"
+                 "attnres_full,,,6PF-days\n")
+    monkeypatch.setattr(law_fits, "COVERED_UP_TO", {("chinchilla", "loss"): 10.0})
+    assert predict.main([str(out), str(q), "--out", str(tmp_path / "p.csv")]) == 0
+    rows = list(csv.DictReader((tmp_path / "p.csv").open()))
+    assert [r["variant"] for r in rows] == ["baseline", "baseline", "attnres_full"]
+    n_d, inside, far = rows
+    truth = chinchilla_law(*TRUTH)(3e6, 2e8)
+    assert float(n_d["loss"]) == pytest.approx(truth, rel=0.01)
+    assert float(n_d["lo"]) < float(n_d["loss"]) < float(n_d["hi"])
+    assert float(inside["extrapolation"]) < 1 and float(inside["lo"]) < float(inside["hi"])
+    # 6 PF-days is 30x the data (0.2): past the 10x up to which coverage held, so no interval
+    assert float(far["extrapolation"]) == pytest.approx(30.0, rel=0.01)
+    assert far["lo"] == "nan" and "interval is withheld" in far["note"]
+    assert "compute-optimal loss" in far["note"]
+    assert "interval withheld" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("query, match", [
+    ("variant,size\nbaseline,s1\n", "a query needs params and tokens, or compute, per row; its "
+                                     "columns are variant, size"),
+    ("variant,compute\nnope,1e20\n", "variant 'nope' was not fitted; fitted: attnres_full, "
+                                      "baseline"),
+    ("compute\n3PF\n", "line 2: compute '3PF': write FLOPs as a number"),
+    ("params,tokens\n1e6,\n", "line 2: needs params and tokens, or compute"),
+    ("compute\n1e10\n", "line 2: compute 1.157e-10 PF-days is below the data (the smallest fitted "
+                         "compute of attnres_full is 2.5e-05 PF-days)"),
+])
+def test_predict_refuses_a_bad_query_in_one_line(chin_fit, tmp_path, capsys, query, match):
+    from analysis import predict
+
+    q = tmp_path / "q.csv"
+    q.write_text(query)
+    assert predict.main([str(chin_fit[0]), str(q), "--out", str(tmp_path / "p.csv")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and match in err[0], err
+    assert not (tmp_path / "p.csv").exists()
+
+
+def test_predict_says_when_the_fit_dir_has_no_fit(tmp_path, capsys):
+    from analysis import predict
+
+    q = tmp_path / "q.csv"
+    q.write_text("compute\n1e20\n")
+    assert predict.main([str(tmp_path), str(q), "--out", str(tmp_path / "p.csv")]) == 2
+    assert "fits.json is missing or unreadable: run python -m analysis.fit" in capsys.readouterr().err
 
 
 def test_law_auto_says_which_law_won_and_by_how_much(nd_sweep, tmp_path, capsys):

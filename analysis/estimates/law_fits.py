@@ -36,10 +36,11 @@ from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
 from analysis.inputs.collect import Run
 from andrea.run.units import parse_compute
 
-# The largest extrapolation (query compute over the largest fitted compute) at which the
-# intervals' coverage was measured >= 90 % (bench.coverage_nd --factors, docs/laws.md); past it
-# an interval is withheld. None: not measured, so every interval past the data is withheld.
-COVERED_UP_TO: float | None = None
+# (law, "loss" | "multiplier") -> the largest extrapolation (query compute over the largest fitted
+# compute) up to which every measured coverage of that interval held >= 90 %
+# (`python -m bench.coverage_nd --factors 1 3 10 30`, docs/laws.md). Past it, or for a law or
+# quantity not listed, an interval past the data is withheld: its coverage is unknown or too low.
+COVERED_UP_TO: dict[tuple[str, str], float] = {}
 
 OPTIONAL_INPUTS = ("params", "tokens", "unique_tokens")
 
@@ -249,14 +250,17 @@ def law_multipliers(lf: dict[str, LawFit], baseline: str, computes) -> list[dict
             for c in computes]
 
 
-def withheld_interval(row: dict) -> str | None:
-    """Why the interval of a multiplier or loss this far past the data is not given, or None."""
+def withheld_interval(row: dict, quantity: str) -> str | None:
+    """Why the interval of a `quantity` ("loss" or "multiplier") this far past the data is not
+    given (COVERED_UP_TO), or None."""
     f = row.get("extrapolation", 1.0)
-    if not (f > 1.0) or (COVERED_UP_TO is not None and f <= COVERED_UP_TO):
+    limit = COVERED_UP_TO.get((row.get("law"), quantity))
+    if not (f > 1.0) or (limit is not None and f <= limit):
         return None
-    where = (f"{COVERED_UP_TO:g}x" if COVERED_UP_TO is not None else "no extrapolation")
-    return (f"{f:.3g}x past the data: the interval is withheld, since its coverage was measured "
-            f">= 90 % only up to {where} (docs/laws.md)")
+    measured = (f"was measured >= 90 % only up to {limit:g}x" if limit
+                else "past the data was not measured >= 90 %")
+    return (f"{f:.3g}x past the data: the interval is withheld, since the coverage of "
+            f"{row.get('law')}'s {quantity} intervals {measured} (docs/laws.md)")
 
 
 def check_law_args(args) -> str | None:
@@ -348,7 +352,7 @@ def chosen_law(chosen: str, form: str, fits, at_ref, runs, fit_runs, c_refs, arg
                       f"{m['compute_pflops_days']:.4g}" for m in mults]
         rows = law_multipliers(lf, args.baseline, computes)
     for r in rows:
-        r["withheld"] = withheld_interval(r)
+        r["withheld"] = withheld_interval(r, "multiplier")
         if r["withheld"]:
             r["ci"] = [math.nan, math.nan]
     lines += at_compute_lines(rows, ref_rows, chosen)

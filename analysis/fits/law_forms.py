@@ -108,6 +108,7 @@ def from_power_fit(f: Fit) -> LawFit:
     return LawFit(law=law, label=f.label, theta=theta, boot=boot, n_points=f.n_points,
                   rmse_log=f.rmse_log, huber_delta=f.huber_delta, converged=f.converged,
                   ranges={"compute": tuple(f.compute_range)}, compute_max=f.compute_range[1],
+                  compute_min=f.compute_range[0],
                   ci_level=f.ci_level, boot_level=f.boot_level, warnings=list(f.warnings))
 
 
@@ -157,6 +158,7 @@ def from_chinchilla_fit(f: ChinchillaFit, N, D) -> LawFit:
                   ranges={"params": (float(N.min()), float(N.max())),
                           "tokens": (float(D.min()), float(D.max()))},
                   compute_max=float((f.k * N * D).max() / FLOPS_PER_PFLOPS_DAY),
+                  compute_min=float((f.k * N * D).min() / FLOPS_PER_PFLOPS_DAY),
                   flops_per_param_token=f.k, ci_level=f.ci_level, boot_level=f.boot_level)
 
 

@@ -89,6 +89,7 @@ class LawFit:
     ci_level: float = 0.95
     boot_level: float | None = None            # percentile level of the intervals
     warnings: list[str] = field(default_factory=list)
+    compute_min: float | None = None           # smallest fitted compute, PFLOP/s-days
 
     @property
     def name(self) -> str:
@@ -174,6 +175,7 @@ class LawFit:
              "huber_delta": self.huber_delta, "converged": self.converged,
              "ranges": {k: list(v) for k, v in self.ranges.items()},
              "compute_max_pflops_days": self.compute_max,
+             "compute_min_pflops_days": self.compute_min,
              "flops_per_param_token": self.flops_per_param_token,
              "ci_level": self.ci_level, "percentile_level": self.level,
              "warnings": self.warnings,
@@ -193,6 +195,7 @@ class LawFit:
                    huber_delta=d.get("huber_delta"), converged=bool(d.get("converged", True)),
                    ranges={k: tuple(v) for k, v in d.get("ranges", {}).items()},
                    compute_max=float(d["compute_max_pflops_days"]),
+                   compute_min=d.get("compute_min_pflops_days"),
                    flops_per_param_token=d.get("flops_per_param_token"),
                    ci_level=float(d.get("ci_level", 0.95)),
                    boot_level=float(d.get("percentile_level", d.get("ci_level", 0.95))),
@@ -356,7 +359,8 @@ def fit_law(law: Law, label: str, X: dict, loss, huber_delta: float | None = 1e-
                   rmse_log=float(np.sqrt(np.mean(r * r))), huber_delta=huber_delta,
                   converged=converged,
                   ranges={k_: (float(v.min()), float(v.max())) for k_, v in Xa.items()},
-                  compute_max=float(C.max()), flops_per_param_token=k, ci_level=ci,
+                  compute_max=float(C.max()), compute_min=float(C.min()),
+                  flops_per_param_token=k, ci_level=ci,
                   boot_level=boot_level, warnings=warnings)
 
 
