@@ -289,3 +289,21 @@ def test_farseer_gradient_matches_finite_differences():
     num = np.column_stack([(FARSEER.log_predict(th + h * e, X) - FARSEER.log_predict(th - h * e, X))
                            / (2 * h) for e in np.eye(9)])
     np.testing.assert_allclose(J, num, rtol=1e-5, atol=1e-8)
+
+
+def test_at_compute_with_the_default_law_is_the_c_laws_multiplier_there(nd_sweep, tmp_path,
+                                                                         capsys):
+    from analysis.fit import main
+
+    out = tmp_path / "o"
+    assert main([str(nd_sweep), "--out", str(out), "--bootstrap", "50", "--no-plots",
+                 "--c-ref", "0.01", "--at-compute", "0.01PF-days", "1PF-days"]) == 0
+    text = capsys.readouterr().out
+    rep = json.loads((out / "fits.json").read_text())
+    inside, far = rep["law"]["at_compute"]
+    (ref,) = rep["multipliers"]["at_c_ref"]
+    # at C_ref the named compute gives the table's own multiplier and interval
+    assert inside["multiplier"] == ref["multiplier"] and inside["ci"] == ref["ci"]
+    assert inside["extrapolation"] < 1 and not inside["withheld"]
+    assert far["extrapolation"] > 5 and far["ci"] == [None, None] and far["withheld"]
+    assert "Compute multiplier at the named compute (law power)" in text
