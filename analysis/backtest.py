@@ -32,8 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from analysis.fits.bootstrap import percentile_ci
-from analysis.inputs.collect import add_metric_argument
 from analysis.estimates.estimate import C_LAW_POINTS, final_points, fit_variants
+from analysis.report.arguments import common_parser
 from analysis.report.files import jsonable
 from analysis.estimates.multiplier import multiplier_at
 from analysis.fits.powerlaw import predict
@@ -45,18 +45,13 @@ from analysis.estimates import tasks as task_fits
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m analysis.backtest",
-                                description=__doc__.split("\n\n")[0].split(": ", 1)[1])
-    p.add_argument("inputs", nargs="+", help="sweep/run directories or CSVs (as analysis.fit)")
-    add_metric_argument(p)
-    p.add_argument("--out", required=True, type=Path, help="output directory")
-    p.add_argument("--baseline", default="baseline")
-    p.add_argument("--irreducible", action="store_true", help="fit L = E + A·C^-alpha")
-    p.add_argument("--c-law-points", choices=["final", "all"], default=C_LAW_POINTS,
-                   help="points the fit uses, as analysis.fit (default: %(default)s); every "
-                        "budget of the held-out size is predicted either way")
-    p.add_argument("--bootstrap", type=int, default=1000, help="resamples (default: %(default)s)")
-    p.add_argument("--ci", type=float, default=0.95, help="interval level (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+                                description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+                                parents=[common_parser(
+        inputs="sweep/run directories or CSVs (as analysis.fit)", metric=True,
+        out="output directory", out_required=True, baseline=True, irreducible=True,
+        c_law_points="points the fit uses, as analysis.fit (default: %(default)s); every budget "
+                     "of the held-out size is predicted either way",
+        bootstrap=True, level="--ci", seed=True)])
     return p
 
 

@@ -35,6 +35,7 @@ from analysis.fits.bootstrap import percentile_ci
 from analysis.inputs.collect import collect_or_report, final_points, with_metric
 from analysis.estimates.estimate import default_c_ref, fit_variants
 from analysis.estimates.multiplier import boot_multipliers, multiplier_at
+from analysis.report.arguments import common_parser
 from andrea.run.rundir import atomic_write_json
 
 UNITS = {"loss": "nats/token", "bpb": "bits/byte"}
@@ -146,14 +147,11 @@ def render(result: dict, comparisons: list[dict], baseline: str, ci: float,
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.domains",
-                                description=__doc__.split("\n\n")[0])
-    p.add_argument("inputs", nargs="+", help="sweep/run directories or CSVs (columns named "
-                   "val_loss, bpb, domain:<name>/loss, domain:<name>/bpb)")
-    p.add_argument("--out", type=Path, default=None, help="write domains.json there")
-    p.add_argument("--baseline", default="baseline", help="reference label (default: %(default)s)")
-    p.add_argument("--bootstrap", type=int, default=1000, help="resamples (default: %(default)s)")
-    p.add_argument("--ci", type=float, default=0.95, help="interval level (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+                                description=__doc__.split("\n\n")[0],
+                                parents=[common_parser(
+        inputs="sweep/run directories or CSVs (columns named val_loss, bpb, domain:<name>/loss, "
+               "domain:<name>/bpb)",
+        out="write domains.json there", baseline=True, bootstrap=True, level="--ci", seed=True)])
     args = p.parse_args(argv)
     if args.bootstrap < 0 or not 0 < args.ci < 1:
         print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)

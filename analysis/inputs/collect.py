@@ -95,10 +95,6 @@ def _is_metric_key(key: str) -> bool:
     return key in ("val_loss", "val_bpb") or bool(_DOMAIN_METRIC.match(key))
 
 
-def add_metric_argument(parser) -> None:
-    parser.add_argument("--metric", default=DEFAULT_METRIC, metavar="M", help=METRIC_HELP)
-
-
 def variant_label(variant: str, block_size: int | None) -> str:
     """`attnres_block` with S=4 → `attnres_block_s4`; every other variant keeps its config name."""
     if variant == BLOCK_VARIANT and block_size is not None:
