@@ -39,8 +39,9 @@ from analysis.estimates.multiplier import multiplier_at
 from analysis.fits.powerlaw import predict
 from analysis.fits.replicates import arrange
 from andrea.run.rundir import atomic_write_bytes, atomic_write_json
-from analysis.inputs import tasks as task_metrics
-from analysis.estimates import tasks as task_fits
+from analysis.inputs import metrics
+from analysis.inputs.collect import collect_for_metric
+from analysis.estimates import task_accuracy
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -239,15 +240,15 @@ def main(argv=None) -> int:
     if args.bootstrap < 0 or not 0 < args.ci < 1:
         print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)
         return 2
-    collected = task_metrics.collect_for_metric(args.inputs, args.metric)
+    collected = collect_for_metric(args.inputs, args.metric)
     if collected is None:
         return 2
     coll, parsed = collected
     runs = coll.runs
-    if parsed is not None and task_metrics.higher_is_better(args.metric):
+    if parsed is not None and metrics.higher_is_better(args.metric):
         return _two_step_main(args, runs, *parsed)
     if parsed is not None:
-        runs, _ = task_metrics.with_metric(final_points(runs), args.metric)
+        runs, _ = metrics.with_metric(final_points(runs), args.metric)
         if not runs:
             print(f"error: no completed run records {args.metric} (python -m andrea.eval)",
                   file=sys.stderr)
@@ -271,7 +272,7 @@ def main(argv=None) -> int:
 
 
 def _two_step_main(args, runs, task: str, metric: str) -> int:
-    bt = task_fits.backtest_two_step(runs, task, metric, args.baseline, args.bootstrap,
+    bt = task_accuracy.backtest_two_step(runs, task, metric, args.baseline, args.bootstrap,
                                         args.ci, args.seed)
     if not bt["rows"]:
         why = bt.get("why") or "; ".join(f"{k}: {v}" for k, v in bt["skipped"].items()) \
@@ -279,7 +280,7 @@ def _two_step_main(args, runs, task: str, metric: str) -> int:
         print(f"error: nothing to backtest for {args.metric} ({why})", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    text = task_fits.backtest_markdown(bt, task, metric, args.ci)
+    text = task_accuracy.backtest_markdown(bt, task, metric, args.ci)
     atomic_write_json(args.out / "backtest.json", jsonable(bt))
     atomic_write_bytes(args.out / "backtest.md", text.encode())
     print(text, end="")

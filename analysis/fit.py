@@ -21,12 +21,12 @@ import numpy as np
 
 from analysis.estimates import extra_fits
 from analysis.report import plots_extra, tables
-from analysis.inputs import tasks as task_metrics
-from analysis.estimates import tasks as task_fits
+from analysis.inputs import metrics
+from analysis.estimates import task_accuracy
 from analysis.report.arguments import common_parser
 from analysis.report.files import jsonable
-from analysis.inputs.collect import (DEFAULT_METRIC, FLOPS_PER_PFLOPS_DAY, Collection,
-                                    aggregate, by_label, variant_label)
+from analysis.inputs.collect import (FLOPS_PER_PFLOPS_DAY, Collection, aggregate, by_label,
+                                    collect_for_metric, variant_label)
 from analysis.estimates.estimate import (C_LAW_POINTS, DEFAULT_LOSS, default_c_ref, final_points,
                                fit_variants)
 from analysis.estimates.multiplier import multiplier_at, multiplier_curve
@@ -273,7 +273,7 @@ def check_args(args) -> str | None:
 
 def collect_runs(args) -> Collected | int:
     """The runs to fit, said as they are found; an exit code when there are none."""
-    collected = task_metrics.collect_for_metric(args.inputs, args.metric)
+    collected = collect_for_metric(args.inputs, args.metric)
     if collected is None:
         return 2
     coll, parsed = collected
@@ -281,12 +281,12 @@ def collect_runs(args) -> Collected | int:
     n_completed = len({r.run_id for r in coll.runs})  # before a task metric filters them
     if parsed is not None:  # a task metric: its runs' final points, with it as their "loss"
         task, name = parsed
-        if task_metrics.higher_is_better(args.metric):
-            two_step_of, fitted = (task, name), f"task:{task}/bpb"
+        if metrics.higher_is_better(args.metric):
+            two_step_of, fitted = (task, name), metrics.task_key(task, "bpb")
         task_runs = final_points(coll.runs)
-        coll.runs, lack = task_metrics.with_metric(task_runs, fitted)
+        coll.runs, lack = metrics.with_metric(task_runs, fitted)
         if not coll.runs:
-            have = task_metrics.available(task_runs)
+            have = metrics.available(task_runs)
             print(f"error: no completed run records {fitted} (evaluate them: python -m "
                   f"andrea.eval {' '.join(map(str, args.inputs))} --tasks {task}); recorded: "
                   f"{', '.join(have) if have else 'no task metrics'}", file=sys.stderr)
@@ -301,7 +301,7 @@ def collect_runs(args) -> Collected | int:
     if parsed is not None:
         n_pts = f" ({len(coll.runs)} with {fitted})"
     print(f"Collected {n_completed} completed run(s){n_pts} from {', '.join(map(str, args.inputs))}")
-    if args.metric != DEFAULT_METRIC:
+    if args.metric != metrics.DEFAULT_METRIC:
         print(f"Metric: {args.metric} (every 'loss' and 'L' below is this metric)")
     _section("Failed runs", coll.failed, lambda t: f"{t[0]}: {t[1]}")
     _section("Still running or missing results.json", coll.running, lambda t: f"{t[0]}: {t[1]}")
@@ -370,11 +370,11 @@ def estimate_multipliers(args, c: Collected, f: Fitted) -> Estimated:
     est = Estimated(c_refs=c_refs, c_ref_why=c_ref_why, at_ref=at_ref, curves=curves, extra=extra)
     if c.task is not None:
         acc_name = c.two_step_of[1] if c.two_step_of else "acc"
-        est.verdict = task_metrics.chance_verdict(c.task_runs, c.task[0], acc_name)
+        est.verdict = task_accuracy.chance_verdict(c.task_runs, c.task[0], acc_name)
         if c.two_step_of:
-            est.two_step = task_fits.two_step(c.task_runs, c.task[0], acc_name,
-                                              {l: fit for l, fit in fits.items()}, c_refs, args.ci)
-            est.metric_lines += task_fits.two_step_lines(est.two_step, *c.two_step_of)
+            est.two_step = task_accuracy.two_step(c.task_runs, c.task[0], acc_name,
+                                                  {l: fit for l, fit in fits.items()}, c_refs, args.ci)
+            est.metric_lines += task_accuracy.two_step_lines(est.two_step, *c.two_step_of)
         if est.verdict["line"]:
             est.metric_lines.append(("  " if c.two_step_of else "") + est.verdict["line"])
     return est

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from analysis.estimates.estimate import C_LAW_POINTS
-from analysis.inputs.collect import DEFAULT_METRIC, METRIC_HELP
+from analysis.inputs.metrics import DEFAULT_METRIC, METRIC_HELP
 
 DEFAULT_BASELINE = "baseline"
 DEFAULT_BOOTSTRAP = 1000
