@@ -187,6 +187,8 @@ def test_fit_with_a_named_law_gives_its_multiplier_at_a_named_compute(chin_fit):
     assert row["compute_pflops_days"] == pytest.approx(0.3)
     assert row["multiplier"] == pytest.approx(1.21, rel=0.05)
     assert row["extrapolation"] == pytest.approx(0.3 * 1.21 / 0.2, rel=0.06)   # data: 0.2
+    # Chinchilla's multiplier intervals covered >= 90 % up to 30x past the data: given here
+    assert not row["withheld"] and row["ci"][0] < row["multiplier"] < row["ci"][1]
     assert "at C = 0.3 PFLOP/s-days" in text and "past the data" in text
 
 
