@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.fits.bootstrap import percentile_ci
-from analysis.inputs.collect import add_metric_argument
+from analysis.inputs.collect import DEFAULT_METRIC, add_metric_argument, metric_axis_label
 from analysis.estimates.estimate import C_LAW_POINTS, final_points, fit_variants
 from analysis.report.files import jsonable
 from analysis.estimates.multiplier import multiplier_at
@@ -194,7 +194,7 @@ def markdown(bt: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def backtest_figure(bt: dict, baseline: str = "baseline"):
+def backtest_figure(bt: dict, baseline: str = "baseline", metric: str = DEFAULT_METRIC):
     """Predicted against observed, with the prediction intervals: left, the held-out size's
     loss at each budget (y = x is a perfect prediction; a bar that misses the diagonal is a
     miss, drawn as a cross); right, each variant's multiplier at the held-out compute, the
@@ -224,9 +224,10 @@ def backtest_figure(bt: dict, baseline: str = "baseline"):
     ax.plot([lo, hi], [lo, hi], color="0.5", ls="--", lw=1, zorder=0)
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    ax.set_xlabel("observed loss of the held-out size (geometric mean over seeds)")
+    ax.set_xlabel(f"observed: {metric_axis_label(metric)}\n(held-out size, geometric mean over "
+                  "seeds)")
     ax.set_ylabel(f"predicted from the smaller sizes ({pct} interval)")
-    ax.set_title("Held-out losses: on the dashed line = predicted exactly", fontsize=9)
+    ax.set_title("Held-out size: on the dashed line = predicted exactly", fontsize=9)
     ax.legend(frameon=False, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.14),
               ncol=3)
     if two:
@@ -300,7 +301,7 @@ def main(argv=None) -> int:
     atomic_write_json(args.out / "backtest.json", jsonable(bt))
     atomic_write_bytes(args.out / "backtest.md", text.encode())
     from analysis.report.plots import save_figure
-    save_figure(backtest_figure(bt, args.baseline), [args.out / "backtest.png"])
+    save_figure(backtest_figure(bt, args.baseline, args.metric), [args.out / "backtest.png"])
     print(text, end="")
     print(f"Wrote backtest.json, backtest.md, backtest.png to {args.out}/")
     return 0

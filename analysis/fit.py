@@ -23,7 +23,7 @@ from analysis.inputs import tasks as task_metrics
 from analysis.estimates import tasks as task_fits
 from analysis.report.files import jsonable
 from analysis.inputs.collect import (DEFAULT_METRIC, FLOPS_PER_PFLOPS_DAY, add_metric_argument,
-                                    aggregate, by_label, variant_label)
+                                    aggregate, by_label, metric_axis_label, variant_label)
 from analysis.estimates.estimate import (C_LAW_POINTS, DEFAULT_LOSS, default_c_ref, final_points,
                                fit_variants)
 from analysis.estimates.multiplier import multiplier_at, multiplier_curve
@@ -257,7 +257,7 @@ def main(argv=None) -> int:
     if parsed is not None:
         n_pts = f" ({len(coll.runs)} with {fitted})"
     print(f"Collected {n_runs} completed run(s){n_pts} from {', '.join(map(str, args.inputs))}")
-    if args.metric != DEFAULT_METRIC:
+    if args.metric != DEFAULT_METRIC and parsed is None:  # a task metric's line is above
         print(f"Metric: {args.metric} (every 'loss' and 'L' below is this metric)")
     _section("Failed runs", coll.failed, lambda t: f"{t[0]}: {t[1]}")
     _section("Still running or missing results.json", coll.running, lambda t: f"{t[0]}: {t[1]}")
@@ -367,13 +367,16 @@ def main(argv=None) -> int:
     figure_msgs = []
     if not args.no_plots:
         from analysis.report import plots
+        shown = args.metric if parsed is None else fitted   # what the figures draw
+        ylabel = metric_axis_label(shown)
         with _warnings.catch_warnings():
             _warnings.simplefilter("ignore", RuntimeWarning)
             plots.plot_scaling(groups, fits, c_refs[0], [out / "scaling.png", out / "scaling.pdf"],
-                               args.baseline, ylabel=None if parsed is None else fitted)
+                               args.baseline, ylabel=ylabel)
             written += [out / "scaling.png", out / "scaling.pdf"]
             if curves:
-                plots.plot_multiplier(curves, at_ref, [out / "multiplier.png"], args.baseline)
+                plots.plot_multiplier(curves, at_ref, [out / "multiplier.png"], args.baseline,
+                                      "loss" if shown == DEFAULT_METRIC else shown)
                 written.append(out / "multiplier.png")
             else:
                 figure_msgs.append("multiplier figure skipped: no multipliers")
@@ -382,7 +385,8 @@ def main(argv=None) -> int:
             figure_msgs.append(msg)
             if not msg.endswith("skipped"):
                 written.append(out / "ablation.png")
-            figure_msgs += plots_extra.extra_figures(extra, groups, out, written, args.baseline)
+            figure_msgs += plots_extra.extra_figures(extra, groups, out, written, args.baseline,
+                                                     ylabel)
             dyn, dyn_msgs = _dynamics_runs(points, args.dynamics_runs, args.baseline)
             figure_msgs += dyn_msgs
             if dyn:

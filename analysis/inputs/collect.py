@@ -95,6 +95,25 @@ def _is_metric_key(key: str) -> bool:
     return key in ("val_loss", "val_bpb") or bool(_DOMAIN_METRIC.match(key))
 
 
+# what a figure's axis calls a metric's value, by what it measures
+_MEASURES = {"loss": "loss (nats/token)", "bpb": "bits per byte", "acc": "accuracy",
+             "acc_norm": "accuracy (length-normalised)"}
+
+
+def metric_axis_label(metric: str) -> str:
+    """How a figure names `metric` (a --metric name) on its axis, with the unit."""
+    if metric == DEFAULT_METRIC:
+        return "Validation loss (nats/token)"
+    if metric in ("bpb", "val_bpb"):
+        return "Validation bits per byte"
+    kind, _, rest = metric.partition(":")
+    if kind in ("domain", "task") and "/" in rest:
+        name, measure = rest.rsplit("/", 1)
+        where = "Held-out domain" if kind == "domain" else "Task"
+        return f"{where} {name}: {_MEASURES.get(measure, measure)}"
+    return metric
+
+
 def add_metric_argument(parser) -> None:
     parser.add_argument("--metric", default=DEFAULT_METRIC, metavar="M", help=METRIC_HELP)
 
