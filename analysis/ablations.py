@@ -28,6 +28,7 @@ import numpy as np
 from scipy import stats
 
 from analysis.fits.replicates import paired, t_interval
+from analysis.report.files import out_dir_refused
 from analysis.inputs.collect import add_metric_argument, collect_or_report, final_points
 from andrea.run.rundir import atomic_write_bytes
 
@@ -249,6 +250,8 @@ def main(argv=None) -> int:
     p.add_argument("--baseline", default="baseline")
     p.add_argument("--full", default="attnres_full")
     a = p.parse_args(argv)
+    if out_dir_refused(a.out):
+        return 2
     if not 0 < a.level < 1:
         p.error(f"--level={a.level} must lie in (0, 1)")
     col = collect_or_report(a.inputs, a.metric)

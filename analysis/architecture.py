@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.fits import parabola
+from analysis.report.files import out_dir_refused
 from analysis.fits.replicates import paired
 from analysis.inputs.collect import add_metric_argument, collect_or_report, final_points
 from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
@@ -389,6 +390,8 @@ def main(argv=None) -> int:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap draws (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     a = p.parse_args(argv)
+    if out_dir_refused(a.out):
+        return 2
     if not 0 < a.level < 1:
         p.error(f"--level={a.level} must lie in (0, 1)")
     col = collect_or_report(a.inputs, a.metric)

@@ -36,7 +36,7 @@ import numpy as np
 from analysis.fits.bootstrap import percentile_ci
 from analysis.inputs.collect import DEFAULT_METRIC, add_metric_argument, metric_axis_label
 from analysis.estimates.estimate import C_LAW_POINTS, final_points, fit_variants
-from analysis.report.files import jsonable
+from analysis.report.files import jsonable, out_dir_refused
 from analysis.estimates.multiplier import multiplier_at
 from analysis.fits.powerlaw import predict
 from analysis.fits.replicates import arrange
@@ -273,6 +273,8 @@ def backtest_figure(bt: dict, baseline: str = "baseline", metric: str = DEFAULT_
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if out_dir_refused(args.out):
+        return 2
     if args.bootstrap < 0 or not 0 < args.ci < 1:
         print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)
         return 2

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.fits.bootstrap import percentile_ci
+from analysis.report.files import out_dir_refused
 from analysis.inputs.collect import collect_or_report, final_points, with_metric
 from analysis.estimates.estimate import default_c_ref, fit_variants
 from analysis.estimates.multiplier import boot_multipliers, multiplier_at
@@ -155,6 +156,8 @@ def main(argv=None) -> int:
     p.add_argument("--ci", type=float, default=0.95, help="interval level (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
     args = p.parse_args(argv)
+    if out_dir_refused(args.out):
+        return 2
     if args.bootstrap < 0 or not 0 < args.ci < 1:
         print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)
         return 2

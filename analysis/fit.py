@@ -21,7 +21,7 @@ from analysis.estimates import extra_fits
 from analysis.report import plots_extra, tables
 from analysis.inputs import tasks as task_metrics
 from analysis.estimates import tasks as task_fits
-from analysis.report.files import jsonable
+from analysis.report.files import jsonable, out_dir_refused
 from analysis.inputs.collect import (DEFAULT_METRIC, FLOPS_PER_PFLOPS_DAY, add_metric_argument,
                                     aggregate, by_label, metric_axis_label, variant_label)
 from analysis.estimates.estimate import (C_LAW_POINTS, DEFAULT_LOSS, default_c_ref, final_points,
@@ -220,6 +220,8 @@ def _log_wandb(args, rows, report, figures) -> str:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if out_dir_refused(args.out):
+        return 2
     if args.bootstrap < 0 or not 0 < args.ci < 1 or args.huber_delta <= 0:
         print("error: need --bootstrap >= 0, 0 < --ci < 1, --huber-delta > 0", file=sys.stderr)
         return 2
