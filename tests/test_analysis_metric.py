@@ -180,12 +180,16 @@ def _figures(monkeypatch) -> dict:
     return drawn
 
 
-@pytest.mark.parametrize("metric,label", [("bpb", "Validation bits per byte"),
-                                          ("domain:prose/loss",
-                                           "Held-out domain prose: loss (nats/token)")])
-def test_figures_name_the_metric_they_draw(tmp_path, monkeypatch, metric, label):
+def test_figures_name_the_metric_they_draw(tmp_path, monkeypatch):
     """scaling.png and frontier.png said "Validation loss (nats/token)" over bits per byte and
     over a domain's loss; multiplier.png's title said "loss" whatever was fitted."""
+    from analysis.inputs.collect import metric_axis_label
+
+    assert metric_axis_label("val_loss") == "Validation loss (nats/token)"
+    assert metric_axis_label("domain:prose/loss") == "Held-out domain prose: loss (nats/token)"
+    assert metric_axis_label("domain:prose/bpb") == "Held-out domain prose: bits per byte"
+    assert metric_axis_label("task:copa/acc") == "Task copa: accuracy"
+    metric, label = "bpb", "Validation bits per byte"
     drawn = _figures(monkeypatch)
     sweep = write_sweep(tmp_path / "s", rows())
     assert fit.main([str(sweep), "--out", str(tmp_path / "o"), "--metric", metric,
