@@ -30,6 +30,7 @@ from scipy import stats
 from analysis.fits.replicates import paired, t_interval
 from analysis.inputs.collect import collect_or_report, final_points
 from analysis.report.arguments import common_parser
+from analysis.report.files import out_dir_refused
 from andrea.run.rundir import atomic_write_bytes
 
 BLOCK_LABEL = re.compile(r"^attnres_block_s(\d+)$")  # Block at one S, no switches
@@ -249,6 +250,8 @@ def main(argv=None) -> int:
     p.add_argument("--size", help="the size to tabulate (default: the one with most labels)")
     p.add_argument("--full", default="attnres_full")
     a = p.parse_args(argv)
+    if out_dir_refused(a.out):
+        return 2
     if not 0 < a.level < 1:
         p.error(f"--level={a.level} must lie in (0, 1)")
     col = collect_or_report(a.inputs, a.metric)

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.fits import parabola
+from analysis.report.files import out_dir_refused
 from analysis.fits.replicates import paired
 from analysis.inputs.collect import collect_or_report, final_points
 from analysis.report.arguments import common_parser
@@ -387,6 +388,8 @@ def main(argv=None) -> int:
         out="output directory (default: <first input>/analysis)", level="--level",
         baseline=True, bootstrap=True, seed=True)])
     a = p.parse_args(argv)
+    if out_dir_refused(a.out):
+        return 2
     if not 0 < a.level < 1:
         p.error(f"--level={a.level} must lie in (0, 1)")
     col = collect_or_report(a.inputs, a.metric)

@@ -34,10 +34,11 @@ from pathlib import Path
 import numpy as np
 
 from analysis.fits.bootstrap import percentile_ci
+from analysis.inputs.metrics import DEFAULT_METRIC, metric_axis_label
 from analysis.estimates.estimate import C_LAW_POINTS, final_points, fit_variants
 from analysis.estimates.law_fits import held_out_sizes
 from analysis.report.arguments import common_parser
-from analysis.report.files import jsonable
+from analysis.report.files import jsonable, out_dir_refused
 from analysis.estimates.multiplier import multiplier_at
 from analysis.fits.powerlaw import predict
 from analysis.fits.replicates import arrange
@@ -186,7 +187,7 @@ def markdown(bt: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def backtest_figure(bt: dict, baseline: str = "baseline"):
+def backtest_figure(bt: dict, baseline: str = "baseline", metric: str = DEFAULT_METRIC):
     """Predicted against observed, with the prediction intervals: left, the held-out size's
     loss at each budget (y = x is a perfect prediction; a bar that misses the diagonal is a
     miss, drawn as a cross); right, each variant's multiplier at the held-out compute, the
@@ -216,9 +217,10 @@ def backtest_figure(bt: dict, baseline: str = "baseline"):
     ax.plot([lo, hi], [lo, hi], color="0.5", ls="--", lw=1, zorder=0)
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
-    ax.set_xlabel("observed loss of the held-out size (geometric mean over seeds)")
+    ax.set_xlabel(f"observed: {metric_axis_label(metric)}\n(held-out size, geometric mean over "
+                  "seeds)")
     ax.set_ylabel(f"predicted from the smaller sizes ({pct} interval)")
-    ax.set_title("Held-out losses: on the dashed line = predicted exactly", fontsize=9)
+    ax.set_title("Held-out size: on the dashed line = predicted exactly", fontsize=9)
     ax.legend(frameon=False, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.14),
               ncol=3)
     if two:
@@ -264,6 +266,8 @@ def backtest_figure(bt: dict, baseline: str = "baseline"):
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if out_dir_refused(args.out):
+        return 2
     if args.bootstrap < 0 or not 0 < args.ci < 1:
         print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)
         return 2
@@ -292,7 +296,7 @@ def main(argv=None) -> int:
     atomic_write_json(args.out / "backtest.json", jsonable(bt))
     atomic_write_bytes(args.out / "backtest.md", text.encode())
     from analysis.report.plots import save_figure
-    save_figure(backtest_figure(bt, args.baseline), [args.out / "backtest.png"])
+    save_figure(backtest_figure(bt, args.baseline, args.metric), [args.out / "backtest.png"])
     print(text, end="")
     print(f"Wrote backtest.json, backtest.md, backtest.png to {args.out}/")
     return 0

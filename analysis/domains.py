@@ -34,6 +34,7 @@ import numpy as np
 from analysis.fits.bootstrap import percentile_ci
 from analysis.inputs.collect import collect_or_report, final_points
 from analysis.inputs.metrics import domain_of, is_domain_loss, is_domain_metric, with_metric
+from analysis.report.files import out_dir_refused
 from analysis.estimates.estimate import default_c_ref, fit_variants
 from analysis.estimates.multiplier import boot_multipliers, multiplier_at
 from analysis.report.arguments import common_parser
@@ -154,6 +155,8 @@ def main(argv=None) -> int:
                "domain:<name>/bpb)",
         out="write domains.json there", baseline=True, bootstrap=True, level="--ci", seed=True)])
     args = p.parse_args(argv)
+    if out_dir_refused(args.out):
+        return 2
     if args.bootstrap < 0 or not 0 < args.ci < 1:
         print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)
         return 2

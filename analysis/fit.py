@@ -24,7 +24,7 @@ from analysis.report import plots_extra, tables
 from analysis.inputs import metrics
 from analysis.estimates import task_accuracy
 from analysis.report.arguments import common_parser
-from analysis.report.files import jsonable
+from analysis.report.files import jsonable, out_dir_refused
 from analysis.inputs.collect import (FLOPS_PER_PFLOPS_DAY, Collection, aggregate, by_label,
                                     collect_for_metric, variant_label)
 from analysis.estimates.estimate import (C_LAW_POINTS, DEFAULT_LOSS, default_c_ref, final_points,
@@ -345,7 +345,7 @@ def collect_runs(args) -> Collected | int:
     if parsed is not None:
         n_pts = f" ({len(coll.runs)} with {fitted})"
     print(f"Collected {n_completed} completed run(s){n_pts} from {', '.join(map(str, args.inputs))}")
-    if args.metric != metrics.DEFAULT_METRIC:
+    if args.metric != metrics.DEFAULT_METRIC and parsed is None:  # a task metric's line is above
         print(f"Metric: {args.metric} (every 'loss' and 'L' below is this metric)")
     _section("Failed runs", coll.failed, lambda t: f"{t[0]}: {t[1]}")
     _section("Still running or missing results.json", coll.running, lambda t: f"{t[0]}: {t[1]}")
@@ -485,13 +485,16 @@ def draw_figures(args, c: Collected, f: Fitted, e: Estimated, written: list[Path
     from analysis.report import plots
 
     out, figure_msgs = args.out, []
+    shown = args.metric if c.task is None else c.fitted   # what the figures draw
+    ylabel = metrics.metric_axis_label(shown)
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore", RuntimeWarning)
         plots.plot_scaling(c.groups, f.fits, e.c_refs[0], [out / "scaling.png", out / "scaling.pdf"],
-                           args.baseline, ylabel=None if c.task is None else c.fitted)
+                           args.baseline, ylabel=ylabel)
         written += [out / "scaling.png", out / "scaling.pdf"]
         if e.curves:
-            plots.plot_multiplier(e.curves, e.at_ref, [out / "multiplier.png"], args.baseline)
+            plots.plot_multiplier(e.curves, e.at_ref, [out / "multiplier.png"], args.baseline,
+                                  "loss" if shown == metrics.DEFAULT_METRIC else shown)
             written.append(out / "multiplier.png")
         else:
             figure_msgs.append("multiplier figure skipped: no multipliers")
@@ -500,7 +503,8 @@ def draw_figures(args, c: Collected, f: Fitted, e: Estimated, written: list[Path
         figure_msgs.append(msg)
         if not msg.endswith("skipped"):
             written.append(out / "ablation.png")
-        figure_msgs += plots_extra.extra_figures(e.extra, c.groups, out, written, args.baseline)
+        figure_msgs += plots_extra.extra_figures(e.extra, c.groups, out, written, args.baseline,
+                                                 ylabel)
         dyn, dyn_msgs = _dynamics_runs(c.points, args.dynamics_runs, args.baseline)
         figure_msgs += dyn_msgs
         if dyn:
@@ -564,6 +568,8 @@ def print_summary(args, c: Collected, f: Fitted, e: Estimated, rows, figure_msgs
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if out_dir_refused(args.out):
+        return 2
     problem = check_args(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.fits import parabola
+from analysis.report.files import out_dir_refused
 from analysis.fits.parabola import HALF_WINDOW
 from andrea.run import results as results_file
 from andrea.run.rundir import atomic_write_bytes, atomic_write_json
@@ -316,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="where the hparams file goes (default: %(default)s)")
     p.add_argument("--variant", default="baseline", help="the variant selected on (default: %(default)s)")
     args = p.parse_args(argv)
+    if out_dir_refused(args.out):
+        return 2
     dirs = [Path(d) for d in args.sweeps]
     name = args.name or dirs[0].resolve().name
     if not name.replace("_", "").replace("-", "").isalnum() or name == "rule":

@@ -317,8 +317,9 @@ def main(argv=None) -> int:
     sweep = args.sweep or Path(args.inputs[0]).resolve().name
     nz = prop["noise"]
     if measured:
-        unit, cost = "device-h", (f"Cost: FLOPs at the finished runs' measured speed ({measured[0]:.3g}"
-                                  f" FLOP/s, their median, on {measured[1]}): the hours are that "
+        speed, devices = measured
+        unit, cost = "device-h", (f"Cost: FLOPs at the finished runs' measured speed ({speed:.3g} "
+                                  f"FLOP/s, their median, on {devices}): the hours are that "
                                   f"device's, not a GPU's (--gpu prices them on a GPU).")
     else:
         unit, cost = "GPU-h", (f"Cost: FLOPs on {args.gpu or DEFAULT_GPU} at {args.mfu:.0%} MFU"

@@ -27,6 +27,7 @@ from analysis.estimates.law_fits import withheld_interval
 from analysis.fits import law_registry
 from analysis.fits.laws import LawError, LawFit
 from andrea.run.rundir import atomic_write_bytes, read_json
+from analysis.report.arguments import common_parser
 from andrea.run.units import parse_compute, to_pflops_days
 
 QUERY_COLUMNS = ("params", "tokens", "compute")
@@ -36,11 +37,12 @@ OUT_COLUMNS = ("variant", "law", "params", "tokens", "compute_pflops_days", "los
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m analysis.predict",
-                                description=__doc__.split("\n\n")[0].split(": ", 1)[1])
+                                description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+                                parents=[common_parser(out="the predictions CSV to write",
+                                                       out_required=True)])
     p.add_argument("fit_dir", type=Path, help="an analysis.fit --out directory (its fits.json)")
     p.add_argument("query", type=Path, help="CSV with params,tokens and/or compute per row "
                    "(optional: variant)")
-    p.add_argument("--out", required=True, type=Path, help="the predictions CSV to write")
     return p
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.report.arguments import common_parser
-from analysis.report.files import jsonable
+from analysis.report.files import jsonable, out_dir_refused
 from analysis.fits.bootstrap import percentile_ci
 from analysis.inputs.collect import Run, collect_or_report
 from analysis.estimates.estimate import DEFAULT_LOSS, default_c_ref, final_points, fit_variants
@@ -223,6 +223,8 @@ def main(argv=None) -> int:
     p.add_argument("--c-ref", type=float, default=None, help="reference compute in PFLOP/s-days "
                    "(default: the geometric middle of the shared compute range, as analysis.fit)")
     args = p.parse_args(argv)
+    if out_dir_refused(args.out):
+        return 2
     if args.bootstrap < 0 or not 0 < args.ci < 1 or (args.c_ref is not None and not args.c_ref > 0):
         print("error: need --bootstrap >= 0, 0 < --ci < 1, --c-ref > 0", file=sys.stderr)
         return 2

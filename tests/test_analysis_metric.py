@@ -157,3 +157,49 @@ def test_domains_agree_or_disagree_beyond_the_paired_interval(tmp_path, capsys):
     own = [report["metrics"][m]["multipliers"]["attnres_full"]["ci"]
            for m in ("domain:code/loss", "domain:prose/loss")]
     assert np.log(cmp["ci"][1] / cmp["ci"][0]) < min(np.log(hi / lo) for lo, hi in own)
+
+
+def _figures(monkeypatch) -> dict:
+    """Every figure the analysis saves, by file name: (y label, title, y tick labels, x label)
+    per axes."""
+    from analysis.report import plots, plots_extra
+
+    drawn = {}
+
+    def keep(fig, paths):
+        fig.canvas.draw()
+        lo_hi = [ax.get_ylim() for ax in fig.axes]
+        drawn[Path(paths[0]).name] = [
+            (ax.get_ylabel(), ax.get_title(),
+             [t.get_text() for t in ax.get_yticklabels()
+              if t.get_text() and lo <= t.get_position()[1] <= hi], ax.get_xlabel())
+            for ax, (lo, hi) in zip(fig.axes, lo_hi)]
+        plots.plt.close(fig)
+
+    monkeypatch.setattr(plots, "save_figure", keep)
+    monkeypatch.setattr(plots_extra, "save_figure", keep)
+    return drawn
+
+
+def test_figures_name_the_metric_they_draw(tmp_path, monkeypatch):
+    """scaling.png and frontier.png said "Validation loss (nats/token)" over bits per byte and
+    over a domain's loss; multiplier.png's title said "loss" whatever was fitted."""
+    from analysis.inputs.metrics import metric_axis_label
+
+    assert metric_axis_label("val_loss") == "Validation loss (nats/token)"
+    assert metric_axis_label("domain:prose/loss") == "Held-out domain prose: loss (nats/token)"
+    assert metric_axis_label("domain:prose/bpb") == "Held-out domain prose: bits per byte"
+    assert metric_axis_label("task:copa/acc") == "Task copa: accuracy"
+    metric, label = "bpb", "Validation bits per byte"
+    drawn = _figures(monkeypatch)
+    sweep = write_sweep(tmp_path / "s", rows())
+    assert fit.main([str(sweep), "--out", str(tmp_path / "o"), "--metric", metric,
+                     "--bootstrap", "50"]) == 0
+    assert drawn["scaling.png"][0][0] == label
+    assert drawn["frontier.png"][0][0] == f"{label}, mean over seeds"
+    _, title, ticks, _ = drawn["multiplier.png"][0]
+    assert f"to reach the variant's {metric} / C" in title
+    assert len(ticks) >= 4, ticks   # more than 1 and 2 on the log axis
+    assert backtest.main([str(sweep), "--out", str(tmp_path / "b"), "--metric", metric,
+                          "--bootstrap", "50"]) == 0
+    assert drawn["backtest.png"][0][3].startswith(f"observed: {label}\n")

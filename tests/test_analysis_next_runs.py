@@ -177,7 +177,7 @@ def test_cpu_runs_are_priced_by_their_measured_speed_with_the_fits_exponent(tmp_
     assert "baseline exponent 0.0482 " in out and "H100" not in out and "GPU-h" not in out
     assert "measured speed" in out and "device-h per seed" in out
     added = [int(line.split()[-1]) for line in out.splitlines() if line.startswith("tiny-")]
-    assert len(added) == 3 and 0 < max(added) < 1000, out      # hundreds of tiny seeds, not millions
+    assert len(added) == 3 and 0 < max(added) < 1000, out   # hundreds of seeds, not millions
     assert "±0.0" not in out
 
     # priced on a GPU on request: 10 H100-hours are far more than the question needs

@@ -152,3 +152,22 @@ def test_chance_verdict_and_sigmoid_units():
     fit = fit_sigmoid(L, sigmoid_acc(L, 4.0, 2.2, 0.25), 0.25)
     assert fit["ok"] and fit["k"] == pytest.approx(4.0, rel=1e-3)
     assert fit["L0"] == pytest.approx(2.2, rel=1e-3)
+
+
+def test_accuracy_figures_and_one_metric_line(tmp_path, capsys, monkeypatch):
+    """Under task:<task>/acc the output said both "Metric: task:…/bpb (L below)" and "Metric:
+    task:…/acc (every 'loss' and 'L' below is this metric)"; the figures called the task's bits
+    per byte a validation loss."""
+    from test_analysis_metric import _figures
+
+    drawn = _figures(monkeypatch)
+    sweep = make_sweep(tmp_path / "s")
+    assert fit_cli.main([str(sweep), "--out", str(tmp_path / "out"),
+                         "--metric", "task:ladder_local/acc", "--bootstrap", "50"]) == 0
+    out = capsys.readouterr().out
+    metric_lines = [line for line in out.splitlines() if line.startswith("Metric:")]
+    assert metric_lines == [
+        "Metric: task:ladder_local/bpb (L below), on 24 runs' final points; "
+        "task:ladder_local/acc is higher-is-better: fitted in two steps through it"]
+    assert drawn["scaling.png"][0][0] == "Task ladder_local: bits per byte"
+    assert "loss" not in drawn["multiplier.png"][0][1]

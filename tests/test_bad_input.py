@@ -427,6 +427,21 @@ def test_an_unusable_analysis_input_exits_2(tmp_path, capsys):
     assert "runs.csv: missing required column(s) flops, val_loss" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", ["fit", "backtest", "domains", "ablations", "architecture",
+                                     "lr_select", "tuning"])
+def test_an_out_that_is_a_file_is_one_line_before_any_run_is_read(tmp_path, capsys, command):
+    """`analysis.fit --out <a file>` ended in a FileExistsError traceback after collecting every
+    run. The inputs here do not exist: the --out line comes first, so it is checked first."""
+    import importlib
+
+    main = importlib.import_module(f"analysis.{command}").main
+    (tmp_path / "afile").write_text("")
+    for out in (tmp_path / "afile", tmp_path / "afile" / "sub"):
+        assert main([str(tmp_path / "no_such_sweep"), "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"error: --out {out}: {tmp_path / 'afile'} is a file, not a directory"]
+
+
 # ---- docs/bad_input.md ---------------------------------------------------------------------------
 
 def write_table(path: Path) -> None:

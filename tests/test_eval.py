@@ -210,6 +210,16 @@ def test_a_task_whose_documents_do_not_load(env, tmp_path, capsys):
     assert "the tasks gone did not load their documents" in line and "FileNotFoundError" in line
 
 
+def test_a_device_torch_does_not_know_is_one_line_first(tmp_path, capsys):
+    """--device tpu ended in torch's RuntimeError traceback; an empty folder as the path shows
+    that the device is checked before any run is looked for."""
+    from andrea.eval.__main__ import main
+
+    assert main([str(tmp_path), "--tasks", "mc_local", "--device", "tpu"]) == 2
+    assert error_line(capsys) == ("error: device=tpu is not a device torch knows; use auto, cpu "
+                                  "or cuda[:i]")
+
+
 def test_run_without_checkpoint(env, tmp_path, capsys):
     from andrea.eval.__main__ import main
 

@@ -93,6 +93,25 @@ def check_metric(metric: str) -> None:
         raise MetricError(f"--metric {metric!r} is not a metric; {METRIC_HELP}")
 
 
+# what a figure's axis calls a metric's value, by what it measures
+_MEASURES = {"loss": "loss (nats/token)", "bpb": "bits per byte", "acc": "accuracy",
+             "acc_norm": "accuracy (length-normalised)"}
+
+
+def metric_axis_label(metric: str) -> str:
+    """How a figure names `metric` (a --metric name) on its axis, with the unit."""
+    if metric == DEFAULT_METRIC:
+        return "Validation loss (nats/token)"
+    if metric in ("bpb", "val_bpb"):
+        return "Validation bits per byte"
+    kind, _, rest = metric.partition(":")
+    if kind in ("domain", "task") and "/" in rest:
+        name, measure = rest.rsplit("/", 1)
+        where = "Held-out domain" if kind == "domain" else "Task"
+        return f"{where} {name}: {_MEASURES.get(measure, measure)}"
+    return metric
+
+
 # --- one run record (results.json point, CSV row) -------------------------------------------------
 def record_keys(metric: str) -> tuple[str, ...]:
     """The record keys (results.json spelling, CSV column) that may hold `metric`, in order."""

@@ -64,7 +64,7 @@ def plain_log_ticks(axis, lo: float, hi: float) -> None:
     up to 30x (1-2-5 labelled only 1 and 2 from 0.7 to 3.5), 1-2-5 up to 1000x, decades beyond."""
     span = hi / lo
     axis.set_major_locator(
-        mticker.MaxNLocator(7, steps=[1, 2, 2.5, 5, 10]) if span < 4 else
+        mticker.MaxNLocator(9, steps=[1, 2, 2.5, 5, 10]) if span < 4 else
         mticker.LogLocator(subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0), numticks=30) if span < 30 else
         mticker.LogLocator(subs=(1.0, 2.0, 5.0), numticks=30) if span < 1e3 else
         mticker.LogLocator(numticks=12))
@@ -249,12 +249,14 @@ def _finish_scaling(ax, by_label, fits, c_ref, order, banded, extrapolated, note
 MULTIPLIER_SPAN = 4.0
 
 
-def plot_multiplier(curves: dict[str, dict], at_ref: list[dict], paths, baseline: str = "baseline"
-                    ) -> None:
-    save_figure(multiplier_figure(curves, at_ref, baseline), paths)
+def plot_multiplier(curves: dict[str, dict], at_ref: list[dict], paths, baseline: str = "baseline",
+                    quantity: str = "loss") -> None:
+    save_figure(multiplier_figure(curves, at_ref, baseline, quantity), paths)
 
 
-def multiplier_figure(curves: dict[str, dict], at_ref: list[dict], baseline: str = "baseline"):
+def multiplier_figure(curves: dict[str, dict], at_ref: list[dict], baseline: str = "baseline",
+                      quantity: str = "loss"):
+    """`quantity`: what the multiplier equates (the fitted metric's name under --metric)."""
     col = colours(list(curves) + [baseline], baseline)
     fig, ax = plt.subplots(figsize=(7.5, 5.4))
     ax.axhline(1.0, color=col[baseline], lw=1.2, ls="--", label=f"{baseline} (= 1)")
@@ -316,7 +318,7 @@ def multiplier_figure(curves: dict[str, dict], at_ref: list[dict], baseline: str
     plain_log_ticks(ax.yaxis, *lim)
     ax.set_xlabel("Training compute C (PFLOP/s-days)")
     ax.set_ylabel(f"Compute multiplier vs {baseline} (x, log scale)")
-    title = "Compute multiplier: baseline compute to reach the variant's loss / C"
+    title = f"Compute multiplier: baseline compute to reach the variant's {quantity} / C"
     if clipped:
         title += f"\n(intervals beyond {MULTIPLIER_SPAN:g}x the estimates clipped at the edge)"
     ax.set_title(title, fontsize=10)

@@ -11,7 +11,8 @@ from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 from analysis.report.plots import plain_log_y, save_figure, colours, plt
 
 
-def plot_frontier(groups, front, paths, baseline: str = "baseline") -> None:
+def plot_frontier(groups, front, paths, baseline: str = "baseline",
+                  ylabel: str = "Validation loss (nats/token)") -> None:
     """Every (mean over seeds) point faint, each variant's lower envelope joined."""
     col = colours(groups, baseline)
     fig, ax = plt.subplots(figsize=(7.5, 5))
@@ -27,14 +28,15 @@ def plot_frontier(groups, front, paths, baseline: str = "baseline") -> None:
     ax.set_yscale("log")
     plain_log_y(ax)
     ax.set_xlabel("Training compute C (PFLOP/s-days)")
-    ax.set_ylabel("Validation loss (nats/token, mean over seeds)")
+    ax.set_ylabel(f"{ylabel}, mean over seeds")
     ax.set_title("Compute-efficient frontier: lower envelope of each variant's points", fontsize=10)
     if ax.get_legend_handles_labels()[0]:   # no series, no legend (and no matplotlib warning)
         ax.legend(loc="lower left", frameon=False)
     save_figure(fig, paths)
 
 
-def plot_isoflop(groups, fits, paths, baseline: str = "baseline") -> None:
+def plot_isoflop(groups, fits, paths, baseline: str = "baseline",
+                 ylabel: str = "Validation loss (nats/token)") -> None:
     """Per variant (one panel each), the fitted L(N, C/(kN)) against N at a few computes, with
     the compute-optimal N marked and the measured points whose compute is nearest each curve's."""
     labels = sorted(fits, key=lambda k: (k != baseline, k))
@@ -66,7 +68,7 @@ def plot_isoflop(groups, fits, paths, baseline: str = "baseline") -> None:
     shown = [v for v in shown if np.isfinite(v) and v > 0]
     if shown:
         axes[0][0].set_ylim(min(shown) / 1.05, max(shown) * 1.05)
-    axes[0][0].set_ylabel("Validation loss (nats/token)")
+    axes[0][0].set_ylabel(ylabel)
     handles, names = axes[0][-1].get_legend_handles_labels()
     # outside the panels (constrained layout makes room): inside, it covered the data
     fig.legend(handles, names, loc="outside lower center", ncol=len(levels), frameon=False,
@@ -76,11 +78,13 @@ def plot_isoflop(groups, fits, paths, baseline: str = "baseline") -> None:
     save_figure(fig, paths)
 
 
-def extra_figures(extra: "Extra", groups, out, written, baseline) -> list[str]:
-    """frontier.png and, with L(N, D) fits, isoflop.png; returns messages."""
+def extra_figures(extra: "Extra", groups, out, written, baseline,
+                  ylabel: str = "Validation loss (nats/token)") -> list[str]:
+    """frontier.png and, with L(N, D) fits, isoflop.png (`ylabel`: the fitted metric's axis
+    label); returns messages."""
     msgs = []
     if groups:
-        plot_frontier(groups, extra.frontier, [out / "frontier.png"], baseline)
+        plot_frontier(groups, extra.frontier, [out / "frontier.png"], baseline, ylabel)
         written.append(out / "frontier.png")
     else:
         msgs.append("frontier figure skipped: no points")
@@ -91,7 +95,7 @@ def extra_figures(extra: "Extra", groups, out, written, baseline) -> list[str]:
     for k in sorted(k for k in why if why[k]):
         msgs.append(f"isoFLOP profile of {k} not drawn: {why[k]}")
     if drawable:
-        plot_isoflop(groups, drawable, [out / "isoflop.png"], baseline)
+        plot_isoflop(groups, drawable, [out / "isoflop.png"], baseline, ylabel)
         written.append(out / "isoflop.png")
     elif extra.chinchilla:
         msgs.append("isoFLOP figure skipped: no L(N, D) fit identifies a compute-optimal N")

@@ -136,20 +136,23 @@ def implied_overrides(overrides: Iterable[str]) -> list[str]:
     return [f"{other}=null"]
 
 
+@dataclasses.dataclass
+class _Plan:
+    plan: bool = False   # the schema's type of `plan`: OmegaConf reads "true", "yes", 1 ... into it
+
+
 def plan_requested(overrides: Iterable[str]) -> bool:
     """Whether the command line sets `plan=true` (the last such override wins), its value read
     as Hydra assigns it to the schema's bool."""
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    from andrea.config.schema import RunConfig
-
     asked = False
     for key, value in _assignments(overrides):
         values = _values(f"{key}={value}") if key == "plan" else None
         if not values or len(values) != 1:
             continue  # not plan, or a sweep over plan itself: the sweeper's business
-        node = OmegaConf.structured(RunConfig)
+        node = OmegaConf.structured(_Plan)
         try:
             OmegaConf.update(node, "plan", values[0], merge=True)
         except OmegaConfBaseException:

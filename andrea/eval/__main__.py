@@ -105,10 +105,12 @@ def main(argv=None) -> int:
         return 2
     if not args.verbose:
         datasets.disable_progress_bars()
+    from andrea.eval.adapter import resolve_device
     from andrea.eval.load import check_run
     from andrea.eval.tasks import evaluate_run, load_tasks, task_manager
 
     try:
+        resolve_device(args.device)  # a device torch does not know, before any run is read
         if not tasks:
             raise EvalError("--tasks is empty: give task names, e.g. --tasks copa_local")
         if args.limit is not None and args.limit < 1:

@@ -54,7 +54,11 @@ def resolve_device(device: str | None, strict: bool = True) -> torch.device:
             raise EvalError(f"device={device} but torch sees no CUDA device; use device=cpu")
         log.warning("device=%s but torch sees no CUDA device: evaluating on the CPU", device)
         return torch.device("cpu")
-    return torch.device(device)
+    try:
+        return torch.device(device)
+    except RuntimeError:  # torch's "Expected one of cpu, cuda, ... device type at start of ..."
+        raise EvalError(f"device={device} is not a device torch knows; use auto, cpu or "
+                        "cuda[:i]") from None
 
 
 # AndreaLM's model_args; `trust_remote_code` is what the harness adds on its own (ignored here).
