@@ -168,3 +168,12 @@ def test_the_analysis_reads_a_run_through_the_run_layer_once():
                     or (isinstance(node.right, ast.Constant) and node.right.value == "tasks")):
                 found.append(f"{_rel(path)}:{node.lineno}: {ast.unparse(node)}")
     assert not found, "\n".join(found)
+
+
+def test_the_long_drivers_read_as_their_phases():
+    """analysis.fit.main and resolve_run call named phases (as the Trainer does) instead of
+    holding every step inline: each stays a page."""
+    for rel, name in (("analysis/fit.py", "main"), ("andrea/config/resolve.py", "resolve_run")):
+        tree = ast.parse((REPO / rel).read_text())
+        fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+        assert fn.end_lineno - fn.lineno + 1 <= 70, f"{rel}:{name} is {fn.end_lineno - fn.lineno + 1} lines"
