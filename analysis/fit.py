@@ -27,8 +27,7 @@ from analysis.report.arguments import common_parser
 from analysis.report.files import jsonable
 from analysis.inputs.collect import (FLOPS_PER_PFLOPS_DAY, Collection, aggregate, by_label,
                                     collect_for_metric, variant_label)
-from analysis.estimates.estimate import (C_LAW_POINTS, DEFAULT_LOSS, default_c_ref, final_points,
-                               fit_variants)
+from analysis.estimates.estimate import DEFAULT_LOSS, default_c_ref, final_points, fit_variants
 from analysis.estimates.multiplier import multiplier_at, multiplier_curve
 from analysis.fits.replicates import arrange, seed_noise
 from andrea.run import results as results_file
