@@ -33,6 +33,7 @@ from analysis.estimates import law_fits
 from analysis.estimates.multiplier import multiplier_at, multiplier_curve
 from analysis.fits import law_registry
 from analysis.fits.replicates import arrange, seed_noise
+from andrea.run import results as results_file
 from andrea.run.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json
 
 SCHEMA_VERSION = 1
@@ -161,9 +162,9 @@ def _dynamics_runs(points, specs, baseline):
         for spec in specs:
             if Path(spec).is_dir():
                 rd = RunDir(Path(spec))
-                res = rd.read_results() or {}
+                res = results_file.record(rd) or {}
                 label = variant_label(str(res.get("variant", Path(spec).name)), res.get("block_size"))
-                cands = [(label, str(res.get("size", "?")), rd)]
+                cands = [(label, str(res.get("size", "?")), rd, res.get("seed"))]
             else:
                 label, _, size = spec.partition(":")
                 pts = [p for p in points if p.label == label and (not size or p.size == size)]
@@ -171,12 +172,12 @@ def _dynamics_runs(points, specs, baseline):
                     msgs.append(f"dynamics: no run matches {spec!r} (use a run dir or LABEL:SIZE)")
                     continue
                 p = max(pts, key=lambda p: p.flops)
-                cands = [(p.label, p.size, RunDir(r.run_dir)) for r in p.runs if r.run_dir]
+                cands = [(p.label, p.size, RunDir(r.run_dir), r.seed) for r in p.runs if r.run_dir]
             _take(cands, chosen, msgs, spec)
     else:
         for label, pts in by_label(points).items():
             p = max(pts, key=lambda p: p.flops)
-            cands = [(p.label, p.size, RunDir(r.run_dir)) for r in p.runs if r.run_dir]
+            cands = [(p.label, p.size, RunDir(r.run_dir), r.seed) for r in p.runs if r.run_dir]
             if cands:
                 _take(cands, chosen, msgs, f"{label}:{p.size}")
     chosen.sort(key=lambda r: (r["label"] != baseline, r["label"]))
@@ -184,11 +185,10 @@ def _dynamics_runs(points, specs, baseline):
 
 
 def _take(cands, chosen, msgs, spec):
-    for label, size, rd in cands:
+    """The first candidate (label, size, run dir, seed) with a readable dynamics.json."""
+    for label, size, rd, seed in cands:
         dyn = read_json(rd.dynamics)
         if isinstance(dyn, dict) and isinstance(dyn.get("layer_rms"), list) and dyn["layer_rms"]:
-            res = rd.read_results()
-            seed = res.get("seed") if isinstance(res, dict) else None
             chosen.append({"label": label, "size": size, "run": str(rd.root), "dyn": dyn,
                            "seed": seed})
             return

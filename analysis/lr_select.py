@@ -42,7 +42,7 @@ from analysis.fits import parabola
 from analysis.report.files import out_dir_refused
 from analysis.fits.parabola import HALF_WINDOW
 from andrea.run import results as results_file
-from andrea.run.rundir import atomic_write_bytes, atomic_write_json
+from andrea.run.rundir import atomic_write_bytes, atomic_write_json, find_run_dirs
 from analysis.inputs.metrics import DEFAULT_METRIC, check_metric, record_value
 from analysis.report.arguments import common_parser
 
@@ -75,12 +75,15 @@ def read_runs(dirs: list[Path], metric: str = DEFAULT_METRIC) -> tuple[list[dict
     for root in dirs:
         if not root.is_dir():
             raise ValueError(f"{root}: not a directory (give the LR scan's sweep directory)")
-        for path in sorted(root.rglob(results_file.FILE)):
-            res = results_file.read(path.parent)
+        for rd in find_run_dirs(root):
+            path = rd.results
+            if not path.is_file():
+                continue  # running, or never started
+            res = results_file.read(rd)
             if not isinstance(res, results_file.Record):
                 notes.append(f"{path}: unreadable, skipped")
                 continue
-            if res.status != results_file.COMPLETED:
+            if not res.completed:
                 notes.append(f"{path.parent}: status {res.get('status')!r}, skipped")
                 continue
             if metric != DEFAULT_METRIC:

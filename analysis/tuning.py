@@ -32,7 +32,6 @@ import math
 import sys
 from collections import defaultdict
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
@@ -43,21 +42,9 @@ from analysis.inputs.collect import Run, collect_or_report
 from analysis.estimates.estimate import DEFAULT_LOSS, default_c_ref, final_points, fit_variants
 from analysis.estimates.multiplier import multiplier_at
 from analysis.fits.powerlaw import compute_to_reach, predict
-from andrea.run.rundir import RunDir, atomic_write_bytes, atomic_write_json
+from andrea.run.rundir import atomic_write_bytes, atomic_write_json
 
 OWN = " @own-LR"  # label suffix of a variant's runs at its own grid-best LR
-
-
-def lr_of(run: Run, cache: dict) -> float | None:
-    """The run's peak LR, from its results.json (the analysis `Run` does not carry it)."""
-    if run.run_dir is None:
-        return None
-    key = str(run.run_dir)
-    if key not in cache:
-        res = RunDir(Path(run.run_dir)).read_results() or {}
-        lr = res.get("lr")
-        cache[key] = float(lr) if isinstance(lr, (int, float)) and lr > 0 else None
-    return cache[key]
 
 
 def grid_choice(runs: list[Run], lrs: dict[str, float]) -> dict[tuple[str, str], dict]:
@@ -232,8 +219,7 @@ def main(argv=None) -> int:
     if coll is None:
         return 2
     runs = final_points(coll.runs)
-    cache: dict = {}
-    lrs = {r.run_id: lr_of(r, cache) for r in runs}
+    lrs = {r.run_id: r.lr for r in runs}
     no_lr = sorted(r.source for r in runs if lrs[r.run_id] is None)
     if no_lr:
         print(f"error: {len(no_lr)} run(s) record no lr (a CSV, or results.json from before "

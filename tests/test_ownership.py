@@ -99,3 +99,81 @@ def test_the_analysis_modules_import_no_circle():
 def modules_named():
     return {".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
             for p in modules("analysis")}
+
+
+STATUS_OWNER = "andrea/run/results.py"
+
+
+def test_only_the_results_module_spells_a_run_status():
+    """`completed`/`failed` are andrea.run.results.COMPLETED/FAILED everywhere else: in a
+    comparison, as a results.json `status`, or as a planned job's state."""
+    found = []
+    for path, tree in _trees(*CODE):
+        if _rel(path) == STATUS_OWNER:
+            continue
+        for node in ast.walk(tree):
+            values = []
+            if isinstance(node, ast.Compare):
+                values = [node.left, *node.comparators]
+            elif isinstance(node, ast.Dict):
+                values = [v for k, v in zip(node.keys, node.values)
+                          if isinstance(k, ast.Constant) and k.value == "status"]
+            elif isinstance(node, ast.Call):
+                values = [k.value for k in node.keywords if k.arg == "status"]
+                if getattr(node.func, "attr", "") == "get" and len(node.args) == 2:
+                    values.append(node.args[1])
+            elif isinstance(node, ast.Assign):
+                if any(isinstance(t, ast.Name) and t.id in ("state", "status")
+                       for t in node.targets):
+                    values = [node.value]
+            for v in values:
+                for sub in ast.walk(v):
+                    if isinstance(sub, ast.Constant) and sub.value in ("completed", "failed"):
+                        found.append(f"{_rel(path)}:{node.lineno}: {ast.unparse(node)[:70]}")
+    assert not found, "\n".join(found)
+
+
+def test_one_walk_finds_runs():
+    """andrea.run.rundir.find_run_dirs is the one walk over a sweep (one list of directories it
+    skips); nothing else walks a tree or globs for results.json."""
+    found = []
+    for path, tree in _trees("andrea", "analysis", "hydra_plugins"):
+        if _rel(path) == "andrea/run/rundir.py":
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            call = ast.unparse(node.func)
+            if call == "os.walk":
+                found.append(f"{_rel(path)}:{node.lineno}: {ast.unparse(node)}")
+            if call.endswith(("rglob", ".glob")) and node.args and any(
+                    isinstance(s, (ast.Constant, ast.Attribute, ast.Name))
+                    and ("results" in ast.unparse(s) or "FILE" in ast.unparse(s))
+                    for s in node.args):
+                found.append(f"{_rel(path)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "\n".join(found)
+
+
+def test_the_analysis_reads_a_run_through_the_run_layer_once():
+    """A command does not re-read results.json beside its owner (what it needs rides on the
+    collected run or the Record), nor finds a run's task records by hand."""
+    found = []
+    for path, tree in _trees("analysis"):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in (
+                    "read_results", "completed_results"):
+                found.append(f"{_rel(path)}:{node.lineno}: {ast.unparse(node)}")
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and (
+                    (isinstance(node.left, ast.Attribute) and node.left.attr == "tasks")
+                    or (isinstance(node.right, ast.Constant) and node.right.value == "tasks")):
+                found.append(f"{_rel(path)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "\n".join(found)
+
+
+def test_the_long_drivers_read_as_their_phases():
+    """analysis.fit.main and resolve_run call named phases (as the Trainer does) instead of
+    holding every step inline: each stays a page."""
+    for rel, name in (("analysis/fit.py", "main"), ("andrea/config/resolve.py", "resolve_run")):
+        tree = ast.parse((REPO / rel).read_text())
+        fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+        assert fn.end_lineno - fn.lineno + 1 <= 70, f"{rel}:{name} is {fn.end_lineno - fn.lineno + 1} lines"

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 import sys
 import time
 from collections import defaultdict
@@ -32,7 +31,7 @@ import numpy as np
 from andrea.run.units import PFLOPS_DAY as FLOPS_PER_PFLOPS_DAY  # the report's unit
 from andrea.run import results as results_file
 from andrea.run import evaluations
-from andrea.run.rundir import RunDir
+from andrea.run.rundir import RunDir, find_run_dirs
 from analysis.inputs.metrics import (DEFAULT_METRIC, RECORD_NAMES, MetricError, check_metric,
                                      is_domain_metric, parse_task_metric, record_keys,
                                      record_value, recorded_metrics, task_key)
@@ -41,8 +40,6 @@ REQUIRED_CSV_COLUMNS = ("variant", "size", "flops", "val_loss")
 OPTIONAL_CSV_COLUMNS = ("block_size", "params", "tokens", "seed", "status", "label", "budget",
                         "wall_s", "device_s", "optimizer", "unique_tokens")
 BLOCK_VARIANT = "attnres_block"
-# Directories inside a run that never hold other runs; skipping them keeps the walk cheap.
-_PRUNE = {".hydra", "checkpoints", "wandb", "__pycache__", ".git"}
 
 
 class InputError(ValueError):
@@ -84,6 +81,7 @@ class Run:
     shape: tuple[int, int, int] | None = None  # (n_layer, n_head, d_model), when recorded
     unique_tokens: float | None = None # distinct tokens the run's `tokens` were drawn from (a CSV
                                        # column; the data-constrained law needs it)
+    lr: float | None = None            # results.json `lr`, the peak learning rate (not a CSV's)
     # every metric this point recorded, by its --metric name (val_loss holds the one asked for);
     # a finished run's final point also carries its downstream task metrics as
     # `task:<task>/<metric>` (analysis.inputs.metrics, andrea.run.evaluations)
@@ -242,18 +240,19 @@ def _read_run_dir(rd: RunDir, out: Collection, metric: str = DEFAULT_METRIC) -> 
                f"valid JSON, but a {type(res).__name__}, not a results object (a JSON object)")
         out.invalid.append((source, f"results.json is {why}"))
         return
-    status = res.get("status")
-    if status == "failed":
+    if res.failed:
         out.failed.append((source, str(res.get("error") or "no error message recorded")))
         return
-    if status != "completed":
-        out.invalid.append((source, f"results.json status={status!r}; expected 'completed' or 'failed'"))
+    if not res.completed:
+        out.invalid.append((source, f"results.json status={res.status!r}; expected "
+                                    f"{results_file.COMPLETED!r} or {results_file.FAILED!r}"))
         return
     points = res.point_records()
     runs = []
     for i, rec in enumerate(points):
         try:
-            runs.append(_make_run(rec, source, run_dir=rd.root, metric=metric, shape=res.shape))
+            runs.append(_make_run(rec, source, run_dir=rd.root, metric=metric, shape=res.shape,
+                                  lr=res.lr))
         except _MetricMissing as e:
             out.missing_metric.append((source, str(e)))
             return
@@ -280,17 +279,11 @@ def _number_points(runs: list[Run]) -> list[Run]:
 def collect_dir(root: Path, metric: str = DEFAULT_METRIC) -> Collection:
     """Every run below `root` (root itself may be a run directory)."""
     out = Collection()
-    for dirpath, dirnames, _ in os.walk(root):
-        rd = RunDir(Path(dirpath))
+    for rd in find_run_dirs(root):
         if rd.results.is_file():
             _read_run_dir(rd, out, metric)
-            dirnames[:] = []        # a run directory does not contain other runs
-            continue
-        if rd.hydra_dir.is_dir() or rd.checkpoints.is_dir():
+        else:
             out.running.append((str(rd.root), _activity(rd)))
-            dirnames[:] = []
-            continue
-        dirnames[:] = sorted(d for d in dirnames if d not in _PRUNE)
     return out
 
 
@@ -324,8 +317,8 @@ def _collect_csv(path: Path, metric: str = DEFAULT_METRIC) -> Collection:
         for row in reader:
             row = {(k or "").strip(): v for k, v in row.items()}
             source = f"{path} line {reader.line_num}"
-            status = (row.get("status") or "completed").strip()
-            if status == "failed":
+            status = (row.get("status") or results_file.COMPLETED).strip()
+            if status == results_file.FAILED:
                 out.failed.append((source, "status=failed in the CSV"))
                 continue
             try:
