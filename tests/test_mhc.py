@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -239,6 +240,62 @@ def test_same_seed_same_model_same_logits_and_grads(residual):
         runs.append(outputs_and_grads(model, model, idx(), idx(seed=2)))
     (a, ga), (b, gb) = runs
     assert torch.equal(a, b) and all(torch.equal(ga[k], gb[k]) for k in ga)
+
+
+def recompute_outputs_and_grads(cfg, key, off_init=randomise):
+    """The logits and every gradient of one model with its mappings off their init, without and
+    with `model.<key>` (the streams rebuilt in the backward)."""
+    runs = []
+    for on in (False, True):
+        torch.manual_seed(7)
+        model = off_init(ANDREA(replace(cfg, **{key: on})))
+        runs.append(outputs_and_grads(model, model, idx(), idx(seed=2)))
+    return runs
+
+
+def stream_saved_bytes(model, x):
+    """Bytes of the n-wide streams [B, T, n, C] the forward keeps for the backward, each
+    storage once (at n = 2 no sublayer tensor has the streams' size: qkv is 3C, the MLP 4C)."""
+    n, C = model.mixing[0].n, model.cfg.d_model
+    seen = {}
+
+    def pack(t):
+        if t.untyped_storage().nbytes() == x.numel() * n * C * t.element_size():
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(x)
+    return sum(seen.values())
+
+
+@pytest.mark.parametrize("residual", ["mhc", "mhc_lite"])
+def test_recompute_keeps_the_loss_and_every_gradient_bit_for_bit(residual):
+    """model.mhc_recompute (the default) rebuilds the streams and H_res in the backward with the
+    forward's own operations: the logits and all gradients equal storing them exactly (same
+    machine), at n = 4 with the mappings off their init."""
+    (a, ga), (b, gb) = recompute_outputs_and_grads(
+        ModelConfig(**{**BASE, "n_layer": 3}, residual=residual, mhc_streams=4), "mhc_recompute")
+    assert torch.equal(a, b) and ga.keys() == gb.keys()
+    assert all(torch.equal(ga[k], gb[k]) for k in ga)
+
+
+def test_recompute_takes_true_or_false_only():
+    """(From the command line OmegaConf refuses a non-boolean for the bool field first.)"""
+    with pytest.raises(ValueError, match=r"model\.mhc_recompute='yes' is invalid"):
+        cfg_of("mhc", 4, mhc_recompute="yes")
+
+
+@pytest.mark.parametrize("residual", ["mhc", "mhc_lite"])
+def test_recompute_keeps_no_stream_for_the_backward(residual):
+    """Without recompute every sublayer keeps its x_l (n·C per token); with it none is kept
+    (the saves inside the tape become notes of a view; the hook here is outermost, so it sees
+    only what is really stored)."""
+    x = idx()
+    kept = {on: stream_saved_bytes(ANDREA(cfg_of(residual, 2, mhc_recompute=on)), x)
+            for on in (False, True)}
+    stream = x.numel() * 2 * BASE["d_model"] * 4  # one x_l in fp32
+    assert kept[False] >= 2 * BASE["n_layer"] * stream and kept[True] == 0
 
 
 @pytest.mark.parametrize("residual", ["mhc", "mhc_lite"])
