@@ -37,10 +37,10 @@ What the papers leave open, and the sources followed here (docs/ablations.md):
 
 Memory: training keeps n·C per token and sublayer for the backward unless the mixing is
 recomputed (mHC Sec. 4.3.2 discards the mHC kernels' intermediates and recomputes them in the
-backward without the sublayer f). `model.mhc_recompute` (default on, andrea/model/residuals/
-stream_recompute.py) keeps per sublayer only f's output and the small coefficients, and rebuilds
-the streams and Sinkhorn's iterates in the backward by the forward's own operations: the loss
-and every gradient are bit-identical to storing them.
+backward without the sublayer f). `model.mhc_recompute` (default on; stream_recompute.py) keeps
+per sublayer only f's output and the small coefficients, and rebuilds the streams and
+Sinkhorn's iterates in the backward by the forward's own operations: the loss and every
+gradient are bit-identical to storing them.
 """
 
 from __future__ import annotations
