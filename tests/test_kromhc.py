@@ -31,7 +31,8 @@ from andrea.model.residuals.registry import is_mixing_parameter  # noqa: E402
 from andrea.model.transformer import (ANDREA, ModelConfig, count_parameters,  # noqa: E402
                                       param_count_formula)
 from conftest import REPO, TINY_RUN, compose_run  # noqa: E402
-from test_mhc import idx, naive_h_res_lite, outputs_and_grads  # noqa: E402
+from test_mhc import (idx, naive_h_res_lite, outputs_and_grads,  # noqa: E402
+                      recompute_outputs_and_grads, streams_kept)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -173,6 +174,21 @@ def test_one_stream_is_the_identity_residual_and_with_unit_gates_the_baseline():
     fresh = ANDREA(cfg_of(1)).double()  # at the init the gates are not 1
     fresh.load_state_dict(base.state_dict(), strict=False)
     assert (fresh(idx()) - base(idx())).abs().max() > 1e-3
+
+
+def test_recompute_keeps_the_loss_and_every_gradient_bit_for_bit_and_no_stream(monkeypatch):
+    """model.kromhc_recompute (the default), mHC's: at n = 4 the logits and all gradients equal
+    storing the streams exactly (same machine), and no stream is kept for the backward."""
+    (a, ga), (b, gb) = recompute_outputs_and_grads(cfg_of(4, n_layer=3), "kromhc_recompute",
+                                                   randomise)
+    assert torch.equal(a, b) and ga.keys() == gb.keys()
+    assert all(torch.equal(ga[k], gb[k]) for k in ga)
+    kept = {on: streams_kept(ANDREA(cfg_of(4, kromhc_recompute=on)), monkeypatch)
+            for on in (False, True)}
+    assert kept[False] == [True] * (2 * BASE["n_layer"] - 1) + [False]
+    assert kept[True] == [False] * (2 * BASE["n_layer"])
+    with pytest.raises(ValueError, match=r"model\.kromhc_recompute=1 is invalid"):
+        cfg_of(4, kromhc_recompute=1)
 
 
 def test_init_follows_the_authors_code():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -239,6 +240,65 @@ def test_same_seed_same_model_same_logits_and_grads(residual):
         runs.append(outputs_and_grads(model, model, idx(), idx(seed=2)))
     (a, ga), (b, gb) = runs
     assert torch.equal(a, b) and all(torch.equal(ga[k], gb[k]) for k in ga)
+
+
+def recompute_outputs_and_grads(cfg, key, off_init=randomise):
+    """The logits and every gradient of one model with its mappings off their init, without and
+    with `model.<key>` (the streams rebuilt in the backward)."""
+    runs = []
+    for on in (False, True):
+        torch.manual_seed(7)
+        model = off_init(ANDREA(replace(cfg, **{key: on})))
+        runs.append(outputs_and_grads(model, model, idx(), idx(seed=2)))
+    return runs
+
+
+def streams_kept(model, monkeypatch):
+    """After a training forward: for each stream x_1 .. x_L the update made, whether it is still
+    alive (kept for the backward: nothing else holds it once the forward moves on)."""
+    import weakref
+
+    import andrea.model.residuals.mhc as mhc
+
+    made, update = [], mhc.update
+
+    def tracked(*args):
+        out = update(*args)
+        made.append(weakref.ref(out))
+        return out
+
+    monkeypatch.setattr(mhc, "update", tracked)
+    logits = model(idx())
+    kept = [ref() is not None for ref in made]
+    del logits
+    return kept
+
+
+@pytest.mark.parametrize("residual", ["mhc", "mhc_lite"])
+def test_recompute_keeps_the_loss_and_every_gradient_bit_for_bit(residual):
+    """model.mhc_recompute (the default) rebuilds the streams and H_res in the backward with the
+    forward's own operations: the logits and all gradients equal storing them exactly (same
+    machine), at n = 4 with the mappings off their init."""
+    (a, ga), (b, gb) = recompute_outputs_and_grads(
+        ModelConfig(**{**BASE, "n_layer": 3}, residual=residual, mhc_streams=4), "mhc_recompute")
+    assert torch.equal(a, b) and ga.keys() == gb.keys()
+    assert all(torch.equal(ga[k], gb[k]) for k in ga)
+
+
+def test_recompute_takes_true_or_false_only():
+    """(From the command line OmegaConf refuses a non-boolean for the bool field first.)"""
+    with pytest.raises(ValueError, match=r"model\.mhc_recompute='yes' is invalid"):
+        cfg_of("mhc", 4, mhc_recompute="yes")
+
+
+@pytest.mark.parametrize("residual", ["mhc", "mhc_lite"])
+def test_recompute_keeps_no_stream_for_the_backward(residual, monkeypatch):
+    """Without recompute the backward keeps every x_l but the last (n·C per token each); with
+    it none: the saves inside the tape are notes of a view, the streams rebuilt when needed."""
+    kept = {on: streams_kept(ANDREA(cfg_of(residual, 4, mhc_recompute=on)), monkeypatch)
+            for on in (False, True)}
+    assert kept[False] == [True] * (2 * BASE["n_layer"] - 1) + [False]
+    assert kept[True] == [False] * (2 * BASE["n_layer"])
 
 
 @pytest.mark.parametrize("residual", ["mhc", "mhc_lite"])

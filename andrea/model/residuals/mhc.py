@@ -34,10 +34,18 @@ What the papers leave open, and the sources followed here (docs/ablations.md):
   identity (logit 0 on the diagonal / on the identity permutation, -8 elsewhere) -- the same
   code, and Hyper-Connections' init (stream k mod n for layer k, identity residual);
 - the RMS eps, 1e-6: ROCm/aiter's mHC reference (the paper states none).
+
+Memory: training keeps n·C per token and sublayer for the backward unless the mixing is
+recomputed (mHC Sec. 4.3.2 discards the mHC kernels' intermediates and recomputes them in the
+backward without the sublayer f). `model.mhc_recompute` (default on; stream_recompute.py) keeps
+per sublayer only f's output and the small coefficients, and rebuilds the streams and
+Sinkhorn's iterates in the backward by the forward's own operations: the loss and every
+gradient are bit-identical to storing them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from pathlib import Path
@@ -50,6 +58,7 @@ from torch import Tensor
 
 from andrea.model.residuals.common import layer_rms
 from andrea.model.residuals.scheme import Scheme
+from andrea.model.residuals.stream_recompute import StreamTape, recomputed
 
 DEFAULT_STREAMS = 4  # n = 4 in every experiment of both papers (mHC Table 5)
 SINKHORN_ITERS = 20  # t_max, mHC Table 5
@@ -63,6 +72,7 @@ RES_OFF = -8.0  # H_res logits off the identity: exp(-8) = 3e-4 of the diagonal'
 @dataclass
 class MHCOptions:
     mhc_streams: Optional[int] = None  # n residual streams (None: the papers' n = 4)
+    mhc_recompute: bool = True  # rebuild the streams and H_res in the backward (same gradients)
 
 
 def n_streams(cfg) -> int:
@@ -72,6 +82,7 @@ def n_streams(cfg) -> int:
 
 def check(cfg) -> None:
     """`model.mhc_streams`; raises ValueError naming the run config's key."""
+    check_recompute("mhc_recompute", cfg.mhc_recompute)
     streams = cfg.mhc_streams
     if streams is None:  # the default, DEFAULT_STREAMS
         return
@@ -83,6 +94,12 @@ def check(cfg) -> None:
         raise ValueError(f"model.mhc_streams={streams} is too many for model=mhc_lite: its H_res "
                          f"mixes all n! = {math.factorial(streams)} permutation matrices per "
                          f"token; use n <= {MAX_LITE_STREAMS} or model=mhc")
+
+
+def check_recompute(key: str, value) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"model.{key}={value!r} is invalid: expected true or false (recompute "
+                         f"the n-wide streams in the backward instead of storing them)")
 
 
 def permutation_matrices(n: int) -> Tensor:
@@ -135,9 +152,11 @@ class StreamMapping(nn.Module):
             self.init_res_bias(res)
             self.bias.copy_(b)
 
-    def forward(self, X: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def forward(self, X: Tensor, recompute: bool = False) -> tuple[Tensor, Tensor, Tensor]:
         """X [B, T, n, C] -> H_pre [B, T, n], H_post [B, T, n], H_res [B, T, n, n], in fp32 (fp64
-        for fp64 streams), also under autocast (the paper keeps the coefficients in fp32)."""
+        for fp64 streams), also under autocast (the paper keeps the coefficients in fp32).
+        `recompute`: H_res is rebuilt from its logits in the backward (Sinkhorn's 2 t_max
+        iterates are not kept)."""
         n = self.n
         cdt = torch.promote_types(X.dtype, torch.float32)
         with torch.autocast(device_type=X.device.type, enabled=False):
@@ -149,7 +168,8 @@ class StreamMapping(nn.Module):
             b_pre, b_post, b_res = b.split([n, n, b.shape[-1] - 2 * n])
             h_pre = torch.sigmoid(g[0] * pre + b_pre)
             h_post = 2 * torch.sigmoid(g[1] * post + b_post)
-            h_res = self.h_res(g[2] * res + b_res)
+            logits = g[2] * res + b_res
+            h_res = recomputed(self.h_res, logits) if recompute else self.h_res(logits)
         return h_pre, h_post, h_res
 
 
@@ -183,24 +203,44 @@ def mhc_mappings(cfg) -> nn.ModuleList:
                          for l in range(2 * cfg.n_layer))
 
 
-def mhc_forward(x: Tensor, fs: list, mappings: nn.ModuleList, stats: dict | None) -> Tensor:
+def mhc_forward(x: Tensor, fs: list, mappings: nn.ModuleList, stats: dict | None,
+                recompute: bool = False) -> Tensor:
     """Expand the embedding to n streams, run every sublayer as
     x_{l+1} = H_res x_l + H_post^T f(H_pre x_l), and merge the streams by their sum before the
     final LayerNorm. The streams stay in the embedding's dtype (fp32 under bf16 autocast, as the
     baseline's stream); the three contractions are matmuls (FlopCounterMode sees them). Stats:
-    each raw output's RMS; no depth weights (as DenseFormer)."""
+    each raw output's RMS; no depth weights (as DenseFormer). `recompute`: the streams x_l are
+    not kept for the backward but rebuilt there (StreamTape), H_res from its logits; under
+    torch.compile the compiler's own partitioner decides what to recompute instead."""
     n = mappings[0].n
-    X = x.unsqueeze(-2).expand(*x.shape[:-1], n, x.shape[-1]).contiguous()  # [B, T, n, C]
-    for f, mapping in zip(fs, mappings):
-        h_pre, h_post, h_res = (h.to(X.dtype) for h in mapping(X))
-        with torch.autocast(device_type=X.device.type, enabled=False):
-            u = (h_pre.unsqueeze(-2) @ X).squeeze(-2)  # H_pre x_l: [B, T, C]
+    tape = StreamTape(expand, update) if recompute and torch.is_grad_enabled() and \
+        not torch.compiler.is_compiling() else None
+    X = expand(x, n)  # [B, T, n, C]
+    for l, (f, mapping) in enumerate(zip(fs, mappings)):
+        with tape.stream(l, X) if tape else contextlib.nullcontext():
+            h_pre, h_post, h_res = (h.to(X.dtype) for h in mapping(X, tape is not None))
+            with torch.autocast(device_type=X.device.type, enabled=False):
+                u = (h_pre.unsqueeze(-2) @ X).squeeze(-2)  # H_pre x_l: [B, T, C]
         v = f(u)
         if stats is not None:
             stats["layer_rms"].append(layer_rms(v))
-        with torch.autocast(device_type=X.device.type, enabled=False):
-            X = h_res @ X + h_post.unsqueeze(-1) @ v.to(X.dtype).unsqueeze(-2)
+        with tape.stream(l, X) if tape else contextlib.nullcontext():
+            w = v.to(X.dtype)
+            if tape:
+                tape.record(l, x if l == 0 else None, n, h_res, h_post, w)
+            X = update(X, h_res, h_post, w)
     return X.sum(-2)
+
+
+def expand(x: Tensor, n: int) -> Tensor:
+    """The embedding [B, T, C] as n copies, x_0 [B, T, n, C]."""
+    return x.unsqueeze(-2).expand(*x.shape[:-1], n, x.shape[-1]).contiguous()
+
+
+def update(X: Tensor, h_res: Tensor, h_post: Tensor, w: Tensor) -> Tensor:
+    """x_{l+1} = H_res x_l + H_post^T f(H_pre x_l), f's output w in the streams' dtype."""
+    with torch.autocast(device_type=X.device.type, enabled=False):
+        return h_res @ X + h_post.unsqueeze(-1) @ w.unsqueeze(-2)
 
 
 def _h_res_logits(cfg) -> int:
@@ -237,7 +277,7 @@ def flops(cfg, seq_len: int) -> dict[str, int]:
 
 
 def _forward(x: Tensor, model, mappings: nn.ModuleList, stats: dict | None) -> Tensor:
-    return mhc_forward(x, model.sublayers(), mappings, stats)
+    return mhc_forward(x, model.sublayers(), mappings, stats, model.cfg.mhc_recompute)
 
 
 def _reset(mappings: nn.ModuleList, cfg) -> None:

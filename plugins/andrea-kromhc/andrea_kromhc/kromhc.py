@@ -50,8 +50,8 @@ import torch
 import torch.nn as nn
 from torch import Tensor
 
-from andrea.model.residuals.mhc import (MAX_LITE_STREAMS, StreamMapping, mhc_forward,
-                                        permutation_matrices)
+from andrea.model.residuals.mhc import (MAX_LITE_STREAMS, StreamMapping, check_recompute,
+                                        mhc_forward, permutation_matrices)
 from andrea.model.residuals.scheme import Scheme
 
 DEFAULT_STREAMS = 4  # n = 4, the width mHC and mHC-lite train at; model.kromhc_streams=8 scales it
@@ -62,6 +62,7 @@ DEFAULT_FACTOR = 2  # the paper's 2 x 2 factors: [[p, 1-p], [1-p, p]], 2 logits 
 class KromHCOptions:
     kromhc_streams: int = DEFAULT_STREAMS  # n residual streams, a power of kromhc_factor
     kromhc_factor: int = DEFAULT_FACTOR  # i: the size of each Kronecker factor (n = i^K)
+    kromhc_recompute: bool = True  # rebuild the streams and H_res in the backward, as mHC's
 
 
 def n_factors(n: int, factor: int) -> Optional[int]:
@@ -74,6 +75,7 @@ def n_factors(n: int, factor: int) -> Optional[int]:
 
 def check(cfg) -> None:
     """`model.kromhc_streams` and `model.kromhc_factor`; ValueError naming the key."""
+    check_recompute("kromhc_recompute", cfg.kromhc_recompute)
     n, i = cfg.kromhc_streams, cfg.kromhc_factor
     for key, value, lo in (("kromhc_factor", i, 2), ("kromhc_streams", n, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < lo:
@@ -136,7 +138,7 @@ def reset(mappings: nn.ModuleList, cfg) -> None:
 
 
 def forward(x: Tensor, model, mappings: nn.ModuleList, stats: Optional[dict]) -> Tensor:
-    return mhc_forward(x, model.sublayers(), mappings, stats)
+    return mhc_forward(x, model.sublayers(), mappings, stats, model.cfg.kromhc_recompute)
 
 
 def _shape(cfg) -> tuple[int, int, int, int]:
@@ -191,5 +193,5 @@ SCHEME = Scheme(
     options=KromHCOptions, check=check, label_suffix=label_suffix,
     # `model=kromhc`: no conf/model/kromhc.yaml in andrea, so the entry comes from here
     model_conf={"name": "kromhc", "block_size": None, "kromhc_streams": DEFAULT_STREAMS,
-                "kromhc_factor": DEFAULT_FACTOR, "label": "kromhc_n${.kromhc_streams}"},
+                "kromhc_factor": DEFAULT_FACTOR, "kromhc_recompute": True, "label": "kromhc_n${.kromhc_streams}"},
 )
