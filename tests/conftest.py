@@ -127,7 +127,10 @@ def pytest_xdist_make_scheduler(config, log):
 
     class SlurmTestsTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "slurm" if nodeid.split("::")[0].rsplit("/", 1)[-1].startswith("test_slurm_") \
-                else nodeid
+            name = nodeid.split("::")[0].rsplit("/", 1)[-1]
+            for engine in ("slurm", "ray"):  # one cluster each, its tests in order on one worker
+                if name.startswith(f"test_{engine}_"):
+                    return engine
+            return nodeid
 
     return SlurmTestsTogether(config, log)
