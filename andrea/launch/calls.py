@@ -60,7 +60,8 @@ def _died(args: Sequence, code: int, call: Path):
     from hydra.core.utils import JobReturn, JobStatus
 
     ret = JobReturn()
-    ret.overrides = list(args[0]) if args else []
+    first = args[0] if args else []
+    ret.overrides = list(first) if isinstance(first, (list, tuple)) else []  # a job's overrides
     ret.status = JobStatus.FAILED
     ret._return_value = RuntimeError(f"the run's process exited with code {code} before it "
                                      f"returned (its call: {call})")
