@@ -85,3 +85,12 @@ def test_a_packed_job_returns_each_members_outcome_a_dead_one_included(tmp_path)
     got = Packed(member, tmp_path)([(1,), (2,), (3,)])
     assert got[0] == 10 and got[2] == 30
     assert got[1].status == JobStatus.FAILED and "exited with code 3" in str(got[1]._return_value)
+
+
+def test_a_bad_pack_is_an_error_before_anything_is_submitted(tmp_path, data_cache):
+    from test_sweep import sweep
+
+    out = sweep(tmp_path, "model=baseline", "size=tiny-1", "launch.pack=2")
+    assert out.returncode == 2
+    assert out.stderr.startswith("error: ") and "launch.pack=2: the in-process launcher" in out.stderr
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("results.json"))
