@@ -30,6 +30,9 @@ class Scheduler:
     export_distributed_env: Callable[[], None]
     # how a user watches a job (a command line, for messages)
     watch_hint: Callable[[Iterable[str]], str]
+    # what a user who stops watching these jobs (Ctrl-C) needs: they go on, how to watch and stop
+    # them, what re-running the sweep does; (job ids, the sweep's directory) -> text
+    detached_text: Callable[[Iterable[str], str], str]
 
 
 def _schedulers() -> dict[str, Scheduler]:

@@ -131,6 +131,19 @@ def watch_hint(job_ids: Iterable[str]) -> str:
     return f"squeue -j {','.join(ids)}" if ids else "squeue -u $USER"
 
 
+def detached_text(job_ids: Iterable[str], sweep_dir: str) -> str:
+    """What a user who stops watching the jobs (Ctrl-C, SIGTERM) needs: they keep running, how to
+    watch or stop them, and what re-running the command does."""
+    arrays = sorted({str(j).split("_")[0] for j in job_ids}, key=lambda i: (len(i), i))
+    ids = ",".join(arrays)
+    watch = (f"watch them with `squeue -j {ids}` (stop them with `scancel {' '.join(arrays)}`)"
+             if ids else "watch them with `squeue --me`")
+    return (f"the Slurm jobs keep running on the cluster; {watch}, or their runs' train.log under "
+            f"{sweep_dir}/ and the job logs in {sweep_dir}/.submitit/. Re-running the same command "
+            "skips the runs they completed and submits none that a job still holds; add "
+            "wait=true to wait there until they end.")
+
+
 SLURM = Scheduler(name="slurm", in_job=in_job, world_size=world_size, cpus=cpus,
                   live_jobs=lambda ids: live_slurm_jobs(ids), export_distributed_env=export_distributed_env,
-                  watch_hint=watch_hint)
+                  watch_hint=watch_hint, detached_text=detached_text)

@@ -1,11 +1,13 @@
 """submitit launchers that replace hydra-submitit-launcher's `submitit_local`/`submitit_slurm`.
 
 Same configuration keys and the same per-job function (so requeue and checkpointing work as
-upstream), with three differences a long sweep needs:
+upstream), with the differences a long sweep needs:
 - jobs are grouped by their resolved resources, so each size gets its own GPUs and time limit
   (`${size.gpus}`, `${size.time_min}` in a profile) — one job array per distinct group;
 - while it waits it prints job states as they change (pending / running / completed / failed);
-- a failed job is reported with the path of its log and never stops the others.
+- a failed job is reported with the path of its log and never stops the others;
+- Ctrl-C or SIGTERM at any moment from the first submission on stops the watching, not the
+  cluster's jobs (andrea/launch/interrupts.py), and says how to follow them.
 """
 
 
@@ -159,31 +161,49 @@ class _AndreaLauncherMixin:
             groups.setdefault(key, []).append(i)
             params_of[key] = params
 
+        from andrea.launch.interrupts import stop_on_signals
+
         self.composed = {}  # not needed in the jobs: keep their pickles lean
         jobs: List[Any] = [None] * len(job_overrides)
-        for key, members in groups.items():
-            executor = self._executor(params_of[key])
-            args = [(list(job_overrides[i]), "hydra.sweep.dir", initial_job_idx + i,
-                     f"job_id_for_{initial_job_idx + i}", Singleton.get_state()) for i in members]
-            submitted = executor.map_array(self, *zip(*args))
-            for i, job in zip(members, submitted):
-                jobs[i] = job
-                if self._EXECUTOR == "slurm":  # a re-run while it waits must not submit it again
-                    from andrea.run.rundir import RunDir
-                    RunDir(run_dirs[i]).mark_queued(job.job_id)
-                log.info("submitted #%d as %s: %s", initial_job_idx + i, job.job_id,
-                         " ".join(filter_overrides(job_overrides[i])))
-        detach = (" Safe to interrupt (Ctrl-C): the jobs keep running, and the same command "
-                  "later skips completed runs (with wait=true it waits for the running ones)."
-                  if self._EXECUTOR == "slurm" else
-                  " Ctrl-C stops the local jobs too; the same command later resumes them.")
-        print(f"submitted {len(jobs)} job(s) to submitit/{self._EXECUTOR} in {len(groups)} "
-              f"array(s); logs under {sweep_dir}/.submitit/.{detach}", flush=True)
-        # overall progress in the state lines: the jobs' training FLOPs (set by the sweeper)
-        work = getattr(self, "work", {})
-        self._progress = (time.time(), [float(work.get(tuple(o), 1.0)) for o in job_overrides])
-        self._wait(jobs, run_dirs)
+        # SIGINT and SIGTERM stop the watching from here on, at any moment (interrupts.py); the
+        # same handler as the waiting, so no gap between submitting and the first poll
+        with stop_on_signals() as guard:
+            try:
+                for key, members in groups.items():
+                    executor = self._executor(params_of[key])
+                    args = [(list(job_overrides[i]), "hydra.sweep.dir", initial_job_idx + i,
+                             f"job_id_for_{initial_job_idx + i}", Singleton.get_state())
+                            for i in members]
+                    with guard.holding():  # jobs the scheduler took are recorded before a stop
+                        self._submit(executor, args, members, jobs, job_overrides, run_dirs,
+                                     initial_job_idx)
+                detach = (" Safe to interrupt (Ctrl-C): the jobs keep running, and the same "
+                          "command later skips completed runs (with wait=true it waits for the "
+                          "running ones)." if self._EXECUTOR == "slurm" else
+                          " Ctrl-C stops the local jobs too; the same command later resumes them.")
+                print(f"submitted {len(jobs)} job(s) to submitit/{self._EXECUTOR} in "
+                      f"{len(groups)} array(s); logs under {sweep_dir}/.submitit/.{detach}",
+                      flush=True)
+                # overall progress in the state lines: the jobs' training FLOPs (set by the sweeper)
+                work = getattr(self, "work", {})
+                self._progress = (time.time(),
+                                  [float(work.get(tuple(o), 1.0)) for o in job_overrides])
+                wait_for_jobs(jobs, run_dirs,
+                              float(self.config.hydra.launcher.get("poll_s", POLL_S)),
+                              overall=lambda: self._overall(jobs))
+            except KeyboardInterrupt as e:
+                self._detach([j for j in jobs if j is not None], e)
         return [self._result(job, job_overrides[i]) for i, job in enumerate(jobs)]
+
+    def _submit(self, executor, args, members, jobs, job_overrides, run_dirs, initial_job_idx):
+        submitted = executor.map_array(self, *zip(*args))
+        for i, job in zip(members, submitted):
+            jobs[i] = job
+            if self._EXECUTOR == "slurm":  # a re-run while it waits must not submit it again
+                from andrea.run.rundir import RunDir
+                RunDir(run_dirs[i]).mark_queued(job.job_id)
+            log.info("submitted #%d as %s: %s", initial_job_idx + i, job.job_id,
+                     " ".join(filter_overrides(job_overrides[i])))
 
     def _overall(self, jobs: List[Any]) -> str:
         """' (2 of 4 done, about 6 minutes left)' once a job has ended: the FLOPs of the ended
@@ -201,23 +221,22 @@ class _AndreaLauncherMixin:
         eta = about_range(*rng) if rng else ""
         return f" ({n} of {len(jobs)} done" + (f", {eta})" if eta else ")")
 
-    def _wait(self, jobs: List[Any], run_dirs: List[Path]) -> None:
-        try:
-            wait_for_jobs(jobs, run_dirs, float(self.config.hydra.launcher.get("poll_s", POLL_S)),
-                          overall=lambda: self._overall(jobs))
-        except KeyboardInterrupt:
-            if self._EXECUTOR != "slurm":
-                raise  # local jobs stop with this process: sweep.py says how to resume
-            import os
-            import sys
+    def _detach(self, submitted: List[Any], interrupt: KeyboardInterrupt) -> None:
+        """Stop watching: cluster jobs go on (say how to follow them) and the process exits;
+        local jobs stop with this process, and sweep.py says how to resume."""
+        if self._EXECUTOR == "local" or not submitted:
+            raise interrupt
+        import os
+        import sys
 
-            from hydra_plugins.andrea_plugins.sweeper import detached_jobs_text
+        from andrea.launch import scheduler
+        from andrea.launch.interrupts import describe
 
-            ids = sorted({str(j.job_id).split("_")[0] for j in jobs}, key=lambda i: (len(i), i))
-            sweep_dir = os.path.normpath(str(self.config.hydra.sweep.dir))
-            print(f"\ninterrupted (Ctrl-C): {detached_jobs_text(ids, sweep_dir)}", file=sys.stderr,
-                  flush=True)
-            sys.exit(130)
+        name, code = describe(interrupt)
+        text = scheduler.get(self._EXECUTOR).detached_text(
+            [str(j.job_id) for j in submitted], os.path.normpath(str(self.config.hydra.sweep.dir)))
+        print(f"\ninterrupted ({name}): {text}", file=sys.stderr, flush=True)
+        sys.exit(code)
 
     def _result(self, job, overrides: Sequence[str]) -> JobReturn:
         """The job's JobReturn; a failure (in the job or of the job) is reported, never raised."""

@@ -147,14 +147,18 @@ class AndreaSweeper(BasicSweeper):
         poll_s = float(self.config.hydra.launcher.get("poll_s", 5.0))
         print(f"\nwaiting for {len(elsewhere)} run(s) of an earlier launch (wait=true; Ctrl-C "
               "stops the waiting, not their jobs)", flush=True)
+        from andrea.launch import scheduler
+        from andrea.launch.interrupts import describe, stop_on_signals
+
         try:
-            wait_for_earlier([j.run_dir for j in elsewhere], poll_s)
-        except KeyboardInterrupt:
-            ids = sorted({j.run_dir.queued_job_id().split("_")[0] for j in elsewhere
-                          if j.run_dir.queued_job_id()})
-            print("\nstopped waiting (Ctrl-C): " + detached_jobs_text(
+            with stop_on_signals():  # SIGTERM too, as while the launcher waits
+                wait_for_earlier([j.run_dir for j in elsewhere], poll_s)
+        except KeyboardInterrupt as e:
+            name, code = describe(e)
+            ids = [j.run_dir.queued_job_id() for j in elsewhere if j.run_dir.queued_job_id()]
+            print(f"\nstopped waiting ({name}): " + scheduler.get("slurm").detached_text(
                 ids, os.path.normpath(str(self.config.hydra.sweep.dir))), file=sys.stderr)
-            sys.exit(130)
+            sys.exit(code)
         for j in elsewhere:  # they ended: the summary reads their results, not the old state
             j.state = "ended"
 
@@ -175,18 +179,6 @@ class AndreaSweeper(BasicSweeper):
             durations.append(time.time() - start)
             works.append(j.flops)
         return returns
-
-
-def detached_jobs_text(array_ids, sweep_dir: str) -> str:
-    """What a user who stops watching Slurm jobs needs: they keep running, how to watch or stop
-    them, and what re-running the command does."""
-    ids = ",".join(array_ids)
-    watch = (f"watch them with `squeue -j {ids}` (stop them with `scancel {ids.replace(',', ' ')}`)"
-             if ids else "watch them with `squeue --me`")
-    return (f"the Slurm jobs keep running on the cluster; {watch}, or their runs' train.log under "
-            f"{sweep_dir}/ and the job logs in {sweep_dir}/.submitit/. Re-running the same command "
-            "skips the runs they completed and submits none that a job still holds; add "
-            "wait=true to wait there until they end.")
 
 
 def plan_power(jobs) -> str:
