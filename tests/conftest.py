@@ -99,6 +99,15 @@ TINY_RUN = [
 ]
 
 
+def sigint_as_in_a_terminal() -> None:
+    """`preexec_fn` of a process a test interrupts with SIGINT: a sweep started from a terminal
+    takes Ctrl-C, but one started by a shell without job control (`make test &`, CI scripts)
+    inherits SIGINT ignored, and the test's SIGINT would be lost."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def compose_run(overrides: list[str], return_hydra_config: bool = False):
     """The composed config of `python sweep.py <overrides>`, through Hydra's compose API."""
     from hydra import compose, initialize_config_dir

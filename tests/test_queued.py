@@ -88,20 +88,11 @@ def test_stopping_a_slurm_sweep_says_the_jobs_go_on_and_how_to_watch_them(tmp_pa
 
     from hydra_plugins.andrea_plugins import launcher
 
-    def interrupted(*a, **k):
-        raise KeyboardInterrupt
-
     fake = SimpleNamespace(engine=scheduler.get("slurm"), config=OmegaConf.create(
-        {"hydra": {"launcher": {"poll_s": 1}, "sweep": {"dir": str(tmp_path / "runs/demo")}}}),
-        _overall=lambda jobs: "")
+        {"hydra": {"launcher": {"poll_s": 1}, "sweep": {"dir": str(tmp_path / "runs/demo")}}}))
     jobs = [SimpleNamespace(job_id=f"{a}_{i}") for a in ("981", "1002") for i in range(2)]
-    original = launcher.wait_for_jobs
-    launcher.wait_for_jobs = interrupted
-    try:
-        with pytest.raises(SystemExit) as e:
-            launcher._AndreaLauncherMixin._wait(fake, jobs, [])
-    finally:
-        launcher.wait_for_jobs = original
+    with pytest.raises(SystemExit) as e:
+        launcher._AndreaLauncherMixin._detach(fake, jobs, KeyboardInterrupt())
     assert e.value.code == 130
     err = capsys.readouterr().err
     assert "interrupted (Ctrl-C): the Slurm jobs keep running on the cluster" in err
@@ -109,12 +100,8 @@ def test_stopping_a_slurm_sweep_says_the_jobs_go_on_and_how_to_watch_them(tmp_pa
     assert f"{tmp_path}/runs/demo/.submitit/" in err and "wait=true" in err
     assert "to resume" not in err
     fake.engine = scheduler.get("local")  # local jobs stop with the sweep: sweep.py's message stands
-    launcher.wait_for_jobs = interrupted
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            launcher._AndreaLauncherMixin._wait(fake, jobs, [])
-    finally:
-        launcher.wait_for_jobs = original
+    with pytest.raises(KeyboardInterrupt):
+        launcher._AndreaLauncherMixin._detach(fake, jobs, KeyboardInterrupt())
 
 
 def test_wait_is_not_part_of_a_runs_directory():

@@ -5,7 +5,9 @@ seam); what a long sweep needs is here, once for all engines:
 - jobs are grouped by their resolved resources, so each size gets its own GPUs and time limit
   (`${size.gpus}`, `${size.time_min}` in a profile) — one submission per distinct group;
 - while it waits it prints job states as they change (pending / running / completed / failed);
-- a failed job is reported with the path of its log and never stops the others.
+- a failed job is reported with the path of its log and never stops the others;
+- Ctrl-C or SIGTERM at any moment from the first submission on stops the watching, not the
+  cluster's jobs (andrea/launch/interrupts.py), and says how to follow them.
 """
 
 
@@ -162,9 +164,6 @@ class _AndreaLauncherMixin:
 
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         assert self.config is not None and self.hydra_context is not None
-        from andrea.launch.calls import Packed
-        from andrea.run.rundir import RunDir
-
         sched = self.engine
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -181,43 +180,68 @@ class _AndreaLauncherMixin:
             groups.setdefault(key, []).append(i)
             params_of[key] = params
 
+        from andrea.launch.interrupts import stop_on_signals
+
         self.composed = {}  # not needed in the jobs: keep their pickles lean
         self.packs = {}
         jobs: List[Any] = [None] * len(job_overrides)
         n_jobs = 0
-        for key, members in groups.items():
-            params = params_of[key]
-            args = {i: (list(job_overrides[i]), "hydra.sweep.dir", initial_job_idx + i,
-                        f"job_id_for_{initial_job_idx + i}", Singleton.get_state()) for i in members}
-            k = params.pop("pack")
-            if k <= 1:
-                for i, job in zip(members, sched.submit(self, [args[i] for i in members], params)):
-                    jobs[i] = job
-                n_jobs += len(members)
-            else:  # K runs per job, one process each (andrea/launch/calls.py)
-                chunks = [members[a:a + k] for a in range(0, len(members), k)]
-                packed = Packed(self, sweep_dir / ".packs")
-                submitted = sched.submit(packed, [([args[i] for i in c],) for c in chunks], params)
-                for chunk, job in zip(chunks, submitted):
-                    for pos, i in enumerate(chunk):
-                        jobs[i] = _Member(job, pos)
-                n_jobs += len(chunks)
-            for i in members:
-                if sched.outlives_the_sweep:  # a re-run while it waits must not submit it again
-                    RunDir(run_dirs[i]).mark_queued(jobs[i].job_id, sched.name)
-                log.info("submitted #%d as %s: %s", initial_job_idx + i, jobs[i].job_id,
-                         " ".join(filter_overrides(job_overrides[i])))
-        detach = (" Safe to interrupt (Ctrl-C): the jobs keep running, and the same command "
-                  "later skips completed runs (with wait=true it waits for the running ones)."
-                  if sched.outlives_the_sweep else
-                  " Ctrl-C stops the local jobs too; the same command later resumes them.")
-        runs = f"{len(jobs)} run(s) in " if n_jobs != len(jobs) else ""
-        print(f"submitted {runs}{n_jobs} job(s) to {sched.label(params_of[key])} in "
-              f"{len(groups)} array(s); logs under {sweep_dir}/.submitit/.{detach}", flush=True)
-        # overall progress in the state lines: the jobs' training FLOPs (set by the sweeper)
-        work = getattr(self, "work", {})
-        self._progress = (time.time(), [float(work.get(tuple(o), 1.0)) for o in job_overrides])
-        self._wait(jobs, run_dirs)
+        # SIGINT and SIGTERM stop the watching from here on, at any moment (interrupts.py); the
+        # same handler as the waiting, so no gap between submitting and the first poll
+        with stop_on_signals() as guard:
+            try:
+                for key, members in groups.items():
+                    with guard.holding():  # jobs the engine took are recorded before a stop
+                        n_jobs += self._submit(sched, params_of[key], members, jobs,
+                                               job_overrides, run_dirs, initial_job_idx, sweep_dir)
+                detach = (" Safe to interrupt (Ctrl-C): the jobs keep running, and the same "
+                          "command later skips completed runs (with wait=true it waits for the "
+                          "running ones)." if sched.outlives_the_sweep else
+                          " Ctrl-C stops the local jobs too; the same command later resumes them.")
+                runs = f"{len(jobs)} run(s) in " if n_jobs != len(jobs) else ""
+                print(f"submitted {runs}{n_jobs} job(s) to {sched.label(params_of[key])} in "
+                      f"{len(groups)} array(s); logs under {sweep_dir}/.submitit/.{detach}",
+                      flush=True)
+                # overall progress in the state lines: the jobs' training FLOPs (set by the sweeper)
+                work = getattr(self, "work", {})
+                self._progress = (time.time(),
+                                  [float(work.get(tuple(o), 1.0)) for o in job_overrides])
+                wait_for_jobs(jobs, run_dirs,
+                              float(self.config.hydra.launcher.get("poll_s", POLL_S)),
+                              overall=lambda: self._overall(jobs), engine=sched)
+            except KeyboardInterrupt as e:
+                self._detach([j for j in jobs if j is not None], e)
+        return [self._result(job, job_overrides[i]) for i, job in enumerate(jobs)]
+
+    def _submit(self, sched, params, members, jobs, job_overrides, run_dirs, initial_job_idx,
+                sweep_dir) -> int:
+        """Submit one resource group's runs, `params["pack"]` per job, and record each run's job
+        (a re-run while it waits must not submit it again); the number of jobs submitted."""
+        from andrea.launch.calls import Packed
+        from andrea.run.rundir import RunDir
+
+        params = dict(params)
+        k = params.pop("pack")
+        args = {i: (list(job_overrides[i]), "hydra.sweep.dir", initial_job_idx + i,
+                    f"job_id_for_{initial_job_idx + i}", Singleton.get_state()) for i in members}
+        if k <= 1:
+            for i, job in zip(members, sched.submit(self, [args[i] for i in members], params)):
+                jobs[i] = job
+            n_jobs = len(members)
+        else:  # K runs per job, one process each (andrea/launch/calls.py)
+            chunks = [members[a:a + k] for a in range(0, len(members), k)]
+            packed = Packed(self, sweep_dir / ".packs")
+            submitted = sched.submit(packed, [([args[i] for i in c],) for c in chunks], params)
+            for chunk, job in zip(chunks, submitted):
+                for pos, i in enumerate(chunk):
+                    jobs[i] = _Member(job, pos)
+            n_jobs = len(chunks)
+        for i in members:
+            if sched.outlives_the_sweep:
+                RunDir(run_dirs[i]).mark_queued(jobs[i].job_id, sched.name)
+            log.info("submitted #%d as %s: %s", initial_job_idx + i, jobs[i].job_id,
+                     " ".join(filter_overrides(job_overrides[i])))
+        return n_jobs
         return [self._result(job, job_overrides[i]) for i, job in enumerate(jobs)]
 
     def _overall(self, jobs: List[Any]) -> str:
@@ -236,22 +260,23 @@ class _AndreaLauncherMixin:
         eta = about_range(*rng) if rng else ""
         return f" ({n} of {len(jobs)} done" + (f", {eta})" if eta else ")")
 
-    def _wait(self, jobs: List[Any], run_dirs: List[Path]) -> None:
+    def _detach(self, submitted: List[Any], interrupt: KeyboardInterrupt) -> None:
+        """Stop watching: an engine's jobs that outlive the sweep go on (say how to follow them)
+        and the process exits; local jobs stop with this process, and sweep.py says how to
+        resume."""
         sched = self.engine
-        try:
-            wait_for_jobs(jobs, run_dirs, float(self.config.hydra.launcher.get("poll_s", POLL_S)),
-                          overall=lambda: self._overall(jobs), engine=sched)
-        except KeyboardInterrupt:
-            if not sched.outlives_the_sweep:
-                raise  # local jobs stop with this process: sweep.py says how to resume
-            import os
-            import sys
+        if not sched.outlives_the_sweep or not submitted:
+            raise interrupt
+        import os
+        import sys
 
-            ids = sorted({str(j.job_id) for j in jobs})
-            sweep_dir = os.path.normpath(str(self.config.hydra.sweep.dir))
-            print(f"\ninterrupted (Ctrl-C): {sched.detached_text(ids, sweep_dir)}",
-                  file=sys.stderr, flush=True)
-            sys.exit(130)
+        from andrea.launch.interrupts import describe
+
+        name, code = describe(interrupt)
+        text = sched.detached_text(sorted({str(j.job_id) for j in submitted}),
+                                   os.path.normpath(str(self.config.hydra.sweep.dir)))
+        print(f"\ninterrupted ({name}): {text}", file=sys.stderr, flush=True)
+        sys.exit(code)
 
     def _result(self, job, overrides: Sequence[str]) -> JobReturn:
         """The job's JobReturn; a failure (in the job or of the job) is reported, never raised."""

@@ -148,18 +148,21 @@ class AndreaSweeper(BasicSweeper):
     def _wait_for_earlier(self, elsewhere) -> None:
         """wait=true: block until the jobs of an earlier launch that hold these runs end, with
         their states as they change; Ctrl-C stops the waiting, not their jobs."""
-        from andrea.launch import scheduler
-
         poll_s = float(self.config.hydra.launcher.get("poll_s", 5.0))
         print(f"\nwaiting for {len(elsewhere)} run(s) of an earlier launch (wait=true; Ctrl-C "
               "stops the waiting, not their jobs)", flush=True)
+        from andrea.launch import scheduler
+        from andrea.launch.interrupts import describe, stop_on_signals
+
         try:
-            scheduler.wait_for_earlier([j.run_dir for j in elsewhere], poll_s)
-        except KeyboardInterrupt:
+            with stop_on_signals():  # SIGTERM too, as while the launcher waits
+                scheduler.wait_for_earlier([j.run_dir for j in elsewhere], poll_s)
+        except KeyboardInterrupt as e:
+            name, code = describe(e)
             markers = [m for m in (j.run_dir.queued_marker() for j in elsewhere) if m]
-            print("\nstopped waiting (Ctrl-C): " + scheduler.detached_text(
+            print(f"\nstopped waiting ({name}): " + scheduler.detached_text(
                 markers, os.path.normpath(str(self.config.hydra.sweep.dir))), file=sys.stderr)
-            sys.exit(130)
+            sys.exit(code)
         for j in elsewhere:  # they ended: the summary reads their results, not the old state
             j.state = "ended"
 
