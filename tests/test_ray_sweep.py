@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import REPO, TINY_RUN
+from conftest import REPO, TINY_RUN, sigint_as_in_a_terminal
 from ray_cluster import ray_cluster  # noqa: F401 (fixture)
 from test_sweep import results_of, sweep
 
@@ -66,7 +66,8 @@ def test_ctrl_c_detaches_a_rerun_submits_nothing_twice_and_a_killed_job_resumes(
             *ray(ray_cluster)]
     cmd = [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={tmp_path / 'runs'}", *grid]
     proc = subprocess.Popen(cmd, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_in_a_terminal)
     try:
         for line in proc.stdout:
             if line.startswith("submitted 1 job(s) to ray"):

@@ -71,6 +71,16 @@ def test_sweep_of_four_jobs_runs_as_an_array_and_a_rerun_submits_nothing(
     assert "skipping 4 completed" in again.stdout and "submitted" not in again.stdout
     assert results_of(tmp_path / "runs") == results
 
+    # launch.pack=2: the four runs in two Slurm jobs, two processes each, with the same results
+    (tmp_path / "packed").mkdir()
+    packed = run_sweep(tmp_path / "packed", *grid, *ON_SLURM, "launch.pack=2")
+    assert packed.returncode == 0, packed.stdout[-3000:] + packed.stderr[-3000:]
+    assert "submitted 4 run(s) in 2 job(s) to submitit/slurm" in packed.stdout
+    again = results_of(tmp_path / "packed" / "runs")
+    assert again.keys() == results.keys()
+    for run in results:
+        assert again[run]["val_loss"] == results[run]["val_loss"], run
+
 
 def test_requeued_job_resumes_from_its_checkpoint_with_the_same_final_loss(
         slurm_cluster, tmp_path, data_cache):
