@@ -5,9 +5,11 @@ into one job (launch.pack, docs/engines.md) buys on this device.
         [--out runs/<sweep>/throughput.json]
 
 For each K, K processes each build the same model (the first of --variants) and train it on a
-fixed batch; after their warm-up they wait for one another, then each times --steps train steps
-by the wall clock. The aggregate is the sum of their tokens/s; the packing factor is the
-aggregate at K over the aggregate at 1. With --out the aggregates are written under the key
+fixed batch; after their warm-up they wait for one another, then each trains --steps x
+--trials steps. The aggregate is all their tokens over the wall time from the common start to
+the last one's end (not the sum of each one's rate: a process that ends early leaves the
+others the device, and their rates rise); the packing factor is the aggregate at K over the
+aggregate at 1. With --out the aggregates are written under the key
 `packing` of that JSON file (other keys kept), where the plan reads them.
 """
 
@@ -40,8 +42,12 @@ def member(args, folder: Path, k: int, index: int) -> None:
     deadline = time.time() + READY_TIMEOUT_S
     while len(list(folder.glob("ready_*"))) < k and time.time() < deadline:
         time.sleep(0.01)
-    seconds = r.timed(r.train_step, args.steps * args.trials, time.perf_counter)
-    (folder / f"rate_{index}").write_text(str(args.batch * args.seq / seconds))
+    steps = args.steps * args.trials
+    start = time.time()
+    for _ in range(steps):
+        r.train_step()
+    r.sync()
+    (folder / f"span_{index}").write_text(f"{start} {time.time()} {steps * args.batch * args.seq}")
 
 
 def measure(args, k: int, argv: list[str]) -> float:
@@ -53,7 +59,8 @@ def measure(args, k: int, argv: list[str]) -> float:
         codes = [p.wait() for p in procs]
         if any(codes):
             raise SystemExit(f"a member of K={k} failed (exit codes {codes})")
-        return sum(float((folder / f"rate_{i}").read_text()) for i in range(k))
+        spans = [tuple(map(float, (folder / f"span_{i}").read_text().split())) for i in range(k)]
+        return sum(t for _, _, t in spans) / (max(e for _, e, _ in spans) - min(s for s, _, _ in spans))
 
 
 def write_packing(path: Path, aggregates: dict[int, float]) -> None:
