@@ -32,7 +32,7 @@ env: $(STAMP)
 $(STAMP): pyproject.toml $(KROMHC)/pyproject.toml $(DELTA_ATTNRES)/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q "$(TORCH)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(BIN)/python -m pip install -q -e ".[dev,hf,dashboard,eval,export]"
+	$(BIN)/python -m pip install -q -e ".[dev,hf,dashboard,eval,export,ray]"
 	$(BIN)/python -m pip install -q -e $(KROMHC)
 	$(BIN)/python -m pip install -q -e $(DELTA_ATTNRES)
 	touch $(STAMP)

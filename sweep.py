@@ -40,12 +40,16 @@ if __name__ == "__main__":
         sys.argv.insert(1, "--multirun")
     try:
         main()
-    except KeyboardInterrupt:
-        # Ctrl-C: every finished run and checkpoint is on disk (written atomically); say how to
-        # go on instead of a traceback. 130 = 128 + SIGINT, as a shell reports it.
-        print("\ninterrupted (Ctrl-C): finished runs and checkpoints are kept; re-run the same "
+    except KeyboardInterrupt as e:
+        # Ctrl-C (or SIGTERM while a launcher watches jobs): every finished run and checkpoint is
+        # on disk (written atomically); say how to go on instead of a traceback, and exit
+        # 128 + the signal, as a shell reports it.
+        from andrea.launch.interrupts import describe
+
+        name, code = describe(e)
+        print(f"\ninterrupted ({name}): finished runs and checkpoints are kept; re-run the same "
               "command to resume.", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(code)
     except SystemExit as e:
         # Hydra reports a bad override (exit 1) as "Key 'trian' not in 'RunConfig'" or "Error
         # merging override train.lr=fast": name the nearest valid key or the type the key takes,

@@ -11,6 +11,7 @@ import random
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -111,6 +112,36 @@ def wait_queue_empty(out: Path, limit_s: float = 900) -> None:
         q = subprocess.run(["squeue", "-h", "-o", "%F"], capture_output=True, text=True).stdout.split()
         if not ids & set(q):
             return
+        time.sleep(1)
+
+
+# ---- Ray helpers -------------------------------------------------------------------------------
+
+def _ray_markers(out: Path) -> list[dict]:
+    from andrea.run.rundir import RunDir
+
+    return [m for m in (RunDir(q.parent).queued_marker() for q in out.rglob(".queued")) if m]
+
+
+def stop_a_ray_job(out: Path, rng: random.Random) -> bool:
+    """`ray job stop` of one of the sweep's running Ray jobs (the job's processes killed)."""
+    from andrea.launch import scheduler
+
+    live = sorted(j for j, state in scheduler.live_jobs(_ray_markers(out)).items()
+                  if state == "RUNNING")
+    if not live:
+        return False
+    sid, _, address = rng.choice(live).partition("@")
+    return subprocess.run([str(Path(sys.executable).parent / "ray"), "job", "stop", sid,
+                           "--address", address], capture_output=True).returncode == 0
+
+
+def wait_ray_released(out: Path, limit_s: float = 900) -> None:
+    """Until no Ray job recorded in the sweep's runs is pending or running."""
+    from andrea.launch import scheduler
+
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end and scheduler.live_jobs(_ray_markers(out)):
         time.sleep(1)
 
 

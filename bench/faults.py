@@ -4,6 +4,8 @@ results.json and metrics.jsonl must equal an uninterrupted reference sweep's.
 
     python -m bench.faults --faults 50 --seed 0 --work /tmp/andrea-faults          # CPU, in-process
     python -m bench.faults --faults 20 --slurm --work /tmp/andrea-faults-slurm       # local Slurm
+    python -m bench.faults --faults 10 --ray http://127.0.0.1:8265 --work /tmp/andrea-faults-ray
+    python -m bench.faults --faults 10 --pack 2 --work /tmp/andrea-faults-pack      # packed jobs
 
 Faults (CPU): kill -9 of the training process at a random moment, kill -9 in the middle of a
 checkpoint write and of a results.json write, SIGTERM and SIGUSR2 (as Slurm sends them), Ctrl-C
@@ -12,7 +14,10 @@ at a random moment), and, after a kill, a truncated or bit-flipped newest checkp
 last line of metrics.jsonl. On Slurm (`--slurm`, jobs through slurm=localhost) also scancel and
 `scontrol requeue` of array tasks and a restart of slurmctld while jobs run (only with the
 two-node cluster of slurm/local/twonode.sh, whose slurmctld this script may restart; on the
-shared single-node cluster that kind is left out).
+shared single-node cluster that kind is left out). On Ray (`--ray ADDRESS`, jobs through
+hydra/launcher=ray) also `ray job stop` of a running job. `--pack K` packs K runs per job
+(launch.pack; with neither --slurm nor --ray, through submitit_local). The reference sweep
+always runs in-process, unpacked.
 
 Compared: every key of results.json and of each metrics.jsonl row, bit for bit (floats as
 written), except fields that measure time or depend on the run's path: TIMING_KEYS below.
@@ -41,7 +46,8 @@ from typing import Any
 from andrea.run.results import COMPLETED
 from bench.fault_tools import (damage, fill, sigint_default, temp_files,
                                live_slurm_tasks, restart_slurmctld, run_states, steps_lost,
-                               training_pids, wait, wait_queue_empty)
+                               stop_a_ray_job, training_pids, wait, wait_queue_empty,
+                               wait_ray_released)
 
 REPO = Path(__file__).resolve().parent.parent
 HOOK = Path(__file__).resolve().parent / "fault_hook"
@@ -68,6 +74,10 @@ CPU_KINDS = ["kill9", "kill9_in_checkpoint_write", "kill9_in_results_write", "si
              "sigint_sweeper", "disk_full", "truncated_checkpoint", "bitflipped_checkpoint",
              "torn_metrics_line"]
 SLURM_KINDS = ["scancel_task", "requeue_task", "restart_slurmctld"]
+RAY_KINDS = ["ray_stop_job"]
+# the engine of the trials (the reference is in-process): sweep arguments, and whether jobs
+# outlive the sweep on Ray (then each invocation waits until no Ray job holds a run)
+ENGINE: dict = {"args": [], "ray": False}
 DAMAGE = {"truncated_checkpoint", "bitflipped_checkpoint", "torn_metrics_line"}  # after a kill -9
 
 
@@ -113,10 +123,20 @@ def run_files(root: Path) -> dict[str, dict]:
 
 # ---- running the sweep -------------------------------------------------------------------------
 
-def sweep_cmd(out: Path, slurm: bool) -> list[str]:
+def sweep_cmd(out: Path, slurm: bool, reference: bool = False) -> list[str]:
     extra = ["slurm=localhost", "hydra.launcher.poll_s=1", "hydra.launcher.signal_delay_s=5"] \
         if slurm else []
-    return [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={out}", *GRID, *extra]
+    engine = [] if reference else ENGINE["args"]
+    return [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={out}", *GRID, *extra, *engine]
+
+
+def settle(out: Path, slurm: bool) -> None:
+    """After an invocation: wait until no job of the engine still holds a run (a detached
+    sweep's jobs go on)."""
+    if slurm:
+        wait_queue_empty(out)
+    elif ENGINE["ray"]:
+        wait_ray_released(out)
 
 
 def sweep_env(hook: str | None = None) -> dict[str, str]:
@@ -131,11 +151,12 @@ def sweep_env(hook: str | None = None) -> dict[str, str]:
     return env
 
 
-def start_sweep(out: Path, log: Path, slurm: bool, hook: str | None = None) -> subprocess.Popen:
+def start_sweep(out: Path, log: Path, slurm: bool, hook: str | None = None,
+                reference: bool = False) -> subprocess.Popen:
     f = open(log, "ab")
     f.write(f"\n==== {time.strftime('%H:%M:%S')} sweep (hook={hook})\n".encode())
     f.flush()
-    return subprocess.Popen(sweep_cmd(out, slurm), cwd=out.parent, env=sweep_env(hook),
+    return subprocess.Popen(sweep_cmd(out, slurm, reference), cwd=out.parent, env=sweep_env(hook),
                             stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
                             preexec_fn=sigint_default)
 
@@ -156,8 +177,7 @@ def inject(kind: str, out: Path, log: Path, rng: random.Random, slurm: bool, tot
     landed = False
     if hook:
         wait(proc, limit_s)
-        if slurm:
-            wait_queue_empty(out)
+        settle(out, slurm)
         landed = temp_files(out) > tmp_before  # the hook left its half-written temp file
     else:
         # A random moment of training, drawn in steps (not seconds, so the machine's speed does not
@@ -190,9 +210,10 @@ def inject(kind: str, out: Path, log: Path, rng: random.Random, slurm: bool, tot
                 landed = bool(live) and subprocess.run(["scontrol", "requeue", rng.choice(live)]).returncode == 0
             elif kind == "restart_slurmctld":
                 landed = restart_slurmctld()
+            elif kind == "ray_stop_job":
+                landed = stop_a_ray_job(out, rng)
         wait(proc, limit_s)
-        if slurm:
-            wait_queue_empty(out)
+        settle(out, slurm)
         if kind == "disk_full":
             for f in out.glob("filler*"):
                 f.unlink()
@@ -253,7 +274,7 @@ def trial(k: int, work: Path, ref: dict, kinds: list[str], rng: random.Random, s
             tally.reruns += 1
             rcs: list = []
             invocation(lambda: rcs.append(wait(start_sweep(out, log, slurm), limit_s))
-                       or (wait_queue_empty(out) if slurm else None))
+                       or settle(out, slurm))
             got = run_files(out)
             if rcs[0] == 0 and len(got) == len(ref) and all(
                     g["results"].get("status") == COMPLETED for g in got.values()):
@@ -325,12 +346,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--work", type=Path, default=Path("/tmp/andrea-faults"))
     p.add_argument("--slurm", action="store_true", help="jobs through slurm=localhost")
+    p.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="jobs through hydra/launcher=ray at this address (e.g. http://127.0.0.1:8265)")
+    p.add_argument("--pack", type=int, default=1, help="runs per job (launch.pack)")
     p.add_argument("--kinds", default=None, help="comma-separated subset of the fault kinds")
     p.add_argument("--max-chain", type=int, default=3, help="faults per trial before the clean re-run")
     p.add_argument("--limit-s", type=float, default=3600,
                    help="hang guard for one sweep invocation (not a speed check)")
     args = p.parse_args(argv)
-    kinds = CPU_KINDS + (SLURM_KINDS if args.slurm else [])
+    kinds = CPU_KINDS + (SLURM_KINDS if args.slurm else []) + (RAY_KINDS if args.ray else [])
+    if args.ray:
+        ENGINE["args"] += ["hydra/launcher=ray", f"hydra.launcher.address={args.ray}",
+                           "hydra.launcher.poll_s=1"]
+        ENGINE["ray"] = True
+        kinds.remove("sigusr2")  # Slurm's warning signal: a Ray job is not requeued by it
+    if args.pack > 1:
+        ENGINE["args"] += [f"launch.pack={args.pack}"]
+        if not (args.slurm or args.ray):
+            ENGINE["args"] += ["hydra/launcher=submitit_local"]
     if args.slurm and not (Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf")).parent.name
                            == "twonode"):
         kinds.remove("restart_slurmctld")  # only ever restart the campaign's own slurmctld
@@ -349,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(ref_dir, ignore_errors=True)
         ref_dir.mkdir(parents=True)
         # the reference runs in-process (prepares the corpus once for every trial)
-        proc = start_sweep(ref_dir, args.work / "ref.log", False)
+        proc = start_sweep(ref_dir, args.work / "ref.log", False, reference=True)
         if wait(proc, args.limit_s) != 0:
             print(f"reference sweep failed: see {args.work / 'ref.log'}")
             return 1

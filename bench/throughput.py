@@ -397,6 +397,10 @@ def parse(argv=None):
     p.add_argument("--no-check", dest="check", action="store_false",
                    help="do not print PASS/FAIL against the targets")
     p.add_argument("--quick", action="store_true", help="3 trials x 1 step: about a minute")
+    p.add_argument("--pack", default=None, type=lambda s: [int(k) for k in s.split(",")],
+                   help="K,K,...: aggregate tokens/s of K runs side by side (bench/packing.py)")
+    p.add_argument("--out", default=None, help="with --pack: write the aggregates to this "
+                   "throughput.json (its key `packing`), where the plan reads them")
     args = p.parse_args(argv)
     if args.dtype is None:
         args.dtype = "bf16" if args.device.startswith("cuda") else "fp32"
@@ -419,6 +423,11 @@ def parse(argv=None):
 
 def main(argv=None) -> int:
     args = parse(argv)
+    if args.pack:
+        from bench import packing
+
+        argv = sys.argv[1:] if argv is None else list(argv)
+        return packing.run(args, packing.member_argv(argv))
     rc = 0
     for compiled in ([False, True] if args.compile == "both" else [args.compile == "on"]):
         args.compiled = compiled

@@ -114,6 +114,15 @@ TINY_RUN = [
 ]
 
 
+def sigint_as_in_a_terminal() -> None:
+    """`preexec_fn` of a process a test interrupts with SIGINT: a sweep started from a terminal
+    takes Ctrl-C, but one started by a shell without job control (`make test &`, CI scripts)
+    inherits SIGINT ignored, and the test's SIGINT would be lost."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def compose_run(overrides: list[str], return_hydra_config: bool = False):
     """The composed config of `python sweep.py <overrides>`, through Hydra's compose API."""
     from hydra import compose, initialize_config_dir
@@ -142,7 +151,10 @@ def pytest_xdist_make_scheduler(config, log):
 
     class SlurmTestsTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "slurm" if nodeid.split("::")[0].rsplit("/", 1)[-1].startswith("test_slurm_") \
-                else nodeid
+            name = nodeid.split("::")[0].rsplit("/", 1)[-1]
+            for engine in ("slurm", "ray"):  # one cluster each, its tests in order on one worker
+                if name.startswith(f"test_{engine}_"):
+                    return engine
+            return nodeid
 
     return SlurmTestsTogether(config, log)

@@ -131,3 +131,23 @@ def test_the_memory_measurement_prints_no_profiler_noise(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "peak MiB" in proc.stdout  # the memory was measured, with the profiler
     assert "USDT" not in proc.stderr and "profiler_start" not in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_pack_measures_the_aggregate_of_k_processes_and_writes_the_plans_file(tmp_path, capsys):
+    """bench.throughput --pack K: K processes side by side; the aggregates land under the key
+    `packing` of the throughput file (other keys kept), where the plan reads them."""
+    import json
+
+    from andrea.launch.packing import packing_factor, read_packing
+
+    out = tmp_path / "throughput.json"
+    out.write_text(json.dumps({"other": 1}))
+    rc = throughput_main(["--device", "cpu", "--size", "tiny", "--batch", "1", "--seq", "32",
+                          "--steps", "1", "--trials", "2", "--pack", "1,2", "--out", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "K=1:" in text and "K=2:" in text and "packing factor" in text
+    data = json.loads(out.read_text())
+    assert data["other"] == 1 and set(data["packing"]) == {"1", "2"}
+    assert packing_factor(read_packing(tmp_path), 2) > 0

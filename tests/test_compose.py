@@ -59,7 +59,7 @@ def sample(jobs, k=4):
                                         "max_epochs=1000"] for s in SWEEPS] + [CUSTOM],
                          ids=[*SWEEPS, "custom"])
 def test_each_job_config_is_hydras_own(hydra, arguments, tmp_path):
-    from andrea.launch.task import job_run_dir, plan_jobs
+    from andrea.launch.plan import job_run_dir, plan_jobs
     from hydra_plugins.andrea_plugins.compose import JobComposer
 
     master, jobs = grid(hydra, [*arguments, f"out_dir={tmp_path}"])
@@ -93,7 +93,7 @@ def test_the_schema_shortcut_converts_like_a_merge(hydra):
 def test_a_plan_asks_no_scheduler_about_running_jobs(hydra, tmp_path, monkeypatch):
     """A run whose job is live holds its lock: the plan says `running` from that, without
     asking sacct (or anything else) once per job."""
-    from andrea.launch.task import plan_jobs
+    from andrea.launch.plan import plan_jobs
     from andrea.run.rundir import RunDir
     from hydra_plugins.andrea_plugins.compose import JobComposer
 
@@ -118,7 +118,7 @@ def test_a_plan_asks_no_scheduler_about_running_jobs(hydra, tmp_path, monkeypatc
 
 
 def _planned(hydra, tmp_path, *arguments):
-    from andrea.launch.task import plan_jobs
+    from andrea.launch.plan import plan_jobs
     from hydra_plugins.andrea_plugins.compose import JobComposer
 
     master, jobs = grid(hydra, [*arguments, "plan=true", f"out_dir={tmp_path}"])

@@ -202,7 +202,7 @@ def test_settings_out_of_range_fail_before_launch(override, message):
 
 
 def test_local_launcher_rejects_several_tasks_per_job():
-    from andrea.launch.task import launcher_world_size
+    from andrea.launch.plan import launcher_world_size
 
     cfg = compose_run(["hydra/launcher=submitit_local", "hydra.launcher.tasks_per_node=2"],
                       return_hydra_config=True)

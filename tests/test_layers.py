@@ -153,3 +153,57 @@ def test_nothing_outside_the_schemes_package_branches_on_a_schemes_name():
                     if isinstance(sub, ast.Constant) and sub.value in NAMES:
                         found.append(f"{path.relative_to(REPO)}:{node.lineno}: {ast.unparse(node)}")
     assert not found, "\n".join(found)
+
+
+# what only an engine's own module may say: its commands, its variables, its client
+ENGINE_WORDS = ("squeue", "scancel", "sacct", "sbatch", "SLURM_", "SUBMITIT_EXECUTOR", "ray job",
+                "JobSubmissionClient", "RAY_")
+
+
+def _docstrings(tree) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = getattr(node, "body", [])
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                ids.add(id(body[0].value))
+    return ids
+
+
+def test_no_module_outside_an_engines_own_names_an_engine():
+    """The scheduler seam (andrea/launch/scheduler.py): submission, job states, the CPU and
+    world-size variables, the detach text, the distributed environment and the waiter of an
+    engine live in its module (ENGINES); nothing else compares an engine's name, asks for one
+    by name, imports one, or uses its commands or variables, and scheduler.py knows the engines
+    only through its table (no engine module imports it back)."""
+    from andrea.launch.scheduler import ENGINES
+
+    engine_files = {REPO / (m.replace(".", "/") + ".py") for m in ENGINES.values()}
+    seam = REPO / "andrea/launch/scheduler.py"
+    found = []
+    for top in ("andrea", "hydra_plugins"):
+        for path in modules(top):
+            rel = path.relative_to(REPO)
+            for module, names in imports(path):
+                if module in ENGINES.values() or (module == "andrea.launch"
+                                                  and set(names) & set(ENGINES)):
+                    found.append(f"{rel} imports the engine {module} {names}")
+                if path in engine_files and module == "andrea.launch.scheduler":
+                    found.append(f"{rel} (an engine) imports the seam back")
+            if path in engine_files or path == seam:
+                continue
+            tree = ast.parse(path.read_text())
+            docs = _docstrings(tree)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Compare):
+                    for sub in ast.walk(node):
+                        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and any(
+                                e in sub.value.lower() for e in ENGINES):
+                            found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+                elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                        and node.args[0].value in ENGINES:
+                    found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                        and id(node) not in docs and any(w in node.value for w in ENGINE_WORDS):
+                    found.append(f"{rel}:{node.lineno}: {node.value[:60]!r}")
+    assert not found, "\n".join(found)

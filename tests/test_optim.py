@@ -263,7 +263,7 @@ def test_muon_at_an_lr_selected_under_adamw_is_warned_about(overrides, named):
     """docs/protocol.md §4 measured Muon's best LR at 7-10x AdamW's on the CPU sizes: a Muon
     sweep at AdamW's LR picks (hparams=lr_scan_cpu, or the size rule) compares the variants
     far from Muon's optimum. One line, not an error."""
-    from andrea.launch.task import muon_hparams_warning
+    from andrea.launch.plan import muon_hparams_warning
 
     warning = muon_hparams_warning([_run_and_spec(*overrides)])
     if named is None:
@@ -275,7 +275,7 @@ def test_muon_at_an_lr_selected_under_adamw_is_warned_about(overrides, named):
 
 
 def test_an_lr_scan_under_muon_is_not_warned_about():
-    from andrea.launch.task import muon_hparams_warning
+    from andrea.launch.plan import muon_hparams_warning
 
     scan = [_run_and_spec("train.optimizer=muon", f"train.lr_scale={x}") for x in (1, 4, 16)]
     assert muon_hparams_warning(scan) is None

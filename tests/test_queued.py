@@ -1,4 +1,4 @@
-"""andrea/launch/slurm.py: a run queued by an earlier launch is neither submitted again nor counted as
+"""andrea/launch/scheduler.py and slurm.py: a run queued by an earlier launch is neither submitted again nor counted as
 failed (Ctrl-C on a Slurm sweep, then the same command, resubmitted pending tasks)."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ import io
 import subprocess
 from types import SimpleNamespace
 
-from andrea.launch import task as launch
+from andrea.launch import plan as launch
+from andrea.launch import scheduler
 from andrea.launch import slurm as queued
-from andrea.launch.task import PlannedJob
+from andrea.launch.plan import PlannedJob
 from andrea.run.rundir import RunDir
 
 
@@ -68,7 +69,7 @@ def test_wait_polls_the_earlier_launchs_runs_until_their_jobs_end(tmp_path, monk
             pending.write_results({"status": "completed", "val_loss": 1.0})
 
     out = io.StringIO()
-    states = queued.wait_for_earlier([pending, held], poll_s=7, sleep=sleep, stream=out)
+    states = scheduler.wait_for_earlier([pending, held], poll_s=7, sleep=sleep, stream=out)
     assert states == ["COMPLETED", "ENDED"] and polls == [7, 7, 7]
     lines = out.getvalue().splitlines()
     assert [line.split("] ", 1)[1] for line in lines] == [
@@ -87,33 +88,20 @@ def test_stopping_a_slurm_sweep_says_the_jobs_go_on_and_how_to_watch_them(tmp_pa
 
     from hydra_plugins.andrea_plugins import launcher
 
-    def interrupted(*a, **k):
-        raise KeyboardInterrupt
-
-    fake = SimpleNamespace(_EXECUTOR="slurm", config=OmegaConf.create(
-        {"hydra": {"launcher": {"poll_s": 1}, "sweep": {"dir": str(tmp_path / "runs/demo")}}}),
-        _overall=lambda jobs: "")
+    fake = SimpleNamespace(engine=scheduler.get("slurm"), config=OmegaConf.create(
+        {"hydra": {"launcher": {"poll_s": 1}, "sweep": {"dir": str(tmp_path / "runs/demo")}}}))
     jobs = [SimpleNamespace(job_id=f"{a}_{i}") for a in ("981", "1002") for i in range(2)]
-    original = launcher.wait_for_jobs
-    launcher.wait_for_jobs = interrupted
-    try:
-        with pytest.raises(SystemExit) as e:
-            launcher._AndreaLauncherMixin._wait(fake, jobs, [])
-    finally:
-        launcher.wait_for_jobs = original
+    with pytest.raises(SystemExit) as e:
+        launcher._AndreaLauncherMixin._detach(fake, jobs, KeyboardInterrupt())
     assert e.value.code == 130
     err = capsys.readouterr().err
     assert "interrupted (Ctrl-C): the Slurm jobs keep running on the cluster" in err
     assert "squeue -j 981,1002" in err and "scancel 981 1002" in err
     assert f"{tmp_path}/runs/demo/.submitit/" in err and "wait=true" in err
     assert "to resume" not in err
-    fake._EXECUTOR = "local"  # local jobs stop with the sweep: sweep.py's message stands
-    launcher.wait_for_jobs = interrupted
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            launcher._AndreaLauncherMixin._wait(fake, jobs, [])
-    finally:
-        launcher.wait_for_jobs = original
+    fake.engine = scheduler.get("local")  # local jobs stop with the sweep: sweep.py's message stands
+    with pytest.raises(KeyboardInterrupt):
+        launcher._AndreaLauncherMixin._detach(fake, jobs, KeyboardInterrupt())
 
 
 def test_wait_is_not_part_of_a_runs_directory():

@@ -166,6 +166,7 @@ def test_launcher_reports_a_running_task_within_one_poll_of_sacct(slurm_cluster,
     polls, not seconds, so a slow machine cannot fail it."""
     import subprocess
 
+    from andrea.launch import scheduler
     from hydra_plugins.andrea_plugins.launcher import wait_for_jobs
 
     ex = make_executor(tmp_path / "jobs", timeout_min=5, slurm_additional_parameters={"hold": True})
@@ -185,7 +186,8 @@ def test_launcher_reports_a_running_task_within_one_poll_of_sacct(slurm_cluster,
         time.sleep(1)
 
     try:
-        wait_for_jobs([job], [tmp_path / "no_run_dir"], poll_s=1, sleep=poll_sleep)
+        wait_for_jobs([job], [tmp_path / "no_run_dir"], poll_s=1, sleep=poll_sleep,
+                      engine=scheduler.get("slurm"))
     finally:
         job.cancel(check=False)
     printed.append(capsys.readouterr().out)

@@ -5,15 +5,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 from andrea.run import logkeys as keys
-from conftest import REPO, TINY_RUN
+from conftest import REPO, TINY_RUN, sigint_as_in_a_terminal
 from slurm_cluster import (  # noqa: F401 (fixtures)
     requeue_job, sacct_attempts, slurm_cluster, two_node_cluster)
 
@@ -66,6 +70,16 @@ def test_sweep_of_four_jobs_runs_as_an_array_and_a_rerun_submits_nothing(
     assert again.returncode == 0, again.stderr[-2000:]
     assert "skipping 4 completed" in again.stdout and "submitted" not in again.stdout
     assert results_of(tmp_path / "runs") == results
+
+    # launch.pack=2: the four runs in two Slurm jobs, two processes each, with the same results
+    (tmp_path / "packed").mkdir()
+    packed = run_sweep(tmp_path / "packed", *grid, *ON_SLURM, "launch.pack=2")
+    assert packed.returncode == 0, packed.stdout[-3000:] + packed.stderr[-3000:]
+    assert "submitted 4 run(s) in 2 job(s) to submitit/slurm" in packed.stdout
+    again = results_of(tmp_path / "packed" / "runs")
+    assert again.keys() == results.keys()
+    for run in results:
+        assert again[run]["val_loss"] == results[run]["val_loss"], run
 
 
 def test_requeued_job_resumes_from_its_checkpoint_with_the_same_final_loss(
@@ -198,47 +212,129 @@ def test_pending_array_tasks_are_seen_as_queued(slurm_cluster):
         _run(["scancel", job], check=False)
 
 
+class Output:
+    """A process's merged output, read by a thread, so that a test waits for a line with a bound
+    (a `for line in proc.stdout` loop waits forever on a process that hangs silently)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc, self.lines = proc, []
+        self.reader = threading.Thread(target=lambda: self.lines.extend(proc.stdout), daemon=True)
+        self.reader.start()
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for(self, what: Callable[[], bool], timeout: float, label: str) -> None:
+        end = time.monotonic() + timeout
+        while not what():
+            if self.proc.poll() is not None:
+                self.reader.join(5)
+                if what():
+                    return
+                pytest.fail(f"the sweep ended (exit {self.proc.returncode}) before {label}:\n"
+                            + self.text[-3000:])
+            if time.monotonic() > end:
+                self.proc.kill()
+                pytest.fail(f"no {label} within {timeout:.0f} s:\n" + self.text[-3000:])
+            time.sleep(0.05)
+
+    def ended_within(self, timeout: float) -> str:
+        """The process's exit, at most `timeout` seconds from now; its whole output."""
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.reader.join(5)
+            pytest.fail(f"still running {timeout:.0f} s later:\n" + self.text[-3000:])
+        self.reader.join(5)
+        return self.text
+
+
+def slow_commands(bin_dir: Path, marks: Path, slow: str) -> dict:
+    """An environment whose `sbatch` and `sacct` touch `marks/<command>` when they start, and
+    where the one named `slow` takes 3 s more: a signal sent on its mark lands while it runs."""
+    bin_dir.mkdir()
+    marks.mkdir()
+    for name in ("sbatch", "sacct"):
+        real = shutil.which(name)
+        wrapper = bin_dir / name
+        wrapper.write_text(f"#!/bin/sh\ntouch {marks / name}\n"
+                           + ("sleep 3\n" if name == slow else "") + f'exec {real} "$@"\n')
+        wrapper.chmod(0o755)
+    return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+
+
 def test_ctrl_c_says_the_jobs_go_on_and_wait_true_waits_for_them(slurm_cluster, tmp_path,
                                                                   data_cache):
-    """Ctrl-C while the launcher waits: the message says the jobs keep running on the cluster
-    and how to watch them (it said "re-run the same command to resume"); a re-run with
-    wait=true waits for them (held, then released here) and reports both runs completed,
-    submitting nothing."""
-    import signal
-
+    """SIGINT or SIGTERM at any moment of a Slurm sweep (while sbatch submits, right after the
+    submit line, during a poll's sacct) detaches within seconds: the message says the jobs
+    keep running on the cluster and how to watch them (it said "re-run the same command to
+    resume"; a SIGINT could also be lost). The arrays are submitted held, so they wait in the
+    queue for as long as this takes; a re-run with wait=true waits for one of them (released
+    here) and reports both runs completed, submitting nothing."""
     from slurm_cluster import _run
 
     grid = ["model=baseline", "size=tiny-1", *TINY_RUN[1:], "train.seed=0,1"]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(sweep_cmd(tmp_path / "runs", *grid, *ON_SLURM), cwd=tmp_path,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    for line in proc.stdout:
-        if "submitted 2 job(s) to submitit/slurm" in line:
-            break
-    array = next(p.name.split("_")[0] for p in (tmp_path / "runs").rglob(".submitit/*_*")
-                 if p.is_dir() and p.name[0].isdigit())
-    _run(["scontrol", "hold", array], check=False)  # tasks not started yet stay queued
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=600)
-    assert proc.returncode == 130, err[-3000:]
-    assert "interrupted (Ctrl-C): the Slurm jobs keep running on the cluster" in err, err[-3000:]
-    assert f"squeue -j {array}" in err and "wait=true" in err and "to resume" not in err
+    held = "+hydra.launcher.additional_parameters.hold=true"
+    cases = [  # (where, the slow command, its mark, the signal)
+        ("while sbatch submits", "sbatch", "sbatch", signal.SIGINT),
+        ("right after the submit line", "", "", signal.SIGTERM),
+        ("during a poll's sacct", "sacct", "sacct", signal.SIGINT),
+    ]
+    arrays = []
+    try:
+        for k, (where, slow, mark, sig) in enumerate(cases):
+            cwd = tmp_path / f"case{k}"
+            cwd.mkdir()
+            env = {**os.environ, "PYTHONUNBUFFERED": "1",
+                   **slow_commands(cwd / "bin", cwd / "marks", slow)}
+            proc = subprocess.Popen(sweep_cmd(cwd / "runs", *grid, *ON_SLURM, held), cwd=cwd,
+                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, preexec_fn=sigint_as_in_a_terminal)
+            out = Output(proc)
+            # planning and preparing take a while on a busy machine; then submitting is seconds
+            if mark == "sbatch":
+                out.wait_for((cwd / "marks" / "sbatch").exists, 600, "sbatch")
+            else:
+                out.wait_for(lambda: "submitted 2 job(s) to submitit/slurm" in out.text, 600,
+                             "the submit line")
+            if mark == "sacct":  # the next sacct is a poll's (one a second)
+                (cwd / "marks" / "sacct").unlink(missing_ok=True)
+                out.wait_for((cwd / "marks" / "sacct").exists, 30, "a poll's sacct")
+            proc.send_signal(sig)
+            # detached within seconds: at most the rest of a slow sbatch, then the message
+            text = out.ended_within(30)
+            name = "Ctrl-C" if sig == signal.SIGINT else "SIGTERM"
+            assert proc.returncode == 128 + sig, f"{where}: {text[-3000:]}"
+            array = next(p.name.split("_")[0] for p in (cwd / "runs").rglob(".submitit/*_*")
+                         if p.is_dir() and p.name[0].isdigit())
+            arrays.append(array)
+            assert f"interrupted ({name}): the Slurm jobs keep running on the cluster" in text, \
+                f"{where}: {text[-3000:]}"
+            assert f"squeue -j {array}" in text and "wait=true" in text
+            assert "to resume" not in text and "Traceback" not in text, text[-3000:]
+            # both runs name their job, so that a re-run does not submit them again
+            queued = sorted(json.loads(p.read_text())["job_id"]
+                            for p in (cwd / "runs").rglob(".queued"))
+            assert queued == [f"{array}_0", f"{array}_1"], f"{where}: {queued}"
 
-    again = subprocess.Popen(sweep_cmd(tmp_path / "runs", *grid, *ON_SLURM, "wait=true"),
-                             cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
-    seen = []
-    for line in again.stdout:
-        seen.append(line)
-        if "waiting for" in line or "runs completed" in line:
-            break
-    _run(["scontrol", "release", array], check=False)
-    out, _ = again.communicate(timeout=1800)  # a hang guard
-    text = "".join(seen) + out
-    assert again.returncode == 0, text[-4000:]
-    assert "submitted" not in text  # the earlier launch's jobs train them
-    if "waiting for" in text:  # unless both had ended before the re-run planned
-        assert "runs of an earlier launch:" in text
-    assert "2 of 2 runs completed" in text
-    results = results_of(tmp_path / "runs")
-    assert len(results) == 2 and all(r["status"] == "completed" for r in results.values())
+        cwd = tmp_path / "case2"
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        again = subprocess.Popen(sweep_cmd(cwd / "runs", *grid, *ON_SLURM, "wait=true"),
+                                 cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True)
+        out = Output(again)
+        out.wait_for(lambda: "waiting for 2 run(s) of an earlier launch" in out.text, 600,
+                     "the wait for the held runs")
+        _run(["scontrol", "release", arrays[-1]])
+        text = out.ended_within(900)  # two tiny runs train: 1-3 min alone, more when busy
+        assert again.returncode == 0, text[-4000:]
+        assert "submitted" not in text  # the earlier launch's jobs train them
+        assert "runs of an earlier launch:" in text and "2 of 2 runs completed" in text
+        results = results_of(cwd / "runs")
+        assert len(results) == 2 and all(r["status"] == "completed" for r in results.values())
+    finally:
+        if arrays:
+            _run(["scancel", *arrays], check=False)
+

@@ -94,6 +94,24 @@ def test_basic_and_submitit_local_give_identical_results_and_rerun_skips(tmp_pat
     assert "skipping 2 completed" in again.stdout and "submitted" not in again.stdout
     assert results_of(tmp_path / "b" / "runs") == b
 
+    # launch.pack=2: both runs in one local job, one process each (andrea/launch/calls.py),
+    # each with the results it has alone
+    (tmp_path / "c").mkdir()
+    packed = sweep(tmp_path / "c", *GRID, "hydra/launcher=submitit_local", "launch.pack=2")
+    assert packed.returncode == 0, packed.stdout[-3000:] + packed.stderr[-3000:]
+    assert "submitted 2 run(s) in 1 job(s) to submitit/local" in packed.stdout
+    assert "runs per job: 2 (launch.pack" in packed.stdout
+    c = results_of(tmp_path / "c" / "runs")
+    assert c.keys() == a.keys()
+    for run in a:
+        assert c[run]["val_loss"] == a[run]["val_loss"], run
+    # a re-run submits only the member that did not complete
+    (tmp_path / "c" / "runs" / next(iter(c)) / "results.json").unlink()
+    rerun = sweep(tmp_path / "c", *GRID, "hydra/launcher=submitit_local", "launch.pack=2")
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    assert "skipping 1 completed" in rerun.stdout and "submitted 1 job(s) to" in rerun.stdout
+    assert results_of(tmp_path / "c" / "runs").keys() == a.keys()
+
 
 def test_a_completed_run_trained_with_other_settings_is_not_reused(tmp_path, data_cache):
     # The run directory is named by command-line overrides only: a sweep file edited between two

@@ -27,7 +27,7 @@ def test_train_threads_fixes_the_count_whatever_the_cpus():
     assert run_threads(3, None, {"OMP_NUM_THREADS": "1"}) == (3, "train.threads")
     assert run_threads(None, 3, {}) == (3, "hydra.launcher.cpus_per_task")  # null: the old rule
     slurm = {"_target_": "hydra_plugins.andrea_plugins.launcher.AndreaSlurmLauncher",
-             "cpus_per_task": 1}
+             "engine": "slurm", "cpus_per_task": 1}
     assert planned_threads(2, slurm) == 2 and planned_threads(None, slurm) == 1
     basic = {"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"}
     assert planned_threads(None, basic) == job_threads(None)[0]

@@ -168,6 +168,13 @@ class HParamsConfig:
 
 
 @dataclass
+class LaunchConfig:
+    # runs of a sweep per scheduler job, one process each (andrea/launch/packing.py): an integer
+    # >= 1, or "auto" (as many as the memory model fits on plan_gpu's memory)
+    pack: str = "1"
+
+
+@dataclass
 class RunConfig:
     model: ModelChoice = MISSING
     size: SizeConfig = MISSING
@@ -178,11 +185,12 @@ class RunConfig:
     # (andrea/data/domains.py, docs/metrics.md)
     eval: EvalConfig = field(default_factory=EvalConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
+    launch: LaunchConfig = field(default_factory=LaunchConfig)
     sweep_name: str = "default"  # names the sweep directory and the W&B group
     out_dir: str = "runs"
     plan: bool = False  # print the job grid and stop
     # -m: also wait for the runs that jobs of an earlier launch train or have queued (a detached
-    # Slurm sweep), printing their states as they change, until they end (andrea/launch/slurm.py)
+    # Slurm or Ray sweep), printing their states as they change, until they end (andrea/launch/scheduler.py)
     wait: bool = False
     plan_gpu: str = "H100"  # GPU assumed by the plan's GPU-hour estimate
     plan_mfu: float = 0.35  # MFU assumed by the plan's GPU-hour estimate

@@ -1,5 +1,7 @@
-"""Slurm behind the scheduler seam (andrea/launch/scheduler.py): which process is a Slurm task,
-its world size and CPUs, the distributed environment, and which submitted jobs are still live.
+"""Slurm behind the scheduler seam (andrea/launch/scheduler.py): submission through submitit,
+which process is a Slurm task, its world size and CPUs, the distributed environment, the job
+states (sacct) and which submitted jobs are still live (squeue), and what a user who detaches
+from a Slurm sweep needs to know.
 
 A detached Slurm sweep (Ctrl-C) leaves its array's pending tasks in the queue. A run's lock
 (`RunDir.exclusive`) only says a job is training it *now*, so re-running the command would
@@ -15,12 +17,10 @@ import getpass
 import logging
 import os
 import subprocess
-import sys
-import time
-from collections import Counter
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
-from andrea.launch.scheduler import Scheduler
+from andrea.launch import submitit_jobs
+from andrea.launch.engine import Scheduler
 
 log = logging.getLogger(__name__)
 
@@ -48,52 +48,6 @@ def live_slurm_jobs(job_ids: Iterable[str]) -> dict[str, str]:
         return {}
     states = dict(line.split()[:2] for line in out.stdout.splitlines() if len(line.split()) >= 2)
     return {j: states[j] for j in wanted if states.get(j) in LIVE}
-
-
-
-def earlier_states(run_dirs: Sequence) -> list[str]:
-    """Each run's state while a job of an earlier launch holds it: Slurm's (PENDING, RUNNING,
-    ...) while its recorded job is queued or running, RUNNING while a process holds its lock
-    (an in-process sweep in another shell, a job past squeue's view), else how it ended: its
-    results.json status (COMPLETED, FAILED, ...) or ENDED without one. One squeue for all."""
-    live = live_slurm_jobs(j for j in (d.queued_job_id() for d in run_dirs) if j is not None)
-    states = []
-    for d in run_dirs:
-        job = d.queued_job_id()
-        if job in live:
-            states.append(live[job])
-        elif d.is_locked():
-            states.append("RUNNING")
-        else:
-            results = d.read_results()
-            states.append(str(results.get("status", "ended")).upper()
-                          if isinstance(results, dict) else "ENDED")
-    return states
-
-
-def still_held(state: str) -> bool:
-    return state in LIVE
-
-
-def wait_for_earlier(run_dirs: Sequence, poll_s: float = 5.0,
-                     sleep: Callable[[float], None] = time.sleep, stream=None) -> list[str]:
-    """Poll the runs (`earlier_states`) every `poll_s` until no job holds any, printing their
-    states whenever they change; returns the final states."""
-    stream = stream or sys.stdout
-    last = None
-    while True:
-        states = earlier_states(run_dirs)
-        counts = Counter(states)
-        if counts != last:
-            summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items()))
-            held = sum(map(still_held, states))
-            print(f"[{time.strftime('%H:%M:%S')}] runs of an earlier launch: {summary}"
-                  + (f" ({len(states) - held} of {len(states)} ended)" if held else ""),
-                  file=stream, flush=True)
-            last = counts
-        if not any(map(still_held, states)):
-            return states
-        sleep(poll_s)
 
 
 def in_job(env: Mapping[str, str]) -> bool:
@@ -131,6 +85,56 @@ def watch_hint(job_ids: Iterable[str]) -> str:
     return f"squeue -j {','.join(ids)}" if ids else "squeue -u $USER"
 
 
-SLURM = Scheduler(name="slurm", in_job=in_job, world_size=world_size, cpus=cpus,
-                  live_jobs=lambda ids: live_slurm_jobs(ids), export_distributed_env=export_distributed_env,
-                  watch_hint=watch_hint)
+def detached_text(job_ids: Sequence[str], sweep_dir: str) -> str:
+    """What a user who stops watching Slurm jobs needs: they keep running, how to watch or stop
+    them, and what re-running the command does."""
+    ids = ",".join(sorted({str(j).split("_")[0] for j in job_ids}, key=lambda i: (len(i), i)))
+    watch = (f"watch them with `squeue -j {ids}` (stop them with `scancel {ids.replace(',', ' ')}`)"
+             if ids else "watch them with `squeue --me`")
+    return (f"the Slurm jobs keep running on the cluster; {watch}, or their runs' train.log under "
+            f"{sweep_dir}/ and the job logs in {sweep_dir}/.submitit/. Re-running the same command "
+            "skips the runs they completed and submits none that a job still holds; add "
+            "wait=true to wait there until they end.")
+
+
+def processes_per_job(params: Mapping[str, Any]) -> int:
+    """One process per task: tasks_per_node x nodes (one per GPU for DDP)."""
+    return int(params.get("tasks_per_node", 1) or 1) * int(params.get("nodes", 1) or 1)
+
+
+def _sacct_watcher(job) -> Any:
+    from submitit.slurm.slurm import SlurmJob
+
+    return job.watcher if isinstance(job, SlurmJob) else None
+
+
+def refresh(jobs: Sequence[Any]) -> None:
+    """One `sacct` for every job of the sweep, now. submitit caches states and asks again only
+    every min(600 s, half the time since the last submission): the states printed lagged
+    minutes behind Slurm's. Its watcher batches all registered jobs (by array id) into one
+    call, so this is one call per poll however many jobs."""
+    watchers = {id(w): w for w in map(_sacct_watcher, jobs) if w is not None}
+    for watcher in watchers.values():
+        try:
+            watcher.update()
+        except Exception as e:  # noqa: BLE001 -- a sacct hiccup: keep the last states
+            log.debug("state refresh failed: %s", e)
+
+
+def state(job) -> str:
+    """The job's state as the last `refresh` read it, without another sacct per job."""
+    try:
+        watcher = _sacct_watcher(job)
+        st = watcher.get_state(job.job_id, mode="cache") if watcher is not None else job.state
+    except Exception:  # accounting not ready yet
+        return "PENDING"
+    st = st.split(" ")[0]
+    return {"UNKNOWN": "PENDING", "REQUEUED": "PENDING", "CANCELLED+": "CANCELLED"}.get(st, st)
+
+
+SCHEDULER = Scheduler(
+    name="slurm", label=lambda params: "submitit/slurm", in_job=in_job,
+    job_id=submitit_jobs.job_id, world_size=world_size, cpus=cpus,
+    export_distributed_env=export_distributed_env, processes_per_job=processes_per_job,
+    check=lambda params: None, submit=submitit_jobs.submitter("slurm"), refresh=refresh,
+    state=state, live_jobs=lambda ids: live_slurm_jobs(ids), detached_text=detached_text)

@@ -1,10 +1,10 @@
 """Torch's intra-op threads follow the CPUs a job is given.
 
-Torch starts one intra-op thread per core of the machine whatever Slurm allocated: two local
-Slurm jobs with `cpus_per_task: 1` on 2 cores each ran 2 threads and trained 7x slower than the
-same runs in-process. The CPUs a job may use are, in order: Slurm's allocation
-(`SLURM_CPUS_PER_TASK`), else the launcher's `cpus_per_task` (submitit_local), else the CPUs
-this process may run on. An explicit `OMP_NUM_THREADS` caps that (the test suite sets 1 for
+Torch starts one intra-op thread per core of the machine whatever a scheduler allocated: two
+local Slurm jobs with `cpus_per_task: 1` on 2 cores each ran 2 threads and trained 7x slower
+than the same runs in-process. The CPUs a job may use are, in order: its engine's allocation
+(the engine's variable: andrea/launch/<engine>.py), else the launcher's `cpus_per_task`, else
+the CPUs this process may run on. An explicit `OMP_NUM_THREADS` caps that (the test suite sets 1 for
 bit-for-bit comparisons).
 
 That rule applies under `train.threads=null` only. By default `train.threads` fixes the count (1):
@@ -55,15 +55,15 @@ def run_threads(asked: int | None, launcher_cpus=None,
 
 def planned_threads(asked: int | None, launcher: Mapping) -> int:
     """The threads a job will run with, as the planner can know them: `train.threads`, else
-    the CPUs its launcher gives it (a Slurm or local job's cpus_per_task; this process's CPUs
-    in-process). This process's own SLURM_CPUS_PER_TASK (a sweep started inside an allocation)
-    is not a submitted job's."""
+    the CPUs its launcher gives it (a job's cpus_per_task; this process's CPUs in-process).
+    This process's own allocation (a sweep started inside one) is not a submitted job's."""
     if asked is not None:
         return int(asked)
-    env = {k: v for k, v in os.environ.items() if k != "SLURM_CPUS_PER_TASK"}
-    in_process = "submitit" not in str(launcher.get("_target_", ""))
-    return job_threads(None if in_process else launcher.get("cpus_per_task"),
-                       os.environ if in_process else env)[0]
+    if scheduler.for_launcher(launcher) is None:  # in-process
+        return job_threads(None, os.environ)[0]
+    own = {s.cpus(os.environ)[1] for s in scheduler.engines()}
+    env = {k: v for k, v in os.environ.items() if k not in own}
+    return job_threads(launcher.get("cpus_per_task"), env)[0]
 
 
 def apply_job_threads(launcher_cpus=None, asked: int | None = None) -> tuple[int, str]:

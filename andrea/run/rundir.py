@@ -14,7 +14,7 @@
       train.log               console log of the run
       wandb/                  W&B's own files (offline runs live here)
       .lock                   flock'ed by the process training the run (never two at once)
-      .queued                 the Slurm job submitted to train it (andrea.launch.slurm)
+      .queued                 the scheduler job submitted to train it (andrea.launch.scheduler)
 """
 
 from __future__ import annotations
@@ -141,14 +141,20 @@ class RunDir:
     def queued(self) -> Path:
         return self.root / ".queued"
 
-    def mark_queued(self, job_id: str) -> None:
-        """Record the Slurm job that will train this run (andrea.launch.slurm)."""
+    def mark_queued(self, job_id: str, engine: str | None = None) -> None:
+        """Record the scheduler job that will train this run, and its engine
+        (andrea.launch.scheduler.live_jobs asks that engine whether it still holds it)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.queued, {"job_id": str(job_id)})
+        atomic_write_json(self.queued, {"job_id": str(job_id), **({"engine": engine} if engine else {})})
+
+    def queued_marker(self) -> dict | None:
+        """{"job_id": ..., "engine": ...} of the job recorded by `mark_queued`, or None."""
+        marker = read_json(self.queued)
+        return marker if isinstance(marker, dict) and "job_id" in marker else None
 
     def queued_job_id(self) -> str | None:
-        marker = read_json(self.queued)
-        return str(marker["job_id"]) if isinstance(marker, dict) and "job_id" in marker else None
+        marker = self.queued_marker()
+        return str(marker["job_id"]) if marker else None
 
     def checkpoint_path(self, step: int) -> Path:
         return self.checkpoints / f"step_{step:08d}.pt"

@@ -88,6 +88,23 @@ PEAK_FLOPS: dict[str, dict[str, float]] = {
     "MI325X": {"bf16": 1307.4e12, "fp16": 1307.4e12, "tf32": 653.7e12, "fp32": 163.4e12},
 }
 
+# Memory of one device in GiB (vendor datasheets; the usual SKU where a name has several), for
+# how many runs fit on one (launch.pack=auto, andrea/launch/packing.py).
+DEVICE_MEMORY_GIB: dict[str, float] = {
+    "H100 SXM": 80, "H100 PCIe": 80, "H100 NVL": 94, "H200": 141, "H200 NVL": 141, "GH200": 96,
+    "B200": 180, "A100": 80, "A10": 24, "A10G": 24, "A40": 48, "RTX A6000": 48, "RTX 3090": 24,
+    "RTX 4090": 24, "L4": 24, "L40": 48, "L40S": 48, "V100 SXM2": 32, "V100 PCIe": 32,
+    "V100S PCIe": 32, "T4": 16, "MI210": 64, "MI250": 64, "MI250X": 64, "MI300X": 192,
+    "MI325X": 256,
+}
+
+
+def device_memory_gib(device_name: str | None) -> float | None:
+    """Memory of one device, or None for an unknown one."""
+    key = match_device(device_name)
+    return DEVICE_MEMORY_GIB.get(key) if key else None
+
+
 # torch.cuda.get_device_name() -> PEAK_FLOPS key. First match wins, so a more specific pattern
 # comes before its prefix; \b keeps "A10" out of "A100"/"A10G", "L4" out of "L40S", "H200" out of
 # "GH200" and "A40" out of "A4000". H100 SXM reports itself as "NVIDIA H100 80GB HBM3".

@@ -1,11 +1,13 @@
-"""submitit launchers that replace hydra-submitit-launcher's `submitit_local`/`submitit_slurm`.
-
-Same configuration keys and the same per-job function (so requeue and checkpointing work as
-upstream), with three differences a long sweep needs:
+"""andrea's launchers: `submitit_local` and `submitit_slurm` (replacing hydra-submitit-launcher's,
+with the same keys and the same per-job function, so requeue and checkpointing work as
+upstream) and `ray`. Every engine detail is its module's under andrea/launch/ (the scheduler
+seam); what a long sweep needs is here, once for all engines:
 - jobs are grouped by their resolved resources, so each size gets its own GPUs and time limit
-  (`${size.gpus}`, `${size.time_min}` in a profile) — one job array per distinct group;
+  (`${size.gpus}`, `${size.time_min}` in a profile) — one submission per distinct group;
 - while it waits it prints job states as they change (pending / running / completed / failed);
-- a failed job is reported with the path of its log and never stops the others.
+- a failed job is reported with the path of its log and never stops the others;
+- Ctrl-C or SIGTERM at any moment from the first submission on stops the watching, not the
+  cluster's jobs (andrea/launch/interrupts.py), and says how to follow them.
 """
 
 
@@ -15,30 +17,43 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.singleton import Singleton
-from hydra.core.utils import JobReturn, JobStatus, filter_overrides
+from hydra.core.utils import JobReturn, JobStatus, filter_overrides, run_job, setup_globals
 from hydra_plugins.hydra_submitit_launcher import submitit_launcher as upstream
 from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf, LocalQueueConf, SlurmQueueConf
-from omegaconf import OmegaConf
+from omegaconf import OmegaConf, open_dict
 
 log = logging.getLogger(__name__)
 
 POLL_S = 5.0
-_INIT_KEYS = {"submitit_folder", "max_num_timeout"}
 
 
 @dataclass
 class AndreaLocalConf(LocalQueueConf):
     _target_: str = "hydra_plugins.andrea_plugins.launcher.AndreaLocalLauncher"
+    engine: str = "local"
     poll_s: float = POLL_S
 
 
 @dataclass
 class AndreaSlurmConf(SlurmQueueConf):
     _target_: str = "hydra_plugins.andrea_plugins.launcher.AndreaSlurmLauncher"
+    engine: str = "slurm"
+    poll_s: float = POLL_S
+
+
+@dataclass
+class AndreaRayConf(BaseQueueConf):
+    """A Ray cluster through its Jobs API (andrea/launch/ray.py): `address` is `auto` (the
+    cluster this machine belongs to), `http://host:8265` (its dashboard) or `ray://host:10001`."""
+    _target_: str = "hydra_plugins.andrea_plugins.launcher.AndreaRayLauncher"
+    engine: str = "ray"
+    address: str = "auto"
+    cpus_per_task: Optional[int] = 1
+    gpus_per_task: int = 0  # >1: one process per GPU through torchrun (DDP/FSDP)
     poll_s: float = POLL_S
 
 
@@ -51,45 +66,14 @@ def register_launcher_configs() -> None:
     cs = ConfigStore.instance()
     cs.store(group="hydra/launcher", name="submitit_local", node=AndreaLocalConf, provider="andrea")
     cs.store(group="hydra/launcher", name="submitit_slurm", node=AndreaSlurmConf, provider="andrea")
+    cs.store(group="hydra/launcher", name="ray", node=AndreaRayConf, provider="andrea")
 
 
-def _sacct_watcher(job) -> Any:
-    """The submitit watcher that polls sacct for a Slurm job; None for a local job (its state
-    is its process's, always fresh)."""
-    from submitit.slurm.slurm import SlurmJob
-
-    return job.watcher if isinstance(job, SlurmJob) else None
-
-
-def refresh_states(jobs: Sequence[Any]) -> None:
-    """One `sacct` for every job of the sweep, now. submitit caches states and, for Slurm, asks
-    again only every min(600 s, half the time since the last submission): the states printed
-    lagged minutes behind Slurm's. Its watcher batches all registered jobs (by array
-    id) into one call, so this is one call per poll however many jobs."""
-    watchers = {id(w): w for w in map(_sacct_watcher, jobs) if w is not None}
-    for watcher in watchers.values():
-        try:
-            watcher.update()
-        except Exception as e:  # noqa: BLE001 -- a sacct hiccup: keep the last states
-            log.debug("state refresh failed: %s", e)
-
-
-def _state_name(job) -> str:
-    try:
-        watcher = _sacct_watcher(job)
-        # after refresh_states: read what that call returned, without another sacct per job
-        state = watcher.get_state(job.job_id, mode="cache") if watcher is not None else job.state
-    except Exception:  # accounting not ready yet
-        return "PENDING"
-    return {"UNKNOWN": "PENDING", "REQUEUED": "PENDING", "CANCELLED+": "CANCELLED"}.get(
-        state.split(" ")[0], state.split(" ")[0])
-
-
-def _job_status(job, run_dir: Path) -> str:
-    """Slurm's state while a job is queued or running; once it ended, the run's own outcome
-    (its results.json), since a job that ran to its end may still hold a failed run."""
+def _job_status(sched, job, run_dir: Path) -> str:
+    """The engine's state while a job is queued or running; once it ended, the run's own
+    outcome (its results.json), since a job that ran to its end may still hold a failed run."""
     if not job.done():
-        return _state_name(job)
+        return sched.state(job)
     from andrea.run.rundir import RunDir
 
     results = RunDir(run_dir).read_results() or {}
@@ -98,13 +82,15 @@ def _job_status(job, run_dir: Path) -> str:
 
 def wait_for_jobs(jobs: Sequence[Any], run_dirs: Sequence[Path], poll_s: float,
                   sleep: Callable[[float], None] = time.sleep,
-                  overall: Callable[[], str] = lambda: "") -> None:
-    """Print the jobs' states whenever they change, polling Slurm once every `poll_s`, until all
-    jobs are done. A state is at most one poll old: each poll asks sacct afresh."""
+                  overall: Callable[[], str] = lambda: "", *, engine) -> None:
+    """Print the jobs' states whenever they change, asking their engine (its `refresh` and
+    `state`) once every `poll_s`, until all jobs are done. A state is at most one poll old: each
+    poll asks afresh."""
+    sched = _Engine(engine)
     last = None
     while True:
-        refresh_states(jobs)
-        states = Counter(_job_status(j, d) for j, d in zip(jobs, run_dirs))
+        sched.refresh(jobs)
+        states = Counter(_job_status(sched, j, d) for j, d in zip(jobs, run_dirs))
         if states != last:
             summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(states.items()))
             print(f"[{time.strftime('%H:%M:%S')}] jobs: {summary}{overall()}", flush=True)
@@ -114,13 +100,59 @@ def wait_for_jobs(jobs: Sequence[Any], run_dirs: Sequence[Path], poll_s: float,
         sleep(poll_s)
 
 
+@dataclass
+class _Member:
+    """One run of a packed job (andrea/launch/calls.py): the job's handle, and its place in it."""
+    job: Any
+    index: int
+
+    @property
+    def job_id(self) -> str:
+        return str(self.job.job_id)
+
+    @property
+    def paths(self) -> Any:
+        return self.job.paths
+
+    def done(self) -> bool:
+        return self.job.done()
+
+    def results(self) -> list:
+        return [self.job.results()[0][self.index]]
+
+
+def _handle(job) -> Any:
+    return job.job if isinstance(job, _Member) else job
+
+
 class _AndreaLauncherMixin:
-    _EXECUTOR = "abstract"
+    @property
+    def engine(self):
+        from andrea.launch import scheduler
+
+        return scheduler.for_launcher(self.config.hydra.launcher)
+
+    def __call__(self, sweep_overrides: List[str], job_dir_key: str, job_num: int, job_id: str,
+                 singleton_state: Dict[type, Singleton]) -> JobReturn:
+        """The per-job function (upstream's, with the job id asked of the engine that runs it)."""
+        from andrea.launch import scheduler
+
+        Singleton.set_state(singleton_state)
+        setup_globals()
+        sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config,
+                                                                          sweep_overrides)
+        sched = scheduler.current()
+        with open_dict(sweep_config.hydra.job) as job:
+            job.id = sched.job_id() if sched is not None else job_id
+            sweep_config.hydra.job.num = job_num
+        return run_job(hydra_context=self.hydra_context, task_function=self.task_function,
+                       config=sweep_config, job_dir_key=job_dir_key,
+                       job_subdir_key="hydra.sweep.subdir")
 
     def _job_params(self, overrides: Sequence[str]) -> Tuple[Dict[str, Any], Path]:
         """This job's launcher parameters, resolved against its own config (per-size resources),
         and its run directory."""
-        from andrea.launch.task import job_run_dir
+        from andrea.launch.plan import job_run_dir
 
         job_cfg = getattr(self, "composed", {}).get(tuple(overrides))  # set by andrea's sweeper
         if job_cfg is None:
@@ -130,59 +162,86 @@ class _AndreaLauncherMixin:
         params.pop("poll_s", None)
         return params, job_run_dir(job_cfg)
 
-    def _executor(self, params: Dict[str, Any]):
-        import submitit
-
-        init = {"folder": params["submitit_folder"]}
-        if "max_num_timeout" in params:
-            init[f"{self._EXECUTOR}_max_num_timeout"] = params["max_num_timeout"]
-        executor = submitit.AutoExecutor(cluster=self._EXECUTOR, **init)
-        base = set(OmegaConf.structured(BaseQueueConf).keys())
-        executor.update_parameters(**{
-            k if k in base else f"{self._EXECUTOR}_{k}": v
-            for k, v in params.items() if k not in _INIT_KEYS
-        })
-        return executor
-
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         assert self.config is not None and self.hydra_context is not None
+        sched = self.engine
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        packs = getattr(self, "packs", {})  # runs per job (launch.pack), set by the sweeper
 
         groups: Dict[str, List[int]] = {}
         params_of: Dict[str, Dict[str, Any]] = {}
         run_dirs: List[Path] = []
         for i, overrides in enumerate(job_overrides):
             params, run_dir = self._job_params(overrides)
+            params["pack"] = int(packs.get(tuple(overrides), 1))
             run_dirs.append(run_dir)
             key = json.dumps(params, sort_keys=True, default=str)
             groups.setdefault(key, []).append(i)
             params_of[key] = params
 
+        from andrea.launch.interrupts import stop_on_signals
+
         self.composed = {}  # not needed in the jobs: keep their pickles lean
+        self.packs = {}
         jobs: List[Any] = [None] * len(job_overrides)
-        for key, members in groups.items():
-            executor = self._executor(params_of[key])
-            args = [(list(job_overrides[i]), "hydra.sweep.dir", initial_job_idx + i,
-                     f"job_id_for_{initial_job_idx + i}", Singleton.get_state()) for i in members]
-            submitted = executor.map_array(self, *zip(*args))
-            for i, job in zip(members, submitted):
+        n_jobs = 0
+        # SIGINT and SIGTERM stop the watching from here on, at any moment (interrupts.py); the
+        # same handler as the waiting, so no gap between submitting and the first poll
+        with stop_on_signals() as guard:
+            try:
+                for key, members in groups.items():
+                    with guard.holding():  # jobs the engine took are recorded before a stop
+                        n_jobs += self._submit(sched, params_of[key], members, jobs,
+                                               job_overrides, run_dirs, initial_job_idx, sweep_dir)
+                detach = (" Safe to interrupt (Ctrl-C): the jobs keep running, and the same "
+                          "command later skips completed runs (with wait=true it waits for the "
+                          "running ones)." if sched.outlives_the_sweep else
+                          " Ctrl-C stops the local jobs too; the same command later resumes them.")
+                runs = f"{len(jobs)} run(s) in " if n_jobs != len(jobs) else ""
+                print(f"submitted {runs}{n_jobs} job(s) to {sched.label(params_of[key])} in "
+                      f"{len(groups)} array(s); logs under {sweep_dir}/.submitit/.{detach}",
+                      flush=True)
+                # overall progress in the state lines: the jobs' training FLOPs (set by the sweeper)
+                work = getattr(self, "work", {})
+                self._progress = (time.time(),
+                                  [float(work.get(tuple(o), 1.0)) for o in job_overrides])
+                wait_for_jobs(jobs, run_dirs,
+                              float(self.config.hydra.launcher.get("poll_s", POLL_S)),
+                              overall=lambda: self._overall(jobs), engine=sched)
+            except KeyboardInterrupt as e:
+                self._detach([j for j in jobs if j is not None], e)
+        return [self._result(job, job_overrides[i]) for i, job in enumerate(jobs)]
+
+    def _submit(self, sched, params, members, jobs, job_overrides, run_dirs, initial_job_idx,
+                sweep_dir) -> int:
+        """Submit one resource group's runs, `params["pack"]` per job, and record each run's job
+        (a re-run while it waits must not submit it again); the number of jobs submitted."""
+        from andrea.launch.calls import Packed
+        from andrea.run.rundir import RunDir
+
+        params = dict(params)
+        k = params.pop("pack")
+        args = {i: (list(job_overrides[i]), "hydra.sweep.dir", initial_job_idx + i,
+                    f"job_id_for_{initial_job_idx + i}", Singleton.get_state()) for i in members}
+        if k <= 1:
+            for i, job in zip(members, sched.submit(self, [args[i] for i in members], params)):
                 jobs[i] = job
-                if self._EXECUTOR == "slurm":  # a re-run while it waits must not submit it again
-                    from andrea.run.rundir import RunDir
-                    RunDir(run_dirs[i]).mark_queued(job.job_id)
-                log.info("submitted #%d as %s: %s", initial_job_idx + i, job.job_id,
-                         " ".join(filter_overrides(job_overrides[i])))
-        detach = (" Safe to interrupt (Ctrl-C): the jobs keep running, and the same command "
-                  "later skips completed runs (with wait=true it waits for the running ones)."
-                  if self._EXECUTOR == "slurm" else
-                  " Ctrl-C stops the local jobs too; the same command later resumes them.")
-        print(f"submitted {len(jobs)} job(s) to submitit/{self._EXECUTOR} in {len(groups)} "
-              f"array(s); logs under {sweep_dir}/.submitit/.{detach}", flush=True)
-        # overall progress in the state lines: the jobs' training FLOPs (set by the sweeper)
-        work = getattr(self, "work", {})
-        self._progress = (time.time(), [float(work.get(tuple(o), 1.0)) for o in job_overrides])
-        self._wait(jobs, run_dirs)
+            n_jobs = len(members)
+        else:  # K runs per job, one process each (andrea/launch/calls.py)
+            chunks = [members[a:a + k] for a in range(0, len(members), k)]
+            packed = Packed(self, sweep_dir / ".packs")
+            submitted = sched.submit(packed, [([args[i] for i in c],) for c in chunks], params)
+            for chunk, job in zip(chunks, submitted):
+                for pos, i in enumerate(chunk):
+                    jobs[i] = _Member(job, pos)
+            n_jobs = len(chunks)
+        for i in members:
+            if sched.outlives_the_sweep:
+                RunDir(run_dirs[i]).mark_queued(jobs[i].job_id, sched.name)
+            log.info("submitted #%d as %s: %s", initial_job_idx + i, jobs[i].job_id,
+                     " ".join(filter_overrides(job_overrides[i])))
+        return n_jobs
         return [self._result(job, job_overrides[i]) for i, job in enumerate(jobs)]
 
     def _overall(self, jobs: List[Any]) -> str:
@@ -201,23 +260,23 @@ class _AndreaLauncherMixin:
         eta = about_range(*rng) if rng else ""
         return f" ({n} of {len(jobs)} done" + (f", {eta})" if eta else ")")
 
-    def _wait(self, jobs: List[Any], run_dirs: List[Path]) -> None:
-        try:
-            wait_for_jobs(jobs, run_dirs, float(self.config.hydra.launcher.get("poll_s", POLL_S)),
-                          overall=lambda: self._overall(jobs))
-        except KeyboardInterrupt:
-            if self._EXECUTOR != "slurm":
-                raise  # local jobs stop with this process: sweep.py says how to resume
-            import os
-            import sys
+    def _detach(self, submitted: List[Any], interrupt: KeyboardInterrupt) -> None:
+        """Stop watching: an engine's jobs that outlive the sweep go on (say how to follow them)
+        and the process exits; local jobs stop with this process, and sweep.py says how to
+        resume."""
+        sched = self.engine
+        if not sched.outlives_the_sweep or not submitted:
+            raise interrupt
+        import os
+        import sys
 
-            from hydra_plugins.andrea_plugins.sweeper import detached_jobs_text
+        from andrea.launch.interrupts import describe
 
-            ids = sorted({str(j.job_id).split("_")[0] for j in jobs}, key=lambda i: (len(i), i))
-            sweep_dir = os.path.normpath(str(self.config.hydra.sweep.dir))
-            print(f"\ninterrupted (Ctrl-C): {detached_jobs_text(ids, sweep_dir)}", file=sys.stderr,
-                  flush=True)
-            sys.exit(130)
+        name, code = describe(interrupt)
+        text = sched.detached_text(sorted({str(j.job_id) for j in submitted}),
+                                   os.path.normpath(str(self.config.hydra.sweep.dir)))
+        print(f"\ninterrupted ({name}): {text}", file=sys.stderr, flush=True)
+        sys.exit(code)
 
     def _result(self, job, overrides: Sequence[str]) -> JobReturn:
         """The job's JobReturn; a failure (in the job or of the job) is reported, never raised."""
@@ -237,9 +296,26 @@ class _AndreaLauncherMixin:
         return ret
 
 
+class _Engine:
+    """The engine's refresh and state, for handles that may be members of a packed job."""
+
+    def __init__(self, sched) -> None:
+        self.sched = sched
+
+    def refresh(self, jobs: Sequence[Any]) -> None:
+        self.sched.refresh(list({id(h): h for h in map(_handle, jobs)}.values()))
+
+    def state(self, job) -> str:
+        return self.sched.state(_handle(job))
+
+
 class AndreaLocalLauncher(_AndreaLauncherMixin, upstream.LocalLauncher):
-    _EXECUTOR = "local"
+    pass
 
 
 class AndreaSlurmLauncher(_AndreaLauncherMixin, upstream.SlurmLauncher):
-    _EXECUTOR = "slurm"
+    pass
+
+
+class AndreaRayLauncher(_AndreaLauncherMixin, upstream.BaseSubmititLauncher):
+    pass

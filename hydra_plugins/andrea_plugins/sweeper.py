@@ -60,7 +60,8 @@ class AndreaSweeper(BasicSweeper):
 
     def sweep(self, arguments: List[str]) -> Any:
         from andrea.config.resolve import ConfigError
-        from andrea.launch.task import plan_jobs, print_plan, print_summary
+        from andrea.launch.plan import plan_jobs, print_plan, print_summary
+        from andrea.launch.packing import read_packing
         from andrea.launch.sufficiency import (annotate_epochs, estimate_corpora, prepare_corpora,
                                         sufficiency_problems)
 
@@ -99,8 +100,12 @@ class AndreaSweeper(BasicSweeper):
             refuse = sufficiency_problems(jobs)
         # out_dir=runs/ (as `make demo` passes it) would print runs//demo
         print(f"sweep '{self.config.sweep_name}' -> {os.path.normpath(str(self.config.hydra.sweep.dir))}")
-        print_plan(jobs, plan_gpu, plan_mfu)
+        sweep_dir = os.path.normpath(str(self.config.hydra.sweep.dir))
+        print_plan(jobs, plan_gpu, plan_mfu, packing=read_packing(sweep_dir),
+                   launchers=_engine_labels(jobs))
         print("\n" + plan_power(jobs))
+        if not refuse and launching:
+            refuse = _engine_problems(todo)  # e.g. no Ray cluster at the address: before submitting
         if refuse:
             print("\nerror: " + "\n\nerror: ".join(refuse) + "\nnothing was launched.",
                   file=sys.stderr)
@@ -129,6 +134,7 @@ class AndreaSweeper(BasicSweeper):
             # Our launchers reuse the configs composed here instead of composing each job again.
             self.launcher.composed = _Composed({tuple(j.overrides): j for j in todo})
             self.launcher.work = {tuple(j.overrides): j.flops for j in todo}  # for time-left lines
+            self.launcher.packs = {tuple(j.overrides): j.pack for j in todo}  # launch.pack
             if isinstance(self.launcher, BasicLauncher) and len(todo) > 1:
                 returns = self._launch_in_turn(todo)
             else:
@@ -142,20 +148,22 @@ class AndreaSweeper(BasicSweeper):
 
     def _wait_for_earlier(self, elsewhere) -> None:
         """wait=true: block until the jobs of an earlier launch that hold these runs end, with
-        their states as they change; Ctrl-C stops the waiting, not the jobs."""
-        from andrea.launch.slurm import wait_for_earlier
-
+        their states as they change; Ctrl-C stops the waiting, not their jobs."""
         poll_s = float(self.config.hydra.launcher.get("poll_s", 5.0))
         print(f"\nwaiting for {len(elsewhere)} run(s) of an earlier launch (wait=true; Ctrl-C "
               "stops the waiting, not their jobs)", flush=True)
+        from andrea.launch import scheduler
+        from andrea.launch.interrupts import describe, stop_on_signals
+
         try:
-            wait_for_earlier([j.run_dir for j in elsewhere], poll_s)
-        except KeyboardInterrupt:
-            ids = sorted({j.run_dir.queued_job_id().split("_")[0] for j in elsewhere
-                          if j.run_dir.queued_job_id()})
-            print("\nstopped waiting (Ctrl-C): " + detached_jobs_text(
-                ids, os.path.normpath(str(self.config.hydra.sweep.dir))), file=sys.stderr)
-            sys.exit(130)
+            with stop_on_signals():  # SIGTERM too, as while the launcher waits
+                scheduler.wait_for_earlier([j.run_dir for j in elsewhere], poll_s)
+        except KeyboardInterrupt as e:
+            name, code = describe(e)
+            markers = [m for m in (j.run_dir.queued_marker() for j in elsewhere) if m]
+            print(f"\nstopped waiting ({name}): " + scheduler.detached_text(
+                markers, os.path.normpath(str(self.config.hydra.sweep.dir))), file=sys.stderr)
+            sys.exit(code)
         for j in elsewhere:  # they ended: the summary reads their results, not the old state
             j.state = "ended"
 
@@ -178,16 +186,45 @@ class AndreaSweeper(BasicSweeper):
         return returns
 
 
-def detached_jobs_text(array_ids, sweep_dir: str) -> str:
-    """What a user who stops watching Slurm jobs needs: they keep running, how to watch or stop
-    them, and what re-running the command does."""
-    ids = ",".join(array_ids)
-    watch = (f"watch them with `squeue -j {ids}` (stop them with `scancel {ids.replace(',', ' ')}`)"
-             if ids else "watch them with `squeue --me`")
-    return (f"the Slurm jobs keep running on the cluster; {watch}, or their runs' train.log under "
-            f"{sweep_dir}/ and the job logs in {sweep_dir}/.submitit/. Re-running the same command "
-            "skips the runs they completed and submits none that a job still holds; add "
-            "wait=true to wait there until they end.")
+def _launcher_params(job) -> dict:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(job.config.hydra.launcher, resolve=True)
+
+
+def _engine_labels(jobs) -> dict:
+    """Each engine's label in the plan ("ray at auto"), from the first job that uses it."""
+    from andrea.launch import scheduler
+
+    first = {}
+    for j in jobs:
+        if j.engine and j.engine not in first:
+            first[j.engine] = j
+    return {name: scheduler.get(name).label(_launcher_params(j)) for name, j in first.items()}
+
+
+def _engine_problems(todo) -> list:
+    """Each engine checks its launcher parameters once (an unreachable Ray address), before
+    anything is submitted; the problems as error lines."""
+    import json
+
+    from andrea.config.resolve import ConfigError
+    from andrea.launch import scheduler
+
+    seen, problems = set(), []
+    for j in todo:
+        if not j.engine:
+            continue
+        params = _launcher_params(j)
+        key = (j.engine, json.dumps(params, sort_keys=True, default=str))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            scheduler.get(j.engine).check(params)
+        except ConfigError as e:
+            problems.append(str(e))
+    return problems
 
 
 def plan_power(jobs) -> str:

@@ -1,0 +1,137 @@
+"""A real local Ray cluster for the Ray tests, started once per test session and stopped at its
+end (as tests/slurm_cluster.py starts the local Slurm cluster).
+
+`ray start --head --block` runs in its own process group on free ports, with its own temp
+folder; stopping it is a SIGTERM to that process (it stops the processes it started), then a
+SIGKILL to its group — never `ray stop`, which stops every Ray cluster of the machine.
+ANDREA_RAY_ADDRESS=http://host:8265 uses a running cluster instead, and leaves it running.
+Where the cluster cannot start, the tests are skipped with the reason, except with CI=true,
+where that is a failure: CI must never silently skip them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+START_TIMEOUT_S = 180
+
+
+@dataclass
+class RayCluster:
+    address: str  # the dashboard's, for the Jobs API
+    proc: subprocess.Popen | None
+    log: Path | None
+    folder: Path | None = None  # its temp folder, removed when it stops
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _answers(address: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{address}/api/version", timeout=3) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def _jobs_api_ready(address: str) -> bool:
+    try:
+        from ray.job_submission import JobSubmissionClient
+
+        JobSubmissionClient(address).list_jobs()
+        return True
+    except Exception:  # noqa: BLE001 -- not up yet
+        return False
+
+
+def stop(cluster: RayCluster) -> None:
+    """Stop the cluster this session started (by its PID and process group only)."""
+    proc = cluster.proc
+    if proc is None:
+        return
+    try:
+        _stop(proc)
+    finally:
+        if cluster.folder is not None:
+            shutil.rmtree(cluster.folder, ignore_errors=True)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # anything of its group left behind
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=30)
+
+
+def start() -> RayCluster:
+    """A running cluster, or pytest.skip/fail with the reason."""
+    given = os.environ.get("ANDREA_RAY_ADDRESS")
+    if given:
+        return RayCluster(given, None, None)
+    ray = Path(sys.executable).parent / "ray"
+    reason = None
+    if not ray.exists():
+        reason = "Ray is not installed (pip install -e '.[ray]')"
+    else:
+        # a short folder: Ray's unix sockets live under it (at most 107 characters)
+        tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+        dash = _free_port()
+        address = f"http://127.0.0.1:{dash}"
+        log = tmp / "start.log"
+        cmd = [str(ray), "start", "--head", "--block",
+               "--num-cpus=2", "--node-ip-address=127.0.0.1", f"--port={_free_port()}",
+               f"--dashboard-port={dash}", "--dashboard-host=127.0.0.1", "--include-dashboard=true",
+               f"--dashboard-agent-listen-port={_free_port()}",
+               f"--ray-client-server-port={_free_port()}", "--object-store-memory=100000000",
+               f"--temp-dir={tmp}", "--disable-usage-stats"]
+        with open(log, "w") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        cluster = RayCluster(address, proc, log, tmp)
+        deadline = time.time() + START_TIMEOUT_S
+        while time.time() < deadline and proc.poll() is None:
+            if _answers(address) and _jobs_api_ready(address):
+                return cluster
+            time.sleep(1)
+        tail = log.read_text()[-1500:] if log.exists() else ""
+        stop(cluster)
+        reason = (f"the local Ray cluster did not start in {START_TIMEOUT_S} s "
+                  f"(exit {proc.poll()}): {tail}")
+    if in_ci():
+        pytest.fail(f"{reason}\n(CI=true: Ray tests must not be skipped)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    cluster = start()
+    yield cluster
+    stop(cluster)

@@ -1,0 +1,112 @@
+"""Sweeps through a real local Ray cluster (andrea/launch/ray.py; tests/ray_cluster.py starts
+it once per session): the same results as in-process, packed or not; Ctrl-C detaches with how
+to watch and stop the jobs; a re-run submits nothing a live job holds; a run whose job is
+killed mid-run resumes from its checkpoint; a failed member of a packed job is reported by its
+job's name and does not lose the others; an unreachable address is one error line."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, TINY_RUN, sigint_as_in_a_terminal
+from ray_cluster import ray_cluster  # noqa: F401 (fixture)
+from test_sweep import results_of, sweep
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+GRID = ["model=baseline,attnres_block", *TINY_RUN, "train.tokens=4096", "train.evals=1"]
+
+
+def ray(cluster, *extra):
+    return ["hydra/launcher=ray", f"hydra.launcher.address={cluster.address}",
+            "hydra.launcher.poll_s=1", *extra]
+
+
+def test_a_ray_sweep_equals_the_in_process_one_packed_or_not(tmp_path, data_cache, ray_cluster):
+    for d in "abc":
+        (tmp_path / d).mkdir()
+    plan = sweep(tmp_path / "b", *GRID, *ray(ray_cluster), "launch.pack=2", "plan=true")
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    assert f"engine: ray at {ray_cluster.address} (hydra/launcher); runs per job: 2" in plan.stdout
+
+    inproc = sweep(tmp_path / "a", *GRID)
+    assert inproc.returncode == 0, inproc.stdout[-3000:] + inproc.stderr[-3000:]
+    alone = sweep(tmp_path / "b", *GRID, *ray(ray_cluster))
+    assert alone.returncode == 0, alone.stdout[-3000:] + alone.stderr[-3000:]
+    assert "submitted 2 job(s) to ray at" in alone.stdout and "jobs: 2 completed" in alone.stdout
+    # packed two runs per job, with a member that fails (an eval batch larger than the
+    # validation split is only found when the run starts; 8 is the default, micro_batch_size)
+    packed = sweep(tmp_path / "c", *GRID, *ray(ray_cluster), "launch.pack=2",
+                   "train.eval_batch_size=8,100000")
+    assert packed.returncode == 1, packed.stdout[-3000:] + packed.stderr[-3000:]
+    assert "submitted 4 run(s) in 2 job(s) to ray at" in packed.stdout
+    assert "FAILED job andrea-" in packed.stdout and "ray job logs andrea-" in packed.stdout
+    assert "2 of 4 runs completed" in packed.stdout
+
+    a, b = (results_of(tmp_path / d / "runs") for d in "ab")
+    assert a.keys() == b.keys() and len(a) == 2
+    c = {r["label"]: r for r in results_of(tmp_path / "c" / "runs").values()
+         if r["status"] == "completed"}
+    assert sorted(c) == sorted(r["label"] for r in a.values())
+    for run in a:  # one machine, one thread: exactly equal
+        assert a[run]["val_loss"] == b[run]["val_loss"] == c[a[run]["label"]]["val_loss"], run
+
+
+def test_ctrl_c_detaches_a_rerun_submits_nothing_twice_and_a_killed_job_resumes(
+        tmp_path, data_cache, ray_cluster):
+    from ray.job_submission import JobSubmissionClient
+
+    # 192 steps, a checkpoint every 24: the job is stopped after its first one, long before its end
+    grid = ["model=baseline", *TINY_RUN, "train.tokens=98304", "train.checkpoints=8",
+            *ray(ray_cluster)]
+    cmd = [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={tmp_path / 'runs'}", *grid]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_as_in_a_terminal)
+    try:
+        for line in proc.stdout:
+            if line.startswith("submitted 1 job(s) to ray"):
+                proc.send_signal(signal.SIGINT)
+                break
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    assert "the Ray jobs keep running" in err and "ray job status andrea-" in err
+    assert "ray job stop andrea-" in err and "dashboard" in err
+
+    again = sweep(tmp_path, *grid)  # while its job runs: nothing submitted twice
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "job(s) to ray" not in again.stdout
+    assert "1 queued or running under an earlier launch" in again.stdout
+
+    run = next((tmp_path / "runs").rglob("seed0*"))
+    deadline = time.time() + 600
+    while not list((run / "checkpoints").glob("step_*.pt")) and time.time() < deadline:
+        time.sleep(0.1)
+    job = (run / ".queued").read_text().split('"job_id": "')[1].split("@")[0]
+    client = JobSubmissionClient(ray_cluster.address)
+    client.stop_job(job)  # the worker killed mid-run
+    while str(client.get_job_status(job)) not in ("JobStatus.STOPPED", "STOPPED", "JobStatus.SUCCEEDED"):
+        time.sleep(0.5)
+    assert not (run / "results.json").exists() or "completed" not in (run / "results.json").read_text()
+
+    resumed = sweep(tmp_path, *grid)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert " resume" in resumed.stdout and "1 of 1 runs completed" in resumed.stdout
+    assert "resumed from" in (run / "train.log").read_text()
+
+
+def test_an_unreachable_ray_address_is_one_error_before_anything_is_submitted(tmp_path, data_cache):
+    out = sweep(tmp_path, "model=baseline", *TINY_RUN, "hydra/launcher=ray",
+                "hydra.launcher.address=http://127.0.0.1:9")
+    assert out.returncode == 2
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "hydra.launcher.address=http://127.0.0.1:9" in errors[0]
+    assert "submitted" not in out.stdout and not list((tmp_path / "runs").rglob("results.json"))
