@@ -20,6 +20,7 @@ import numpy as np
 from analysis.estimates import extra_fits
 from analysis.report import plots_extra, tables
 from analysis.inputs import tasks as task_metrics
+from analysis.inputs import throughput_file
 from analysis.estimates import tasks as task_fits
 from analysis.report.files import jsonable
 from analysis.inputs.collect import (DEFAULT_METRIC, FLOPS_PER_PFLOPS_DAY, add_metric_argument,
@@ -77,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "L-BFGS-B per resample and variant: seconds each hundred; covered "
                         "94 %% at GPU-like sizes, 88 %% demo-like, docs/statistics.md; default: "
                         "%(default)s, point estimates)")
+    p.add_argument("--throughput", default=None, metavar="FILE",
+                   help="measured throughput for the device-seconds multiplier (default: an "
+                        "input directory's throughput.json, written by python -m bench.throughput "
+                        "--sweep; 'none': the runs' own timings)")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--wandb", action="store_true", help="log table and figures to W&B")
     p.add_argument("--wandb-mode", default="offline", choices=["offline", "online", "disabled"],
@@ -270,6 +275,12 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 1
     groups = by_label(points)
+    try:  # the measured throughput, checked against these runs before any fit
+        args.throughput = throughput_file.for_runs(args.throughput, args.inputs, coll.runs,
+                                                   args.baseline)
+    except throughput_file.ThroughputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
     # --- fits ---
     form = "irreducible" if args.irreducible else "power"
