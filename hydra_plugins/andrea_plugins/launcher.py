@@ -144,6 +144,14 @@ class _AndreaLauncherMixin:
         })
         return executor
 
+    def submit_command(self, overrides: Sequence[str], cmd: List[str]) -> Any:
+        """One command as a job, with the resources of the run that `overrides` names (the
+        sweeper's sweep.throughput measurement); the submitit job."""
+        from submitit.helpers import CommandFunction
+
+        params, _ = self._job_params(overrides)
+        return self._executor(params).submit(CommandFunction(cmd, verbose=False))
+
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         assert self.config is not None and self.hydra_context is not None
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
