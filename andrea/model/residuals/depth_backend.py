@@ -121,7 +121,9 @@ _compiled = None
 def _compiled_mix():
     global _compiled
     if _compiled is None:
-        _compiled = torch.compile(stacked_mix, dynamic=False)
+        # default dynamism: a second shape (another source count) compiles a dynamic graph once
+        # rather than one graph per count
+        _compiled = torch.compile(stacked_mix)
     return _compiled
 
 
