@@ -75,9 +75,9 @@ def resolve(asked: str, cuda: bool) -> tuple[str, str | None]:
         return "eager", "auto: no fused backend imports: " + "; ".join(why)
     if asked in FUSED:
         if not cuda:
-            raise BackendError(f"model.depth_backend={asked} is a Triton kernel for CUDA and this "
-                               f"machine has no CUDA device; use eager (the default), compile, or "
-                               f"auto (falls back to eager with a note in results.json)")
+            raise BackendError(f"model.depth_backend={asked} is a Triton kernel for CUDA and "
+                               f"this run has no CUDA device; use eager (the default), compile, "
+                               f"or auto (falls back to eager with a note in results.json)")
         problem = importable(asked)
         if problem is not None:
             raise BackendError(f"model.depth_backend={asked}: {problem}; pip install "
