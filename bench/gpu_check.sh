@@ -28,8 +28,7 @@
 #
 # Exit status: 0 all passed, 3 all ran but a target was missed, 1 a step failed or timed out.
 # GPU_CHECK_SMOKE=1 runs the same steps at toy sizes on the CPU (~1.5 minutes on 2 idle cores), to
-# check the script and its environment before spending GPU time on it; the test suite runs its
-# backends step (tests/test_gpu_check.py).
+# check the script and its environment before spending GPU time on it (tests/test_bench.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench_out}
