@@ -156,6 +156,12 @@ class AndreaSweeper(BasicSweeper):
         machine for the basic launcher, a submitit job with the first such run's resources
         otherwise). Returns True when a measurement failed."""
         sweep_dir = os.path.normpath(str(self.config.hydra.sweep.dir))
+        measured = os.path.join(sweep_dir, "throughput.json")
+        ends = [os.path.getmtime(j.run_dir.results) for j in jobs if j.run_dir.results.exists()]
+        if os.path.exists(measured) and ends and os.path.getmtime(measured) > max(ends):
+            print(f"\nsweep.throughput: {measured} is newer than every run's results: kept "
+                  "(delete it to measure again)")
+            return False
         by_device: Dict[str, Any] = {}
         for j in jobs:
             by_device.setdefault(j.spec.train.device, j)
