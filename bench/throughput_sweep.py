@@ -62,8 +62,9 @@ def sweep_entries(sweep: Path, batch: int | None, baseline: str) -> list[Entry]:
         cfg = ModelConfig(**{k: v for k, v in saved["model"].items() if k in known})
         seq = int(saved.get("seq_len") or cfg.context_length)
         per_device = max(1, int(rec["batch_tokens"]) // seq // int(rec.get("world_size") or 1))
+        # the non-embedding count: the N the analysis's runs carry (analysis.inputs.collect)
         found[key] = Entry(key[0], key[1], cfg, seq, batch or min(per_device, 16),
-                           rec.get("params"))
+                           rec.get("params_nonembedding", rec.get("params")))
     if not found:
         raise ValueError(f"{sweep}: no completed run with a model.json: nothing to time")
     sizes = sorted({s for _, s in found})
@@ -104,7 +105,7 @@ def report(entries: list[Entry], args, device: torch.device, device_name: str,
         ratios = [(e.batch * e.seq / t) / (b.batch * b.seq / tb) for t, tb in zip(e.step_s, b.step_s)]
         rows.append({"label": e.label, "size": e.size,
                      "shape": [e.cfg.n_layer, e.cfg.n_head, e.cfg.d_model],
-                     "params": e.params, "seq_len": e.seq, "batch": e.batch,
+                     "params_nonembedding": e.params, "seq_len": e.seq, "batch": e.batch,
                      "tokens_per_s": e.batch * e.seq / statistics.median(e.step_s),
                      "ratio_trials": ratios, "ratio_median": statistics.median(ratios),
                      "ratio_min": min(ratios), "ratio_max": max(ratios)})

@@ -27,7 +27,7 @@ def throughput(device_name=DEVICE, shapes=SHAPES) -> dict:
     entries = []
     for size, shape in shapes.items():
         for label, (med, lo, hi) in RATIOS.items():
-            entries.append({"label": label, "size": size, "shape": shape, "params": None,
+            entries.append({"label": label, "size": size, "shape": shape, "params_nonembedding": None,
                             "seq_len": 128, "batch": 8, "tokens_per_s": 2000.0 * med,
                             "ratio_trials": [lo, med, hi], "ratio_median": med,
                             "ratio_min": lo, "ratio_max": hi})

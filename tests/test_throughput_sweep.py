@@ -58,7 +58,8 @@ def test_the_sweep_file_is_written_from_the_runs_model_json(tmp_path, capsys):
         d.mkdir(parents=True)
         (d / "results.json").write_text(json.dumps({
             "status": "completed", "label": label, "variant": residual, "size": size,
-            "batch_tokens": 256, "world_size": 1, "params": 1234}))
+            "batch_tokens": 256, "world_size": 1, "params": 9999,
+            "params_nonembedding": 1234}))
         (d / "model.json").write_text(json.dumps({"model": {**CFG, "residual": residual},
                                                    "seq_len": 64}))
     rc = main(["--sweep", str(tmp_path / "sw"), "--trials", "2", "--steps", "1"])
@@ -66,7 +67,7 @@ def test_the_sweep_file_is_written_from_the_runs_model_json(tmp_path, capsys):
     data = json.loads((tmp_path / "sw" / "throughput.json").read_text())
     assert data["format"] == 1 and data["device"] == "cpu" and data["baseline"] == "baseline"
     full = next(e for e in data["entries"] if e["label"] == "attnres_full")
-    assert full["shape"] == [2, 2, 32] and full["batch"] == 4 and full["params"] == 1234
+    assert full["shape"] == [2, 2, 32] and full["batch"] == 4 and full["params_nonembedding"] == 1234
     assert len(full["ratio_trials"]) == 2 and full["ratio_min"] <= full["ratio_median"]
 
 

@@ -193,8 +193,8 @@ def _measured_device_seconds(runs, tp, args, fit_kw, ex) -> dict | None:
         ex.lines.append(f"    {r['variant']:<24} {_fmt_m(r['multiplier'], *r['ci'])}  (fit "
                         f"{_fmt_m(r['multiplier'], *r['fit_ci'])}; timing {r['timing_range'][0]:.2f}"
                         f"-{r['timing_range'][1]:.2f}x)")
-    ex.lines.append("    (interval: the seed bootstrap's and the per-trial timing spread's, combined "
-                    "in quadrature on the log scale; docs/statistics.md)")
+    ex.lines.append("    (interval: the fit's bootstrap and the per-trial timing spread, combined in "
+                    "quadrature on the log scale; docs/statistics.md)")
     return {"source": str(tp.path), "device_names": [tp.device_name], "hardware_specific": True,
             "measured": True, "settings": s, **res}
 

@@ -89,10 +89,12 @@ def check(tp: Throughput, runs, baseline: str) -> None:
                 f"{tp.path} timed {r.label} at {r.size} with shape (n_layer, n_head, d_model) = "
                 f"{tuple(e.get('shape') or ())}, the run {r.source} has {tuple(r.shape)}: another "
                 f"model's speed; measure this sweep's")
-        if r.params is not None and e.get("params") is not None and int(e["params"]) != int(r.params):
+        n = e.get("params_nonembedding")
+        if r.params is not None and n is not None and int(n) != int(r.params):
             raise ThroughputError(
-                f"{tp.path} timed {r.label} at {r.size} with {int(e['params']):,} parameters, the "
-                f"run {r.source} has {int(r.params):,}: another model's speed; measure this sweep's")
+                f"{tp.path} timed {r.label} at {r.size} with {int(n):,} non-embedding parameters, "
+                f"the run {r.source} has {int(r.params):,}: another model's speed; measure this "
+                f"sweep's")
 
 
 def for_runs(given: str | None, inputs, runs, baseline: str) -> Throughput | None:
