@@ -32,7 +32,8 @@ from pathlib import Path
 import numpy as np
 
 from analysis.estimates import power
-from analysis.inputs.collect import add_metric_argument, collect_or_report
+from analysis.inputs.collect import collect_or_report
+from analysis.report.arguments import common_parser
 from analysis.estimates.estimate import C_LAW_POINTS
 
 DEFAULT_GPU, DEFAULT_MFU = "H100", 0.35        # plan=true's defaults (andrea/config/resolve.py)
@@ -237,11 +238,10 @@ def _pm(x: float) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.next_runs",
-                                description=__doc__.split("\n\n")[0].split(": ", 1)[1])
-    p.add_argument("inputs", nargs="+", help="sweep directories (or CSVs) with finished runs")
-    add_metric_argument(p)
+                                description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+                                parents=[common_parser(
+        inputs="sweep directories (or CSVs) with finished runs", metric=True, baseline=True)])
     p.add_argument("--gpu-hours", type=float, required=True, help="budget for the new runs")
-    p.add_argument("--baseline", default="baseline")
     p.add_argument("--gpu", default=DEFAULT_GPU, help="GPU the hours are priced on "
                    "(default: %(default)s, bf16 dense peak)")
     p.add_argument("--mfu", type=float, default=DEFAULT_MFU, help="(default: %(default)s)")

@@ -32,31 +32,19 @@ import math
 import sys
 from collections import defaultdict
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
+from analysis.report.arguments import common_parser
 from analysis.report.files import jsonable
 from analysis.fits.bootstrap import percentile_ci
 from analysis.inputs.collect import Run, collect_or_report
 from analysis.estimates.estimate import DEFAULT_LOSS, default_c_ref, final_points, fit_variants
 from analysis.estimates.multiplier import multiplier_at
 from analysis.fits.powerlaw import compute_to_reach, predict
-from andrea.run.rundir import RunDir, atomic_write_bytes, atomic_write_json
+from andrea.run.rundir import atomic_write_bytes, atomic_write_json
 
 OWN = " @own-LR"  # label suffix of a variant's runs at its own grid-best LR
-
-
-def lr_of(run: Run, cache: dict) -> float | None:
-    """The run's peak LR, from its results.json (the analysis `Run` does not carry it)."""
-    if run.run_dir is None:
-        return None
-    key = str(run.run_dir)
-    if key not in cache:
-        res = RunDir(Path(run.run_dir)).read_results() or {}
-        lr = res.get("lr")
-        cache[key] = float(lr) if isinstance(lr, (int, float)) and lr > 0 else None
-    return cache[key]
 
 
 def grid_choice(runs: list[Run], lrs: dict[str, float]) -> dict[tuple[str, str], dict]:
@@ -195,14 +183,12 @@ def render(report: dict) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.tuning",
-                                description=__doc__.split("\n\n")[0].split(": ", 1)[1])
-    p.add_argument("inputs", nargs="+", help="sweep directories of an LR scan holding several "
-                   "variants (every results.json below them is read; each records its lr)")
-    p.add_argument("--out", required=True, type=Path, help="writes tuning.json and tuning.md")
-    p.add_argument("--baseline", default="baseline", help="the reference label (default: %(default)s)")
-    p.add_argument("--bootstrap", type=int, default=1000, help="seed-bootstrap resamples (default: %(default)s)")
-    p.add_argument("--ci", type=float, default=0.95, help="interval level (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+                                description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+                                parents=[common_parser(
+        inputs="sweep directories of an LR scan holding several variants (every results.json "
+               "below them is read; each records its lr)",
+        out="writes tuning.json and tuning.md", out_required=True, baseline=True,
+        bootstrap=True, level="--ci", seed=True)])
     p.add_argument("--c-ref", type=float, default=None, help="reference compute in PFLOP/s-days "
                    "(default: the geometric middle of the shared compute range, as analysis.fit)")
     args = p.parse_args(argv)
@@ -213,8 +199,7 @@ def main(argv=None) -> int:
     if coll is None:
         return 2
     runs = final_points(coll.runs)
-    cache: dict = {}
-    lrs = {r.run_id: lr_of(r, cache) for r in runs}
+    lrs = {r.run_id: r.lr for r in runs}
     no_lr = sorted(r.source for r in runs if lrs[r.run_id] is None)
     if no_lr:
         print(f"error: {len(no_lr)} run(s) record no lr (a CSV, or results.json from before "

@@ -21,6 +21,7 @@ import numpy as np
 
 from analysis.architecture import bootstrap_optima, cells_of, optimum
 from analysis.inputs.collect import collect
+from andrea.run.results import COMPLETED
 
 SHAPES = [(69, 1, 69), (24, 2, 48), (13.3, 3, 40), (8.25, 4, 33), (6, 5, 30)]
 
@@ -34,7 +35,7 @@ def write(root: Path, rng, best, curvature, seed_sd, run_sd, seeds=(0, 1, 2)):
             loss = 6.5 + curvature * math.log(d_model / n_layer / best) ** 2 + shift[s] + \
                 rng.normal(0, run_sd)
             (d / "results.json").write_text(json.dumps(dict(
-                status="completed", variant="baseline", label="baseline", size=f"tiny-2@a{asked:g}",
+                status=COMPLETED, variant="baseline", label="baseline", size=f"tiny-2@a{asked:g}",
                 seed=s, n_layer=n_layer, n_head=1, d_model=d_model, flops=1e11, val_loss=loss)))
 
 

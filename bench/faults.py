@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from andrea.run.results import COMPLETED
 from bench.fault_tools import (damage, fill, sigint_default, temp_files,
                                live_slurm_tasks, restart_slurmctld, run_states, steps_lost,
                                training_pids, wait, wait_queue_empty)
@@ -241,7 +242,7 @@ def trial(k: int, work: Path, ref: dict, kinds: list[str], rng: random.Random, s
         for kind in kinds:
             done = run_files(out)
             if (kind == "disk_full" and not mounted) or (len(done) == len(ref) and all(
-                    g["results"].get("status") == "completed" for g in done.values())):
+                    g["results"].get("status") == COMPLETED for g in done.values())):
                 tally.missed[kind] += 1  # nothing left to hit: every run already completed
                 continue
             invocation(lambda: inject(kind, out, log, rng, slurm, total_steps, step_s, tally, damaged,
@@ -255,13 +256,13 @@ def trial(k: int, work: Path, ref: dict, kinds: list[str], rng: random.Random, s
                        or (wait_queue_empty(out) if slurm else None))
             got = run_files(out)
             if rcs[0] == 0 and len(got) == len(ref) and all(
-                    g["results"].get("status") == "completed" for g in got.values()):
+                    g["results"].get("status") == COMPLETED for g in got.values()):
                 break
         tally.runs += len(ref)
         for name, want in ref.items():
             have = got.get(name)
             tally.steps_total += int(want["results"].get("steps") or 0)
-            if have and have["results"].get("status") == "completed":
+            if have and have["results"].get("status") == COMPLETED:
                 tally.completed += 1
             if have != want:
                 tally.differing.append(f"trial{k:03d}/{name}")

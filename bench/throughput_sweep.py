@@ -28,7 +28,7 @@ import torch
 
 from andrea.model.transformer import ModelConfig
 from andrea.run import results as results_file
-from andrea.run.rundir import atomic_write_json, read_json
+from andrea.run.rundir import atomic_write_json, find_run_dirs, read_json
 
 FORMAT = 1
 FILE_NAME = "throughput.json"
@@ -51,12 +51,12 @@ def sweep_entries(sweep: Path, batch: int | None, baseline: str) -> list[Entry]:
     baseline of each size first. Raises ValueError when there is nothing to time."""
     known = {f.name for f in fields(ModelConfig)}
     found: dict[tuple[str, str], Entry] = {}
-    for res_path in sorted(sweep.rglob("results.json")):
-        rec = results_file.read(res_path.parent)
+    for rd in find_run_dirs(sweep):
+        rec = results_file.read(rd)
         if not isinstance(rec, results_file.Record) or rec.status != results_file.COMPLETED:
             continue
         key = (rec.label or str(rec["variant"]), str(rec["size"]))
-        saved = read_json(res_path.parent / "model.json")
+        saved = read_json(rd.model_config)
         if key in found or not isinstance(saved, dict) or not isinstance(saved.get("model"), dict):
             continue
         cfg = ModelConfig(**{k: v for k, v in saved["model"].items() if k in known})

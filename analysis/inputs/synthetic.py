@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
+from andrea.run import results as results_file
 from andrea.run.rundir import RunDir, atomic_write_json
 
 # (variant, block_size) → (A, alpha)
@@ -65,7 +66,7 @@ def make_sweep(root: Path, laws: dict | None = None, compute=DEFAULT_COMPUTE, se
                 params = 1e6 * 4 ** i
                 flops = C * FLOPS_PER_PFLOPS_DAY
                 rd.write_results({
-                    "status": "completed", "error": None, "variant": variant, "block_size": S,
+                    "status": results_file.COMPLETED, "error": None, "variant": variant, "block_size": S,
                     "size": size, "params": params, "params_nonembedding": 0.8 * params,
                     "tokens": flops / (6 * params), "flops": flops, "val_loss": loss,
                     "wall_s": 100.0, "tokens_per_s": 1e5, "seed": sd})
@@ -182,7 +183,7 @@ def write_runs(root: Path, runs, device_s_per_flop: dict | None = None,
         last = pts[-1]
         rd = RunDir(Path(root) / rid)
         rd.write_results({
-            "status": "completed", "error": None, "variant": last.variant, "label": last.label,
+            "status": results_file.COMPLETED, "error": None, "variant": last.variant, "label": last.label,
             "block_size": None, "size": last.size, "seed": last.seed,
             "params": 1.25 * last.params, "params_nonembedding": last.params,
             "tokens": int(last.tokens), "flops": last.flops, "val_loss": last.val_loss,

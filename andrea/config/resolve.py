@@ -106,129 +106,41 @@ def to_dataclass(cfg: DictConfig | RunConfig) -> RunConfig:
 
 
 def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
-    """Validate one run's configuration and derive its numbers. Raises ConfigError."""
+    """Validate one run's configuration and derive its numbers. Raises ConfigError.
+
+    In phases, each checking its own fields in this order (the first problem is the one
+    reported): the size's shape, the model, the training choices, the optimizer's
+    hyper-parameters, the batch, the token budget, the loop's settings, the schedule (warmup and
+    budgets), the validation set, and the services (W&B, data, held-out domains)."""
     run = cfg if isinstance(cfg, RunConfig) else to_dataclass(cfg)
-    m, s, t = run.model, run.size, run.train
-    where = f"size={run_size_label(s)} model={m.label}"
+    m, t = run.model, run.train
+    where = f"size={run_size_label(run.size)} model={m.label}"
 
     def fail(msg: str) -> ConfigError:
         return ConfigError(f"[{where}] {msg}")
 
-    try:
-        shape = shapes.of_size(s)  # None unless size.aspect asks the shape rule for one
-    except shapes.ShapeError as e:
-        raise fail(str(e)) from None
-    if shape is not None:
-        s = replace(s, n_layer=shape.n_layer, n_head=shape.n_head, d_model=shape.d_model)
-    if m.name not in VARIANTS:
-        raise fail(f"model.name={m.name!r} is not a variant; valid: {', '.join(VARIANTS)}")
-    n_sublayers = 2 * s.n_layer
-    block_size = block_size_of(m, n_sublayers, fail)
-    seq_len = t.seq_len or s.context_length
-    if seq_len > s.context_length:
-        raise fail(f"train.seq_len={seq_len} exceeds size.context_length={s.context_length}")
-    try:
-        model_cfg = ModelConfig(
-            n_layer=s.n_layer,
-            n_head=s.n_head,
-            d_model=s.d_model,
-            vocab_size=s.vocab_size,
-            context_length=s.context_length,
-            residual=m.name,
-            block_size=block_size if block_size is not None else 1,
-            tie_embeddings=m.tie_embeddings,
-            # every scheme's options, the same names in ModelChoice; ModelConfig checks them
-            **{f: getattr(m, f) for f in registry.option_defaults()},
-        )
-    except ValueError as e:
-        raise fail(str(e)) from None
+    shape, s = _shaped_size(run.size, fail)
+    model_cfg, seq_len = _model(m, s, t, fail)
     counts = param_counts(model_cfg)
-    # Every variant of a size trains the same tokens: the budget counts the baseline's
-    # parameters, so AttnRes's extra (L + 1) x 2d parameters do not buy it extra data.
-    budget_params = param_counts(model_cfg.as_baseline()).non_embedding
-    if shape is not None:  # every cell of a shape sweep trains the same tokens: C ~ 6 N D equal
-        budget_params = shape.target
-
-    if t.schedule not in ("cosine", "wsd"):
-        raise fail(f"train.schedule={t.schedule!r}; valid: cosine, wsd")
-    if t.precision not in ("auto", "fp32", "bf16"):
-        raise fail(f"train.precision={t.precision!r}; valid: auto, fp32, bf16")
-    if t.device not in ("auto", "cpu", "cuda"):
-        raise fail(f"train.device={t.device!r}; valid: auto, cpu, cuda")
-    if t.threads is not None and not t.threads >= 1:
-        raise fail(f"train.threads={t.threads} must be >= 1 (torch intra-op threads; null: the "
-                   "CPUs the job is given)")
-    hp = selected_hparams(run.hparams, s.name, fail, label=m.label + model_cfg.label_suffix)
-    if not t.lr_scale > 0:
-        raise fail(f"train.lr_scale={t.lr_scale} must be > 0 (it multiplies the peak LR)")
-    lr = _first(t.lr, hp.lr, s.lr) * t.lr_scale
-    if not lr > 0:
-        raise fail(f"train.lr={lr} must be > 0 (null: the size's lr; times train.lr_scale)")
-    beta2 = _first(t.beta2, hp.beta2, s.beta2)
-    if not 0.0 < beta2 < 1.0:
-        raise fail(f"AdamW beta2={beta2} (train.beta2, hparams or size.beta2) must lie in (0, 1)")
-    t = replace(t, beta2=beta2)  # the optimizer reads spec.train.beta2
-
-    batch_tokens = _first(t.batch_tokens, hp.batch_tokens, s.batch_tokens)
-    micro = t.micro_batch_size or s.micro_batch_size
-    per_micro = micro * seq_len * world_size
-    if batch_tokens % per_micro != 0 or batch_tokens < per_micro:
-        raise fail(
-            f"impossible batch: batch_tokens={batch_tokens} is not a positive multiple of "
-            f"micro_batch_size x seq_len x world_size = {micro} x {seq_len} x {world_size} = "
-            f"{per_micro}; pick batch_tokens among {per_micro}, {2 * per_micro}, {4 * per_micro}, ..."
-        )
-    grad_accum = batch_tokens // per_micro
-
-    if t.tokens is not None:
-        budget = t.tokens
-        budget_field = f"train.tokens={t.tokens}"
-    else:
-        per_param = t.tokens_per_param if t.tokens_per_param is not None else s.tokens_per_param
-        budget = int(per_param * budget_params)
-        budget_field = f"tokens_per_param={per_param} x {budget_params} params = {budget}"
-    steps = budget // batch_tokens
-    if steps < 1:
-        raise fail(
-            f"token budget smaller than one optimizer step: {budget_field} < batch_tokens="
-            f"{batch_tokens}"
-        )
-    for name in ("evals", "checkpoints", "keep_checkpoints", "log_every"):
-        if getattr(t, name) < (0 if name in ("evals", "checkpoints") else 1):
-            raise fail(f"train.{name}={getattr(t, name)} must be positive")
-    for name, lo, hi in (("warmup_frac", 0.0, 1.0), ("decay_frac", 0.0, 1.0),
-                         ("min_lr_ratio", 0.0, 1.0), ("weight_decay", 0.0, math.inf)):
-        if not lo <= getattr(t, name) <= hi:
-            raise fail(f"train.{name}={getattr(t, name)} must lie in [{lo}, {hi}]")
-    if not t.grad_clip > 0:
-        raise fail(f"train.grad_clip={t.grad_clip} must be > 0 (the max gradient norm)")
-    try:
-        check_optimizer(t.optimizer, t.muon, run.hparams.optimizer)
-    except ValueError as e:
-        raise fail(str(e)) from None
+    _check_train_choices(t, fail)
+    label = m.label + model_cfg.label_suffix
+    hp = selected_hparams(run.hparams, s.name, fail, label=label)
+    lr, t = _optimizer_settings(t, hp, s, fail)
+    batch_tokens, micro, grad_accum = _batch(t, hp, s, seq_len, world_size, fail)
+    budget, steps = _token_budget(t, s, _budget_params(model_cfg, shape), batch_tokens, fail)
+    _check_loop_settings(t, run.hparams, fail)
     # Warmup counts budget 1's steps, so every budget list shares the same trunk.
     warmup_steps = max(1, round(t.warmup_frac * steps))
     cooldowns = _check_budgets(t, budget, batch_tokens, warmup_steps, fail)
     if cooldowns:
         steps = cooldowns[-1].end
-    if t.val_tokens is not None and t.val_tokens < seq_len:
-        raise fail(f"train.val_tokens={t.val_tokens} is less than one validation window of "
-                   f"seq_len={seq_len} tokens")
-    val_tokens = t.val_tokens if t.val_tokens is not None else DEFAULT_VAL_WINDOWS * seq_len
+    val_tokens = _val_tokens(t, seq_len, fail)
+    _check_services(run, s, fail)
     check_depth_backend(m.depth_backend, t.device, fail)
-    try:
-        check_wandb_config(run.wandb)
-    except ValueError as e:
-        raise fail(str(e)) from None
-    try:
-        validate_data_config(run.data, s.vocab_size)
-        validate_eval_config(run.eval, run.data)
-    except ValueError as e:
-        raise fail(str(e)) from None
 
     return RunSpec(
         variant=m.name,
-        label=m.label + model_cfg.label_suffix,
+        label=label,
         size=shape.label if shape is not None else s.name,
         model=model_cfg,
         params=counts.total,
@@ -256,6 +168,154 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         threads=t.threads,
         eval=run.eval,
     )
+
+
+# --- resolve_run's phases (each raises fail(...) on its first problem) -------------------------
+def _shaped_size(s, fail):
+    """(the shape rule's shape or None, the size with that shape filled in)."""
+    try:
+        shape = shapes.of_size(s)  # None unless size.aspect asks the shape rule for one
+    except shapes.ShapeError as e:
+        raise fail(str(e)) from None
+    if shape is not None:
+        s = replace(s, n_layer=shape.n_layer, n_head=shape.n_head, d_model=shape.d_model)
+    return shape, s
+
+
+def _model(m: ModelChoice, s, t: TrainConfig, fail) -> tuple[ModelConfig, int]:
+    """(the ModelConfig, the training sequence length): the variant, its block size, seq_len
+    against the context, and every scheme option (ModelConfig checks them)."""
+    if m.name not in VARIANTS:
+        raise fail(f"model.name={m.name!r} is not a variant; valid: {', '.join(VARIANTS)}")
+    n_sublayers = 2 * s.n_layer
+    block_size = block_size_of(m, n_sublayers, fail)
+    seq_len = t.seq_len or s.context_length
+    if seq_len > s.context_length:
+        raise fail(f"train.seq_len={seq_len} exceeds size.context_length={s.context_length}")
+    try:
+        model_cfg = ModelConfig(
+            n_layer=s.n_layer,
+            n_head=s.n_head,
+            d_model=s.d_model,
+            vocab_size=s.vocab_size,
+            context_length=s.context_length,
+            residual=m.name,
+            block_size=block_size if block_size is not None else 1,
+            tie_embeddings=m.tie_embeddings,
+            # every scheme's options, the same names in ModelChoice; ModelConfig checks them
+            **{f: getattr(m, f) for f in registry.option_defaults()},
+        )
+    except ValueError as e:
+        raise fail(str(e)) from None
+    return model_cfg, seq_len
+
+
+def _budget_params(model_cfg: ModelConfig, shape) -> int:
+    """The parameters the token budget counts. Every variant of a size trains the same tokens:
+    the budget counts the baseline's parameters, so AttnRes's extra (L + 1) x 2d parameters do
+    not buy it extra data; every cell of a shape sweep trains the same tokens (C ~ 6 N D equal)."""
+    if shape is not None:
+        return shape.target
+    return param_counts(model_cfg.as_baseline()).non_embedding
+
+
+def _check_train_choices(t: TrainConfig, fail) -> None:
+    if t.schedule not in ("cosine", "wsd"):
+        raise fail(f"train.schedule={t.schedule!r}; valid: cosine, wsd")
+    if t.precision not in ("auto", "fp32", "bf16"):
+        raise fail(f"train.precision={t.precision!r}; valid: auto, fp32, bf16")
+    if t.device not in ("auto", "cpu", "cuda"):
+        raise fail(f"train.device={t.device!r}; valid: auto, cpu, cuda")
+    if t.threads is not None and not t.threads >= 1:
+        raise fail(f"train.threads={t.threads} must be >= 1 (torch intra-op threads; null: the "
+                   "CPUs the job is given)")
+
+
+def _optimizer_settings(t: TrainConfig, hp: SizeHParams, s, fail) -> tuple[float, TrainConfig]:
+    """(the peak LR, the train config with the beta2 it uses): train.*, else the hparams file,
+    else the size's."""
+    if not t.lr_scale > 0:
+        raise fail(f"train.lr_scale={t.lr_scale} must be > 0 (it multiplies the peak LR)")
+    lr = _first(t.lr, hp.lr, s.lr) * t.lr_scale
+    if not lr > 0:
+        raise fail(f"train.lr={lr} must be > 0 (null: the size's lr; times train.lr_scale)")
+    beta2 = _first(t.beta2, hp.beta2, s.beta2)
+    if not 0.0 < beta2 < 1.0:
+        raise fail(f"AdamW beta2={beta2} (train.beta2, hparams or size.beta2) must lie in (0, 1)")
+    return lr, replace(t, beta2=beta2)  # the optimizer reads spec.train.beta2
+
+
+def _batch(t: TrainConfig, hp: SizeHParams, s, seq_len: int, world_size: int,
+           fail) -> tuple[int, int, int]:
+    """(batch_tokens, micro_batch_size, gradient accumulation steps)."""
+    batch_tokens = _first(t.batch_tokens, hp.batch_tokens, s.batch_tokens)
+    micro = t.micro_batch_size or s.micro_batch_size
+    per_micro = micro * seq_len * world_size
+    if batch_tokens % per_micro != 0 or batch_tokens < per_micro:
+        raise fail(
+            f"impossible batch: batch_tokens={batch_tokens} is not a positive multiple of "
+            f"micro_batch_size x seq_len x world_size = {micro} x {seq_len} x {world_size} = "
+            f"{per_micro}; pick batch_tokens among {per_micro}, {2 * per_micro}, {4 * per_micro}, ..."
+        )
+    return batch_tokens, micro, batch_tokens // per_micro
+
+
+def _token_budget(t: TrainConfig, s, budget_params: int, batch_tokens: int,
+                  fail) -> tuple[int, int]:
+    """(the token budget, its optimizer steps): train.tokens, else tokens per parameter."""
+    if t.tokens is not None:
+        budget = t.tokens
+        budget_field = f"train.tokens={t.tokens}"
+    else:
+        per_param = t.tokens_per_param if t.tokens_per_param is not None else s.tokens_per_param
+        budget = int(per_param * budget_params)
+        budget_field = f"tokens_per_param={per_param} x {budget_params} params = {budget}"
+    steps = budget // batch_tokens
+    if steps < 1:
+        raise fail(
+            f"token budget smaller than one optimizer step: {budget_field} < batch_tokens="
+            f"{batch_tokens}"
+        )
+    return budget, steps
+
+
+def _check_loop_settings(t: TrainConfig, hparams: HParamsConfig, fail) -> None:
+    """Evaluation, checkpoint and logging counts, the schedule's fractions, clipping and the
+    optimizer."""
+    for name in ("evals", "checkpoints", "keep_checkpoints", "log_every"):
+        if getattr(t, name) < (0 if name in ("evals", "checkpoints") else 1):
+            raise fail(f"train.{name}={getattr(t, name)} must be positive")
+    for name, lo, hi in (("warmup_frac", 0.0, 1.0), ("decay_frac", 0.0, 1.0),
+                         ("min_lr_ratio", 0.0, 1.0), ("weight_decay", 0.0, math.inf)):
+        if not lo <= getattr(t, name) <= hi:
+            raise fail(f"train.{name}={getattr(t, name)} must lie in [{lo}, {hi}]")
+    if not t.grad_clip > 0:
+        raise fail(f"train.grad_clip={t.grad_clip} must be > 0 (the max gradient norm)")
+    try:
+        check_optimizer(t.optimizer, t.muon, hparams.optimizer)
+    except ValueError as e:
+        raise fail(str(e)) from None
+
+
+def _val_tokens(t: TrainConfig, seq_len: int, fail) -> int:
+    """Validation tokens asked for: train.val_tokens, else DEFAULT_VAL_WINDOWS windows."""
+    if t.val_tokens is not None and t.val_tokens < seq_len:
+        raise fail(f"train.val_tokens={t.val_tokens} is less than one validation window of "
+                   f"seq_len={seq_len} tokens")
+    return t.val_tokens if t.val_tokens is not None else DEFAULT_VAL_WINDOWS * seq_len
+
+
+def _check_services(run: RunConfig, s, fail) -> None:
+    """W&B, the data and the evaluation sets (held-out domains)."""
+    try:
+        check_wandb_config(run.wandb)
+    except ValueError as e:
+        raise fail(str(e)) from None
+    try:
+        validate_data_config(run.data, s.vocab_size)
+        validate_eval_config(run.eval, run.data)
+    except ValueError as e:
+        raise fail(str(e)) from None
 
 
 _COUNTS: dict[tuple, ParamCount] = {}

@@ -19,10 +19,9 @@ if "--verbose" not in sys.argv:  # read by tqdm when it is first imported: befor
     os.environ.setdefault("TQDM_DISABLE", "1")
 
 from andrea.eval.load import EvalError
-from andrea.run.rundir import RunDir
-
-# Directories inside a run or a sweep that hold no runs.
-_PRUNE = {".hydra", "checkpoints", "wandb", "tasks", "__pycache__", ".git", "analysis"}
+from andrea.run import evaluations
+from andrea.run import results as results_file
+from andrea.run.rundir import RunDir, find_run_dirs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,18 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
 def find_runs(path: Path) -> tuple[list[RunDir], list[tuple[str, str]]]:
     """(finished runs below a sweep directory, [(run, why it is skipped)])."""
     runs, skipped = [], []
-    for dirpath, dirnames, _ in os.walk(path):
-        rd = RunDir(Path(dirpath))
-        if rd.results.is_file() or rd.checkpoints.is_dir() or rd.hydra_dir.is_dir():
-            dirnames[:] = []
-            res = rd.read_results() or {}
-            if res.get("status") == "completed":
-                runs.append(rd)
-            else:
-                skipped.append((str(rd.root), "failed" if res.get("status") == "failed"
-                                else "not finished"))
-            continue
-        dirnames[:] = sorted(d for d in dirnames if d not in _PRUNE)
+    for rd in find_run_dirs(path):
+        res = results_file.record(rd)
+        if res is not None and res.completed:
+            runs.append(rd)
+        else:
+            skipped.append((str(rd.root), "failed" if res is not None and res.failed
+                            else "not finished"))
     return runs, skipped
 
 
@@ -148,7 +142,7 @@ def main(argv=None) -> int:
             print(f"error: {rd.root}: {e}", file=sys.stderr)
             return 2
         n_new += new
-        where = rd.tasks / f"{record['settings_hash']}.json"
+        where = evaluations.path(rd, record["settings_hash"])
         state = "" if record["final"] else " (not the run's final step: the analysis skips it)"
         verb = "evaluated" if new else "already evaluated, skipped"
         print(f"{rd.root} step {record['step']}{state}: {verb} -> {where}")

@@ -20,6 +20,7 @@ import torch
 
 from andrea.components.checkpoint import load_latest_checkpoint
 from andrea.model.transformer import ANDREA, ModelConfig
+from andrea.run import results as results_file
 from andrea.run.rundir import RunDir, read_json
 
 
@@ -94,8 +95,9 @@ def check_run(path: str | Path, tokenizer: str | Path | None = None):
     if not rd.root.is_dir():
         raise EvalError(f"{rd.root} is not a directory")
     if not rd.list_checkpoints():
-        why = ("its results.json says it failed" if (rd.read_results() or {}).get("status")
-               == "failed" else "it has not trained a step yet, or its checkpoints were deleted")
+        res = results_file.record(rd)
+        why = ("its results.json says it failed" if res is not None and res.failed
+               else "it has not trained a step yet, or its checkpoints were deleted")
         raise EvalError(f"{rd.root} has no checkpoint ({rd.checkpoints}/step_*.pt): {why}; "
                         f"train it first (python sweep.py ... re-runs it)")
     cfg, seq_len, cached_tok = model_config_of(rd)

@@ -21,6 +21,7 @@ from andrea.launch import scheduler
 from andrea.config.resolve import ConfigError, RunSpec, resolve_run, reuse_mismatches, to_dataclass
 from andrea.model.flops import training_flops_per_token
 from andrea.run.units import peak_flops, to_pflops_days
+from andrea.run.results import COMPLETED, FAILED
 from andrea.run.rundir import RunDir
 from andrea.config.schema import RunConfig
 from andrea.launch.threads import planned_threads
@@ -127,7 +128,7 @@ class PlannedJob:
 
     @property
     def to_run(self) -> bool:
-        return self.state != "completed" and not self.elsewhere
+        return self.state != COMPLETED and not self.elsewhere
 
 
 def job_run_dir(job_cfg: DictConfig) -> Path:
@@ -189,13 +190,13 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
             errors.append(f"  {' '.join(overrides)}\n    {e}")
             continue
         if done is not None:
-            state = "completed"
+            state = COMPLETED
         elif run_dir.is_locked():
             state = "running"  # a job of an earlier invocation is training it right now
         else:
             state = "resume" if run_dir.list_checkpoints() else "new"
             earlier = run_dir.read_results()
-            if isinstance(earlier, dict) and earlier.get("status") == "failed":
+            if isinstance(earlier, dict) and earlier.get("status") == FAILED:
                 state = f"{'resume' if state == 'resume' else 'retry'} (failed: {_reason(earlier)})"
         # tokens_spent: a run with train.budgets also trains its cooldown branches
         flops = float(spec.tokens_spent * training_flops_per_token(spec.model, spec.seq_len))
@@ -371,10 +372,10 @@ def print_summary(jobs: list[PlannedJob], skipped: int, stream=None) -> int:
         status = results.get("status") or _unfinished_status(j)
         if status in ("running", "queued"):
             elsewhere += 1
-        elif status != "completed":
+        elif status != COMPLETED:
             bad += 1
         loss = results.get("val_loss")
-        detail = results.get("error", "") if status == "failed" else ""
+        detail = results.get("error", "") if status == FAILED else ""
         rows.append([j.spec.label, j.spec.size, str(j.spec.train.seed), status,
                      f"{loss:.4f}" if isinstance(loss, float) else "-",
                      str(j.run_dir.root) + (f"  ({detail[:120]})" if detail else "")])

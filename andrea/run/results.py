@@ -117,6 +117,25 @@ class Record(Mapping[str, Any]):
         return self._data.get("status")
 
     @property
+    def completed(self) -> bool:
+        return self._data.get("status") == COMPLETED
+
+    @property
+    def failed(self) -> bool:
+        return self._data.get("status") == FAILED
+
+    @property
+    def lr(self) -> float | None:
+        """The run's peak learning rate; None when not recorded (a file from before it) or not
+        a positive number."""
+        lr = self._data.get("lr")
+        return float(lr) if isinstance(lr, (int, float)) and lr > 0 else None
+
+    @property
+    def seed(self) -> Any:
+        return self._data.get("seed")
+
+    @property
     def label(self) -> str | None:
         """The run's label (variant + S + switches), else None (a file from before labels)."""
         return str(self._data["label"]) if self._data.get("label") else None
@@ -144,6 +163,12 @@ def read(run_dir: RunDir | Path) -> Record | dict | list | None:
     rd = run_dir if isinstance(run_dir, RunDir) else RunDir(Path(run_dir))
     data = rd.read_results()
     return Record(data, rd.results) if isinstance(data, dict) else data
+
+
+def record(run_dir: RunDir | Path) -> Record | None:
+    """The run's results as a Record; None when absent, unreadable or not a JSON object."""
+    res = read(run_dir)
+    return res if isinstance(res, Record) else None
 
 
 def write(run_dir: RunDir, results: Mapping[str, Any]) -> None:

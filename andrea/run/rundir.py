@@ -27,7 +27,11 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
+
+# Directories inside a run or a sweep that never hold runs: the walk does not enter them.
+SKIP_DIRS = frozenset({".hydra", "checkpoints", "wandb", "tasks", "__pycache__", ".git",
+                       "analysis"})
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -161,11 +165,18 @@ class RunDir:
 
     def completed_results(self) -> dict | None:
         """results.json of a completed run; None if the run is not completed."""
+        from andrea.run.results import COMPLETED  # results.py builds on RunDir
+
         results = self.read_results()
-        return results if results and results.get("status") == "completed" else None
+        return results if isinstance(results, dict) and results.get("status") == COMPLETED else None
 
     def is_completed(self) -> bool:
         return self.completed_results() is not None
+
+    def is_run(self) -> bool:
+        """Whether the directory is a run's (it holds results.json, checkpoints or Hydra's
+        config): a walk stops there, since a run directory holds no other runs."""
+        return self.results.is_file() or self.checkpoints.is_dir() or self.hydra_dir.is_dir()
 
     def write_results(self, results: dict) -> None:
         atomic_write_json(self.results, results)
@@ -211,6 +222,19 @@ class RunDir:
 
     def write_code_version(self) -> None:
         atomic_write_json(self.code_version, code_version())
+
+
+def find_run_dirs(root: Path) -> Iterator[RunDir]:
+    """Every run directory at or below `root` (`RunDir.is_run`: finished, failed, running or
+    queued alike), in sorted path order; what each holds is the caller's to read. The one walk
+    over a sweep: the analysis, the evaluation and the LR selection all find runs through it."""
+    for dirpath, dirnames, _ in os.walk(root):
+        rd = RunDir(Path(dirpath))
+        if rd.is_run():
+            dirnames[:] = []
+            yield rd
+            continue
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
 
 
 def write_model_files(run_dir: RunDir, model_cfg: Any, tokenizer_path: Path | None,

@@ -20,6 +20,8 @@ from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from andrea.run.results import COMPLETED
+
 
 def _fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
@@ -86,7 +88,7 @@ class SingleRunCheck(Callback):
         where = Path(str(config.hydra.run.dir))
         status = results.get("status", "?")
         loss = results.get("val_loss")
-        if status == "completed" and isinstance(loss, (int, float)):
+        if status == COMPLETED and isinstance(loss, (int, float)):
             print(f"done: final validation loss {loss:.4f} nats/token; run directory {where}")
         else:
             print(f"{status}: run directory {where}")

@@ -19,6 +19,7 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
+from andrea.run.results import COMPLETED
 from hydra_plugins.andrea_plugins.compose import JobComposer
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ class AndreaSweeper(BasicSweeper):
             print("\nplan=true: nothing launched.")
             return []
 
-        skipped = sum(j.state == "completed" for j in jobs)
+        skipped = sum(j.state == COMPLETED for j in jobs)
         running = len(jobs) - len(todo) - skipped
         if skipped:
             print(f"\nskipping {skipped} completed run(s); re-running a sweep never redoes them.")
@@ -247,5 +248,5 @@ def plan_power(jobs) -> str:
                           len(j.spec.train.budgets or [1]),
                           tuple(j.spec.train.budgets) if j.spec.train.budgets else None)
                for j in jobs]
-    done = [j.run_dir.root for j in jobs if j.state == "completed"]
+    done = [j.run_dir.root for j in jobs if j.state == COMPLETED]
     return report(planned, collect(done).runs if done else [])
