@@ -93,7 +93,9 @@ def test_gpu_check_smoke_runs_every_step_on_cpu(tmp_path, data_cache):
     assert "PASS  eager            block n=5" in proc.stdout
     # the sweep's throughput job (sweep.throughput=true) fed the fit's device-seconds multiplier
     assert "Multiplier in device-seconds (measured by throughput.json" in proc.stdout
-    assert len(out.joinpath("gpu_check.jsonl").read_text().splitlines()) == 2  # two bench runs
+    lines = [json.loads(x) for x in out.joinpath("gpu_check.jsonl").read_text().splitlines()]
+    # two bench.throughput runs, then bench.depth_backends
+    assert len(lines) == 3 and lines[2]["bench"] == "depth_backends"
     fits = json.loads(out.joinpath("gpu_small_fits.json").read_text())
     assert set(fits["fits"]) == {"baseline", "attnres_full", "attnres_block_s4"}
 
