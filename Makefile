@@ -29,10 +29,15 @@ STAMP := $(VENV)/.andrea-installed
 
 env: $(STAMP)
 
+# The `kernels` extra (model.depth_backend's fused kernels) goes in without its dependencies:
+# triton (a 286 MB wheel) is of no use without CUDA, and torch stays the build above; 2 MB of
+# wheels (22 MB installed), for fla's pure-torch reference in tests/test_depth_backends.py.
 $(STAMP): pyproject.toml $(KROMHC)/pyproject.toml $(DELTA_ATTNRES)/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q "$(TORCH)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install -q -e ".[dev,hf,dashboard,eval,export,ray]"
+	$(BIN)/python -m pip install -q --no-deps "fla-core>=0.6" "liger-kernel>=0.8.5" \
+		"flash-attn-res>=0.1.12" "einops>=0.8"
 	$(BIN)/python -m pip install -q -e $(KROMHC)
 	$(BIN)/python -m pip install -q -e $(DELTA_ATTNRES)
 	touch $(STAMP)

@@ -21,6 +21,7 @@ import numpy as np
 
 from analysis.estimates import extra_fits
 from analysis.report import plots_extra, tables
+from analysis.inputs import throughput_file
 from analysis.inputs import metrics
 from analysis.estimates import task_accuracy
 from analysis.report.arguments import common_parser
@@ -91,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "L-BFGS-B per resample and variant: seconds each hundred; covered "
                         "94 %% at GPU-like sizes, 88 %% demo-like, docs/statistics.md; default: "
                         "%(default)s, point estimates)")
+    p.add_argument("--throughput", default=None, metavar="FILE",
+                   help="measured throughput for the device-seconds multiplier (default: an "
+                        "input directory's throughput.json, written by python -m bench.throughput "
+                        "--sweep; 'none': the runs' own timings)")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--wandb", action="store_true", help="log table and figures to W&B")
     p.add_argument("--wandb-mode", default="offline", choices=["offline", "online", "disabled"],
@@ -357,6 +362,12 @@ def collect_runs(args) -> Collected | int:
         print("error: no completed runs with a usable val_loss and flops; nothing to fit",
               file=sys.stderr)
         return 1
+    try:  # the measured throughput, checked against these runs before any fit
+        args.throughput = throughput_file.for_runs(args.throughput, args.inputs, coll.runs,
+                                                   args.baseline)
+    except throughput_file.ThroughputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     return Collected(coll=coll, points=points, groups=by_label(points),
                      warnings=coll.warnings + agg_warnings, n_completed=n_completed, task=parsed,
                      fitted=fitted, two_step_of=two_step_of, task_runs=task_runs)

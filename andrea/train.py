@@ -46,6 +46,7 @@ from andrea.components.progress import Progress
 from andrea.run import results as results_file
 from andrea.run.rundir import (RunDir, RunLocked, atomic_write_json, code_version, read_json,
                                write_model_files)
+from andrea.model.residuals import depth_backend
 from andrea.components.runtime import (Interrupted, SignalFlag, TrainingFailed, autocast, autocast_dtype,
                             device_name, resolve_device)
 from andrea.components.schedule import Cooldown, learning_rate
@@ -174,6 +175,7 @@ class Trainer:
         # Model and optimizer.
         torch.manual_seed(t.seed)
         self.model = ANDREA(spec.model).to(self.device)
+        self.depth_backend = self._use_depth_backend(spec.depth_backend)
         self.optimizer = build_optimizer(self.model, spec, self.device)
         self.flops_per_token = training_flops_per_token(spec.model, spec.seq_len)
         # fp32 on CUDA runs its matmuls in TF32 (enabled in train()): the peak to compare with.
@@ -215,6 +217,18 @@ class Trainer:
                                  log_file=self.run_dir.log if self.is_main else None)
         self.session_start = self.clock.mark = time.time()  # set-up is not training time
         self.interval_start = time.time()
+
+    def _use_depth_backend(self, asked: str) -> dict:
+        """Set the model's depth-op kernel (andrea/model/residuals/depth_backend.py) for this
+        job's device; what was asked, what is used and, when `auto` fell back, why."""
+        try:
+            used, note = depth_backend.resolve(asked, self.device.type == "cuda")
+        except depth_backend.BackendError as e:
+            raise TrainingFailed(str(e)) from None
+        depth_backend.use(self.model, used)
+        if note:
+            log.info("model.depth_backend=%s uses %s: %s", asked, used, note)
+        return {"asked": asked, "used": used, "note": note}
 
     def _scorer(self, prepared) -> Scorer:
         """Bits per byte and the held-out domains (andrea/data/domains.py, docs/metrics.md)."""
@@ -527,6 +541,8 @@ class Trainer:
             torch_threads=torch.get_num_threads(),  # andrea.launch.threads: the job's CPUs
             device=str(self.device.type), device_name=device_name(self.device),
             code=code_version(), wandb_run_id=self.logger.run_id,
+            # model.depth_backend, when not the default: asked, used, and why auto fell back
+            **({"depth_backend": self.depth_backend} if spec.depth_backend != "eager" else {}),
         )
         if self.is_main:
             self.run_dir.write_results(results)

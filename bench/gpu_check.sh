@@ -13,15 +13,22 @@
 #      ratios to the baseline with their spread, MFU, peak memory, PASS/FAIL against the CUDA
 #      targets. TORCH_LOGS shows graph breaks and recompiles.
 #   3. the same eager, with Block S = 2 and 8 as well.
-#   4. a small real scaling sweep (sweeps/gpu_small: five small sizes x baseline, Full, Block S=4)
-#      and the analysis on it, in GPU_CHECK_WORK (default /tmp/andrea-gpu-check).
-# Each step has its own time limit so one hang cannot eat the budget. OUT_DIR gets six files:
+#   4. bench.depth_backends: every depth-op backend (eager, compile, fla, liger, flash_attn_res;
+#      model.depth_backend) timed, forward + backward ms and peak MiB, for sources 3, 5, 9, 17 and
+#      d 512, 2048 (16384 tokens, bf16), then each one's parity with andrea's reference on CUDA.
+#   5. a small real scaling sweep (sweeps/gpu_small: five small sizes x baseline, Full, Block S=4)
+#      with sweep.throughput=true (its variants timed interleaved -> throughput.json), and the
+#      analysis on it, whose device-seconds multiplier then comes from that file; in
+#      GPU_CHECK_WORK (default /tmp/andrea-gpu-check).
+# Each step has its own time limit so one hang cannot eat the budget. OUT_DIR gets seven files:
 # gpu_check.log (the console), gpu_check.jsonl (benchmark results, a line per run), and the
-# sweep's gpu_small_fit_table.md, gpu_small_fits.json, gpu_small_scaling.png, gpu_small_multiplier.png.
+# sweep's gpu_small_fit_table.md, gpu_small_fits.json, gpu_small_scaling.png,
+# gpu_small_multiplier.png, gpu_small_throughput.json.
+# GPU_CHECK_STEPS=sdpa,compiled,eager,backends,sweep (the default: all) runs only those steps.
 #
 # Exit status: 0 all passed, 3 all ran but a target was missed, 1 a step failed or timed out.
-# GPU_CHECK_SMOKE=1 runs the same steps at toy sizes on the CPU (~1.5 minutes on 2 cores), to check
-# the script and its environment before spending GPU time on it.
+# GPU_CHECK_SMOKE=1 runs the same steps at toy sizes on the CPU (~1.5 minutes on 2 idle cores), to
+# check the script and its environment before spending GPU time on it (tests/test_bench.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench_out}
@@ -34,6 +41,8 @@ JSON="$OUT/gpu_check.jsonl"
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-$(command -v python3 || command -v python)}
 SMOKE=${GPU_CHECK_SMOKE:-0}
+STEPS=",${GPU_CHECK_STEPS:-sdpa,compiled,eager,backends,sweep},"
+want() { [[ "$STEPS" == *",$1,"* ]]; }
 WORK=${GPU_CHECK_WORK:-/tmp/andrea-gpu-check}
 
 if compgen -G ".whl/*.whl" > /dev/null; then
@@ -70,7 +79,8 @@ import importlib, sys
 missing = []
 for name in ("torch", "numpy", "scipy", "matplotlib", "tokenizers", "yaml", "omegaconf", "hydra",
              "submitit", "hydra_plugins.hydra_submitit_launcher", "andrea.train",
-             "hydra_plugins.andrea_plugins.sweeper", "analysis.fit", "bench.throughput"):
+             "hydra_plugins.andrea_plugins.sweeper", "analysis.fit", "bench.throughput",
+             "bench.depth_backends"):
     try:
         importlib.import_module(name)
     except Exception as e:  # noqa: BLE001 -- report every missing piece at once
@@ -96,31 +106,39 @@ if [ "$SMOKE" = 1 ]; then
   COMPILED=(--compile off --quick)  # inductor on 2 CPU cores takes minutes
   EAGER=(--compile off --quick)
   SWEEP=(size=tiny-1,tiny-2,tiny-3 data.max_chars=3000000)
+  BACKENDS=(--device cpu --smoke)
   # No step limits on the CPU (0 = none): they guard GPU minutes, and on a shared CPU they only
   # measured the load (a 300 s limit failed with the cores shared; with 8 processes on
   # 2 cores the sweep step alone ran over 13 minutes). The caller's own limit stops a hang.
-  LIMITS=(0 0 0 0 0)
+  LIMITS=(0 0 0 0 0 0)
 else
   BENCH=(--device cuda --size andrea-120m --batch 32 --seq 1024 --dtype bf16 --json "$JSON")
   # compilation dominates; the budget skips a variant that would not fit rather than lose all
   COMPILED=(--compile on --trials 3 --steps 5 --warmup 2 --budget-s 220)
   EAGER=(--compile off --trials 3 --steps 5 --warmup 2)
   SWEEP=()
-  LIMITS=(30 265 60 170 20)  # + preflight 30 = 575 s, under a 600 s call
+  BACKENDS=(--device cuda --repeats 5 --warmup 2)
+  # + preflight 30 = 585 s, under a 600 s call (the backends and throughput steps' shares are
+  # estimates: not yet run on a GPU)
+  LIMITS=(30 200 50 75 180 20)
 fi
 
-run "${LIMITS[0]}" "$PY" -m bench.sdpa_check --size andrea-120m --batch 8 --seq 1024
-TORCH_LOGS=${TORCH_LOGS:-graph_breaks,recompiles} \
+want sdpa && run "${LIMITS[0]}" "$PY" -m bench.sdpa_check --size andrea-120m --batch 8 --seq 1024
+want compiled && TORCH_LOGS=${TORCH_LOGS:-graph_breaks,recompiles} \
   run "${LIMITS[1]}" "$PY" -m bench.throughput "${BENCH[@]}" "${COMPILED[@]}" \
   --variants baseline,attnres_block:4,attnres_full
-run "${LIMITS[2]}" "$PY" -m bench.throughput "${BENCH[@]}" "${EAGER[@]}"
-rm -rf "$WORK"
-run "${LIMITS[3]}" "$PY" sweep.py -m sweeps=gpu_small "${SWEEP[@]}" out_dir="$WORK/runs" \
-  wandb.mode=disabled train.progress=false
-run "${LIMITS[4]}" "$PY" -m analysis.fit "$WORK/runs/gpu_small" --out "$WORK/analysis"
-for f in fit_table.md fits.json scaling.png multiplier.png; do
-  cp "$WORK/analysis/$f" "$OUT/gpu_small_$f" 2>/dev/null
-done
+want eager && run "${LIMITS[2]}" "$PY" -m bench.throughput "${BENCH[@]}" "${EAGER[@]}"
+want backends && run "${LIMITS[3]}" "$PY" -m bench.depth_backends "${BACKENDS[@]}" --json "$JSON"
+if want sweep; then
+  rm -rf "$WORK"
+  run "${LIMITS[4]}" "$PY" sweep.py -m sweeps=gpu_small "${SWEEP[@]}" out_dir="$WORK/runs" \
+    wandb.mode=disabled train.progress=false sweep.throughput=true
+  run "${LIMITS[5]}" "$PY" -m analysis.fit "$WORK/runs/gpu_small" --out "$WORK/analysis"
+  for f in fit_table.md fits.json scaling.png multiplier.png; do
+    cp "$WORK/analysis/$f" "$OUT/gpu_small_$f" 2>/dev/null
+  done
+  cp "$WORK/runs/gpu_small/throughput.json" "$OUT/gpu_small_throughput.json" 2>/dev/null
+fi
 if [ $rc -ne 0 ]; then verdict="SOME STEPS FAILED"
 elif [ $missed -ne 0 ]; then verdict="all steps ran; SOME TARGETS MISSED (see FAIL lines)"
 else verdict="all steps passed"; fi

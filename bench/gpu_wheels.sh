@@ -2,14 +2,16 @@
 # Wheels for the packages bench/gpu_check.sh needs that a bare CUDA image (PyTorch, numpy, scipy,
 # matplotlib, tokenizers, PyYAML, cloudpickle) lacks, for a GPU machine that cannot reach a
 # package index. Run here, carry the folder along, and gpu_check.sh installs it first:
-#     bash bench/gpu_wheels.sh [DEST=.whl]      # ~0.5 MB, pure-Python wheels only
+#     bash bench/gpu_wheels.sh [DEST=.whl]      # ~2.5 MB, pure-Python wheels only
 # Versions are the ones installed in this environment, so the GPU runs the code the tests ran.
 # W&B is left out on purpose: gpu_check.sh runs with wandb.mode=disabled, which never imports it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || echo python3 )}
 DEST=${1:-.whl}
-PACKAGES=(hydra-core omegaconf antlr4-python3-runtime submitit hydra-submitit-launcher)
+# + the depth-op kernels of model.depth_backend (the `kernels` extra; triton comes with CUDA torch)
+PACKAGES=(hydra-core omegaconf antlr4-python3-runtime submitit hydra-submitit-launcher
+          fla-core liger-kernel flash-attn-res einops)
 
 mapfile -t PINS < <("$PY" - "${PACKAGES[@]}" <<'EOF'
 import sys

@@ -375,7 +375,7 @@ def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--size", default="andrea-12m", choices=sorted(SIZES))
     p.add_argument("--vocab", type=int, default=8449)
-    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--batch", type=int, default=None, help="default 4")
     p.add_argument("--seq", type=int, default=256)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--dtype", default=None, choices=["fp32", "bf16"],
@@ -401,7 +401,16 @@ def parse(argv=None):
                    help="K,K,...: aggregate tokens/s of K runs side by side (bench/packing.py)")
     p.add_argument("--out", default=None, help="with --pack: write the aggregates to this "
                    "throughput.json (its key `packing`), where the plan reads them")
+    p.add_argument("--sweep", default=None, metavar="SWEEP_DIR",
+                   help="time the sweep's own (variant, size) pairs, built from its runs' "
+                   "model.json, and write SWEEP_DIR/throughput.json (bench/throughput_sweep.py); "
+                   "--batch then defaults to the runs' per-device batch, at most 16")
+    p.add_argument("--baseline", default="baseline", help="with --sweep: the label of the "
+                   "reference of every ratio")
     args = p.parse_args(argv)
+    args.batch_override = args.batch  # --sweep: None takes the runs' batch
+    if args.batch is None:
+        args.batch = 4
     if args.dtype is None:
         args.dtype = "bf16" if args.device.startswith("cuda") else "fp32"
     on_cpu = not args.device.startswith("cuda")
@@ -428,6 +437,11 @@ def main(argv=None) -> int:
 
         argv = sys.argv[1:] if argv is None else list(argv)
         return packing.run(args, packing.member_argv(argv))
+    if args.sweep:
+        from bench.throughput_sweep import run_sweep
+
+        args.compiled = args.compile == "on"
+        return run_sweep(args)
     rc = 0
     for compiled in ([False, True] if args.compile == "both" else [args.compile == "on"]):
         args.compiled = compiled

@@ -74,7 +74,8 @@ def test_gpu_scripts_parse():
 @pytest.mark.slow
 def test_gpu_check_smoke_runs_every_step_on_cpu(tmp_path, data_cache):
     """The one-call GPU script, at toy sizes on the CPU: preflight, SDPA check (a no-op without
-    CUDA), both benchmark steps, a real 9-run sweep and its fit -- so the script a GPU session
+    CUDA), both benchmark steps, the depth-op backends (eager), a real 9-run sweep with its
+    throughput measurement, and its fit -- so the script a GPU session
     spends its minutes on cannot rot unseen. ~2 minutes on 2 cores alone. No speed check: the
     script sets no step limits in smoke mode, and this test's limit (30x the time alone) only
     stops a hang."""
@@ -87,8 +88,14 @@ def test_gpu_check_smoke_runs_every_step_on_cpu(tmp_path, data_cache):
     assert "preflight: ok" in proc.stdout and "gpu_check: all steps passed" in proc.stdout
     assert sorted(p.name for p in out.iterdir()) == [
         "gpu_check.jsonl", "gpu_check.log", "gpu_small_fit_table.md", "gpu_small_fits.json",
-        "gpu_small_multiplier.png", "gpu_small_scaling.png"]
-    assert len(out.joinpath("gpu_check.jsonl").read_text().splitlines()) == 2  # two bench runs
+        "gpu_small_multiplier.png", "gpu_small_scaling.png", "gpu_small_throughput.json"]
+    # the depth-op backends step (bench.depth_backends --smoke): timed, and its parity passed
+    assert "PASS  eager            block n=5" in proc.stdout
+    # the sweep's throughput job (sweep.throughput=true) fed the fit's device-seconds multiplier
+    assert "Multiplier in device-seconds (measured by throughput.json" in proc.stdout
+    lines = [json.loads(x) for x in out.joinpath("gpu_check.jsonl").read_text().splitlines()]
+    # two bench.throughput runs, then bench.depth_backends
+    assert len(lines) == 3 and lines[2]["bench"] == "depth_backends"
     fits = json.loads(out.joinpath("gpu_small_fits.json").read_text())
     assert set(fits["fits"]) == {"baseline", "attnres_full", "attnres_block_s4"}
 

@@ -153,6 +153,16 @@ def test_non_finite_loss_ends_as_a_failed_result(tmp_path, data_cache, monkeypat
     assert results["status"] == "failed" and "non-finite" in results["error"]
 
 
+def test_depth_backend_auto_without_cuda_trains_eager_and_says_so(tmp_path, data_cache):
+    results = run(tmp_path / "r", "model=attnres_full", "model.depth_backend=auto",
+                  "train.tokens=2048", "train.evals=1", "train.checkpoints=1", "train.device=cpu")
+    assert results["depth_backend"]["asked"] == "auto"
+    assert results["depth_backend"]["used"] == "eager"
+    assert "no CUDA device" in results["depth_backend"]["note"]
+    on_disk = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert on_disk["depth_backend"] == results["depth_backend"]
+
+
 def test_bad_data_fails_with_a_failed_result(tmp_path, data_cache):
     # A validation split too small for one batch is caught before the first step.
     with pytest.raises(ValueError, match="validation split"):

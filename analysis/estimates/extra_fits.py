@@ -4,8 +4,9 @@
 - per variant, the compute-efficient frontier: the lower envelope of all its (mean) points;
 - Chinchilla's L(N, D) with the compute-optimal loss L*(C) and the multiplier it implies
   (`analysis.fits.chinchilla`), at C_ref and as a curve;
-- the multiplier in device-seconds when every run records them (hardware-specific), withheld
-  when tokens/s varies across seeds by more than `analysis.inputs.timing.SPREAD_LIMIT`.
+- the multiplier in device-seconds: from the sweep's measured throughput.json when it has one
+  (`analysis.estimates.measured_speed`), else from the runs' own timings (hardware-specific),
+  withheld when tokens/s varies across seeds by more than `analysis.inputs.timing.SPREAD_LIMIT`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from analysis.fits import chinchilla
 from analysis.inputs import timing
 from analysis.fits.bootstrap import percentile_ci
 from analysis.estimates.estimate import fit_device_seconds, fit_variants
+from analysis.estimates.measured_speed import device_seconds_multipliers
 from analysis.estimates.multiplier import multiplier_at
 from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
 
@@ -176,7 +178,30 @@ def _chinchilla(runs, fits, c_refs, args, fit_kw, ex) -> dict:
     return out
 
 
+def _measured_device_seconds(runs, tp, args, fit_kw, ex) -> dict | None:
+    """With the sweep's throughput.json (analysis.inputs.throughput_file): the runs' device time
+    from the interleaved measurement, the interval with the timing's spread in it."""
+    res = device_seconds_multipliers(runs, tp, args.baseline, fit_kw)
+    if res is None:
+        return None
+    s = tp.settings
+    ex.lines.append(f"  Multiplier in device-seconds (measured by {tp.path.name}: {tp.device_name}, "
+                    f"{s['dtype']}, compile={'on' if s['compile'] else 'off'}, {s['trials']} "
+                    f"interleaved trials; > 1: the variant reaches the loss in less device time), "
+                    f"at T_ref = {res['t_ref_device_s']:.4g} device-s ({res['t_ref_why']}):")
+    for r in res["multipliers"]:
+        ex.lines.append(f"    {r['variant']:<24} {_fmt_m(r['multiplier'], *r['ci'])}  (fit "
+                        f"{_fmt_m(r['multiplier'], *r['fit_ci'])}; timing {r['timing_range'][0]:.2f}"
+                        f"-{r['timing_range'][1]:.2f}x)")
+    ex.lines.append("    (interval: the fit's bootstrap and the per-trial timing spread, combined in "
+                    "quadrature on the log scale; docs/statistics.md)")
+    return {"source": str(tp.path), "device_names": [tp.device_name], "hardware_specific": True,
+            "measured": True, "settings": s, **res}
+
+
 def _device_seconds(runs, fits, args, fit_kw, ex) -> dict | None:
+    if getattr(args, "throughput", None) is not None:
+        return _measured_device_seconds(runs, args.throughput, args, fit_kw, ex)
     res = fit_device_seconds(runs, args.baseline, **fit_kw)
     if res is None:
         missing = sum(r.device_s is None for r in runs)

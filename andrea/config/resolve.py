@@ -72,6 +72,7 @@ class RunSpec:
     # train.budgets as cooldowns, sorted by length (the last one ends at `steps`); () without.
     cooldowns: tuple[Cooldown, ...] = ()
     val_tokens: int = DEFAULT_VAL_WINDOWS * 1024  # requested; results.json has what was scored
+    depth_backend: str = "eager"  # model.depth_backend as asked; the Trainer resolves `auto`
 
     @property
     def steps_spent(self) -> int:
@@ -135,6 +136,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         steps = cooldowns[-1].end
     val_tokens = _val_tokens(t, seq_len, fail)
     _check_services(run, s, fail)
+    check_depth_backend(m.depth_backend, t.device, fail)
 
     return RunSpec(
         variant=m.name,
@@ -160,6 +162,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         warmup_steps=warmup_steps,
         cooldowns=cooldowns,
         val_tokens=val_tokens,
+        depth_backend=m.depth_backend,
         n_blocks=m.n_blocks if registry.get(m.name).block_size else None,
         hparams=run.hparams.name,
         threads=t.threads,
@@ -417,6 +420,22 @@ def selected_hparams(hp: HParamsConfig, size: str, fail, label: str = "baseline"
         raise fail(f"hparams={hp.name} has no entry for size={size} (it has: "
                    f"{', '.join(hp.sizes)}); run the LR scan at this size too, or drop hparams=")
     return hp.sizes[size]
+
+
+def check_depth_backend(asked: str, device: str, fail) -> None:
+    """model.depth_backend against train.device, before any job: a fused (Triton) backend needs
+    CUDA, so it is refused for train.device=cpu, and for auto when this machine has none (a
+    cluster whose submit host has no GPU: train.device=cuda); the job checks its own device."""
+    import torch
+
+    from andrea.model.residuals import depth_backend
+
+    cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
+    if asked not in depth_backend.CHOICES or (asked in depth_backend.FUSED and not cuda):
+        try:
+            depth_backend.resolve(asked, cuda)  # raises, saying why
+        except depth_backend.BackendError as e:
+            raise fail(f"{e} (train.device={device})") from None
 
 
 def spec_summary(spec: RunSpec) -> dict[str, Any]:

@@ -36,6 +36,9 @@ class ModelChoiceBase:
     # N ~ 8 at every size). Exactly one of block_size and n_blocks.
     n_blocks: Optional[int] = None
     tie_embeddings: bool = True
+    # which kernel computes AttnRes' depth op in training: eager (andrea's own) | compile |
+    # fla | liger | flash_attn_res (Triton, CUDA only) | auto (andrea/model/residuals/depth_backend.py)
+    depth_backend: str = "eager"
     # Label of the run directory, W&B run and plot legend: the variant, plus S (attnres_block_s4)
     # or N (attnres_block_n8) for block runs; every non-default scheme option whose scheme shows
     # it appends itself (`attnres_full+sigmoid`, see RunSpec.label).
@@ -175,6 +178,15 @@ class LaunchConfig:
 
 
 @dataclass
+class SweepOptions:
+    """What the sweeper does besides training the grid's runs."""
+    # after the runs: time the sweep's (variant, size) pairs interleaved on its device, as one
+    # extra short job per device type -> <sweep>/throughput.json, which analysis.fit uses for the
+    # device-seconds multiplier (bench/throughput_sweep.py, docs/metrics.md)
+    throughput: bool = False
+
+
+@dataclass
 class RunConfig:
     model: ModelChoice = MISSING
     size: SizeConfig = MISSING
@@ -186,6 +198,7 @@ class RunConfig:
     eval: EvalConfig = field(default_factory=EvalConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
     launch: LaunchConfig = field(default_factory=LaunchConfig)
+    sweep: SweepOptions = field(default_factory=SweepOptions)
     sweep_name: str = "default"  # names the sweep directory and the W&B group
     out_dir: str = "runs"
     plan: bool = False  # print the job grid and stop

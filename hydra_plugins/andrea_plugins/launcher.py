@@ -162,6 +162,21 @@ class _AndreaLauncherMixin:
         params.pop("poll_s", None)
         return params, job_run_dir(job_cfg)
 
+    def run_command(self, overrides: Sequence[str], cmd: List[str]) -> str:
+        """Run one command as a job of this launcher's engine, with the resources of the run that
+        `overrides` names (the sweeper's sweep.throughput measurement); its output, once it ended
+        (the job's error if it failed)."""
+        from submitit.helpers import CommandFunction
+
+        params, _ = self._job_params(overrides)
+        params.pop("pack", None)
+        sched = self.engine
+        (job,) = sched.submit(CommandFunction(cmd, verbose=False), [()], params)
+        while not job.done():
+            sched.refresh([job])
+            time.sleep(1)
+        return job.results()[0]
+
     def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
         assert self.config is not None and self.hydra_context is not None
         sched = self.engine

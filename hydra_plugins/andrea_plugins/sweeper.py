@@ -85,6 +85,14 @@ class AndreaSweeper(BasicSweeper):
             print(f"error: {e}", file=sys.stderr)
             sys.exit(2)
         todo = [j for j in jobs if j.to_run]
+        if (self.config.get("sweep", {}).get("throughput", False)
+                and not isinstance(self.launcher, BasicLauncher)
+                and not hasattr(self.launcher, "run_command")):
+            print(f"error: sweep.throughput=true needs the basic launcher or andrea's submitit "
+                  f"launchers, not {type(self.launcher).__name__}; or run python -m "
+                  f"bench.throughput --sweep SWEEP_DIR on the runs' device after the sweep",
+                  file=sys.stderr)
+            sys.exit(2)
         # Data: each distinct corpus checked and prepared once, here, before any job is
         # submitted (plan=true only estimates); then epochs per job (andrea/launch/sufficiency.py).
         annotate_epochs(jobs, estimate_corpora(jobs))
@@ -142,9 +150,47 @@ class AndreaSweeper(BasicSweeper):
         if running and wait:
             self._wait_for_earlier([j for j in jobs if j.elsewhere])
         failed = print_summary(jobs, skipped)
+        if self.config.get("sweep", {}).get("throughput", False):
+            failed = self._measure_throughput(jobs) or failed
         if failed:
             sys.exit(1)
         return [returns]
+
+    def _measure_throughput(self, jobs) -> bool:
+        """sweep.throughput=true: one extra short job per device type times the sweep's
+        (variant, size) pairs interleaved (`python -m bench.throughput --sweep`), writing
+        <sweep>/throughput.json; through the same launcher as the runs (in this process's
+        machine for the basic launcher, a submitit job with the first such run's resources
+        otherwise). Returns True when a measurement failed."""
+        sweep_dir = os.path.normpath(str(self.config.hydra.sweep.dir))
+        measured = os.path.join(sweep_dir, "throughput.json")
+        ends = [os.path.getmtime(j.run_dir.results) for j in jobs if j.run_dir.results.exists()]
+        if os.path.exists(measured) and ends and os.path.getmtime(measured) > max(ends):
+            print(f"\nsweep.throughput: {measured} is newer than every run's results: kept "
+                  "(delete it to measure again)")
+            return False
+        by_device: Dict[str, Any] = {}
+        for j in jobs:
+            by_device.setdefault(j.spec.train.device, j)
+        failed = False
+        for device, first in by_device.items():
+            cmd = [sys.executable, "-m", "bench.throughput", "--sweep", sweep_dir]
+            cmd += [] if device == "auto" else ["--device", device]
+            print(f"\nsweep.throughput: timing the sweep's variants on {device} "
+                  f"({' '.join(cmd[1:])})", flush=True)
+            if isinstance(self.launcher, BasicLauncher):
+                import subprocess
+
+                rc = subprocess.run(cmd).returncode
+            else:
+                try:
+                    print(self.launcher.run_command(first.overrides, cmd), end="")
+                    rc = 0
+                except Exception as e:  # noqa: BLE001 -- reported, the runs stand
+                    print(f"sweep.throughput: the measurement job failed: {e}", file=sys.stderr)
+                    rc = 1
+            failed = failed or rc != 0
+        return failed
 
     def _wait_for_earlier(self, elsewhere) -> None:
         """wait=true: block until the jobs of an earlier launch that hold these runs end, with

@@ -22,9 +22,9 @@ from torch import Tensor
 from andrea.model.residuals.common import layer_rms, record_routing
 from andrea.model.residuals.depth_op import (
     SourceStack,
-    depth_attention,
     depth_attention_weights,
 )
+from andrea.model.residuals import depth_backend
 from andrea.model.residuals.depth_variants import block_phase1, block_phase2, depth_attention_general
 from andrea.model.residuals.scheme import Scheme
 
@@ -189,6 +189,7 @@ class DepthAttention(nn.Module):
         super().__init__()
         self.eps = eps
         self.cfg = cfg
+        self.depth_backend = "eager"  # which kernel computes the op in training (depth_backend.py)
         self.query = self.key_norm_weight = self.query_proj = self.logits = None
         if cfg is not None and cfg.attnres_static_mix:
             self.logits = nn.Parameter(torch.zeros(n_sources))
@@ -209,10 +210,13 @@ class DepthAttention(nn.Module):
             if self.key_norm_weight is not None:
                 self.key_norm_weight.fill_(1.0)
 
-    def forward(self, sources: SourceStack, extra: Tensor | None = None) -> Tensor:
-        return depth_attention(sources, self.query, self.key_norm_weight, self.eps, extra)
+    def forward(self, sources, extra: Tensor | None = None) -> Tensor:
+        return depth_backend.mix(self.depth_backend, sources, self.query, self.key_norm_weight,
+                                 self.eps, extra)
 
-    def weights(self, sources: SourceStack, extra: Tensor | None = None) -> Tensor:
+    def weights(self, sources, extra: Tensor | None = None) -> Tensor:
+        if isinstance(sources, depth_backend.SourceList):
+            sources = sources.items
         return depth_attention_weights(sources, self.query, self.key_norm_weight, self.eps, extra)
 
     def general(self, sources: list[Tensor]) -> tuple[Tensor, Tensor]:
@@ -259,7 +263,8 @@ def attnres(x: Tensor, fs: list, depth: nn.ModuleList, cfg, stats: dict | None) 
     one extra source outside it.
     """
     S, L = depth_block(cfg), cfg.n_sublayers
-    completed = SourceStack(x, capacity=1 + math.ceil(L / S), eps=cfg.key_eps)
+    completed = depth_backend.sources_for(depth[0].depth_backend, x, 1 + math.ceil(L / S),
+                                          cfg.key_eps)
     partial: Tensor | None = None
     for l, f in enumerate(fs):
         if l % S == 0 and partial is not None:

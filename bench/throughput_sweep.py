@@ -1,0 +1,144 @@
+"""Timing a sweep's variants as a measurement of its own: `<sweep>/throughput.json`.
+
+    python -m bench.throughput --sweep runs/demo          # the sweep's sizes and variants
+    python sweep.py -m sweeps=demo sweep.throughput=true  # the same, as the sweep's last job
+
+A sweep's runs time themselves, but each run is timed alone, at its own moment: on a shared
+machine the load of that moment, not the variant, sets its tokens/s (the runs' own timings of one
+variant and size differ by up to several hundred per cent on a busy machine). Here every (variant,
+size) of the sweep is built again from its run's model.json and timed in one process, the
+variants interleaved in a rotating order over repeated trials; each variant's speed is a ratio to
+the baseline of its size *within one trial*, so a slow patch slows both sides of the ratio. The
+spread of those per-trial ratios is the timing's own uncertainty, which `analysis.fit` carries
+into the device-seconds multiplier's interval (docs/statistics.md).
+
+What is timed: one training step (forward + backward + AdamW step) of the run's model at the run's
+sequence length. The file's format is in docs/metrics.md ("throughput.json").
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import torch
+
+from andrea.model.transformer import ModelConfig
+from andrea.run import results as results_file
+from andrea.run.rundir import atomic_write_json, find_run_dirs, read_json
+
+FORMAT = 1
+FILE_NAME = "throughput.json"
+
+
+@dataclass
+class Entry:
+    """One (label, size) of the sweep: what is built and timed, and what the file records."""
+    label: str
+    size: str
+    cfg: ModelConfig
+    seq: int
+    batch: int
+    params: int | None
+    step_s: list[float] = field(default_factory=list)   # per trial
+
+
+def sweep_entries(sweep: Path, batch: int | None, baseline: str) -> list[Entry]:
+    """One entry per (label, size) of the sweep's completed runs that left a model.json; the
+    baseline of each size first. Raises ValueError when there is nothing to time."""
+    known = {f.name for f in fields(ModelConfig)}
+    found: dict[tuple[str, str], Entry] = {}
+    for rd in find_run_dirs(sweep):
+        rec = results_file.read(rd)
+        if not isinstance(rec, results_file.Record) or rec.status != results_file.COMPLETED:
+            continue
+        key = (rec.label or str(rec["variant"]), str(rec["size"]))
+        saved = read_json(rd.model_config)
+        if key in found or not isinstance(saved, dict) or not isinstance(saved.get("model"), dict):
+            continue
+        cfg = ModelConfig(**{k: v for k, v in saved["model"].items() if k in known})
+        seq = int(saved.get("seq_len") or cfg.context_length)
+        per_device = max(1, int(rec["batch_tokens"]) // seq // int(rec.get("world_size") or 1))
+        # the non-embedding count: the N the analysis's runs carry (analysis.inputs.collect)
+        found[key] = Entry(key[0], key[1], cfg, seq, batch or min(per_device, 16),
+                           rec.get("params_nonembedding", rec.get("params")))
+    if not found:
+        raise ValueError(f"{sweep}: no completed run with a model.json: nothing to time")
+    sizes = sorted({s for _, s in found})
+    lacking = [s for s in sizes if (baseline, s) not in found]
+    if lacking:
+        raise ValueError(f"{sweep}: no completed {baseline} run at size(s) {', '.join(lacking)}: "
+                         f"every ratio is to the baseline of its size")
+    return [e for s in sizes for e in sorted((e for (_, es), e in found.items() if es == s),
+                                             key=lambda e: (e.label != baseline, e.label))]
+
+
+def measure(entries: list[Entry], args, device: torch.device, clock) -> None:
+    """Warm every entry up, then `args.trials` trials, each timing every entry `args.steps`
+    times in a rotated order (as `bench.throughput` does); fills each entry's step_s."""
+    from bench.throughput import Runner, Variant
+
+    runners = []
+    for e in entries:
+        run_args = argparse.Namespace(batch=e.batch, seq=e.seq, dtype=args.dtype,
+                                      compiled=args.compiled)
+        r = Runner(Variant(e.label, e.cfg), run_args, device)
+        r.warm_up(args.warmup)
+        runners.append((e, r))
+    for trial in range(args.trials):
+        k = trial % len(runners)
+        for e, r in runners[k:] + runners[:k]:
+            e.step_s.append(r.timed(r.train_step, args.steps, clock))
+
+
+def report(entries: list[Entry], args, device: torch.device, device_name: str,
+           baseline: str) -> dict:
+    """The file's content: the settings, and per entry its tokens/s and per-trial ratios."""
+    base = {e.size: e for e in entries if e.label == baseline}
+    rows = []
+    for e in entries:
+        b = base[e.size]
+        # tokens/s ratio to the same size's baseline, trial by trial: (tok/s)_e / (tok/s)_b
+        ratios = [(e.batch * e.seq / t) / (b.batch * b.seq / tb) for t, tb in zip(e.step_s, b.step_s)]
+        rows.append({"label": e.label, "size": e.size,
+                     "shape": [e.cfg.n_layer, e.cfg.n_head, e.cfg.d_model],
+                     "params_nonembedding": e.params, "seq_len": e.seq, "batch": e.batch,
+                     "tokens_per_s": e.batch * e.seq / statistics.median(e.step_s),
+                     "ratio_trials": ratios, "ratio_median": statistics.median(ratios),
+                     "ratio_min": min(ratios), "ratio_max": max(ratios)})
+    return {"format": FORMAT, "device": device.type, "device_name": device_name,
+            "dtype": args.dtype, "compile": bool(args.compiled),
+            "threads": torch.get_num_threads(), "clock": args.clock, "trials": args.trials,
+            "steps": args.steps, "baseline": baseline, "torch": torch.__version__,
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "entries": rows}
+
+
+def run_sweep(args) -> int:
+    from andrea.components.runtime import device_name as name_of
+
+    sweep = Path(args.sweep)
+    try:
+        entries = sweep_entries(sweep, args.batch_override, args.baseline)
+    except ValueError as e:
+        print(f"error: {e}")
+        return 2
+    device = torch.device(args.device)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    t0 = time.perf_counter()
+    measure(entries, args, device, clock)
+    out = report(entries, args, device, name_of(device), args.baseline)
+    atomic_write_json(sweep / FILE_NAME, out)
+    print(f"throughput of {len(entries)} (variant, size) on {out['device_name']} "
+          f"({out['dtype']}, compile={out['compile']}, threads={out['threads']}, "
+          f"clock={out['clock']}; {args.trials} interleaved trials, "
+          f"{time.perf_counter() - t0:.0f} s):")
+    for r in out["entries"]:
+        print(f"  {r['size']:<10}{r['label']:<24}{r['tokens_per_s']:>10.0f} tok/s  ratio "
+              f"{r['ratio_median']:.3f} [{r['ratio_min']:.3f}-{r['ratio_max']:.3f}]")
+    print(f"-> {sweep / FILE_NAME}")
+    return 0
