@@ -19,6 +19,13 @@ allocated in at most a few hundred evaluations). New sizes are not proposed: the
 fit is a guess.
 
 Cost: a run's FLOPs (its final point) on `--gpu` at `--mfu`, as `plan=true` prices a grid.
+
+`--pool CANDIDATES.csv --target TARGET.csv`: sequential design over a finite pool instead
+(`analysis.estimates.design`): the rows with a `loss` are the finished runs, the others the
+candidates, each with its `cost` in GPU-hours; the runs chosen are those that shrink the bootstrap
+variance of the law's predicted loss at the target rows most per GPU-hour. `--replay` hides every
+row's loss and replays the whole sequence (fit, choose, measure, refit) within the budget, as the
+active-sl benchmark scores a selection method (`python -m bench.active_sl`).
 """
 
 from __future__ import annotations
@@ -238,7 +245,7 @@ def _pm(x: float) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.next_runs",
                                 description=__doc__.split("\n\n")[0].split(": ", 1)[1])
-    p.add_argument("inputs", nargs="+", help="sweep directories (or CSVs) with finished runs")
+    p.add_argument("inputs", nargs="*", help="sweep directories (or CSVs) with finished runs")
     add_metric_argument(p)
     p.add_argument("--gpu-hours", type=float, required=True, help="budget for the new runs")
     p.add_argument("--baseline", default="baseline")
@@ -247,7 +254,14 @@ def main(argv=None) -> int:
     p.add_argument("--mfu", type=float, default=DEFAULT_MFU, help="(default: %(default)s)")
     p.add_argument("--sweep", default=None, help="sweeps= name for the commands (default: the "
                    "first input directory's name)")
+    add_pool_arguments(p)
     args = p.parse_args(argv)
+    if args.pool is not None or args.target is not None:
+        return pool_main(args)
+    if not args.inputs:
+        print("error: give sweep directories (or CSVs) with finished runs, or --pool "
+              "CANDIDATES.csv --target TARGET.csv", file=sys.stderr)
+        return 2
     if not (math.isfinite(args.gpu_hours) and args.gpu_hours > 0 and 0 < args.mfu <= 1):
         print(f"error: need a finite --gpu-hours > 0 and 0 < --mfu <= 1, got {args.gpu_hours:g}, "
               f"{args.mfu:g}", file=sys.stderr)
@@ -305,6 +319,113 @@ def main(argv=None) -> int:
     else:
         cheapest = min(prop["cost_per_seed"].values())
         print(f"Nothing to add: one seed at the cheapest size costs {cheapest:.3g} GPU-h")
+    return 0
+
+
+# --- a finite pool of candidates (--pool) ---------------------------------------------------------
+
+def add_pool_arguments(p) -> None:
+    from analysis.fits.nd_laws import LAWS
+    g = p.add_argument_group("a pool of candidate runs")
+    g.add_argument("--pool", default=None, help="CSV of candidate runs: params, tokens, cost "
+                   "(GPU-hours), loss where measured (see the module docstring)")
+    g.add_argument("--target", default=None, help="CSV of the runs whose loss is wanted "
+                   "(params, tokens): the target region")
+    g.add_argument("--law", default="chinchilla", choices=sorted(LAWS),
+                   help="the law fitted to the pool (default: %(default)s)")
+    g.add_argument("--replay", action="store_true", help="hide every loss and replay the "
+                   "sequential design within --gpu-hours")
+    g.add_argument("--target-half-width", type=float, default=None, help="stop when the "
+                   "predicted 95 %% half-width of the target loss (relative) reaches this")
+    g.add_argument("--seed", type=int, default=0, help="seed of the fits' starts and resamples")
+
+
+def relative_half_width(variance_sum: float, n_targets: int, mean_loss: float) -> float:
+    """95 % half-width of a target's loss relative to the loss, from the summed variance of the
+    targets' predictions (their root-mean-square sd)."""
+    return 1.96 * math.sqrt(max(variance_sum, 0.0) / n_targets) / mean_loss
+
+
+def pool_main(args) -> int:
+    import numpy as np
+    from analysis.estimates.design import plan_round, replay
+    from analysis.fits.nd_laws import LAWS
+    from analysis.inputs.collect import InputError
+    from analysis.inputs.pool import read_table
+
+    law = LAWS[args.law]
+    if args.pool is None or args.target is None:
+        print("error: --pool and --target go together: the candidates, and the runs whose loss "
+              "is wanted", file=sys.stderr)
+        return 2
+    if not (math.isfinite(args.gpu_hours) and args.gpu_hours > 0):
+        print(f"error: need a finite --gpu-hours > 0, got {args.gpu_hours:g}", file=sys.stderr)
+        return 2
+    thw = args.target_half_width
+    if thw is not None and not (math.isfinite(thw) and 0 < thw < 1):
+        print(f"error: --target-half-width is relative: 0 < it < 1, got {thw:g}", file=sys.stderr)
+        return 2
+    try:
+        pool = read_table(args.pool, law.columns + ("cost",), law.columns + ("cost",))
+        target = read_table(args.target, law.columns, law.columns)
+    except InputError as e:
+        print(f"error: {e} (the {law.name} law reads {', '.join(law.columns)})", file=sys.stderr)
+        return 2
+    loss = pool.columns.get("loss", np.full(len(pool.names), np.nan))
+    X, cost, X_t = pool.matrix(law.columns), pool.columns["cost"], target.matrix(law.columns)
+    rng = np.random.default_rng(args.seed)
+    if args.replay:
+        if not np.all(np.isfinite(loss)):
+            print(f"error: {args.pool}: --replay needs a loss on every row", file=sys.stderr)
+            return 2
+        chosen, rounds = replay(law, X, loss, cost, X_t, [args.gpu_hours], rng)[0]
+        print(f"Replay of {len(loss)} runs with the {law.name} law, {args.gpu_hours:g} GPU-h: "
+              f"{len(chosen)} chosen, {cost[chosen].sum():.4g} GPU-h")
+        for k, r in enumerate(rounds, 1):
+            names = ", ".join(pool.names[j] for j in r.picks)
+            print(f"  round {k}: {r.reason}: {names or 'none'}")
+        from analysis.fits.nd_laws import fit
+        theta, _ = fit(law, X[chosen], loss[chosen], law.random_starts(32, rng))
+        pred = law.predict(theta, X_t)
+        y_t = target.columns.get("loss")
+        print("Target rows: predicted loss" + (" (measured)" if y_t is not None else ""))
+        for i, name in enumerate(target.names):
+            meas = f" ({y_t[i]:.4g})" if y_t is not None and np.isfinite(y_t[i]) else ""
+            print(f"  {name}: {pred[i]:.4g}{meas}")
+        return 0
+    done = np.isfinite(loss)
+    if done.sum() < len(law.params) + 1:
+        why = "a pilot"
+    else:
+        why = "the greedy design"
+    cand = np.flatnonzero(~done)
+    if not len(cand):
+        print(f"error: {args.pool}: every row has a loss; nothing to choose (leave the loss of "
+              "the candidates empty, or --replay)", file=sys.stderr)
+        return 2
+    r = plan_round(law, X[done], loss[done], X[cand], cost[cand], X_t, args.gpu_hours, rng)
+    picks = [int(cand[j]) for j in r.picks]
+    print(f"{done.sum()} finished runs, {len(cand)} candidates, {len(X_t)} target rows; "
+          f"{why} with the {law.name} law")
+    if r.variance_before is not None:
+        mean_t = float(np.mean(law.predict(r.theta, X_t)))
+        before = relative_half_width(r.variance_before, len(X_t), mean_t)
+        after = relative_half_width(r.variance_after, len(X_t), mean_t)
+        if thw is not None and before <= thw:
+            print(f"Stop: the target loss is already known to ±{before:.2%} (asked ±{thw:.2%})")
+            return 0
+        if thw is not None and after > thw:
+            print(f"error: --gpu-hours {args.gpu_hours:g} reaches ±{after:.2%} at best "
+                  f"(predicted, now ±{before:.2%}); ±{thw:.2%} needs more", file=sys.stderr)
+            return 2
+        print(f"Predicted 95 % half-width of the target loss: ±{before:.2%} now -> ±{after:.2%} "
+              f"with the runs below")
+    print(f"Run next ({r.reason}; {cost[picks].sum():.4g} of {args.gpu_hours:g} GPU-h):")
+    for j in picks:
+        print(f"  {pool.names[j]}: params {X[j, law.columns.index('params')]:.4g}, tokens "
+              f"{X[j, law.columns.index('tokens')]:.4g}, {cost[j]:.4g} GPU-h")
+    if not picks:
+        print("  nothing: no candidate fits the budget or would narrow the prediction")
     return 0
 
 
