@@ -34,6 +34,7 @@ import numpy as np
 from analysis.fits.bootstrap import percentile_ci
 from analysis.inputs.collect import add_metric_argument
 from analysis.estimates.estimate import C_LAW_POINTS, final_points, fit_variants
+from analysis.estimates.law_fits import held_out_sizes
 from analysis.report.files import jsonable
 from analysis.estimates.multiplier import multiplier_at
 from analysis.fits.powerlaw import predict
@@ -60,11 +61,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _held_out(reps) -> dict[str, str]:
-    """label → its largest size (by compute), for labels with enough sizes left to fit."""
-    return {label: rep.cells[-1].size for label, rep in reps.items() if len(rep.cells) >= 3}
-
-
 def _seed_sd(rep, held: str) -> float | None:
     """Pooled within-size std of log loss across seeds, over the fitted sizes' points."""
     ss, df = 0.0, 0
@@ -80,7 +76,7 @@ def backtest(runs, baseline: str = "baseline", form: str = "power", n_boot: int 
              ci: float = 0.95, seed: int = 0, points: str = C_LAW_POINTS) -> dict:
     """{"losses": [...], "multipliers": [...], "skipped": {label: why}, "held_out": {...}}."""
     reps = arrange(runs)
-    held = _held_out(reps)
+    held = held_out_sizes(reps)
     skipped = {label: f"{len(rep.cells)} size(s); a backtest fits all but the largest and needs "
                f"3+" for label, rep in reps.items() if label not in held}
     use = final_points(runs) if points == "final" else runs

@@ -26,9 +26,12 @@ from analysis.inputs.collect import (DEFAULT_METRIC, FLOPS_PER_PFLOPS_DAY, add_m
                                     aggregate, by_label, variant_label)
 from analysis.estimates.estimate import (C_LAW_POINTS, DEFAULT_LOSS, default_c_ref, final_points,
                                fit_variants)
+from analysis.estimates import law_fits
 from analysis.estimates.multiplier import multiplier_at, multiplier_curve
+from analysis.fits import law_registry
 from analysis.fits.replicates import arrange, seed_noise
 from andrea.run.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json
+from andrea.run.units import parse_compute
 
 SCHEMA_VERSION = 1
 
@@ -42,6 +45,19 @@ def build_parser() -> argparse.ArgumentParser:
     add_metric_argument(p)
     p.add_argument("--baseline", default="baseline", help="variant label used as the reference (default: %(default)s)")
     p.add_argument("--irreducible", action="store_true", help="fit L = E + A·C^-alpha")
+    p.add_argument("--law", default=None, metavar="NAME",
+                   help="the scaling law to fit (docs/laws.md): power (default), irreducible (as "
+                        "--irreducible), chinchilla, farseer, data_constrained, a plug-in's "
+                        "(entry points andrea.laws), or auto: the one with the smallest error on "
+                        "the largest size held out. A law in (params, tokens) is reported after "
+                        "the C-law's table, with its multipliers")
+    p.add_argument("--law-bootstrap", type=int, default=200, metavar="N",
+                   help="resamples for the intervals of a --law in (params, tokens), one L-BFGS-B "
+                        "each (default: %(default)s)")
+    p.add_argument("--at-compute", nargs="+", default=None, metavar="C",
+                   help="computes at which to give each variant's multiplier with its interval, "
+                        "beside the one at C_ref: FLOPs (1e22) or PFLOP/s-days with the unit "
+                        "(3PF-days)")
     p.add_argument("--loss", choices=["lsq", "huber"], default=DEFAULT_LOSS,
                    help="fit loss on log L: least squares or Huber (default: %(default)s, the one "
                         "whose intervals passed bench/coverage.py; see docs/statistics.md)")
@@ -226,6 +242,10 @@ def main(argv=None) -> int:
     if args.c_ref and any(not (c > 0 and math.isfinite(c)) for c in args.c_ref):
         print(f"error: --c-ref must be positive PFLOP/s-days, got {args.c_ref}", file=sys.stderr)
         return 2
+    law_error = law_fits.check_law_args(args)
+    if law_error:
+        print(f"error: {law_error}", file=sys.stderr)
+        return 2
     collected = task_metrics.collect_for_metric(args.inputs, args.metric)
     if collected is None:
         return 2
@@ -270,12 +290,24 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 1
     groups = by_label(points)
+    fit_runs = final_points(coll.runs) if args.c_law_points == "final" else coll.runs
+    law_error = law_fits.check_law_data(args, coll.runs)
+    if law_error:
+        print(f"error: {law_error}", file=sys.stderr)
+        return 2
 
     # --- fits ---
     form = "irreducible" if args.irreducible else "power"
+    law_lines, chosen = [], args.law or form
+    if chosen == "auto":
+        sel = law_fits.select_law(list(law_registry.laws().values()), coll.runs,
+                                  fit_runs, args.baseline, args.loss, args.huber_delta, args.seed)
+        law_lines += law_fits.selection_lines(sel)
+        chosen = sel["ranking"][0]["law"] if sel["ranking"] else form
+    if chosen in ("power", "irreducible"):
+        form = chosen
     fit_kw = dict(loss=args.loss, huber_delta=args.huber_delta, n_bootstrap=args.bootstrap,
                   ci=args.ci, seed=args.seed, paired=args.paired_bootstrap, interval=args.interval)
-    fit_runs = final_points(coll.runs) if args.c_law_points == "final" else coll.runs
     res = fit_variants(fit_runs, args.baseline, form=form, **fit_kw)
     fits, skipped, fit_warnings = res.fits, res.skipped, res.warnings
     for label, why in skipped.items():
@@ -312,6 +344,9 @@ def main(argv=None) -> int:
               f" no multipliers; pick another with --baseline")
     extra = extra_fits.run_all(coll.runs, points, fits, at_ref, c_refs, args, form, fit_kw,
                                c_law_runs=fit_runs)
+    law_saved, more_lines = law_fits.chosen_law(chosen, form, fits, at_ref, coll.runs, fit_runs,
+                                                c_refs, args, fit_kw)
+    law_lines += more_lines
     two_step = verdict = None
     if parsed is not None:
         acc_name = two_step_of[1] if two_step_of else "acc"
@@ -351,6 +386,7 @@ def main(argv=None) -> int:
         "seed_noise": noise,
         "metric": {"name": args.metric, "chance": verdict, "two_step": two_step},
         **extra.report,
+        "law": law_saved,
         "warnings": coll.warnings + agg_warnings + fit_warnings
                     + [m["warning"] for m in at_ref if m["warning"]],
     }
@@ -424,6 +460,8 @@ def main(argv=None) -> int:
             print(line)
         for label, why in skipped.items():
             print(f"  not fitted: {why}")
+        for line in law_lines:
+            print(line)
     else:
         print("No variant could be fitted.")
         note = one_size_note(coll.runs, args.baseline)

@@ -37,7 +37,7 @@ from analysis.inputs.tasks import read_task_metrics
 
 REQUIRED_CSV_COLUMNS = ("variant", "size", "flops", "val_loss")
 OPTIONAL_CSV_COLUMNS = ("block_size", "params", "tokens", "seed", "status", "label", "budget",
-                        "wall_s", "device_s", "optimizer")
+                        "wall_s", "device_s", "optimizer", "unique_tokens")
 BLOCK_VARIANT = "attnres_block"
 # Directories inside a run that never hold other runs; skipping them keeps the walk cheap.
 _PRUNE = {".hydra", "checkpoints", "wandb", "__pycache__", ".git"}
@@ -127,6 +127,8 @@ class Run:
     device_name: str | None = None
     optimizer: str = "adamw"           # results.json `optimizer` (adamw before the key existed)
     shape: tuple[int, int, int] | None = None  # (n_layer, n_head, d_model), when recorded
+    unique_tokens: float | None = None # distinct tokens the run's `tokens` were drawn from (a CSV
+                                       # column; the data-constrained law needs it)
     # every metric this point recorded, by its --metric name (val_loss holds the one asked for);
     # a finished run's final point also carries its downstream task metrics as
     # `task:<task>/<metric>` (analysis.inputs.tasks)
@@ -256,6 +258,7 @@ def _make_run(rec: dict, source: str, run_dir: Path | None = None,
                device_s=_optional_number(rec.get("device_s")),
                device_name=(str(rec["device_name"]) if rec.get("device_name") else None),
                optimizer=str(rec.get("optimizer") or "adamw"),
+               unique_tokens=_optional_number(rec.get("unique_tokens")),
                metrics=recorded,
                **extra)
 

@@ -20,6 +20,28 @@ def to_pflops_days(flops: float) -> float:
     return flops / PFLOPS_DAY
 
 
+_COMPUTE = re.compile(r"^\s*([0-9.]+(?:[eE][+-]?[0-9]+)?)\s*(flops?|pf-?days?|pflops?-?days?)?\s*$",
+                      re.IGNORECASE)
+
+
+def parse_compute(text: str) -> float:
+    """A compute as a user writes it -> PFLOP/s-days: a bare number or `<n>FLOPs` is FLOPs
+    (`1e22`, `1e22FLOPs`); `<n>PF-days` is PFLOP/s-days (`3PF-days`, also `3pf-days`,
+    `3PFLOPs-days`). ValueError, saying the syntax, for anything else or a value <= 0."""
+    m = _COMPUTE.match(str(text))
+    value = float("nan")
+    if m:
+        try:
+            value = float(m.group(1))
+        except ValueError:
+            pass
+    if not m or not value > 0 or value == float("inf"):
+        raise ValueError(f"compute {text!r}: write FLOPs as a number (1e22) or PFLOP/s-days with "
+                         "the unit (3PF-days), > 0")
+    unit = (m.group(2) or "flops").lower()
+    return value if unit.startswith("pf") else to_pflops_days(value)
+
+
 # --------------------------------------------------------------------------------------------
 # Per-GPU peaks and MFU
 # --------------------------------------------------------------------------------------------
