@@ -325,14 +325,14 @@ def main(argv=None) -> int:
 # --- a finite pool of candidates (--pool) ---------------------------------------------------------
 
 def add_pool_arguments(p) -> None:
-    from analysis.fits.nd_laws import LAWS
     g = p.add_argument_group("a pool of candidate runs")
     g.add_argument("--pool", default=None, help="CSV of candidate runs: params, tokens, cost "
                    "(GPU-hours), loss where measured (see the module docstring)")
     g.add_argument("--target", default=None, help="CSV of the runs whose loss is wanted "
                    "(params, tokens): the target region")
-    g.add_argument("--law", default="chinchilla", choices=sorted(LAWS),
-                   help="the law fitted to the pool (default: %(default)s)")
+    g.add_argument("--law", default="chinchilla", help="the law fitted to the pool, one of "
+                   "`python -m analysis.fit --law`'s in (params, tokens[, unique_tokens]) "
+                   "(default: %(default)s)")
     g.add_argument("--replay", action="store_true", help="hide every loss and replay the "
                    "sequential design within --gpu-hours")
     g.add_argument("--target-half-width", type=float, default=None, help="stop when the "
@@ -348,12 +348,18 @@ def relative_half_width(variance_sum: float, n_targets: int, mean_loss: float) -
 
 def pool_main(args) -> int:
     import numpy as np
-    from analysis.estimates.design import plan_round, replay
-    from analysis.fits.nd_laws import LAWS
+    from analysis.estimates.design import plan_round, replay, take
+    from analysis.fits.law_registry import laws as all_laws
+    from analysis.fits.laws import LawError, fit_law
     from analysis.inputs.collect import InputError
     from analysis.inputs.pool import read_table
 
-    law = LAWS[args.law]
+    usable = {n: lw for n, lw in all_laws().items() if "compute" not in lw.inputs}
+    if args.law not in usable:
+        print(f"error: --law {args.law!r} is not a law of params and tokens; known: "
+              f"{', '.join(usable)}", file=sys.stderr)
+        return 2
+    law = usable[args.law]
     if args.pool is None or args.target is None:
         print("error: --pool and --target go together: the candidates, and the runs whose loss "
               "is wanted", file=sys.stderr)
@@ -366,64 +372,64 @@ def pool_main(args) -> int:
         print(f"error: --target-half-width is relative: 0 < it < 1, got {thw:g}", file=sys.stderr)
         return 2
     try:
-        pool = read_table(args.pool, law.columns + ("cost",), law.columns + ("cost",))
-        target = read_table(args.target, law.columns, law.columns)
+        pool = read_table(args.pool, law.inputs + ("cost",), law.inputs + ("cost",))
+        target = read_table(args.target, law.inputs, law.inputs)
     except InputError as e:
-        print(f"error: {e} (the {law.name} law reads {', '.join(law.columns)})", file=sys.stderr)
+        print(f"error: {e} (the {law.name} law reads {', '.join(law.inputs)})", file=sys.stderr)
         return 2
     loss = pool.columns.get("loss", np.full(len(pool.names), np.nan))
-    X, cost, X_t = pool.matrix(law.columns), pool.columns["cost"], target.matrix(law.columns)
-    rng = np.random.default_rng(args.seed)
+    X, cost = {k: pool.columns[k] for k in law.inputs}, pool.columns["cost"]
+    X_t = {k: target.columns[k] for k in law.inputs}
     if args.replay:
         if not np.all(np.isfinite(loss)):
             print(f"error: {args.pool}: --replay needs a loss on every row", file=sys.stderr)
             return 2
-        chosen, rounds = replay(law, X, loss, cost, X_t, [args.gpu_hours], rng)[0]
+        chosen, rounds = replay(law, X, loss, cost, X_t, [args.gpu_hours], seed=args.seed)[0]
         print(f"Replay of {len(loss)} runs with the {law.name} law, {args.gpu_hours:g} GPU-h: "
               f"{len(chosen)} chosen, {cost[chosen].sum():.4g} GPU-h")
         for k, r in enumerate(rounds, 1):
-            names = ", ".join(pool.names[j] for j in r.picks)
-            print(f"  round {k}: {r.reason}: {names or 'none'}")
-        from analysis.fits.nd_laws import fit
-        theta, _ = fit(law, X[chosen], loss[chosen], law.random_starts(32, rng))
-        pred = law.predict(theta, X_t)
+            print(f"  round {k}: {r.reason}: {', '.join(pool.names[j] for j in r.picks) or 'none'}")
+        try:
+            pred = fit_law(law, "replay", take(X, chosen), loss[chosen]).predict(X_t)
+        except LawError as e:
+            print(f"The runs chosen do not fit the law: {e}")
+            return 0
         y_t = target.columns.get("loss")
-        print("Target rows: predicted loss" + (" (measured)" if y_t is not None else ""))
+        print("Target rows: the loss predicted from the runs chosen" +
+              (" (measured)" if y_t is not None else ""))
         for i, name in enumerate(target.names):
             meas = f" ({y_t[i]:.4g})" if y_t is not None and np.isfinite(y_t[i]) else ""
             print(f"  {name}: {pred[i]:.4g}{meas}")
         return 0
     done = np.isfinite(loss)
-    if done.sum() < len(law.params) + 1:
-        why = "a pilot"
-    else:
-        why = "the greedy design"
     cand = np.flatnonzero(~done)
     if not len(cand):
         print(f"error: {args.pool}: every row has a loss; nothing to choose (leave the loss of "
               "the candidates empty, or --replay)", file=sys.stderr)
         return 2
-    r = plan_round(law, X[done], loss[done], X[cand], cost[cand], X_t, args.gpu_hours, rng)
+    r = plan_round(law, take(X, done), loss[done], take(X, cand), cost[cand], X_t,
+                   args.gpu_hours, seed=args.seed)
     picks = [int(cand[j]) for j in r.picks]
-    print(f"{done.sum()} finished runs, {len(cand)} candidates, {len(X_t)} target rows; "
-          f"{why} with the {law.name} law")
     if r.variance_before is not None:
-        mean_t = float(np.mean(law.predict(r.theta, X_t)))
-        before = relative_half_width(r.variance_before, len(X_t), mean_t)
-        after = relative_half_width(r.variance_after, len(X_t), mean_t)
+        mean_t = float(np.mean(r.fit.predict(X_t)))
+        before = relative_half_width(r.variance_before, len(target.names), mean_t)
+        after = relative_half_width(r.variance_after, len(target.names), mean_t)
         if thw is not None and before <= thw:
-            print(f"Stop: the target loss is already known to ±{before:.2%} (asked ±{thw:.2%})")
+            print(f"Stop: the target loss is known to ±{before:.2%} already (asked ±{thw:.2%})")
             return 0
         if thw is not None and after > thw:
             print(f"error: --gpu-hours {args.gpu_hours:g} reaches ±{after:.2%} at best "
-                  f"(predicted, now ±{before:.2%}); ±{thw:.2%} needs more", file=sys.stderr)
+                  f"(predicted; ±{before:.2%} now), not ±{thw:.2%}", file=sys.stderr)
             return 2
+    print(f"{done.sum()} finished runs, {len(cand)} candidates, {len(target.names)} target rows; "
+          f"the {law.name} law")
+    if r.variance_before is not None:
         print(f"Predicted 95 % half-width of the target loss: ±{before:.2%} now -> ±{after:.2%} "
-              f"with the runs below")
+              "with the runs below")
     print(f"Run next ({r.reason}; {cost[picks].sum():.4g} of {args.gpu_hours:g} GPU-h):")
     for j in picks:
-        print(f"  {pool.names[j]}: params {X[j, law.columns.index('params')]:.4g}, tokens "
-              f"{X[j, law.columns.index('tokens')]:.4g}, {cost[j]:.4g} GPU-h")
+        print(f"  {pool.names[j]}: " + ", ".join(f"{k} {X[k][j]:.4g}" for k in law.inputs)
+              + f", {cost[j]:.4g} GPU-h")
     if not picks:
         print("  nothing: no candidate fits the budget or would narrow the prediction")
     return 0

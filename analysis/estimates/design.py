@@ -24,13 +24,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.fits.nd_laws import NDLaw, fit
+from analysis.fits.laws import Law, LawError, fit_law
 
 N_BOOT = 16          # ensemble members (refits of resampled runs)
-BOOT_NFEV = 200      # a member's refit starts at the optimum: a few hundred evaluations suffice
-N_STARTS = 16        # random starts of the point fit (plus the previous round's optimum)
 PILOT_SHARE = 0.3    # at most this share of the first budget goes to the pilot
-ROUND_SHARE = 0.5    # a round spends at most this share of what is left, then refits
+ROUNDS = 2           # rounds per budget: each refits the law before it chooses
 
 
 @dataclass
@@ -40,25 +38,28 @@ class Round:
     reason: str
     variance_before: float | None = None     # summed variance of the target predictions
     variance_after: float | None = None      # predicted after the picks are measured
-    theta: np.ndarray | None = field(default=None, repr=False)
+    fit: object | None = field(default=None, repr=False)     # the LawFit it planned from
 
 
-def _log_features(X: np.ndarray) -> np.ndarray:
-    Z = np.log(np.asarray(X, float))
+def take(X: dict, idx) -> dict:
+    return {k: np.asarray(v)[idx] for k, v in X.items()}
+
+
+def _log_features(X: dict, inputs) -> np.ndarray:
+    Z = np.log(np.column_stack([np.asarray(X[k], float) for k in inputs]))
     sd = Z.std(axis=0)
     return (Z - Z.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
 
 
-def pilot(X_cand: np.ndarray, cost: np.ndarray, n: int, budget: float) -> list[int]:
+def pilot(X_cand: dict, inputs, cost: np.ndarray, n: int, budget: float) -> list[int]:
     """Up to `n` candidates, each as far as possible (in standardised log inputs) from those
-    already taken, among the ones that keep the pilot within `budget` (maximin design: Johnson,
+    already taken, among the ones that keep the pilot within `budget` (a maximin design: Johnson,
     Moore & Ylvisaker 1990). The first is the cheapest."""
-    Z = _log_features(X_cand)
+    Z = _log_features(X_cand, inputs)
     order = np.argsort(cost, kind="stable")
     picks, spent = [], 0.0
     while len(picks) < n:
-        # leave room for the remaining picks at the cheapest prices not yet taken
-        left = n - len(picks) - 1
+        left = n - len(picks) - 1        # leave room for the rest at the cheapest prices
         free = [j for j in order if j not in picks]
         reserve = float(np.sum(cost[free[1:left + 1]])) if left else 0.0
         ok = [j for j in free if spent + cost[j] + reserve <= budget * (1 + 1e-12)]
@@ -74,20 +75,6 @@ def pilot(X_cand: np.ndarray, cost: np.ndarray, n: int, budget: float) -> list[i
     return picks
 
 
-def ensemble(law: NDLaw, X, y, theta, n_boot: int, rng) -> np.ndarray:
-    """[n_boot, n_params]: the law refitted to the runs resampled with replacement, each from
-    the full fit's optimum (a case bootstrap: Efron & Tibshirani 1993, ch. 9)."""
-    X, y = np.asarray(X, float), np.asarray(y, float)
-    out = []
-    for _ in range(n_boot):
-        i = rng.integers(0, len(y), len(y))
-        try:
-            out.append(fit(law, X[i], y[i], theta[None, :], BOOT_NFEV)[0])
-        except ValueError:
-            continue
-    return np.array(out) if out else theta[None, :]
-
-
 def greedy_picks(pred_cand: np.ndarray, pred_target: np.ndarray, cost: np.ndarray,
                  noise_var: float, budget: float) -> tuple[list[int], float, float]:
     """(picks, target variance before, after): candidates chosen one at a time by the
@@ -95,8 +82,7 @@ def greedy_picks(pred_cand: np.ndarray, pred_target: np.ndarray, cost: np.ndarra
 
     pred_cand [B, M] and pred_target [B, T] are the ensemble's predictions."""
     M = pred_cand.shape[1]
-    S = np.cov(np.hstack([pred_cand, pred_target]), rowvar=False, ddof=1)
-    S = np.atleast_2d(S)
+    S = np.atleast_2d(np.cov(np.hstack([pred_cand, pred_target]), rowvar=False, ddof=1))
     tgt = slice(M, S.shape[0])
     before = float(np.trace(S[tgt, tgt]))
     picks, spent, left = [], 0.0, np.ones(M, bool)
@@ -110,76 +96,72 @@ def greedy_picks(pred_cand: np.ndarray, pred_target: np.ndarray, cost: np.ndarra
         if not gain[j] > 0:
             break
         col = S[:, j].copy()
-        S -= np.outer(col, col) / (col[j] + noise_var)
+        S -= np.outer(col, col) / (col[j] + noise_var)      # the Kalman update of the ensemble
         picks.append(j)
         left[j] = False
         spent += cost[j]
     return picks, before, float(np.trace(S[tgt, tgt]))
 
 
-def noise_variance(sse: float, n: int, n_params: int, y) -> float:
-    """A run's variance about the law: the fit's residual variance with its degrees of freedom,
-    floored at (1e-3 of the loss)^2 while few runs leave few degrees of freedom."""
-    floor = (1e-3 * float(np.median(y))) ** 2
-    return max(sse / (n - n_params), floor) if n > n_params else max(floor, sse / max(n, 1))
+def noise_variance(fit, y) -> float:
+    """A run's variance about the law, in loss units: the fit's log residuals with their
+    degrees of freedom, floored at (1e-3 of the loss)^2 while there are few."""
+    n, k = fit.n_points, len(fit.theta)
+    s2_log = fit.rmse_log ** 2 * n / (n - k) if n > k else fit.rmse_log ** 2
+    return max(s2_log, 1e-6) * float(np.median(y)) ** 2
 
 
-def plan_round(law: NDLaw, X_obs, y_obs, X_cand, cost, X_target, budget: float, rng,
-               theta0=None, n_boot: int = N_BOOT, n_starts: int = N_STARTS) -> Round:
-    """Fit the finished runs, resample them, and pick candidates (indices into X_cand) within
-    `budget` by expected target-variance reduction per unit cost."""
-    X_obs, y_obs = np.asarray(X_obs, float), np.asarray(y_obs, float)
-    p = len(law.params)
-    if len(y_obs) < p + 1:
-        picks = pilot(np.asarray(X_cand, float), cost, p + 1 - len(y_obs), budget)
-        return Round(picks, f"pilot: {len(picks)} cheap runs spread in log params and tokens, "
-                     f"so the {p}-parameter {law.name} law can be fitted")
-    starts = law.random_starts(n_starts, rng)
-    if theta0 is not None:
-        starts = np.vstack([theta0, starts])
-    theta, sse = fit(law, X_obs, y_obs, starts)
-    members = ensemble(law, X_obs, y_obs, theta, n_boot, rng)
-    pc = np.array([law.predict(t, X_cand) for t in members])
-    pt = np.array([law.predict(t, X_target) for t in members])
-    finite = np.all(np.isfinite(pc), axis=1) & np.all(np.isfinite(pt), axis=1)
-    if finite.sum() < 3:
-        return Round([], "the ensemble's predictions are not finite: nothing to rank", theta=theta)
-    sigma2 = noise_variance(sse, len(y_obs), p, y_obs)
-    picks, before, after = greedy_picks(pc[finite], pt[finite], np.asarray(cost, float), sigma2,
-                                        budget)
-    return Round(picks, f"greedy target-variance reduction per unit cost ({finite.sum()} "
-                 f"ensemble members, run noise sd {np.sqrt(sigma2):.3g})", before, after, theta)
+def plan_round(law: Law, X_obs: dict, y_obs, X_cand: dict, cost, X_target: dict, budget: float,
+               seed: int = 0, n_boot: int = N_BOOT) -> Round:
+    """Fit the finished runs with their bootstrap, and pick candidates (indices into X_cand)
+    within `budget` by expected target-variance reduction per unit cost."""
+    y_obs, cost = np.asarray(y_obs, float), np.asarray(cost, float)
+    if len(y_obs) < law.needs:
+        picks = pilot(X_cand, law.inputs, cost, law.needs - len(y_obs), budget)
+        return Round(picks, f"pilot: {len(picks)} cheap runs spread in log "
+                     f"{', '.join(law.inputs)}, so the {len(law.params)}-parameter {law.name} "
+                     "law can be fitted")
+    try:
+        fit = fit_law(law, "pool", X_obs, y_obs, n_bootstrap=n_boot, seed=seed)
+    except LawError as e:
+        return Round([], f"no fit: {e}")
+    pc, pt = fit.predict_boot(X_cand), fit.predict_boot(X_target)
+    ok = np.all(np.isfinite(pc), axis=1) & np.all(np.isfinite(pt), axis=1)
+    if ok.sum() < 3:
+        return Round([], "fewer than 3 resampled fits predict every run: nothing to rank", fit=fit)
+    sigma2 = noise_variance(fit, y_obs)
+    picks, before, after = greedy_picks(pc[ok], pt[ok], cost, sigma2, budget)
+    return Round(picks, f"target-variance reduction per unit cost ({ok.sum()} resampled "
+                 f"fits, run noise sd {np.sqrt(sigma2):.2g})", before, after, fit)
 
 
-def replay(law: NDLaw, X_pool, y_pool, cost, X_target, budgets, rng, n_boot: int = N_BOOT,
-           n_starts: int = N_STARTS) -> list[tuple[list[int], list[Round]]]:
+def replay(law: Law, X_pool: dict, y_pool, cost, X_target: dict, budgets, seed: int = 0,
+           n_boot: int = N_BOOT, rounds: int = ROUNDS) -> list[tuple[list[int], list[Round]]]:
     """Sequential design on a pool whose losses are known but revealed only when a run is
-    chosen: for each cumulative budget in `budgets`, (the runs chosen by then, the rounds).
-    A round spends at most ROUND_SHARE of what is left before the law is refitted."""
-    X_pool, y_pool, cost = np.asarray(X_pool, float), np.asarray(y_pool, float), np.asarray(cost, float)
+    chosen: for each cumulative budget in `budgets`, (the runs chosen by then, the rounds so
+    far). Each budget is spent in `rounds` rounds (the last takes what is left), the law refitted
+    before each."""
+    y_pool, cost = np.asarray(y_pool, float), np.asarray(cost, float)
     chosen: list[int] = []
-    rounds: list[Round] = []
+    history: list[Round] = []
     out = []
-    spent, theta = 0.0, None
+    spent = 0.0
     for k, cap in enumerate(budgets):
-        while True:
+        for i in range(rounds):
             left = np.setdiff1d(np.arange(len(y_pool)), chosen)
             remaining = cap - spent
             if not len(left) or cost[left].min() > remaining * (1 + 1e-12):
                 break
-            is_pilot = len(chosen) < len(law.params) + 1
-            budget = (PILOT_SHARE * cap if is_pilot and k == 0 else remaining) if is_pilot \
-                else max(ROUND_SHARE * remaining, cost[left].min())
-            r = plan_round(law, X_pool[chosen], y_pool[chosen], X_pool[left], cost[left],
-                           X_target, min(budget, remaining), rng, theta0=theta, n_boot=n_boot,
-                           n_starts=n_starts)
+            if len(chosen) < law.needs:
+                budget = PILOT_SHARE * cap if k == 0 else remaining
+            else:
+                budget = max(remaining / (rounds - i), float(cost[left].min()))
+            r = plan_round(law, take(X_pool, chosen), y_pool[chosen], take(X_pool, left),
+                           cost[left], X_target, min(budget, remaining),
+                           seed=seed * 1000 + len(history), n_boot=n_boot)
             r.picks = [int(left[j]) for j in r.picks]
-            rounds.append(r)
-            if r.theta is not None:
-                theta = r.theta
-            if not r.picks:
-                break
+            history.append(r)
             chosen += r.picks
             spent += float(cost[r.picks].sum())
-        out.append((list(chosen), list(rounds)))
+        out.append((list(chosen), list(history)))
     return out
