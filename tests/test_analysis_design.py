@@ -107,3 +107,20 @@ def test_replay_spends_each_budget_cumulatively_and_never_more(tmp_path):
     assert cost[second].sum() <= budgets[1] * (1 + 1e-9)
     assert set(first) <= set(second) and len(set(second)) == len(second)
     assert rounds[0].reason.startswith("pilot")
+
+
+def test_active_sl_harness_counts_budgets_as_the_benchmark_does():
+    """The benchmark's runner: cumulative budgets, an overshooting run deferred to the next
+    budget and counted there; R² clipped to [-1, 1]."""
+    from bench.active_sl import one_at_a_time, r_squared
+
+    class Toy:
+        cost = np.array([1.0, 2.0, 4.0, 8.0])
+        y = np.zeros(4)
+        budgets = [3.0, 8.0]
+
+    out = one_at_a_time(Toy, lambda ok, rng: ok[0], np.random.default_rng(0))
+    assert out == [[0, 1], [0, 1, 2]]          # run 2 overshoots 3, is counted at 8; run 3 waits
+    assert r_squared([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]) == 1.0
+    assert r_squared([1.0, 2.0, 3.0], [30.0, 0.0, 9.0]) == -1.0
+    assert r_squared([1.0, 2.0], [np.nan, 1.0]) == -1.0
