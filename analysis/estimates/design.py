@@ -29,6 +29,7 @@ from analysis.fits.laws import Law, LawError, fit_law
 N_BOOT = 16          # ensemble members (refits of resampled runs)
 PILOT_SHARE = 0.3    # at most this share of the first budget goes to the pilot
 ROUNDS = 2           # rounds per budget: each refits the law before it chooses
+COST_POWER = 1.0     # candidates ranked by reduction / cost**COST_POWER: per GPU-hour
 
 
 @dataclass
@@ -91,7 +92,7 @@ def greedy_picks(pred_cand: np.ndarray, pred_target: np.ndarray, cost: np.ndarra
         if not ok.any():
             break
         gain = np.sum(S[tgt, :M] ** 2, axis=0) / (np.diag(S)[:M] + noise_var)
-        score = np.where(ok, gain / cost, -np.inf)
+        score = np.where(ok, gain / cost ** COST_POWER, -np.inf)
         j = int(np.argmax(score))
         if not gain[j] > 0:
             break
