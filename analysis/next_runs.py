@@ -18,7 +18,12 @@ finished seeds are a small part of the design, scaled to the budget in one step:
 allocated in at most a few hundred evaluations). New sizes are not proposed: their loss is not measured, so their effect on the
 fit is a guess.
 
-Cost: a run's FLOPs (its final point) on `--gpu` at `--mfu`, as `plan=true` prices a grid.
+Cost: a run's FLOPs (its final point) at a speed. For runs on a CPU (or a device without a known
+peak), the speed they measured (median FLOPs per device-second over the finished runs), so
+`--gpu-hours` counts hours of that device; otherwise, or with `--gpu`, `--gpu`'s peak at `--mfu`,
+as `plan=true` prices a grid. The print-out says which.
+
+The proposal stops at ±PRECISION_FLOOR (and says that the rest of the budget is not needed).
 
 `--pool CANDIDATES.csv --target TARGET.csv`: sequential design over a finite pool instead
 (`analysis.estimates.design`): the rows with a `loss` are the finished runs, the others the
@@ -40,7 +45,7 @@ import numpy as np
 
 from analysis.estimates import power
 from analysis.inputs.collect import add_metric_argument, collect_or_report
-from analysis.estimates.estimate import C_LAW_POINTS
+from analysis.estimates.estimate import C_LAW_POINTS, final_points
 
 DEFAULT_GPU, DEFAULT_MFU = "H100", 0.35        # plan=true's defaults (andrea/config/resolve.py)
 # No size gets more than this many times the seeds of the least-seeded one. Unconstrained, the
@@ -49,6 +54,27 @@ DEFAULT_GPU, DEFAULT_MFU = "H100", 0.35        # plan=true's defaults (andrea/co
 # sizes' noise, estimated from one df each, made its 95 % interval cover in only 85 % (±4.6) of
 # 60 simulated sweeps (bench.next_runs_check). Balanced-ish designs keep the coverage measured.
 MAX_SEED_RATIO = 2
+# The narrowest interval worth buying: ±1 %. The tables print a multiplier to two decimals (a step
+# of 0.01 is 0.75 % of 1.32x), and what seeds do not measure is already that large: the demo's
+# Block multiplier is 1.32x trained on one CPU and 1.33x on another, and the cross-check form
+# E + A·C^-alpha differs from the power law's by 1 % (1.09x against 1.08x, README). Seeds beyond
+# this narrow the interval below the error it leaves out.
+PRECISION_FLOOR = 0.01
+
+
+def measured_speed(runs) -> tuple[float, str] | None:
+    """The FLOP/s the finished runs trained at, measured: the median over runs of their final
+    point's FLOPs per device-second (the median, as a machine shared with other work slows some
+    runs many-fold), and the devices they ran on. None when a run is untimed or ran on a GPU
+    andrea knows the peak of: it is priced at that GPU's peak and an MFU then."""
+    from andrea.run.units import peak_flops
+
+    last = final_points(runs)
+    if any(not (r.device_s and r.device_s > 0) or peak_flops(r.device_name) is not None
+           for r in last):
+        return None
+    devices = ", ".join(sorted({r.device_name or "an unnamed device" for r in last}))
+    return float(np.median([r.flops / r.device_s for r in last])), devices
 
 
 def finished_grid(runs) -> list[power.PlannedRun]:
@@ -147,8 +173,11 @@ SCALE_AFTER = 64
 
 
 def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float = 989e12,
-            mfu: float = DEFAULT_MFU, noise: dict | None = None, alpha: float | None = None) -> dict:
-    """The greedy proposal and the uniform alternative at no more than `gpu_hours` (finite)."""
+            mfu: float = DEFAULT_MFU, noise: dict | None = None, alpha: float | None = None,
+            floor: float = PRECISION_FLOOR) -> dict:
+    """The greedy proposal and the uniform alternative at no more than `gpu_hours` (finite), and
+    none past a worst half-width of `floor` (0: no floor). A run costs its FLOPs at `gpu_peak` x
+    `mfu` (a measured speed: measured_speed, mfu 1)."""
     if not (math.isfinite(gpu_hours) and gpu_hours > 0):
         raise ValueError(f"gpu_hours={gpu_hours!r} must be a positive finite number")
     grid = finished_grid(runs)
@@ -172,7 +201,7 @@ def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float 
     added, spent, hw = {s: 0 for s in sizes}, 0.0, before
     scaled = False
     at_target = spent if hw <= power.TARGET else None   # GPU-h at which the proposal reached ±10 %
-    while True:
+    while hw > floor:
         best = None
         n_seeds = {s: now[s] + added[s] for s in sizes}
         if not scaled and min(n_seeds.values()) >= SCALE_AFTER * max(now.values()):
@@ -183,10 +212,19 @@ def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float 
             f = (budget + sum(cost[s] * now[s] for s in sizes)) / sum(cost[s] * n_seeds[s]
                                                                         for s in sizes)
             if f > 1:
-                grown = {s: int(f * n_seeds[s]) for s in sizes}
-                low = min(grown.values())
-                grown = {s: min(n, MAX_SEED_RATIO * low) for s, n in grown.items()}
-                added = {s: grown[s] - now[s] for s in sizes}
+                def grown(f):
+                    n = {s: int(f * n_seeds[s]) for s in sizes}
+                    low = min(n.values())
+                    return {s: min(k, MAX_SEED_RATIO * low) - now[s] for s, k in n.items()}
+                if design.half_width(grown(f), alpha, noise) < floor:
+                    # the budget overshoots the floor: the smallest scale that reaches it
+                    lo, hi = 1.0, f
+                    for _ in range(60):
+                        mid = math.sqrt(lo * hi)
+                        lo, hi = (mid, hi) if design.half_width(grown(mid), alpha,
+                                                                noise) > floor else (lo, mid)
+                    f = hi
+                added = grown(f)
                 spent = sum(cost[s] * added[s] for s in sizes)
                 hw = design.half_width(added, alpha, noise)
                 continue
@@ -212,7 +250,9 @@ def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float 
             at_target = spent
     added = {s: n for s, n in added.items() if n}
     round_cost = sum(cost.values())
-    u_rounds = int(budget / round_cost)
+    # the budget beyond the floor is not needed; uniform seeds are compared at the proposal's cost
+    at_floor = hw <= floor and floor > 0
+    u_rounds = int((spent * (1 + 1e-9) if at_floor and added else budget) / round_cost)
     uniform = {s: u_rounds for s in sizes} if u_rounds else {}
     return {"before": before, "after": hw, "spent_gpu_hours": spent, "added": added,
             "seeds": {s: now[s] + added.get(s, 0) for s in sizes},
@@ -220,7 +260,7 @@ def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float 
             "uniform_rounds": u_rounds, "uniform_gpu_hours": u_rounds * round_cost,
             "uniform_added": uniform, "cost_per_seed": cost, "sizes": sizes, "noise": noise,
             "noise_source": source, "alpha": alpha, "finished": grid,
-            "gpu_hours_to_target": at_target}
+            "gpu_hours_to_target": at_target, "floor": floor, "at_floor": at_floor}
 
 
 def commands(prop: dict, sweep: str) -> list[str]:
@@ -249,8 +289,8 @@ def main(argv=None) -> int:
     add_metric_argument(p)
     p.add_argument("--gpu-hours", type=float, required=True, help="budget for the new runs")
     p.add_argument("--baseline", default="baseline")
-    p.add_argument("--gpu", default=DEFAULT_GPU, help="GPU the hours are priced on "
-                   "(default: %(default)s, bf16 dense peak)")
+    p.add_argument("--gpu", default=None, help="GPU the hours are priced on, at its bf16 dense "
+                   f"peak (default: CPU runs by their measured device-seconds, else {DEFAULT_GPU})")
     p.add_argument("--mfu", type=float, default=DEFAULT_MFU, help="(default: %(default)s)")
     p.add_argument("--sweep", default=None, help="sweeps= name for the commands (default: the "
                    "first input directory's name)")
@@ -267,7 +307,7 @@ def main(argv=None) -> int:
               f"{args.mfu:g}", file=sys.stderr)
         return 2
     from andrea.run.units import PEAK_FLOPS, peak_flops
-    peak = peak_flops(args.gpu, "bf16")
+    peak = peak_flops(args.gpu or DEFAULT_GPU, "bf16")
     if peak is None:
         known = ", ".join(k for k, v in PEAK_FLOPS.items() if v.get("bf16"))
         print(f"error: --gpu {args.gpu!r} is not a GPU andrea knows the bf16 peak of; known: "
@@ -285,30 +325,44 @@ def main(argv=None) -> int:
               f"(found labels {sorted(labels) or 'none'}); with no runs yet, price and power a "
               f"first grid with `python sweep.py -m sweeps=NAME plan=true`", file=sys.stderr)
         return 2
-    prop = propose(runs, args.gpu_hours, args.baseline, peak, args.mfu)
+    measured = None if args.gpu else measured_speed(runs)
+    prop = propose(runs, args.gpu_hours, args.baseline, *((measured[0], 1.0) if measured else
+                                                          (peak, args.mfu)))
     sweep = args.sweep or Path(args.inputs[0]).resolve().name
     nz = prop["noise"]
+    if measured:
+        unit, cost = "device-h", (f"Cost: FLOPs at the finished runs' measured speed ({measured[0]:.3g}"
+                                  f" FLOP/s, their median, on {measured[1]}): the hours are that "
+                                  f"device's, not a GPU's (--gpu prices them on a GPU).")
+    else:
+        unit, cost = "GPU-h", (f"Cost: FLOPs on {args.gpu or DEFAULT_GPU} at {args.mfu:.0%} MFU"
+                               + ("" if args.gpu else " (assumed; --gpu sets the GPU)") + ".")
     print(f"Noise {prop['noise_source']}: per run {nz['sigma_run']:.2%} of log loss, seed "
           f"correlation {nz['rho']:.2f}, per point {nz['sigma_point']:.2%}; baseline exponent "
-          f"{prop['alpha']:.3f}. Cost on {args.gpu} at {args.mfu:.0%} MFU.")
-    print(f"{'size':<10} {'seeds now':>9} {'GPU-h per seed':>15} {'add':>4}   (a seed: one run "
+          f"{prop['alpha']:.3g} (as analysis.fit fits it). {cost}")
+    print(f"{'size':<10} {'seeds now':>9} {unit + ' per seed':>15} {'add':>4}   (a seed: one run "
           f"of every variant)")
     for s in prop["sizes"]:
         now = len({r.seed for r in prop["finished"] if r.size == s})
         print(f"{s:<10} {now:>9} {prop['cost_per_seed'][s]:>15.3g} {prop['added'].get(s, 0):>4}")
     print(f"Predicted 95 % half-width of the multiplier (worst variant): {_pm(prop['before'])} "
           f"now → {_pm(prop['after'])} with the proposal ({prop['spent_gpu_hours']:.3g} of "
-          f"{args.gpu_hours:g} GPU-h)")
+          f"{args.gpu_hours:g} {unit})")
     at = prop["gpu_hours_to_target"]
     if at is not None and 0 < at < 0.5 * prop["spent_gpu_hours"]:
-        print(f"  (it reaches ±{power.TARGET:.0%} after {at:.3g} GPU-h; the rest of the budget "
+        print(f"  (it reaches ±{power.TARGET:.0%} after {at:.3g} {unit}; the rest of the budget "
               "narrows it further)")
+    if prop["at_floor"]:
+        print(f"  The budget is more than the question needs: the proposal stops at "
+              f"±{prop['floor']:.0%}, the narrowest interval worth buying (a multiplier prints to "
+              f"two decimals, and it differs by ~1 % between CPUs and fitted forms); "
+              f"{args.gpu_hours - prop['spent_gpu_hours']:.3g} {unit} are left unspent.")
     if prop["uniform_rounds"]:
         verdict = ("the proposal is narrower"
                    if prop["after"] < prop["uniform_after"] * (1 - 1e-3) - 1e-6
                    else "the same: the proposal does not beat uniform seeds here")
         print(f"Seeds added uniformly ({prop['uniform_rounds']} per size, "
-              f"{prop['uniform_gpu_hours']:.3g} GPU-h): {_pm(prop['uniform_after'])}; {verdict}")
+              f"{prop['uniform_gpu_hours']:.3g} {unit}): {_pm(prop['uniform_after'])}; {verdict}")
     else:
         print("Seeds added uniformly: the budget does not buy one seed at every size")
     cmds = commands(prop, sweep)
@@ -318,7 +372,8 @@ def main(argv=None) -> int:
             print(f"  {c}")
     else:
         cheapest = min(prop["cost_per_seed"].values())
-        print(f"Nothing to add: one seed at the cheapest size costs {cheapest:.3g} GPU-h")
+        print(f"Nothing to add: one seed at the cheapest size costs {cheapest:.3g} {unit}"
+              if not prop["at_floor"] else "Nothing to add: the interval is already that narrow")
     return 0
 
 

@@ -108,6 +108,23 @@ def conditions(runs: list[Run], lrs: dict[str, float], baseline: str):
     return out, choice, problems
 
 
+def not_an_lr_scan(choice: dict, baseline: str) -> str | None:
+    """Why these runs are not an LR scan, or None when they are. A variant's own grid-best LR can
+    differ from the baseline's only where it ran at two or more LRs at a size; where no variant
+    did (a scaling sweep: one LR per size), "its own LR" is the baseline's by construction and
+    the ratio is 1 with an interval of [1, 1], a sensitivity nothing measured."""
+    variants = {key: c for key, c in choice.items() if key[0] != baseline}
+    if any(len(c["means"]) >= 2 for c in variants.values()):
+        return None
+    first = min(variants, default=None)
+    one = (f" ({first[0]} at {first[1]}: lr {next(iter(variants[first]['means'])):.3g} only)"
+           if first else "")
+    return (f"not an LR scan: no variant beside {baseline} ran at two or more LRs at a size"
+            f"{one}, so its own best LR is {baseline}'s by construction; analysis.tuning reads "
+            "an LR scan of several variants (sweeps=lr_scan_cpu, or sweeps=lr_scan "
+            "model=<a list>); fit a scaling sweep with `python -m analysis.fit`")
+
+
 def _ratio_boot(c_ref: float, fit_v, fit_b) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         loss = predict(c_ref, fit_v.boot["A"], fit_v.boot["alpha"], fit_v.boot["E"])
@@ -120,8 +137,9 @@ def sensitivity(runs: list[Run], lrs: dict[str, float], baseline: str = "baselin
     """The multiplier at the baseline's LR, at each variant's own, and their ratio, per variant
     (module docstring). `runs`: final points of an LR scan; `lrs`: run_id → peak LR."""
     picked, choice, problems = conditions(runs, lrs, baseline)
-    if problems:
-        raise ValueError("; ".join(problems))
+    why = not_an_lr_scan(choice, baseline)
+    if why or problems:
+        raise ValueError(why or "; ".join(problems))
     res = fit_variants(picked, baseline, loss=loss, n_bootstrap=n_bootstrap, ci=ci, seed=seed,
                        interval="seeds" if n_bootstrap else "auto")
     fits = res.fits

@@ -75,3 +75,45 @@ def test_figure_draws_predicted_against_observed_with_intervals(tmp_path):
     write_runs(tmp_path / "s", _runs(power_law(2.0, 0.06)))
     assert main([str(tmp_path / "s"), "--out", str(tmp_path / "o"), "--bootstrap", "50"]) == 0
     assert (tmp_path / "o" / "backtest.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_an_interval_too_wide_to_predict_is_no_prediction_and_the_figure_stays_readable(
+        tmp_path, capsys):
+    """On the demo (tests/golden/demo_runs) the two-size fits invert to multiplier intervals like
+    [0.70, 1.5e15], which were counted "inside" and squashed backtest.png's right panel into a
+    corner under piled-up tick labels. Such an interval is no prediction: neither inside nor a
+    miss; the panel spans the estimates, with a few plain tick labels apart from each other."""
+    import shutil
+
+    from conftest import REPO
+    from analysis.backtest import NO_PREDICTION_RATIO, backtest_figure, is_prediction
+    from analysis.report.plots import plt
+
+    assert is_prediction(0.8, 2.0) and is_prediction(1.0, NO_PREDICTION_RATIO)
+    assert not is_prediction(0.704, 1.46e15) and not is_prediction(float("nan"), 2.0)
+    demo = tmp_path / "demo"
+    shutil.copytree(REPO / "tests" / "golden" / "demo_runs", demo)
+    assert main([str(demo), "--out", str(tmp_path / "o"), "--bootstrap", "200"]) == 0
+    out = capsys.readouterr().out
+    bt = json.loads((tmp_path / "o" / "backtest.json").read_text())
+    assert len(bt["multipliers"]) == 2
+    for m in bt["multipliers"]:
+        assert m["hi"] / m["lo"] > 1e6 and m["no_prediction"] and m["inside"] is None
+        assert f"| {m['variant']} | 1.02e-08 |" in out
+    assert out.count("| no prediction |") == 2 and " of 9 outside their interval" in out
+    assert "No prediction: 2 multiplier interval(s) wider than a factor of 10" in out
+
+    fig = backtest_figure(bt)
+    fig.canvas.draw()
+    mult_ax = fig.axes[1]
+    lo, hi = mult_ax.get_ylim()
+    top = max(max(m["predicted"], m["observed"]) for m in bt["multipliers"])
+    assert hi < 2 * top and lo > 0.5 * min(m["observed"] for m in bt["multipliers"])
+    for axis in (mult_ax.xaxis, mult_ax.yaxis):
+        ticks = [t for t in axis.get_ticklabels() if t.get_text()
+                 and lo <= t.get_position()[axis is mult_ax.yaxis] <= hi]
+        assert 3 <= len(ticks) <= 10, [t.get_text() for t in ticks]
+        boxes = [t.get_window_extent() for t in ticks]
+        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+        assert all("e+" not in t.get_text() for t in ticks)
+    plt.close(fig)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from analysis import next_runs
-from analysis.next_runs import (MAX_SEED_RATIO, commands, main, propose, with_added,
-                                worst_half_width)
+from analysis.next_runs import (MAX_SEED_RATIO, PRECISION_FLOOR, commands, main, propose,
+                                with_added, worst_half_width)
 from analysis.inputs.synthetic import power_law, shifted, simulate_runs, write_runs
 
 PEAK, MFU = 989e12, 0.35
@@ -80,10 +80,9 @@ def test_grouped_prediction_is_the_one_of_every_run():
     assert prop["after"] == pytest.approx(power.half_width(sd, df), rel=1e-9)
 
 
-def test_any_budget_is_allocated_in_a_bounded_number_of_steps(monkeypatch):
-    # One GPU-hour buys a million seeds of tiny CPU runs: a seed at a time, that was millions of
-    # evaluations (the command never returned). Steps grow with the seeds: a few hundred.
-    runs = _finished()
+@pytest.fixture
+def bounded_steps(monkeypatch):
+    """Fails a test whose allocation evaluates the design 5000 times or more."""
     calls = {"n": 0}
     real = next_runs.Design.half_width
 
@@ -93,8 +92,17 @@ def test_any_budget_is_allocated_in_a_bounded_number_of_steps(monkeypatch):
         return real(self, *a, **k)
 
     monkeypatch.setattr(next_runs.Design, "half_width", counted)
-    small = propose(runs, 30 * _round_cost(runs), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07)
-    prop = propose(runs, 1e6 * _round_cost(runs), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07)
+
+
+def test_any_budget_is_allocated_in_a_bounded_number_of_steps(bounded_steps):
+    # One GPU-hour buys a million seeds of tiny CPU runs: a seed at a time, that was millions of
+    # evaluations (the command never returned). Steps grow with the seeds: a few hundred.
+    runs = _finished()
+    # floor=0: no precision floor, so the whole budget is allocated (the floor: the next test)
+    small = propose(runs, 30 * _round_cost(runs), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07,
+                    floor=0)
+    prop = propose(runs, 1e6 * _round_cost(runs), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07,
+                   floor=0)
     assert 0.999e6 * _round_cost(runs) < prop["spent_gpu_hours"] <= 1e6 * _round_cost(runs) * (1 + 1e-9)
     seeds = list(prop["seeds"].values())
     assert max(seeds) <= MAX_SEED_RATIO * min(seeds) and sum(seeds) > 0.99e6 * 2
@@ -119,3 +127,61 @@ def test_cli_unknown_gpu_lists_the_known_ones(tmp_path, capsys):
     assert main([str(tmp_path / "demo"), "--gpu-hours", "1", "--gpu", "XYZ"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --gpu 'XYZ'") and "H100 SXM" in err and "A100" in err
+
+
+def test_a_budget_beyond_what_the_question_needs_stops_at_the_floor(bounded_steps):
+    """A million rounds' budget no longer buys a million seeds and ±0.02 %: the proposal stops
+    at ±PRECISION_FLOOR, in a bounded number of steps, and the uniform seeds it is compared with
+    cost what it spends."""
+    runs = _finished()
+    budget = 1e6 * _round_cost(runs)
+    prop = propose(runs, budget, "baseline", PEAK, MFU, noise=NOISE, alpha=0.07)
+    assert prop["at_floor"] and 0.9 * PRECISION_FLOOR < prop["after"] <= PRECISION_FLOOR
+    assert prop["spent_gpu_hours"] < 1e-2 * budget
+    assert prop["uniform_gpu_hours"] <= prop["spent_gpu_hours"] * (1 + 1e-9)
+    seeds = list(prop["seeds"].values())
+    assert max(seeds) <= MAX_SEED_RATIO * min(seeds) < 1e4
+    small = propose(runs, 6 * _round_cost(runs), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07)
+    assert not small["at_floor"] and small["after"] > PRECISION_FLOOR
+
+
+def _demo(tmp_path):
+    """The demo's 36 finished CPU runs (trained on an Intel Xeon), copied."""
+    import shutil
+
+    from conftest import REPO
+    shutil.copytree(REPO / "tests" / "golden" / "demo_runs", tmp_path / "demo")
+    return tmp_path / "demo"
+
+
+def test_cpu_runs_are_priced_by_their_measured_speed_with_the_fits_exponent(tmp_path, capsys):
+    """The demo's tiny CPU runs were priced in H100-hours (a seed: 1e-7 GPU-h, so 10 GPU-h
+    bought 5.7 million seeds per size and ±0.023 %) with an exponent of 0.031 fitted to every
+    budget's point, where analysis.fit prints 0.0482 (each run's final point, every seed)."""
+    import csv
+
+    from conftest import REPO
+    from analysis.estimates import power
+    from analysis.inputs.collect import collect_or_report
+
+    demo = _demo(tmp_path)
+    table = {r["variant"]: r for r in csv.DictReader(
+        (REPO / "tests" / "golden" / "demo_fit_table.csv").open())}
+    runs = collect_or_report([str(demo)], "val_loss").runs
+    assert power.measured(runs)[1] == pytest.approx(float(table["baseline"]["alpha"]), rel=1e-9)
+    speed, devices = next_runs.measured_speed(runs)
+    assert devices == "Intel(R) Xeon(R) Processor" and 1e8 < speed < 1e11   # a CPU's FLOP/s
+
+    assert main([str(demo), "--gpu-hours", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "baseline exponent 0.0482 " in out and "H100" not in out and "GPU-h" not in out
+    assert "measured speed" in out and "device-h per seed" in out
+    added = [int(line.split()[-1]) for line in out.splitlines() if line.startswith("tiny-")]
+    assert len(added) == 3 and 0 < max(added) < 1000, out      # hundreds of tiny seeds, not millions
+    assert "±0.0" not in out
+
+    # priced on a GPU on request: 10 H100-hours are far more than the question needs
+    assert main([str(demo), "--gpu-hours", "10", "--gpu", "H100"]) == 0
+    out = capsys.readouterr().out
+    assert "Cost: FLOPs on H100 at 35% MFU." in out and "→ ±1% with the proposal" in out
+    assert "The budget is more than the question needs" in out and "±0.0" not in out

@@ -39,6 +39,22 @@ def test_plan_prints_the_grid_and_launches_nothing(tmp_path, data_cache):
     assert "nothing launched" in out.stdout
     assert not (tmp_path / "runs" / "scaling_law").exists() or not list(
         (tmp_path / "runs").rglob("results.json"))
+    # without -m too: one run is planned, not trained (it trained for minutes, without a word)
+    one = subprocess.run([sys.executable, str(REPO / "sweep.py"), f"out_dir={tmp_path / 'one'}",
+                          "model=attnres_block", "size=tiny-1", "plan=True"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=600)
+    assert one.returncode == 0, one.stderr[-2000:]
+    assert "plan=true: nothing launched." in one.stdout and " new" in one.stdout
+    assert not (tmp_path / "one").exists()
+
+
+def test_plan_true_is_read_as_hydra_reads_it():
+    from andrea.config.overrides import plan_requested
+
+    assert plan_requested(["model=baseline", "plan=true"]) and plan_requested(["+plan=True"])
+    assert plan_requested(["-m", "plan=yes"])
+    assert not plan_requested(["plan=false"]) and not plan_requested(["plan=true", "plan=false"])
+    assert not plan_requested(["model=baseline", "wait=true"])
 
 
 def test_one_bad_job_stops_the_sweep_before_anything_runs(tmp_path, data_cache):

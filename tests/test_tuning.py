@@ -82,3 +82,28 @@ def test_bad_input_is_one_error_line(tmp_path, capsys):
         f.write_text(json.dumps({k: v for k, v in json.loads(f.read_text()).items() if k != "lr"}))
     rc, cap, _ = run(tmp_path, root, capsys)
     assert rc == 2 and "record no lr" in cap.err and cap.err.count("error:") == 1
+
+
+def test_a_sweep_that_is_not_an_lr_scan_is_refused(tmp_path, capsys):
+    """The demo (one LR per size, tests/golden/demo_runs) printed "sensitivity to tuning 1.00x
+    [1.00, 1.00]": each variant's own LR was the baseline's by construction. Refused, as
+    analysis.architecture refuses a scaling sweep; so is a scan where only the baseline moved."""
+    import shutil
+
+    from conftest import REPO
+
+    demo = tmp_path / "demo"
+    shutil.copytree(REPO / "tests" / "golden" / "demo_runs", demo)
+    rc, cap, _ = run(tmp_path, demo, capsys)
+    assert rc == 2 and cap.out == "" and not (tmp_path / "out").exists()
+    assert cap.err.startswith("error: not an LR scan: no variant beside baseline ran at two or "
+                              "more LRs at a size (attnres_block_n2 at tiny-1: lr 0.00531 only)")
+    assert len(cap.err.splitlines()) == 1 and "analysis.fit" in cap.err
+
+    opt = {"baseline": [2e-3] * 3, "attnres_block_n2": [4e-3] * 3, "attnres_full": [2e-3] * 3}
+    root = scan(tmp_path, opt)
+    for d in root.glob("attnres_*/s*/*"):
+        if not d.name.endswith("lr=0.002"):
+            shutil.rmtree(d)
+    rc, cap, _ = run(tmp_path, root, capsys)
+    assert rc == 2 and cap.err.startswith("error: not an LR scan")

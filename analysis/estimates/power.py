@@ -250,7 +250,7 @@ def predict(planned: list[PlannedRun], baseline: str = "baseline", noise: dict |
 
 def measured(finished_runs) -> tuple[dict | None, float | None, str]:
     """(noise, alpha, where from) measured from finished runs (analysis.inputs.collect `Run`s)."""
-    from analysis.estimates.estimate import fit_variants
+    from analysis.estimates.estimate import C_LAW_POINTS, final_points, fit_variants
     from analysis.fits.replicates import arrange, noise_components
 
     if not finished_runs:
@@ -270,7 +270,12 @@ def measured(finished_runs) -> tuple[dict | None, float | None, str]:
         return None, None, (f"{n} finished run(s), whose seeds spread no more than their points "
                             "do: the per-run noise is not measurable from them")
     alpha = None
-    res = fit_variants(finished_runs, baseline, n_bootstrap=0)
+    # the exponent analysis.fit reports: fitted to the points its C-law fits (each run's final
+    # point by default; every budget's point gives another exponent), and with resamples, which
+    # fit every seed's point where the seeds allow it (with none, fit_variants fits the seeds'
+    # means): one resample gives that point estimate at the cost of one more fit
+    fit_runs = final_points(finished_runs) if C_LAW_POINTS == "final" else finished_runs
+    res = fit_variants(fit_runs, baseline, n_bootstrap=1)
     f = res.fits.get(baseline)
     if f is not None and len(reps[baseline].cells) >= 3 and f.alpha > 0:
         alpha = f.alpha

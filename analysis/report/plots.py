@@ -58,6 +58,20 @@ def plain_log_y(ax) -> None:
     ax.yaxis.set_minor_formatter(mticker.NullFormatter())
 
 
+def plain_log_ticks(axis, lo: float, hi: float) -> None:
+    """Ticks a log axis of multipliers from lo to hi reads at any span: plain numbers (1.5, not
+    1.5 × 10^0), about 4 to 10 of them; even steps up to 4x, 1-1.5-2-3-5-7 in a decade
+    up to 30x (1-2-5 labelled only 1 and 2 from 0.7 to 3.5), 1-2-5 up to 1000x, decades beyond."""
+    span = hi / lo
+    axis.set_major_locator(
+        mticker.MaxNLocator(7, steps=[1, 2, 2.5, 5, 10]) if span < 4 else
+        mticker.LogLocator(subs=(1.0, 1.5, 2.0, 3.0, 5.0, 7.0), numticks=30) if span < 30 else
+        mticker.LogLocator(subs=(1.0, 2.0, 5.0), numticks=30) if span < 1e3 else
+        mticker.LogLocator(numticks=12))
+    axis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:.3g}"))
+    axis.set_minor_formatter(mticker.NullFormatter())
+
+
 # Overlapping series stay distinguishable in black and white and when two variants coincide:
 # each label gets its own marker, fit line style and band hatch (in the order the legend lists them).
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
@@ -299,11 +313,7 @@ def multiplier_figure(curves: dict[str, dict], at_ref: list[dict], baseline: str
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(*lim)
-    # a narrow range reads best in plain decimals, a wide one at 1-2-5 steps
-    ax.yaxis.set_major_locator(mticker.MaxNLocator(7) if lim[1] / lim[0] < 3 else
-                               mticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(mticker.FuncFormatter(lambda v, _: f"{v:.3g}"))
-    ax.yaxis.set_minor_formatter(mticker.NullFormatter())
+    plain_log_ticks(ax.yaxis, *lim)
     ax.set_xlabel("Training compute C (PFLOP/s-days)")
     ax.set_ylabel(f"Compute multiplier vs {baseline} (x, log scale)")
     title = "Compute multiplier: baseline compute to reach the variant's loss / C"

@@ -136,6 +136,28 @@ def implied_overrides(overrides: Iterable[str]) -> list[str]:
     return [f"{other}=null"]
 
 
+def plan_requested(overrides: Iterable[str]) -> bool:
+    """Whether the command line sets `plan=true` (the last such override wins), its value read
+    as Hydra assigns it to the schema's bool."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    from andrea.config.schema import RunConfig
+
+    asked = False
+    for key, value in _assignments(overrides):
+        values = _values(f"{key}={value}") if key == "plan" else None
+        if not values or len(values) != 1:
+            continue  # not plan, or a sweep over plan itself: the sweeper's business
+        node = OmegaConf.structured(RunConfig)
+        try:
+            OmegaConf.update(node, "plan", values[0], merge=True)
+        except OmegaConfBaseException:
+            continue  # precheck refuses it with its own line
+        asked = bool(node.plan)
+    return asked
+
+
 def group_options(group: str) -> list[str]:
     """The options of a config group: its conf/<group>/*.yaml, and for `model` the schemes that
     bring their entry themselves (a plug-in's `model_conf`, stored in Hydra's ConfigStore)."""

@@ -41,6 +41,10 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
     _configure_logging()
     from hydra.types import RunMode
 
+    if cfg.get("plan") and HydraConfig.get().mode == RunMode.RUN:
+        # sweep.py plans through the sweeper (it adds -m); a task asked to plan never trains
+        print("error: plan=true plans through the sweeper: run it with -m", file=sys.stderr)
+        sys.exit(2)
     run_dir = RunDir(Path(HydraConfig.get().runtime.output_dir))
     launcher_cpus = HydraConfig.get().launcher.get("cpus_per_task")
     threads, source = apply_job_threads(launcher_cpus, cfg.train.get("threads"))
