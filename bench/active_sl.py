@@ -37,6 +37,7 @@ import warnings
 
 from scipy.optimize import least_squares
 
+from analysis.estimates import design
 from analysis.estimates.design import replay, take
 from analysis.fits.law_registry import get as get_law
 from analysis.fits.laws import LawError, fit_law
@@ -148,7 +149,7 @@ class Split:
                 return -1.0
             return r_squared(self.y_test, np.exp(self.law.log_predict(theta, self.X_test)))
         try:
-            f = fit_law(self.law, self.name, X, y)
+            f = fit_law(self.law, self.name, X, y, huber_delta=design.HUBER_DELTA)
         except LawError:
             return -1.0
         return r_squared(self.y_test, f.predict(self.X_test))

@@ -63,13 +63,15 @@ def main(argv=None) -> int:
     round_cost = None
     print(f"demo: {n_all} runs; the planner predicts ±{target:.1%} (worst variant) for all of "
           f"them (noise and exponent measured from all 36, used throughout)")
-    print(f"{'round':>5} {'seeds per size':<22} {'runs':>4} {'predicted ±':>11}")
+    print(f"{'round':>5} {'seeds per size':<40} {'runs':>4} {'predicted ±':>11} "
+          f"{'realised ±':>10}  (worst variant)")
     k = 0
     while True:
         used = subset(runs, seeds)
         pred = worst_half_width(finished_grid(used), "baseline", noise, alpha)
-        print(f"{k:>5} {str(dict(sorted(seeds.items()))):<22} "
-              f"{len({r.run_id for r in used}):>4} {pred:>10.1%}", flush=True)
+        real = max((hi - lo) / 2 / m for m, lo, hi in intervals(used, args.bootstrap).values())
+        print(f"{k:>5} {str(dict(sorted(seeds.items()))):<40} "
+              f"{len({r.run_id for r in used}):>4} {pred:>11.1%} {real:>10.1%}", flush=True)
         if pred <= target * (1 + 1e-9):
             break
         if round_cost is None:

@@ -27,6 +27,7 @@ import numpy as np
 from analysis.fits.laws import Law, LawError, fit_law
 
 N_BOOT = 16          # ensemble members (refits of resampled runs)
+HUBER_DELTA = 1e-3   # the fit's loss on log residuals (None: least squares); fit_law's default
 PILOT_SHARE = 0.3    # at most this share of the first budget goes to the pilot
 ROUNDS = 2           # rounds per budget: each refits the law before it chooses
 COST_POWER = 1.0     # candidates ranked by reduction / cost**COST_POWER: per GPU-hour
@@ -123,7 +124,8 @@ def plan_round(law: Law, X_obs: dict, y_obs, X_cand: dict, cost, X_target: dict,
                      f"{', '.join(law.inputs)}, so the {len(law.params)}-parameter {law.name} "
                      "law can be fitted")
     try:
-        fit = fit_law(law, "pool", X_obs, y_obs, n_bootstrap=n_boot, seed=seed)
+        fit = fit_law(law, "pool", X_obs, y_obs, huber_delta=HUBER_DELTA, n_bootstrap=n_boot,
+                      seed=seed)
     except LawError as e:
         return Round([], f"no fit: {e}")
     pc, pt = fit.predict_boot(X_cand), fit.predict_boot(X_target)
