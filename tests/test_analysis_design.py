@@ -101,7 +101,8 @@ def test_replay_spends_each_budget_cumulatively_and_never_more(tmp_path):
     cost = 6 * N * D
     budgets = [0.2 * cost.sum(), 0.5 * cost.sum()]
     out = replay(law, {"params": N, "tokens": D}, y, cost,
-                 {"params": np.array([1e9]), "tokens": np.array([2e10])}, budgets, seed=0)
+                 {"params": np.array([1e9]), "tokens": np.array([2e10])}, budgets, seed=0,
+                 n_boot=6)
     (first, _), (second, rounds) = out
     assert cost[first].sum() <= budgets[0] * (1 + 1e-9)
     assert cost[second].sum() <= budgets[1] * (1 + 1e-9)
