@@ -100,7 +100,8 @@ class Design:
     needs each (label, size)'s count of runs (analysis.estimates.power.Group), so a budget that buys a
     million seeds is evaluated as fast as one that buys three."""
 
-    def __init__(self, grid: list[power.PlannedRun], baseline: str):
+    def __init__(self, grid: list[power.PlannedRun], baseline: str,
+                 at_flops: float | None = None):
         by = defaultdict(list)
         for r in grid:
             by[r.label].append(r)
@@ -108,7 +109,8 @@ class Design:
         self.groups = {lb: power.groups_of(runs) for lb, runs in by.items()}
         gb, sb = self.groups[baseline]
         xb = np.concatenate([g.x for g in gb])
-        self.x_ref = 0.5 * (xb.min() + xb.max())
+        # the multiplier's compute: the middle of the baseline's (C_ref), or the one asked for
+        self.x_ref = 0.5 * (xb.min() + xb.max()) if at_flops is None else math.log(at_flops)
         self.shared = {lb: power.shared_pairs(gb, sb, *self.groups[lb]) for lb in by}
         # the points a new seed's run has: those its label's runs at that size already have
         self.template: dict[str, dict[str, np.ndarray]] = defaultdict(dict)
@@ -174,10 +176,11 @@ SCALE_AFTER = 64
 
 def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float = 989e12,
             mfu: float = DEFAULT_MFU, noise: dict | None = None, alpha: float | None = None,
-            floor: float = PRECISION_FLOOR) -> dict:
+            floor: float = PRECISION_FLOOR, at_flops: float | None = None) -> dict:
     """The greedy proposal and the uniform alternative at no more than `gpu_hours` (finite), and
     none past a worst half-width of `floor` (0: no floor). A run costs its FLOPs at `gpu_peak` x
-    `mfu` (a measured speed: measured_speed, mfu 1)."""
+    `mfu` (a measured speed: measured_speed, mfu 1). `at_flops`: the multiplier's half-width at
+    that compute (FLOPs) instead of at C_ref."""
     if not (math.isfinite(gpu_hours) and gpu_hours > 0):
         raise ValueError(f"gpu_hours={gpu_hours!r} must be a positive finite number")
     grid = finished_grid(runs)
@@ -188,7 +191,7 @@ def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float 
         noise = noise or {**power.DEFAULT_NOISE, **{k: v for k, v in (m_noise or {}).items()
                                                     if v is not None}}
         alpha = alpha or m_alpha or power.DEFAULT_ALPHA
-    design = Design(grid, baseline)
+    design = Design(grid, baseline, at_flops)
     templates = defaultdict(list)      # size → one run per label
     for r in grid:
         if all(t.label != r.label for t in templates[r.size]):
@@ -294,6 +297,8 @@ def main(argv=None) -> int:
     p.add_argument("--mfu", type=float, default=DEFAULT_MFU, help="(default: %(default)s)")
     p.add_argument("--sweep", default=None, help="sweeps= name for the commands (default: the "
                    "first input directory's name)")
+    p.add_argument("--at-compute", default=None, help="the multiplier's half-width at this "
+                   "compute (FLOPs, 1e22, or 3PF-days) instead of at C_ref, the baseline's middle")
     add_pool_arguments(p)
     args = p.parse_args(argv)
     if args.pool is not None or args.target is not None:
@@ -306,6 +311,14 @@ def main(argv=None) -> int:
         print(f"error: need a finite --gpu-hours > 0 and 0 < --mfu <= 1, got {args.gpu_hours:g}, "
               f"{args.mfu:g}", file=sys.stderr)
         return 2
+    from andrea.run.units import PFLOPS_DAY, parse_compute
+    at_flops = None
+    if args.at_compute is not None:
+        try:
+            at_flops = parse_compute(args.at_compute) * PFLOPS_DAY
+        except ValueError as e:
+            print(f"error: --at-compute: {e}", file=sys.stderr)
+            return 2
     from andrea.run.units import PEAK_FLOPS, peak_flops
     peak = peak_flops(args.gpu or DEFAULT_GPU, "bf16")
     if peak is None:
@@ -325,9 +338,15 @@ def main(argv=None) -> int:
               f"(found labels {sorted(labels) or 'none'}); with no runs yet, price and power a "
               f"first grid with `python sweep.py -m sweeps=NAME plan=true`", file=sys.stderr)
         return 2
+    smallest = min(r.flops for r in runs if r.label == args.baseline)
+    if at_flops is not None and at_flops < smallest:
+        print(f"error: --at-compute {args.at_compute} is below the data (the smallest baseline "
+              f"run: {smallest:.3g} FLOPs); the multiplier is asked past the runs, not before",
+              file=sys.stderr)
+        return 2
     measured = None if args.gpu else measured_speed(runs)
     prop = propose(runs, args.gpu_hours, args.baseline, *((measured[0], 1.0) if measured else
-                                                          (peak, args.mfu)))
+                                                          (peak, args.mfu)), at_flops=at_flops)
     sweep = args.sweep or Path(args.inputs[0]).resolve().name
     nz = prop["noise"]
     if measured:
@@ -345,7 +364,8 @@ def main(argv=None) -> int:
     for s in prop["sizes"]:
         now = len({r.seed for r in prop["finished"] if r.size == s})
         print(f"{s:<10} {now:>9} {prop['cost_per_seed'][s]:>15.3g} {prop['added'].get(s, 0):>4}")
-    print(f"Predicted 95 % half-width of the multiplier (worst variant): {_pm(prop['before'])} "
+    where = f" at {at_flops:.3g} FLOPs" if at_flops is not None else ""
+    print(f"Predicted 95 % half-width of the multiplier{where} (worst variant): {_pm(prop['before'])} "
           f"now → {_pm(prop['after'])} with the proposal ({prop['spent_gpu_hours']:.3g} of "
           f"{args.gpu_hours:g} {unit})")
     at = prop["gpu_hours_to_target"]

@@ -125,3 +125,23 @@ def test_active_sl_harness_counts_budgets_as_the_benchmark_does():
     assert r_squared([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]) == 1.0
     assert r_squared([1.0, 2.0, 3.0], [30.0, 0.0, 9.0]) == -1.0
     assert r_squared([1.0, 2.0], [np.nan, 1.0]) == -1.0
+
+
+def test_seed_planner_at_a_named_compute_is_wider_past_the_data(tmp_path, capsys):
+    """--at-compute: the multiplier's predicted half-width 30x past the largest run is wider
+    than at C_ref, the middle of the runs; a compute below the data is one error line."""
+    from analysis.inputs.synthetic import power_law, shifted, simulate_runs, write_runs
+    b = power_law(3.0, 0.07)
+    runs = simulate_runs({"baseline": b, "attnres_full": shifted(b, 1.25)}, (1e-3, 4e-3, 1.8e-2),
+                         (0, 1), (0.25, 0.5, 1.0), rng=np.random.default_rng(0))
+    write_runs(tmp_path / "demo", runs)
+    top = max(r.flops for r in runs)
+    widths = []
+    for extra in ([], ["--at-compute", f"{30 * top:g}"]):
+        assert main([str(tmp_path / "demo"), "--gpu-hours", "1", "--gpu", "H100"] + extra) == 0
+        line = [x for x in capsys.readouterr().out.splitlines() if "Predicted 95 %" in x][0]
+        widths.append(float(line.split("): ±")[1].split("%")[0]))
+    assert widths[1] > 1.5 * widths[0]
+    assert main([str(tmp_path / "demo"), "--gpu-hours", "1", "--at-compute", "1e3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --at-compute 1e3 is below the data")
