@@ -28,7 +28,6 @@ from analysis.fits.laws import Law, LawError, fit_law
 
 N_BOOT = 16          # ensemble members (refits of resampled runs)
 HUBER_DELTA = 1e-3   # the fit's loss on log residuals (None: least squares); fit_law's default
-RIVALS: tuple = ()   # other laws whose resampled fits join the ensemble (their disagreement)
 PILOT_SHARE = 0.3    # at most this share of the first budget goes to the pilot
 ROUNDS = 2           # rounds per budget: each refits the law before it chooses
 COST_POWER = 1.0     # candidates ranked by reduction / cost**COST_POWER: per GPU-hour
@@ -130,13 +129,6 @@ def plan_round(law: Law, X_obs: dict, y_obs, X_cand: dict, cost, X_target: dict,
     except LawError as e:
         return Round([], f"no fit: {e}")
     pc, pt = fit.predict_boot(X_cand), fit.predict_boot(X_target)
-    for other in RIVALS:            # rival laws' resampled fits join the ensemble
-        try:
-            f2 = fit_law(other, "pool", X_obs, y_obs, huber_delta=HUBER_DELTA,
-                         n_bootstrap=n_boot, seed=seed)
-        except LawError:
-            continue
-        pc, pt = np.vstack([pc, f2.predict_boot(X_cand)]), np.vstack([pt, f2.predict_boot(X_target)])
     ok = np.all(np.isfinite(pc), axis=1) & np.all(np.isfinite(pt), axis=1)
     if ok.sum() < 3:
         return Round([], "fewer than 3 resampled fits predict every run: nothing to rank", fit=fit)
