@@ -490,16 +490,16 @@ def pool_main(args) -> int:
         before = relative_half_width(r.variance_before, len(target.names), mean_t)
         after = relative_half_width(r.variance_after, len(target.names), mean_t)
         if thw is not None and before <= thw:
-            print(f"Stop: the target loss is known to ±{before:.2%} already (asked ±{thw:.2%})")
+            print(f"Stop: the target loss is known to {_pm(before)} already (asked {_pm(thw)})")
             return 0
         if thw is not None and after > thw:
-            print(f"error: --gpu-hours {args.gpu_hours:g} reaches ±{after:.2%} at best "
-                  f"(predicted; ±{before:.2%} now), not ±{thw:.2%}", file=sys.stderr)
+            print(f"error: --gpu-hours {args.gpu_hours:g} reaches {_pm(after)} at best "
+                  f"(predicted; {_pm(before)} now), not {_pm(thw)}", file=sys.stderr)
             return 2
     print(f"{done.sum()} finished runs, {len(cand)} candidates, {len(target.names)} target rows; "
           f"the {law.name} law")
     if r.variance_before is not None:
-        print(f"Predicted 95 % half-width of the target loss: ±{before:.2%} now -> ±{after:.2%} "
+        print(f"Predicted 95 % half-width of the target loss: {_pm(before)} now -> {_pm(after)} "
               "with the runs below")
     print(f"Run next ({r.reason}; {cost[picks].sum():.4g} of {args.gpu_hours:g} GPU-h):")
     for j in picks:
