@@ -168,6 +168,17 @@ class HParamsConfig:
 
 
 @dataclass
+class DesignConfig:
+    """How a sweep chooses its runs (`design=adaptive`: the grid is the first round, then rounds
+    of seeds chosen by analysis.next_runs until the target or the budget; docs/planner.md)."""
+    kind: str = "grid"                        # grid | adaptive
+    at_compute: Optional[float] = None        # FLOPs the multiplier is asked at (null: C_ref)
+    target_half_width: float = 0.05           # relative 95 % half-width of the worst multiplier
+    max_gpu_hours: Optional[float] = None     # priced as plan=true prices (plan_gpu, plan_mfu)
+    max_rounds: int = 10
+
+
+@dataclass
 class RunConfig:
     model: ModelChoice = MISSING
     size: SizeConfig = MISSING
@@ -178,6 +189,7 @@ class RunConfig:
     # (andrea/data/domains.py, docs/metrics.md)
     eval: EvalConfig = field(default_factory=EvalConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
+    design: DesignConfig = field(default_factory=DesignConfig)
     sweep_name: str = "default"  # names the sweep directory and the W&B group
     out_dir: str = "runs"
     plan: bool = False  # print the job grid and stop
