@@ -28,7 +28,8 @@ import numpy as np
 from scipy import stats
 
 from analysis.fits.replicates import paired, t_interval
-from analysis.inputs.collect import add_metric_argument, collect_or_report, final_points
+from analysis.inputs.collect import collect_or_report, final_points
+from analysis.report.arguments import common_parser
 from andrea.run.rundir import atomic_write_bytes
 
 BLOCK_LABEL = re.compile(r"^attnres_block_s(\d+)$")  # Block at one S, no switches
@@ -240,13 +241,12 @@ def _n_sublayers(runs, size) -> int | None:
 # --- command line ------------------------------------------------------------------------------
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.ablations", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("inputs", nargs="+", help="sweep directories (or results.json files)")
-    add_metric_argument(p)
-    p.add_argument("--out", type=Path, help="output directory (default: <first input>/analysis)")
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                parents=[common_parser(
+        inputs="sweep directories (or results.json files)", metric=True,
+        out="output directory (default: <first input>/analysis)", level="--level",
+        baseline=True)])
     p.add_argument("--size", help="the size to tabulate (default: the one with most labels)")
-    p.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
-    p.add_argument("--baseline", default="baseline")
     p.add_argument("--full", default="attnres_full")
     a = p.parse_args(argv)
     if not 0 < a.level < 1:

@@ -34,7 +34,8 @@ import numpy as np
 
 from analysis.fits import parabola
 from analysis.fits.replicates import paired
-from analysis.inputs.collect import add_metric_argument, collect_or_report, final_points
+from analysis.inputs.collect import collect_or_report, final_points
+from analysis.report.arguments import common_parser
 from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
 from andrea.run.rundir import atomic_write_bytes
 
@@ -380,14 +381,11 @@ def plot_aspect(cells, optima, path, baseline, level) -> None:
 # --- command line ------------------------------------------------------------------------------
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.architecture", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("inputs", nargs="+", help="sweep directories (or results.json files)")
-    add_metric_argument(p)
-    p.add_argument("--out", type=Path, help="output directory (default: <first input>/analysis)")
-    p.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
-    p.add_argument("--baseline", default="baseline")
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap draws (default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                parents=[common_parser(
+        inputs="sweep directories (or results.json files)", metric=True,
+        out="output directory (default: <first input>/analysis)", level="--level",
+        baseline=True, bootstrap=True, seed=True)])
     a = p.parse_args(argv)
     if not 0 < a.level < 1:
         p.error(f"--level={a.level} must lie in (0, 1)")

@@ -34,16 +34,17 @@ from pathlib import Path
 import numpy as np
 
 from analysis.fits.bootstrap import percentile_ci
-from analysis.inputs.collect import add_metric_argument
 from analysis.estimates.estimate import C_LAW_POINTS, final_points, fit_variants
 from analysis.estimates.law_fits import held_out_sizes
+from analysis.report.arguments import common_parser
 from analysis.report.files import jsonable
 from analysis.estimates.multiplier import multiplier_at
 from analysis.fits.powerlaw import predict
 from analysis.fits.replicates import arrange
 from andrea.run.rundir import atomic_write_bytes, atomic_write_json
-from analysis.inputs import tasks as task_metrics
-from analysis.estimates import tasks as task_fits
+from analysis.inputs import metrics
+from analysis.inputs.collect import collect_for_metric
+from analysis.estimates import task_accuracy
 
 
 # A multiplier interval wider than a factor of 10 (hi / lo) predicts nothing: it holds every
@@ -63,18 +64,13 @@ def is_prediction(lo: float, hi: float) -> bool:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m analysis.backtest",
-                                description=__doc__.split("\n\n")[0].split(": ", 1)[1])
-    p.add_argument("inputs", nargs="+", help="sweep/run directories or CSVs (as analysis.fit)")
-    add_metric_argument(p)
-    p.add_argument("--out", required=True, type=Path, help="output directory")
-    p.add_argument("--baseline", default="baseline")
-    p.add_argument("--irreducible", action="store_true", help="fit L = E + A·C^-alpha")
-    p.add_argument("--c-law-points", choices=["final", "all"], default=C_LAW_POINTS,
-                   help="points the fit uses, as analysis.fit (default: %(default)s); every "
-                        "budget of the held-out size is predicted either way")
-    p.add_argument("--bootstrap", type=int, default=1000, help="resamples (default: %(default)s)")
-    p.add_argument("--ci", type=float, default=0.95, help="interval level (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+                                description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+                                parents=[common_parser(
+        inputs="sweep/run directories or CSVs (as analysis.fit)", metric=True,
+        out="output directory", out_required=True, baseline=True, irreducible=True,
+        c_law_points="points the fit uses, as analysis.fit (default: %(default)s); every budget "
+                     "of the held-out size is predicted either way",
+        bootstrap=True, level="--ci", seed=True)])
     return p
 
 
@@ -271,15 +267,15 @@ def main(argv=None) -> int:
     if args.bootstrap < 0 or not 0 < args.ci < 1:
         print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)
         return 2
-    collected = task_metrics.collect_for_metric(args.inputs, args.metric)
+    collected = collect_for_metric(args.inputs, args.metric)
     if collected is None:
         return 2
     coll, parsed = collected
     runs = coll.runs
-    if parsed is not None and task_metrics.higher_is_better(args.metric):
+    if parsed is not None and metrics.higher_is_better(args.metric):
         return _two_step_main(args, runs, *parsed)
     if parsed is not None:
-        runs, _ = task_metrics.with_metric(final_points(runs), args.metric)
+        runs, _ = metrics.with_metric(final_points(runs), args.metric)
         if not runs:
             print(f"error: no completed run records {args.metric} (python -m andrea.eval)",
                   file=sys.stderr)
@@ -303,7 +299,7 @@ def main(argv=None) -> int:
 
 
 def _two_step_main(args, runs, task: str, metric: str) -> int:
-    bt = task_fits.backtest_two_step(runs, task, metric, args.baseline, args.bootstrap,
+    bt = task_accuracy.backtest_two_step(runs, task, metric, args.baseline, args.bootstrap,
                                         args.ci, args.seed)
     if not bt["rows"]:
         why = bt.get("why") or "; ".join(f"{k}: {v}" for k, v in bt["skipped"].items()) \
@@ -311,7 +307,7 @@ def _two_step_main(args, runs, task: str, metric: str) -> int:
         print(f"error: nothing to backtest for {args.metric} ({why})", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    text = task_fits.backtest_markdown(bt, task, metric, args.ci)
+    text = task_accuracy.backtest_markdown(bt, task, metric, args.ci)
     atomic_write_json(args.out / "backtest.json", jsonable(bt))
     atomic_write_bytes(args.out / "backtest.md", text.encode())
     print(text, end="")

@@ -32,9 +32,11 @@ from pathlib import Path
 import numpy as np
 
 from analysis.fits.bootstrap import percentile_ci
-from analysis.inputs.collect import collect_or_report, final_points, with_metric
+from analysis.inputs.collect import collect_or_report, final_points
+from analysis.inputs.metrics import domain_of, is_domain_loss, is_domain_metric, with_metric
 from analysis.estimates.estimate import default_c_ref, fit_variants
 from analysis.estimates.multiplier import boot_multipliers, multiplier_at
+from analysis.report.arguments import common_parser
 from andrea.run.rundir import atomic_write_json
 
 UNITS = {"loss": "nats/token", "bpb": "bits/byte"}
@@ -48,7 +50,7 @@ def metrics_of(runs) -> list[str]:
     for r in runs[1:]:
         common &= set(r.metrics)
     head = [m for m in ("val_loss", "bpb") if m in common]
-    return head + sorted((m for m in common if m.startswith("domain:")),
+    return head + sorted((m for m in common if is_domain_metric(m)),
                          key=lambda m: (m.rsplit("/", 1)[0], not m.endswith("/loss")))
 
 
@@ -64,7 +66,7 @@ def analyse(runs, baseline: str, n_bootstrap: int, ci: float, seed: int) -> dict
     for metric in metrics_of(finals):
         with _warnings.catch_warnings():
             _warnings.simplefilter("ignore", RuntimeWarning)
-            res = fit_variants(with_metric(finals, metric), baseline, n_bootstrap=n_bootstrap,
+            res = fit_variants(with_metric(finals, metric)[0], baseline, n_bootstrap=n_bootstrap,
                                ci=ci, seed=seed)
         fits = res.fits
         if baseline not in fits:
@@ -84,7 +86,7 @@ def analyse(runs, baseline: str, n_bootstrap: int, ci: float, seed: int) -> dict
 
 def compare_domains(result: dict, ci: float) -> list[dict]:
     """Each variant, each pair of domains (their loss): the paired log ratio of multipliers."""
-    domains = [m for m in result if m.startswith("domain:") and m.endswith("/loss")]
+    domains = [m for m in result if is_domain_loss(m)]
     rows = []
     for a, b in itertools.combinations(domains, 2):
         for label, ma in result[a]["multipliers"].items():
@@ -136,24 +138,21 @@ def render(result: dict, comparisons: list[dict], baseline: str, ci: float,
         for c in comparisons:
             lo, hi = c["ci"]
             verdict = "DISAGREE beyond the interval" if c["disagree"] else "agree within the interval"
-            a, b = (x[len("domain:"):-len("/loss")] for x in (c["a"], c["b"]))
+            a, b = (domain_of(x) for x in (c["a"], c["b"]))
             out.append(f"  {c['variant']:<20} {a} / {b}: {c['ratio']:.2f}x [{lo:.2f}, {hi:.2f}]"
                        f"  {verdict}")
-    elif sum(m.startswith("domain:") and m.endswith("/loss") for m in result) < 2:
+    elif sum(is_domain_loss(m) for m in result) < 2:
         out.append("  (fewer than two domains recorded by every run: no comparison between domains)")
     return "\n".join(out)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.domains",
-                                description=__doc__.split("\n\n")[0])
-    p.add_argument("inputs", nargs="+", help="sweep/run directories or CSVs (columns named "
-                   "val_loss, bpb, domain:<name>/loss, domain:<name>/bpb)")
-    p.add_argument("--out", type=Path, default=None, help="write domains.json there")
-    p.add_argument("--baseline", default="baseline", help="reference label (default: %(default)s)")
-    p.add_argument("--bootstrap", type=int, default=1000, help="resamples (default: %(default)s)")
-    p.add_argument("--ci", type=float, default=0.95, help="interval level (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+                                description=__doc__.split("\n\n")[0],
+                                parents=[common_parser(
+        inputs="sweep/run directories or CSVs (columns named val_loss, bpb, domain:<name>/loss, "
+               "domain:<name>/bpb)",
+        out="write domains.json there", baseline=True, bootstrap=True, level="--ci", seed=True)])
     args = p.parse_args(argv)
     if args.bootstrap < 0 or not 0 < args.ci < 1:
         print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)

@@ -13,17 +13,20 @@ import datetime
 import math
 import sys
 import warnings as _warnings
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from analysis.estimates import extra_fits
 from analysis.report import plots_extra, tables
-from analysis.inputs import tasks as task_metrics
-from analysis.estimates import tasks as task_fits
+from analysis.inputs import metrics
+from analysis.estimates import task_accuracy
+from analysis.report.arguments import common_parser
 from analysis.report.files import jsonable
-from analysis.inputs.collect import (DEFAULT_METRIC, FLOPS_PER_PFLOPS_DAY, add_metric_argument,
-                                    aggregate, by_label, variant_label)
+from analysis.inputs.collect import (FLOPS_PER_PFLOPS_DAY, Collection, aggregate, by_label,
+                                    collect_for_metric, variant_label)
 from analysis.estimates.estimate import (C_LAW_POINTS, DEFAULT_LOSS, default_c_ref, final_points,
                                fit_variants)
 from analysis.estimates import law_fits
@@ -31,20 +34,22 @@ from analysis.estimates.multiplier import multiplier_at, multiplier_curve
 from analysis.fits import law_registry
 from analysis.fits.replicates import arrange, seed_noise
 from andrea.run.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json
-from andrea.run.units import parse_compute
 
 SCHEMA_VERSION = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="andrea-fit", description=__doc__.split("\n\n")[1].replace("\n", " "))
-    p.add_argument("inputs", nargs="+", help="sweep/run directories (every results.json below "
-                   "them is read) or CSVs with columns variant,size,flops,val_loss")
-    p.add_argument("--out", required=True, type=Path, help="output directory")
-    add_metric_argument(p)
-    p.add_argument("--baseline", default="baseline", help="variant label used as the reference (default: %(default)s)")
-    p.add_argument("--irreducible", action="store_true", help="fit L = E + A·C^-alpha")
+        prog="andrea-fit", description=__doc__.split("\n\n")[1].replace("\n", " "),
+        parents=[common_parser(
+            inputs="sweep/run directories (every results.json below them is read) or CSVs with "
+                   "columns variant,size,flops,val_loss",
+            out="output directory", out_required=True, metric=True, baseline=True,
+            irreducible=True, bootstrap=True, level="--ci", seed=True,
+            c_law_points="points the C-law and its multiplier are fitted on: each run's final "
+                         "point (default; its earlier budgets sit on other tokens-per-parameter "
+                         "rays and biased the multiplier, docs/statistics.md) or all of them; "
+                         "L(N, D) always uses all")])
     p.add_argument("--law", default=None, metavar="NAME",
                    help="the scaling law to fit (docs/laws.md): power (default), irreducible (as "
                         "--irreducible), chinchilla, farseer, data_constrained, a plug-in's "
@@ -61,19 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--loss", choices=["lsq", "huber"], default=DEFAULT_LOSS,
                    help="fit loss on log L: least squares or Huber (default: %(default)s, the one "
                         "whose intervals passed bench/coverage.py; see docs/statistics.md)")
-    p.add_argument("--c-law-points", choices=["final", "all"], default=C_LAW_POINTS,
-                   help="points the C-law and its multiplier are fitted on: each run's final point "
-                        "(default; its earlier budgets sit on other tokens-per-parameter rays and "
-                        "biased the multiplier, docs/statistics.md) or all of them; L(N, D) always "
-                        "uses all")
     p.add_argument("--huber-delta", type=float, default=1e-3, help="Huber delta on log-loss residuals, with --loss huber (default: %(default)s)")
     p.add_argument("--interval", choices=["auto", "seeds", "sizes"], default="auto",
                    help="what the bootstrap resamples: seeds within each size, paired across "
                         "variants, a run's points together (auto: when every size has >= 2 "
                         "seeds), or sizes (the old method; covers poorly)")
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples, 0 for no CIs (default: %(default)s)")
-    p.add_argument("--ci", type=float, default=0.95, help="confidence level of the intervals (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
     p.add_argument("--paired-bootstrap", action=argparse.BooleanOptionalAction, default=True,
                    help="with --interval sizes: resample sizes jointly across variants that share "
                         "the baseline's sizes (default), so a size's shared data/seed noise cancels "
@@ -234,33 +231,106 @@ def _log_wandb(args, rows, report, figures) -> str:
     return msg
 
 
-def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+# --- main, in phases: check -> collect -> choose the law -> fit -> estimate -> fit the chosen law
+# -> write -> draw -> log -> print ---------------------------------------------------------------
+@dataclass
+class Collected:
+    """What the collect phase found: the runs to fit (under a task metric, each run's final point
+    with the task metric as its loss) and their seed-averaged points."""
+
+    coll: Collection
+    points: list
+    groups: dict
+    warnings: list[str]               # the collection's and the averaging's
+    n_completed: int                  # completed runs, before a task metric filtered them
+    task: tuple[str, str] | None      # (task, metric) of a task metric, else None
+    fitted: str                       # the metric fitted (a task accuracy is fitted as its bpb)
+    two_step_of: tuple[str, str] | None = None  # (task, accuracy) fitted in two steps
+    task_runs: list = field(default_factory=list)  # every run's final point (a task metric)
+
+
+@dataclass
+class Fitted:
+    """The primary law per variant."""
+
+    form: str
+    fit_kw: dict
+    fit_runs: list                    # the points the C-law was fitted on (--c-law-points)
+    result: Any                       # analysis.estimates.estimate.fit_variants' result
+    noise: Any                        # the baseline's seed noise
+
+    @property
+    def fits(self) -> dict:
+        return self.result.fits
+
+
+@dataclass
+class Estimated:
+    """The multipliers and what the report prints beside them."""
+
+    c_refs: list[float]
+    c_ref_why: str
+    at_ref: list[dict]
+    curves: dict
+    extra: Any                        # analysis.estimates.extra_fits.Extra
+    verdict: dict | None = None       # a task accuracy's chance verdict
+    two_step: dict | None = None      # the two-step accuracy prediction
+    metric_lines: list[str] = field(default_factory=list)
+
+
+def check_args(args) -> str | None:
+    """The `error:` message for arguments no fit can use, else None."""
     if args.bootstrap < 0 or not 0 < args.ci < 1 or args.huber_delta <= 0:
-        print("error: need --bootstrap >= 0, 0 < --ci < 1, --huber-delta > 0", file=sys.stderr)
-        return 2
+        return "need --bootstrap >= 0, 0 < --ci < 1, --huber-delta > 0"
     if args.c_ref and any(not (c > 0 and math.isfinite(c)) for c in args.c_ref):
-        print(f"error: --c-ref must be positive PFLOP/s-days, got {args.c_ref}", file=sys.stderr)
-        return 2
-    law_error = law_fits.check_law_args(args)
-    if law_error:
-        print(f"error: {law_error}", file=sys.stderr)
-        return 2
-    collected = task_metrics.collect_for_metric(args.inputs, args.metric)
+        return f"--c-ref must be positive PFLOP/s-days, got {args.c_ref}"
+    return law_fits.check_law_args(args)       # --law, --law-bootstrap, --at-compute
+
+
+@dataclass
+class LawChoice:
+    """The law --law names (or --law auto chose) and the primary C-law's form it implies."""
+
+    chosen: str
+    form: str                         # "power" or "irreducible": the primary table's law
+    lines: list[str] = field(default_factory=list)   # what --law auto says
+
+
+def choose_law(args, c: Collected) -> LawChoice | str:
+    """The law to fit, or the `error:` message for one these runs cannot take (a law whose
+    inputs they do not record, an --at-compute below them), before any fit."""
+    problem = law_fits.check_law_data(args, c.coll.runs)
+    if problem:
+        return problem
+    form = "irreducible" if args.irreducible else "power"
+    choice = LawChoice(chosen=args.law or form, form=form)
+    if choice.chosen == "auto":
+        fit_runs = final_points(c.coll.runs) if args.c_law_points == "final" else c.coll.runs
+        sel = law_fits.select_law(list(law_registry.laws().values()), c.coll.runs, fit_runs,
+                                  args.baseline, args.loss, args.huber_delta, args.seed)
+        choice.lines = law_fits.selection_lines(sel)
+        choice.chosen = sel["ranking"][0]["law"] if sel["ranking"] else form
+    if choice.chosen in ("power", "irreducible"):
+        choice.form = choice.chosen
+    return choice
+
+
+def collect_runs(args) -> Collected | int:
+    """The runs to fit, said as they are found; an exit code when there are none."""
+    collected = collect_for_metric(args.inputs, args.metric)
     if collected is None:
         return 2
     coll, parsed = collected
-    metric_lines, two_step_of, task_runs = [], None, []
+    fitted, two_step_of, task_runs = args.metric, None, []
     n_completed = len({r.run_id for r in coll.runs})  # before a task metric filters them
     if parsed is not None:  # a task metric: its runs' final points, with it as their "loss"
         task, name = parsed
-        fitted = args.metric
-        if task_metrics.higher_is_better(args.metric):
-            two_step_of, fitted = (task, name), f"task:{task}/bpb"
+        if metrics.higher_is_better(args.metric):
+            two_step_of, fitted = (task, name), metrics.task_key(task, "bpb")
         task_runs = final_points(coll.runs)
-        coll.runs, lack = task_metrics.with_metric(task_runs, fitted)
+        coll.runs, lack = metrics.with_metric(task_runs, fitted)
         if not coll.runs:
-            have = task_metrics.available(task_runs)
+            have = metrics.available(task_runs)
             print(f"error: no completed run records {fitted} (evaluate them: python -m "
                   f"andrea.eval {' '.join(map(str, args.inputs))} --tasks {task}); recorded: "
                   f"{', '.join(have) if have else 'no task metrics'}", file=sys.stderr)
@@ -271,13 +341,11 @@ def main(argv=None) -> int:
             + (f"; {args.metric} is higher-is-better: fitted in two steps through it"
                if two_step_of else ""))
 
-    # --- what was found ---
-    n_runs = n_completed
-    n_pts = f" ({len(coll.runs)} points)" if len(coll.runs) != n_runs else ""
+    n_pts = f" ({len(coll.runs)} points)" if len(coll.runs) != n_completed else ""
     if parsed is not None:
         n_pts = f" ({len(coll.runs)} with {fitted})"
-    print(f"Collected {n_runs} completed run(s){n_pts} from {', '.join(map(str, args.inputs))}")
-    if args.metric != DEFAULT_METRIC:
+    print(f"Collected {n_completed} completed run(s){n_pts} from {', '.join(map(str, args.inputs))}")
+    if args.metric != metrics.DEFAULT_METRIC:
         print(f"Metric: {args.metric} (every 'loss' and 'L' below is this metric)")
     _section("Failed runs", coll.failed, lambda t: f"{t[0]}: {t[1]}")
     _section("Still running or missing results.json", coll.running, lambda t: f"{t[0]}: {t[1]}")
@@ -289,164 +357,181 @@ def main(argv=None) -> int:
         print("error: no completed runs with a usable val_loss and flops; nothing to fit",
               file=sys.stderr)
         return 1
-    groups = by_label(points)
-    fit_runs = final_points(coll.runs) if args.c_law_points == "final" else coll.runs
-    law_error = law_fits.check_law_data(args, coll.runs)
-    if law_error:
-        print(f"error: {law_error}", file=sys.stderr)
-        return 2
+    return Collected(coll=coll, points=points, groups=by_label(points),
+                     warnings=coll.warnings + agg_warnings, n_completed=n_completed, task=parsed,
+                     fitted=fitted, two_step_of=two_step_of, task_runs=task_runs)
 
-    # --- fits ---
-    form = "irreducible" if args.irreducible else "power"
-    law_lines, chosen = [], args.law or form
-    if chosen == "auto":
-        sel = law_fits.select_law(list(law_registry.laws().values()), coll.runs,
-                                  fit_runs, args.baseline, args.loss, args.huber_delta, args.seed)
-        law_lines += law_fits.selection_lines(sel)
-        chosen = sel["ranking"][0]["law"] if sel["ranking"] else form
-    if chosen in ("power", "irreducible"):
-        form = chosen
+
+def fit_laws(args, c: Collected, form: str) -> Fitted:
+    """Each variant's primary law, L = A·C^-alpha (or with E), on the --c-law-points."""
     fit_kw = dict(loss=args.loss, huber_delta=args.huber_delta, n_bootstrap=args.bootstrap,
                   ci=args.ci, seed=args.seed, paired=args.paired_bootstrap, interval=args.interval)
+    fit_runs = final_points(c.coll.runs) if args.c_law_points == "final" else c.coll.runs
     res = fit_variants(fit_runs, args.baseline, form=form, **fit_kw)
-    fits, skipped, fit_warnings = res.fits, res.skipped, res.warnings
-    for label, why in skipped.items():
+    for label, why in res.skipped.items():
         print(f"warning: not fitted: {why}")
-    for w in merge_label_warnings(fit_warnings, groups):
+    for w in merge_label_warnings(res.warnings, c.groups):
         print(f"warning: {w}")
-    noise = seed_noise(arrange(coll.runs), args.baseline)
+    return Fitted(form=form, fit_kw=fit_kw, fit_runs=fit_runs, result=res,
+                  noise=seed_noise(arrange(c.coll.runs), args.baseline))
 
-    # --- multipliers ---
+
+def reference_computes(args, c: Collected, f: Fitted) -> tuple[list[float], str]:
+    """(the C_ref(s) the multiplier is read at, why those)."""
     if args.c_ref:
-        c_refs, c_ref_why = args.c_ref, "given"
-    elif fits:
-        c_ref, c_ref_why = default_c_ref(fits, args.baseline)
-        c_refs = [c_ref]
-    else:
-        c_refs, c_ref_why = [max(p.compute for p in points)], "largest compute"
-    at_ref, curves = [], {}
+        return args.c_ref, "given"
+    if f.fits:
+        c_ref, why = default_c_ref(f.fits, args.baseline)
+        return [c_ref], why
+    return [max(p.compute for p in c.points)], "largest compute"
+
+
+def estimate_multipliers(args, c: Collected, f: Fitted) -> Estimated:
+    """Each variant's compute multiplier over the baseline at C_ref and as a curve, the extra
+    fits beside them, and a task metric's chance verdict and two-step prediction."""
+    c_refs, c_ref_why = reference_computes(args, c, f)
+    fits, at_ref, curves = f.fits, [], {}
     if args.baseline in fits:
         base = fits[args.baseline]
         for label in sorted(fits):
             if label == args.baseline:
                 continue
-            for c in c_refs:
-                at_ref.append(multiplier_at(base, fits[label], c))
+            for c_ref in c_refs:
+                at_ref.append(multiplier_at(base, fits[label], c_ref))
             curves[label] = multiplier_curve(base, fits[label])
-        note = one_size_note(coll.runs, args.baseline)
-        fit_reps = arrange(fit_runs)
+        note = one_size_note(c.coll.runs, args.baseline)
+        fit_reps = arrange(f.fit_runs)
         for m in at_ref:
             cov = coverage_note(fit_reps, args.baseline, m["variant"],
-                                res.interval.get(m["variant"], "none"))
+                                f.result.interval.get(m["variant"], "none"))
             m["warning"] = "; ".join(w for w in (m["warning"], note, cov) if w)
     elif len(fits) > 0:
-        print(f"warning: baseline {args.baseline!r} not fitted (labels: {', '.join(sorted(groups))});"
+        print(f"warning: baseline {args.baseline!r} not fitted (labels: {', '.join(sorted(c.groups))});"
               f" no multipliers; pick another with --baseline")
-    extra = extra_fits.run_all(coll.runs, points, fits, at_ref, c_refs, args, form, fit_kw,
-                               c_law_runs=fit_runs)
-    law_saved, more_lines = law_fits.chosen_law(chosen, form, fits, at_ref, coll.runs, fit_runs,
-                                                c_refs, args, fit_kw)
-    law_lines += more_lines
-    two_step = verdict = None
-    if parsed is not None:
-        acc_name = two_step_of[1] if two_step_of else "acc"
-        verdict = task_metrics.chance_verdict(task_runs, parsed[0], acc_name)
-        if two_step_of:
-            two_step = task_fits.two_step(task_runs, parsed[0], acc_name,
-                                             {l: f for l, f in fits.items()}, c_refs, args.ci)
-            metric_lines += task_fits.two_step_lines(two_step, *two_step_of)
-        if verdict["line"]:
-            metric_lines.append(("  " if two_step_of else "") + verdict["line"])
+    extra = extra_fits.run_all(c.coll.runs, c.points, fits, at_ref, c_refs, args, f.form,
+                               f.fit_kw, c_law_runs=f.fit_runs)
+    est = Estimated(c_refs=c_refs, c_ref_why=c_ref_why, at_ref=at_ref, curves=curves, extra=extra)
+    if c.task is not None:
+        acc_name = c.two_step_of[1] if c.two_step_of else "acc"
+        est.verdict = task_accuracy.chance_verdict(c.task_runs, c.task[0], acc_name)
+        if c.two_step_of:
+            est.two_step = task_accuracy.two_step(c.task_runs, c.task[0], acc_name,
+                                                  {l: fit for l, fit in fits.items()}, c_refs, args.ci)
+            est.metric_lines += task_accuracy.two_step_lines(est.two_step, *c.two_step_of)
+        if est.verdict["line"]:
+            est.metric_lines.append(("  " if c.two_step_of else "") + est.verdict["line"])
+    return est
 
-    # --- outputs ---
-    out = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    rows = tables.table_rows(fits, at_ref, args.baseline)
-    report = {
+
+def fit_chosen_law(args, c: Collected, f: Fitted, e: Estimated, choice: LawChoice) -> dict:
+    """The chosen law per variant (the primary fits themselves when it is the C-law), its
+    multipliers at C_ref and at --at-compute; what fits.json keeps of it for analysis.predict.
+    Its lines print after the extra fits'."""
+    saved, lines = law_fits.chosen_law(choice.chosen, f.form, f.fits, e.at_ref, c.coll.runs,
+                                       f.fit_runs, e.c_refs, args, f.fit_kw)
+    e.extra.lines += choice.lines + lines
+    return saved
+
+
+def build_report(args, c: Collected, f: Fitted, e: Estimated) -> dict:
+    """fits.json's content."""
+    return {
         "schema_version": SCHEMA_VERSION,
         "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "inputs": [str(p) for p in args.inputs],
-        "settings": {"metric": args.metric, "form": form, "huber_delta": args.huber_delta, "bootstrap": args.bootstrap,
+        "settings": {"metric": args.metric, "form": f.form, "huber_delta": args.huber_delta, "bootstrap": args.bootstrap,
                      "ci_level": args.ci, "seed": args.seed, "baseline": args.baseline,
-                     "paired_bootstrap": args.paired_bootstrap, "interval": res.interval,
+                     "paired_bootstrap": args.paired_bootstrap, "interval": f.result.interval,
                      "compute_unit": "PFLOP/s-days", "flops_per_unit": FLOPS_PER_PFLOPS_DAY,
-                     "c_ref_default": c_ref_why, "c_law_points": args.c_law_points,
+                     "c_ref_default": e.c_ref_why, "c_law_points": args.c_law_points,
                      "loss": (f"log-space residuals; {args.loss} (primary)"
                               + ("; least squares (lsq) as cross-check" if args.loss == "huber"
                                  else ""))},
-        "runs": {"completed": n_runs, "points": len(coll.runs),
-                 "failed": [{"run": s, "error": e} for s, e in coll.failed],
-                 "running_or_missing": [{"run": s, "detail": d} for s, d in coll.running],
-                 "invalid": [{"run": s, "reason": r} for s, r in coll.invalid]},
-        "points": [p.to_json() for p in points],
-        "fits": {label: f.to_json() for label, f in fits.items()},
-        "not_fitted": skipped,
-        "multipliers": {"baseline": args.baseline, "c_ref_pflops_days": c_refs,
-                        "at_c_ref": at_ref, "curves": curves},
-        "seed_noise": noise,
-        "metric": {"name": args.metric, "chance": verdict, "two_step": two_step},
-        **extra.report,
-        "law": law_saved,
-        "warnings": coll.warnings + agg_warnings + fit_warnings
-                    + [m["warning"] for m in at_ref if m["warning"]],
+        "runs": {"completed": c.n_completed, "points": len(c.coll.runs),
+                 "failed": [{"run": s, "error": err} for s, err in c.coll.failed],
+                 "running_or_missing": [{"run": s, "detail": d} for s, d in c.coll.running],
+                 "invalid": [{"run": s, "reason": r} for s, r in c.coll.invalid]},
+        "points": [p.to_json() for p in c.points],
+        "fits": {label: fit.to_json() for label, fit in f.fits.items()},
+        "not_fitted": f.result.skipped,
+        "multipliers": {"baseline": args.baseline, "c_ref_pflops_days": e.c_refs,
+                        "at_c_ref": e.at_ref, "curves": e.curves},
+        "seed_noise": f.noise,
+        "metric": {"name": args.metric, "chance": e.verdict, "two_step": e.two_step},
+        **e.extra.report,
+        "warnings": c.warnings + f.result.warnings
+                    + [m["warning"] for m in e.at_ref if m["warning"]],
     }
+
+
+def write_tables(args, rows, report: dict, f: Fitted, e: Estimated) -> list[Path]:
+    """fits.json and fit_table.{md,csv,tex} in --out; the paths written."""
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out / "fits.json", jsonable(report))
     written = [out / "fits.json"]
     if rows:
-        for name, text in (("fit_table.md", tables.markdown_table(rows, args.ci, c_refs[0],
-                                                                   args.loss, res.interval)),
+        for name, text in (("fit_table.md", tables.markdown_table(rows, args.ci, e.c_refs[0],
+                                                                   args.loss, f.result.interval)),
                            ("fit_table.csv", tables.csv_table(rows)),
-                           ("fit_table.tex", tables.latex_table(rows, args.ci, c_refs[0]))):
+                           ("fit_table.tex", tables.latex_table(rows, args.ci, e.c_refs[0]))):
             atomic_write_bytes(out / name, text.encode())
             written.append(out / name)
+    return written
 
-    figure_msgs = []
-    if not args.no_plots:
-        from analysis.report import plots
-        with _warnings.catch_warnings():
-            _warnings.simplefilter("ignore", RuntimeWarning)
-            plots.plot_scaling(groups, fits, c_refs[0], [out / "scaling.png", out / "scaling.pdf"],
-                               args.baseline, ylabel=None if parsed is None else fitted)
-            written += [out / "scaling.png", out / "scaling.pdf"]
-            if curves:
-                plots.plot_multiplier(curves, at_ref, [out / "multiplier.png"], args.baseline)
-                written.append(out / "multiplier.png")
-            else:
-                figure_msgs.append("multiplier figure skipped: no multipliers")
-            msg = plots.plot_ablation(points, [out / "ablation.png"], args.ablation_size,
-                                      args.baseline)
-            figure_msgs.append(msg)
-            if not msg.endswith("skipped"):
-                written.append(out / "ablation.png")
-            figure_msgs += plots_extra.extra_figures(extra, groups, out, written, args.baseline)
-            dyn, dyn_msgs = _dynamics_runs(points, args.dynamics_runs, args.baseline)
-            figure_msgs += dyn_msgs
-            if dyn:
-                plots.plot_dynamics(dyn, [out / "dynamics.png"], args.baseline)
-                written.append(out / "dynamics.png")
-                figure_msgs.append("dynamics: " + ", ".join(
-                    f"{r['label']}:{r['size']}" + (f" seed {r['seed']}" if r.get("seed") is not None
-                                                   else "") for r in dyn))
-            else:
-                figure_msgs.append("dynamics figure skipped: no run with a dynamics.json")
 
-    wandb_msg = _log_wandb(args, rows, jsonable(report), written) if args.wandb and rows else None
+def draw_figures(args, c: Collected, f: Fitted, e: Estimated, written: list[Path]) -> list[str]:
+    """The figures in --out (appended to `written`); the lines that say what was drawn."""
+    from analysis.report import plots
 
-    # --- the moment users came for ---
+    out, figure_msgs = args.out, []
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore", RuntimeWarning)
+        plots.plot_scaling(c.groups, f.fits, e.c_refs[0], [out / "scaling.png", out / "scaling.pdf"],
+                           args.baseline, ylabel=None if c.task is None else c.fitted)
+        written += [out / "scaling.png", out / "scaling.pdf"]
+        if e.curves:
+            plots.plot_multiplier(e.curves, e.at_ref, [out / "multiplier.png"], args.baseline)
+            written.append(out / "multiplier.png")
+        else:
+            figure_msgs.append("multiplier figure skipped: no multipliers")
+        msg = plots.plot_ablation(c.points, [out / "ablation.png"], args.ablation_size,
+                                  args.baseline)
+        figure_msgs.append(msg)
+        if not msg.endswith("skipped"):
+            written.append(out / "ablation.png")
+        figure_msgs += plots_extra.extra_figures(e.extra, c.groups, out, written, args.baseline)
+        dyn, dyn_msgs = _dynamics_runs(c.points, args.dynamics_runs, args.baseline)
+        figure_msgs += dyn_msgs
+        if dyn:
+            plots.plot_dynamics(dyn, [out / "dynamics.png"], args.baseline)
+            written.append(out / "dynamics.png")
+            figure_msgs.append("dynamics: " + ", ".join(
+                f"{r['label']}:{r['size']}" + (f" seed {r['seed']}" if r.get("seed") is not None
+                                               else "") for r in dyn))
+        else:
+            figure_msgs.append("dynamics figure skipped: no run with a dynamics.json")
+    return figure_msgs
+
+
+def print_summary(args, c: Collected, f: Fitted, e: Estimated, rows, figure_msgs: list[str],
+                  written: list[Path], wandb_msg: str | None) -> None:
+    """The moment users came for: the table and the multipliers, printed last."""
+    coll = c.coll
     print()
     for m in figure_msgs:
         print(m)
     print()
-    if noise:
-        print(tables.terminal_noise(noise, args.baseline))
+    if f.noise:
+        print(tables.terminal_noise(f.noise, args.baseline))
         print()
     if rows:
-        form_txt = "L = E + A·C^-alpha" if form == "irreducible" else "L = A·C^-alpha"
+        form_txt = "L = E + A·C^-alpha" if f.form == "irreducible" else "L = A·C^-alpha"
         loss_txt = (f"Huber on log L (delta={args.huber_delta:g})" if args.loss == "huber"
                     else "least squares on log L")
-        how = sorted(set(res.interval.values()))
-        if parsed is not None:
-            form_txt += f" with L = {fitted}"
+        how = sorted(set(f.result.interval.values()))
+        if c.task is not None:
+            form_txt += f" with L = {c.fitted}"
         print(f"Scaling fits: {form_txt}, C in PFLOP/s-days; {loss_txt}, every seed's "
               f"{'final point' if args.c_law_points == 'final' else 'points'}; "
               f"{args.bootstrap} bootstrap resamples over {' and '.join(how)}")
@@ -454,30 +539,52 @@ def main(argv=None) -> int:
         print()
         print(f"Compute multiplier vs {args.baseline} (> 1: the variant needs less compute for the "
               f"same loss):")
-        print(tables.terminal_multipliers(at_ref))
-        print(f"  C_ref: {c_ref_why}")
-        for line in extra.lines:
+        print(tables.terminal_multipliers(e.at_ref))
+        print(f"  C_ref: {e.c_ref_why}")
+        for line in e.extra.lines:
             print(line)
-        for label, why in skipped.items():
+        for label, why in f.result.skipped.items():
             print(f"  not fitted: {why}")
-        for line in law_lines:
-            print(line)
     else:
         print("No variant could be fitted.")
         note = one_size_note(coll.runs, args.baseline)
         if note and args.c_law_points == "final":  # one final point per seed: one compute value
             print(f"  {note.split(':')[0]}: a compute multiplier needs two or more sizes "
                   "(plan=true predicts none); --c-law-points all fits that size's budgets instead")
-    for line in metric_lines:
+    for line in e.metric_lines:
         print(line)
     print()
-    print(f"Runs: {n_runs} completed, {len(coll.failed)} failed, {len(coll.running)} still "
+    print(f"Runs: {c.n_completed} completed, {len(coll.failed)} failed, {len(coll.running)} still "
           f"running or missing results.json, {len(coll.invalid)} unusable"
           + (" (listed at the top)" if coll.failed or coll.running or coll.invalid else ""))
     if wandb_msg:
         print(wandb_msg)
-    print(f"Wrote {len(written)} files to {out}/: " + ", ".join(p.name for p in written))
-    return 0 if fits else 1
+    print(f"Wrote {len(written)} files to {args.out}/: " + ", ".join(p.name for p in written))
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    problem = check_args(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    collected = collect_runs(args)
+    if isinstance(collected, int):
+        return collected
+    choice = choose_law(args, collected)
+    if isinstance(choice, str):
+        print(f"error: {choice}", file=sys.stderr)
+        return 2
+    fitted = fit_laws(args, collected, choice.form)
+    estimated = estimate_multipliers(args, collected, fitted)
+    law = fit_chosen_law(args, collected, fitted, estimated, choice)
+    rows = tables.table_rows(fitted.fits, estimated.at_ref, args.baseline)
+    report = {**build_report(args, collected, fitted, estimated), "law": law}
+    written = write_tables(args, rows, report, fitted, estimated)
+    figure_msgs = [] if args.no_plots else draw_figures(args, collected, fitted, estimated, written)
+    wandb_msg = _log_wandb(args, rows, jsonable(report), written) if args.wandb and rows else None
+    print_summary(args, collected, fitted, estimated, rows, figure_msgs, written, wandb_msg)
+    return 0 if fitted.fits else 1
 
 
 if __name__ == "__main__":

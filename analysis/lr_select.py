@@ -42,8 +42,8 @@ from analysis.fits import parabola
 from analysis.fits.parabola import HALF_WINDOW
 from andrea.run import results as results_file
 from andrea.run.rundir import atomic_write_bytes, atomic_write_json
-from analysis.inputs.collect import (DEFAULT_METRIC, add_metric_argument, check_metric,
-                                    metric_value)
+from analysis.inputs.metrics import DEFAULT_METRIC, check_metric, record_value
+from analysis.report.arguments import common_parser
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -68,7 +68,7 @@ class Curve:
 
 def read_runs(dirs: list[Path], metric: str = DEFAULT_METRIC) -> tuple[list[dict], list[str]]:
     """Completed runs of every variant with an lr under the sweep directories; each run's
-    val_loss holds `metric` (--metric, analysis.inputs.collect.metric_value)."""
+    val_loss holds `metric` (--metric, analysis.inputs.metrics.record_value)."""
     check_metric(metric)
     runs, notes = [], []
     for root in dirs:
@@ -83,10 +83,10 @@ def read_runs(dirs: list[Path], metric: str = DEFAULT_METRIC) -> tuple[list[dict
                 notes.append(f"{path.parent}: status {res.get('status')!r}, skipped")
                 continue
             if metric != DEFAULT_METRIC:
-                if metric_value(res, metric) is None:
+                if record_value(res, metric) is None:
                     notes.append(f"{path.parent}: {metric} not recorded, skipped")
                     continue
-                res = {**res, "val_loss": metric_value(res, metric)}
+                res = {**res, "val_loss": record_value(res, metric)}
             missing = [k for k in ("size", "lr", "val_loss", "batch_tokens") if res.get(k) is None]
             if missing:
                 notes.append(f"{path}: no {', '.join(missing)} (written before andrea recorded "
@@ -305,16 +305,16 @@ def plot(curves: list[Curve], chosen: dict[str, Curve], path: Path,
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m analysis.lr_select", description=__doc__.split("\n\n")[0])
-    p.add_argument("sweeps", nargs="+", help="sweep directories of the LR scan (runs/lr_scan ...)")
+    p = argparse.ArgumentParser(prog="python -m analysis.lr_select", description=__doc__.split("\n\n")[0],
+                                parents=[common_parser(
+        inputs="sweep directories of the LR scan (runs/lr_scan ...)", inputs_name="sweeps",
+        metric=True, out="directory for lr_scan.png and lr_select.json "
+                         "(default: <first sweep>/analysis)", out_type=str)])
     p.add_argument("--name", help="hparams name: writes conf/hparams/<name>.yaml, selected by "
                                   "hparams=<name> (default: the first sweep directory's name)")
-    p.add_argument("--out", help="directory for lr_scan.png and lr_select.json "
-                                 "(default: <first sweep>/analysis)")
     p.add_argument("--hparams-dir", default=str(REPO / "conf" / "hparams"),
                    help="where the hparams file goes (default: %(default)s)")
     p.add_argument("--variant", default="baseline", help="the variant selected on (default: %(default)s)")
-    add_metric_argument(p)
     args = p.parse_args(argv)
     dirs = [Path(d) for d in args.sweeps]
     name = args.name or dirs[0].resolve().name

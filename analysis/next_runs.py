@@ -44,7 +44,8 @@ from pathlib import Path
 import numpy as np
 
 from analysis.estimates import power
-from analysis.inputs.collect import add_metric_argument, collect_or_report
+from analysis.inputs.collect import collect_or_report
+from analysis.report.arguments import common_parser
 from analysis.estimates.estimate import C_LAW_POINTS, final_points
 
 DEFAULT_GPU, DEFAULT_MFU = "H100", 0.35        # plan=true's defaults (andrea/config/resolve.py)
@@ -287,11 +288,11 @@ def _pm(x: float) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.next_runs",
-                                description=__doc__.split("\n\n")[0].split(": ", 1)[1])
+                                description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+                                parents=[common_parser(metric=True, baseline=True)])
+    # zero inputs with --pool, so not the common parser's one-or-more
     p.add_argument("inputs", nargs="*", help="sweep directories (or CSVs) with finished runs")
-    add_metric_argument(p)
     p.add_argument("--gpu-hours", type=float, required=True, help="budget for the new runs")
-    p.add_argument("--baseline", default="baseline")
     p.add_argument("--gpu", default=None, help="GPU the hours are priced on, at its bf16 dense "
                    f"peak (default: CPU runs by their measured device-seconds, else {DEFAULT_GPU})")
     p.add_argument("--mfu", type=float, default=DEFAULT_MFU, help="(default: %(default)s)")

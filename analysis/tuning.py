@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.report.arguments import common_parser
 from analysis.report.files import jsonable
 from analysis.fits.bootstrap import percentile_ci
 from analysis.inputs.collect import Run, collect_or_report
@@ -213,14 +214,12 @@ def render(report: dict) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.tuning",
-                                description=__doc__.split("\n\n")[0].split(": ", 1)[1])
-    p.add_argument("inputs", nargs="+", help="sweep directories of an LR scan holding several "
-                   "variants (every results.json below them is read; each records its lr)")
-    p.add_argument("--out", required=True, type=Path, help="writes tuning.json and tuning.md")
-    p.add_argument("--baseline", default="baseline", help="the reference label (default: %(default)s)")
-    p.add_argument("--bootstrap", type=int, default=1000, help="seed-bootstrap resamples (default: %(default)s)")
-    p.add_argument("--ci", type=float, default=0.95, help="interval level (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: %(default)s)")
+                                description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+                                parents=[common_parser(
+        inputs="sweep directories of an LR scan holding several variants (every results.json "
+               "below them is read; each records its lr)",
+        out="writes tuning.json and tuning.md", out_required=True, baseline=True,
+        bootstrap=True, level="--ci", seed=True)])
     p.add_argument("--c-ref", type=float, default=None, help="reference compute in PFLOP/s-days "
                    "(default: the geometric middle of the shared compute range, as analysis.fit)")
     args = p.parse_args(argv)

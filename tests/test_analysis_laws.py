@@ -187,6 +187,8 @@ def test_fit_with_a_named_law_gives_its_multiplier_at_a_named_compute(chin_fit):
     assert row["compute_pflops_days"] == pytest.approx(0.3)
     assert row["multiplier"] == pytest.approx(1.21, rel=0.05)
     assert row["extrapolation"] == pytest.approx(0.3 * 1.21 / 0.2, rel=0.06)   # data: 0.2
+    # Chinchilla's multiplier intervals covered >= 90 % up to 30x past the data: given here
+    assert not row["withheld"] and row["ci"][0] < row["multiplier"] < row["ci"][1]
     assert "at C = 0.3 PFLOP/s-days" in text and "past the data" in text
 
 
@@ -281,11 +283,46 @@ def test_bad_law_input_is_one_error_line(nd_sweep, tmp_path, capsys, argv, match
     assert not (tmp_path / "o").exists()
 
 
-def test_farseer_gradient_matches_finite_differences():
-    th = np.array([2.0, -0.2, 0.3, 1.5, 0.1, 4.0, 0.5, -0.05, -1.2])
-    X = {"params": np.array([1e8, 1e9, 3e7]), "tokens": np.array([2e9, 3e10, 5e8])}
-    J = FARSEER.jacobian(th, X)
+@pytest.mark.parametrize("law, th, X", [
+    (FARSEER, [2.0, -0.2, 0.3, 1.5, 0.1, 4.0, 0.5, -0.05, -1.2],
+     {"params": np.array([1e8, 1e9, 3e7]), "tokens": np.array([2e9, 3e10, 5e8])}),
+    (DATA_CONSTRAINED, [0.5, 6.0, 0.34, 6.0, 0.28, 2.7],     # within one epoch, and 2.5 and 99
+     {"params": np.array([1e8, 1e9, 3e7]), "tokens": np.array([2e9, 3.5e10, 1e10]),
+      "unique_tokens": np.array([4e9, 1e10, 1e8])}),
+])
+def test_a_laws_gradient_matches_finite_differences(law, th, X):
+    th = np.array(th)
+    J = law.jacobian(th, X)
     h = 1e-6
-    num = np.column_stack([(FARSEER.log_predict(th + h * e, X) - FARSEER.log_predict(th - h * e, X))
-                           / (2 * h) for e in np.eye(9)])
+    num = np.column_stack([(law.log_predict(th + h * e, X) - law.log_predict(th - h * e, X))
+                           / (2 * h) for e in np.eye(len(th))])
     np.testing.assert_allclose(J, num, rtol=1e-5, atol=1e-8)
+
+
+def test_the_data_constrained_law_recovers_the_worth_of_repeated_tokens():
+    E, A, a, B, b = TRUTH
+    th = np.array([np.log(E), np.log(A), a, np.log(B), b, np.log(15.0)])
+    N = np.repeat([1e7, 3e7, 1e8, 3e8], 6)
+    X = {"params": N, "tokens": N * np.tile([5.0, 20.0, 80.0], 8),
+         "unique_tokens": np.tile([2e8, 1e9], 12)}
+    L = np.exp(DATA_CONSTRAINED.log_predict(th, X))
+    f = fit_law(DATA_CONSTRAINED, "v", X, L, huber_delta=None)
+    assert f.rmse_log < 1e-5 and np.exp(f.params()["log_Rstar"]) == pytest.approx(15.0, rel=1e-3)
+
+
+def test_at_compute_with_the_default_law_is_the_c_laws_multiplier_there(nd_sweep, tmp_path,
+                                                                         capsys):
+    from analysis.fit import main
+
+    out = tmp_path / "o"
+    assert main([str(nd_sweep), "--out", str(out), "--bootstrap", "50", "--no-plots",
+                 "--c-ref", "0.01", "--at-compute", "0.01PF-days", "1PF-days"]) == 0
+    text = capsys.readouterr().out
+    rep = json.loads((out / "fits.json").read_text())
+    inside, far = rep["law"]["at_compute"]
+    (ref,) = rep["multipliers"]["at_c_ref"]
+    # at C_ref the named compute gives the table's own multiplier and interval
+    assert inside["multiplier"] == ref["multiplier"] and inside["ci"] == ref["ci"]
+    assert inside["extrapolation"] < 1 and not inside["withheld"]
+    assert far["extrapolation"] > 5 and far["ci"] == [None, None] and far["withheld"]
+    assert "Compute multiplier at the named compute (law power)" in text

@@ -17,7 +17,8 @@ from analysis import domains
 from analysis import fit
 from analysis import lr_select
 from analysis import next_runs
-from analysis.inputs.collect import collect, metric_value
+from analysis.inputs.collect import collect
+from analysis.inputs.metrics import record_value
 
 SIZES = (("tiny-1", 1e15), ("tiny-2", 4e15), ("tiny-3", 1.6e16))
 
@@ -73,10 +74,10 @@ def write_sweep(root: Path, records: list[dict]) -> Path:
 
 
 def test_metric_value_reads_results_keys_and_csv_columns():
-    assert metric_value({"val_bpb": 1.2}, "bpb") == 1.2
-    assert metric_value({"bpb": "1.3"}, "bpb") == "1.3"   # a CSV column named after it
-    assert metric_value({"domain:x/loss": 2.0}, "domain:x/loss") == 2.0
-    assert metric_value({"val_loss": 2.0}, "bpb") is None
+    assert record_value({"val_bpb": 1.2}, "bpb") == 1.2
+    assert record_value({"bpb": "1.3"}, "bpb") == "1.3"   # a CSV column named after it
+    assert record_value({"domain:x/loss": 2.0}, "domain:x/loss") == 2.0
+    assert record_value({"val_loss": 2.0}, "bpb") is None
 
 
 def test_collect_takes_each_points_own_score_of_the_metric(tmp_path):

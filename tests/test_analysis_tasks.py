@@ -13,8 +13,8 @@ import pytest
 from analysis import backtest as backtest_cli
 from analysis import fit as fit_cli
 from analysis.inputs.collect import collect
-from analysis.estimates.tasks import fit_sigmoid, sigmoid_acc
-from analysis.inputs.tasks import MetricError, chance_verdict, metric_value, parse_metric
+from analysis.estimates.task_accuracy import chance_verdict, fit_sigmoid, sigmoid_acc
+from analysis.inputs.metrics import MetricError, run_value, parse_task_metric
 from andrea.run.rundir import atomic_write_json
 
 SIZES = {"tiny-1": 1e15, "tiny-2": 4e15, "tiny-3": 1.6e16, "tiny-4": 6.4e16}
@@ -59,26 +59,26 @@ def make_sweep(root, seeds=3, n_docs=400, noise=0.01, step_of_record=None):
 def test_the_final_point_carries_the_task_metrics(tmp_path):
     coll = collect([make_sweep(tmp_path / "s", seeds=1)])
     r = coll.runs[0]
-    assert metric_value(r, "task:ladder_local/bpb") == pytest.approx(r.metrics[
+    assert run_value(r, "task:ladder_local/bpb") == pytest.approx(r.metrics[
         "task:ladder_local/bpb"])
     assert {"task:ladder_local/acc", "task:ladder_local/acc_norm", "task:ladder_local/loss",
             "task:ladder_local/n", "task:ladder_local/chance", "task:copa_local/acc"} \
         <= set(r.metrics)
-    assert metric_value(r, "val_loss") == r.val_loss
-    assert metric_value(r, "task:nope/acc") is None
+    assert run_value(r, "val_loss") == r.val_loss
+    assert run_value(r, "task:nope/acc") is None
     # an evaluation of an earlier checkpoint is not the final point's
     coll = collect([make_sweep(tmp_path / "old", seeds=1, step_of_record=50)])
     assert all(not any(k.startswith("task:") for k in r.metrics) for r in coll.runs)
 
 
 def test_metric_names():
-    assert parse_metric("val_loss") is None
-    assert parse_metric("task:copa_local/acc") == ("copa_local", "acc")
-    assert parse_metric("task:mmlu/stem/acc") == ("mmlu/stem", "acc")
-    assert parse_metric("bpb") is None  # not a task metric: analysis.inputs.collect checks it
+    assert parse_task_metric("val_loss") is None
+    assert parse_task_metric("task:copa_local/acc") == ("copa_local", "acc")
+    assert parse_task_metric("task:mmlu/stem/acc") == ("mmlu/stem", "acc")
+    assert parse_task_metric("bpb") is None  # not a task metric: analysis.inputs.collect checks it
     for bad in ("task:copa_local", "task:/acc"):
         with pytest.raises(MetricError):
-            parse_metric(bad)
+            parse_task_metric(bad)
 
 
 def test_fit_of_a_task_bpb_recovers_the_multiplier(tmp_path, capsys):

@@ -5,7 +5,7 @@ import numpy as np
 
 from analysis.inputs.collect import Run
 from analysis.estimates.estimate import final_points
-from bench.coverage_nd import DESIGNS, design_compute, laws, run_design
+from bench.coverage_nd import DESIGNS, design_compute, laws, run_design, run_extrapolation
 
 
 def test_final_points_keeps_each_runs_last_budget():
@@ -30,3 +30,14 @@ def test_final_points_remove_the_demo_like_bias():
     bias = r["median_log_bias"]
     assert bias["claw"] < -0.008, r
     assert abs(bias["final"]) < 0.006 and bias["final"] > bias["claw"] + 0.006, r
+
+
+def test_intervals_past_the_data_are_measured_per_law_factor_and_quantity():
+    """3 sweeps from Kaplan's L(N, D) (the bench: 100 sweeps, docs/laws.md): one row per law,
+    factor and quantity; the multiplier's interval widens with the extrapolation."""
+    r = run_extrapolation("nd-gpu", reps=3, n_boot=20, factors=(1, 30), laws_=("power",),
+                          truth="kaplan")
+    rows = {(x["factor"], x["quantity"]): x for x in r["rows"]}
+    assert sorted(rows) == [(1, "loss"), (1, "multiplier"), (30, "loss"), (30, "multiplier")]
+    assert all(0 <= x["coverage"] <= 1 for x in r["rows"])
+    assert rows[(30, "multiplier")]["median_log_width"] > rows[(1, "multiplier")]["median_log_width"]

@@ -214,6 +214,20 @@ def _log_data_constrained(theta, X):
         lE + 0 * N, lA - alpha * np.log(N), lB - beta * np.log(Deff)), axis=0)
 
 
+def _data_constrained_jacobian(theta, X):
+    lE, lA, alpha, lB, beta, lR = theta
+    N, D, U = X["params"], X["tokens"], X["unique_tokens"]
+    R = np.maximum(D / U - 1.0, 0.0)
+    Rs = math.exp(lR)
+    decay = np.exp(-R / Rs)
+    Deff = np.where(R > 0, U + U * Rs * (1.0 - decay), D)
+    t = np.stack([np.full_like(N, lE), lA - alpha * np.log(N), lB - beta * np.log(Deff)])
+    w = np.exp(t - np.logaddexp.reduce(t, axis=0))      # each term's share of the loss
+    dDeff = np.where(R > 0, U * Rs * ((1.0 - decay) - (R / Rs) * decay), 0.0)   # d D' / d log R*
+    return np.column_stack([w[0], w[1], -w[1] * np.log(N), w[2], -w[2] * np.log(Deff),
+                            -w[2] * beta * dDeff / Deff])
+
+
 def _data_constrained_grid(X, y):
     lmin, lmean = math.exp(float(y.min())), math.exp(float(y.mean()))
     n, d = float(np.log(X["params"]).mean()), float(np.log(X["tokens"]).mean())
@@ -228,6 +242,7 @@ DATA_CONSTRAINED = Law(
     params=("log_E", "log_A", "alpha", "log_B", "beta", "log_Rstar"),
     bounds=((-20.0, 5.0), (-20.0, 60.0), (0.0, 3.0), (-20.0, 60.0), (0.0, 3.0), (-3.0, 8.0)),
     log_predict=_log_data_constrained, grid=_data_constrained_grid,
+    jacobian=_data_constrained_jacobian,
     formula="L = E + A·N^-alpha + B·D'^-beta, D' = U + U·R*·(1 - exp(-R/R*)), R = D/U - 1 "
             "(Muennighoff et al. 2023, arXiv 2305.16264)")
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import csv
 import math
 import os
-import re
 import sys
 import time
 from collections import defaultdict
@@ -32,8 +31,11 @@ import numpy as np
 
 from andrea.run.units import PFLOPS_DAY as FLOPS_PER_PFLOPS_DAY  # the report's unit
 from andrea.run import results as results_file
-from andrea.run.rundir import RunDir, read_json
-from analysis.inputs.tasks import read_task_metrics
+from andrea.run import evaluations
+from andrea.run.rundir import RunDir
+from analysis.inputs.metrics import (DEFAULT_METRIC, RECORD_NAMES, MetricError, check_metric,
+                                     is_domain_metric, parse_task_metric, record_keys,
+                                     record_value, recorded_metrics, task_key)
 
 REQUIRED_CSV_COLUMNS = ("variant", "size", "flops", "val_loss")
 OPTIONAL_CSV_COLUMNS = ("block_size", "params", "tokens", "seed", "status", "label", "budget",
@@ -47,56 +49,9 @@ class InputError(ValueError):
     """An input path or file that cannot be read as analysis input at all."""
 
 
-# --- the metric a fit reads (--metric) ------------------------------------------------------------
-# What the analysis fits as "loss". Each run record (a results.json merged with one of its
-# `points`, or a CSV row) is looked up by `metric_value`, the one place that knows where a metric
-# lives; Run.val_loss then holds it, so every fit, bootstrap, table and figure works on it unchanged.
-DEFAULT_METRIC = "val_loss"
-# metric name -> the record keys that may hold it, in order (results.json spelling, CSV column)
-_METRIC_KEYS = {"val_loss": ("val_loss",), "bpb": ("val_bpb", "bpb"), "val_bpb": ("val_bpb", "bpb")}
-_DOMAIN_METRIC = re.compile(r"^domain:[A-Za-z0-9_.-]+/(loss|bpb)$")
-METRIC_HELP = ("what to fit: val_loss (nats/token, default), bpb (bits per byte), "
-               "domain:<name>/loss or domain:<name>/bpb (an eval.domains entry; docs/metrics.md); "
-               "task:<task>/<metric> (a downstream task, on each run's final point: bpb, loss, "
-               "or acc / acc_norm through the two-step prediction; docs/evaluation.md; "
-               "analysis.fit and analysis.backtest); a CSV gives it as a column of that name")
-
-
-def check_metric(metric: str) -> None:
-    """InputError unless `metric` is a name `metric_value` knows."""
-    if metric not in _METRIC_KEYS and not _DOMAIN_METRIC.match(metric):
-        raise InputError(f"--metric {metric!r} is not a metric; {METRIC_HELP}")
-
-
-def with_metric(runs: list, metric: str) -> list:
-    """Copies of `runs` whose val_loss holds `metric` (from Run.metrics); runs without it are
-    left out."""
-    return [Run(**{**r.__dict__, "val_loss": r.metrics[metric]}) for r in runs
-            if r.metrics.get(metric) is not None]
-
-
-def metric_value(rec: dict, metric: str):
-    """The value of `metric` in one run record, or None when the run did not record it."""
-    for key in _METRIC_KEYS.get(metric, (metric,)):
-        value = rec.get(key)
-        if value is not None and not (isinstance(value, str) and not value.strip()):
-            return value
-    return None
-
-
-def recorded_metrics(rec: dict) -> list[str]:
-    """The metrics one run record holds, by their --metric names."""
-    out = [m for m in ("val_loss", "bpb") if metric_value(rec, m) is not None]
-    return out + sorted(k for k in rec if _DOMAIN_METRIC.match(k) and rec[k] is not None)
-
-
-def _is_metric_key(key: str) -> bool:
-    """A results.json point key that is a score: it overrides the run's top-level value."""
-    return key in ("val_loss", "val_bpb") or bool(_DOMAIN_METRIC.match(key))
-
-
-def add_metric_argument(parser) -> None:
-    parser.add_argument("--metric", default=DEFAULT_METRIC, metavar="M", help=METRIC_HELP)
+# What the analysis fits as "loss" (--metric) is analysis.inputs.metrics': each run record's value
+# of it (`record_value`) becomes Run.val_loss, so every fit, bootstrap, table and figure works on it
+# unchanged; Run.metrics keeps every metric the record holds.
 
 
 def variant_label(variant: str, block_size: int | None) -> str:
@@ -131,7 +86,7 @@ class Run:
                                        # column; the data-constrained law needs it)
     # every metric this point recorded, by its --metric name (val_loss holds the one asked for);
     # a finished run's final point also carries its downstream task metrics as
-    # `task:<task>/<metric>` (analysis.inputs.tasks)
+    # `task:<task>/<metric>` (analysis.inputs.metrics, andrea.run.evaluations)
     metrics: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -226,9 +181,9 @@ def _make_run(rec: dict, source: str, run_dir: Path | None = None,
               metric: str = DEFAULT_METRIC, **extra) -> Run:
     """A usable run (point) from one record, or ValueError saying which field is wrong and its
     value. `metric` (--metric) is what its val_loss holds."""
-    recorded = {m: _optional_number(metric_value(rec, m)) for m in recorded_metrics(rec)}
+    recorded = {m: _optional_number(record_value(rec, m)) for m in recorded_metrics(rec)}
     if metric != DEFAULT_METRIC:
-        value = metric_value(rec, metric)
+        value = record_value(rec, metric)
         if value is None:
             raise _MetricMissing(f"{metric} was not recorded (this run records "
                                  f"{', '.join(recorded_metrics(rec)) or 'nothing to fit'})")
@@ -307,7 +262,10 @@ def _read_run_dir(rd: RunDir, out: Collection, metric: str = DEFAULT_METRIC) -> 
             out.invalid.append((source, f"{e}{where}"))
             return
     runs = _number_points(runs)
-    runs[-1].metrics.update(read_task_metrics(rd, res))  # evaluations of the final checkpoint
+    # evaluations of the final checkpoint, as `task:<task>/<metric>`
+    runs[-1].metrics.update({task_key(task, k): v for task, values in
+                             evaluations.final_metrics(rd, res.get("steps")).items()
+                             for k, v in values.items()})
     out.runs += runs
 
 
@@ -353,9 +311,8 @@ def _collect_csv(path: Path, metric: str = DEFAULT_METRIC) -> Collection:
         required = [c for c in REQUIRED_CSV_COLUMNS if c != "val_loss" or metric == DEFAULT_METRIC]
         missing = [c for c in required if c not in columns]
         if metric != DEFAULT_METRIC and not any(
-                k in columns for k in _METRIC_KEYS.get(metric, (metric,))):
-            metrics = [c for c in columns if c in ("val_loss", "val_bpb", "bpb")
-                       or _DOMAIN_METRIC.match(c)]
+                k in columns for k in record_keys(metric)):
+            metrics = [c for c in columns if c in RECORD_NAMES or is_domain_metric(c)]
             raise InputError(f"{path}: no column {metric!r} for --metric {metric} (metric columns: "
                              f"{', '.join(metrics) or 'none'})")
         if missing:
@@ -391,7 +348,10 @@ def collect(paths: list[str | Path], metric: str = DEFAULT_METRIC) -> Collection
     Each run's val_loss holds `metric` (--metric); a metric no completed run recorded raises."""
     if not paths:
         raise InputError("no input given: pass sweep directories or CSV files")
-    check_metric(metric)
+    try:
+        check_metric(metric)
+    except MetricError as e:
+        raise InputError(str(e)) from None
     out = Collection()
     for p in map(Path, paths):
         if not p.exists():
@@ -426,6 +386,20 @@ def collect_or_report(paths: list[str | Path], metric: str = DEFAULT_METRIC) -> 
     except (InputError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return None
+
+
+def collect_for_metric(inputs, metric: str) -> tuple[Collection, tuple[str, str] | None] | None:
+    """(collection, (task, metric) or None) for `--metric`, or None after one `error:` line.
+    A task metric lives on each run's final point only, so its runs are collected for the
+    default metric and the task metric is picked from them afterwards
+    (`analysis.inputs.metrics.with_metric`)."""
+    try:
+        parsed = parse_task_metric(metric)
+    except MetricError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return None
+    coll = collect_or_report(inputs, DEFAULT_METRIC if parsed is not None else metric)
+    return None if coll is None else (coll, parsed)
 
 
 def _refuse_mixed_optimizers(runs: list[Run]) -> None:

@@ -19,6 +19,7 @@ if "--verbose" not in sys.argv:  # read by tqdm when it is first imported: befor
     os.environ.setdefault("TQDM_DISABLE", "1")
 
 from andrea.eval.load import EvalError
+from andrea.run import evaluations
 from andrea.run.rundir import RunDir
 
 # Directories inside a run or a sweep that hold no runs.
@@ -148,7 +149,7 @@ def main(argv=None) -> int:
             print(f"error: {rd.root}: {e}", file=sys.stderr)
             return 2
         n_new += new
-        where = rd.tasks / f"{record['settings_hash']}.json"
+        where = evaluations.path(rd, record["settings_hash"])
         state = "" if record["final"] else " (not the run's final step: the analysis skips it)"
         verb = "evaluated" if new else "already evaluated, skipped"
         print(f"{rd.root} step {record['step']}{state}: {verb} -> {where}")

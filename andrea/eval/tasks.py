@@ -20,7 +20,8 @@ from it); `chance` is the mean of 1 / (number of choices), the accuracy of a uni
 
 The settings hash names what changes the numbers (not the batch size or the device), so the
 same tasks and settings evaluated again are recognised and skipped, and other settings get a
-file of their own. `analysis.inputs.collect` reads these files (metric keys `task:<task>/<metric>`).
+file of their own. `andrea.run.evaluations` owns where they lie and reads them;
+`analysis.inputs.collect` gives their metrics to a run's final point (`task:<task>/<metric>`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from andrea.eval.load import EvalError, load_run
-from andrea.run.rundir import RunDir, atomic_write_json, read_json
+from andrea.run import evaluations
+from andrea.run.rundir import RunDir
 
 log = logging.getLogger(__name__)
 
@@ -201,11 +203,6 @@ def task_metrics(task, samples: list[dict], harness_metrics: dict, lm) -> dict:
 # --------------------------------------------------------------------------------------------
 # One run
 # --------------------------------------------------------------------------------------------
-def existing_record(rd: RunDir, digest: str) -> Optional[dict]:
-    rec = read_json(rd.tasks / f"{digest}.json")
-    return rec if isinstance(rec, dict) and isinstance(rec.get("tasks"), dict) else None
-
-
 def evaluate_run(run_path: str | Path, tasks: list[str], include_paths: list[Path] = (),
                  num_fewshot: Optional[int] = None, limit: Optional[int] = None,
                  batch_size: int = 16, device: str = "auto", precision: str = "fp32",
@@ -225,7 +222,7 @@ def evaluate_run(run_path: str | Path, tasks: list[str], include_paths: list[Pat
     rd = RunDir(Path(run_path))
     dev = resolve_device(device)
     run = load_run(rd.root, dev, tokenizer)
-    old = existing_record(rd, digest)
+    old = evaluations.read(rd, digest)
     if old is not None and old.get("step") == run.step and not force:
         return old, False
     tm = manager if manager is not None else task_manager(tasks, include_paths)
@@ -249,5 +246,5 @@ def evaluate_run(run_path: str | Path, tasks: list[str], include_paths: list[Pat
             timespec="seconds"),
         "wall_s": wall, "device": dev.type, "tasks": metrics,
     }
-    atomic_write_json(rd.tasks / f"{digest}.json", record)
+    evaluations.write(rd, record)
     return record, True

@@ -1,7 +1,8 @@
 """Downstream task metrics as scaling laws: the two-step prediction of Bhagia et al. 2024
 (arXiv 2412.04403): compute -> the task's bits per byte (a power law per variant, as the loss),
 then bits per byte -> accuracy (one sigmoid shared by the variants, floor at the chance rate),
-and its backtest on a held-out size. The records themselves: analysis/inputs/tasks.py.
+and its backtest on a held-out size; and whether an accuracy sits at chance (`chance_verdict`).
+The metric names: analysis/inputs/metrics.py; the records: andrea/run/evaluations.py.
 """
 
 from __future__ import annotations
@@ -15,7 +16,47 @@ from analysis.fits.bootstrap import percentile_ci
 from analysis.fits.powerlaw import predict
 from analysis.fits.replicates import arrange
 from analysis.estimates.estimate import final_points, fit_variants
-from analysis.inputs.tasks import TASK_PREFIX, chance_verdict, with_metric
+from analysis.inputs.metrics import task_key, with_metric
+
+Z95 = 1.959963984540054
+
+
+def wilson(p: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (Wilson 1927)."""
+    if n <= 0:
+        return 0.0, 1.0
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
+def chance_verdict(runs: list, task: str, metric: str) -> dict:
+    """Is `task`'s accuracy metric at chance in these runs? {"at_chance", "chance", "above",
+    "n_runs", "line"}. At chance: no run's Wilson interval lies above the chance rate."""
+    key = task_key(task, metric)
+    rows = []
+    for r in runs:
+        m = getattr(r, "metrics", {})
+        if key in m and task_key(task, "n") in m and task_key(task, "chance") in m:
+            rows.append((m[key], int(m[task_key(task, "n")]), m[task_key(task, "chance")]))
+    if not rows:
+        return {"at_chance": None, "chance": None, "above": 0, "n_runs": 0, "line": None}
+    chance = float(np.mean([c for _, _, c in rows]))
+    above = sum(1 for p, n, c in rows if wilson(p, n)[0] > c)
+    at = above == 0
+    n_docs = sorted({n for _, n, _ in rows})
+    accs = [p for p, _, _ in rows]
+    docs = f"{n_docs[0]}" if len(n_docs) == 1 else f"{n_docs[0]}-{n_docs[-1]}"
+    if at:
+        line = (f"{task}/{metric} sits at chance at these sizes: no run's accuracy is above the "
+                f"chance rate {chance:.3f} at 95 % ({min(accs):.3f}-{max(accs):.3f} over "
+                f"{len(rows)} runs of {docs} documents; binomial intervals), so an accuracy "
+                f"multiplier means nothing here; the continuous task:{task}/bpb is the signal")
+    else:
+        line = (f"{task}/{metric}: {above} of {len(rows)} runs above chance ({chance:.3f}) at "
+                f"95 %")
+    return {"at_chance": at, "chance": chance, "above": above, "n_runs": len(rows), "line": line}
 
 
 def sigmoid_acc(L, k: float, L0: float, chance: float):
@@ -60,7 +101,7 @@ def pair_bpb_acc(runs: list, task: str, metric: str) -> tuple[np.ndarray, np.nda
     b, a, used = [], [], []
     for r in runs:
         m = getattr(r, "metrics", {})
-        kb, ka = f"{TASK_PREFIX}{task}/bpb", f"{TASK_PREFIX}{task}/{metric}"
+        kb, ka = task_key(task, "bpb"), task_key(task, metric)
         if kb in m and ka in m:
             b.append(m[kb])
             a.append(m[ka])
@@ -116,7 +157,7 @@ def two_step_lines(res: dict, task: str, metric: str) -> list[str]:
         return [f"Two-step prediction of {task}/{metric}: not fitted ({res.get('why')})"]
     sig = res["sigmoid"]
     lines = [f"Two-step prediction of {task}/{metric} (Bhagia et al. 2024): compute -> "
-             f"task:{task}/bpb (the power-law fits above) -> accuracy "
+             f"{task_key(task, 'bpb')} (the power-law fits above) -> accuracy "
              f"= chance + (1 - chance) / (1 + exp(k (bpb - L0))), one sigmoid for every variant"]
     if not sig["ok"]:
         lines.append(f"  step 2 not fitted: {sig['why']}")
@@ -145,7 +186,7 @@ def backtest_two_step(runs: list, task: str, metric: str, baseline: str, n_boot:
     interval adds the held-out mean's own binomial noise (its documents and seeds) to step 1's
     bootstrap, as analysis.backtest adds the seed noise to a loss."""
 
-    bpb_runs, _ = with_metric(final_points(runs), f"{TASK_PREFIX}{task}/bpb")
+    bpb_runs, _ = with_metric(final_points(runs), task_key(task, "bpb"))
     reps = arrange(bpb_runs)
     held = {label: rep.cells[-1].size for label, rep in reps.items() if len(rep.cells) >= 3}
     skipped = {label: f"{len(rep.cells)} size(s); a backtest fits all but the largest and "
@@ -166,9 +207,9 @@ def backtest_two_step(runs: list, task: str, metric: str, baseline: str, n_boot:
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x7A5C]))
     for label, f in sorted(fitted.fits.items()):
         test = [r for r in bpb_runs if r.label == label and r.size == held[label]]
-        obs_pairs = [(r.metrics[f"{TASK_PREFIX}{task}/{metric}"],
-                      int(r.metrics.get(f"{TASK_PREFIX}{task}/n", 0))) for r in test
-                     if f"{TASK_PREFIX}{task}/{metric}" in r.metrics]
+        obs_pairs = [(r.metrics[task_key(task, metric)],
+                      int(r.metrics.get(task_key(task, "n"), 0))) for r in test
+                     if task_key(task, metric) in r.metrics]
         if not obs_pairs:
             continue
         C = float(np.exp(np.mean([math.log(r.compute) for r in test])))
