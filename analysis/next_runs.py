@@ -24,6 +24,13 @@ peak), the speed they measured (median FLOPs per device-second over the finished
 as `plan=true` prices a grid. The print-out says which.
 
 The proposal stops at ±PRECISION_FLOOR (and says that the rest of the budget is not needed).
+
+`--pool CANDIDATES.csv --target TARGET.csv`: sequential design over a finite pool instead
+(`analysis.estimates.design`): the rows with a `loss` are the finished runs, the others the
+candidates, each with its `cost` in GPU-hours; the runs chosen are those that shrink the bootstrap
+variance of the law's predicted loss at the target rows most per GPU-hour. `--replay` hides every
+row's loss and replays the whole sequence (fit, choose, measure, refit) within the budget, as the
+active-sl benchmark scores a selection method (`python -m bench.active_sl`).
 """
 
 from __future__ import annotations
@@ -94,7 +101,8 @@ class Design:
     needs each (label, size)'s count of runs (analysis.estimates.power.Group), so a budget that buys a
     million seeds is evaluated as fast as one that buys three."""
 
-    def __init__(self, grid: list[power.PlannedRun], baseline: str):
+    def __init__(self, grid: list[power.PlannedRun], baseline: str,
+                 at_flops: float | None = None):
         by = defaultdict(list)
         for r in grid:
             by[r.label].append(r)
@@ -102,7 +110,8 @@ class Design:
         self.groups = {lb: power.groups_of(runs) for lb, runs in by.items()}
         gb, sb = self.groups[baseline]
         xb = np.concatenate([g.x for g in gb])
-        self.x_ref = 0.5 * (xb.min() + xb.max())
+        # the multiplier's compute: the middle of the baseline's (C_ref), or the one asked for
+        self.x_ref = 0.5 * (xb.min() + xb.max()) if at_flops is None else math.log(at_flops)
         self.shared = {lb: power.shared_pairs(gb, sb, *self.groups[lb]) for lb in by}
         # the points a new seed's run has: those its label's runs at that size already have
         self.template: dict[str, dict[str, np.ndarray]] = defaultdict(dict)
@@ -168,10 +177,11 @@ SCALE_AFTER = 64
 
 def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float = 989e12,
             mfu: float = DEFAULT_MFU, noise: dict | None = None, alpha: float | None = None,
-            floor: float = PRECISION_FLOOR) -> dict:
+            floor: float = PRECISION_FLOOR, at_flops: float | None = None) -> dict:
     """The greedy proposal and the uniform alternative at no more than `gpu_hours` (finite), and
     none past a worst half-width of `floor` (0: no floor). A run costs its FLOPs at `gpu_peak` x
-    `mfu` (a measured speed: measured_speed, mfu 1)."""
+    `mfu` (a measured speed: measured_speed, mfu 1). `at_flops`: the multiplier's half-width at
+    that compute (FLOPs) instead of at C_ref."""
     if not (math.isfinite(gpu_hours) and gpu_hours > 0):
         raise ValueError(f"gpu_hours={gpu_hours!r} must be a positive finite number")
     grid = finished_grid(runs)
@@ -182,7 +192,7 @@ def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float 
         noise = noise or {**power.DEFAULT_NOISE, **{k: v for k, v in (m_noise or {}).items()
                                                     if v is not None}}
         alpha = alpha or m_alpha or power.DEFAULT_ALPHA
-    design = Design(grid, baseline)
+    design = Design(grid, baseline, at_flops)
     templates = defaultdict(list)      # size → one run per label
     for r in grid:
         if all(t.label != r.label for t in templates[r.size]):
@@ -279,19 +289,37 @@ def _pm(x: float) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.next_runs",
                                 description=__doc__.split("\n\n")[0].split(": ", 1)[1],
-                                parents=[common_parser(
-        inputs="sweep directories (or CSVs) with finished runs", metric=True, baseline=True)])
+                                parents=[common_parser(metric=True, baseline=True)])
+    # zero inputs with --pool, so not the common parser's one-or-more
+    p.add_argument("inputs", nargs="*", help="sweep directories (or CSVs) with finished runs")
     p.add_argument("--gpu-hours", type=float, required=True, help="budget for the new runs")
     p.add_argument("--gpu", default=None, help="GPU the hours are priced on, at its bf16 dense "
                    f"peak (default: CPU runs by their measured device-seconds, else {DEFAULT_GPU})")
     p.add_argument("--mfu", type=float, default=DEFAULT_MFU, help="(default: %(default)s)")
     p.add_argument("--sweep", default=None, help="sweeps= name for the commands (default: the "
                    "first input directory's name)")
+    p.add_argument("--at-compute", default=None, help="the multiplier's half-width at this "
+                   "compute (FLOPs, 1e22, or 3PF-days) instead of at C_ref, the baseline's middle")
+    add_pool_arguments(p)
     args = p.parse_args(argv)
+    if args.pool is not None or args.target is not None:
+        return pool_main(args)
+    if not args.inputs:
+        print("error: give sweep directories (or CSVs) with finished runs, or --pool "
+              "CANDIDATES.csv --target TARGET.csv", file=sys.stderr)
+        return 2
     if not (math.isfinite(args.gpu_hours) and args.gpu_hours > 0 and 0 < args.mfu <= 1):
         print(f"error: need a finite --gpu-hours > 0 and 0 < --mfu <= 1, got {args.gpu_hours:g}, "
               f"{args.mfu:g}", file=sys.stderr)
         return 2
+    from andrea.run.units import PFLOPS_DAY, parse_compute
+    at_flops = None
+    if args.at_compute is not None:
+        try:
+            at_flops = parse_compute(args.at_compute) * PFLOPS_DAY
+        except ValueError as e:
+            print(f"error: --at-compute: {e}", file=sys.stderr)
+            return 2
     from andrea.run.units import PEAK_FLOPS, peak_flops
     peak = peak_flops(args.gpu or DEFAULT_GPU, "bf16")
     if peak is None:
@@ -311,9 +339,15 @@ def main(argv=None) -> int:
               f"(found labels {sorted(labels) or 'none'}); with no runs yet, price and power a "
               f"first grid with `python sweep.py -m sweeps=NAME plan=true`", file=sys.stderr)
         return 2
+    smallest = min(r.flops for r in runs if r.label == args.baseline)
+    if at_flops is not None and at_flops < smallest:
+        print(f"error: --at-compute {args.at_compute} is below the data (the smallest baseline "
+              f"run: {smallest:.3g} FLOPs); the multiplier is asked past the runs, not before",
+              file=sys.stderr)
+        return 2
     measured = None if args.gpu else measured_speed(runs)
     prop = propose(runs, args.gpu_hours, args.baseline, *((measured[0], 1.0) if measured else
-                                                          (peak, args.mfu)))
+                                                          (peak, args.mfu)), at_flops=at_flops)
     sweep = args.sweep or Path(args.inputs[0]).resolve().name
     nz = prop["noise"]
     if measured:
@@ -332,7 +366,8 @@ def main(argv=None) -> int:
     for s in prop["sizes"]:
         now = len({r.seed for r in prop["finished"] if r.size == s})
         print(f"{s:<10} {now:>9} {prop['cost_per_seed'][s]:>15.3g} {prop['added'].get(s, 0):>4}")
-    print(f"Predicted 95 % half-width of the multiplier (worst variant): {_pm(prop['before'])} "
+    where = f" at {at_flops:.3g} FLOPs" if at_flops is not None else ""
+    print(f"Predicted 95 % half-width of the multiplier{where} (worst variant): {_pm(prop['before'])} "
           f"now → {_pm(prop['after'])} with the proposal ({prop['spent_gpu_hours']:.3g} of "
           f"{args.gpu_hours:g} {unit})")
     at = prop["gpu_hours_to_target"]
@@ -361,6 +396,119 @@ def main(argv=None) -> int:
         cheapest = min(prop["cost_per_seed"].values())
         print(f"Nothing to add: one seed at the cheapest size costs {cheapest:.3g} {unit}"
               if not prop["at_floor"] else "Nothing to add: the interval is already that narrow")
+    return 0
+
+
+# --- a finite pool of candidates (--pool) ---------------------------------------------------------
+
+def add_pool_arguments(p) -> None:
+    g = p.add_argument_group("a pool of candidate runs")
+    g.add_argument("--pool", default=None, help="CSV of candidate runs: params, tokens, cost "
+                   "(GPU-hours), loss where measured (see the module docstring)")
+    g.add_argument("--target", default=None, help="CSV of the runs whose loss is wanted "
+                   "(params, tokens): the target region")
+    g.add_argument("--law", default="chinchilla", help="the law fitted to the pool, one of "
+                   "`python -m analysis.fit --law`'s in (params, tokens[, unique_tokens]) "
+                   "(default: %(default)s)")
+    g.add_argument("--replay", action="store_true", help="hide every loss and replay the "
+                   "sequential design within --gpu-hours")
+    g.add_argument("--target-half-width", type=float, default=None, help="stop when the "
+                   "predicted 95 %% half-width of the target loss (relative) reaches this")
+    g.add_argument("--seed", type=int, default=0, help="seed of the fits' starts and resamples")
+
+
+def relative_half_width(variance_sum: float, n_targets: int, mean_loss: float) -> float:
+    """95 % half-width of a target's loss relative to the loss, from the summed variance of the
+    targets' predictions (their root-mean-square sd)."""
+    return 1.96 * math.sqrt(max(variance_sum, 0.0) / n_targets) / mean_loss
+
+
+def pool_main(args) -> int:
+    import numpy as np
+    from analysis.estimates.design import plan_round, replay, take
+    from analysis.fits.law_registry import laws as all_laws
+    from analysis.fits.laws import LawError, fit_law
+    from analysis.inputs.collect import InputError
+    from analysis.inputs.pool import read_table
+
+    usable = {n: lw for n, lw in all_laws().items() if "compute" not in lw.inputs}
+    if args.law not in usable:
+        print(f"error: --law {args.law!r} is not a law of params and tokens; known: "
+              f"{', '.join(usable)}", file=sys.stderr)
+        return 2
+    law = usable[args.law]
+    if args.pool is None or args.target is None:
+        print("error: --pool and --target go together: the candidates, and the runs whose loss "
+              "is wanted", file=sys.stderr)
+        return 2
+    if not (math.isfinite(args.gpu_hours) and args.gpu_hours > 0):
+        print(f"error: need a finite --gpu-hours > 0, got {args.gpu_hours:g}", file=sys.stderr)
+        return 2
+    thw = args.target_half_width
+    if thw is not None and not (math.isfinite(thw) and 0 < thw < 1):
+        print(f"error: --target-half-width is relative: 0 < it < 1, got {thw:g}", file=sys.stderr)
+        return 2
+    try:
+        pool = read_table(args.pool, law.inputs + ("cost",), law.inputs + ("cost",))
+        target = read_table(args.target, law.inputs, law.inputs)
+    except InputError as e:
+        print(f"error: {e} (the {law.name} law reads {', '.join(law.inputs)})", file=sys.stderr)
+        return 2
+    loss = pool.columns.get("loss", np.full(len(pool.names), np.nan))
+    X, cost = {k: pool.columns[k] for k in law.inputs}, pool.columns["cost"]
+    X_t = {k: target.columns[k] for k in law.inputs}
+    if args.replay:
+        if not np.all(np.isfinite(loss)):
+            print(f"error: {args.pool}: --replay needs a loss on every row", file=sys.stderr)
+            return 2
+        chosen, rounds = replay(law, X, loss, cost, X_t, [args.gpu_hours], seed=args.seed)[0]
+        print(f"Replay of {len(loss)} runs with the {law.name} law, {args.gpu_hours:g} GPU-h: "
+              f"{len(chosen)} chosen, {cost[chosen].sum():.4g} GPU-h")
+        for k, r in enumerate(rounds, 1):
+            print(f"  round {k}: {r.reason}: {', '.join(pool.names[j] for j in r.picks) or 'none'}")
+        try:
+            pred = fit_law(law, "replay", take(X, chosen), loss[chosen]).predict(X_t)
+        except LawError as e:
+            print(f"The runs chosen do not fit the law: {e}")
+            return 0
+        y_t = target.columns.get("loss")
+        print("Target rows: the loss predicted from the runs chosen" +
+              (" (measured)" if y_t is not None else ""))
+        for i, name in enumerate(target.names):
+            meas = f" ({y_t[i]:.4g})" if y_t is not None and np.isfinite(y_t[i]) else ""
+            print(f"  {name}: {pred[i]:.4g}{meas}")
+        return 0
+    done = np.isfinite(loss)
+    cand = np.flatnonzero(~done)
+    if not len(cand):
+        print(f"error: {args.pool}: every row has a loss; nothing to choose (leave the loss of "
+              "the candidates empty, or --replay)", file=sys.stderr)
+        return 2
+    r = plan_round(law, take(X, done), loss[done], take(X, cand), cost[cand], X_t,
+                   args.gpu_hours, seed=args.seed)
+    picks = [int(cand[j]) for j in r.picks]
+    if r.variance_before is not None:
+        mean_t = float(np.mean(r.fit.predict(X_t)))
+        before = relative_half_width(r.variance_before, len(target.names), mean_t)
+        after = relative_half_width(r.variance_after, len(target.names), mean_t)
+        if thw is not None and before <= thw:
+            print(f"Stop: the target loss is known to {_pm(before)} already (asked {_pm(thw)})")
+            return 0
+        if thw is not None and after > thw:
+            print(f"error: --gpu-hours {args.gpu_hours:g} reaches {_pm(after)} at best "
+                  f"(predicted; {_pm(before)} now), not {_pm(thw)}", file=sys.stderr)
+            return 2
+    print(f"{done.sum()} finished runs, {len(cand)} candidates, {len(target.names)} target rows; "
+          f"the {law.name} law")
+    if r.variance_before is not None:
+        print(f"Predicted 95 % half-width of the target loss: {_pm(before)} now -> {_pm(after)} "
+              "with the runs below")
+    print(f"Run next ({r.reason}; {cost[picks].sum():.4g} of {args.gpu_hours:g} GPU-h):")
+    for j in picks:
+        print(f"  {pool.names[j]}: " + ", ".join(f"{k} {X[k][j]:.4g}" for k in law.inputs)
+              + f", {cost[j]:.4g} GPU-h")
+    if not picks:
+        print("  nothing: no candidate fits the budget or would narrow the prediction")
     return 0
 
 

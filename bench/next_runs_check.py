@@ -12,6 +12,11 @@ truth).
 
 The planner is run twice: with the noise the sweep was drawn with (checks the design model), and
 with the noise it measures from one simulated finished sweep (what a user gets).
+
+Then the other way round: the fewest GPU-hours at which the planner's proposal (with the measured
+noise) predicts the half-width the uniform design of R rounds predicts (bisection on the budget),
+and that proposal simulated like the others: its realised half-width and coverage, beside the
+uniform design's (goal: at most half its GPU-hours, coverage >= 90 %).
 """
 
 from __future__ import annotations
@@ -103,6 +108,24 @@ def main(argv=None) -> int:
                   f"{hw:>10.1%} {ratio:>6.2f} {cov:>8.1%} {se:>5.1%}"
                   + ("" if which == "true" else f"  (with the true noise: {truth_pred:.1%})"),
                   flush=True)
+    # GPU-hours the planner needs for the uniform design's width (measured noise, as a user runs it)
+    prop_u = propose(finished, budget, "baseline", peak, mfu)
+    goal = prop_u["uniform_after"]
+    lo, hi = 0.0, budget
+    for _ in range(14):
+        mid = 0.5 * (lo + hi)
+        if propose(finished, mid, "baseline", peak, mfu)["after"] <= goal:
+            hi = mid
+        else:
+            lo = mid
+    reach = propose(finished, hi, "baseline", peak, mfu)
+    grid = with_added(reach["finished"], reach["added"])
+    hw, cov = realised(_seeds(grid), args.reps, args.bootstrap, rng)
+    se = math.sqrt(cov * (1 - cov) / args.reps)
+    print(f"\nto reach the uniform design's predicted {goal:.1%} ({prop_u['uniform_gpu_hours']:.3g} "
+          f"GPU-h): the planner needs {reach['spent_gpu_hours']:.3g} GPU-h "
+          f"({reach['spent_gpu_hours'] / prop_u['uniform_gpu_hours']:.2f} of uniform), seeds "
+          f"{list(_seeds(grid).values())}; realised {hw:.1%}, coverage {cov:.1%} ±{se:.1%}")
     return 0 if ok else 1
 
 

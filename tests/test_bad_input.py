@@ -16,6 +16,7 @@ The table in docs/bad_input.md is written by this module:
 from __future__ import annotations
 
 import json
+import math
 import struct
 import subprocess
 import sys
@@ -362,7 +363,47 @@ def _duplicated(tmp: Path) -> tuple[Optional[int], str]:
     return 0, "; ".join(warnings) or "(no warning)"
 
 
-CASES = CONFIG_CASES + DATA_CASES + ANALYSIS_CASES
+def next_runs_pool(pool: str, *argv: str) -> Callable[[Path], tuple[Optional[int], str]]:
+    """`python -m analysis.next_runs --pool POOL --target TARGET ...`: (exit status, stderr)."""
+    def run(tmp: Path) -> tuple[Optional[int], str]:
+        import contextlib
+        import io
+
+        from analysis.next_runs import main
+
+        (tmp / "pool.csv").write_text(pool)
+        (tmp / "target.csv").write_text("params,tokens\n1e9,2e10\n")
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main(["--pool", str(tmp / "pool.csv"), "--target", str(tmp / "target.csv"),
+                         *argv])
+        return code, err.getvalue().strip()
+    return run
+
+
+# a Chinchilla world measured at 3 sizes x 3 token budgets (with 1 % of run noise), and 3
+# candidates at a 4th size
+_POOL = "params,tokens,cost,loss\n" + "".join(
+    f"{n:g},{n * t:g},{6 * n * n * t / 3.6e18:g},"
+    + (f"{(1.7 + 400 * n ** -0.34 + 410 * (n * t) ** -0.28) * (1 + 0.01 * math.sin(7 * n * t)):.5f}"
+       if n < 3e8 else "") + "\n"
+    for n in (1e7, 3e7, 1e8, 3e8) for t in (5, 20, 80))
+POOL_CASES = [
+    Case("next_runs_pool_no_cost", "analysis", "next_runs --pool: a pool without a cost column",
+         next_runs_pool("params,tokens,loss\n1e7,1e8,3.0\n", "--gpu-hours", "1"),
+         ("pool.csv", "missing cost")),
+    Case("next_runs_pool_garbage", "analysis", "next_runs --pool: a pool row with params=abc",
+         next_runs_pool("params,tokens,cost\nabc,1e8,1\n", "--gpu-hours", "1"),
+         ("pool.csv", "row 2", "params")),
+    Case("next_runs_pool_zero_budget", "analysis", "next_runs --pool with --gpu-hours 0",
+         next_runs_pool(_POOL, "--gpu-hours", "0"), ("--gpu-hours > 0",)),
+    Case("next_runs_pool_unreachable", "analysis",
+         "next_runs --pool: a --target-half-width the budget cannot reach",
+         next_runs_pool(_POOL, "--gpu-hours", "1", "--target-half-width", "1e-5"),
+         ("reaches ±", "at best")),
+]
+
+CASES = CONFIG_CASES + DATA_CASES + ANALYSIS_CASES + POOL_CASES
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

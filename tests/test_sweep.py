@@ -204,3 +204,51 @@ def test_wait_true_waits_for_a_run_an_earlier_launchs_job_holds(tmp_path, data_c
     assert "skipping 1 completed" in text and "waiting for 1 run(s) of an earlier launch" in text
     assert "runs of an earlier launch: 1 completed" in text
     assert "2 of 2 runs completed" in text and "queued or running" not in text.split("2 of 2")[-1]
+
+
+def test_an_adaptive_design_with_a_bad_budget_stops_before_anything_runs(tmp_path):
+    out = sweep(tmp_path, *GRID, "design=adaptive", "design.max_gpu_hours=0", timeout=600)
+    err = [x for x in out.stderr.splitlines() if x.startswith("error:")]
+    assert out.returncode == 2 and len(err) == 1 and "must be > 0" in err[0], out.stderr[-2000:]
+    assert not list((tmp_path / "runs").rglob("results.json"))
+
+
+def test_the_design_check_names_each_bad_value():
+    from andrea.config.schema import DesignConfig
+    from hydra_plugins.andrea_plugins.adaptive import check
+
+    assert check(DesignConfig()) is None and check(DesignConfig(kind="adaptive")) is None
+    for bad, msg in ((dict(max_gpu_hours=-3.0), "must be > 0"),
+                     (dict(max_gpu_hours=float("nan")), "must be > 0"),
+                     (dict(target_half_width=5.0), "0 < it < 1"),
+                     (dict(at_compute=0.0), "FLOPs"), (dict(max_rounds=0), ">= 1")):
+        assert msg in check(DesignConfig(kind="adaptive", **bad)), bad
+    assert "grid or adaptive" in check(DesignConfig(kind="adaptve"))
+
+
+@pytest.mark.slow
+def test_an_adaptive_design_trains_a_round_plans_the_next_and_resumes(tmp_path, data_cache):
+    """design=adaptive: the grid, then one round of seeds analysis.next_runs chose, logged with its
+    reason; a re-run trains nothing again; plan=true shows the next round."""
+    grid = ["model=baseline,attnres_full", "size=tiny-1,tiny-2", "train.seed=0,1",
+            *TINY_RUN[1:], "design=adaptive", "design.max_rounds=1",
+            "design.target_half_width=0.01"]
+    first = sweep(tmp_path, *grid)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    root = tmp_path / "runs" / "default"
+    log = [json.loads(x) for x in (root / "design.jsonl").read_text().splitlines()]
+    added = log[0]["added"]
+    assert added and "per GPU-hour" in log[0]["reason"] and log[-1]["stop"]
+    n_new = 2 * sum(len(v) for v in added.values())          # a seed: both variants
+    runs = results_of(tmp_path / "runs")
+    assert len(runs) == 8 + n_new
+    for size, seeds in added.items():
+        assert all(any(f"/{size}/" in f"/{r}" and f"seed{k}" in r for r in runs) for k in seeds)
+    again = sweep(tmp_path, *grid)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "Launching" not in again.stdout + again.stderr and "rounds done" in again.stdout
+    assert results_of(tmp_path / "runs") == runs
+    plan = sweep(tmp_path, *[a for a in grid if not a.startswith("design.max_rounds")],
+                 "design.max_rounds=2", "plan=true")
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    assert "next round: size=" in plan.stdout and results_of(tmp_path / "runs") == runs

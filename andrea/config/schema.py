@@ -187,6 +187,17 @@ class SweepOptions:
 
 
 @dataclass
+class DesignConfig:
+    """How a sweep chooses its runs (`design=adaptive`: the grid is the first round, then rounds
+    of seeds chosen by analysis.next_runs until the target or the budget; docs/planner.md)."""
+    kind: str = "grid"                        # grid | adaptive
+    at_compute: Optional[float] = None        # FLOPs the multiplier is asked at (null: C_ref)
+    target_half_width: float = 0.05           # relative 95 % half-width of the worst multiplier
+    max_gpu_hours: Optional[float] = None     # priced as plan=true prices (plan_gpu, plan_mfu)
+    max_rounds: int = 10
+
+
+@dataclass
 class RunConfig:
     model: ModelChoice = MISSING
     size: SizeConfig = MISSING
@@ -199,6 +210,7 @@ class RunConfig:
     wandb: WandbConfig = field(default_factory=WandbConfig)
     launch: LaunchConfig = field(default_factory=LaunchConfig)
     sweep: SweepOptions = field(default_factory=SweepOptions)
+    design: DesignConfig = field(default_factory=DesignConfig)
     sweep_name: str = "default"  # names the sweep directory and the W&B group
     out_dir: str = "runs"
     plan: bool = False  # print the job grid and stop

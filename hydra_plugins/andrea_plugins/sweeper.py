@@ -59,6 +59,21 @@ class AndreaSweeper(BasicSweeper):
         super().__init__(max_batch_size=max_batch_size, params=params)
 
     def sweep(self, arguments: List[str]) -> Any:
+        from hydra_plugins.andrea_plugins.adaptive import check, run_rounds
+
+        why = check(self.config.design)
+        if why:
+            print(f"error: {why}", file=sys.stderr)
+            sys.exit(2)
+        out = self.sweep_round(arguments)
+        if self.config.design.kind == "adaptive":      # then rounds chosen by analysis.next_runs
+            code = run_rounds(self, arguments, bool(self.config.get("plan", False)))
+            if code:
+                sys.exit(code)
+        return out
+
+    def sweep_round(self, arguments: List[str]) -> Any:
+        """The grid `arguments` give (with the config's sweep parameters): plan, skip, launch."""
         from andrea.config.resolve import ConfigError
         from andrea.launch.plan import plan_jobs, print_plan, print_summary
         from andrea.launch.packing import read_packing

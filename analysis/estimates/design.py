@@ -1,0 +1,170 @@
+"""Which runs to add: sequential experimental design over a pool of candidate runs.
+
+The question is a prediction the user names, here the loss at a set of target runs (a high-cost
+region: the size and tokens the user is about to train). Its uncertainty is read off a bootstrap
+ensemble of fitted laws: refit the law to the finished runs resampled with replacement, predict
+every candidate and every target with each refit. Treating the ensemble's predictions as jointly
+Gaussian, measuring candidate j (with the noise variance sigma^2 of a run about the law) reduces
+the summed target variance by sum_t Cov(t, j)^2 / (Var(j) + sigma^2): a linear-Gaussian (Kalman)
+update, the ensemble form of V-optimal design (the expected reduction of the prediction variance
+where it is wanted; Atkinson, Donev & Tobias 2007, ch. 10). Candidates are picked greedily by that
+reduction per unit of cost, updating the ensemble covariance after each pick, so a batch does not
+pick the same information twice; a new size whose loss was never measured is just a candidate
+whose prediction the ensemble spreads. Then the picked runs are measured, the law refitted, and
+the next round planned (`replay` replays this on a pool whose losses are known, as the active-sl
+benchmark scores selection methods: Li et al. 2026, arXiv 2604.22753).
+
+Before the law can be fitted (fewer runs than its parameters, plus one) the design starts with a
+cheap space-filling pilot: the runs spread widest in (log params, log tokens) among the cheapest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analysis.fits.laws import Law, LawError, fit_law
+
+N_BOOT = 16          # ensemble members (refits of resampled runs)
+HUBER_DELTA = 1e-3   # the fit's loss on log residuals (None: least squares); fit_law's default
+PILOT_SHARE = 0.3    # at most this share of the first budget goes to the pilot
+ROUNDS = 2           # rounds per budget: each refits the law before it chooses
+COST_POWER = 1.0     # candidates ranked by reduction / cost**COST_POWER: per GPU-hour
+
+
+@dataclass
+class Round:
+    """One planned round: what was chosen and why."""
+    picks: list[int]
+    reason: str
+    variance_before: float | None = None     # summed variance of the target predictions
+    variance_after: float | None = None      # predicted after the picks are measured
+    fit: object | None = field(default=None, repr=False)     # the LawFit it planned from
+
+
+def take(X: dict, idx) -> dict:
+    return {k: np.asarray(v)[idx] for k, v in X.items()}
+
+
+def _log_features(X: dict, inputs) -> np.ndarray:
+    Z = np.log(np.column_stack([np.asarray(X[k], float) for k in inputs]))
+    sd = Z.std(axis=0)
+    return (Z - Z.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+
+
+def pilot(X_cand: dict, inputs, cost: np.ndarray, n: int, budget: float) -> list[int]:
+    """Up to `n` candidates, each as far as possible (in standardised log inputs) from those
+    already taken, among the ones that keep the pilot within `budget` (a maximin design: Johnson,
+    Moore & Ylvisaker 1990). The first is the cheapest."""
+    Z = _log_features(X_cand, inputs)
+    order = np.argsort(cost, kind="stable")
+    picks, spent = [], 0.0
+    while len(picks) < n:
+        left = n - len(picks) - 1        # leave room for the rest at the cheapest prices
+        free = [j for j in order if j not in picks]
+        reserve = float(np.sum(cost[free[1:left + 1]])) if left else 0.0
+        ok = [j for j in free if spent + cost[j] + reserve <= budget * (1 + 1e-12)]
+        if not ok:
+            break
+        if not picks:
+            j = ok[0]
+        else:
+            d = np.min(np.linalg.norm(Z[ok][:, None, :] - Z[picks][None, :, :], axis=2), axis=1)
+            j = ok[int(np.argmax(d))]
+        picks.append(int(j))
+        spent += cost[j]
+    return picks
+
+
+def greedy_picks(pred_cand: np.ndarray, pred_target: np.ndarray, cost: np.ndarray,
+                 noise_var: float, budget: float) -> tuple[list[int], float, float]:
+    """(picks, target variance before, after): candidates chosen one at a time by the
+    reduction of the summed target variance per unit cost, within `budget`.
+
+    pred_cand [B, M] and pred_target [B, T] are the ensemble's predictions."""
+    M = pred_cand.shape[1]
+    S = np.atleast_2d(np.cov(np.hstack([pred_cand, pred_target]), rowvar=False, ddof=1))
+    tgt = slice(M, S.shape[0])
+    before = float(np.trace(S[tgt, tgt]))
+    picks, spent, left = [], 0.0, np.ones(M, bool)
+    while True:
+        ok = left & (spent + cost <= budget * (1 + 1e-12))
+        if not ok.any():
+            break
+        gain = np.sum(S[tgt, :M] ** 2, axis=0) / (np.diag(S)[:M] + noise_var)
+        score = np.where(ok, gain / cost ** COST_POWER, -np.inf)
+        j = int(np.argmax(score))
+        if not gain[j] > 0:
+            break
+        col = S[:, j].copy()
+        S -= np.outer(col, col) / (col[j] + noise_var)      # the Kalman update of the ensemble
+        picks.append(j)
+        left[j] = False
+        spent += cost[j]
+    return picks, before, float(np.trace(S[tgt, tgt]))
+
+
+def noise_variance(fit, y) -> float:
+    """A run's variance about the law, in loss units: the fit's log residuals with their
+    degrees of freedom, floored at (1e-3 of the loss)^2 while there are few."""
+    n, k = fit.n_points, len(fit.theta)
+    s2_log = fit.rmse_log ** 2 * n / (n - k) if n > k else fit.rmse_log ** 2
+    return max(s2_log, 1e-6) * float(np.median(y)) ** 2
+
+
+def plan_round(law: Law, X_obs: dict, y_obs, X_cand: dict, cost, X_target: dict, budget: float,
+               seed: int = 0, n_boot: int = N_BOOT) -> Round:
+    """Fit the finished runs with their bootstrap, and pick candidates (indices into X_cand)
+    within `budget` by expected target-variance reduction per unit cost."""
+    y_obs, cost = np.asarray(y_obs, float), np.asarray(cost, float)
+    if len(y_obs) < law.needs:
+        picks = pilot(X_cand, law.inputs, cost, law.needs - len(y_obs), budget)
+        return Round(picks, f"pilot: {len(picks)} cheap runs spread in log "
+                     f"{', '.join(law.inputs)}, so the {len(law.params)}-parameter {law.name} "
+                     "law can be fitted")
+    try:
+        fit = fit_law(law, "pool", X_obs, y_obs, huber_delta=HUBER_DELTA, n_bootstrap=n_boot,
+                      seed=seed)
+    except LawError as e:
+        return Round([], f"no fit: {e}")
+    pc, pt = fit.predict_boot(X_cand), fit.predict_boot(X_target)
+    ok = np.all(np.isfinite(pc), axis=1) & np.all(np.isfinite(pt), axis=1)
+    if ok.sum() < 3:
+        return Round([], "fewer than 3 resampled fits predict every run: nothing to rank", fit=fit)
+    sigma2 = noise_variance(fit, y_obs)
+    picks, before, after = greedy_picks(pc[ok], pt[ok], cost, sigma2, budget)
+    return Round(picks, f"target-variance reduction per unit cost ({ok.sum()} resampled "
+                 f"fits, run noise sd {np.sqrt(sigma2):.2g})", before, after, fit)
+
+
+def replay(law: Law, X_pool: dict, y_pool, cost, X_target: dict, budgets, seed: int = 0,
+           n_boot: int = N_BOOT, rounds: int = ROUNDS) -> list[tuple[list[int], list[Round]]]:
+    """Sequential design on a pool whose losses are known but revealed only when a run is
+    chosen: for each cumulative budget in `budgets`, (the runs chosen by then, the rounds so
+    far). Each budget is spent in `rounds` rounds (the last takes what is left), the law refitted
+    before each."""
+    y_pool, cost = np.asarray(y_pool, float), np.asarray(cost, float)
+    chosen: list[int] = []
+    history: list[Round] = []
+    out = []
+    spent = 0.0
+    for k, cap in enumerate(budgets):
+        for i in range(rounds):
+            left = np.setdiff1d(np.arange(len(y_pool)), chosen)
+            remaining = cap - spent
+            if not len(left) or cost[left].min() > remaining * (1 + 1e-12):
+                break
+            if len(chosen) < law.needs:
+                budget = PILOT_SHARE * cap if k == 0 else remaining
+            else:
+                budget = max(remaining / (rounds - i), float(cost[left].min()))
+            r = plan_round(law, take(X_pool, chosen), y_pool[chosen], take(X_pool, left),
+                           cost[left], X_target, min(budget, remaining),
+                           seed=seed * 1000 + len(history), n_boot=n_boot)
+            r.picks = [int(left[j]) for j in r.picks]
+            history.append(r)
+            chosen += r.picks
+            spent += float(cost[r.picks].sum())
+        out.append((list(chosen), list(history)))
+    return out
