@@ -3,8 +3,8 @@
 `train(spec, run_dir, config)` is called once per run (and again after every requeue). It resumes
 from the newest good checkpoint in the run directory, and ends by writing `results.json`
 (status "completed", or "failed" with the reason). A signal (SIGUSR2 from Slurm before the time
-limit or on preemption, SIGTERM) finishes the current step, checkpoints, then hands over to
-submitit's handler (which requeues the job) or exits.
+limit or on preemption, SIGTERM) finishes the current step, or stops an evaluation at its next
+batch, checkpoints, then hands over to submitit's handler (which requeues the job) or exits.
 
 The loop is a `Trainer` whose phases are its methods: set-up (`_setup`, `_resume`), step
 (`_train_step`, `_after_step`), evaluate (`_evaluate`), checkpoint (`_checkpoint`), the budgets'
@@ -34,7 +34,8 @@ from andrea.components.clock import Clock
 from andrea.config.resolve import RunSpec, spec_summary, steps_between
 from andrea.data import TokenLoader, ValidationSet, check_split_sizes, prepare_data
 from andrea.components.distributed import DistInfo, agreed_max, all_reduce_mean, init_distributed, shutdown
-from andrea.components.evaluate import Scorer, evaluate, lm_loss  # noqa: F401  (evaluate: bench/budget_cost.py's)
+from andrea.components.evaluate import (EvaluationStopped, Scorer, evaluate,  # noqa: F401
+                                       lm_loss)  # (evaluate: bench/budget_cost.py's)
 from andrea.data.domains import describe_domain, load_training_tokenizer, prepare_domains
 from andrea.data.tokenizer import token_byte_lengths
 from andrea.model.flops import six_n_d, training_flops_per_token
@@ -126,6 +127,7 @@ class Trainer:
         self.branch: Optional[Cooldown] = None  # the cooldown being trained, None on the trunk
         self.trunk: Optional[dict[str, Any]] = None  # the trunk's state while a branch runs
         self.session_steps = 0  # optimizer steps trained by this process (trunk and branches)
+        self.eval_due = False  # resumed from a checkpoint written mid-way through this step's eval
 
     # ---- the loop -------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
@@ -134,6 +136,8 @@ class Trainer:
         # From here a signal means "checkpoint, then requeue"; before, submitit's own handler
         # acts at once (nothing to save yet).
         self.flag.install()
+        if self.eval_due:  # a signal cut this step's evaluation short: score it now
+            self._periodic_eval()
         if self.branch is not None:  # resumed inside a cooldown: finish it first
             self._cooldown(self.branch)
         while self.step < self.spec.steps:
@@ -318,6 +322,7 @@ class Trainer:
         self.step = int(state["step"])
         self.final_val_loss = state.get("final_val_loss")
         self.final_scores = state.get("final_scores")
+        self.eval_due = bool(state.get("eval_due", False))
         interval = state.get("interval") or {"loss": 0.0, "count": 0}  # older checkpoints: none
         self.interval_loss.fill_(interval["loss"])
         self.interval_count = int(interval["count"])
@@ -357,8 +362,7 @@ class Trainer:
         if at_log:
             self._log_train(lr, grad_norm)
         if self.branch is None and self.eval_every and step % self.eval_every == 0 and step < end:
-            scores = self._evaluate()
-            self.progress.note(f"step {step}: val/loss {self._scores_note(scores)}")
+            self._periodic_eval()
         # Ranks agree on a signal at logging steps only: a collective per step would stall.
         signum = agreed_max(self.flag.received or 0, self.dist, self.device) if at_log else 0
         planned = t.stop_after_steps is not None and self.session_steps >= t.stop_after_steps
@@ -399,9 +403,27 @@ class Trainer:
         self.interval_count, self.interval_start = 0, now
 
     # ---- evaluate -------------------------------------------------------------------------
-    def _score(self) -> dict[str, Any]:
-        """val_loss, val_bpb and every domain's loss and bpb (the keys of a results.json point)."""
-        return self.scorer.score(self.model, self.eval_bs, self.device, self.amp_dtype, self.dist)
+    def _score(self, **extra: Any) -> dict[str, Any]:
+        """val_loss, val_bpb and every domain's loss and bpb (the keys of a results.json point).
+
+        An evaluation takes minutes on a CPU, longer than a scheduler waits between SIGTERM and
+        SIGKILL (Slurm: 30 s). A signal during it stops it between two batches, checkpoints
+        this step (with `extra`, what the resumed run must redo) and hands over, as after a step;
+        the resumed run scores the same model again, so its results are the uninterrupted run's."""
+        try:
+            return self.scorer.score(self.model, self.eval_bs, self.device, self.amp_dtype,
+                                     self.dist, stop=lambda: self.flag.received or 0)
+        except EvaluationStopped as e:
+            self.progress.note(f"step {self.step}: evaluation stopped by a signal; checkpointing")
+            self._checkpoint(**extra)
+            self.progress.close()
+            self.flag.hand_over(e.signum)
+            raise Interrupted(128 + e.signum)  # hand_over raises; never reached
+
+    def _periodic_eval(self) -> None:
+        scores = self._evaluate(eval_due=True)
+        self.progress.note(f"step {self.step}: val/loss {self._scores_note(scores)}")
+        self.eval_due = False
 
     @staticmethod
     def _scores_note(scores: dict[str, Any]) -> str:
@@ -415,9 +437,9 @@ class Trainer:
                 parts.append(f"{name} " + one(scores[key], scores[keys.domain_key(name, "bpb")]))
         return "; ".join(parts)
 
-    def _evaluate(self) -> dict[str, Any]:
+    def _evaluate(self, **extra: Any) -> dict[str, Any]:
         """Validation scores of the trunk at this step, logged with the layer dynamics."""
-        scores = self._score()
+        scores = self._score(**extra)
         if self.is_main:
             model, step = self.model, self.step
             x, _ = next(self.val.batches(self.eval_bs))

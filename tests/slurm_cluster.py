@@ -181,7 +181,8 @@ def make_executor(folder: os.PathLike | str, max_num_timeout: int = 3, **params:
 
 
 def _run(cmd: list[str], check: bool = True) -> str:
-    return subprocess.run(cmd, capture_output=True, text=True, check=check, timeout=300).stdout  # hang guard
+    # squeue/sacct/scontrol/sbatch answer within a second; 60 s only stops a hang
+    return subprocess.run(cmd, capture_output=True, text=True, check=check, timeout=60).stdout
 
 
 def job_state(job: Any) -> str:
@@ -198,9 +199,10 @@ def job_state(job: Any) -> str:
     return state.split()[0]
 
 
-def wait_job_state(job: Any, states: str | Iterable[str], timeout: float = 600, poll: float = 0.5) -> str:
+def wait_job_state(job: Any, states: str | Iterable[str], timeout: float = 300, poll: float = 0.5) -> str:
     """Poll until the job's fresh state is one of ``states``; return it. The timeout only stops a
-    hang (the wait ends when the state is reached): wide, so that a busy machine cannot fail it.
+    hang (the wait ends when the state is reached): the jobs here start within seconds
+    (sched_interval=1) and run seconds, so 300 s is wide even on a busy machine.
 
     Raises AssertionError (with the job's stderr tail) on timeout, or if the job reaches a
     terminal state that is not wanted.
@@ -223,7 +225,7 @@ def wait_job_state(job: Any, states: str | Iterable[str], timeout: float = 600, 
         time.sleep(poll)
 
 
-def wait_for(predicate, timeout: float = 600, poll: float = 0.2, what: str = "condition"):
+def wait_for(predicate, timeout: float = 300, poll: float = 0.2, what: str = "condition"):
     """Poll ``predicate()`` until truthy; return its value or raise AssertionError (a hang guard,
     wide for the same reason as wait_job_state's)."""
     deadline = time.monotonic() + timeout

@@ -22,7 +22,7 @@ def test_bad_corpus_exits_2_and_submits_no_job(slurm_cluster, tmp_path, data_cac
            "model=baseline,attnres_full", "data=text", f"data.paths=[{bad}]", *TINY_RUN[1:],
            "slurm=localhost", "hydra.launcher.poll_s=1"]
     out = subprocess.run(cmd, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                         capture_output=True, text=True, timeout=600)
+                         capture_output=True, text=True, timeout=300)  # no job: ~50 s loaded
     assert out.returncode == 2, out.stdout[-3000:] + out.stderr[-3000:]
     assert out.stderr.count("error:") == 1 and "is not UTF-8 text" in out.stderr
     assert "used by 2 job(s)" in out.stderr and "nothing was launched" in out.stderr

@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable
 
 import pytest
@@ -30,9 +31,10 @@ def sweep_cmd(out: Path, *args: str) -> list[str]:
     return [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={out}", *args]
 
 
-def run_sweep(cwd: Path, *args: str, timeout: int = 1800, env_extra: dict | None = None,
+def run_sweep(cwd: Path, *args: str, timeout: int = 900, env_extra: dict | None = None,
               env_drop: tuple = ()) -> subprocess.CompletedProcess:
-    """The sweep command in `cwd`; `timeout` only stops a hang (tiny sweeps take 1-3 min alone)."""
+    """The sweep command in `cwd`; `timeout` only stops a hang (tiny sweeps take 1-3 min alone,
+    up to ~4 with the machine's 2 cores loaded 12-16 deep)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env_extra or {})}
     for k in env_drop:
         env.pop(k, None)
@@ -104,7 +106,7 @@ def test_requeued_job_resumes_from_its_checkpoint_with_the_same_final_loss(
     job_dirs = [p for p in run_root.rglob(".submitit/*") if p.is_dir() and p.name[0].isdigit()]
     job_id = job_dirs[0].name
     requeue_job(job_id)
-    output, _ = proc.communicate(timeout=1800)  # a hang guard
+    output, _ = proc.communicate(timeout=900)  # a hang guard: a requeue and a tiny run
     assert proc.returncode == 0, output[-4000:]
     assert "REQUEUED" in sacct_attempts(job_id.split("_")[0])
     logs = job_logs(run_root)
@@ -143,7 +145,7 @@ def test_job_hitting_its_time_limit_is_requeued_and_completes(slurm_cluster, tmp
         cwd.mkdir()
         out = run_sweep(cwd, *base, f"train.tokens={tokens}", *ON_SLURM,
                         "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=15",
-                        "hydra.launcher.max_num_timeout=30", timeout=3000)
+                        "hydra.launcher.max_num_timeout=30", timeout=1200)  # ~4 attempts of 1 min
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
         (result,) = results_of(cwd / "runs").values()
         assert result["status"] == "completed" and result["tokens"] == tokens
@@ -156,36 +158,42 @@ def test_job_hitting_its_time_limit_is_requeued_and_completes(slurm_cluster, tmp
     assert re.search(r"resumed from .*step_\d+\.pt at step [1-9]", logs), logs[-3000:]
 
 
-def test_two_tasks_per_job_train_with_ddp_and_match_one_process(slurm_cluster, tmp_path, data_cache):
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory, data_cache) -> dict:
+    """The in-process run that both DDP tests (2 tasks on one node, 1 task on each of 2 nodes)
+    compare with: the same global batch in one process. Trained once for the two."""
+    cwd = tmp_path_factory.mktemp("one_process")
+    one = run_sweep(cwd, "model=attnres_full", *TINY_RUN, "train.micro_batch_size=8")
+    assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
+    (single,) = results_of(cwd / "runs").values()
+    return single
+
+
+def test_two_tasks_per_job_train_with_ddp_and_match_one_process(slurm_cluster, tmp_path,
+                                                                 one_process):
     """One Slurm job with 2 tasks runs DDP (gloo on CPU) from submitit's environment, and gives
     the loss of one process with the same global batch."""
-    (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
-    one = run_sweep(tmp_path / "one", "model=attnres_full", *TINY_RUN, "train.micro_batch_size=8")
-    assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
     two = run_sweep(tmp_path / "two", "model=attnres_full", *TINY_RUN, "train.micro_batch_size=4",
                     *ON_SLURM, "hydra.launcher.tasks_per_node=2")
     assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
-    (single,) = results_of(tmp_path / "one" / "runs").values()
+    single = one_process
     (ddp,) = results_of(tmp_path / "two" / "runs").values()
     assert ddp["world_size"] == 2 and single["world_size"] == 1
     assert ddp["val_loss"] == pytest.approx(single["val_loss"], rel=1e-5)
 
 
 def test_two_nodes_one_task_each_train_with_ddp_and_match_one_process(
-        two_node_cluster, tmp_path, data_cache):
+        two_node_cluster, tmp_path, one_process):
     """A job with nodes=2 (one task per node, gloo over 127.0.0.1) on the two-node cluster
     (two slurmd on this machine, slurm/local/twonode.sh) trains with DDP across the nodes and gives
     the loss of one process with the same global batch, as the 2-task test does on one node."""
-    (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
-    one = run_sweep(tmp_path / "one", "model=attnres_full", *TINY_RUN, "train.micro_batch_size=8")
-    assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
     two = run_sweep(tmp_path / "two", "model=attnres_full", *TINY_RUN, "train.micro_batch_size=4",
                     *ON_SLURM, "hydra.launcher.nodes=2", "hydra.launcher.tasks_per_node=1",
                     env_extra=two_node_cluster)
     assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
-    (single,) = results_of(tmp_path / "one" / "runs").values()
+    single = one_process
     (ddp,) = results_of(tmp_path / "two" / "runs").values()
     assert ddp["world_size"] == 2 and single["world_size"] == 1
     assert ddp["val_loss"] == pytest.approx(single["val_loss"], rel=1e-5)
@@ -194,7 +202,7 @@ def test_two_nodes_one_task_each_train_with_ddp_and_match_one_process(
                   if p.is_dir() and p.name[0].isdigit())
     nodes = subprocess.run(["sacct", "-n", "-X", "-P", "-j", job_id.split("_")[0], "-o", "NodeList"],
                            env={**os.environ, **two_node_cluster}, capture_output=True, text=True,
-                           timeout=300).stdout.split()
+                           timeout=60).stdout.split()
     assert nodes and nodes[-1] == "andrea-n[1-2]", nodes
 
 
@@ -282,42 +290,58 @@ def test_ctrl_c_says_the_jobs_go_on_and_wait_true_waits_for_them(slurm_cluster, 
         ("right after the submit line", "", "", signal.SIGTERM),
         ("during a poll's sacct", "sacct", "sacct", signal.SIGINT),
     ]
-    arrays = []
+
+    def arrays_of(cwd: Path) -> list[str]:
+        return sorted({p.name.split("_")[0] for p in (cwd / "runs").rglob(".submitit/*_*")
+                       if p.is_dir() and p.name[0].isdigit()})
+
+    # The three sweeps side by side (each plans and prepares for a while on a busy machine;
+    # then submitting is seconds); each is signalled the moment its own trigger shows.
+    runs = []
+    for k, (where, slow, mark, sig) in enumerate(cases):
+        cwd = tmp_path / f"case{k}"
+        cwd.mkdir()
+        env = {**os.environ, "PYTHONUNBUFFERED": "1",
+               **slow_commands(cwd / "bin", cwd / "marks", slow)}
+        proc = subprocess.Popen(sweep_cmd(cwd / "runs", *grid, *ON_SLURM, held), cwd=cwd,
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, preexec_fn=sigint_as_in_a_terminal)
+        runs.append(SimpleNamespace(where=where, mark=mark, sig=sig, cwd=cwd, proc=proc,
+                                    out=Output(proc), submitted=False, sent=False))
     try:
-        for k, (where, slow, mark, sig) in enumerate(cases):
-            cwd = tmp_path / f"case{k}"
-            cwd.mkdir()
-            env = {**os.environ, "PYTHONUNBUFFERED": "1",
-                   **slow_commands(cwd / "bin", cwd / "marks", slow)}
-            proc = subprocess.Popen(sweep_cmd(cwd / "runs", *grid, *ON_SLURM, held), cwd=cwd,
-                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, preexec_fn=sigint_as_in_a_terminal)
-            out = Output(proc)
-            # planning and preparing take a while on a busy machine; then submitting is seconds
-            if mark == "sbatch":
-                out.wait_for((cwd / "marks" / "sbatch").exists, 600, "sbatch")
-            else:
-                out.wait_for(lambda: "submitted 2 job(s) to submitit/slurm" in out.text, 600,
-                             "the submit line")
-            if mark == "sacct":  # the next sacct is a poll's (one a second)
-                (cwd / "marks" / "sacct").unlink(missing_ok=True)
-                out.wait_for((cwd / "marks" / "sacct").exists, 30, "a poll's sacct")
-            proc.send_signal(sig)
+        end = time.monotonic() + 600
+        while not all(r.sent for r in runs):
+            for r in (r for r in runs if not r.sent):
+                marked = (r.cwd / "marks" / r.mark) if r.mark else None
+                if r.mark != "sbatch" and not r.submitted \
+                        and "submitted 2 job(s) to submitit/slurm" in r.out.text:
+                    r.submitted = True
+                    if r.mark == "sacct":  # the next sacct is a poll's (one a second)
+                        marked.unlink(missing_ok=True)
+                        continue
+                if (r.mark == "sbatch" and marked.exists()) or (r.submitted and (
+                        not r.mark or marked.exists())):
+                    r.proc.send_signal(r.sig)
+                    r.sent = True
+                elif r.proc.poll() is not None or time.monotonic() > end:
+                    r.out.ended_within(0)
+                    pytest.fail(f"{r.where}: the sweep ended or hung before its trigger:\n"
+                                + r.out.text[-3000:])
+            time.sleep(0.05)
+        for r in runs:
             # detached within seconds: at most the rest of a slow sbatch, then the message
-            text = out.ended_within(30)
-            name = "Ctrl-C" if sig == signal.SIGINT else "SIGTERM"
-            assert proc.returncode == 128 + sig, f"{where}: {text[-3000:]}"
-            array = next(p.name.split("_")[0] for p in (cwd / "runs").rglob(".submitit/*_*")
-                         if p.is_dir() and p.name[0].isdigit())
-            arrays.append(array)
+            text = r.out.ended_within(30)
+            name = "Ctrl-C" if r.sig == signal.SIGINT else "SIGTERM"
+            assert r.proc.returncode == 128 + r.sig, f"{r.where}: {text[-3000:]}"
+            (array,) = arrays_of(r.cwd)
             assert f"interrupted ({name}): the Slurm jobs keep running on the cluster" in text, \
-                f"{where}: {text[-3000:]}"
+                f"{r.where}: {text[-3000:]}"
             assert f"squeue -j {array}" in text and "wait=true" in text
             assert "to resume" not in text and "Traceback" not in text, text[-3000:]
             # both runs name their job, so that a re-run does not submit them again
             queued = sorted(json.loads(p.read_text())["job_id"]
-                            for p in (cwd / "runs").rglob(".queued"))
-            assert queued == [f"{array}_0", f"{array}_1"], f"{where}: {queued}"
+                            for p in (r.cwd / "runs").rglob(".queued"))
+            assert queued == [f"{array}_0", f"{array}_1"], f"{r.where}: {queued}"
 
         cwd = tmp_path / "case2"
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -327,7 +351,7 @@ def test_ctrl_c_says_the_jobs_go_on_and_wait_true_waits_for_them(slurm_cluster, 
         out = Output(again)
         out.wait_for(lambda: "waiting for 2 run(s) of an earlier launch" in out.text, 600,
                      "the wait for the held runs")
-        _run(["scontrol", "release", arrays[-1]])
+        _run(["scontrol", "release", *arrays_of(cwd)])
         text = out.ended_within(900)  # two tiny runs train: 1-3 min alone, more when busy
         assert again.returncode == 0, text[-4000:]
         assert "submitted" not in text  # the earlier launch's jobs train them
@@ -335,6 +359,10 @@ def test_ctrl_c_says_the_jobs_go_on_and_wait_true_waits_for_them(slurm_cluster, 
         results = results_of(cwd / "runs")
         assert len(results) == 2 and all(r["status"] == "completed" for r in results.values())
     finally:
-        if arrays:
+        for r in runs:
+            if r.proc.poll() is None:
+                r.proc.kill()
+        arrays = [a for r in runs for a in arrays_of(r.cwd)]
+        if arrays:  # the held ones would wait in the shared queue for ever
             _run(["scancel", *arrays], check=False)
 

@@ -80,15 +80,59 @@ def test_single_run_leaves_a_complete_consistent_run_directory(tmp_path, data_ca
     assert len(rd.list_checkpoints()) <= 2  # keep_checkpoints
 
 
-def test_resume_is_exact(tmp_path, data_cache):
-    """A run interrupted halfway and resumed ends bit-identical to an uninterrupted one."""
-    full = run(tmp_path / "full", "model=attnres_full")
+def test_resume_is_exact(tmp_path, data_cache, monkeypatch):
+    """A run interrupted and resumed ends bit-identical to an uninterrupted one (same machine,
+    same thread count): stopped after step 10, then by SIGTERM in the middle of the periodic
+    evaluation (step 12) and of the final one. A SIGTERM mid-evaluation was acted on only once
+    the evaluation ended (minutes on a CPU, past Slurm's 30 s before SIGKILL): now the
+    evaluation stops at the next batch, the step is checkpointed at once, and the resumed run
+    scores that evaluation again."""
+    import time
+
+    from andrea.data.loader import ValidationSet
+
+    args = ["model=attnres_full", "train.eval_batch_size=1"]  # 16 forwards per evaluation
+    full = run(tmp_path / "full", *args)
     with pytest.raises(Interrupted):
-        run(tmp_path / "split", "model=attnres_full", "train.stop_after_steps=10")
+        run(tmp_path / "split", *args, "train.stop_after_steps=10")
     rd = RunDir(tmp_path / "split")
     assert not rd.results.exists() and rd.list_checkpoints()
-    resumed = run(tmp_path / "split", "model=attnres_full")
-    assert resumed["val_loss"] == full["val_loss"]
+
+    real = ValidationSet.batches
+    pulled = {"n": 0, "at": 0, "after": None, "sent": 0.0}
+
+    def batches(self, *a, **k):  # SIGTERM as the `at`-th validation batch is handed out
+        for batch in real(self, *a, **k):
+            pulled["n"] += 1
+            if pulled["after"] is not None:
+                pulled["after"] += 1
+            if pulled["n"] == pulled["at"]:
+                pulled["after"], pulled["sent"] = 0, time.monotonic()
+                os.kill(os.getpid(), signal.SIGTERM)
+            yield batch
+
+    monkeypatch.setattr(ValidationSet, "batches", batches)
+    # the periodic evaluation at step 12 (its 3rd batch); then the final one, after the redone
+    # evaluation's 16 batches and the layer dynamics' 1
+    for at, step in ((3, 12), (16 + 1 + 3, 24)):
+        pulled.update(n=0, at=at, after=None)
+        with pytest.raises(Interrupted) as stopped:
+            run(tmp_path / "split", *args)
+        took = time.monotonic() - pulled["sent"]
+        assert stopped.value.code == 128 + signal.SIGTERM
+        assert pulled["after"] == 0, f"{pulled['after']} validation batches after the signal"
+        assert took < 10, f"{took:.1f} s from the signal to the exit"  # ~0.1 s (loaded 2 cores)
+        state, newest = load_latest_checkpoint(rd)  # complete: it loads, and it is this step's
+        assert state["step"] == step and newest == rd.list_checkpoints()[0]
+        assert {"model", "optimizer", "loader", "rng"} <= state.keys()
+        assert not rd.results.exists()
+    monkeypatch.undo()
+
+    resumed = run(tmp_path / "split", *args)
+    assert resumed["val_loss"] == full["val_loss"] and resumed["val_bpb"] == full["val_bpb"]
+    untimed = lambda points: [{k: v for k, v in p.items() if not k.endswith("_s")}  # noqa: E731
+                              for p in points]
+    assert untimed(resumed["points"]) == untimed(full["points"])
     a, b = final_weights(tmp_path / "full"), final_weights(tmp_path / "split")
     assert a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in a)
@@ -97,11 +141,17 @@ def test_resume_is_exact(tmp_path, data_cache):
              if keys.TRAIN_LOSS in l]
     assert steps == sorted(set(steps))
     # the logging window (8, 12] straddles the stop at step 10: its mean is the same as without
-    # the stop (it was the mean of the steps after the resume only)
-    def losses(p):
-        return {r["step"]: r[keys.TRAIN_LOSS] for r in map(json.loads, p.read_text().splitlines())
-                if keys.TRAIN_LOSS in r}
+    # the stop (it was the mean of the steps after the resume only); the validation losses are
+    # logged once each, at their steps, as without the stops
+    def losses(p, key=keys.TRAIN_LOSS):
+        return {r["step"]: r[key] for r in map(json.loads, p.read_text().splitlines())
+                if key in r}
     assert losses(rd.metrics) == losses(RunDir(tmp_path / "full").metrics)
+    val_steps = [json.loads(l)["step"] for l in rd.metrics.read_text().splitlines()
+                 if keys.VAL_LOSS in l]
+    assert val_steps == [12, 24]
+    assert losses(rd.metrics, keys.VAL_LOSS) == losses(RunDir(tmp_path / "full").metrics,
+                                                       keys.VAL_LOSS)
 
 
 def test_finishing_from_the_final_checkpoint_logs_the_final_eval_once(tmp_path, data_cache):

@@ -1,10 +1,12 @@
 """The fixed validation set (train.val_tokens): the same weights score the same loss whatever
-the micro-batch and the number of DDP processes."""
+the micro-batch and the number of DDP processes; a signal that one rank receives stops every
+rank's evaluation at the same batch."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from andrea.config.resolve import resolve_run
 from andrea.data import ValidationSet, prepare_data
 from andrea.components.distributed import DistInfo
 from andrea.model.transformer import ANDREA
-from andrea.components.evaluate import evaluate
+from andrea.components.evaluate import EvaluationStopped, evaluate
 from conftest import TINY_RUN, compose_run
 
 # 21 windows of 64 tokens: odd, so neither 2 ranks nor batches of 4 or 8 divide it evenly.
@@ -43,11 +45,31 @@ def _worker(rank: int, world_size: int, port: int, cache: str, batch_size: int, 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world_size)
+    info = DistInfo(rank=rank, local_rank=rank, world_size=world_size)
     try:
-        loss = _score(batch_size, DistInfo(rank=rank, local_rank=rank, world_size=world_size))
+        loss = _score(batch_size, info)
+        # Asked about a stop after every batch: one batch each, so rank 0 has 10 and rank 1 has
+        # 11, yet their per-batch collectives pair up; nothing received, the same loss.
+        asked = {"n": 0}
+
+        def stop(at: int = 0) -> int:
+            asked["n"] += 1
+            return signal.SIGTERM if rank == 1 and asked["n"] == at else 0
+
+        model, val = _setup()
+        cpu = torch.device("cpu")
+        loss_asked = evaluate(model, val, 1, cpu, None, info, stop=stop)
+        # a SIGTERM on rank 1 only, at its 3rd batch: both ranks stop there, at once
+        asked["n"] = 0
+        try:
+            evaluate(model, val, 1, cpu, None, info, stop=lambda: stop(at=3))
+            stopped = None
+        except EvaluationStopped as e:
+            stopped = [e.signum, asked["n"]]
     finally:
         dist.destroy_process_group()
-    Path(out, f"rank{rank}.json").write_text(json.dumps(loss))
+    Path(out, f"rank{rank}.json").write_text(json.dumps(
+        {"loss": loss, "loss_asked": loss_asked, "stopped": stopped}))
 
 
 def test_same_weights_same_val_loss_for_any_micro_batch_and_world_size(tmp_path, data_cache,
@@ -57,8 +79,11 @@ def test_same_weights_same_val_loss_for_any_micro_batch_and_world_size(tmp_path,
     by_batch = {bs: _score(bs) for bs in (4, 8)}
     port = 29700 + os.getpid() % 1000
     mp.spawn(_worker, args=(2, port, str(data_cache), 4, str(tmp_path)), nprocs=2, join=True)
-    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    outs = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    ranks = [o["loss"] for o in outs]
     assert ranks[0] == ranks[1]  # all-reduced: every rank holds the whole set's loss
+    assert outs[0]["loss_asked"] == outs[1]["loss_asked"] == pytest.approx(ranks[0], rel=1e-6)
+    assert outs[0]["stopped"] == outs[1]["stopped"] == [signal.SIGTERM, 3]
     # Equal up to float rounding: matmuls of different batch shapes may sum in another order.
     assert by_batch[8] == pytest.approx(by_batch[4], rel=1e-6, abs=0)
     assert ranks[0] == pytest.approx(by_batch[4], rel=1e-6, abs=0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from andrea.run import logkeys as keys
 from andrea.data import ValidationSet
-from andrea.components.distributed import DistInfo
+from andrea.components.distributed import DistInfo, agreed_max
 from andrea.components.runtime import autocast
 
 
@@ -23,26 +23,59 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean"
                            reduction=reduction)
 
 
+class EvaluationStopped(Exception):
+    """A signal came while evaluating: the evaluation was abandoned between two batches so that
+    the run can checkpoint within the scheduler's grace period (Slurm's KillWait: 30 s by
+    default, then SIGKILL), where an evaluation can take minutes."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def most_batches(val: ValidationSet, batch_size: int, world_size: int) -> int:
+    """The most forwards any rank runs over `val` (ValidationSet.batches' slices): every rank
+    asks about a stop that many times, so the ranks' collectives pair up."""
+    n = val.n_windows
+    return max(-(-((r + 1) * n // world_size - r * n // world_size) // batch_size)
+               for r in range(world_size))
+
+
 def evaluate(model: torch.nn.Module, val: ValidationSet, batch_size: int, device: torch.device,
-             amp_dtype: torch.dtype | None, dist_info: DistInfo) -> float:
+             amp_dtype: torch.dtype | None, dist_info: DistInfo,
+             stop: Optional[Callable[[], int]] = None) -> float:
     """Mean next-token loss over the fixed validation set (nats/token).
 
     Each rank scores its disjoint slice of the same window list (ValidationSet); the summed
     loss and target count are all-reduced, so the result does not depend on the batch size or
     the number of ranks (up to float rounding of differently shaped matmuls). Call it with the
-    bare module, not the DDP wrapper: ranks may run different numbers of forwards."""
+    bare module, not the DDP wrapper: ranks may run different numbers of forwards.
+
+    `stop` returns the signal this process received (0: none). It is asked after every batch,
+    agreed between ranks (one scalar all-reduce per batch, nothing beside a forward), and a
+    signal raises EvaluationStopped on every rank at the same batch."""
     model.eval()
     total = torch.zeros(2, dtype=torch.float64, device=device)
-    with torch.no_grad():
-        for x, y in val.batches(batch_size, dist_info.rank, dist_info.world_size):
-            x, y = x.to(device), y.to(device)
-            with autocast(device, amp_dtype):
-                logits = model(x)
-            loss = lm_loss(logits, y, reduction="none").double().sum()
-            total += torch.stack([loss, torch.tensor(y.numel(), dtype=torch.float64, device=device)])
-    if dist_info.enabled:
-        torch.distributed.all_reduce(total)
-    model.train()
+    mine = val.batches(batch_size, dist_info.rank, dist_info.world_size)
+    try:
+        with torch.no_grad():
+            for _ in range(most_batches(val, batch_size, dist_info.world_size)):
+                batch = next(mine, None)  # None: this rank's slice is done, another's is not
+                if batch is not None:
+                    x, y = batch[0].to(device), batch[1].to(device)
+                    with autocast(device, amp_dtype):
+                        logits = model(x)
+                    loss = lm_loss(logits, y, reduction="none").double().sum()
+                    total += torch.stack([loss, torch.tensor(y.numel(), dtype=torch.float64,
+                                                             device=device)])
+                if stop is not None:
+                    signum = agreed_max(stop(), dist_info, device)
+                    if signum:
+                        raise EvaluationStopped(signum)
+        if dist_info.enabled:
+            torch.distributed.all_reduce(total)
+    finally:
+        model.train()
     return float(total[0] / total[1])
 
 
@@ -81,14 +114,16 @@ class Scorer:
                         for n, v in domains.items()]
 
     def score(self, model: torch.nn.Module, batch_size: int, device: torch.device,
-              amp_dtype: torch.dtype | None, dist_info: DistInfo) -> dict[str, Optional[float]]:
-        loss = evaluate(model, self.val.val, batch_size, device, amp_dtype, dist_info)
+              amp_dtype: torch.dtype | None, dist_info: DistInfo,
+              stop: Optional[Callable[[], int]] = None) -> dict[str, Optional[float]]:
+        """Every set's scores; `stop` as in `evaluate` (EvaluationStopped between batches)."""
+        loss = evaluate(model, self.val.val, batch_size, device, amp_dtype, dist_info, stop)
         out = {"val_loss": loss,
                "val_bpb": bits_per_byte(loss, self.val.val.n_tokens, self.val.n_bytes)}
         for d in self.domains:
             v = d.val or self.val.val
             dl = loss if d.val is None else evaluate(model, v, batch_size, device, amp_dtype,
-                                                      dist_info)
+                                                      dist_info, stop)
             out[keys.domain_key(d.name, "loss")] = dl
             out[keys.domain_key(d.name, "bpb")] = bits_per_byte(dl, v.n_tokens, d.n_bytes)
         return out
