@@ -289,7 +289,7 @@ def _pm(x: float) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.next_runs",
                                 description=__doc__.split("\n\n")[0].split(": ", 1)[1],
-                                parents=[common_parser(metric=True, baseline=True)])
+                                parents=[common_parser(metric=True, baseline=True, seed=True)])
     # zero inputs with --pool, so not the common parser's one-or-more
     p.add_argument("inputs", nargs="*", help="sweep directories (or CSVs) with finished runs")
     p.add_argument("--gpu-hours", type=float, required=True, help="budget for the new runs")
@@ -414,7 +414,6 @@ def add_pool_arguments(p) -> None:
                    "sequential design within --gpu-hours")
     g.add_argument("--target-half-width", type=float, default=None, help="stop when the "
                    "predicted 95 %% half-width of the target loss (relative) reaches this")
-    g.add_argument("--seed", type=int, default=0, help="seed of the fits' starts and resamples")
 
 
 def relative_half_width(variance_sum: float, n_targets: int, mean_loss: float) -> float:

@@ -62,7 +62,7 @@ def test_throughput_reports_ratios_to_the_baseline(tmp_path, one_thread, capsys)
     # AttnRes adds (L+1) * 2d parameters and their AdamW state: it cannot use less memory
     assert record["ratios"]["memory"]["attnres_full"] > 1.0
     text = capsys.readouterr().out
-    assert "targets (the issue's, set for andrea-12m, CPU fp32" in text
+    assert "targets (ours, set for andrea-12m, CPU fp32" in text
     assert text.count("PASS") + text.count("FAIL") == 4
 
 

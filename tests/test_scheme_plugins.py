@@ -61,7 +61,12 @@ def test_the_group_the_readme_and_docs_name_is_the_one_the_registry_reads():
         named += [(doc.name, g) for g in re.findall(r"entry-point group\s+`([^`]+)`", text)]
         named += [(doc.name, g) for g in re.findall(r'\[project\.entry-points\."([^"]+)"\]', text)]
     assert {d for d, _ in named} >= {"README.md", "residual_schemes.md"}, named
-    assert {g for _, g in named} == {registry.ENTRY_POINTS}, named
+    # the residual schemes' group, and the scaling laws' (analysis/fits/law_registry.py), no other
+    from analysis.fits import law_registry
+
+    assert {g for d, g in named if d in ("README.md", "residual_schemes.md", "architecture.md")
+            and g != law_registry.ENTRY_POINTS} == {registry.ENTRY_POINTS}, named
+    assert {g for _, g in named} <= {registry.ENTRY_POINTS, law_registry.ENTRY_POINTS}, named
 
 
 @pytest.mark.parametrize("dist", sorted(BROKEN))
