@@ -25,7 +25,7 @@ DELTA_ATTNRES := plugins/andrea-delta-attnres
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.andrea-installed
 
-.PHONY: demo test test-quick env clean-demo
+.PHONY: demo test test-quick lint format env clean-demo
 
 env: $(STAMP)
 
@@ -49,11 +49,20 @@ demo: $(STAMP)
 	@echo "Plots and tables: $(DEMO_DIR)/analysis/   W&B offline runs: $(DEMO_DIR)/<size>/<variant>/seed<N>/wandb/"
 	@echo "(upload them with: .venv/bin/wandb sync $(DEMO_DIR)/*/*/seed*/wandb/offline-run-*)"
 
-test: $(STAMP)
+test: $(STAMP) lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 test-quick: $(STAMP)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not slow and not slurm" $(PYTEST_ARGS)
+
+# ruff (pyproject's [tool.ruff]): lint, and the formatting checked; `make format` applies both
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 clean-demo:
 	rm -rf $(DEMO_DIR)

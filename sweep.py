@@ -1,10 +1,10 @@
 #!/usr/bin/env python
 """Entry point: one run, or a sweep of runs, of ANDREA models with and without AttnRes.
 
-    python sweep.py model=attnres_block size=tiny-1                  # one run, here
-    python sweep.py -m model=baseline,attnres_full size=tiny-1,tiny-2  # a grid, one run after another
-    python sweep.py -m sweeps=scaling_law slurm=example plan=true      # a named grid's plan and cost
-    python sweep.py --help                                           # config groups and options
+python sweep.py model=attnres_block size=tiny-1                  # one run, here
+python sweep.py -m model=baseline,attnres_full size=tiny-1,tiny-2  # a grid, one run after another
+python sweep.py -m sweeps=scaling_law slurm=example plan=true      # a named grid's plan and cost
+python sweep.py --help                                           # config groups and options
 """
 
 import hydra
@@ -47,8 +47,11 @@ if __name__ == "__main__":
         from andrea.launch.interrupts import describe
 
         name, code = describe(e)
-        print(f"\ninterrupted ({name}): finished runs and checkpoints are kept; re-run the same "
-              "command to resume.", file=sys.stderr)
+        print(
+            f"\ninterrupted ({name}): finished runs and checkpoints are kept; re-run the same "
+            "command to resume.",
+            file=sys.stderr,
+        )
         sys.exit(code)
     except SystemExit as e:
         # Hydra reports a bad override (exit 1) as "Key 'trian' not in 'RunConfig'" or "Error

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from analysis.fits.replicates import paired, t_interval
 from analysis.inputs.collect import collect_or_report, final_points
@@ -48,8 +47,13 @@ class Row:
     d_full: tuple[float, float, float, int] | None = None
 
 
-def ablation_rows(runs, level: float = 0.95, baseline: str = "baseline",
-                  full: str = "attnres_full", size: str | None = None):
+def ablation_rows(
+    runs,
+    level: float = 0.95,
+    baseline: str = "baseline",
+    full: str = "attnres_full",
+    size: str | None = None,
+):
     """One Row per label at one size (the requested one, else the size with the most labels).
     Returns (rows sorted by mean loss with the baseline first, size, warnings).
     A run with several budgets counts with its final point (its whole budget)."""
@@ -66,14 +70,16 @@ def ablation_rows(runs, level: float = 0.95, baseline: str = "baseline",
     if size is None and sizes:
         size = sizes[0]
         if len(sizes) > 1:
-            warnings.append(f"runs of several sizes ({', '.join(sizes)}); table for {size} "
-                            "(choose with --size)")
+            warnings.append(
+                f"runs of several sizes ({', '.join(sizes)}); table for {size} (choose with --size)"
+            )
     rows = []
     for (label, s), losses in by.items():
         if s != size:
             continue
-        rows.append(Row(label, s, dict(sorted(losses.items())), *t_interval(list(losses.values()),
-                                                                           level)))
+        rows.append(
+            Row(label, s, dict(sorted(losses.items())), *t_interval(list(losses.values()), level))
+        )
     refs = {r.label: r.losses for r in rows}
     for r in rows:
         if baseline in refs and r.label != baseline:
@@ -95,26 +101,55 @@ def _diff(d) -> str:
 
 def markdown(rows, level, size) -> str:
     pct = f"{level:.0%}"
-    out = [f"Ablations at size {size}: final validation loss (nats/token), mean over seeds "
-           f"[{pct} t-interval]; differences paired by seed [{pct} t-interval]. Lower is better.",
-           "", "| configuration | seeds | loss | Δ vs baseline | Δ vs Full |",
-           "|---|---:|---|---|---|"]
+    out = [
+        f"Ablations at size {size}: final validation loss (nats/token), mean over seeds "
+        f"[{pct} t-interval]; differences paired by seed [{pct} t-interval]. Lower is better.",
+        "",
+        "| configuration | seeds | loss | Δ vs baseline | Δ vs Full |",
+        "|---|---:|---|---|---|",
+    ]
     for r in rows:
-        out.append(f"| `{r.label}` | {len(r.losses)} | {_f(r.mean)} [{_f(r.lo)}, {_f(r.hi)}] | "
-                   f"{_diff(r.d_base)} | {_diff(r.d_full)} |")
+        out.append(
+            f"| `{r.label}` | {len(r.losses)} | {_f(r.mean)} [{_f(r.lo)}, {_f(r.hi)}] | "
+            f"{_diff(r.d_base)} | {_diff(r.d_full)} |"
+        )
     return "\n".join(out) + "\n"
 
 
 def csv_text(rows) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["label", "size", "n_seeds", "seeds", "loss_mean", "loss_lo", "loss_hi",
-                "d_baseline", "d_baseline_lo", "d_baseline_hi", "d_full", "d_full_lo",
-                "d_full_hi"])
+    w.writerow(
+        [
+            "label",
+            "size",
+            "n_seeds",
+            "seeds",
+            "loss_mean",
+            "loss_lo",
+            "loss_hi",
+            "d_baseline",
+            "d_baseline_lo",
+            "d_baseline_hi",
+            "d_full",
+            "d_full_lo",
+            "d_full_hi",
+        ]
+    )
     for r in rows:
         d = [x for dd in (r.d_base, r.d_full) for x in ((dd or (None,) * 4)[:3])]
-        w.writerow([r.label, r.size, len(r.losses), " ".join(map(str, r.losses)), r.mean, r.lo,
-                    r.hi, *("" if x is None else x for x in d)])
+        w.writerow(
+            [
+                r.label,
+                r.size,
+                len(r.losses),
+                " ".join(map(str, r.losses)),
+                r.mean,
+                r.lo,
+                r.hi,
+                *("" if x is None else x for x in d),
+            ]
+        )
     return buf.getvalue()
 
 
@@ -122,13 +157,23 @@ def latex(rows, level, size) -> str:
     tex = lambda s: s.replace("_", r"\_").replace("+", r"{+}")  # noqa: E731
     ci = lambda lo, hi: f"[{_f(lo)}, {_f(hi)}]"  # noqa: E731
     dd = lambda d: "--" if d is None else f"{d[0]:+.4f} {ci(d[1], d[2])}"  # noqa: E731
-    lines = [r"% requires \usepackage{booktabs}", r"\begin{tabular}{lrlll}", r"\toprule",
-             r"Configuration & Seeds & Loss & $\Delta$ baseline & $\Delta$ Full \\", r"\midrule"]
+    lines = [
+        r"% requires \usepackage{booktabs}",
+        r"\begin{tabular}{lrlll}",
+        r"\toprule",
+        r"Configuration & Seeds & Loss & $\Delta$ baseline & $\Delta$ Full \\",
+        r"\midrule",
+    ]
     for r in rows:
-        lines.append(rf"\texttt{{{tex(r.label)}}} & {len(r.losses)} & {_f(r.mean)} "
-                     rf"{ci(r.lo, r.hi)} & {dd(r.d_base)} & {dd(r.d_full)} \\")
-    lines += [r"\bottomrule", r"\end{tabular}",
-              f"% size {size}; brackets: {level:.0%} t-intervals (differences paired by seed)."]
+        lines.append(
+            rf"\texttt{{{tex(r.label)}}} & {len(r.losses)} & {_f(r.mean)} "
+            rf"{ci(r.lo, r.hi)} & {dd(r.d_base)} & {dd(r.d_full)} \\"
+        )
+    lines += [
+        r"\bottomrule",
+        r"\end{tabular}",
+        f"% size {size}; brackets: {level:.0%} t-intervals (differences paired by seed).",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -154,8 +199,13 @@ def rows_figure(rows, size, level, baseline="baseline", full="attnres_full"):
     from analysis.report.plots import colours, plt
 
     col = colours([r.label for r in rows] + [baseline], baseline)
-    fig, (ax, dx) = plt.subplots(1, 2, figsize=(11, 0.45 * len(rows) + 1.6), sharey=True,
-                                 gridspec_kw={"width_ratios": [1.1, 1]})
+    fig, (ax, dx) = plt.subplots(
+        1,
+        2,
+        figsize=(11, 0.45 * len(rows) + 1.6),
+        sharey=True,
+        gridspec_kw={"width_ratios": [1.1, 1]},
+    )
     for ref in (baseline, full):
         r = next((r for r in rows if r.label == ref), None)
         if r is not None:
@@ -175,29 +225,51 @@ def rows_figure(rows, size, level, baseline="baseline", full="attnres_full"):
                 continue
             m, lo, hi, _ = d
             err = None if math.isnan(lo) else [[m - lo], [hi - m]]
-            dx.errorbar([m], [y + dy], xerr=err, fmt="o" if mfc is None else "s",
-                        color=col[r.label], mfc=mfc or col[r.label], capsize=3,
-                        gid=f"paired:{r.label}-{ref}")
+            dx.errorbar(
+                [m],
+                [y + dy],
+                xerr=err,
+                fmt="o" if mfc is None else "s",
+                color=col[r.label],
+                mfc=mfc or col[r.label],
+                capsize=3,
+                gid=f"paired:{r.label}-{ref}",
+            )
             drawn = True
     dx.set_xlabel(f"paired difference (seed s − seed s), mean and {level:.0%} t-interval")
     dx.set_title(f"● vs {baseline}   □ vs {full}   (< 0: lower loss)", fontsize=9)
     if not drawn:
-        dx.text(0.5, 0.5, "no row shares seeds with a reference", transform=dx.transAxes,
-                ha="center", fontsize=8)
-    fig.suptitle(f"Ablations, size {size}, {max(len(r.losses) for r in rows)} seeds "
-                 "(lower is better)", fontsize=10)
+        dx.text(
+            0.5,
+            0.5,
+            "no row shares seeds with a reference",
+            transform=dx.transAxes,
+            ha="center",
+            fontsize=8,
+        )
+    fig.suptitle(
+        f"Ablations, size {size}, {max(len(r.losses) for r in rows)} seeds (lower is better)",
+        fontsize=10,
+    )
     return fig
 
 
-def plot_block_size(rows, path, size, level, n_sublayers=None, baseline="baseline",
-                    full="attnres_full") -> str | None:
+def plot_block_size(
+    rows, path, size, level, n_sublayers=None, baseline="baseline", full="attnres_full"
+) -> str | None:
     """Fig. 6's shape: loss against S on a log axis running from L down to 2, baseline and Full
     as bands. Returns what was drawn, or None with fewer than two block sizes."""
-    blocks = sorted(((int(m.group(1)), r) for r in rows if (m := BLOCK_LABEL.match(r.label))
-                     and int(m.group(1)) >= 2), key=lambda t: t[0])
+    blocks = sorted(
+        (
+            (int(m.group(1)), r)
+            for r in rows
+            if (m := BLOCK_LABEL.match(r.label)) and int(m.group(1)) >= 2
+        ),
+        key=lambda t: t[0],
+    )
     if len(blocks) < 2:
         return None
-    from analysis.report.plots import save_figure, colours, mticker, plt
+    from analysis.report.plots import colours, mticker, plt, save_figure
 
     col = colours([r.label for r in rows] + [baseline], baseline)
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
@@ -208,16 +280,25 @@ def plot_block_size(rows, path, size, level, n_sublayers=None, baseline="baselin
     S = np.array([s for s, _ in blocks])
     m = np.array([r.mean for _, r in blocks])
     err = np.array([[r.mean - r.lo, r.hi - r.mean] for _, r in blocks]).T
-    ax.errorbar(S, m, yerr=None if np.isnan(err).any() else err, fmt="o-", capsize=3,
-                color=col[blocks[len(blocks) // 2][1].label], label="attnres_block")
+    ax.errorbar(
+        S,
+        m,
+        yerr=None if np.isnan(err).any() else err,
+        fmt="o-",
+        capsize=3,
+        color=col[blocks[len(blocks) // 2][1].label],
+        label="attnres_block",
+    )
     ax.set_xscale("log", base=2)
     ticks = sorted(set(S) | ({n_sublayers} if n_sublayers else set()))
     ax.set_xticks(ticks)
     ax.xaxis.set_major_formatter(mticker.FormatStrFormatter("%d"))
     ax.xaxis.set_minor_locator(mticker.NullLocator())
     ax.set_xlim(max(ticks) * 1.25, 2 / 1.25)  # from L down to 2, as in the report
-    ax.set_xlabel("block size S (sublayers per block), log scale" +
-                  (f"; L = {n_sublayers}" if n_sublayers else ""))
+    ax.set_xlabel(
+        "block size S (sublayers per block), log scale"
+        + (f"; L = {n_sublayers}" if n_sublayers else "")
+    )
     ax.set_ylabel(f"final validation loss, mean and {level:.0%} t-interval")
     ax.set_title(f"Block size, size {size} (lower is better)", fontsize=10)
     ax.legend(frameon=False)
@@ -241,12 +322,20 @@ def _n_sublayers(runs, size) -> int | None:
 
 # --- command line ------------------------------------------------------------------------------
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m analysis.ablations", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                parents=[common_parser(
-        inputs="sweep directories (or results.json files)", metric=True,
-        out="output directory (default: <first input>/analysis)", level="--level",
-        baseline=True)])
+    p = argparse.ArgumentParser(
+        prog="python -m analysis.ablations",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[
+            common_parser(
+                inputs="sweep directories (or results.json files)",
+                metric=True,
+                out="output directory (default: <first input>/analysis)",
+                level="--level",
+                baseline=True,
+            )
+        ],
+    )
     p.add_argument("--size", help="the size to tabulate (default: the one with most labels)")
     p.add_argument("--full", default="attnres_full")
     a = p.parse_args(argv)
@@ -274,11 +363,20 @@ def main(argv=None) -> int:
     atomic_write_bytes(out / "ablations.csv", csv_text(rows).encode())
     atomic_write_bytes(out / "ablations.tex", latex(rows, a.level, size).encode())
     plot_rows(rows, out / "ablations.png", size, a.level, a.baseline, a.full)
-    drawn = plot_block_size(rows, out / "block_size.png", size, a.level,
-                            _n_sublayers(col.runs, size), a.baseline, a.full)
+    drawn = plot_block_size(
+        rows,
+        out / "block_size.png",
+        size,
+        a.level,
+        _n_sublayers(col.runs, size),
+        a.baseline,
+        a.full,
+    )
     print(md)
-    print(f"wrote {out}/ablations.{{md,csv,tex,png}}" + (f" and block_size.png ({drawn})"
-                                                          if drawn else ""))
+    print(
+        f"wrote {out}/ablations.{{md,csv,tex,png}}"
+        + (f" and block_size.png ({drawn})" if drawn else "")
+    )
     return 0
 
 

@@ -61,8 +61,18 @@ LABEL_COLORS = {
 }
 # Any other label (an ablation's `attnres_full+sigmoid`, mhc_n6, ...) gets one of these, chosen by
 # a hash of its name: the same colour in every sweep and workspace, without a table edit.
-_SPARE_COLORS = ("#D37295", "#FABFD2", "#A0CBE8", "#FFBE7D", "#8CD17D", "#D4A6C8", "#79706E",
-                 "#D7B5A6", "#F28E2B", "#59A14F")
+_SPARE_COLORS = (
+    "#D37295",
+    "#FABFD2",
+    "#A0CBE8",
+    "#FFBE7D",
+    "#8CD17D",
+    "#D4A6C8",
+    "#79706E",
+    "#D7B5A6",
+    "#F28E2B",
+    "#59A14F",
+)
 
 
 def label_color(label: str) -> str:
@@ -89,16 +99,31 @@ def _require_workspaces() -> None:
 def scaling_panels() -> list:
     return [
         wr.LinePlot(
-            title="val loss vs training compute", x=keys.FLOPS, y=[keys.VAL_LOSS],
-            log_x=True, log_y=True, title_x="training FLOPs", title_y="val loss (nats/token)",
+            title="val loss vs training compute",
+            x=keys.FLOPS,
+            y=[keys.VAL_LOSS],
+            log_x=True,
+            log_y=True,
+            title_x="training FLOPs",
+            title_y="val loss (nats/token)",
         ),
         wr.LinePlot(
-            title="val loss vs PF-days", x=keys.PFLOPS_DAYS, y=[keys.VAL_LOSS],
-            log_x=True, log_y=True, title_x="PF-days", title_y="val loss (nats/token)",
+            title="val loss vs PF-days",
+            x=keys.PFLOPS_DAYS,
+            y=[keys.VAL_LOSS],
+            log_x=True,
+            log_y=True,
+            title_x="PF-days",
+            title_y="val loss (nats/token)",
         ),
         wr.LinePlot(  # tokenizer-free, comparable with other ladders (docs/metrics.md)
-            title="val bits per byte vs training compute", x=keys.FLOPS, y=[keys.VAL_BPB],
-            log_x=True, log_y=True, title_x="training FLOPs", title_y="val bits per byte",
+            title="val bits per byte vs training compute",
+            x=keys.FLOPS,
+            y=[keys.VAL_BPB],
+            log_x=True,
+            log_y=True,
+            title_x="training FLOPs",
+            title_y="val bits per byte",
         ),
     ]
 
@@ -106,14 +131,22 @@ def scaling_panels() -> list:
 def training_panels() -> list:
     return [
         wr.LinePlot(
-            title="train loss vs tokens", x=keys.TOKENS, y=[keys.TRAIN_LOSS],
-            log_x=True, log_y=True, title_x="tokens", smoothing_factor=0.6,
+            title="train loss vs tokens",
+            x=keys.TOKENS,
+            y=[keys.TRAIN_LOSS],
+            log_x=True,
+            log_y=True,
+            title_x="tokens",
+            smoothing_factor=0.6,
             smoothing_type="exponential",
         ),
         wr.LinePlot(title="learning rate", x=keys.TOKENS, y=[keys.LR], title_x="tokens"),
         wr.LinePlot(
-            title="grad norm (before clipping)", x=keys.TOKENS, y=[keys.GRAD_NORM],
-            log_y=True, title_x="tokens",
+            title="grad norm (before clipping)",
+            x=keys.TOKENS,
+            y=[keys.GRAD_NORM],
+            log_y=True,
+            title_x="tokens",
         ),
     ]
 
@@ -131,12 +164,19 @@ def dynamics_panels() -> list:
     # Baseline runs log no depth weights, so the heatmap browsers show only the runs with depth
     # routing (AttnRes, Delta AttnRes).
     return [
-        wr.MediaBrowser(title="depth attention (latest eval)", media_keys=[keys.DEPTH_WEIGHTS],
-                        num_columns=3),
-        wr.MediaBrowser(title="per-layer output RMS (latest eval)",
-                        media_keys=[keys.LAYER_RMS_PLOT], num_columns=3),
-        wr.MediaBrowser(title="depth routing: max weight and entropy (latest eval)",
-                        media_keys=[keys.DEPTH_SHARPNESS], num_columns=3),
+        wr.MediaBrowser(
+            title="depth attention (latest eval)", media_keys=[keys.DEPTH_WEIGHTS], num_columns=3
+        ),
+        wr.MediaBrowser(
+            title="per-layer output RMS (latest eval)",
+            media_keys=[keys.LAYER_RMS_PLOT],
+            num_columns=3,
+        ),
+        wr.MediaBrowser(
+            title="depth routing: max weight and entropy (latest eval)",
+            media_keys=[keys.DEPTH_SHARPNESS],
+            num_columns=3,
+        ),
     ]
 
 
@@ -144,8 +184,9 @@ def analysis_panels() -> list:
     return [
         wr.WeavePanelSummaryTable(table_name=keys.ANALYSIS_FIT_TABLE),
         wr.MediaBrowser(title="scaling fits", media_keys=[keys.ANALYSIS_SCALING], num_columns=1),
-        wr.MediaBrowser(title="compute multiplier", media_keys=[keys.ANALYSIS_MULTIPLIER],
-                        num_columns=1),
+        wr.MediaBrowser(
+            title="compute multiplier", media_keys=[keys.ANALYSIS_MULTIPLIER], num_columns=1
+        ),
     ]
 
 
@@ -183,8 +224,9 @@ def workspace_name(group: str) -> str:
     return f"andrea sweep {group}"
 
 
-def build_workspace(entity: str, project: str, group: str, name: Optional[str] = None,
-                    labels: Sequence[str] = ()):
+def build_workspace(
+    entity: str, project: str, group: str, name: Optional[str] = None, labels: Sequence[str] = ()
+):
     """The sweep's workspace as an unsaved `ws.Workspace` (no network); `labels`: the sweep's run
     labels, each given a colour (label_colors)."""
     _require_workspaces()
@@ -193,8 +235,12 @@ def build_workspace(entity: str, project: str, group: str, name: Optional[str] =
         project=project,
         name=name or workspace_name(group),
         sections=[
-            ws.Section(name=title, panels=make(), is_open=True,
-                       layout_settings=ws.SectionLayoutSettings(columns=3, rows=2))
+            ws.Section(
+                name=title,
+                panels=make(),
+                is_open=True,
+                layout_settings=ws.SectionLayoutSettings(columns=3, rows=2),
+            )
             for title, make in SECTIONS
         ],
         settings=ws.WorkspaceSettings(
@@ -215,12 +261,19 @@ def build_report(entity: str, project: str, group: str, sizes: Sequence[str] = (
     _require_workspaces()
 
     def runset(name: str, size: Optional[str] = None) -> Any:
-        return wr.Runset(entity=entity, project=project, name=name,
-                         filters=runs_filter(group, size), groupby=list(GROUP_BY))
+        return wr.Runset(
+            entity=entity,
+            project=project,
+            name=name,
+            filters=runs_filter(group, size),
+            groupby=list(GROUP_BY),
+        )
 
     blocks: list = [
-        wr.P(text=f"Sweep group {group!r}: runs grouped by {', '.join(GROUP_BY)}; "
-                  "keys from andrea.run.logkeys."),
+        wr.P(
+            text=f"Sweep group {group!r}: runs grouped by {', '.join(GROUP_BY)}; "
+            "keys from andrea.run.logkeys."
+        ),
     ]
     for title, make in SECTIONS:
         blocks += [wr.H2(text=title), wr.PanelGrid(runsets=[runset(group)], panels=make())]
@@ -232,9 +285,14 @@ def build_report(entity: str, project: str, group: str, sizes: Sequence[str] = (
                 panels=training_panels()[:1],
             ),
         ]
-    return wr.Report(entity=entity, project=project, title=f"andrea sweep {group}",
-                     description="Scaling-law sweep: compute vs loss, training, speed, dynamics.",
-                     blocks=blocks, width="fluid")
+    return wr.Report(
+        entity=entity,
+        project=project,
+        title=f"andrea sweep {group}",
+        description="Scaling-law sweep: compute vs loss, training, speed, dynamics.",
+        blocks=blocks,
+        width="fluid",
+    )
 
 
 # --- talking to W&B: never without credentials, never without a timeout -----------------------
@@ -253,8 +311,10 @@ def missing_credentials(url: str) -> Optional[str]:
             return None
     except (FileNotFoundError, netrc.NetrcParseError, OSError):
         pass
-    return (f"no W&B credentials for {host}: set WANDB_API_KEY or run `wandb login` "
-            f"(looked in the environment and {path})")
+    return (
+        f"no W&B credentials for {host}: set WANDB_API_KEY or run `wandb login` "
+        f"(looked in the environment and {path})"
+    )
 
 
 def _with_timeout(fn: Callable[[], Any], timeout_s: float, what: str) -> Any:
@@ -295,13 +355,18 @@ def _sweep_sizes(api, entity: str, project: str, group: str) -> list[str]:
 
 def _sweep_labels(api, entity: str, project: str, group: str) -> list[str]:
     runs = api.runs(f"{entity}/{project}", filters={"group": group}, per_page=200)
-    return sorted({str(r.config[keys.CONFIG_LABEL]) for r in runs
-                   if keys.CONFIG_LABEL in r.config})
+    return sorted({str(r.config[keys.CONFIG_LABEL]) for r in runs if keys.CONFIG_LABEL in r.config})
 
 
-def create_dashboard(entity: Optional[str], project: str, group: str, report: bool = False,
-                     sizes: Sequence[str] = (), timeout_s: float = 30.0,
-                     labels: Sequence[str] = ()) -> list[str]:
+def create_dashboard(
+    entity: Optional[str],
+    project: str,
+    group: str,
+    report: bool = False,
+    sizes: Sequence[str] = (),
+    timeout_s: float = 30.0,
+    labels: Sequence[str] = (),
+) -> list[str]:
     """Save the sweep's workspace (and report) to W&B; returns their URLs. `labels`: the sweep's
     run labels, for their colours (default: those of the group's runs).
 
@@ -337,21 +402,27 @@ def create_dashboard(entity: Optional[str], project: str, group: str, report: bo
         raise RuntimeError(f"could not save the dashboard to {url}: {type(e).__name__}: {e}") from e
 
 
-def maybe_create_dashboard(wandb_cfg: WandbConfig, group: str,
-                           timeout_s: float = 30.0, labels: Sequence[str] = ()) -> Optional[str]:
+def maybe_create_dashboard(
+    wandb_cfg: WandbConfig, group: str, timeout_s: float = 30.0, labels: Sequence[str] = ()
+) -> Optional[str]:
     """At sweep launch: create the workspace when W&B is online and asked for; never raises."""
     if wandb_cfg.mode == "disabled" or not wandb_cfg.dashboard:
         return None
     entity_arg = f"--entity {wandb_cfg.entity} " if wandb_cfg.entity else ""
-    command = (f"python -m analysis.dashboard {entity_arg}--project {wandb_cfg.project} "
-               f"--group {group}")
+    command = (
+        f"python -m analysis.dashboard {entity_arg}--project {wandb_cfg.project} --group {group}"
+    )
     if wandb_cfg.mode != "online":
-        print(f"W&B is offline: after `wandb sync <run dir>/wandb/offline-run-*`, create the "
-              f"sweep's dashboard with\n  {command}", flush=True)
+        print(
+            f"W&B is offline: after `wandb sync <run dir>/wandb/offline-run-*`, create the "
+            f"sweep's dashboard with\n  {command}",
+            flush=True,
+        )
         return None
     try:
-        (url, *_) = create_dashboard(wandb_cfg.entity, wandb_cfg.project, group,
-                                     timeout_s=timeout_s, labels=labels)
+        (url, *_) = create_dashboard(
+            wandb_cfg.entity, wandb_cfg.project, group, timeout_s=timeout_s, labels=labels
+        )
     except Exception as e:  # noqa: BLE001 - a dashboard is never worth a failed launch
         print(f"W&B dashboard not created ({e}); create it later with\n  {command}", flush=True)
         return None
@@ -361,9 +432,11 @@ def maybe_create_dashboard(wandb_cfg: WandbConfig, group: str,
 
 # --- CLI ----------------------------------------------------------------------------------------
 def describe(workspace) -> str:
-    lines = [f"workspace {workspace.name!r} in {workspace.entity}/{workspace.project}",
-             f"  runs: {workspace.runset_settings.filters}",
-             f"  grouped by config: {', '.join(GROUP_BY)}"]
+    lines = [
+        f"workspace {workspace.name!r} in {workspace.entity}/{workspace.project}",
+        f"  runs: {workspace.runset_settings.filters}",
+        f"  grouped by config: {', '.join(GROUP_BY)}",
+    ]
     for section in workspace.sections:
         lines.append(f"  [{section.name}]")
         for panel in section.panels:
@@ -395,17 +468,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         prog="python -m analysis.dashboard",
         description="Create the W&B workspace (and optionally a report) for one sweep.",
     )
-    parser.add_argument("--entity", default=None,
-                        help="W&B entity (default: the API key's default entity)")
+    parser.add_argument(
+        "--entity", default=None, help="W&B entity (default: the API key's default entity)"
+    )
     parser.add_argument("--project", default=WandbConfig.project, help="W&B project")
     parser.add_argument("--group", required=True, help="the sweep's W&B group (its sweep_name)")
     parser.add_argument("--report", action="store_true", help="also create a report")
-    parser.add_argument("--sizes", default="",
-                        help="comma-separated sizes for the report's per-size panels "
-                             "(default: the sizes of the group's runs)")
+    parser.add_argument(
+        "--sizes",
+        default="",
+        help="comma-separated sizes for the report's per-size panels "
+        "(default: the sizes of the group's runs)",
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds before giving up")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="build and print the workspace without contacting W&B")
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="build and print the workspace without contacting W&B",
+    )
     args = parser.parse_args(argv)
     _require_workspaces()
 
@@ -416,12 +496,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.report:
             print(describe_report(build_report(entity, args.project, args.group, sizes)))
             if not sizes:
-                print("  (no per-size panels: a dry run does not ask W&B for the group's sizes; "
-                      "pass --sizes)")
+                print(
+                    "  (no per-size panels: a dry run does not ask W&B for the group's sizes; "
+                    "pass --sizes)"
+                )
         return 0
     try:
-        urls = create_dashboard(args.entity, args.project, args.group, report=args.report,
-                                sizes=sizes, timeout_s=args.timeout)
+        urls = create_dashboard(
+            args.entity,
+            args.project,
+            args.group,
+            report=args.report,
+            sizes=sizes,
+            timeout_s=args.timeout,
+        )
     except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -27,17 +27,16 @@ import itertools
 import math
 import sys
 import warnings as _warnings
-from pathlib import Path
 
 import numpy as np
 
+from analysis.estimates.estimate import default_c_ref, fit_variants
+from analysis.estimates.multiplier import boot_multipliers, multiplier_at
 from analysis.fits.bootstrap import percentile_ci
 from analysis.inputs.collect import collect_or_report, final_points
 from analysis.inputs.metrics import domain_of, is_domain_loss, is_domain_metric, with_metric
-from analysis.report.files import out_dir_refused
-from analysis.estimates.estimate import default_c_ref, fit_variants
-from analysis.estimates.multiplier import boot_multipliers, multiplier_at
 from analysis.report.arguments import common_parser
+from analysis.report.files import out_dir_refused
 from andrea.run.rundir import atomic_write_json
 
 UNITS = {"loss": "nats/token", "bpb": "bits/byte"}
@@ -51,8 +50,10 @@ def metrics_of(runs) -> list[str]:
     for r in runs[1:]:
         common &= set(r.metrics)
     head = [m for m in ("val_loss", "bpb") if m in common]
-    return head + sorted((m for m in common if is_domain_metric(m)),
-                         key=lambda m: (m.rsplit("/", 1)[0], not m.endswith("/loss")))
+    return head + sorted(
+        (m for m in common if is_domain_metric(m)),
+        key=lambda m: (m.rsplit("/", 1)[0], not m.endswith("/loss")),
+    )
 
 
 def unit(metric: str) -> str:
@@ -67,8 +68,9 @@ def analyse(runs, baseline: str, n_bootstrap: int, ci: float, seed: int) -> dict
     for metric in metrics_of(finals):
         with _warnings.catch_warnings():
             _warnings.simplefilter("ignore", RuntimeWarning)
-            res = fit_variants(with_metric(finals, metric)[0], baseline, n_bootstrap=n_bootstrap,
-                               ci=ci, seed=seed)
+            res = fit_variants(
+                with_metric(finals, metric)[0], baseline, n_bootstrap=n_bootstrap, ci=ci, seed=seed
+            )
         fits = res.fits
         if baseline not in fits:
             continue
@@ -80,8 +82,13 @@ def analyse(runs, baseline: str, n_bootstrap: int, ci: float, seed: int) -> dict
                 continue
             mults[label] = multiplier_at(fits[baseline], fits[label], c_ref)
             boots[label] = boot_multipliers(fits[baseline], fits[label], c_ref)
-        out[metric] = {"fits": fits, "c_ref": c_ref, "multipliers": mults, "boot": boots,
-                       "baseline_at_c_ref": float(fits[baseline].predict(c_ref))}
+        out[metric] = {
+            "fits": fits,
+            "c_ref": c_ref,
+            "multipliers": mults,
+            "boot": boots,
+            "baseline_at_c_ref": float(fits[baseline].predict(c_ref)),
+        }
     return out
 
 
@@ -102,8 +109,16 @@ def compare_domains(result: dict, ci: float) -> list[dict]:
                     lr = np.log(ba) - np.log(bb)
                 level = result[a]["fits"][label].boot_level or ci
                 lo, hi = (math.exp(v) for v in percentile_ci(lr[np.isfinite(lr)], level))
-            rows.append({"variant": label, "a": a, "b": b, "ratio": ratio, "ci": [lo, hi],
-                         "disagree": bool(math.isfinite(lo) and (lo > 1 or hi < 1))})
+            rows.append(
+                {
+                    "variant": label,
+                    "a": a,
+                    "b": b,
+                    "ratio": ratio,
+                    "ci": [lo, hi],
+                    "disagree": bool(math.isfinite(lo) and (lo > 1 or hi < 1)),
+                }
+            )
     return rows
 
 
@@ -113,47 +128,80 @@ def _cell(m: dict) -> str:
     return f"{m['multiplier']:.2f}x{ci}"
 
 
-def render(result: dict, comparisons: list[dict], baseline: str, ci: float,
-           n_bootstrap: int) -> str:
+def render(
+    result: dict, comparisons: list[dict], baseline: str, ci: float, n_bootstrap: int
+) -> str:
     if not result:
-        return "Held-out domains: nothing to fit (no metric every run recorded has a fitted baseline)"
+        return (
+            "Held-out domains: nothing to fit (no metric every run recorded has a fitted baseline)"
+        )
     first = next(iter(result.values()))
     labels = sorted({l for r in result.values() for l in r["multipliers"]})
     header = ["metric", "unit", f"{baseline} L(C_ref)", *labels]
-    rows = [[m, unit(m), f"{r['baseline_at_c_ref']:.4f}",
-             *(_cell(r["multipliers"][l]) if l in r["multipliers"] else "–" for l in labels)]
-            for m, r in result.items()]
+    rows = [
+        [
+            m,
+            unit(m),
+            f"{r['baseline_at_c_ref']:.4f}",
+            *(_cell(r["multipliers"][l]) if l in r["multipliers"] else "–" for l in labels),
+        ]
+        for m, r in result.items()
+    ]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    line = lambda cells: "  ".join(c.ljust(w) if i < 2 else c.rjust(w)  # noqa: E731
-                                   for i, (c, w) in enumerate(zip(cells, widths)))
-    out = [f"Multiplier per metric and held-out domain vs {baseline} (C-law on every seed's final "
-           f"point, {n_bootstrap} seed-bootstrap resamples, {ci:.0%} intervals) at C_ref = "
-           f"{first['c_ref']:.4g} PFLOP/s-days:",
-           line(header), line(["-" * w for w in widths]), *map(line, rows)]
+    line = lambda cells: "  ".join(
+        c.ljust(w) if i < 2 else c.rjust(w)  # noqa: E731
+        for i, (c, w) in enumerate(zip(cells, widths))
+    )
+    out = [
+        f"Multiplier per metric and held-out domain vs {baseline} (C-law on every seed's final "
+        f"point, {n_bootstrap} seed-bootstrap resamples, {ci:.0%} intervals) at C_ref = "
+        f"{first['c_ref']:.4g} PFLOP/s-days:",
+        line(header),
+        line(["-" * w for w in widths]),
+        *map(line, rows),
+    ]
     if "val_loss" in result and "bpb" in result:
-        out.append("  bpb multipliers equal the nats ones: for one tokenizer and eval set, bpb is "
-                   "nats/token times a constant (tokens / bytes / ln 2), which A absorbs")
+        out.append(
+            "  bpb multipliers equal the nats ones: for one tokenizer and eval set, bpb is "
+            "nats/token times a constant (tokens / bytes / ln 2), which A absorbs"
+        )
     if comparisons:
-        out.append(f"Do the domains agree? Paired seed bootstrap of M_a / M_b (the same resampled "
-                   f"runs score both domains; {ci:.0%} interval; disagree when it excludes 1):")
+        out.append(
+            f"Do the domains agree? Paired seed bootstrap of M_a / M_b (the same resampled "
+            f"runs score both domains; {ci:.0%} interval; disagree when it excludes 1):"
+        )
         for c in comparisons:
             lo, hi = c["ci"]
-            verdict = "DISAGREE beyond the interval" if c["disagree"] else "agree within the interval"
+            verdict = (
+                "DISAGREE beyond the interval" if c["disagree"] else "agree within the interval"
+            )
             a, b = (domain_of(x) for x in (c["a"], c["b"]))
-            out.append(f"  {c['variant']:<20} {a} / {b}: {c['ratio']:.2f}x [{lo:.2f}, {hi:.2f}]"
-                       f"  {verdict}")
+            out.append(
+                f"  {c['variant']:<20} {a} / {b}: {c['ratio']:.2f}x [{lo:.2f}, {hi:.2f}]  {verdict}"
+            )
     elif sum(is_domain_loss(m) for m in result) < 2:
-        out.append("  (fewer than two domains recorded by every run: no comparison between domains)")
+        out.append(
+            "  (fewer than two domains recorded by every run: no comparison between domains)"
+        )
     return "\n".join(out)
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m analysis.domains",
-                                description=__doc__.split("\n\n")[0],
-                                parents=[common_parser(
-        inputs="sweep/run directories or CSVs (columns named val_loss, bpb, domain:<name>/loss, "
-               "domain:<name>/bpb)",
-        out="write domains.json there", baseline=True, bootstrap=True, level="--ci", seed=True)])
+    p = argparse.ArgumentParser(
+        prog="python -m analysis.domains",
+        description=__doc__.split("\n\n")[0],
+        parents=[
+            common_parser(
+                inputs="sweep/run directories or CSVs (columns named val_loss, bpb, domain:<name>/loss, "
+                "domain:<name>/bpb)",
+                out="write domains.json there",
+                baseline=True,
+                bootstrap=True,
+                level="--ci",
+                seed=True,
+            )
+        ],
+    )
     args = p.parse_args(argv)
     if out_dir_refused(args.out):
         return 2
@@ -171,13 +219,23 @@ def main(argv=None) -> int:
     print(render(result, comparisons, args.baseline, args.ci, args.bootstrap))
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        report = {"baseline": args.baseline, "ci_level": args.ci, "bootstrap": args.bootstrap,
-                  "method": "C-law on each run's final point; seed bootstrap; paired log ratio "
-                            "of multipliers between domains",
-                  "metrics": {m: {"unit": unit(m), "c_ref_pflops_days": r["c_ref"],
-                                  "baseline_at_c_ref": r["baseline_at_c_ref"],
-                                  "multipliers": r["multipliers"]} for m, r in result.items()},
-                  "domain_comparisons": comparisons}
+        report = {
+            "baseline": args.baseline,
+            "ci_level": args.ci,
+            "bootstrap": args.bootstrap,
+            "method": "C-law on each run's final point; seed bootstrap; paired log ratio "
+            "of multipliers between domains",
+            "metrics": {
+                m: {
+                    "unit": unit(m),
+                    "c_ref_pflops_days": r["c_ref"],
+                    "baseline_at_c_ref": r["baseline_at_c_ref"],
+                    "multipliers": r["multipliers"],
+                }
+                for m, r in result.items()
+            },
+            "domain_comparisons": comparisons,
+        }
         from analysis.report.files import jsonable
 
         atomic_write_json(args.out / "domains.json", jsonable(report))

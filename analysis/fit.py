@@ -17,23 +17,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from analysis.estimates import extra_fits
-from analysis.report import plots_extra, tables
-from analysis.inputs import throughput_file
-from analysis.inputs import metrics
-from analysis.estimates import task_accuracy
-from analysis.report.arguments import common_parser
-from analysis.report.files import jsonable, out_dir_refused
-from analysis.inputs.collect import (FLOPS_PER_PFLOPS_DAY, Collection, aggregate, by_label,
-                                    collect_for_metric, variant_label)
-from analysis.estimates.estimate import (C_LAW_POINTS, DEFAULT_LOSS, default_c_ref, final_points,
-                               fit_variants)
-from analysis.estimates import law_fits
+from analysis.estimates import extra_fits, law_fits, task_accuracy
+from analysis.estimates.estimate import (
+    DEFAULT_LOSS,
+    default_c_ref,
+    final_points,
+    fit_variants,
+)
 from analysis.estimates.multiplier import multiplier_at, multiplier_curve
 from analysis.fits import law_registry
 from analysis.fits.replicates import arrange, seed_noise
+from analysis.inputs import metrics, throughput_file
+from analysis.inputs.collect import (
+    FLOPS_PER_PFLOPS_DAY,
+    Collection,
+    aggregate,
+    by_label,
+    collect_for_metric,
+    variant_label,
+)
+from analysis.report import plots_extra, tables
+from analysis.report.arguments import common_parser
+from analysis.report.files import jsonable, out_dir_refused
 from andrea.run import results as results_file
 from andrea.run.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json
 
@@ -42,66 +47,138 @@ SCHEMA_VERSION = 1
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="andrea-fit", description=__doc__.split("\n\n")[1].replace("\n", " "),
-        parents=[common_parser(
-            inputs="sweep/run directories (every results.json below them is read) or CSVs with "
-                   "columns variant,size,flops,val_loss",
-            out="output directory", out_required=True, metric=True, baseline=True,
-            irreducible=True, bootstrap=True, level="--ci", seed=True,
-            c_law_points="points the C-law and its multiplier are fitted on: each run's final "
-                         "point (default; its earlier budgets sit on other tokens-per-parameter "
-                         "rays and biased the multiplier, docs/statistics.md) or all of them; "
-                         "L(N, D) always uses all")])
-    p.add_argument("--law", default=None, metavar="NAME",
-                   help="the scaling law to fit (docs/laws.md): power (default), irreducible (as "
-                        "--irreducible), chinchilla, farseer, data_constrained, a plug-in's "
-                        "(entry points andrea.laws), or auto: the one with the smallest error on "
-                        "the largest size held out. A law in (params, tokens) is reported after "
-                        "the C-law's table, with its multipliers")
-    p.add_argument("--law-bootstrap", type=int, default=200, metavar="N",
-                   help="resamples for the intervals of a --law in (params, tokens), one L-BFGS-B "
-                        "each (default: %(default)s)")
-    p.add_argument("--at-compute", nargs="+", default=None, metavar="C",
-                   help="computes at which to give each variant's multiplier with its interval, "
-                        "beside the one at C_ref: FLOPs (1e22) or PFLOP/s-days with the unit "
-                        "(3PF-days)")
-    p.add_argument("--loss", choices=["lsq", "huber"], default=DEFAULT_LOSS,
-                   help="fit loss on log L: least squares or Huber (default: %(default)s, the one "
-                        "whose intervals passed bench/coverage.py; see docs/statistics.md)")
-    p.add_argument("--huber-delta", type=float, default=1e-3, help="Huber delta on log-loss residuals, with --loss huber (default: %(default)s)")
-    p.add_argument("--interval", choices=["auto", "seeds", "sizes"], default="auto",
-                   help="what the bootstrap resamples: seeds within each size, paired across "
-                        "variants, a run's points together (auto: when every size has >= 2 "
-                        "seeds), or sizes (the old method; covers poorly)")
-    p.add_argument("--paired-bootstrap", action=argparse.BooleanOptionalAction, default=True,
-                   help="with --interval sizes: resample sizes jointly across variants that share "
-                        "the baseline's sizes (default), so a size's shared data/seed noise cancels "
-                        "in the multiplier; --no-paired-bootstrap resamples each variant's points "
-                        "independently (the seed bootstrap always pairs by seed)")
-    p.add_argument("--c-ref", type=float, nargs="+", default=None, metavar="C",
-                   help="reference compute(s) in PFLOP/s-days for the multiplier (default: the "
-                        "geometric middle of the compute range the variants share with the "
-                        "baseline, where the multiplier is interpolated)")
-    p.add_argument("--ablation-size", default=None, help="size for the block-size ablation figure "
-                   "(default: the size with the most block sizes)")
-    p.add_argument("--dynamics-runs", nargs="+", default=None, metavar="RUN",
-                   help="run directories or LABEL:SIZE for the dynamics figure "
-                        "(default: the largest size of each variant)")
-    p.add_argument("--chinchilla-bootstrap", type=int, default=0, metavar="N",
-                   help="seed-bootstrap resamples for the L(N, D) multiplier's interval (one "
-                        "L-BFGS-B per resample and variant: seconds each hundred; covered "
-                        "94 %% at GPU-like sizes, 88 %% demo-like, docs/statistics.md; default: "
-                        "%(default)s, point estimates)")
-    p.add_argument("--throughput", default=None, metavar="FILE",
-                   help="measured throughput for the device-seconds multiplier (default: an "
-                        "input directory's throughput.json, written by python -m bench.throughput "
-                        "--sweep; 'none': the runs' own timings)")
+        prog="andrea-fit",
+        description=__doc__.split("\n\n")[1].replace("\n", " "),
+        parents=[
+            common_parser(
+                inputs="sweep/run directories (every results.json below them is read) or CSVs with "
+                "columns variant,size,flops,val_loss",
+                out="output directory",
+                out_required=True,
+                metric=True,
+                baseline=True,
+                irreducible=True,
+                bootstrap=True,
+                level="--ci",
+                seed=True,
+                c_law_points="points the C-law and its multiplier are fitted on: each run's final "
+                "point (default; its earlier budgets sit on other tokens-per-parameter "
+                "rays and biased the multiplier, docs/statistics.md) or all of them; "
+                "L(N, D) always uses all",
+            )
+        ],
+    )
+    p.add_argument(
+        "--law",
+        default=None,
+        metavar="NAME",
+        help="the scaling law to fit (docs/laws.md): power (default), irreducible (as "
+        "--irreducible), chinchilla, farseer, data_constrained, a plug-in's "
+        "(entry points andrea.laws), or auto: the one with the smallest error on "
+        "the largest size held out. A law in (params, tokens) is reported after "
+        "the C-law's table, with its multipliers",
+    )
+    p.add_argument(
+        "--law-bootstrap",
+        type=int,
+        default=200,
+        metavar="N",
+        help="resamples for the intervals of a --law in (params, tokens), one L-BFGS-B "
+        "each (default: %(default)s)",
+    )
+    p.add_argument(
+        "--at-compute",
+        nargs="+",
+        default=None,
+        metavar="C",
+        help="computes at which to give each variant's multiplier with its interval, "
+        "beside the one at C_ref: FLOPs (1e22) or PFLOP/s-days with the unit "
+        "(3PF-days)",
+    )
+    p.add_argument(
+        "--loss",
+        choices=["lsq", "huber"],
+        default=DEFAULT_LOSS,
+        help="fit loss on log L: least squares or Huber (default: %(default)s, the one "
+        "whose intervals passed bench/coverage.py; see docs/statistics.md)",
+    )
+    p.add_argument(
+        "--huber-delta",
+        type=float,
+        default=1e-3,
+        help="Huber delta on log-loss residuals, with --loss huber (default: %(default)s)",
+    )
+    p.add_argument(
+        "--interval",
+        choices=["auto", "seeds", "sizes"],
+        default="auto",
+        help="what the bootstrap resamples: seeds within each size, paired across "
+        "variants, a run's points together (auto: when every size has >= 2 "
+        "seeds), or sizes (the old method; covers poorly)",
+    )
+    p.add_argument(
+        "--paired-bootstrap",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --interval sizes: resample sizes jointly across variants that share "
+        "the baseline's sizes (default), so a size's shared data/seed noise cancels "
+        "in the multiplier; --no-paired-bootstrap resamples each variant's points "
+        "independently (the seed bootstrap always pairs by seed)",
+    )
+    p.add_argument(
+        "--c-ref",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="C",
+        help="reference compute(s) in PFLOP/s-days for the multiplier (default: the "
+        "geometric middle of the compute range the variants share with the "
+        "baseline, where the multiplier is interpolated)",
+    )
+    p.add_argument(
+        "--ablation-size",
+        default=None,
+        help="size for the block-size ablation figure "
+        "(default: the size with the most block sizes)",
+    )
+    p.add_argument(
+        "--dynamics-runs",
+        nargs="+",
+        default=None,
+        metavar="RUN",
+        help="run directories or LABEL:SIZE for the dynamics figure "
+        "(default: the largest size of each variant)",
+    )
+    p.add_argument(
+        "--chinchilla-bootstrap",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed-bootstrap resamples for the L(N, D) multiplier's interval (one "
+        "L-BFGS-B per resample and variant: seconds each hundred; covered "
+        "94 %% at GPU-like sizes, 88 %% demo-like, docs/statistics.md; default: "
+        "%(default)s, point estimates)",
+    )
+    p.add_argument(
+        "--throughput",
+        default=None,
+        metavar="FILE",
+        help="measured throughput for the device-seconds multiplier (default: an "
+        "input directory's throughput.json, written by python -m bench.throughput "
+        "--sweep; 'none': the runs' own timings)",
+    )
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--wandb", action="store_true", help="log table and figures to W&B")
-    p.add_argument("--wandb-mode", default="offline", choices=["offline", "online", "disabled"],
-                   help="W&B mode (default: %(default)s; offline never touches the network)")
+    p.add_argument(
+        "--wandb-mode",
+        default="offline",
+        choices=["offline", "online", "disabled"],
+        help="W&B mode (default: %(default)s; offline never touches the network)",
+    )
     p.add_argument("--wandb-project", default="andrea", help="W&B project (default: %(default)s)")
-    p.add_argument("--wandb-group", default=None, help="W&B group (default: the first input's name)")
+    p.add_argument(
+        "--wandb-group", default=None, help="W&B group (default: the first input's name)"
+    )
     return p
 
 
@@ -124,9 +201,11 @@ def one_size_note(runs, baseline: str) -> str | None:
     sizes = sorted({r.size for r in runs if r.label == baseline})
     if len(sizes) != 1:
         return None
-    return (f"the {baseline} runs span one size ({sizes[0]}): this multiplier compares token "
-            "budgets of one model size, not a scaling law over sizes; a compute multiplier needs "
-            "two or more sizes (plan=true predicts none)")
+    return (
+        f"the {baseline} runs span one size ({sizes[0]}): this multiplier compares token "
+        "budgets of one model size, not a scaling law over sizes; a compute multiplier needs "
+        "two or more sizes (plan=true predicts none)"
+    )
 
 
 # The designs docs/statistics.md's coverage checks measured the seed-bootstrap interval on
@@ -147,10 +226,12 @@ def coverage_note(reps, baseline: str, label: str, interval: str) -> str | None:
     seeds = min(len(c.seeds) for c in cells)
     if sizes >= MEASURED_SIZES and seeds >= MEASURED_SEEDS:
         return None
-    return (f"the coverage of this interval was never measured for a design of {sizes} sizes "
-            f"with {seeds} seed(s) per size (docs/statistics.md's checks: 3-5 sizes with 3-4 seeds, "
-            "91.5-97.5 % for a nominal 95 %); read it as indicative: add sizes or seeds "
-            "(plan=true predicts the width)")
+    return (
+        f"the coverage of this interval was never measured for a design of {sizes} sizes "
+        f"with {seeds} seed(s) per size (docs/statistics.md's checks: 3-5 sizes with 3-4 seeds, "
+        "91.5-97.5 % for a nominal 95 %); read it as indicative: add sizes or seeds "
+        "(plan=true predicts the width)"
+    )
 
 
 def _section(title, items, fmt):
@@ -168,7 +249,9 @@ def _dynamics_runs(points, specs, baseline):
             if Path(spec).is_dir():
                 rd = RunDir(Path(spec))
                 res = results_file.record(rd) or {}
-                label = variant_label(str(res.get("variant", Path(spec).name)), res.get("block_size"))
+                label = variant_label(
+                    str(res.get("variant", Path(spec).name)), res.get("block_size")
+                )
                 cands = [(label, str(res.get("size", "?")), rd, res.get("seed"))]
             else:
                 label, _, size = spec.partition(":")
@@ -194,8 +277,9 @@ def _take(cands, chosen, msgs, spec):
     for label, size, rd, seed in cands:
         dyn = read_json(rd.dynamics)
         if isinstance(dyn, dict) and isinstance(dyn.get("layer_rms"), list) and dyn["layer_rms"]:
-            chosen.append({"label": label, "size": size, "run": str(rd.root), "dyn": dyn,
-                           "seed": seed})
+            chosen.append(
+                {"label": label, "size": size, "run": str(rd.root), "dyn": dyn, "seed": seed}
+            )
             return
     msgs.append(f"dynamics: no readable dynamics.json for {spec}")
 
@@ -208,19 +292,36 @@ def _log_wandb(args, rows, report, figures) -> str:
         return "W&B: wandb is not installed; skipped"
     from andrea.run import logkeys as keys
 
-    image_keys = {"scaling": keys.ANALYSIS_SCALING, "multiplier": keys.ANALYSIS_MULTIPLIER,
-                  "ablation": keys.ANALYSIS_ABLATION, "dynamics": keys.ANALYSIS_DYNAMICS}
+    image_keys = {
+        "scaling": keys.ANALYSIS_SCALING,
+        "multiplier": keys.ANALYSIS_MULTIPLIER,
+        "ablation": keys.ANALYSIS_ABLATION,
+        "dynamics": keys.ANALYSIS_DYNAMICS,
+    }
     group = args.wandb_group or Path(args.inputs[0]).resolve().name
     try:
-        run = wandb.init(project=args.wandb_project, group=group, job_type=keys.JOB_ANALYSIS,
-                         mode=args.wandb_mode, dir=str(args.out), config=report["settings"],
-                         tags=[keys.JOB_ANALYSIS] + sorted(report["fits"]),
-                         settings=wandb.Settings(init_timeout=30, silent=True))
+        run = wandb.init(
+            project=args.wandb_project,
+            group=group,
+            job_type=keys.JOB_ANALYSIS,
+            mode=args.wandb_mode,
+            dir=str(args.out),
+            config=report["settings"],
+            tags=[keys.JOB_ANALYSIS] + sorted(report["fits"]),
+            settings=wandb.Settings(init_timeout=30, silent=True),
+        )
         cols = list(rows[0])
         table = wandb.Table(columns=cols, data=[[r[c] for c in cols] for r in rows])
-        run.log({keys.ANALYSIS_FIT_TABLE: table,
-                 **{image_keys[p.stem]: wandb.Image(str(p)) for p in figures
-                    if p.suffix == ".png" and p.stem in image_keys}})
+        run.log(
+            {
+                keys.ANALYSIS_FIT_TABLE: table,
+                **{
+                    image_keys[p.stem]: wandb.Image(str(p))
+                    for p in figures
+                    if p.suffix == ".png" and p.stem in image_keys
+                },
+            }
+        )
         for m in report["multipliers"]["at_c_ref"]:
             run.summary[f"multiplier/{m['variant']}@{m['c_ref_pflops_days']:.3g}"] = m["multiplier"]
         for label, f in report["fits"].items():
@@ -228,7 +329,7 @@ def _log_wandb(args, rows, report, figures) -> str:
             run.summary[f"A/{label}"] = f["A"]
         where = Path(run.dir).parent if args.wandb_mode == "offline" and run.dir else None
         run.finish()
-    except Exception as e:   # the analysis on disk is the product; W&B is a copy of it
+    except Exception as e:  # the analysis on disk is the product; W&B is a copy of it
         return f"W&B: logging failed ({type(e).__name__}: {e}); outputs on disk are complete"
     msg = f"W&B: logged to project {args.wandb_project}, group {group} (mode {args.wandb_mode})"
     if where:
@@ -246,10 +347,10 @@ class Collected:
     coll: Collection
     points: list
     groups: dict
-    warnings: list[str]               # the collection's and the averaging's
-    n_completed: int                  # completed runs, before a task metric filtered them
-    task: tuple[str, str] | None      # (task, metric) of a task metric, else None
-    fitted: str                       # the metric fitted (a task accuracy is fitted as its bpb)
+    warnings: list[str]  # the collection's and the averaging's
+    n_completed: int  # completed runs, before a task metric filtered them
+    task: tuple[str, str] | None  # (task, metric) of a task metric, else None
+    fitted: str  # the metric fitted (a task accuracy is fitted as its bpb)
     two_step_of: tuple[str, str] | None = None  # (task, accuracy) fitted in two steps
     task_runs: list = field(default_factory=list)  # every run's final point (a task metric)
 
@@ -260,9 +361,9 @@ class Fitted:
 
     form: str
     fit_kw: dict
-    fit_runs: list                    # the points the C-law was fitted on (--c-law-points)
-    result: Any                       # analysis.estimates.estimate.fit_variants' result
-    noise: Any                        # the baseline's seed noise
+    fit_runs: list  # the points the C-law was fitted on (--c-law-points)
+    result: Any  # analysis.estimates.estimate.fit_variants' result
+    noise: Any  # the baseline's seed noise
 
     @property
     def fits(self) -> dict:
@@ -277,9 +378,9 @@ class Estimated:
     c_ref_why: str
     at_ref: list[dict]
     curves: dict
-    extra: Any                        # analysis.estimates.extra_fits.Extra
-    verdict: dict | None = None       # a task accuracy's chance verdict
-    two_step: dict | None = None      # the two-step accuracy prediction
+    extra: Any  # analysis.estimates.extra_fits.Extra
+    verdict: dict | None = None  # a task accuracy's chance verdict
+    two_step: dict | None = None  # the two-step accuracy prediction
     metric_lines: list[str] = field(default_factory=list)
 
 
@@ -289,7 +390,7 @@ def check_args(args) -> str | None:
         return "need --bootstrap >= 0, 0 < --ci < 1, --huber-delta > 0"
     if args.c_ref and any(not (c > 0 and math.isfinite(c)) for c in args.c_ref):
         return f"--c-ref must be positive PFLOP/s-days, got {args.c_ref}"
-    return law_fits.check_law_args(args)       # --law, --law-bootstrap, --at-compute
+    return law_fits.check_law_args(args)  # --law, --law-bootstrap, --at-compute
 
 
 @dataclass
@@ -297,8 +398,8 @@ class LawChoice:
     """The law --law names (or --law auto chose) and the primary C-law's form it implies."""
 
     chosen: str
-    form: str                         # "power" or "irreducible": the primary table's law
-    lines: list[str] = field(default_factory=list)   # what --law auto says
+    form: str  # "power" or "irreducible": the primary table's law
+    lines: list[str] = field(default_factory=list)  # what --law auto says
 
 
 def choose_law(args, c: Collected) -> LawChoice | str:
@@ -311,8 +412,15 @@ def choose_law(args, c: Collected) -> LawChoice | str:
     choice = LawChoice(chosen=args.law or form, form=form)
     if choice.chosen == "auto":
         fit_runs = final_points(c.coll.runs) if args.c_law_points == "final" else c.coll.runs
-        sel = law_fits.select_law(list(law_registry.laws().values()), c.coll.runs, fit_runs,
-                                  args.baseline, args.loss, args.huber_delta, args.seed)
+        sel = law_fits.select_law(
+            list(law_registry.laws().values()),
+            c.coll.runs,
+            fit_runs,
+            args.baseline,
+            args.loss,
+            args.huber_delta,
+            args.seed,
+        )
         choice.lines = law_fits.selection_lines(sel)
         choice.chosen = sel["ranking"][0]["law"] if sel["ranking"] else form
     if choice.chosen in ("power", "irreducible"):
@@ -336,20 +444,29 @@ def collect_runs(args) -> Collected | int:
         coll.runs, lack = metrics.with_metric(task_runs, fitted)
         if not coll.runs:
             have = metrics.available(task_runs)
-            print(f"error: no completed run records {fitted} (evaluate them: python -m "
-                  f"andrea.eval {' '.join(map(str, args.inputs))} --tasks {task}); recorded: "
-                  f"{', '.join(have) if have else 'no task metrics'}", file=sys.stderr)
+            print(
+                f"error: no completed run records {fitted} (evaluate them: python -m "
+                f"andrea.eval {' '.join(map(str, args.inputs))} --tasks {task}); recorded: "
+                f"{', '.join(have) if have else 'no task metrics'}",
+                file=sys.stderr,
+            )
             return 2
         print(
             f"Metric: {fitted} (L below), on {len(coll.runs)} runs' final points"
             + (f"; {len(lack)} completed run(s) without it are left out" if lack else "")
-            + (f"; {args.metric} is higher-is-better: fitted in two steps through it"
-               if two_step_of else ""))
+            + (
+                f"; {args.metric} is higher-is-better: fitted in two steps through it"
+                if two_step_of
+                else ""
+            )
+        )
 
     n_pts = f" ({len(coll.runs)} points)" if len(coll.runs) != n_completed else ""
     if parsed is not None:
         n_pts = f" ({len(coll.runs)} with {fitted})"
-    print(f"Collected {n_completed} completed run(s){n_pts} from {', '.join(map(str, args.inputs))}")
+    print(
+        f"Collected {n_completed} completed run(s){n_pts} from {', '.join(map(str, args.inputs))}"
+    )
     if args.metric != metrics.DEFAULT_METRIC and parsed is None:  # a task metric's line is above
         print(f"Metric: {args.metric} (every 'loss' and 'L' below is this metric)")
     _section("Failed runs", coll.failed, lambda t: f"{t[0]}: {t[1]}")
@@ -359,32 +476,55 @@ def collect_runs(args) -> Collected | int:
     for w in coll.warnings + agg_warnings:
         print(f"warning: {w}")
     if not points:
-        print("error: no completed runs with a usable val_loss and flops; nothing to fit",
-              file=sys.stderr)
+        print(
+            "error: no completed runs with a usable val_loss and flops; nothing to fit",
+            file=sys.stderr,
+        )
         return 1
     try:  # the measured throughput, checked against these runs before any fit
-        args.throughput = throughput_file.for_runs(args.throughput, args.inputs, coll.runs,
-                                                   args.baseline)
+        args.throughput = throughput_file.for_runs(
+            args.throughput, args.inputs, coll.runs, args.baseline
+        )
     except throughput_file.ThroughputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    return Collected(coll=coll, points=points, groups=by_label(points),
-                     warnings=coll.warnings + agg_warnings, n_completed=n_completed, task=parsed,
-                     fitted=fitted, two_step_of=two_step_of, task_runs=task_runs)
+    return Collected(
+        coll=coll,
+        points=points,
+        groups=by_label(points),
+        warnings=coll.warnings + agg_warnings,
+        n_completed=n_completed,
+        task=parsed,
+        fitted=fitted,
+        two_step_of=two_step_of,
+        task_runs=task_runs,
+    )
 
 
 def fit_laws(args, c: Collected, form: str) -> Fitted:
     """Each variant's primary law, L = A·C^-alpha (or with E), on the --c-law-points."""
-    fit_kw = dict(loss=args.loss, huber_delta=args.huber_delta, n_bootstrap=args.bootstrap,
-                  ci=args.ci, seed=args.seed, paired=args.paired_bootstrap, interval=args.interval)
+    fit_kw = dict(
+        loss=args.loss,
+        huber_delta=args.huber_delta,
+        n_bootstrap=args.bootstrap,
+        ci=args.ci,
+        seed=args.seed,
+        paired=args.paired_bootstrap,
+        interval=args.interval,
+    )
     fit_runs = final_points(c.coll.runs) if args.c_law_points == "final" else c.coll.runs
     res = fit_variants(fit_runs, args.baseline, form=form, **fit_kw)
     for label, why in res.skipped.items():
         print(f"warning: not fitted: {why}")
     for w in merge_label_warnings(res.warnings, c.groups):
         print(f"warning: {w}")
-    return Fitted(form=form, fit_kw=fit_kw, fit_runs=fit_runs, result=res,
-                  noise=seed_noise(arrange(c.coll.runs), args.baseline))
+    return Fitted(
+        form=form,
+        fit_kw=fit_kw,
+        fit_runs=fit_runs,
+        result=res,
+        noise=seed_noise(arrange(c.coll.runs), args.baseline),
+    )
 
 
 def reference_computes(args, c: Collected, f: Fitted) -> tuple[list[float], str]:
@@ -413,21 +553,31 @@ def estimate_multipliers(args, c: Collected, f: Fitted) -> Estimated:
         note = one_size_note(c.coll.runs, args.baseline)
         fit_reps = arrange(f.fit_runs)
         for m in at_ref:
-            cov = coverage_note(fit_reps, args.baseline, m["variant"],
-                                f.result.interval.get(m["variant"], "none"))
+            cov = coverage_note(
+                fit_reps, args.baseline, m["variant"], f.result.interval.get(m["variant"], "none")
+            )
             m["warning"] = "; ".join(w for w in (m["warning"], note, cov) if w)
     elif len(fits) > 0:
-        print(f"warning: baseline {args.baseline!r} not fitted (labels: {', '.join(sorted(c.groups))});"
-              f" no multipliers; pick another with --baseline")
-    extra = extra_fits.run_all(c.coll.runs, c.points, fits, at_ref, c_refs, args, f.form,
-                               f.fit_kw, c_law_runs=f.fit_runs)
+        print(
+            f"warning: baseline {args.baseline!r} not fitted (labels: {', '.join(sorted(c.groups))});"
+            f" no multipliers; pick another with --baseline"
+        )
+    extra = extra_fits.run_all(
+        c.coll.runs, c.points, fits, at_ref, c_refs, args, f.form, f.fit_kw, c_law_runs=f.fit_runs
+    )
     est = Estimated(c_refs=c_refs, c_ref_why=c_ref_why, at_ref=at_ref, curves=curves, extra=extra)
     if c.task is not None:
         acc_name = c.two_step_of[1] if c.two_step_of else "acc"
         est.verdict = task_accuracy.chance_verdict(c.task_runs, c.task[0], acc_name)
         if c.two_step_of:
-            est.two_step = task_accuracy.two_step(c.task_runs, c.task[0], acc_name,
-                                                  {l: fit for l, fit in fits.items()}, c_refs, args.ci)
+            est.two_step = task_accuracy.two_step(
+                c.task_runs,
+                c.task[0],
+                acc_name,
+                {l: fit for l, fit in fits.items()},
+                c_refs,
+                args.ci,
+            )
             est.metric_lines += task_accuracy.two_step_lines(est.two_step, *c.two_step_of)
         if est.verdict["line"]:
             est.metric_lines.append(("  " if c.two_step_of else "") + est.verdict["line"])
@@ -438,8 +588,9 @@ def fit_chosen_law(args, c: Collected, f: Fitted, e: Estimated, choice: LawChoic
     """The chosen law per variant (the primary fits themselves when it is the C-law), its
     multipliers at C_ref and at --at-compute; what fits.json keeps of it for analysis.predict.
     Its lines print after the extra fits'."""
-    saved, lines = law_fits.chosen_law(choice.chosen, f.form, f.fits, e.at_ref, c.coll.runs,
-                                       f.fit_runs, e.c_refs, args, f.fit_kw)
+    saved, lines = law_fits.chosen_law(
+        choice.chosen, f.form, f.fits, e.at_ref, c.coll.runs, f.fit_runs, e.c_refs, args, f.fit_kw
+    )
     e.extra.lines += choice.lines + lines
     return saved
 
@@ -450,28 +601,47 @@ def build_report(args, c: Collected, f: Fitted, e: Estimated) -> dict:
         "schema_version": SCHEMA_VERSION,
         "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "inputs": [str(p) for p in args.inputs],
-        "settings": {"metric": args.metric, "form": f.form, "huber_delta": args.huber_delta, "bootstrap": args.bootstrap,
-                     "ci_level": args.ci, "seed": args.seed, "baseline": args.baseline,
-                     "paired_bootstrap": args.paired_bootstrap, "interval": f.result.interval,
-                     "compute_unit": "PFLOP/s-days", "flops_per_unit": FLOPS_PER_PFLOPS_DAY,
-                     "c_ref_default": e.c_ref_why, "c_law_points": args.c_law_points,
-                     "loss": (f"log-space residuals; {args.loss} (primary)"
-                              + ("; least squares (lsq) as cross-check" if args.loss == "huber"
-                                 else ""))},
-        "runs": {"completed": c.n_completed, "points": len(c.coll.runs),
-                 "failed": [{"run": s, "error": err} for s, err in c.coll.failed],
-                 "running_or_missing": [{"run": s, "detail": d} for s, d in c.coll.running],
-                 "invalid": [{"run": s, "reason": r} for s, r in c.coll.invalid]},
+        "settings": {
+            "metric": args.metric,
+            "form": f.form,
+            "huber_delta": args.huber_delta,
+            "bootstrap": args.bootstrap,
+            "ci_level": args.ci,
+            "seed": args.seed,
+            "baseline": args.baseline,
+            "paired_bootstrap": args.paired_bootstrap,
+            "interval": f.result.interval,
+            "compute_unit": "PFLOP/s-days",
+            "flops_per_unit": FLOPS_PER_PFLOPS_DAY,
+            "c_ref_default": e.c_ref_why,
+            "c_law_points": args.c_law_points,
+            "loss": (
+                f"log-space residuals; {args.loss} (primary)"
+                + ("; least squares (lsq) as cross-check" if args.loss == "huber" else "")
+            ),
+        },
+        "runs": {
+            "completed": c.n_completed,
+            "points": len(c.coll.runs),
+            "failed": [{"run": s, "error": err} for s, err in c.coll.failed],
+            "running_or_missing": [{"run": s, "detail": d} for s, d in c.coll.running],
+            "invalid": [{"run": s, "reason": r} for s, r in c.coll.invalid],
+        },
         "points": [p.to_json() for p in c.points],
         "fits": {label: fit.to_json() for label, fit in f.fits.items()},
         "not_fitted": f.result.skipped,
-        "multipliers": {"baseline": args.baseline, "c_ref_pflops_days": e.c_refs,
-                        "at_c_ref": e.at_ref, "curves": e.curves},
+        "multipliers": {
+            "baseline": args.baseline,
+            "c_ref_pflops_days": e.c_refs,
+            "at_c_ref": e.at_ref,
+            "curves": e.curves,
+        },
         "seed_noise": f.noise,
         "metric": {"name": args.metric, "chance": e.verdict, "two_step": e.two_step},
         **e.extra.report,
-        "warnings": c.warnings + f.result.warnings
-                    + [m["warning"] for m in e.at_ref if m["warning"]],
+        "warnings": c.warnings
+        + f.result.warnings
+        + [m["warning"] for m in e.at_ref if m["warning"]],
     }
 
 
@@ -482,10 +652,14 @@ def write_tables(args, rows, report: dict, f: Fitted, e: Estimated) -> list[Path
     atomic_write_json(out / "fits.json", jsonable(report))
     written = [out / "fits.json"]
     if rows:
-        for name, text in (("fit_table.md", tables.markdown_table(rows, args.ci, e.c_refs[0],
-                                                                   args.loss, f.result.interval)),
-                           ("fit_table.csv", tables.csv_table(rows)),
-                           ("fit_table.tex", tables.latex_table(rows, args.ci, e.c_refs[0]))):
+        for name, text in (
+            (
+                "fit_table.md",
+                tables.markdown_table(rows, args.ci, e.c_refs[0], args.loss, f.result.interval),
+            ),
+            ("fit_table.csv", tables.csv_table(rows)),
+            ("fit_table.tex", tables.latex_table(rows, args.ci, e.c_refs[0])),
+        ):
             atomic_write_bytes(out / name, text.encode())
             written.append(out / name)
     return written
@@ -496,41 +670,67 @@ def draw_figures(args, c: Collected, f: Fitted, e: Estimated, written: list[Path
     from analysis.report import plots
 
     out, figure_msgs = args.out, []
-    shown = args.metric if c.task is None else c.fitted   # what the figures draw
+    shown = args.metric if c.task is None else c.fitted  # what the figures draw
     ylabel = metrics.metric_axis_label(shown)
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore", RuntimeWarning)
-        plots.plot_scaling(c.groups, f.fits, e.c_refs[0], [out / "scaling.png", out / "scaling.pdf"],
-                           args.baseline, ylabel=ylabel)
+        plots.plot_scaling(
+            c.groups,
+            f.fits,
+            e.c_refs[0],
+            [out / "scaling.png", out / "scaling.pdf"],
+            args.baseline,
+            ylabel=ylabel,
+        )
         written += [out / "scaling.png", out / "scaling.pdf"]
         if e.curves:
-            plots.plot_multiplier(e.curves, e.at_ref, [out / "multiplier.png"], args.baseline,
-                                  "loss" if shown == metrics.DEFAULT_METRIC else shown)
+            plots.plot_multiplier(
+                e.curves,
+                e.at_ref,
+                [out / "multiplier.png"],
+                args.baseline,
+                "loss" if shown == metrics.DEFAULT_METRIC else shown,
+            )
             written.append(out / "multiplier.png")
         else:
             figure_msgs.append("multiplier figure skipped: no multipliers")
-        msg = plots.plot_ablation(c.points, [out / "ablation.png"], args.ablation_size,
-                                  args.baseline)
+        msg = plots.plot_ablation(
+            c.points, [out / "ablation.png"], args.ablation_size, args.baseline
+        )
         figure_msgs.append(msg)
         if not msg.endswith("skipped"):
             written.append(out / "ablation.png")
-        figure_msgs += plots_extra.extra_figures(e.extra, c.groups, out, written, args.baseline,
-                                                 ylabel)
+        figure_msgs += plots_extra.extra_figures(
+            e.extra, c.groups, out, written, args.baseline, ylabel
+        )
         dyn, dyn_msgs = _dynamics_runs(c.points, args.dynamics_runs, args.baseline)
         figure_msgs += dyn_msgs
         if dyn:
             plots.plot_dynamics(dyn, [out / "dynamics.png"], args.baseline)
             written.append(out / "dynamics.png")
-            figure_msgs.append("dynamics: " + ", ".join(
-                f"{r['label']}:{r['size']}" + (f" seed {r['seed']}" if r.get("seed") is not None
-                                               else "") for r in dyn))
+            figure_msgs.append(
+                "dynamics: "
+                + ", ".join(
+                    f"{r['label']}:{r['size']}"
+                    + (f" seed {r['seed']}" if r.get("seed") is not None else "")
+                    for r in dyn
+                )
+            )
         else:
             figure_msgs.append("dynamics figure skipped: no run with a dynamics.json")
     return figure_msgs
 
 
-def print_summary(args, c: Collected, f: Fitted, e: Estimated, rows, figure_msgs: list[str],
-                  written: list[Path], wandb_msg: str | None) -> None:
+def print_summary(
+    args,
+    c: Collected,
+    f: Fitted,
+    e: Estimated,
+    rows,
+    figure_msgs: list[str],
+    written: list[Path],
+    wandb_msg: str | None,
+) -> None:
     """The moment users came for: the table and the multipliers, printed last."""
     coll = c.coll
     print()
@@ -542,18 +742,25 @@ def print_summary(args, c: Collected, f: Fitted, e: Estimated, rows, figure_msgs
         print()
     if rows:
         form_txt = "L = E + A·C^-alpha" if f.form == "irreducible" else "L = A·C^-alpha"
-        loss_txt = (f"Huber on log L (delta={args.huber_delta:g})" if args.loss == "huber"
-                    else "least squares on log L")
+        loss_txt = (
+            f"Huber on log L (delta={args.huber_delta:g})"
+            if args.loss == "huber"
+            else "least squares on log L"
+        )
         how = sorted(set(f.result.interval.values()))
         if c.task is not None:
             form_txt += f" with L = {c.fitted}"
-        print(f"Scaling fits: {form_txt}, C in PFLOP/s-days; {loss_txt}, every seed's "
-              f"{'final point' if args.c_law_points == 'final' else 'points'}; "
-              f"{args.bootstrap} bootstrap resamples over {' and '.join(how)}")
+        print(
+            f"Scaling fits: {form_txt}, C in PFLOP/s-days; {loss_txt}, every seed's "
+            f"{'final point' if args.c_law_points == 'final' else 'points'}; "
+            f"{args.bootstrap} bootstrap resamples over {' and '.join(how)}"
+        )
         print(tables.terminal_table(rows, args.ci))
         print()
-        print(f"Compute multiplier vs {args.baseline} (> 1: the variant needs less compute for the "
-              f"same loss):")
+        print(
+            f"Compute multiplier vs {args.baseline} (> 1: the variant needs less compute for the "
+            f"same loss):"
+        )
         print(tables.terminal_multipliers(e.at_ref))
         print(f"  C_ref: {e.c_ref_why}")
         for line in e.extra.lines:
@@ -564,14 +771,18 @@ def print_summary(args, c: Collected, f: Fitted, e: Estimated, rows, figure_msgs
         print("No variant could be fitted.")
         note = one_size_note(coll.runs, args.baseline)
         if note and args.c_law_points == "final":  # one final point per seed: one compute value
-            print(f"  {note.split(':')[0]}: a compute multiplier needs two or more sizes "
-                  "(plan=true predicts none); --c-law-points all fits that size's budgets instead")
+            print(
+                f"  {note.split(':')[0]}: a compute multiplier needs two or more sizes "
+                "(plan=true predicts none); --c-law-points all fits that size's budgets instead"
+            )
     for line in e.metric_lines:
         print(line)
     print()
-    print(f"Runs: {c.n_completed} completed, {len(coll.failed)} failed, {len(coll.running)} still "
-          f"running or missing results.json, {len(coll.invalid)} unusable"
-          + (" (listed at the top)" if coll.failed or coll.running or coll.invalid else ""))
+    print(
+        f"Runs: {c.n_completed} completed, {len(coll.failed)} failed, {len(coll.running)} still "
+        f"running or missing results.json, {len(coll.invalid)} unusable"
+        + (" (listed at the top)" if coll.failed or coll.running or coll.invalid else "")
+    )
     if wandb_msg:
         print(wandb_msg)
     print(f"Wrote {len(written)} files to {args.out}/: " + ", ".join(p.name for p in written))

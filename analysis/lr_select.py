@@ -39,12 +39,12 @@ from pathlib import Path
 import numpy as np
 
 from analysis.fits import parabola
-from analysis.report.files import out_dir_refused
 from analysis.fits.parabola import HALF_WINDOW
-from andrea.run import results as results_file
-from andrea.run.rundir import atomic_write_bytes, atomic_write_json, find_run_dirs
 from analysis.inputs.metrics import DEFAULT_METRIC, check_metric, record_value
 from analysis.report.arguments import common_parser
+from analysis.report.files import out_dir_refused
+from andrea.run import results as results_file
+from andrea.run.rundir import atomic_write_bytes, atomic_write_json, find_run_dirs
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -93,16 +93,19 @@ def read_runs(dirs: list[Path], metric: str = DEFAULT_METRIC) -> tuple[list[dict
                 res = {**res, "val_loss": record_value(res, metric)}
             missing = [k for k in ("size", "lr", "val_loss", "batch_tokens") if res.get(k) is None]
             if missing:
-                notes.append(f"{path}: no {', '.join(missing)} (written before andrea recorded "
-                             "them?), skipped")
+                notes.append(
+                    f"{path}: no {', '.join(missing)} (written before andrea recorded "
+                    "them?), skipped"
+                )
                 continue
             if not math.isfinite(float(res["val_loss"])):
                 notes.append(f"{path.parent}: val_loss {res['val_loss']}, skipped")
                 continue
             runs.append({**res, "run_dir": str(path.parent)})
     if metric != DEFAULT_METRIC and not runs and notes:
-        raise ValueError(f"--metric {metric}: no completed run under {', '.join(map(str, dirs))} "
-                         "recorded it")
+        raise ValueError(
+            f"--metric {metric}: no completed run under {', '.join(map(str, dirs))} recorded it"
+        )
     return runs, notes
 
 
@@ -127,14 +130,15 @@ def select(c: Curve) -> None:
     c.fit = v.fit
     c.pick, c.pick_loss = c.lrs[v.best], v.y
     if v.kind == parabola.PARABOLA:
-        c.pick = float(f"{10 ** v.x:.3g}")
+        c.pick = float(f"{10**v.x:.3g}")
         c.how = f"parabola in log10(lr) over {v.window[1] - v.window[0]} LRs"
     else:
-        c.how = {parabola.FEW: f"grid best (only {len(c.lrs)} LRs: a parabola needs 3)",
-                 parabola.EDGE: "grid best, at the EDGE of the scan: the optimum may lie beyond "
-                                "it; extend train.lr_scale",
-                 parabola.CONCAVE: "grid best (the fitted parabola opens downward: noisy losses)",
-                 }[v.kind]
+        c.how = {
+            parabola.FEW: f"grid best (only {len(c.lrs)} LRs: a parabola needs 3)",
+            parabola.EDGE: "grid best, at the EDGE of the scan: the optimum may lie beyond "
+            "it; extend train.lr_scale",
+            parabola.CONCAVE: "grid best (the fitted parabola opens downward: noisy losses)",
+        }[v.kind]
 
 
 def best_per_size(curves: list[Curve]) -> dict[str, Curve]:
@@ -151,8 +155,8 @@ class RobustnessRow:
 
     size: str
     label: str
-    own_pick: float            # the variant's own pick, by the same rule as the baseline's
-    own_best_lr: float         # its grid point with the lowest mean loss
+    own_pick: float  # the variant's own pick, by the same rule as the baseline's
+    own_best_lr: float  # its grid point with the lowest mean loss
     own_best_loss: float
     loss_at_reference_lr: float | None  # its mean loss at the reference's grid-best LR
     reference_lr: float
@@ -166,8 +170,9 @@ class RobustnessRow:
         return self.loss_at_reference_lr - self.own_best_loss
 
 
-def robustness_rows(runs: list[dict], reference: str,
-                    chosen: dict[str, Curve]) -> tuple[list[RobustnessRow], list[Curve]]:
+def robustness_rows(
+    runs: list[dict], reference: str, chosen: dict[str, Curve]
+) -> tuple[list[RobustnessRow], list[Curve]]:
     """For every other variant (by label) scanned at the reference's (size, batch, beta2): its
     own best LR. The report gives every variant the baseline's hyper-parameters; if a variant's
     own optimum lies elsewhere, the multiplier at the baseline's LR understates it. These rows
@@ -186,11 +191,18 @@ def robustness_rows(runs: list[dict], reference: str,
             c.variant = label
             curves.append(c)
             ref_lr = ref.lrs[int(np.argmin(ref.losses))]
-            at_ref = next((loss for lr, loss in zip(c.lrs, c.losses)
-                           if math.isclose(lr, ref_lr, rel_tol=1e-6)), None)
+            at_ref = next(
+                (
+                    loss
+                    for lr, loss in zip(c.lrs, c.losses)
+                    if math.isclose(lr, ref_lr, rel_tol=1e-6)
+                ),
+                None,
+            )
             best = int(np.argmin(c.losses))
-            rows.append(RobustnessRow(c.size, label, c.pick, c.lrs[best], c.losses[best], at_ref,
-                                      ref_lr))
+            rows.append(
+                RobustnessRow(c.size, label, c.pick, c.lrs[best], c.losses[best], at_ref, ref_lr)
+            )
     return sorted(rows, key=lambda r: (_size_order(r.size), r.label)), curves
 
 
@@ -199,12 +211,16 @@ def optimizer_of(runs: list[dict]) -> str:
     adamw); ValueError when they mix optimizers, whose best LRs differ."""
     found = sorted({str(r.get("optimizer") or "adamw") for r in runs})
     if len(found) > 1:
-        raise ValueError(f"the runs mix optimizers ({', '.join(found)}); give the scan of one "
-                         "optimizer (train.optimizer) at a time")
+        raise ValueError(
+            f"the runs mix optimizers ({', '.join(found)}); give the scan of one "
+            "optimizer (train.optimizer) at a time"
+        )
     return found[0] if found else "adamw"
 
 
-def _size_entries(chosen: dict[str, Curve], scanned: dict[str, int] | None, indent: str) -> list[str]:
+def _size_entries(
+    chosen: dict[str, Curve], scanned: dict[str, int] | None, indent: str
+) -> list[str]:
     lines = []
     for size in sorted(chosen, key=_size_order):
         c = chosen[size]
@@ -223,9 +239,15 @@ def _size_entries(chosen: dict[str, Curve], scanned: dict[str, int] | None, inde
     return lines
 
 
-def hparams_yaml(name: str, command: str, chosen: dict[str, Curve], scanned: dict[str, int],
-                 optimizer: str = "adamw", variants: dict[str, dict[str, Curve]] | None = None,
-                 selected_on: str = "baseline") -> str:
+def hparams_yaml(
+    name: str,
+    command: str,
+    chosen: dict[str, Curve],
+    scanned: dict[str, int],
+    optimizer: str = "adamw",
+    variants: dict[str, dict[str, Curve]] | None = None,
+    selected_on: str = "baseline",
+) -> str:
     """The hparams file: `sizes` (selected_on's picks, shared by every variant unless
     `variants` is given) and, for a per-variant file, `variants` (each label's own picks)."""
     lines = [
@@ -264,9 +286,14 @@ def _size_order(size: str):
 OPTIMIZER_NAMES = {"adamw": "AdamW", "muon": "Muon (+ AdamW)"}
 
 
-def plot(curves: list[Curve], chosen: dict[str, Curve], path: Path,
-         variant_curves: list[Curve] = (), reference: str = "baseline",
-         optimizer: str = "adamw") -> None:
+def plot(
+    curves: list[Curve],
+    chosen: dict[str, Curve],
+    path: Path,
+    variant_curves: list[Curve] = (),
+    reference: str = "baseline",
+    optimizer: str = "adamw",
+) -> None:
     import io
 
     import matplotlib
@@ -278,8 +305,11 @@ def plot(curves: list[Curve], chosen: dict[str, Curve], path: Path,
     sizes = sorted({c.size for c in curves}, key=_size_order)
     colour = dict(zip(sizes, plt.cm.viridis(np.linspace(0.1, 0.85, max(len(sizes), 1)))))
     for c in sorted(curves, key=lambda c: (_size_order(c.size), c.batch_tokens, c.beta2)):
-        tag = c.size if sum(d.size == c.size for d in curves) == 1 else \
-            f"{c.size} B={c.batch_tokens} b2={c.beta2}"
+        tag = (
+            c.size
+            if sum(d.size == c.size for d in curves) == 1
+            else f"{c.size} B={c.batch_tokens} b2={c.beta2}"
+        )
         ax.plot(c.lrs, c.losses, "o-", color=colour[c.size], label=tag, alpha=0.9, ms=4)
         if c.fit is not None and c.fit[0] > 0:
             best = int(np.argmin(c.losses))
@@ -287,19 +317,35 @@ def plot(curves: list[Curve], chosen: dict[str, Curve], path: Path,
             xs = np.linspace(math.log10(c.lrs[lo]), math.log10(c.lrs[hi - 1]), 50)
             ax.plot(10**xs, np.polyval(c.fit, xs), "--", color=colour[c.size], lw=1)
         if chosen.get(c.size) is c:
-            ax.plot([c.pick], [c.pick_loss], "*", color=colour[c.size], ms=14, mec="black",
-                    label=f"{c.size} pick: lr {c.pick:.3g}"
-                          + (" (scan edge)" if "EDGE" in c.how else ""))
+            ax.plot(
+                [c.pick],
+                [c.pick_loss],
+                "*",
+                color=colour[c.size],
+                ms=14,
+                mec="black",
+                label=f"{c.size} pick: lr {c.pick:.3g}"
+                + (" (scan edge)" if "EDGE" in c.how else ""),
+            )
     for c in variant_curves:  # robustness: other variants, dotted, their own pick as a diamond
-        ax.plot(c.lrs, c.losses, "s:", color=colour.get(c.size, "grey"), alpha=0.7, ms=3,
-                label=f"{c.size} {c.variant}")
+        ax.plot(
+            c.lrs,
+            c.losses,
+            "s:",
+            color=colour.get(c.size, "grey"),
+            alpha=0.7,
+            ms=3,
+            label=f"{c.size} {c.variant}",
+        )
         ax.plot([c.pick], [c.pick_loss], "D", color=colour.get(c.size, "grey"), ms=7, mec="black")
     ax.set_xscale("log")
     ax.set_xlabel("peak learning rate")
     ax.set_ylabel("validation loss (mean over seeds)")
-    ax.set_title(f"LR scan of {reference} under {OPTIMIZER_NAMES.get(optimizer, optimizer)}: "
-                 "loss vs LR per size" + ("\n(dotted: other variants)" if variant_curves else ""),
-                 fontsize=10)
+    ax.set_title(
+        f"LR scan of {reference} under {OPTIMIZER_NAMES.get(optimizer, optimizer)}: "
+        "loss vs LR per size" + ("\n(dotted: other variants)" if variant_curves else ""),
+        fontsize=10,
+    )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="upper right")
     buf = io.BytesIO()
@@ -309,23 +355,43 @@ def plot(curves: list[Curve], chosen: dict[str, Curve], path: Path,
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m analysis.lr_select", description=__doc__.split("\n\n")[0],
-                                parents=[common_parser(
-        inputs="sweep directories of the LR scan (runs/lr_scan ...)", inputs_name="sweeps",
-        metric=True, out="directory for lr_scan.png and lr_select.json "
-                         "(default: <first sweep>/analysis)", out_type=str)])
-    p.add_argument("--name", help="hparams name: writes conf/hparams/<name>.yaml, selected by "
-                                  "hparams=<name> (default: the first sweep directory's name)")
-    p.add_argument("--hparams-dir", default=str(REPO / "conf" / "hparams"),
-                   help="where the hparams file goes (default: %(default)s)")
-    p.add_argument("--variant", default="baseline", help="the variant selected on (default: %(default)s)")
+    p = argparse.ArgumentParser(
+        prog="python -m analysis.lr_select",
+        description=__doc__.split("\n\n")[0],
+        parents=[
+            common_parser(
+                inputs="sweep directories of the LR scan (runs/lr_scan ...)",
+                inputs_name="sweeps",
+                metric=True,
+                out="directory for lr_scan.png and lr_select.json "
+                "(default: <first sweep>/analysis)",
+                out_type=str,
+            )
+        ],
+    )
+    p.add_argument(
+        "--name",
+        help="hparams name: writes conf/hparams/<name>.yaml, selected by "
+        "hparams=<name> (default: the first sweep directory's name)",
+    )
+    p.add_argument(
+        "--hparams-dir",
+        default=str(REPO / "conf" / "hparams"),
+        help="where the hparams file goes (default: %(default)s)",
+    )
+    p.add_argument(
+        "--variant", default="baseline", help="the variant selected on (default: %(default)s)"
+    )
     args = p.parse_args(argv)
     if out_dir_refused(args.out):
         return 2
     dirs = [Path(d) for d in args.sweeps]
     name = args.name or dirs[0].resolve().name
     if not name.replace("_", "").replace("-", "").isalnum() or name == "rule":
-        print(f"error: --name={name!r}: use letters, digits, _ and - (and not 'rule')", file=sys.stderr)
+        print(
+            f"error: --name={name!r}: use letters, digits, _ and - (and not 'rule')",
+            file=sys.stderr,
+        )
         return 2
     try:
         every_run, notes = read_runs(dirs, args.metric)
@@ -337,8 +403,10 @@ def main(argv: list[str] | None = None) -> int:
     for n in notes:
         print(f"note: {n}", file=sys.stderr)
     if not runs:
-        print(f"error: no completed {args.variant} runs with an lr under {', '.join(map(str, dirs))}",
-              file=sys.stderr)
+        print(
+            f"error: no completed {args.variant} runs with an lr under {', '.join(map(str, dirs))}",
+            file=sys.stderr,
+        )
         return 2
     curves = curves_of(runs)
     for c in curves:
@@ -349,58 +417,105 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Path(args.out) if args.out else dirs[0] / "analysis"
     out.mkdir(parents=True, exist_ok=True)
-    command = "python -m analysis.lr_select " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    command = "python -m analysis.lr_select " + " ".join(
+        shlex.quote(a) for a in (argv or sys.argv[1:])
+    )
     plot(curves, chosen, out / "lr_scan.png", variant_curves, args.variant, optimizer)
-    atomic_write_json(out / "lr_select.json", {
-        "command": command,
-        "optimizer": optimizer,
-        "curves": [{"size": c.size, "batch_tokens": c.batch_tokens, "beta2": c.beta2,
-                    "lr": c.lrs, "val_loss": c.losses, "seeds": c.seeds, "pick": c.pick,
-                    "pick_loss": c.pick_loss, "how": c.how, "fit_log10": c.fit,
-                    "chosen": chosen[c.size] is c, "runs": c.runs} for c in curves],
-        "robustness": [{"size": r.size, "label": r.label, "own_pick": r.own_pick,
-                        "own_best_lr": r.own_best_lr, "own_best_loss": r.own_best_loss,
-                        "loss_at_reference_lr": r.loss_at_reference_lr,
-                        "reference": args.variant, "reference_lr": r.reference_lr,
-                        "gain": r.gain} for r in robust],
-    })
+    atomic_write_json(
+        out / "lr_select.json",
+        {
+            "command": command,
+            "optimizer": optimizer,
+            "curves": [
+                {
+                    "size": c.size,
+                    "batch_tokens": c.batch_tokens,
+                    "beta2": c.beta2,
+                    "lr": c.lrs,
+                    "val_loss": c.losses,
+                    "seeds": c.seeds,
+                    "pick": c.pick,
+                    "pick_loss": c.pick_loss,
+                    "how": c.how,
+                    "fit_log10": c.fit,
+                    "chosen": chosen[c.size] is c,
+                    "runs": c.runs,
+                }
+                for c in curves
+            ],
+            "robustness": [
+                {
+                    "size": r.size,
+                    "label": r.label,
+                    "own_pick": r.own_pick,
+                    "own_best_lr": r.own_best_lr,
+                    "own_best_loss": r.own_best_loss,
+                    "loss_at_reference_lr": r.loss_at_reference_lr,
+                    "reference": args.variant,
+                    "reference_lr": r.reference_lr,
+                    "gain": r.gain,
+                }
+                for r in robust
+            ],
+        },
+    )
     hp_path = Path(args.hparams_dir) / f"{name}.yaml"
-    atomic_write_bytes(hp_path, hparams_yaml(name, command, chosen, scanned, optimizer,
-                                             selected_on=args.variant).encode())
+    atomic_write_bytes(
+        hp_path,
+        hparams_yaml(name, command, chosen, scanned, optimizer, selected_on=args.variant).encode(),
+    )
     own: dict[str, dict[str, Curve]] = defaultdict(dict)
     for c in variant_curves:
         own[c.variant][c.size] = c
     own_path = Path(args.hparams_dir) / f"{name}_own.yaml"
     if own:
-        atomic_write_bytes(own_path, hparams_yaml(f"{name}_own", command, chosen, scanned,
-                                                  optimizer, dict(own), args.variant).encode())
+        atomic_write_bytes(
+            own_path,
+            hparams_yaml(
+                f"{name}_own", command, chosen, scanned, optimizer, dict(own), args.variant
+            ).encode(),
+        )
 
     print(f"{'size':<12} {'batch':>8} {'beta2':>6} {'LRs':>4} {'grid best':>10} {'pick':>9}  how")
     for c in sorted(curves, key=lambda c: (_size_order(c.size), c.batch_tokens, c.beta2)):
         grid_best = c.lrs[int(np.argmin(c.losses))]
         mark = "*" if chosen[c.size] is c else " "
-        print(f"{c.size:<12} {c.batch_tokens:>8} {c.beta2:>6} {len(c.lrs):>4} {grid_best:>10.3g} "
-              f"{c.pick:>9.3g}{mark} {c.how}")
+        print(
+            f"{c.size:<12} {c.batch_tokens:>8} {c.beta2:>6} {len(c.lrs):>4} {grid_best:>10.3g} "
+            f"{c.pick:>9.3g}{mark} {c.how}"
+        )
     if robust:
-        print(f"\nRobustness: each variant at its own best LR (the scaling sweep gives it "
-              f"{args.variant}'s). gain = its mean loss at {args.variant}'s grid-best LR minus at "
-              "its own grid-best LR")
-        print(f"{'size':<12} {'label':<28} {'own pick':>9} {'own best lr':>11} {'loss there':>10} "
-              f"{'at ' + args.variant[:8] + ' lr':>15} {'gain':>8}")
+        print(
+            f"\nRobustness: each variant at its own best LR (the scaling sweep gives it "
+            f"{args.variant}'s). gain = its mean loss at {args.variant}'s grid-best LR minus at "
+            "its own grid-best LR"
+        )
+        print(
+            f"{'size':<12} {'label':<28} {'own pick':>9} {'own best lr':>11} {'loss there':>10} "
+            f"{'at ' + args.variant[:8] + ' lr':>15} {'gain':>8}"
+        )
         for r in robust:
             at = "–" if r.loss_at_reference_lr is None else f"{r.loss_at_reference_lr:.4f}"
             gain = "–" if r.gain is None else f"{r.gain:.4f}"
-            print(f"{r.size:<12} {r.label:<28} {r.own_pick:>9.3g} {r.own_best_lr:>11.3g} "
-                  f"{r.own_best_loss:>10.4f} {at:>15} {gain:>8}")
-    print(f"\nwrote {hp_path} (select it with hparams={name}: every variant at "
-          f"{args.variant}'s pick), {out / 'lr_scan.png'}, {out / 'lr_select.json'}")
+            print(
+                f"{r.size:<12} {r.label:<28} {r.own_pick:>9.3g} {r.own_best_lr:>11.3g} "
+                f"{r.own_best_loss:>10.4f} {at:>15} {gain:>8}"
+            )
+    print(
+        f"\nwrote {hp_path} (select it with hparams={name}: every variant at "
+        f"{args.variant}'s pick), {out / 'lr_scan.png'}, {out / 'lr_select.json'}"
+    )
     if own:
-        print(f"wrote {own_path} (hparams={name}_own: each of {args.variant}, "
-              f"{', '.join(sorted(own))} at its own pick; the multiplier both ways: "
-              f"python -m analysis.tuning {' '.join(map(str, dirs))})")
+        print(
+            f"wrote {own_path} (hparams={name}_own: each of {args.variant}, "
+            f"{', '.join(sorted(own))} at its own pick; the multiplier both ways: "
+            f"python -m analysis.tuning {' '.join(map(str, dirs))})"
+        )
     edge = [c.size for c in chosen.values() if "EDGE" in c.how]
     if edge:
-        print(f"warning: the best LR of {', '.join(edge)} is at the edge of the scan", file=sys.stderr)
+        print(
+            f"warning: the best LR of {', '.join(edge)} is at the edge of the scan", file=sys.stderr
+        )
     return 0
 
 

@@ -44,11 +44,11 @@ from pathlib import Path
 import numpy as np
 
 from analysis.estimates import power
+from analysis.estimates.estimate import C_LAW_POINTS, final_points
 from analysis.inputs.collect import collect_or_report
 from analysis.report.arguments import common_parser
-from analysis.estimates.estimate import C_LAW_POINTS, final_points
 
-DEFAULT_GPU, DEFAULT_MFU = "H100", 0.35        # plan=true's defaults (andrea/config/resolve.py)
+DEFAULT_GPU, DEFAULT_MFU = "H100", 0.35  # plan=true's defaults (andrea/config/resolve.py)
 # No size gets more than this many times the seeds of the least-seeded one. Unconstrained, the
 # greedy step piles seeds on the cheapest size ([70, 2, 2] seeds for a 3-round budget): narrower
 # as predicted, but the seed bootstrap pools its degrees of freedom over sizes, and the 2-seed
@@ -71,8 +71,9 @@ def measured_speed(runs) -> tuple[float, str] | None:
     from andrea.run.units import peak_flops
 
     last = final_points(runs)
-    if any(not (r.device_s and r.device_s > 0) or peak_flops(r.device_name) is not None
-           for r in last):
+    if any(
+        not (r.device_s and r.device_s > 0) or peak_flops(r.device_name) is not None for r in last
+    ):
         return None
     devices = ", ".join(sorted({r.device_name or "an unnamed device" for r in last}))
     return float(np.median([r.flops / r.device_s for r in last])), devices
@@ -91,8 +92,16 @@ def finished_grid(runs) -> list[power.PlannedRun]:
         if C_LAW_POINTS == "final":
             grid.append(power.PlannedRun(pts[0].label, pts[0].size, seed, top))
         else:
-            grid.append(power.PlannedRun(pts[0].label, pts[0].size, seed, top, len(pts),
-                                         tuple(sorted(p.flops / top for p in pts))))
+            grid.append(
+                power.PlannedRun(
+                    pts[0].label,
+                    pts[0].size,
+                    seed,
+                    top,
+                    len(pts),
+                    tuple(sorted(p.flops / top for p in pts)),
+                )
+            )
     return grid
 
 
@@ -101,8 +110,7 @@ class Design:
     needs each (label, size)'s count of runs (analysis.estimates.power.Group), so a budget that buys a
     million seeds is evaluated as fast as one that buys three."""
 
-    def __init__(self, grid: list[power.PlannedRun], baseline: str,
-                 at_flops: float | None = None):
+    def __init__(self, grid: list[power.PlannedRun], baseline: str, at_flops: float | None = None):
         by = defaultdict(list)
         for r in grid:
             by[r.label].append(r)
@@ -118,11 +126,18 @@ class Design:
         for lb, runs in by.items():
             for r in runs:
                 self.template[r.size].setdefault(lb, np.log(r.flops * power._fractions(r)))
-        self.seeds = {lb: {s: len({r.seed for r in runs if r.size == s})
-                           for s in {r.size for r in runs}} for lb, runs in by.items()}
+        self.seeds = {
+            lb: {s: len({r.seed for r in runs if r.size == s}) for s in {r.size for r in runs}}
+            for lb, runs in by.items()
+        }
 
-    def half_width(self, added: dict[str, int], alpha: float, noise: dict,
-                   multiplier: float = power.DEFAULT_MULTIPLIER) -> float:
+    def half_width(
+        self,
+        added: dict[str, int],
+        alpha: float,
+        noise: dict,
+        multiplier: float = power.DEFAULT_MULTIPLIER,
+    ) -> float:
         """The largest predicted 95 % relative half-width over the variants."""
         gb0 = self.groups[self.baseline][0]
         out = 0.0
@@ -132,7 +147,7 @@ class Design:
             gb, gv, shared = list(gb0), list(gv0), dict(self.shared[lb])
             for s, n in added.items():
                 t = self.template[s]
-                if n and lb in t and self.baseline in t:    # new seeds: shared by every label
+                if n and lb in t and self.baseline in t:  # new seeds: shared by every label
                     shared[(len(gb), len(gv))] = n
                 if n and self.baseline in t:
                     gb.append(power.Group(t[self.baseline], n, s))
@@ -162,8 +177,11 @@ def with_added(grid, added: dict[str, int]) -> list[power.PlannedRun]:
         for r in grid:
             if r.size == size:
                 templates.setdefault(r.label, r)
-        out += [power.PlannedRun(t.label, size, first + k, t.flops, t.n_points, t.budgets)
-                for k in range(n) for t in templates.values()]
+        out += [
+            power.PlannedRun(t.label, size, first + k, t.flops, t.n_points, t.budgets)
+            for k in range(n)
+            for t in templates.values()
+        ]
     return out
 
 
@@ -175,9 +193,17 @@ STEP_FRACTION = 1 / 8
 SCALE_AFTER = 64
 
 
-def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float = 989e12,
-            mfu: float = DEFAULT_MFU, noise: dict | None = None, alpha: float | None = None,
-            floor: float = PRECISION_FLOOR, at_flops: float | None = None) -> dict:
+def propose(
+    runs,
+    gpu_hours: float,
+    baseline: str = "baseline",
+    gpu_peak: float = 989e12,
+    mfu: float = DEFAULT_MFU,
+    noise: dict | None = None,
+    alpha: float | None = None,
+    floor: float = PRECISION_FLOOR,
+    at_flops: float | None = None,
+) -> dict:
     """The greedy proposal and the uniform alternative at no more than `gpu_hours` (finite), and
     none past a worst half-width of `floor` (0: no floor). A run costs its FLOPs at `gpu_peak` x
     `mfu` (a measured speed: measured_speed, mfu 1). `at_flops`: the multiplier's half-width at
@@ -189,11 +215,13 @@ def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float 
     if noise is None or alpha is None:
         m_noise, m_alpha, where = power.measured(list(runs))
         source = "from the finished runs" if m_noise else f"default ({where})"
-        noise = noise or {**power.DEFAULT_NOISE, **{k: v for k, v in (m_noise or {}).items()
-                                                    if v is not None}}
+        noise = noise or {
+            **power.DEFAULT_NOISE,
+            **{k: v for k, v in (m_noise or {}).items() if v is not None},
+        }
         alpha = alpha or m_alpha or power.DEFAULT_ALPHA
     design = Design(grid, baseline, at_flops)
-    templates = defaultdict(list)      # size → one run per label
+    templates = defaultdict(list)  # size → one run per label
     for r in grid:
         if all(t.label != r.label for t in templates[r.size]):
             templates[r.size].append(r)
@@ -204,7 +232,7 @@ def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float 
     before = design.half_width({}, alpha, noise)
     added, spent, hw = {s: 0 for s in sizes}, 0.0, before
     scaled = False
-    at_target = spent if hw <= power.TARGET else None   # GPU-h at which the proposal reached ±10 %
+    at_target = spent if hw <= power.TARGET else None  # GPU-h at which the proposal reached ±10 %
     while hw > floor:
         best = None
         n_seeds = {s: now[s] + added[s] for s in sizes}
@@ -213,32 +241,38 @@ def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float 
             # variance / f (one point per run, or the same points per run), so the greedy
             # design's proportions are kept and scaled to the budget in one step.
             scaled = True
-            f = (budget + sum(cost[s] * now[s] for s in sizes)) / sum(cost[s] * n_seeds[s]
-                                                                        for s in sizes)
+            f = (budget + sum(cost[s] * now[s] for s in sizes)) / sum(
+                cost[s] * n_seeds[s] for s in sizes
+            )
             if f > 1:
+
                 def grown(f):
                     n = {s: int(f * n_seeds[s]) for s in sizes}
                     low = min(n.values())
                     return {s: min(k, MAX_SEED_RATIO * low) - now[s] for s, k in n.items()}
+
                 if design.half_width(grown(f), alpha, noise) < floor:
                     # the budget overshoots the floor: the smallest scale that reaches it
                     lo, hi = 1.0, f
                     for _ in range(60):
                         mid = math.sqrt(lo * hi)
-                        lo, hi = (mid, hi) if design.half_width(grown(mid), alpha,
-                                                                noise) > floor else (lo, mid)
+                        lo, hi = (
+                            (mid, hi)
+                            if design.half_width(grown(mid), alpha, noise) > floor
+                            else (lo, mid)
+                        )
                     f = hi
                 added = grown(f)
                 spent = sum(cost[s] * added[s] for s in sizes)
                 hw = design.half_width(added, alpha, noise)
                 continue
         for s in sizes:
-            step = min(max(1, int(n_seeds[s] * STEP_FRACTION)),
-                       int((budget - spent) / cost[s]))
+            step = min(max(1, int(n_seeds[s] * STEP_FRACTION)), int((budget - spent) / cost[s]))
             # no size above MAX_SEED_RATIO times the fewest seeds (the minimum after this step)
             others = min([n for t, n in n_seeds.items() if t != s] or [math.inf])
-            step = min(step, int(MAX_SEED_RATIO * others) - n_seeds[s]) if others < math.inf \
-                else step
+            step = (
+                min(step, int(MAX_SEED_RATIO * others) - n_seeds[s]) if others < math.inf else step
+            )
             if step < 1:
                 continue
             h = design.half_width({**added, s: added[s] + step}, alpha, noise)
@@ -258,13 +292,26 @@ def propose(runs, gpu_hours: float, baseline: str = "baseline", gpu_peak: float 
     at_floor = hw <= floor and floor > 0
     u_rounds = int((spent * (1 + 1e-9) if at_floor and added else budget) / round_cost)
     uniform = {s: u_rounds for s in sizes} if u_rounds else {}
-    return {"before": before, "after": hw, "spent_gpu_hours": spent, "added": added,
-            "seeds": {s: now[s] + added.get(s, 0) for s in sizes},
-            "uniform_after": design.half_width(uniform, alpha, noise),
-            "uniform_rounds": u_rounds, "uniform_gpu_hours": u_rounds * round_cost,
-            "uniform_added": uniform, "cost_per_seed": cost, "sizes": sizes, "noise": noise,
-            "noise_source": source, "alpha": alpha, "finished": grid,
-            "gpu_hours_to_target": at_target, "floor": floor, "at_floor": at_floor}
+    return {
+        "before": before,
+        "after": hw,
+        "spent_gpu_hours": spent,
+        "added": added,
+        "seeds": {s: now[s] + added.get(s, 0) for s in sizes},
+        "uniform_after": design.half_width(uniform, alpha, noise),
+        "uniform_rounds": u_rounds,
+        "uniform_gpu_hours": u_rounds * round_cost,
+        "uniform_added": uniform,
+        "cost_per_seed": cost,
+        "sizes": sizes,
+        "noise": noise,
+        "noise_source": source,
+        "alpha": alpha,
+        "finished": grid,
+        "gpu_hours_to_target": at_target,
+        "floor": floor,
+        "at_floor": at_floor,
+    }
 
 
 def commands(prop: dict, sweep: str) -> list[str]:
@@ -275,8 +322,11 @@ def commands(prop: dict, sweep: str) -> list[str]:
         if not n:
             continue
         first = 1 + max(r.seed for r in prop["finished"] if r.size == s)
-        seeds = (",".join(str(first + i) for i in range(n)) if n <= 3
-                 else f"'range({first},{first + n})'")         # Hydra's sweep range, stop excluded
+        seeds = (
+            ",".join(str(first + i) for i in range(n))
+            if n <= 3
+            else f"'range({first},{first + n})'"
+        )  # Hydra's sweep range, stop excluded
         out.append(f"python sweep.py -m sweeps={sweep} size={s} train.seed={seeds}")
     return out
 
@@ -287,32 +337,52 @@ def _pm(x: float) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m analysis.next_runs",
-                                description=__doc__.split("\n\n")[0].split(": ", 1)[1],
-                                parents=[common_parser(metric=True, baseline=True, seed=True)])
+    p = argparse.ArgumentParser(
+        prog="python -m analysis.next_runs",
+        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+        parents=[common_parser(metric=True, baseline=True, seed=True)],
+    )
     # zero inputs with --pool, so not the common parser's one-or-more
     p.add_argument("inputs", nargs="*", help="sweep directories (or CSVs) with finished runs")
     p.add_argument("--gpu-hours", type=float, required=True, help="budget for the new runs")
-    p.add_argument("--gpu", default=None, help="GPU the hours are priced on, at its bf16 dense "
-                   f"peak (default: CPU runs by their measured device-seconds, else {DEFAULT_GPU})")
+    p.add_argument(
+        "--gpu",
+        default=None,
+        help="GPU the hours are priced on, at its bf16 dense "
+        f"peak (default: CPU runs by their measured device-seconds, else {DEFAULT_GPU})",
+    )
     p.add_argument("--mfu", type=float, default=DEFAULT_MFU, help="(default: %(default)s)")
-    p.add_argument("--sweep", default=None, help="sweeps= name for the commands (default: the "
-                   "first input directory's name)")
-    p.add_argument("--at-compute", default=None, help="the multiplier's half-width at this "
-                   "compute (FLOPs, 1e22, or 3PF-days) instead of at C_ref, the baseline's middle")
+    p.add_argument(
+        "--sweep",
+        default=None,
+        help="sweeps= name for the commands (default: the first input directory's name)",
+    )
+    p.add_argument(
+        "--at-compute",
+        default=None,
+        help="the multiplier's half-width at this "
+        "compute (FLOPs, 1e22, or 3PF-days) instead of at C_ref, the baseline's middle",
+    )
     add_pool_arguments(p)
     args = p.parse_args(argv)
     if args.pool is not None or args.target is not None:
         return pool_main(args)
     if not args.inputs:
-        print("error: give sweep directories (or CSVs) with finished runs, or --pool "
-              "CANDIDATES.csv --target TARGET.csv", file=sys.stderr)
+        print(
+            "error: give sweep directories (or CSVs) with finished runs, or --pool "
+            "CANDIDATES.csv --target TARGET.csv",
+            file=sys.stderr,
+        )
         return 2
     if not (math.isfinite(args.gpu_hours) and args.gpu_hours > 0 and 0 < args.mfu <= 1):
-        print(f"error: need a finite --gpu-hours > 0 and 0 < --mfu <= 1, got {args.gpu_hours:g}, "
-              f"{args.mfu:g}", file=sys.stderr)
+        print(
+            f"error: need a finite --gpu-hours > 0 and 0 < --mfu <= 1, got {args.gpu_hours:g}, "
+            f"{args.mfu:g}",
+            file=sys.stderr,
+        )
         return 2
     from andrea.run.units import PFLOPS_DAY, parse_compute
+
     at_flops = None
     if args.at_compute is not None:
         try:
@@ -321,12 +391,15 @@ def main(argv=None) -> int:
             print(f"error: --at-compute: {e}", file=sys.stderr)
             return 2
     from andrea.run.units import PEAK_FLOPS, peak_flops
+
     peak = peak_flops(args.gpu or DEFAULT_GPU, "bf16")
     if peak is None:
         known = ", ".join(k for k, v in PEAK_FLOPS.items() if v.get("bf16"))
-        print(f"error: --gpu {args.gpu!r} is not a GPU andrea knows the bf16 peak of; known: "
-              f"{known} (a device name such as 'NVIDIA H100 80GB HBM3' also matches)",
-              file=sys.stderr)
+        print(
+            f"error: --gpu {args.gpu!r} is not a GPU andrea knows the bf16 peak of; known: "
+            f"{known} (a device name such as 'NVIDIA H100 80GB HBM3' also matches)",
+            file=sys.stderr,
+        )
         return 2
     coll = collect_or_report(args.inputs, args.metric)
     if coll is None:
@@ -335,56 +408,91 @@ def main(argv=None) -> int:
     labels = {r.label for r in runs}
     base_sizes = {r.size for r in runs if r.label == args.baseline}
     if args.baseline not in labels or len(labels) < 2 or len(base_sizes) < 2:
-        print(f"error: need finished runs of {args.baseline!r} at 2+ sizes and of a variant "
-              f"(found labels {sorted(labels) or 'none'}); with no runs yet, price and power a "
-              f"first grid with `python sweep.py -m sweeps=NAME plan=true`", file=sys.stderr)
+        print(
+            f"error: need finished runs of {args.baseline!r} at 2+ sizes and of a variant "
+            f"(found labels {sorted(labels) or 'none'}); with no runs yet, price and power a "
+            f"first grid with `python sweep.py -m sweeps=NAME plan=true`",
+            file=sys.stderr,
+        )
         return 2
     smallest = min(r.flops for r in runs if r.label == args.baseline)
     if at_flops is not None and at_flops < smallest:
-        print(f"error: --at-compute {args.at_compute} is below the data (the smallest baseline "
-              f"run: {smallest:.3g} FLOPs); the multiplier is asked past the runs, not before",
-              file=sys.stderr)
+        print(
+            f"error: --at-compute {args.at_compute} is below the data (the smallest baseline "
+            f"run: {smallest:.3g} FLOPs); the multiplier is asked past the runs, not before",
+            file=sys.stderr,
+        )
         return 2
     measured = None if args.gpu else measured_speed(runs)
-    prop = propose(runs, args.gpu_hours, args.baseline, *((measured[0], 1.0) if measured else
-                                                          (peak, args.mfu)), at_flops=at_flops)
+    prop = propose(
+        runs,
+        args.gpu_hours,
+        args.baseline,
+        *((measured[0], 1.0) if measured else (peak, args.mfu)),
+        at_flops=at_flops,
+    )
     sweep = args.sweep or Path(args.inputs[0]).resolve().name
     nz = prop["noise"]
     if measured:
         speed, devices = measured
-        unit, cost = "device-h", (f"Cost: FLOPs at the finished runs' measured speed ({speed:.3g} "
-                                  f"FLOP/s, their median, on {devices}): the hours are that "
-                                  f"device's, not a GPU's (--gpu prices them on a GPU).")
+        unit, cost = (
+            "device-h",
+            (
+                f"Cost: FLOPs at the finished runs' measured speed ({speed:.3g} "
+                f"FLOP/s, their median, on {devices}): the hours are that "
+                f"device's, not a GPU's (--gpu prices them on a GPU)."
+            ),
+        )
     else:
-        unit, cost = "GPU-h", (f"Cost: FLOPs on {args.gpu or DEFAULT_GPU} at {args.mfu:.0%} MFU"
-                               + ("" if args.gpu else " (assumed; --gpu sets the GPU)") + ".")
-    print(f"Noise {prop['noise_source']}: per run {nz['sigma_run']:.2%} of log loss, seed "
-          f"correlation {nz['rho']:.2f}, per point {nz['sigma_point']:.2%}; baseline exponent "
-          f"{prop['alpha']:.3g} (as analysis.fit fits it). {cost}")
-    print(f"{'size':<10} {'seeds now':>9} {unit + ' per seed':>15} {'add':>4}   (a seed: one run "
-          f"of every variant)")
+        unit, cost = (
+            "GPU-h",
+            (
+                f"Cost: FLOPs on {args.gpu or DEFAULT_GPU} at {args.mfu:.0%} MFU"
+                + ("" if args.gpu else " (assumed; --gpu sets the GPU)")
+                + "."
+            ),
+        )
+    print(
+        f"Noise {prop['noise_source']}: per run {nz['sigma_run']:.2%} of log loss, seed "
+        f"correlation {nz['rho']:.2f}, per point {nz['sigma_point']:.2%}; baseline exponent "
+        f"{prop['alpha']:.3g} (as analysis.fit fits it). {cost}"
+    )
+    print(
+        f"{'size':<10} {'seeds now':>9} {unit + ' per seed':>15} {'add':>4}   (a seed: one run "
+        f"of every variant)"
+    )
     for s in prop["sizes"]:
         now = len({r.seed for r in prop["finished"] if r.size == s})
         print(f"{s:<10} {now:>9} {prop['cost_per_seed'][s]:>15.3g} {prop['added'].get(s, 0):>4}")
     where = f" at {at_flops:.3g} FLOPs" if at_flops is not None else ""
-    print(f"Predicted 95 % half-width of the multiplier{where} (worst variant): {_pm(prop['before'])} "
-          f"now → {_pm(prop['after'])} with the proposal ({prop['spent_gpu_hours']:.3g} of "
-          f"{args.gpu_hours:g} {unit})")
+    print(
+        f"Predicted 95 % half-width of the multiplier{where} (worst variant): {_pm(prop['before'])} "
+        f"now → {_pm(prop['after'])} with the proposal ({prop['spent_gpu_hours']:.3g} of "
+        f"{args.gpu_hours:g} {unit})"
+    )
     at = prop["gpu_hours_to_target"]
     if at is not None and 0 < at < 0.5 * prop["spent_gpu_hours"]:
-        print(f"  (it reaches ±{power.TARGET:.0%} after {at:.3g} {unit}; the rest of the budget "
-              "narrows it further)")
+        print(
+            f"  (it reaches ±{power.TARGET:.0%} after {at:.3g} {unit}; the rest of the budget "
+            "narrows it further)"
+        )
     if prop["at_floor"]:
-        print(f"  The budget is more than the question needs: the proposal stops at "
-              f"±{prop['floor']:.0%}, the narrowest interval worth buying (a multiplier prints to "
-              f"two decimals, and it differs by ~1 % between CPUs and fitted forms); "
-              f"{args.gpu_hours - prop['spent_gpu_hours']:.3g} {unit} are left unspent.")
+        print(
+            f"  The budget is more than the question needs: the proposal stops at "
+            f"±{prop['floor']:.0%}, the narrowest interval worth buying (a multiplier prints to "
+            f"two decimals, and it differs by ~1 % between CPUs and fitted forms); "
+            f"{args.gpu_hours - prop['spent_gpu_hours']:.3g} {unit} are left unspent."
+        )
     if prop["uniform_rounds"]:
-        verdict = ("the proposal is narrower"
-                   if prop["after"] < prop["uniform_after"] * (1 - 1e-3) - 1e-6
-                   else "the same: the proposal does not beat uniform seeds here")
-        print(f"Seeds added uniformly ({prop['uniform_rounds']} per size, "
-              f"{prop['uniform_gpu_hours']:.3g} {unit}): {_pm(prop['uniform_after'])}; {verdict}")
+        verdict = (
+            "the proposal is narrower"
+            if prop["after"] < prop["uniform_after"] * (1 - 1e-3) - 1e-6
+            else "the same: the proposal does not beat uniform seeds here"
+        )
+        print(
+            f"Seeds added uniformly ({prop['uniform_rounds']} per size, "
+            f"{prop['uniform_gpu_hours']:.3g} {unit}): {_pm(prop['uniform_after'])}; {verdict}"
+        )
     else:
         print("Seeds added uniformly: the budget does not buy one seed at every size")
     cmds = commands(prop, sweep)
@@ -394,26 +502,48 @@ def main(argv=None) -> int:
             print(f"  {c}")
     else:
         cheapest = min(prop["cost_per_seed"].values())
-        print(f"Nothing to add: one seed at the cheapest size costs {cheapest:.3g} {unit}"
-              if not prop["at_floor"] else "Nothing to add: the interval is already that narrow")
+        print(
+            f"Nothing to add: one seed at the cheapest size costs {cheapest:.3g} {unit}"
+            if not prop["at_floor"]
+            else "Nothing to add: the interval is already that narrow"
+        )
     return 0
 
 
 # --- a finite pool of candidates (--pool) ---------------------------------------------------------
 
+
 def add_pool_arguments(p) -> None:
     g = p.add_argument_group("a pool of candidate runs")
-    g.add_argument("--pool", default=None, help="CSV of candidate runs: params, tokens, cost "
-                   "(GPU-hours), loss where measured (see the module docstring)")
-    g.add_argument("--target", default=None, help="CSV of the runs whose loss is wanted "
-                   "(params, tokens): the target region")
-    g.add_argument("--law", default="chinchilla", help="the law fitted to the pool, one of "
-                   "`python -m analysis.fit --law`'s in (params, tokens[, unique_tokens]) "
-                   "(default: %(default)s)")
-    g.add_argument("--replay", action="store_true", help="hide every loss and replay the "
-                   "sequential design within --gpu-hours")
-    g.add_argument("--target-half-width", type=float, default=None, help="stop when the "
-                   "predicted 95 %% half-width of the target loss (relative) reaches this")
+    g.add_argument(
+        "--pool",
+        default=None,
+        help="CSV of candidate runs: params, tokens, cost "
+        "(GPU-hours), loss where measured (see the module docstring)",
+    )
+    g.add_argument(
+        "--target",
+        default=None,
+        help="CSV of the runs whose loss is wanted (params, tokens): the target region",
+    )
+    g.add_argument(
+        "--law",
+        default="chinchilla",
+        help="the law fitted to the pool, one of "
+        "`python -m analysis.fit --law`'s in (params, tokens[, unique_tokens]) "
+        "(default: %(default)s)",
+    )
+    g.add_argument(
+        "--replay",
+        action="store_true",
+        help="hide every loss and replay the sequential design within --gpu-hours",
+    )
+    g.add_argument(
+        "--target-half-width",
+        type=float,
+        default=None,
+        help="stop when the predicted 95 %% half-width of the target loss (relative) reaches this",
+    )
 
 
 def relative_half_width(variance_sum: float, n_targets: int, mean_loss: float) -> float:
@@ -424,6 +554,7 @@ def relative_half_width(variance_sum: float, n_targets: int, mean_loss: float) -
 
 def pool_main(args) -> int:
     import numpy as np
+
     from analysis.estimates.design import plan_round, replay, take
     from analysis.fits.law_registry import laws as all_laws
     from analysis.fits.laws import LawError, fit_law
@@ -432,13 +563,19 @@ def pool_main(args) -> int:
 
     usable = {n: lw for n, lw in all_laws().items() if "compute" not in lw.inputs}
     if args.law not in usable:
-        print(f"error: --law {args.law!r} is not a law of params and tokens; known: "
-              f"{', '.join(usable)}", file=sys.stderr)
+        print(
+            f"error: --law {args.law!r} is not a law of params and tokens; known: "
+            f"{', '.join(usable)}",
+            file=sys.stderr,
+        )
         return 2
     law = usable[args.law]
     if args.pool is None or args.target is None:
-        print("error: --pool and --target go together: the candidates, and the runs whose loss "
-              "is wanted", file=sys.stderr)
+        print(
+            "error: --pool and --target go together: the candidates, and the runs whose loss "
+            "is wanted",
+            file=sys.stderr,
+        )
         return 2
     if not (math.isfinite(args.gpu_hours) and args.gpu_hours > 0):
         print(f"error: need a finite --gpu-hours > 0, got {args.gpu_hours:g}", file=sys.stderr)
@@ -461,8 +598,10 @@ def pool_main(args) -> int:
             print(f"error: {args.pool}: --replay needs a loss on every row", file=sys.stderr)
             return 2
         chosen, rounds = replay(law, X, loss, cost, X_t, [args.gpu_hours], seed=args.seed)[0]
-        print(f"Replay of {len(loss)} runs with the {law.name} law, {args.gpu_hours:g} GPU-h: "
-              f"{len(chosen)} chosen, {cost[chosen].sum():.4g} GPU-h")
+        print(
+            f"Replay of {len(loss)} runs with the {law.name} law, {args.gpu_hours:g} GPU-h: "
+            f"{len(chosen)} chosen, {cost[chosen].sum():.4g} GPU-h"
+        )
         for k, r in enumerate(rounds, 1):
             print(f"  round {k}: {r.reason}: {', '.join(pool.names[j] for j in r.picks) or 'none'}")
         try:
@@ -471,8 +610,10 @@ def pool_main(args) -> int:
             print(f"The runs chosen do not fit the law: {e}")
             return 0
         y_t = target.columns.get("loss")
-        print("Target rows: the loss predicted from the runs chosen" +
-              (" (measured)" if y_t is not None else ""))
+        print(
+            "Target rows: the loss predicted from the runs chosen"
+            + (" (measured)" if y_t is not None else "")
+        )
         for i, name in enumerate(target.names):
             meas = f" ({y_t[i]:.4g})" if y_t is not None and np.isfinite(y_t[i]) else ""
             print(f"  {name}: {pred[i]:.4g}{meas}")
@@ -480,11 +621,22 @@ def pool_main(args) -> int:
     done = np.isfinite(loss)
     cand = np.flatnonzero(~done)
     if not len(cand):
-        print(f"error: {args.pool}: every row has a loss; nothing to choose (leave the loss of "
-              "the candidates empty, or --replay)", file=sys.stderr)
+        print(
+            f"error: {args.pool}: every row has a loss; nothing to choose (leave the loss of "
+            "the candidates empty, or --replay)",
+            file=sys.stderr,
+        )
         return 2
-    r = plan_round(law, take(X, done), loss[done], take(X, cand), cost[cand], X_t,
-                   args.gpu_hours, seed=args.seed)
+    r = plan_round(
+        law,
+        take(X, done),
+        loss[done],
+        take(X, cand),
+        cost[cand],
+        X_t,
+        args.gpu_hours,
+        seed=args.seed,
+    )
     picks = [int(cand[j]) for j in r.picks]
     if r.variance_before is not None:
         mean_t = float(np.mean(r.fit.predict(X_t)))
@@ -494,18 +646,28 @@ def pool_main(args) -> int:
             print(f"Stop: the target loss is known to {_pm(before)} already (asked {_pm(thw)})")
             return 0
         if thw is not None and after > thw:
-            print(f"error: --gpu-hours {args.gpu_hours:g} reaches {_pm(after)} at best "
-                  f"(predicted; {_pm(before)} now), not {_pm(thw)}", file=sys.stderr)
+            print(
+                f"error: --gpu-hours {args.gpu_hours:g} reaches {_pm(after)} at best "
+                f"(predicted; {_pm(before)} now), not {_pm(thw)}",
+                file=sys.stderr,
+            )
             return 2
-    print(f"{done.sum()} finished runs, {len(cand)} candidates, {len(target.names)} target rows; "
-          f"the {law.name} law")
+    print(
+        f"{done.sum()} finished runs, {len(cand)} candidates, {len(target.names)} target rows; "
+        f"the {law.name} law"
+    )
     if r.variance_before is not None:
-        print(f"Predicted 95 % half-width of the target loss: {_pm(before)} now -> {_pm(after)} "
-              "with the runs below")
+        print(
+            f"Predicted 95 % half-width of the target loss: {_pm(before)} now -> {_pm(after)} "
+            "with the runs below"
+        )
     print(f"Run next ({r.reason}; {cost[picks].sum():.4g} of {args.gpu_hours:g} GPU-h):")
     for j in picks:
-        print(f"  {pool.names[j]}: " + ", ".join(f"{k} {X[k][j]:.4g}" for k in law.inputs)
-              + f", {cost[j]:.4g} GPU-h")
+        print(
+            f"  {pool.names[j]}: "
+            + ", ".join(f"{k} {X[k][j]:.4g}" for k in law.inputs)
+            + f", {cost[j]:.4g} GPU-h"
+        )
     if not picks:
         print("  nothing: no candidate fits the budget or would narrow the prediction")
     return 0

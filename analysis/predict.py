@@ -26,23 +26,36 @@ import numpy as np
 from analysis.estimates.law_fits import withheld_interval
 from analysis.fits import law_registry
 from analysis.fits.laws import LawError, LawFit
-from andrea.run.rundir import atomic_write_bytes, read_json
 from analysis.report.arguments import common_parser
+from andrea.run.rundir import atomic_write_bytes, read_json
 from andrea.run.units import parse_compute, to_pflops_days
 
 QUERY_COLUMNS = ("params", "tokens", "compute")
-OUT_COLUMNS = ("variant", "law", "params", "tokens", "compute_pflops_days", "loss", "lo", "hi",
-               "level", "extrapolation", "note")
+OUT_COLUMNS = (
+    "variant",
+    "law",
+    "params",
+    "tokens",
+    "compute_pflops_days",
+    "loss",
+    "lo",
+    "hi",
+    "level",
+    "extrapolation",
+    "note",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m analysis.predict",
-                                description=__doc__.split("\n\n")[0].split(": ", 1)[1],
-                                parents=[common_parser(out="the predictions CSV to write",
-                                                       out_required=True)])
+    p = argparse.ArgumentParser(
+        prog="python -m analysis.predict",
+        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+        parents=[common_parser(out="the predictions CSV to write", out_required=True)],
+    )
     p.add_argument("fit_dir", type=Path, help="an analysis.fit --out directory (its fits.json)")
-    p.add_argument("query", type=Path, help="CSV with params,tokens and/or compute per row "
-                   "(optional: variant)")
+    p.add_argument(
+        "query", type=Path, help="CSV with params,tokens and/or compute per row (optional: variant)"
+    )
     return p
 
 
@@ -50,12 +63,16 @@ def load_fits(fit_dir: Path) -> tuple[str, dict[str, LawFit]]:
     """(law name, label → LawFit) from fits.json; ValueError saying what is missing."""
     rep = read_json(fit_dir / "fits.json")
     if not isinstance(rep, dict):
-        raise ValueError(f"{fit_dir}/fits.json is missing or unreadable: run python -m "
-                         f"analysis.fit ... --out {fit_dir} first")
+        raise ValueError(
+            f"{fit_dir}/fits.json is missing or unreadable: run python -m "
+            f"analysis.fit ... --out {fit_dir} first"
+        )
     saved = rep.get("law")
     if not isinstance(saved, dict) or not saved.get("fits"):
-        raise ValueError(f"{fit_dir}/fits.json keeps no fitted law (an older analysis.fit, or "
-                         "nothing fitted): rerun python -m analysis.fit")
+        raise ValueError(
+            f"{fit_dir}/fits.json keeps no fitted law (an older analysis.fit, or "
+            "nothing fitted): rerun python -m analysis.fit"
+        )
     law = law_registry.get(saved["chosen"])
     return law.name, {label: LawFit.from_json(label, d, law) for label, d in saved["fits"].items()}
 
@@ -70,8 +87,10 @@ def read_query(path: Path, labels) -> list[dict]:
     reader = csv.DictReader(io.StringIO(text))
     cols = [c.strip() for c in reader.fieldnames or []]
     if not any(c in cols for c in QUERY_COLUMNS):
-        raise ValueError(f"{path}: a query needs params and tokens, or compute, per row; its "
-                         f"columns are {', '.join(cols) or 'none'}")
+        raise ValueError(
+            f"{path}: a query needs params and tokens, or compute, per row; its "
+            f"columns are {', '.join(cols) or 'none'}"
+        )
     if ("params" in cols) != ("tokens" in cols) and "compute" not in cols:
         raise ValueError(f"{path}: params and tokens go together (or give compute)")
     rows = []
@@ -79,8 +98,10 @@ def read_query(path: Path, labels) -> list[dict]:
         row = {(k or "").strip(): (v or "").strip() for k, v in raw.items()}
         q = {"variant": row.get("variant") or None, "line": i, "source": str(path)}
         if q["variant"] is not None and q["variant"] not in labels:
-            raise ValueError(f"{path} line {i}: variant {q['variant']!r} was not fitted; fitted: "
-                             f"{', '.join(sorted(labels))}")
+            raise ValueError(
+                f"{path} line {i}: variant {q['variant']!r} was not fitted; fitted: "
+                f"{', '.join(sorted(labels))}"
+            )
         for k in ("params", "tokens"):
             if row.get(k):
                 try:
@@ -120,24 +141,35 @@ def check_row(fit: LawFit, q: dict) -> None:
     X, _ = _inputs(fit, q)
     c = float(fit.compute_of(X)[0])
     if fit.compute_min and c < fit.compute_min / 1.0001:
-        raise ValueError(f"{q.get('source', 'query')} line {q['line']}: compute {c:.4g} PF-days "
-                         f"is below the data (the smallest fitted compute of {fit.label} is "
-                         f"{fit.compute_min:.4g} PF-days)")
+        raise ValueError(
+            f"{q.get('source', 'query')} line {q['line']}: compute {c:.4g} PF-days "
+            f"is below the data (the smallest fitted compute of {fit.label} is "
+            f"{fit.compute_min:.4g} PF-days)"
+        )
 
 
 def predict_rows(fits: dict[str, LawFit], rows: list[dict]) -> list[dict]:
     out = []
     for q in rows:
-        for label in ([q["variant"]] if q["variant"] else sorted(fits)):
+        for label in [q["variant"]] if q["variant"] else sorted(fits):
             f = fits[label]
             X, note = _inputs(f, q)
             loss = float(f.predict(X)[0])
             lo, hi = (float(v[0]) for v in f.interval(X))
             ext = float(f.extrapolation(X)[0])
-            r = {"variant": label, "law": f.name, "params": q.get("params", ""),
-                 "tokens": q.get("tokens", ""), "compute_pflops_days": float(f.compute_of(X)[0]),
-                 "loss": loss, "lo": lo, "hi": hi, "level": f.ci_level, "extrapolation": ext,
-                 "note": note}
+            r = {
+                "variant": label,
+                "law": f.name,
+                "params": q.get("params", ""),
+                "tokens": q.get("tokens", ""),
+                "compute_pflops_days": float(f.compute_of(X)[0]),
+                "loss": loss,
+                "lo": lo,
+                "hi": hi,
+                "level": f.ci_level,
+                "extrapolation": ext,
+                "note": note,
+            }
             why = withheld_interval(r, "loss")
             if why:
                 r["lo"] = r["hi"] = math.nan
@@ -160,8 +192,8 @@ def main(argv=None) -> int:
     try:
         law, fits = load_fits(args.fit_dir)
         rows = read_query(args.query, fits)
-        for q in rows:                       # every row answerable, before any prediction
-            for label in ([q["variant"]] if q["variant"] else fits):
+        for q in rows:  # every row answerable, before any prediction
+            for label in [q["variant"]] if q["variant"] else fits:
                 check_row(fits[label], q)
     except (ValueError, LawError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -171,10 +203,15 @@ def main(argv=None) -> int:
     atomic_write_bytes(args.out, to_csv(pred).encode())
     print(f"Law {law} from {args.fit_dir}/fits.json; {len(pred)} prediction(s):")
     for r in pred:
-        ci = ("interval withheld" if math.isnan(r["lo"]) else
-              f"{100 * r['level']:.3g} % [{r['lo']:.4f}, {r['hi']:.4f}]")
-        print(f"  {r['variant']:<24} C = {r['compute_pflops_days']:.4g} PF-days "
-              f"({r['extrapolation']:.3g}x the data): loss {r['loss']:.4f}, {ci}")
+        ci = (
+            "interval withheld"
+            if math.isnan(r["lo"])
+            else f"{100 * r['level']:.3g} % [{r['lo']:.4f}, {r['hi']:.4f}]"
+        )
+        print(
+            f"  {r['variant']:<24} C = {r['compute_pflops_days']:.4g} PF-days "
+            f"({r['extrapolation']:.3g}x the data): loss {r['loss']:.4f}, {ci}"
+        )
     print(f"Wrote {args.out}")
     return 0
 

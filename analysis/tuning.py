@@ -35,13 +35,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from analysis.report.arguments import common_parser
-from analysis.report.files import jsonable, out_dir_refused
-from analysis.fits.bootstrap import percentile_ci
-from analysis.inputs.collect import Run, collect_or_report
 from analysis.estimates.estimate import DEFAULT_LOSS, default_c_ref, final_points, fit_variants
 from analysis.estimates.multiplier import multiplier_at
+from analysis.fits.bootstrap import percentile_ci
 from analysis.fits.powerlaw import compute_to_reach, predict
+from analysis.inputs.collect import Run, collect_or_report
+from analysis.report.arguments import common_parser
+from analysis.report.files import jsonable, out_dir_refused
 from andrea.run.rundir import atomic_write_bytes, atomic_write_json
 
 OWN = " @own-LR"  # label suffix of a variant's runs at its own grid-best LR
@@ -55,8 +55,11 @@ def grid_choice(runs: list[Run], lrs: dict[str, float]) -> dict[tuple[str, str],
     out = {}
     for key, by_lr in cells.items():
         means = {lr: float(np.mean(v)) for lr, v in sorted(by_lr.items())}
-        out[key] = {"means": means, "best": min(means, key=means.get),
-                    "seeds": {lr: len(v) for lr, v in by_lr.items()}}
+        out[key] = {
+            "means": means,
+            "best": min(means, key=means.get),
+            "seeds": {lr: len(v) for lr, v in by_lr.items()},
+        }
     return out
 
 
@@ -83,8 +86,10 @@ def conditions(runs: list[Run], lrs: dict[str, float], baseline: str):
                 continue
             at_ref = [lr for lr in c["means"] if _same_lr(lr, ref[s])]
             if not at_ref:
-                problems.append(f"{label} at size {s} was not run at {baseline}'s grid-best LR "
-                                f"{ref[s]:.3g} (its LRs: {', '.join(f'{x:.3g}' for x in c['means'])})")
+                problems.append(
+                    f"{label} at size {s} was not run at {baseline}'s grid-best LR "
+                    f"{ref[s]:.3g} (its LRs: {', '.join(f'{x:.3g}' for x in c['means'])})"
+                )
                 continue
             for r in runs:
                 if r.label != label or r.size != s:
@@ -105,12 +110,17 @@ def not_an_lr_scan(choice: dict, baseline: str) -> str | None:
     if any(len(c["means"]) >= 2 for c in variants.values()):
         return None
     first = min(variants, default=None)
-    one = (f" ({first[0]} at {first[1]}: lr {next(iter(variants[first]['means'])):.3g} only)"
-           if first else "")
-    return (f"not an LR scan: no variant beside {baseline} ran at two or more LRs at a size"
-            f"{one}, so its own best LR is {baseline}'s by construction; analysis.tuning reads "
-            "an LR scan of several variants (sweeps=lr_scan_cpu, or sweeps=lr_scan "
-            "model=<a list>); fit a scaling sweep with `python -m analysis.fit`")
+    one = (
+        f" ({first[0]} at {first[1]}: lr {next(iter(variants[first]['means'])):.3g} only)"
+        if first
+        else ""
+    )
+    return (
+        f"not an LR scan: no variant beside {baseline} ran at two or more LRs at a size"
+        f"{one}, so its own best LR is {baseline}'s by construction; analysis.tuning reads "
+        "an LR scan of several variants (sweeps=lr_scan_cpu, or sweeps=lr_scan "
+        "model=<a list>); fit a scaling sweep with `python -m analysis.fit`"
+    )
 
 
 def _ratio_boot(c_ref: float, fit_v, fit_b) -> np.ndarray:
@@ -119,17 +129,31 @@ def _ratio_boot(c_ref: float, fit_v, fit_b) -> np.ndarray:
         return compute_to_reach(loss, fit_b.boot["A"], fit_b.boot["alpha"], fit_b.boot["E"]) / c_ref
 
 
-def sensitivity(runs: list[Run], lrs: dict[str, float], baseline: str = "baseline",
-                n_bootstrap: int = 1000, ci: float = 0.95, seed: int = 0,
-                loss: str = DEFAULT_LOSS, c_ref: float | None = None) -> dict:
+def sensitivity(
+    runs: list[Run],
+    lrs: dict[str, float],
+    baseline: str = "baseline",
+    n_bootstrap: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+    loss: str = DEFAULT_LOSS,
+    c_ref: float | None = None,
+) -> dict:
     """The multiplier at the baseline's LR, at each variant's own, and their ratio, per variant
     (module docstring). `runs`: final points of an LR scan; `lrs`: run_id → peak LR."""
     picked, choice, problems = conditions(runs, lrs, baseline)
     why = not_an_lr_scan(choice, baseline)
     if why or problems:
         raise ValueError(why or "; ".join(problems))
-    res = fit_variants(picked, baseline, loss=loss, n_bootstrap=n_bootstrap, ci=ci, seed=seed,
-                       interval="seeds" if n_bootstrap else "auto")
+    res = fit_variants(
+        picked,
+        baseline,
+        loss=loss,
+        n_bootstrap=n_bootstrap,
+        ci=ci,
+        seed=seed,
+        interval="seeds" if n_bootstrap else "auto",
+    )
     fits = res.fits
     if baseline not in fits:
         raise ValueError(f"{baseline} could not be fitted: {res.skipped.get(baseline, 'no runs')}")
@@ -141,26 +165,48 @@ def sensitivity(runs: list[Run], lrs: dict[str, float], baseline: str = "baselin
         if label == baseline or label.endswith(OWN) or label + OWN not in fits:
             continue
         at_base, at_own = (multiplier_at(base, fits[lab], c_ref) for lab in (label, label + OWN))
-        row = {"variant": label, "at_baseline_lr": at_base, "at_own_lr": at_own,
-               "ratio": at_own["multiplier"] / at_base["multiplier"],
-               "ratio_ci": [float("nan")] * 2, "interval": fits[label].interval,
-               "lrs": {s: {"baseline": choice[(baseline, s)]["best"],
-                           "own": choice[(label, s)]["best"],
-                           "loss_at_baseline_lr": next(
-                               v for lr, v in choice[(label, s)]["means"].items()
-                               if _same_lr(lr, choice[(baseline, s)]["best"])),
-                           "loss_at_own_lr": choice[(label, s)]["means"][choice[(label, s)]["best"]],
-                           "seeds": choice[(label, s)]["seeds"][choice[(label, s)]["best"]]}
-                       for s in sorted({r.size for r in runs if r.label == baseline})}}
-        if n_bootstrap and fits[label].n_bootstrap == fits[label + OWN].n_bootstrap == base.n_bootstrap:
-            ratio = _ratio_boot(c_ref, fits[label + OWN], base) / _ratio_boot(c_ref, fits[label], base)
+        row = {
+            "variant": label,
+            "at_baseline_lr": at_base,
+            "at_own_lr": at_own,
+            "ratio": at_own["multiplier"] / at_base["multiplier"],
+            "ratio_ci": [float("nan")] * 2,
+            "interval": fits[label].interval,
+            "lrs": {
+                s: {
+                    "baseline": choice[(baseline, s)]["best"],
+                    "own": choice[(label, s)]["best"],
+                    "loss_at_baseline_lr": next(
+                        v
+                        for lr, v in choice[(label, s)]["means"].items()
+                        if _same_lr(lr, choice[(baseline, s)]["best"])
+                    ),
+                    "loss_at_own_lr": choice[(label, s)]["means"][choice[(label, s)]["best"]],
+                    "seeds": choice[(label, s)]["seeds"][choice[(label, s)]["best"]],
+                }
+                for s in sorted({r.size for r in runs if r.label == baseline})
+            },
+        }
+        if (
+            n_bootstrap
+            and fits[label].n_bootstrap == fits[label + OWN].n_bootstrap == base.n_bootstrap
+        ):
+            ratio = _ratio_boot(c_ref, fits[label + OWN], base) / _ratio_boot(
+                c_ref, fits[label], base
+            )
             # the two conditions share the seed draws; a variant whose own LR is the baseline's
             # at every size has the same runs in both, so every resample's ratio is exactly 1
             row["ratio_ci"] = list(percentile_ci(ratio, fits[label].boot_level or ci))
         rows.append(row)
-    return {"baseline": baseline, "c_ref_pflops_days": c_ref, "ci_level": ci,
-            "n_bootstrap": n_bootstrap, "variants": rows, "warnings": res.warnings,
-            "not_fitted": res.skipped}
+    return {
+        "baseline": baseline,
+        "c_ref_pflops_days": c_ref,
+        "ci_level": ci,
+        "n_bootstrap": n_bootstrap,
+        "variants": rows,
+        "warnings": res.warnings,
+        "not_fitted": res.skipped,
+    }
 
 
 def _m(x: float) -> str:
@@ -174,41 +220,68 @@ def _ci(ci) -> str:
 
 def render(report: dict) -> str:
     b = report["baseline"]
-    lines = [f"Multiplier vs {b} at C_ref = {report['c_ref_pflops_days']:.4g} PFLOP/s-days, two "
-             f"ways ({report['ci_level']:.0%} intervals, {report['n_bootstrap']} seed-bootstrap "
-             "resamples shared by both):",
-             "",
-             f"| variant | at {b}'s LR (the report's protocol) | at its own LR (tuned) | "
-             "own / baseline's (sensitivity to tuning) |",
-             "|---|---|---|---|"]
+    lines = [
+        f"Multiplier vs {b} at C_ref = {report['c_ref_pflops_days']:.4g} PFLOP/s-days, two "
+        f"ways ({report['ci_level']:.0%} intervals, {report['n_bootstrap']} seed-bootstrap "
+        "resamples shared by both):",
+        "",
+        f"| variant | at {b}'s LR (the report's protocol) | at its own LR (tuned) | "
+        "own / baseline's (sensitivity to tuning) |",
+        "|---|---|---|---|",
+    ]
     for r in report["variants"]:
         a, o = r["at_baseline_lr"], r["at_own_lr"]
-        lines.append(f"| {r['variant']} | {_m(a['multiplier'])} {_ci(a['ci'])} | "
-                     f"{_m(o['multiplier'])} {_ci(o['ci'])} | {_m(r['ratio'])} {_ci(r['ratio_ci'])} |")
-    lines += ["", "Grid-best LR per size (mean final loss over seeds there):", "",
-              f"| variant | size | {b}'s LR | own LR | loss at {b}'s | at own | gain |",
-              "|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {r['variant']} | {_m(a['multiplier'])} {_ci(a['ci'])} | "
+            f"{_m(o['multiplier'])} {_ci(o['ci'])} | {_m(r['ratio'])} {_ci(r['ratio_ci'])} |"
+        )
+    lines += [
+        "",
+        "Grid-best LR per size (mean final loss over seeds there):",
+        "",
+        f"| variant | size | {b}'s LR | own LR | loss at {b}'s | at own | gain |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in report["variants"]:
         for size, x in r["lrs"].items():
             gain = x["loss_at_baseline_lr"] - x["loss_at_own_lr"]
-            lines.append(f"| {r['variant']} | {size} | {x['baseline']:.3g} | {x['own']:.3g} | "
-                         f"{x['loss_at_baseline_lr']:.4f} | {x['loss_at_own_lr']:.4f} | "
-                         f"{gain:.4f} |")
-    lines += ["", "The interval treats the grid-best LRs as given: they were chosen on the same "
-              "seeds' means (a slight bias towards the tuned column)."]
+            lines.append(
+                f"| {r['variant']} | {size} | {x['baseline']:.3g} | {x['own']:.3g} | "
+                f"{x['loss_at_baseline_lr']:.4f} | {x['loss_at_own_lr']:.4f} | "
+                f"{gain:.4f} |"
+            )
+    lines += [
+        "",
+        "The interval treats the grid-best LRs as given: they were chosen on the same "
+        "seeds' means (a slight bias towards the tuned column).",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m analysis.tuning",
-                                description=__doc__.split("\n\n")[0].split(": ", 1)[1],
-                                parents=[common_parser(
-        inputs="sweep directories of an LR scan holding several variants (every results.json "
-               "below them is read; each records its lr)",
-        out="writes tuning.json and tuning.md", out_required=True, baseline=True,
-        bootstrap=True, level="--ci", seed=True)])
-    p.add_argument("--c-ref", type=float, default=None, help="reference compute in PFLOP/s-days "
-                   "(default: the geometric middle of the shared compute range, as analysis.fit)")
+    p = argparse.ArgumentParser(
+        prog="python -m analysis.tuning",
+        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+        parents=[
+            common_parser(
+                inputs="sweep directories of an LR scan holding several variants (every results.json "
+                "below them is read; each records its lr)",
+                out="writes tuning.json and tuning.md",
+                out_required=True,
+                baseline=True,
+                bootstrap=True,
+                level="--ci",
+                seed=True,
+            )
+        ],
+    )
+    p.add_argument(
+        "--c-ref",
+        type=float,
+        default=None,
+        help="reference compute in PFLOP/s-days "
+        "(default: the geometric middle of the shared compute range, as analysis.fit)",
+    )
     args = p.parse_args(argv)
     if out_dir_refused(args.out):
         return 2
@@ -222,19 +295,24 @@ def main(argv=None) -> int:
     lrs = {r.run_id: r.lr for r in runs}
     no_lr = sorted(r.source for r in runs if lrs[r.run_id] is None)
     if no_lr:
-        print(f"error: {len(no_lr)} run(s) record no lr (a CSV, or results.json from before "
-              f"andrea recorded it): {', '.join(no_lr[:3])}{' …' if len(no_lr) > 3 else ''}",
-              file=sys.stderr)
+        print(
+            f"error: {len(no_lr)} run(s) record no lr (a CSV, or results.json from before "
+            f"andrea recorded it): {', '.join(no_lr[:3])}{' …' if len(no_lr) > 3 else ''}",
+            file=sys.stderr,
+        )
         return 2
     labels = sorted({r.label for r in runs})
     if args.baseline not in labels or len(labels) < 2:
-        print(f"error: the scan holds {', '.join(labels) or 'no runs'}; it needs {args.baseline} "
-              "and at least one other variant (sweeps=lr_scan_cpu, or model=<a list>)",
-              file=sys.stderr)
+        print(
+            f"error: the scan holds {', '.join(labels) or 'no runs'}; it needs {args.baseline} "
+            "and at least one other variant (sweeps=lr_scan_cpu, or model=<a list>)",
+            file=sys.stderr,
+        )
         return 2
     try:
-        report = sensitivity(runs, lrs, args.baseline, args.bootstrap, args.ci, args.seed,
-                             c_ref=args.c_ref)
+        report = sensitivity(
+            runs, lrs, args.baseline, args.bootstrap, args.ci, args.seed, c_ref=args.c_ref
+        )
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

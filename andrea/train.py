@@ -27,30 +27,58 @@ from typing import Any, Optional
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from andrea.run import logkeys as keys
-from andrea.components.checkpoint import (drop_checkpoints_after, load_latest_checkpoint, rng_state,
-                               save_checkpoint, set_rng_state)
+from andrea.components.checkpoint import (
+    drop_checkpoints_after,
+    load_latest_checkpoint,
+    rng_state,
+    save_checkpoint,
+    set_rng_state,
+)
 from andrea.components.clock import Clock
+from andrea.components.distributed import (
+    DistInfo,
+    agreed_max,
+    all_reduce_mean,
+    init_distributed,
+    shutdown,
+)
+from andrea.components.evaluate import (
+    EvaluationStopped,
+    Scorer,
+    evaluate,  # noqa: F401
+    lm_loss,
+)  # (evaluate: bench/budget_cost.py's)
+from andrea.components.optim import build_optimizer  # noqa: F401  (also bench/budget_cost.py's)
+from andrea.components.progress import Progress
+from andrea.components.runtime import (
+    Interrupted,
+    SignalFlag,
+    TrainingFailed,
+    autocast,
+    autocast_dtype,
+    device_name,
+    resolve_device,
+)
+from andrea.components.schedule import Cooldown, learning_rate
 from andrea.config.resolve import RunSpec, spec_summary, steps_between
 from andrea.data import TokenLoader, ValidationSet, check_split_sizes, prepare_data
-from andrea.components.distributed import DistInfo, agreed_max, all_reduce_mean, init_distributed, shutdown
-from andrea.components.evaluate import (EvaluationStopped, Scorer, evaluate,  # noqa: F401
-                                       lm_loss)  # (evaluate: bench/budget_cost.py's)
 from andrea.data.domains import describe_domain, load_training_tokenizer, prepare_domains
 from andrea.data.tokenizer import token_byte_lengths
 from andrea.model.flops import six_n_d, training_flops_per_token
-from andrea.run.units import mfu, peak_flops, to_pflops_days
-from andrea.run.metrics import MetricsLogger, run_id_for
-from andrea.model.transformer import ANDREA
-from andrea.components.optim import build_optimizer  # noqa: F401  (also bench/budget_cost.py's)
-from andrea.components.progress import Progress
-from andrea.run import results as results_file
-from andrea.run.rundir import (RunDir, RunLocked, atomic_write_json, code_version, read_json,
-                               write_model_files)
 from andrea.model.residuals import depth_backend
-from andrea.components.runtime import (Interrupted, SignalFlag, TrainingFailed, autocast, autocast_dtype,
-                            device_name, resolve_device)
-from andrea.components.schedule import Cooldown, learning_rate
+from andrea.model.transformer import ANDREA
+from andrea.run import logkeys as keys
+from andrea.run import results as results_file
+from andrea.run.metrics import MetricsLogger, run_id_for
+from andrea.run.rundir import (
+    RunDir,
+    RunLocked,
+    atomic_write_json,
+    code_version,
+    read_json,
+    write_model_files,
+)
+from andrea.run.units import mfu, peak_flops, to_pflops_days
 
 __all__ = ["Interrupted", "TrainingFailed", "learning_rate", "train"]
 
@@ -94,8 +122,7 @@ def train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any]) -> dict[str, A
             torch.backends.cudnn.allow_tf32 = True
         amp_dtype = autocast_dtype(spec.train.precision, device)
         with run_dir.exclusive(enabled=dist_info.is_main):
-            return Trainer(spec, run_dir, config, device, amp_dtype, dist_info, flag,
-                           loggers).run()
+            return Trainer(spec, run_dir, config, device, amp_dtype, dist_info, flag, loggers).run()
     except Exception as e:  # not SystemExit/KeyboardInterrupt: an interrupted run resumes later
         if dist_info.is_main and not isinstance(e, RunLocked):
             results = failed_results(spec, e)
@@ -111,9 +138,17 @@ def train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any]) -> dict[str, A
 class Trainer:
     """One run's training loop; see the module docstring for its phases."""
 
-    def __init__(self, spec: RunSpec, run_dir: RunDir, config: dict[str, Any],
-                 device: torch.device, amp_dtype: torch.dtype | None, dist_info: DistInfo,
-                 flag: SignalFlag, loggers: list[MetricsLogger]) -> None:
+    def __init__(
+        self,
+        spec: RunSpec,
+        run_dir: RunDir,
+        config: dict[str, Any],
+        device: torch.device,
+        amp_dtype: torch.dtype | None,
+        dist_info: DistInfo,
+        flag: SignalFlag,
+        loggers: list[MetricsLogger],
+    ) -> None:
         self.spec, self.t, self.run_dir, self.config = spec, spec.train, run_dir, config
         self.device, self.amp_dtype, self.dist, self.flag = device, amp_dtype, dist_info, flag
         self.loggers = loggers
@@ -154,7 +189,9 @@ class Trainer:
         spec, t, dist = self.spec, self.t, self.dist
         # Data: prepared once per corpus, shared by every run (the cache is lock-protected).
         prepared = prepare_data(spec.data, spec.model.vocab_size)
-        if prepared.vocab_size > spec.model.vocab_size:  # a smaller tokenizer only leaves rows unused
+        if (
+            prepared.vocab_size > spec.model.vocab_size
+        ):  # a smaller tokenizer only leaves rows unused
             raise TrainingFailed(
                 f"vocabulary mismatch: the data's tokens need vocab_size={prepared.vocab_size} "
                 f"but the model has vocab_size={spec.model.vocab_size} (size.vocab_size / "
@@ -163,17 +200,28 @@ class Trainer:
         self.eval_bs = t.eval_batch_size or spec.micro_batch_size
         check_split_sizes(prepared, spec.micro_batch_size, spec.seq_len, dist.world_size)
         check_split_sizes(prepared, self.eval_bs, spec.seq_len, dist.world_size)
-        self.loader = TokenLoader(prepared.train_shards, spec.micro_batch_size, spec.seq_len,
-                                  t.seed, dist.rank, dist.world_size)
+        self.loader = TokenLoader(
+            prepared.train_shards,
+            spec.micro_batch_size,
+            spec.seq_len,
+            t.seed,
+            dist.rank,
+            dist.world_size,
+        )
         self.val = ValidationSet(prepared.val_shards, spec.seq_len, spec.val_tokens)
         if t.eval_batches is not None and self.is_main:
-            log.warning("train.eval_batches is obsolete and ignored: validation scores a fixed "
-                        "list of %d tokens (train.val_tokens, docs/validation.md)",
-                        self.val.n_tokens)
+            log.warning(
+                "train.eval_batches is obsolete and ignored: validation scores a fixed "
+                "list of %d tokens (train.val_tokens, docs/validation.md)",
+                self.val.n_tokens,
+            )
         if self.val.n_tokens < spec.val_tokens and self.is_main:  # loud only when asked for
-            log.log(logging.WARNING if t.val_tokens is not None else logging.INFO,
-                    "validation scores %d tokens: the split holds fewer than train.val_tokens=%d",
-                    self.val.n_tokens, spec.val_tokens)
+            log.log(
+                logging.WARNING if t.val_tokens is not None else logging.INFO,
+                "validation scores %d tokens: the split holds fewer than train.val_tokens=%d",
+                self.val.n_tokens,
+                spec.val_tokens,
+            )
         self.scorer = self._scorer(prepared)
 
         # Model and optimizer.
@@ -183,8 +231,11 @@ class Trainer:
         self.optimizer = build_optimizer(self.model, spec, self.device)
         self.flops_per_token = training_flops_per_token(spec.model, spec.seq_len)
         # fp32 on CUDA runs its matmuls in TF32 (enabled in train()): the peak to compare with.
-        self.peak = peak_flops(torch.cuda.get_device_name(self.device), self.amp_dtype or "tf32") \
-            if self.device.type == "cuda" else None
+        self.peak = (
+            peak_flops(torch.cuda.get_device_name(self.device), self.amp_dtype or "tf32")
+            if self.device.type == "cuda"
+            else None
+        )
 
         self.interval_loss = torch.zeros((), device=self.device)  # the logging window's sum
         self.interval_count = 0  # (set before _resume, which restores a straddling window)
@@ -198,11 +249,15 @@ class Trainer:
             self.run_model = torch.compile(self.run_model)
 
         self.logger = MetricsLogger(
-            self.run_dir, spec.wandb, run_id=run_id_for(self.run_dir),
+            self.run_dir,
+            spec.wandb,
+            run_id=run_id_for(self.run_dir),
             name=f"{spec.sweep_name}/{spec.size}/{spec.label}/seed{t.seed}",
-            group=spec.sweep_name, tags=[spec.variant, spec.size, spec.label],
+            group=spec.sweep_name,
+            tags=[spec.variant, spec.size, spec.label],
             config={**self.summary, "run": self.config},
-            rank=dist.rank, resume=resumed,
+            rank=dist.rank,
+            resume=resumed,
         )
         self.loggers.append(self.logger)
         if resumed:
@@ -214,11 +269,14 @@ class Trainer:
 
         self.eval_every = steps_between(spec.steps, t.evals)
         self.ckpt_every = steps_between(spec.steps, t.checkpoints)
-        self.progress = Progress(spec.steps, start=self.trunk_step,
-                                 enabled=self.is_main and t.progress,
-                                 label=f"{spec.size}/{spec.label}",
-                                 # train.log keeps the progress and validation lines
-                                 log_file=self.run_dir.log if self.is_main else None)
+        self.progress = Progress(
+            spec.steps,
+            start=self.trunk_step,
+            enabled=self.is_main and t.progress,
+            label=f"{spec.size}/{spec.label}",
+            # train.log keeps the progress and validation lines
+            log_file=self.run_dir.log if self.is_main else None,
+        )
         self.session_start = self.clock.mark = time.time()  # set-up is not training time
         self.interval_start = time.time()
 
@@ -238,15 +296,22 @@ class Trainer:
         """Bits per byte and the held-out domains (andrea/data/domains.py, docs/metrics.md)."""
         spec, ev = self.spec, self.spec.eval
         tok = load_training_tokenizer(spec.data, prepared)  # None: shards without data.tokenizer
-        byte_lengths = (token_byte_lengths(tok, spec.model.vocab_size)
-                        if tok is not None and ev.bpb is not False else None)
+        byte_lengths = (
+            token_byte_lengths(tok, spec.model.vocab_size)
+            if tok is not None and ev.bpb is not False
+            else None
+        )
         if byte_lengths is None and ev.bpb is None and self.is_main:
-            log.info("bits per byte not available: data=shards without data.tokenizer (the "
-                     "tokenizer.json that made the shards); val_bpb is null")
+            log.info(
+                "bits per byte not available: data=shards without data.tokenizer (the "
+                "tokenizer.json that made the shards); val_bpb is null"
+            )
         domains = prepare_domains(ev, spec.data, prepared, tokenizer=tok)
         cap = ev.domain_tokens or spec.val_tokens
-        sets = {name: None if not d.shards else ValidationSet(d.shards, spec.seq_len, cap)
-                for name, d in domains.items()}
+        sets = {
+            name: None if not d.shards else ValidationSet(d.shards, spec.seq_len, cap)
+            for name, d in domains.items()
+        }
         return Scorer(self.val, sets, byte_lengths)
 
     @property
@@ -283,8 +348,11 @@ class Trainer:
                 self.trunk = state["trunk"]
                 self.branch = next(c for c in self.spec.cooldowns if c.budget == budget)
                 self.clock.in_branch = True
-        missing = [c.budget for c in self.spec.cooldowns[:-1]
-                   if c.start < self.trunk_step and c.budget not in self.points]
+        missing = [
+            c.budget
+            for c in self.spec.cooldowns[:-1]
+            if c.start < self.trunk_step and c.budget not in self.points
+        ]
         if missing:
             raise TrainingFailed(
                 f"the trunk is at step {self.trunk_step}, past the cooldowns of budgets {missing}, "
@@ -339,8 +407,11 @@ class Trainer:
             x, y = self.loader.next_batch()
             x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
             sync = micro == spec.grad_accum - 1
-            no_sync = self.run_model.no_sync() if self.dist.enabled and not sync \
+            no_sync = (
+                self.run_model.no_sync()
+                if self.dist.enabled and not sync
                 else contextlib.nullcontext()
+            )
             with no_sync, autocast(self.device, self.amp_dtype):
                 logits = self.run_model(x)
                 loss = lm_loss(logits, y)
@@ -384,19 +455,28 @@ class Trainer:
         if not math.isfinite(mean_loss):
             raise TrainingFailed(f"non-finite training loss ({mean_loss}) at step {step}")
         now = time.time()
-        tok_s = self.interval_count / spec.grad_accum * spec.batch_tokens \
+        tok_s = (
+            self.interval_count
+            / spec.grad_accum
+            * spec.batch_tokens
             / max(now - self.interval_start, 1e-9)
+        )
         if self.branch is None:
             tokens = step * spec.batch_tokens
             metrics = {
-                keys.TRAIN_LOSS: mean_loss, keys.LR: lr, keys.GRAD_NORM: float(grad_norm),
-                keys.TOKENS: tokens, keys.FLOPS: tokens * self.flops_per_token,
+                keys.TRAIN_LOSS: mean_loss,
+                keys.LR: lr,
+                keys.GRAD_NORM: float(grad_norm),
+                keys.TOKENS: tokens,
+                keys.FLOPS: tokens * self.flops_per_token,
                 keys.PFLOPS_DAYS: to_pflops_days(tokens * self.flops_per_token),
-                keys.TOKENS_PER_S: tok_s, keys.ELAPSED: self.clock.state()["elapsed_s"],
+                keys.TOKENS_PER_S: tok_s,
+                keys.ELAPSED: self.clock.state()["elapsed_s"],
             }
             if self.peak:
-                metrics[keys.MFU] = mfu(tok_s * self.flops_per_token, self.peak,
-                                        self.dist.world_size)
+                metrics[keys.MFU] = mfu(
+                    tok_s * self.flops_per_token, self.peak, self.dist.world_size
+                )
             self.logger.log(step, metrics)
             self.progress.update(step, loss=mean_loss, tokens_per_s=tok_s)
         self.interval_loss.zero_()
@@ -411,8 +491,14 @@ class Trainer:
         this step (with `extra`, what the resumed run must redo) and hands over, as after a step;
         the resumed run scores the same model again, so its results are the uninterrupted run's."""
         try:
-            return self.scorer.score(self.model, self.eval_bs, self.device, self.amp_dtype,
-                                     self.dist, stop=lambda: self.flag.received or 0)
+            return self.scorer.score(
+                self.model,
+                self.eval_bs,
+                self.device,
+                self.amp_dtype,
+                self.dist,
+                stop=lambda: self.flag.received or 0,
+            )
         except EvaluationStopped as e:
             self.progress.note(f"step {self.step}: evaluation stopped by a signal; checkpointing")
             self._checkpoint(**extra)
@@ -428,12 +514,14 @@ class Trainer:
     @staticmethod
     def _scores_note(scores: dict[str, Any]) -> str:
         """`val/loss 3.2100 (1.512 bpb); licenses 4.0132 (1.891 bpb)` for the progress lines."""
+
         def one(loss, bpb):
             return f"{loss:.4f}" + (f" ({bpb:.3f} bpb)" if bpb is not None else "")
+
         parts = [one(scores["val_loss"], scores["val_bpb"])]
         for key in scores:
             if key.startswith(keys.DOMAIN_PREFIX) and key.endswith("/loss"):
-                name = key[len(keys.DOMAIN_PREFIX):-len("/loss")]
+                name = key[len(keys.DOMAIN_PREFIX) : -len("/loss")]
                 parts.append(f"{name} " + one(scores[key], scores[keys.domain_key(name, "bpb")]))
         return "; ".join(parts)
 
@@ -448,26 +536,49 @@ class Trainer:
                 _, stats = model(x.to(self.device), return_stats=True)
             model.train()
             tokens = step * self.spec.batch_tokens
-            logged = {k: v for k, v in scores.items()
-                      if k.startswith(keys.DOMAIN_PREFIX) and v is not None}
+            logged = {
+                k: v
+                for k, v in scores.items()
+                if k.startswith(keys.DOMAIN_PREFIX) and v is not None
+            }
             if scores["val_bpb"] is not None:
                 logged[keys.VAL_BPB] = scores["val_bpb"]
-            self.logger.log(step, {keys.VAL_LOSS: scores["val_loss"], **logged,
-                                   keys.TOKENS: tokens,
-                                   keys.FLOPS: tokens * self.flops_per_token,
-                                   keys.PFLOPS_DAYS: to_pflops_days(tokens * self.flops_per_token)})
-            self.logger.log_dynamics(step, stats, meta={
-                "variant": self.spec.variant, "size": self.spec.size,
-                "block_size": self.summary["block_size"]})
+            self.logger.log(
+                step,
+                {
+                    keys.VAL_LOSS: scores["val_loss"],
+                    **logged,
+                    keys.TOKENS: tokens,
+                    keys.FLOPS: tokens * self.flops_per_token,
+                    keys.PFLOPS_DAYS: to_pflops_days(tokens * self.flops_per_token),
+                },
+            )
+            self.logger.log_dynamics(
+                step,
+                stats,
+                meta={
+                    "variant": self.spec.variant,
+                    "size": self.spec.size,
+                    "block_size": self.summary["block_size"],
+                },
+            )
         return scores
 
-    def _point(self, budget: float, step: int, scores: dict[str, Any],
-               wall_s: float) -> dict[str, Any]:
+    def _point(
+        self, budget: float, step: int, scores: dict[str, Any], wall_s: float
+    ) -> dict[str, Any]:
         """One budget's entry of results.json `points`: what its model saw and scored."""
         tokens = step * self.spec.batch_tokens
-        return results_file.point(budget, step, tokens, tokens * self.flops_per_token,
-                                  scores["val_loss"], wall_s, self.dist.world_size,
-                                  scores={k: v for k, v in scores.items() if k != "val_loss"})
+        return results_file.point(
+            budget,
+            step,
+            tokens,
+            tokens * self.flops_per_token,
+            scores["val_loss"],
+            wall_s,
+            self.dist.world_size,
+            scores={k: v for k, v in scores.items() if k != "val_loss"},
+        )
 
     def _record_point(self, point: dict[str, Any]) -> None:
         self.points[point["budget"]] = point
@@ -506,8 +617,11 @@ class Trainer:
             self._after_step(lr, grad_norm, end=c.end)
         scores = self._score()
         self.clock.tick()
-        self._record_point(self._point(c.budget, c.end, scores,
-                                       wall_s=float(self.trunk["trunk_s"]) + self.clock.branch_s))
+        self._record_point(
+            self._point(
+                c.budget, c.end, scores, wall_s=float(self.trunk["trunk_s"]) + self.clock.branch_s
+            )
+        )
         self._load(self.trunk, clock=False)
         self.branch, self.trunk = None, None
         self.clock.in_branch, self.clock.branch_s = False, 0.0
@@ -516,8 +630,9 @@ class Trainer:
         if self.is_main:
             drop_checkpoints_after(self.run_dir, self.step)
         self._checkpoint()
-        self.progress.note(f"budget {c.budget:g} ({c.end} steps): val/loss "
-                           f"{self._scores_note(scores)}")
+        self.progress.note(
+            f"budget {c.budget:g} ({c.end} steps): val/loss {self._scores_note(scores)}"
+        )
 
     # ---- finish ---------------------------------------------------------------------------
     def _finish(self) -> dict[str, Any]:
@@ -526,8 +641,9 @@ class Trainer:
         if self.final_val_loss is None:
             scores = self._evaluate()
             self.progress.note(f"step {spec.steps}: final val/loss {self._scores_note(scores)}")
-            self._record_point(self._point(budget, spec.steps, scores,
-                                           wall_s=self.clock.state()["trunk_s"]))
+            self._record_point(
+                self._point(budget, spec.steps, scores, wall_s=self.clock.state()["trunk_s"])
+            )
             self._checkpoint(final_val_loss=scores["val_loss"], final_scores=scores)
         else:  # a crash came between the final checkpoint and results.json: its eval is logged
             # (a checkpoint from before bpb and domains existed holds the loss alone)
@@ -543,9 +659,14 @@ class Trainer:
         flops = tokens * self.flops_per_token
         results = results_file.completed(
             self.summary,
-            sweep=spec.sweep_name, tokens=tokens, steps=spec.steps, flops=flops,
-            flops_6nd=six_n_d(spec.params_nonembedding, tokens), pflops_days=to_pflops_days(flops),
-            val_loss=val_loss, val_tokens=self.val.n_tokens,
+            sweep=spec.sweep_name,
+            tokens=tokens,
+            steps=spec.steps,
+            flops=flops,
+            flops_6nd=six_n_d(spec.params_nonembedding, tokens),
+            pflops_days=to_pflops_days(flops),
+            val_loss=val_loss,
+            val_tokens=self.val.n_tokens,
             # bits per byte and each domain's scores at the final point (docs/metrics.md)
             scores={k: v for k, v in scores.items() if k != "val_loss"},
             eval_sets=self.scorer.describe(),
@@ -553,16 +674,22 @@ class Trainer:
             # Several budgets: every point, and what the whole run spent (trunk + branches).
             points=self._sorted_points(),
             budgets=sorted(t.budgets) if t.budgets is not None else None,
-            tokens_spent=spec.tokens_spent, flops_spent=spec.tokens_spent * self.flops_per_token,
+            tokens_spent=spec.tokens_spent,
+            flops_spent=spec.tokens_spent * self.flops_per_token,
             wall_s=wall_s,
             # This session's speed; a session that only finished a run (resumed from its final
             # checkpoint) reports the whole run's.
-            tokens_per_s=(self.session_steps * spec.batch_tokens / max(session_s, 1e-9)
-                          if self.session_steps else spec.tokens_spent / max(wall_s, 1e-9)),
+            tokens_per_s=(
+                self.session_steps * spec.batch_tokens / max(session_s, 1e-9)
+                if self.session_steps
+                else spec.tokens_spent / max(wall_s, 1e-9)
+            ),
             world_size=self.dist.world_size,
             torch_threads=torch.get_num_threads(),  # andrea.launch.threads: the job's CPUs
-            device=str(self.device.type), device_name=device_name(self.device),
-            code=code_version(), wandb_run_id=self.logger.run_id,
+            device=str(self.device.type),
+            device_name=device_name(self.device),
+            code=code_version(),
+            wandb_run_id=self.logger.run_id,
             # model.depth_backend, when not the default: asked, used, and why auto fell back
             **({"depth_backend": self.depth_backend} if spec.depth_backend != "eager" else {}),
         )

@@ -29,12 +29,10 @@ import argparse
 import csv
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
-
-import warnings
-
 from scipy.optimize import least_squares
 
 from analysis.estimates import design
@@ -44,12 +42,21 @@ from analysis.fits.laws import LawError, fit_law
 
 DATA = Path(__file__).parent / "data" / "active_sl"
 FRACTIONS = (0.01, 0.05, 0.10)
-SPLITS = {"farseer": "farseer", "data_constrained": "data_constrained"}   # split -> law
-PROTOCOL_STARTS = 32     # the benchmark's default number of random restarts
+SPLITS = {"farseer": "farseer", "data_constrained": "data_constrained"}  # split -> law
+PROTOCOL_STARTS = 32  # the benchmark's default number of random restarts
 # The benchmark's bounds of the Farseer law, in the registry's parameter order (s, q, S, B, b, Q,
 # A, a, E): the signs of the exponents are fixed (q > 0, b < 0, a > 0).
-FARSEER_BOUNDS = ((-1.0, 0.3), (0.01, 0.5), (-1.0, 1.0), (10.0, 1000.0), (-0.6, -0.01),
-                  (-5.0, 1.0), (-5.0, 1.0), (0.001, 0.25), (1.0, 6.0))
+FARSEER_BOUNDS = (
+    (-1.0, 0.3),
+    (0.01, 0.5),
+    (-1.0, 1.0),
+    (10.0, 1000.0),
+    (-0.6, -0.01),
+    (-5.0, 1.0),
+    (-5.0, 1.0),
+    (0.001, 0.25),
+    (1.0, 6.0),
+)
 
 # Published target-region R² (mean, sd) at 1 %, 5 %, 10 %: Table 2 of Li et al. 2026, as their
 # repository's README reproduces it ("farseer" and "data_con" columns).
@@ -90,6 +97,7 @@ def r_squared(y, pred) -> float:
 
 def _lsq(law, X, y, x0, lo, hi, max_nfev):
     """Least squares of the loss (not its log) within bounds, from x0: (theta, SSE)."""
+
     def res(t):
         return np.exp(law.log_predict(t, X)) - y
 
@@ -100,11 +108,18 @@ def _lsq(law, X, y, x0, lo, hi, max_nfev):
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         try:
-            r = least_squares(res, x0, jac=jac if law.jacobian else "2-point", bounds=(lo, hi),
-                              method="trf", x_scale="jac", max_nfev=max_nfev)
-        except ValueError:                  # a start whose residuals are not finite
+            r = least_squares(
+                res,
+                x0,
+                jac=jac if law.jacobian else "2-point",
+                bounds=(lo, hi),
+                method="trf",
+                x_scale="jac",
+                max_nfev=max_nfev,
+            )
+        except ValueError:  # a start whose residuals are not finite
             return None, np.inf
-    sse = float(np.sum(r.fun ** 2))
+    sse = float(np.sum(r.fun**2))
     return (r.x, sse) if np.isfinite(sse) else (None, np.inf)
 
 
@@ -186,8 +201,12 @@ def method_runs(split: Split, method: str, seed: int) -> list[list[int]]:
         return one_at_a_time(split, lambda ok, r: ok[int(r.integers(len(ok)))], rng)
     if method == "cheapest":
         return one_at_a_time(split, lambda ok, r: min(ok, key=lambda j: split.cost[j]), rng)
-    return [c for c, _ in replay(split.law, split.X, split.y, split.cost, split.X_test,
-                                 split.budgets, seed=seed)]
+    return [
+        c
+        for c, _ in replay(
+            split.law, split.X, split.y, split.cost, split.X_test, split.budgets, seed=seed
+        )
+    ]
 
 
 def evaluate(split: Split, method: str, reps: int, own_fit: bool = False):
@@ -209,24 +228,31 @@ def _cell(m, s) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--reps", type=int, default=10, help="repetitions (the benchmark uses 10)")
-    p.add_argument("--split", choices=list(SPLITS), action="append",
-                   help="(default: both)")
-    p.add_argument("--methods", default="random,cheapest,andrea",
-                   help="comma-separated, of random, cheapest, andrea (default: %(default)s)")
+    p.add_argument("--split", choices=list(SPLITS), action="append", help="(default: both)")
+    p.add_argument(
+        "--methods",
+        default="random,cheapest,andrea",
+        help="comma-separated, of random, cheapest, andrea (default: %(default)s)",
+    )
     args = p.parse_args(argv)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     bad = [m for m in methods if m not in ("random", "cheapest", "andrea")]
     if bad or args.reps < 1:
-        print(f"error: need --reps >= 1 and methods among random, cheapest, andrea; got "
-              f"{args.reps}, {','.join(bad) or args.methods}", file=sys.stderr)
+        print(
+            f"error: need --reps >= 1 and methods among random, cheapest, andrea; got "
+            f"{args.reps}, {','.join(bad) or args.methods}",
+            file=sys.stderr,
+        )
         return 2
     for name in args.split or list(SPLITS):
         split = Split(name)
         t0 = time.time()
         all_r2 = split.score(list(range(len(split.y))), np.random.default_rng(0))
-        print(f"\n{name}: {len(split.y)} candidate runs, {len(split.y_test)} target runs, law "
-              f"{split.law.name}, scored with {split.scorer}; target-region R², mean ± sd over "
-              f"{args.reps} repetitions")
+        print(
+            f"\n{name}: {len(split.y)} candidate runs, {len(split.y_test)} target runs, law "
+            f"{split.law.name}, scored with {split.scorer}; target-region R², mean ± sd over "
+            f"{args.reps} repetitions"
+        )
         print(f"{'method':<22} " + " ".join(f"{f'{f:.0%} budget':>14}" for f in FRACTIONS))
         for label, rows in PUBLISHED[name].items():
             cells = [_cell(*c) for c in rows]
@@ -236,9 +262,14 @@ def main(argv=None) -> int:
             own = m == "andrea" and split.name == "farseer"
             res = evaluate(split, m, args.reps, own_fit=own)
             for tag, r2 in zip(("", " + own fit"), res if own else (res,)):
-                print(f"{'andrea: ' + m + tag:<22} " + " ".join(
-                    f"{_cell(r2[:, k].mean(), r2[:, k].std()):>14}"
-                    for k in range(len(FRACTIONS))), flush=True)
+                print(
+                    f"{'andrea: ' + m + tag:<22} "
+                    + " ".join(
+                        f"{_cell(r2[:, k].mean(), r2[:, k].std()):>14}"
+                        for k in range(len(FRACTIONS))
+                    ),
+                    flush=True,
+                )
         print(f"({time.time() - t0:.0f} s on this machine)")
     return 0
 

@@ -60,9 +60,12 @@ def run(n_boot: int, budget: float) -> int:
         fits_only = _timed([str(sweep), "--out", str(out / "a"), "--no-plots", *boot])
         whole = _timed([str(sweep), "--out", str(out / "b"), *boot])
         t = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "analysis.fit", str(sweep), "--out", str(out / "c"),
-                        *boot], check=True, capture_output=True,
-                       cwd=Path(__file__).resolve().parent.parent)
+        subprocess.run(
+            [sys.executable, "-m", "analysis.fit", str(sweep), "--out", str(out / "c"), *boot],
+            check=True,
+            capture_output=True,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
         fresh = time.perf_counter() - t
         reading = read_scaling(Path(tmp))
     print(f"synthetic sweep: 25 runs (5 variants x 5 sizes), {n_boot} bootstrap resamples")
@@ -71,8 +74,10 @@ def run(n_boot: int, budget: float) -> int:
     print(f"  fresh process (imports included)  : {fresh:6.2f} s")
     (n_small, t_small), (n_large, t_large) = reading
     print(f"  reading {n_small:,} runs (collect)      : {t_small:6.2f} s")
-    print(f"  reading {n_large:,} runs (collect)   : {t_large:6.2f} s  ({t_large / t_small:.0f}x for "
-          f"{n_large / n_small:.0f}x the runs; a plan=true re-run reads its finished runs so)")
+    print(
+        f"  reading {n_large:,} runs (collect)   : {t_large:6.2f} s  ({t_large / t_small:.0f}x for "
+        f"{n_large / n_small:.0f}x the runs; a plan=true re-run reads its finished runs so)"
+    )
     ok = max(whole, fresh) < budget
     print(f"{'PASS' if ok else 'FAIL'}: budget {budget:g} s")
     return 0 if ok else 1

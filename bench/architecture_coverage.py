@@ -32,11 +32,28 @@ def write(root: Path, rng, best, curvature, seed_sd, run_sd, seeds=(0, 1, 2)):
         for s in seeds:
             d = root / f"tiny-2@a{asked:g}" / "baseline" / f"seed{s}"
             d.mkdir(parents=True)
-            loss = 6.5 + curvature * math.log(d_model / n_layer / best) ** 2 + shift[s] + \
-                rng.normal(0, run_sd)
-            (d / "results.json").write_text(json.dumps(dict(
-                status=COMPLETED, variant="baseline", label="baseline", size=f"tiny-2@a{asked:g}",
-                seed=s, n_layer=n_layer, n_head=1, d_model=d_model, flops=1e11, val_loss=loss)))
+            loss = (
+                6.5
+                + curvature * math.log(d_model / n_layer / best) ** 2
+                + shift[s]
+                + rng.normal(0, run_sd)
+            )
+            (d / "results.json").write_text(
+                json.dumps(
+                    dict(
+                        status=COMPLETED,
+                        variant="baseline",
+                        label="baseline",
+                        size=f"tiny-2@a{asked:g}",
+                        seed=s,
+                        n_layer=n_layer,
+                        n_head=1,
+                        d_model=d_model,
+                        flops=1e11,
+                        val_loss=loss,
+                    )
+                )
+            )
 
 
 def main(argv=None) -> int:
@@ -59,10 +76,14 @@ def main(argv=None) -> int:
             bootstrap_optima(runs, cells, [o], "baseline", a.bootstrap, 0.95, k)
         hits += o.lo <= a.best <= o.hi
         widths.append(math.log(o.hi / o.lo))
-    print(f"design: a*={a.best}, curvature {a.curvature}, seed sd {a.seed_sd}, run sd {a.run_sd}, "
-          f"3 seeds, {a.bootstrap} draws")
-    print(f"nominal 95 % interval held a* in {hits}/{a.sweeps} sweeps ({hits / a.sweeps:.0%}); "
-          f"median width {np.median(widths):.2f} in log aspect")
+    print(
+        f"design: a*={a.best}, curvature {a.curvature}, seed sd {a.seed_sd}, run sd {a.run_sd}, "
+        f"3 seeds, {a.bootstrap} draws"
+    )
+    print(
+        f"nominal 95 % interval held a* in {hits}/{a.sweeps} sweeps ({hits / a.sweeps:.0%}); "
+        f"median width {np.median(widths):.2f} in log aspect"
+    )
     return 0
 
 

@@ -20,28 +20,36 @@ import numpy as np
 from analysis.backtest import backtest
 from analysis.inputs.synthetic import power_law, shifted, simulate_runs
 
-C_TOP = 1.17e-8                                   # the demo's tiny-3, PFLOP/s-days
-DESIGNS = {"demo": ((C_TOP / 18, C_TOP / 4.9, C_TOP), range(4)),          # tiny-1..3, 4 seeds
-           "gpu": (tuple(np.geomspace(0.1, 28.0, 5)), range(3))}           # 5 sizes, 3 seeds
+C_TOP = 1.17e-8  # the demo's tiny-3, PFLOP/s-days
+DESIGNS = {
+    "demo": ((C_TOP / 18, C_TOP / 4.9, C_TOP), range(4)),  # tiny-1..3, 4 seeds
+    "gpu": (tuple(np.geomspace(0.1, 28.0, 5)), range(3)),
+}  # 5 sizes, 3 seeds
 
 
 def run(design: str, reps: int, n_boot: int, seed: int = 0) -> dict:
     compute, seeds = DESIGNS[design]
-    base = power_law(4.67 * C_TOP ** 0.0725, 0.0725)
+    base = power_law(4.67 * C_TOP**0.0725, 0.0725)
     laws = {"baseline": base, "variant": shifted(base, 1.25)}
     rng = np.random.default_rng([seed, len(design)])
     final = loss = n_loss = mult = 0
     for i in range(reps):
-        bt = backtest(simulate_runs(laws, compute, seeds, (0.25, 0.5, 1.0), rng=rng),
-                      n_boot=n_boot, seed=i)
+        bt = backtest(
+            simulate_runs(laws, compute, seeds, (0.25, 0.5, 1.0), rng=rng), n_boot=n_boot, seed=i
+        )
         final += sum(r["inside"] for r in bt["losses"] if r["budget"] == 1.0)
         loss += sum(r["inside"] for r in bt["losses"])
         n_loss += len(bt["losses"])
         m = bt["multipliers"][0]
         mult += m["lo"] <= 1.25 <= m["hi"]
-    n_final = 2 * reps                              # the baseline's and the variant's
-    return {"final": final / n_final, "final_se": _se(final / n_final, n_final),
-            "all": loss / n_loss, "multiplier": mult / reps, "multiplier_se": _se(mult / reps, reps)}
+    n_final = 2 * reps  # the baseline's and the variant's
+    return {
+        "final": final / n_final,
+        "final_se": _se(final / n_final, n_final),
+        "all": loss / n_loss,
+        "multiplier": mult / reps,
+        "multiplier_se": _se(mult / reps, reps),
+    }
 
 
 def _se(p, n):
@@ -60,9 +68,12 @@ def main(argv=None) -> int:
     print(f"{args.reps} sweeps per design, {args.bootstrap} resamples; nominal 95 %")
     for d in args.designs:
         r = run(d, args.reps, args.bootstrap)
-        print(f"{d:<5} final-point loss inside: {r['final']:.1%} (±{r['final_se']:.1%}); every "
-              f"point: {r['all']:.1%}; multiplier interval holds 1.25: {r['multiplier']:.1%} "
-              f"(±{r['multiplier_se']:.1%})", flush=True)
+        print(
+            f"{d:<5} final-point loss inside: {r['final']:.1%} (±{r['final_se']:.1%}); every "
+            f"point: {r['all']:.1%}; multiplier interval holds 1.25: {r['multiplier']:.1%} "
+            f"(±{r['multiplier_se']:.1%})",
+            flush=True,
+        )
     return 0
 
 

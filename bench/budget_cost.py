@@ -23,7 +23,9 @@ from bench.points_vs_runs import DEMO, compose
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--sizes", nargs="+", default=["tiny-1", "tiny-2", "tiny-3", "tiny-4"])
     p.add_argument("--budgets", nargs="+", type=float, default=[0.25, 0.5, 1.0])
     p.add_argument("--tokens-per-param", type=float, default=5.0)
@@ -35,9 +37,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
+    from andrea.components.distributed import DistInfo
     from andrea.config.resolve import resolve_run
     from andrea.data import TokenLoader, ValidationSet, prepare_data
-    from andrea.components.distributed import DistInfo
     from andrea.model.transformer import ANDREA
     from andrea.train import build_optimizer, evaluate, lm_loss
 
@@ -46,15 +48,24 @@ def main(argv: list[str] | None = None) -> int:
     cpu = torch.device("cpu")
     setups, times = {}, {s: {"step": [], "eval": []} for s in args.sizes}
     for size in args.sizes:
-        over = [f"model={args.model}", *DEMO, f"size={size}",
-                f"train.tokens_per_param={args.tokens_per_param}"]
+        over = [
+            f"model={args.model}",
+            *DEMO,
+            f"size={size}",
+            f"train.tokens_per_param={args.tokens_per_param}",
+        ]
         spec = resolve_run(compose([*over, f"train.budgets={blist}"]))
         today = resolve_run(compose(over))
         prepared = prepare_data(spec.data, spec.model.vocab_size)
         model = ANDREA(spec.model)
-        setups[size] = (spec, today, model, build_optimizer(model, spec, cpu),
-                        TokenLoader(prepared.train_shards, spec.micro_batch_size, spec.seq_len, 0),
-                        ValidationSet(prepared.val_shards, spec.seq_len, spec.val_tokens))
+        setups[size] = (
+            spec,
+            today,
+            model,
+            build_optimizer(model, spec, cpu),
+            TokenLoader(prepared.train_shards, spec.micro_batch_size, spec.seq_len, 0),
+            ValidationSet(prepared.val_shards, spec.seq_len, spec.val_tokens),
+        )
     for trial in range(args.trials):
         order = args.sizes if trial % 2 == 0 else list(reversed(args.sizes))
         for size in order:
@@ -72,8 +83,10 @@ def main(argv: list[str] | None = None) -> int:
             evaluate(model, val, spec.micro_batch_size, cpu, None, DistInfo())
             times[size]["eval"].append(time.perf_counter() - t0)
 
-    print(f"Demo run time model ({args.model}, {args.threads} threads, budget 1 = "
-          f"{args.tokens_per_param:g} tokens/param, `train.budgets={blist}`):\n")
+    print(
+        f"Demo run time model ({args.model}, {args.threads} threads, budget 1 = "
+        f"{args.tokens_per_param:g} tokens/param, `train.budgets={blist}`):\n"
+    )
     print("| size | steps | s/step | val tokens | s/eval | today: s | budgets: s | ratio |")
     print("|---|---|---|---|---|---|---|---|")
     total_today = total_budgets = 0.0
@@ -86,10 +99,14 @@ def main(argv: list[str] | None = None) -> int:
         t_budgets = spec.steps_spent * step + (evals + len(spec.cooldowns) - 1) * ev
         total_today += t_today
         total_budgets += t_budgets
-        print(f"| {size} | {today.steps} | {step:.3f} | {val.n_tokens} | {ev:.2f} | "
-              f"{t_today:.0f} | {t_budgets:.0f} | {t_budgets / t_today:.2f} |")
-    print(f"| all ({len(args.sizes)} sizes, 1 variant) | | | | | {total_today:.0f} | "
-          f"{total_budgets:.0f} | {total_budgets / total_today:.2f} |")
+        print(
+            f"| {size} | {today.steps} | {step:.3f} | {val.n_tokens} | {ev:.2f} | "
+            f"{t_today:.0f} | {t_budgets:.0f} | {t_budgets / t_today:.2f} |"
+        )
+    print(
+        f"| all ({len(args.sizes)} sizes, 1 variant) | | | | | {total_today:.0f} | "
+        f"{total_budgets:.0f} | {total_budgets / total_today:.2f} |"
+    )
     return 0
 
 

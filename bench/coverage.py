@@ -31,12 +31,12 @@ from analysis.estimates.multiplier import multiplier_at
 from analysis.fits.powerlaw import compute_to_reach
 from analysis.inputs.synthetic import power_law, simulate_runs
 
-DEMO_COMPUTE = tuple(np.geomspace(1.165e-7 / 120, 1.165e-7, 4))   # the demo's tiny-1..4 span
-GPU_COMPUTE = tuple(np.geomspace(0.1, 28.0, 5))                   # andrea-12m..200m: C ∝ N²
+DEMO_COMPUTE = tuple(np.geomspace(1.165e-7 / 120, 1.165e-7, 4))  # the demo's tiny-1..4 span
+GPU_COMPUTE = tuple(np.geomspace(0.1, 28.0, 5))  # andrea-12m..200m: C ∝ N²
 BUDGETS4 = (0.25, 0.5, 1.0, 2.0)
 # name → (size computes, seeds, budgets)
 DESIGNS = {
-    "demo-1x1": (DEMO_COMPUTE, (0,), (1.0,)),          # today's demo: one seed, one point
+    "demo-1x1": (DEMO_COMPUTE, (0,), (1.0,)),  # today's demo: one seed, one point
     "demo-3x1": (DEMO_COMPUTE, (0, 1, 2), (1.0,)),
     "demo-3x4": (DEMO_COMPUTE, (0, 1, 2), BUDGETS4),
     "demo-4x4": (DEMO_COMPUTE, (0, 1, 2, 3), BUDGETS4),
@@ -55,28 +55,37 @@ def laws_for(compute, kind: str) -> dict:
     E = 0.0
     if kind == "irreducible":
         E = 0.4 * A * compute[-1] ** -alpha
-        l_mid = A * cmid ** -alpha
+        l_mid = A * cmid**-alpha
         alpha = 2.0 * alpha
-        A = (l_mid - E) * cmid ** alpha
+        A = (l_mid - E) * cmid**alpha
     base = (A, alpha, E)
-    shift = (A * M_TRUE ** -alpha, alpha, E)
+    shift = (A * M_TRUE**-alpha, alpha, E)
     # steeper: alpha_v = 1.1 alpha with L_v(cmid) = L_b(1.25 cmid)
     av = 1.1 * alpha
     target = E + A * (M_TRUE * cmid) ** -alpha
-    steeper = ((target - E) * cmid ** av, av, E)
+    steeper = ((target - E) * cmid**av, av, E)
     return {"baseline": base, "shift": shift, "steeper": steeper}
 
 
 def true_multiplier(laws, label, c_ref) -> float:
     A, a, E = laws[label]
     Ab, ab, Eb = laws["baseline"]
-    loss = E + A * c_ref ** -a
+    loss = E + A * c_ref**-a
     return float(compute_to_reach(loss, Ab, ab, Eb)) / c_ref
 
 
-def run_design(design: str, kind: str, loss: str, reps: int, n_boot: int, seed: int = 0,
-               sigma_run: float = 0.012, rho: float = 0.3, sigma_point: float = 0.003,
-               interval: str = "auto") -> dict:
+def run_design(
+    design: str,
+    kind: str,
+    loss: str,
+    reps: int,
+    n_boot: int,
+    seed: int = 0,
+    sigma_run: float = 0.012,
+    rho: float = 0.3,
+    sigma_point: float = 0.003,
+    interval: str = "auto",
+) -> dict:
     compute, seeds, budgets = DESIGNS[design]
     laws = laws_for(compute, kind)
     fns = {k: power_law(*v) for k, v in laws.items()}
@@ -86,8 +95,14 @@ def run_design(design: str, kind: str, loss: str, reps: int, n_boot: int, seed: 
     est = {k: [] for k in hits}
     for _ in range(reps):
         runs = simulate_runs(fns, compute, seeds, budgets, sigma_run, rho, sigma_point, rng)
-        res = fit_variants(runs, "baseline", loss=loss, n_bootstrap=n_boot,
-                           seed=int(rng.integers(1 << 30)), interval=interval)
+        res = fit_variants(
+            runs,
+            "baseline",
+            loss=loss,
+            n_bootstrap=n_boot,
+            seed=int(rng.integers(1 << 30)),
+            interval=interval,
+        )
         c_ref, _ = default_c_ref(res.fits, "baseline")
         for label in hits:
             m = multiplier_at(res.fits["baseline"], res.fits[label], c_ref)
@@ -96,11 +111,16 @@ def run_design(design: str, kind: str, loss: str, reps: int, n_boot: int, seed: 
             hits[label] += bool(lo <= truth <= hi)
             widths[label].append(math.log(hi / lo) if lo > 0 and math.isfinite(hi) else math.inf)
             est[label].append(math.log(m["multiplier"] / truth))
-    return {"design": design, "law": kind, "loss": loss, "reps": reps,
-            "interval": sorted(set(res.interval.values())),
-            "coverage": {k: hits[k] / reps for k in hits},
-            "median_log_width": {k: float(np.median(widths[k])) for k in hits},
-            "bias_log": {k: float(np.mean(est[k])) for k in hits}}
+    return {
+        "design": design,
+        "law": kind,
+        "loss": loss,
+        "reps": reps,
+        "interval": sorted(set(res.interval.values())),
+        "coverage": {k: hits[k] / reps for k in hits},
+        "median_log_width": {k: float(np.median(widths[k])) for k in hits},
+        "bias_log": {k: float(np.mean(est[k])) for k in hits},
+    }
 
 
 def main(argv=None) -> int:
@@ -108,15 +128,20 @@ def main(argv=None) -> int:
     p.add_argument("--reps", type=int, default=200)
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
-    p.add_argument("--laws", nargs="+", default=["power", "irreducible"],
-                   choices=["power", "irreducible"])
+    p.add_argument(
+        "--laws", nargs="+", default=["power", "irreducible"], choices=["power", "irreducible"]
+    )
     p.add_argument("--losses", nargs="+", default=["lsq"], choices=["lsq", "huber"])
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    print(f"{args.reps} replicates, {args.bootstrap} bootstrap resamples, true M = {M_TRUE} "
-          f"(variant 'steeper': at the middle of the range); nominal 95 %; pass: >= 90 %")
-    print(f"{'design':<10} {'true law':<12} {'loss':<6} {'interval':<9} {'variant':<8} "
-          f"{'coverage':>8} {'median log-width':>16} {'mean log bias':>13}")
+    print(
+        f"{args.reps} replicates, {args.bootstrap} bootstrap resamples, true M = {M_TRUE} "
+        f"(variant 'steeper': at the middle of the range); nominal 95 %; pass: >= 90 %"
+    )
+    print(
+        f"{'design':<10} {'true law':<12} {'loss':<6} {'interval':<9} {'variant':<8} "
+        f"{'coverage':>8} {'median log-width':>16} {'mean log bias':>13}"
+    )
     ok = True
     for design in args.designs:
         for kind in args.laws:
@@ -127,9 +152,12 @@ def main(argv=None) -> int:
                     flag = "" if cov >= 0.90 else "  < 90 %"
                     if cov < 0.90 and "seeds" in r["interval"]:
                         ok = False
-                    print(f"{design:<10} {kind:<12} {loss:<6} {'/'.join(r['interval']):<9} "
-                          f"{label:<8} {cov:>8.1%} {r['median_log_width'][label]:>16.3f}"
-                          f"{r['bias_log'][label]:>+14.3f}{flag}", flush=True)
+                    print(
+                        f"{design:<10} {kind:<12} {loss:<6} {'/'.join(r['interval']):<9} "
+                        f"{label:<8} {cov:>8.1%} {r['median_log_width'][label]:>16.3f}"
+                        f"{r['bias_log'][label]:>+14.3f}{flag}",
+                        flush=True,
+                    )
                 print(f"{'':<10} ({time.time() - t0:.0f} s)", file=sys.stderr)
     return 0 if ok else 1
 

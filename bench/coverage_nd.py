@@ -44,19 +44,21 @@ import warnings
 import numpy as np
 
 from analysis.estimates import law_fits
-from analysis.fits import chinchilla, law_registry
-from analysis.fits.bootstrap import percentile_ci
-from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 from analysis.estimates.estimate import default_c_ref, final_points, fit_variants
 from analysis.estimates.multiplier import multiplier_at
+from analysis.fits import chinchilla, law_registry
+from analysis.fits.bootstrap import percentile_ci
 from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
+from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 from analysis.inputs.synthetic import chinchilla_law, simulate_runs
 
 # E, A, a, B, b. Hoffmann et al. 2022's Approach 3 fit, and Besiroglu et al. 2024's refit of the
 # same data, whose steeper, larger data term puts a larger size's early cooldown point above a
 # smaller size's final one at the demo's 3 tokens per parameter, as the demo's own points do
-TRUTHS = {"hoffmann": (1.69, 406.4, 0.34, 410.7, 0.28),
-          "besiroglu": (1.8172, 482.01, 0.3478, 2085.43, 0.3658)}
+TRUTHS = {
+    "hoffmann": (1.69, 406.4, 0.34, 410.7, 0.28),
+    "besiroglu": (1.8172, 482.01, 0.3478, 2085.43, 0.3658),
+}
 M_TRUE = 1.25
 # name → (non-embedding N per size, seeds, budgets, tokens per parameter at budget 1)
 DESIGNS = {
@@ -76,12 +78,13 @@ def design_compute(N, tpp):
 # Kaplan et al. 2020 (arXiv 2001.08361, eq. 1.5 and table 2): L = ((N_c/N)^(a_N/a_D) + D_c/D)^a_D,
 # a family neither the C power law nor Chinchilla's sum of powers contains (no irreducible term,
 # N and D coupled), for measuring intervals under a law no fit assumes (`--factors`)
-KAPLAN = (0.076, 0.095, 8.8e13, 5.4e13)        # a_N, a_D, N_c, D_c
+KAPLAN = (0.076, 0.095, 8.8e13, 5.4e13)  # a_N, a_D, N_c, D_c
 
 
 def kaplan_law(a_n, a_d, n_c, d_c):
-    return lambda N, D: np.power(np.power(n_c / np.asarray(N, float), a_n / a_d)
-                                 + d_c / np.asarray(D, float), a_d)
+    return lambda N, D: np.power(
+        np.power(n_c / np.asarray(N, float), a_n / a_d) + d_c / np.asarray(D, float), a_d
+    )
 
 
 def laws(truth: str = "besiroglu", M: float = M_TRUE) -> dict:
@@ -98,18 +101,34 @@ def _chin_interval(runs, c_ref, n_boot, seed, ci=0.95):
     for label, rep in reps.items():
         rs = [r for c in rep.cells for pts in c.runs for r in pts]
         fits[label] = chinchilla.fit_chinchilla(
-            label, [r.params for r in rs], [r.tokens for r in rs], [r.flops for r in rs],
-            [r.val_loss for r in rs], huber_delta=None, boot_loss=boot[label], ci=ci,
-            boot_level=expanded_level(ci, rep.df))
+            label,
+            [r.params for r in rs],
+            [r.tokens for r in rs],
+            [r.flops for r in rs],
+            [r.val_loss for r in rs],
+            huber_delta=None,
+            boot_loss=boot[label],
+            ci=ci,
+            boot_level=expanded_level(ci, rep.df),
+        )
     b, v = fits["baseline"], fits["variant"]
     m = float(chinchilla.multiplier(b, v, c_ref))
     lo, hi = percentile_ci(chinchilla.multiplier(b, v, c_ref, boot=True).ravel(), v.boot_level)
     return m, lo, hi
 
 
-def run_design(design: str, reps: int, n_boot: int, seed: int = 0, estimators=ESTIMATORS,
-               noise: str = "t3", truth: str = "besiroglu", sigma_run: float = 0.012, rho: float = 0.3,
-               sigma_point: float = 0.003) -> dict:
+def run_design(
+    design: str,
+    reps: int,
+    n_boot: int,
+    seed: int = 0,
+    estimators=ESTIMATORS,
+    noise: str = "t3",
+    truth: str = "besiroglu",
+    sigma_run: float = 0.012,
+    rho: float = 0.3,
+    sigma_point: float = 0.003,
+) -> dict:
     N, seeds, budgets, tpp = DESIGNS[design]
     compute = design_compute(N, tpp)
     true_laws = laws(truth)
@@ -119,8 +138,19 @@ def run_design(design: str, reps: int, n_boot: int, seed: int = 0, estimators=ES
     bias = {e: [] for e in estimators}
     r2 = []
     for _ in range(reps):
-        runs = simulate_runs(true_laws, compute, seeds, budgets, sigma_run, rho, sigma_point, rng,
-                             tokens_per_param=tpp, of_nd=True, noise=noise)
+        runs = simulate_runs(
+            true_laws,
+            compute,
+            seeds,
+            budgets,
+            sigma_run,
+            rho,
+            sigma_point,
+            rng,
+            tokens_per_param=tpp,
+            of_nd=True,
+            noise=noise,
+        )
         bseed = int(rng.integers(1 << 30))
         res = fit_variants(runs, "baseline", n_bootstrap=n_boot, seed=bseed)
         c_ref, _ = default_c_ref(res.fits, "baseline")
@@ -132,7 +162,9 @@ def run_design(design: str, reps: int, n_boot: int, seed: int = 0, estimators=ES
                     m = multiplier_at(res.fits["baseline"], res.fits["variant"], c_ref)
                     est, (lo, hi) = m["multiplier"], m["ci"]
                 elif e == "final":
-                    rf = fit_variants(final_points(runs), "baseline", n_bootstrap=n_boot, seed=bseed)
+                    rf = fit_variants(
+                        final_points(runs), "baseline", n_bootstrap=n_boot, seed=bseed
+                    )
                     c_f, _ = default_c_ref(rf.fits, "baseline")
                     m = multiplier_at(rf.fits["baseline"], rf.fits["variant"], c_f)
                     est, (lo, hi) = m["multiplier"], m["ci"]
@@ -141,43 +173,80 @@ def run_design(design: str, reps: int, n_boot: int, seed: int = 0, estimators=ES
             hits[e] += bool(lo <= M_TRUE <= hi)
             width[e].append(math.log(hi / lo) if lo > 0 and math.isfinite(hi) else math.inf)
             bias[e].append(math.log(est / M_TRUE) if est > 0 else math.nan)
-    return {"design": design, "truth": truth, "reps": reps, "noise": noise,
-            "r2_baseline": float(np.median(r2)),
-            "coverage": {e: hits[e] / reps for e in estimators},
-            "se": {e: math.sqrt(max(hits[e] / reps * (1 - hits[e] / reps), 1e-12) / reps)
-                   for e in estimators},
-            "median_log_width": {e: float(np.median(width[e])) for e in estimators},
-            "median_log_bias": {e: float(np.nanmedian(bias[e])) for e in estimators}}
+    return {
+        "design": design,
+        "truth": truth,
+        "reps": reps,
+        "noise": noise,
+        "r2_baseline": float(np.median(r2)),
+        "coverage": {e: hits[e] / reps for e in estimators},
+        "se": {
+            e: math.sqrt(max(hits[e] / reps * (1 - hits[e] / reps), 1e-12) / reps)
+            for e in estimators
+        },
+        "median_log_width": {e: float(np.median(width[e])) for e in estimators},
+        "median_log_bias": {e: float(np.nanmedian(bias[e])) for e in estimators},
+    }
 
 
-def run_extrapolation(design: str, reps: int, n_boot: int, factors, laws_=("power", "chinchilla"),
-                      seed: int = 0, truth: str = "besiroglu", noise: str = "t3",
-                      sigma_run: float = 0.012, rho: float = 0.3, sigma_point: float = 0.003) -> dict:
+def run_extrapolation(
+    design: str,
+    reps: int,
+    n_boot: int,
+    factors,
+    laws_=("power", "chinchilla"),
+    seed: int = 0,
+    truth: str = "besiroglu",
+    noise: str = "t3",
+    sigma_run: float = 0.012,
+    rho: float = 0.3,
+    sigma_point: float = 0.003,
+) -> dict:
     """Coverage of the loss and multiplier intervals at f x the largest compute (module doc)."""
     N, seeds, budgets, tpp = DESIGNS[design]
     compute = design_compute(N, tpp)
     true_laws = laws(truth)
     rng = np.random.default_rng([seed, sum(map(ord, design)), len(noise), len(truth), 0xE7])
-    ray = tpp * max(budgets)                   # tokens per parameter of each run's final point
+    ray = tpp * max(budgets)  # tokens per parameter of each run's final point
     keys = [(law, f, q) for law in laws_ for f in factors for q in ("loss", "multiplier")]
     hits = dict.fromkeys(keys, 0)
     width = {k: [] for k in keys}
     for _ in range(reps):
-        runs = simulate_runs(true_laws, compute, seeds, budgets, sigma_run, rho, sigma_point, rng,
-                             tokens_per_param=tpp, of_nd=True, noise=noise)
+        runs = simulate_runs(
+            true_laws,
+            compute,
+            seeds,
+            budgets,
+            sigma_run,
+            rho,
+            sigma_point,
+            rng,
+            tokens_per_param=tpp,
+            of_nd=True,
+            noise=noise,
+        )
         bseed = int(rng.integers(1 << 30))
         c_max = max(r.compute for r in runs)
         for name in laws_:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                res = law_fits.fit_law_variants(law_registry.get(name), runs, final_points(runs),
-                                                "baseline", n_bootstrap=n_boot, seed=bseed)
+                res = law_fits.fit_law_variants(
+                    law_registry.get(name),
+                    runs,
+                    final_points(runs),
+                    "baseline",
+                    n_bootstrap=n_boot,
+                    seed=bseed,
+                )
             base, var = res.fits["baseline"], res.fits["variant"]
             for f in factors:
                 c = f * c_max
                 n_f = math.sqrt(c * FLOPS_PER_PFLOPS_DAY / (6.0 * ray))
-                X = {"compute": np.array([c]), "params": np.array([n_f]),
-                     "tokens": np.array([ray * n_f])}
+                X = {
+                    "compute": np.array([c]),
+                    "params": np.array([n_f]),
+                    "tokens": np.array([ray * n_f]),
+                }
                 lo, hi = (float(v[0]) for v in base.interval(X))
                 true_loss = float(true_laws["baseline"](n_f, ray * n_f))
                 hits[(name, f, "loss")] += bool(lo <= true_loss <= hi)
@@ -188,11 +257,24 @@ def run_extrapolation(design: str, reps: int, n_boot: int, factors, laws_=("powe
                 lo, hi = m["ci"]
                 hits[(name, f, "multiplier")] += bool(lo <= M_TRUE <= hi)
                 width[(name, f, "multiplier")].append(
-                    math.log(hi / lo) if lo > 0 and math.isfinite(hi) else math.inf)
-    return {"design": design, "truth": truth, "reps": reps,
-            "rows": [{"law": k[0], "factor": k[1], "quantity": k[2], "coverage": hits[k] / reps,
-                      "se": math.sqrt(max(hits[k] / reps * (1 - hits[k] / reps), 1e-12) / reps),
-                      "median_log_width": float(np.median(width[k]))} for k in keys]}
+                    math.log(hi / lo) if lo > 0 and math.isfinite(hi) else math.inf
+                )
+    return {
+        "design": design,
+        "truth": truth,
+        "reps": reps,
+        "rows": [
+            {
+                "law": k[0],
+                "factor": k[1],
+                "quantity": k[2],
+                "coverage": hits[k] / reps,
+                "se": math.sqrt(max(hits[k] / reps * (1 - hits[k] / reps), 1e-12) / reps),
+                "median_log_width": float(np.median(width[k])),
+            }
+            for k in keys
+        ],
+    }
 
 
 def main(argv=None) -> int:
@@ -202,13 +284,28 @@ def main(argv=None) -> int:
     p.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
     p.add_argument("--estimators", nargs="+", default=list(ESTIMATORS), choices=ESTIMATORS)
     p.add_argument("--noise", default="t3", choices=["normal", "t3"])
-    p.add_argument("--truths", nargs="+", default=list(TRUTHS), choices=[*TRUTHS, "kaplan"],
-                   help="kaplan: Kaplan et al. 2020's L(N, D), a family no law here assumes")
+    p.add_argument(
+        "--truths",
+        nargs="+",
+        default=list(TRUTHS),
+        choices=[*TRUTHS, "kaplan"],
+        help="kaplan: Kaplan et al. 2020's L(N, D), a family no law here assumes",
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--factors", nargs="+", type=float, default=None, metavar="F",
-                   help="measure the intervals at F x the largest compute instead (module doc)")
-    p.add_argument("--laws", nargs="+", default=["power", "chinchilla"],
-                   help="laws of the registry for --factors (default: %(default)s)")
+    p.add_argument(
+        "--factors",
+        nargs="+",
+        type=float,
+        default=None,
+        metavar="F",
+        help="measure the intervals at F x the largest compute instead (module doc)",
+    )
+    p.add_argument(
+        "--laws",
+        nargs="+",
+        default=["power", "chinchilla"],
+        help="laws of the registry for --factors (default: %(default)s)",
+    )
     args = p.parse_args(argv)
     if args.reps < 1 or args.bootstrap < 10:
         print("error: need --reps >= 1 and --bootstrap >= 10", file=sys.stderr)
@@ -224,37 +321,53 @@ def main(argv=None) -> int:
             print("error: --factors are multiples of the largest compute, >= 1", file=sys.stderr)
             return 2
         return _extrapolation_main(args)
-    print(f"truth L(N, D), variant N, D x sqrt({M_TRUE}); {args.noise} seed noise; {args.reps} "
-          f"replicates, {args.bootstrap} resamples; nominal 95 %; ±se: binomial standard error")
-    print(f"{'design':<8} {'truth':<10} {'estimator':<9} {'coverage':>8} {'±se':>6} "
-          f"{'median log-width':>16} {'median log bias':>15} {'R² (C-law)':>10}")
+    print(
+        f"truth L(N, D), variant N, D x sqrt({M_TRUE}); {args.noise} seed noise; {args.reps} "
+        f"replicates, {args.bootstrap} resamples; nominal 95 %; ±se: binomial standard error"
+    )
+    print(
+        f"{'design':<8} {'truth':<10} {'estimator':<9} {'coverage':>8} {'±se':>6} "
+        f"{'median log-width':>16} {'median log bias':>15} {'R² (C-law)':>10}"
+    )
     for d in args.designs:
         for truth in args.truths:
             t0 = time.time()
-            r = run_design(d, args.reps, args.bootstrap, args.seed, args.estimators, args.noise,
-                           truth)
+            r = run_design(
+                d, args.reps, args.bootstrap, args.seed, args.estimators, args.noise, truth
+            )
             for e in args.estimators:
-                print(f"{d:<8} {truth:<10} {e:<9} {r['coverage'][e]:>8.1%} {r['se'][e]:>6.1%} "
-                      f"{r['median_log_width'][e]:>16.3f} {r['median_log_bias'][e]:>+15.3f} "
-                      f"{r['r2_baseline']:>10.3f}", flush=True)
+                print(
+                    f"{d:<8} {truth:<10} {e:<9} {r['coverage'][e]:>8.1%} {r['se'][e]:>6.1%} "
+                    f"{r['median_log_width'][e]:>16.3f} {r['median_log_bias'][e]:>+15.3f} "
+                    f"{r['r2_baseline']:>10.3f}",
+                    flush=True,
+                )
             print(f"{'':<8} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
     return 0
 
 
 def _extrapolation_main(args) -> int:
-    print(f"truth L(N, D), variant N, D x sqrt({M_TRUE}); {args.noise} seed noise; {args.reps} "
-          f"replicates, {args.bootstrap} resamples; nominal 95 %; ±se: binomial standard error")
-    print(f"{'design':<8} {'truth':<10} {'law':<11} {'factor':>6} {'quantity':<10} "
-          f"{'coverage':>8} {'±se':>6} {'median log-width':>16}")
+    print(
+        f"truth L(N, D), variant N, D x sqrt({M_TRUE}); {args.noise} seed noise; {args.reps} "
+        f"replicates, {args.bootstrap} resamples; nominal 95 %; ±se: binomial standard error"
+    )
+    print(
+        f"{'design':<8} {'truth':<10} {'law':<11} {'factor':>6} {'quantity':<10} "
+        f"{'coverage':>8} {'±se':>6} {'median log-width':>16}"
+    )
     for d in args.designs:
         for truth in args.truths:
             t0 = time.time()
-            r = run_extrapolation(d, args.reps, args.bootstrap, args.factors, args.laws,
-                                  args.seed, truth, args.noise)
+            r = run_extrapolation(
+                d, args.reps, args.bootstrap, args.factors, args.laws, args.seed, truth, args.noise
+            )
             for row in r["rows"]:
-                print(f"{d:<8} {truth:<10} {row['law']:<11} {row['factor']:>5g}x "
-                      f"{row['quantity']:<10} {row['coverage']:>8.1%} {row['se']:>6.1%} "
-                      f"{row['median_log_width']:>16.3f}", flush=True)
+                print(
+                    f"{d:<8} {truth:<10} {row['law']:<11} {row['factor']:>5g}x "
+                    f"{row['quantity']:<10} {row['coverage']:>8.1%} {row['se']:>6.1%} "
+                    f"{row['median_log_width']:>16.3f}",
+                    flush=True,
+                )
             print(f"{'':<8} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
     return 0
 

@@ -57,44 +57,57 @@ def main(argv=None) -> int:
     most = {s: len(v) for s, v in have.items()}
     n_all = len({r.run_id for r in runs})
     seeds = {s: 2 for s in most}
-    prop_all = propose(runs, 1e-9, "baseline", PEAK, MFU)      # the planner's model of all 36
+    prop_all = propose(runs, 1e-9, "baseline", PEAK, MFU)  # the planner's model of all 36
     target = prop_all["before"]
     noise, alpha = prop_all["noise"], prop_all["alpha"]
     round_cost = None
-    print(f"demo: {n_all} runs; the planner predicts ±{target:.1%} (worst variant) for all of "
-          f"them (noise and exponent measured from all 36, used throughout)")
-    print(f"{'round':>5} {'seeds per size':<40} {'runs':>4} {'predicted ±':>11} "
-          f"{'realised ±':>10}  (worst variant)")
+    print(
+        f"demo: {n_all} runs; the planner predicts ±{target:.1%} (worst variant) for all of "
+        f"them (noise and exponent measured from all 36, used throughout)"
+    )
+    print(
+        f"{'round':>5} {'seeds per size':<40} {'runs':>4} {'predicted ±':>11} "
+        f"{'realised ±':>10}  (worst variant)"
+    )
     k = 0
     while True:
         used = subset(runs, seeds)
         pred = worst_half_width(finished_grid(used), "baseline", noise, alpha)
         real = max((hi - lo) / 2 / m for m, lo, hi in intervals(used, args.bootstrap).values())
-        print(f"{k:>5} {str(dict(sorted(seeds.items()))):<40} "
-              f"{len({r.run_id for r in used}):>4} {pred:>11.1%} {real:>10.1%}", flush=True)
+        print(
+            f"{k:>5} {str(dict(sorted(seeds.items()))):<40} "
+            f"{len({r.run_id for r in used}):>4} {pred:>11.1%} {real:>10.1%}",
+            flush=True,
+        )
         if pred <= target * (1 + 1e-9):
             break
         if round_cost is None:
             pr = propose(used, 1e9, "baseline", PEAK, MFU, noise=noise, alpha=alpha)
             round_cost = sum(pr["cost_per_seed"].values())
         prop = propose(used, round_cost, "baseline", PEAK, MFU, noise=noise, alpha=alpha)
-        new = {s: min(seeds[s] + n, most[s]) for s, n in
-               {s: prop["added"].get(s, 0) for s in seeds}.items()}
-        if new == seeds:          # the proposal wants seeds the demo never trained
+        new = {
+            s: min(seeds[s] + n, most[s])
+            for s, n in {s: prop["added"].get(s, 0) for s in seeds}.items()
+        }
+        if new == seeds:  # the proposal wants seeds the demo never trained
             new = {s: min(seeds[s] + 1, most[s]) for s in seeds}
             if new == seeds:
                 break
         seeds, k = new, k + 1
     used = subset(runs, seeds)
     n_used = len({r.run_id for r in used})
-    print(f"\nThe planner needed {n_used} of the {n_all} runs. Realised 95 % intervals "
-          f"({args.bootstrap} seed resamples):")
+    print(
+        f"\nThe planner needed {n_used} of the {n_all} runs. Realised 95 % intervals "
+        f"({args.bootstrap} seed resamples):"
+    )
     full, part = intervals(runs, args.bootstrap), intervals(used, args.bootstrap)
     for lb in full:
         m, lo, hi = full[lb]
         m2, lo2, hi2 = part[lb]
-        print(f"  {lb:<18} all {n_all}: {m:.2f}x [{lo:.2f}, {hi:.2f}] ±{(hi - lo) / 2 / m:.0%}   "
-              f"planner's {n_used}: {m2:.2f}x [{lo2:.2f}, {hi2:.2f}] ±{(hi2 - lo2) / 2 / m2:.0%}")
+        print(
+            f"  {lb:<18} all {n_all}: {m:.2f}x [{lo:.2f}, {hi:.2f}] ±{(hi - lo) / 2 / m:.0%}   "
+            f"planner's {n_used}: {m2:.2f}x [{lo2:.2f}, {hi2:.2f}] ±{(hi2 - lo2) / 2 / m2:.0%}"
+        )
     return 0
 
 

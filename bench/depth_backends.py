@@ -31,8 +31,9 @@ EPS = 1e-6
 
 
 def available(device: torch.device, asked: list[str] | None) -> list[str]:
-    names = asked or [n for n in depth_backend.NAMES
-                      if device.type == "cuda" or n not in depth_backend.FUSED]
+    names = asked or [
+        n for n in depth_backend.NAMES if device.type == "cuda" or n not in depth_backend.FUSED
+    ]
     out = []
     for n in sorted(names, key=lambda n: n == "compile"):  # compilation last: the slowest start
         try:
@@ -45,8 +46,9 @@ def available(device: torch.device, asked: list[str] | None) -> list[str]:
 
 def inputs(n: int, tokens: int, d: int, dtype, device, seed: int = 0):
     g = torch.Generator(device="cpu").manual_seed(seed)
-    srcs = [(torch.randn(1, tokens, d, generator=g) * (1 + 0.2 * i)).to(device, dtype)
-            for i in range(n)]
+    srcs = [
+        (torch.randn(1, tokens, d, generator=g) * (1 + 0.2 * i)).to(device, dtype) for i in range(n)
+    ]
     q = (0.5 * torch.randn(d, generator=g)).to(device, dtype)
     w = (1 + 0.2 * torch.randn(d, generator=g)).to(device, dtype)
     return [t.requires_grad_() for t in (*srcs, q, w)]
@@ -105,12 +107,18 @@ def parity(backend, device) -> list[tuple[str, float, float, bool]]:
         got = call(backend, srcs, q, w, extra)
         ref64 = [t.detach().double().requires_grad_() for t in leaves]
         want, _ = depth_attention_reference(ref64[:-2], ref64[-2], ref64[-1], EPS)
-        dh = torch.randn(want.shape, generator=torch.Generator().manual_seed(1),
-                         dtype=torch.float64).to(device)
-        pairs = [(got, want)] + list(zip(torch.autograd.grad(got, leaves, dh.to(got.dtype)),
-                                         torch.autograd.grad(want, ref64, dh)))
-        err = max(((a.double() - b).abs().max() / b.abs().max().clamp_min(1e-12)).item()
-                  for a, b in pairs)
+        dh = torch.randn(
+            want.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64
+        ).to(device)
+        pairs = [(got, want)] + list(
+            zip(
+                torch.autograd.grad(got, leaves, dh.to(got.dtype)),
+                torch.autograd.grad(want, ref64, dh),
+            )
+        )
+        err = max(
+            ((a.double() - b).abs().max() / b.abs().max().clamp_min(1e-12)).item() for a, b in pairs
+        )
         out.append((f"{'block' if extra else 'full'} n={n}", err, tol, err <= tol))
     return out
 
@@ -118,28 +126,42 @@ def parity(backend, device) -> list[tuple[str, float, float, bool]]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--backends", default=None, type=lambda s: s.split(","),
-                   help=f"default: every one that runs here, of {', '.join(depth_backend.NAMES)}")
+    p.add_argument(
+        "--backends",
+        default=None,
+        type=lambda s: s.split(","),
+        help=f"default: every one that runs here, of {', '.join(depth_backend.NAMES)}",
+    )
     p.add_argument("--sources", default="3,5,9,17", type=lambda s: [int(x) for x in s.split(",")])
     p.add_argument("--d", default="512,2048", type=lambda s: [int(x) for x in s.split(",")])
     p.add_argument("--tokens", type=int, default=16384, help="B x T of each source")
-    p.add_argument("--dtype", default=None, choices=["fp32", "bf16"],
-                   help="timing dtype (default: bf16 on CUDA, fp32 on CPU)")
+    p.add_argument(
+        "--dtype",
+        default=None,
+        choices=["fp32", "bf16"],
+        help="timing dtype (default: bf16 on CUDA, fp32 on CPU)",
+    )
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--json", default=None, help="append the results as one JSON line here")
-    p.add_argument("--smoke", action="store_true",
-                   help="tiny: eager only, sources 3,5, d 32, 256 tokens, 2 repeats")
+    p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="tiny: eager only, sources 3,5, d 32, 256 tokens, 2 repeats",
+    )
     args = p.parse_args(argv)
     device = torch.device(args.device)
     if args.smoke:
         args.backends = args.backends or ["eager"]
         args.sources, args.d, args.tokens, args.repeats, args.warmup = [3, 5], [32], 256, 2, 1
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[
-        args.dtype or ("bf16" if device.type == "cuda" else "fp32")]
+        args.dtype or ("bf16" if device.type == "cuda" else "fp32")
+    ]
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    print(f"# depth-op backends on {name}, {str(dtype).split('.')[-1]}, {args.tokens} tokens per "
-          f"source, forward + backward, median of {args.repeats}")
+    print(
+        f"# depth-op backends on {name}, {str(dtype).split('.')[-1]}, {args.tokens} tokens per "
+        f"source, forward + backward, median of {args.repeats}"
+    )
     names = available(device, args.backends)
     rows, failed = [], 0
     print(f"{'backend':<16}{'sources':>8}{'d':>6}{'fwd+bwd ms':>12}{'peak MiB':>10}")
@@ -147,16 +169,21 @@ def main(argv=None) -> int:
         for d in args.d:
             for n in args.sources:
                 try:
-                    ms, mib = time_one(b, n, args.tokens, d, dtype, device, args.repeats,
-                                       args.warmup)
+                    ms, mib = time_one(
+                        b, n, args.tokens, d, dtype, device, args.repeats, args.warmup
+                    )
                 except Exception as e:  # noqa: BLE001 -- one backend's failure is a row, not the end
                     print(f"{b:<16}{n:>8}{d:>6}  failed: {type(e).__name__}: {str(e)[:120]}")
                     failed += 1
                     continue
                 rows.append({"backend": b, "sources": n, "d": d, "ms": ms, "peak_mib": mib})
-                print(f"{b:<16}{n:>8}{d:>6}{ms:>12.3f}"
-                      f"{'n/a' if mib is None else f'{mib:.1f}':>10}", flush=True)
-    print("\nparity with andrea's reference (max error / largest entry, over h and every gradient):")
+                print(
+                    f"{b:<16}{n:>8}{d:>6}{ms:>12.3f}{'n/a' if mib is None else f'{mib:.1f}':>10}",
+                    flush=True,
+                )
+    print(
+        "\nparity with andrea's reference (max error / largest entry, over h and every gradient):"
+    )
     checks = {}
     for b in names:
         try:
@@ -171,8 +198,19 @@ def main(argv=None) -> int:
             print(f"{'PASS' if ok else 'FAIL'}  {b:<16} {c:<12} {err:.2e} <= {tol:.0e}")
     if args.json:
         with open(args.json, "a") as f:
-            f.write(json.dumps({"bench": "depth_backends", "device": name, "dtype": str(dtype),
-                                "tokens": args.tokens, "timings": rows, "parity": checks}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "bench": "depth_backends",
+                        "device": name,
+                        "dtype": str(dtype),
+                        "tokens": args.tokens,
+                        "timings": rows,
+                        "parity": checks,
+                    }
+                )
+                + "\n"
+            )
     return 1 if failed else 0
 
 

@@ -72,12 +72,16 @@ def steps_lost(before: dict, after: dict, text: str) -> int:
     for run, (last, had_ckpt, done) in before.items():
         if done or not last:
             continue
-        resumed = re.findall(rf"resumed from {re.escape(run)}/checkpoints/step_\d+\.pt at step (\d+)",
-                             text)
+        resumed = re.findall(
+            rf"resumed from {re.escape(run)}/checkpoints/step_\d+\.pt at step (\d+)", text
+        )
         if resumed:
             lost += max(0, last - int(resumed[0]))
-        elif run in after and (after[run][0] > 0 and (after[run][1] or after[run][2])) \
-                and not had_ckpt:
+        elif (
+            run in after
+            and (after[run][0] > 0 and (after[run][1] or after[run][2]))
+            and not had_ckpt
+        ):
             lost += last  # killed before its first checkpoint: began again from step 0
     return lost
 
@@ -85,23 +89,31 @@ def steps_lost(before: dict, after: dict, text: str) -> int:
 def unfinished_runs(out: Path) -> list[Path]:
     from andrea.run.rundir import RunDir
 
-    return sorted(c.parent for c in out.rglob("checkpoints")
-                  if c.is_dir() and not RunDir(c.parent).is_completed()
-                  and RunDir(c.parent).list_checkpoints())
+    return sorted(
+        c.parent
+        for c in out.rglob("checkpoints")
+        if c.is_dir()
+        and not RunDir(c.parent).is_completed()
+        and RunDir(c.parent).list_checkpoints()
+    )
 
 
 # ---- Slurm helpers -----------------------------------------------------------------------------
 
+
 def slurm_task_ids(out: Path) -> list[str]:
-    return sorted({p.name for p in out.rglob(".submitit/*") if p.is_dir() and re.match(r"\d+_\d+$", p.name)})
+    return sorted(
+        {p.name for p in out.rglob(".submitit/*") if p.is_dir() and re.match(r"\d+_\d+$", p.name)}
+    )
 
 
 def live_slurm_tasks(out: Path) -> list[str]:
     ids = slurm_task_ids(out)
     if not ids:
         return []
-    q = subprocess.run(["squeue", "-h", "-r", "-t", "running", "-o", "%i"], capture_output=True,
-                       text=True).stdout.split()
+    q = subprocess.run(
+        ["squeue", "-h", "-r", "-t", "running", "-o", "%i"], capture_output=True, text=True
+    ).stdout.split()
     return [i for i in ids if i in q]
 
 
@@ -109,13 +121,16 @@ def wait_queue_empty(out: Path, limit_s: float = 900) -> None:
     end = time.monotonic() + limit_s
     while time.monotonic() < end:
         ids = {i.split("_")[0] for i in slurm_task_ids(out)}
-        q = subprocess.run(["squeue", "-h", "-o", "%F"], capture_output=True, text=True).stdout.split()
+        q = subprocess.run(
+            ["squeue", "-h", "-o", "%F"], capture_output=True, text=True
+        ).stdout.split()
         if not ids & set(q):
             return
         time.sleep(1)
 
 
 # ---- Ray helpers -------------------------------------------------------------------------------
+
 
 def _ray_markers(out: Path) -> list[dict]:
     from andrea.run.rundir import RunDir
@@ -127,13 +142,19 @@ def stop_a_ray_job(out: Path, rng: random.Random) -> bool:
     """`ray job stop` of one of the sweep's running Ray jobs (the job's processes killed)."""
     from andrea.launch import scheduler
 
-    live = sorted(j for j, state in scheduler.live_jobs(_ray_markers(out)).items()
-                  if state == "RUNNING")
+    live = sorted(
+        j for j, state in scheduler.live_jobs(_ray_markers(out)).items() if state == "RUNNING"
+    )
     if not live:
         return False
     sid, _, address = rng.choice(live).partition("@")
-    return subprocess.run([str(Path(sys.executable).parent / "ray"), "job", "stop", sid,
-                           "--address", address], capture_output=True).returncode == 0
+    return (
+        subprocess.run(
+            [str(Path(sys.executable).parent / "ray"), "job", "stop", sid, "--address", address],
+            capture_output=True,
+        ).returncode
+        == 0
+    )
 
 
 def wait_ray_released(out: Path, limit_s: float = 900) -> None:
@@ -154,8 +175,12 @@ def restart_slurmctld() -> bool:
     pid = int(pid_file.read_text().strip())
     os.kill(pid, signal.SIGKILL)
     time.sleep(1)
-    return subprocess.run(["bash", str(REPO / "slurm/local/twonode.sh"), "start"],
-                          capture_output=True).returncode == 0
+    return (
+        subprocess.run(
+            ["bash", str(REPO / "slurm/local/twonode.sh"), "start"], capture_output=True
+        ).returncode
+        == 0
+    )
 
 
 def temp_files(out: Path) -> int:

@@ -44,10 +44,21 @@ from pathlib import Path
 from typing import Any
 
 from andrea.run.results import COMPLETED
-from bench.fault_tools import (damage, fill, sigint_default, temp_files,
-                               live_slurm_tasks, restart_slurmctld, run_states, steps_lost,
-                               stop_a_ray_job, training_pids, wait, wait_queue_empty,
-                               wait_ray_released)
+from bench.fault_tools import (
+    damage,
+    fill,
+    live_slurm_tasks,
+    restart_slurmctld,
+    run_states,
+    sigint_default,
+    steps_lost,
+    stop_a_ray_job,
+    temp_files,
+    training_pids,
+    wait,
+    wait_queue_empty,
+    wait_ray_released,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 HOOK = Path(__file__).resolve().parent / "fault_hook"
@@ -56,23 +67,50 @@ HOOK = Path(__file__).resolve().parent / "fault_hook"
 # ("code" is the git SHA of the checkout: provenance, and it changes with any commit made while
 # a campaign runs; "wandb_run_id" hashes the run directory's path.)
 TIMING_KEYS = {
-    "wall_s", "device_s", "tokens_per_s", "wandb_run_id", "code",  # results.json (and points[])
-    "speed/tokens_per_s", "speed/mfu", "time/elapsed_s",  # metrics.jsonl rows
+    "wall_s",
+    "device_s",
+    "tokens_per_s",
+    "wandb_run_id",
+    "code",  # results.json (and points[])
+    "speed/tokens_per_s",
+    "speed/mfu",
+    "time/elapsed_s",  # metrics.jsonl rows
 }
 
-GRID = ["model=baseline,attnres_block", "size=tiny-1", "data.max_chars=400000",
-        "data.val_fraction=0.05", "train.seq_len=64", "train.batch_tokens=512",
-        "train.micro_batch_size=8", "train.tokens=8192", "train.evals=2", "train.eval_batches=2",
-        "train.checkpoints=4", "train.keep_checkpoints=2", "train.log_every=3",
-        "train.progress=false", "wandb.mode=disabled"]
+GRID = [
+    "model=baseline,attnres_block",
+    "size=tiny-1",
+    "data.max_chars=400000",
+    "data.val_fraction=0.05",
+    "train.seq_len=64",
+    "train.batch_tokens=512",
+    "train.micro_batch_size=8",
+    "train.tokens=8192",
+    "train.evals=2",
+    "train.eval_batches=2",
+    "train.checkpoints=4",
+    "train.keep_checkpoints=2",
+    "train.log_every=3",
+    "train.progress=false",
+    "wandb.mode=disabled",
+]
 
 # log_every=3 with a checkpoint every 4 steps: logging windows (3, 6] and (6, 9] straddle the
 # checkpoints at 4 and 8, so a resume inside a window is compared too (with 2, no
 # window ever straddled one, and a resume that changed a logged train/loss went unseen).
 
-CPU_KINDS = ["kill9", "kill9_in_checkpoint_write", "kill9_in_results_write", "sigterm", "sigusr2",
-             "sigint_sweeper", "disk_full", "truncated_checkpoint", "bitflipped_checkpoint",
-             "torn_metrics_line"]
+CPU_KINDS = [
+    "kill9",
+    "kill9_in_checkpoint_write",
+    "kill9_in_results_write",
+    "sigterm",
+    "sigusr2",
+    "sigint_sweeper",
+    "disk_full",
+    "truncated_checkpoint",
+    "bitflipped_checkpoint",
+    "torn_metrics_line",
+]
 SLURM_KINDS = ["scancel_task", "requeue_task", "restart_slurmctld"]
 RAY_KINDS = ["ray_stop_job"]
 # the engine of the trials (the reference is in-process): sweep arguments, and whether jobs
@@ -96,6 +134,7 @@ class Tally:
 
 # ---- comparing ---------------------------------------------------------------------------------
 
+
 def strip_timing(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: strip_timing(v) for k, v in obj.items() if k not in TIMING_KEYS}
@@ -112,7 +151,7 @@ def run_files(root: Path) -> dict[str, dict]:
         rel = str(res.parent.relative_to(root))
         rows = []
         metrics = res.parent / "metrics.jsonl"
-        for line in (metrics.read_text().splitlines() if metrics.exists() else []):
+        for line in metrics.read_text().splitlines() if metrics.exists() else []:
             try:
                 rows.append(strip_timing(json.loads(line)))
             except json.JSONDecodeError:
@@ -123,9 +162,13 @@ def run_files(root: Path) -> dict[str, dict]:
 
 # ---- running the sweep -------------------------------------------------------------------------
 
+
 def sweep_cmd(out: Path, slurm: bool, reference: bool = False) -> list[str]:
-    extra = ["slurm=localhost", "hydra.launcher.poll_s=1", "hydra.launcher.signal_delay_s=5"] \
-        if slurm else []
+    extra = (
+        ["slurm=localhost", "hydra.launcher.poll_s=1", "hydra.launcher.signal_delay_s=5"]
+        if slurm
+        else []
+    )
     engine = [] if reference else ENGINE["args"]
     return [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={out}", *GRID, *extra, *engine]
 
@@ -141,7 +184,9 @@ def settle(out: Path, slurm: bool) -> None:
 
 def sweep_env(hook: str | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "ANDREA_FAULT_KILL_IN_WRITE"}
-    env["PYTHONPATH"] = os.pathsep.join([str(HOOK), str(REPO), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join([str(HOOK), str(REPO), env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
     env["PYTHONUNBUFFERED"] = "1"
     # One thread per process (reference and trials alike: CPU sums depend on the thread count);
     # a shared machine is faster this way, and nothing here needs more.
@@ -151,20 +196,38 @@ def sweep_env(hook: str | None = None) -> dict[str, str]:
     return env
 
 
-def start_sweep(out: Path, log: Path, slurm: bool, hook: str | None = None,
-                reference: bool = False) -> subprocess.Popen:
+def start_sweep(
+    out: Path, log: Path, slurm: bool, hook: str | None = None, reference: bool = False
+) -> subprocess.Popen:
     f = open(log, "ab")
     f.write(f"\n==== {time.strftime('%H:%M:%S')} sweep (hook={hook})\n".encode())
     f.flush()
-    return subprocess.Popen(sweep_cmd(out, slurm, reference), cwd=out.parent, env=sweep_env(hook),
-                            stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=sigint_default)
+    return subprocess.Popen(
+        sweep_cmd(out, slurm, reference),
+        cwd=out.parent,
+        env=sweep_env(hook),
+        stdout=f,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=sigint_default,
+    )
 
 
 # ---- one trial: a chain of faults, then a clean re-run -------------------------------------------
 
-def inject(kind: str, out: Path, log: Path, rng: random.Random, slurm: bool, total_steps: int,
-           step_s: float, tally: Tally, damaged: list[Path], limit_s: float) -> None:
+
+def inject(
+    kind: str,
+    out: Path,
+    log: Path,
+    rng: random.Random,
+    slurm: bool,
+    total_steps: int,
+    step_s: float,
+    tally: Tally,
+    damaged: list[Path],
+    limit_s: float,
+) -> None:
     """Run the sweep once and hit it with `kind` (CPU kinds act on the training process)."""
     hook = None
     if kind == "kill9_in_checkpoint_write":
@@ -204,10 +267,15 @@ def inject(kind: str, out: Path, log: Path, rng: random.Random, slurm: bool, tot
                 fill(out)
             elif kind == "scancel_task":
                 live = live_slurm_tasks(out)
-                landed = bool(live) and subprocess.run(["scancel", rng.choice(live)]).returncode == 0
+                landed = (
+                    bool(live) and subprocess.run(["scancel", rng.choice(live)]).returncode == 0
+                )
             elif kind == "requeue_task":
                 live = live_slurm_tasks(out)
-                landed = bool(live) and subprocess.run(["scontrol", "requeue", rng.choice(live)]).returncode == 0
+                landed = (
+                    bool(live)
+                    and subprocess.run(["scontrol", "requeue", rng.choice(live)]).returncode == 0
+                )
             elif kind == "restart_slurmctld":
                 landed = restart_slurmctld()
             elif kind == "ray_stop_job":
@@ -222,8 +290,18 @@ def inject(kind: str, out: Path, log: Path, rng: random.Random, slurm: bool, tot
     (tally.injected if landed else tally.missed)[kind] += 1
 
 
-def trial(k: int, work: Path, ref: dict, kinds: list[str], rng: random.Random, slurm: bool,
-          step_s: float, tally: Tally, use_tmpfs: bool, limit_s: float) -> None:
+def trial(
+    k: int,
+    work: Path,
+    ref: dict,
+    kinds: list[str],
+    rng: random.Random,
+    slurm: bool,
+    step_s: float,
+    tally: Tally,
+    use_tmpfs: bool,
+    limit_s: float,
+) -> None:
     total_steps = sum(int(r["results"]["steps"]) for r in ref.values())
     out = work / f"trial{k:03d}"
     if os.path.ismount(out):  # left mounted by an interrupted campaign
@@ -234,8 +312,12 @@ def trial(k: int, work: Path, ref: dict, kinds: list[str], rng: random.Random, s
     log = work / f"trial{k:03d}.log"
     mounted = False
     if "disk_full" in kinds and use_tmpfs:
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(out)],
-                                 capture_output=True).returncode == 0
+        mounted = (
+            subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(out)], capture_output=True
+            ).returncode
+            == 0
+        )
     damaged: list[Path] = []
     try:
         states = run_states(out)
@@ -262,22 +344,33 @@ def trial(k: int, work: Path, ref: dict, kinds: list[str], rng: random.Random, s
 
         for kind in kinds:
             done = run_files(out)
-            if (kind == "disk_full" and not mounted) or (len(done) == len(ref) and all(
-                    g["results"].get("status") == COMPLETED for g in done.values())):
+            if (kind == "disk_full" and not mounted) or (
+                len(done) == len(ref)
+                and all(g["results"].get("status") == COMPLETED for g in done.values())
+            ):
                 tally.missed[kind] += 1  # nothing left to hit: every run already completed
                 continue
-            invocation(lambda: inject(kind, out, log, rng, slurm, total_steps, step_s, tally, damaged,
-                                      limit_s))
+            invocation(
+                lambda: inject(
+                    kind, out, log, rng, slurm, total_steps, step_s, tally, damaged, limit_s
+                )
+            )
         # re-run the same command until every run completed (a requeue may still be running)
         got: dict = {}
         for _ in range(5):
             tally.reruns += 1
             rcs: list = []
-            invocation(lambda: rcs.append(wait(start_sweep(out, log, slurm), limit_s))
-                       or settle(out, slurm))
+            invocation(
+                lambda: (
+                    rcs.append(wait(start_sweep(out, log, slurm), limit_s)) or settle(out, slurm)
+                )
+            )
             got = run_files(out)
-            if rcs[0] == 0 and len(got) == len(ref) and all(
-                    g["results"].get("status") == COMPLETED for g in got.values()):
+            if (
+                rcs[0] == 0
+                and len(got) == len(ref)
+                and all(g["results"].get("status") == COMPLETED for g in got.values())
+            ):
                 break
         tally.runs += len(ref)
         for name, want in ref.items():
@@ -292,8 +385,9 @@ def trial(k: int, work: Path, ref: dict, kinds: list[str], rng: random.Random, s
     finally:
         if mounted:
             kept = work / f"trial{k:03d}.kept"
-            shutil.copytree(out, kept, symlinks=True, ignore_dangling_symlinks=True,
-                            dirs_exist_ok=True)
+            shutil.copytree(
+                out, kept, symlinks=True, ignore_dangling_symlinks=True, dirs_exist_ok=True
+            )
             subprocess.run(["umount", str(out)], capture_output=True)
 
 
@@ -303,15 +397,18 @@ def table(t: Tally, seconds: float) -> str:
     rows += [f"| {k} | {t.injected[k]} | {t.missed[k]} |" for k in kinds]
     rows += [f"| **total** | **{sum(t.injected.values())}** | {sum(t.missed.values())} |", ""]
     pct = 100 * t.steps_recomputed / max(t.steps_total, 1)
-    rows += ["| outcome | value |", "|---|---:|",
-             f"| runs (trials x grid) | {t.runs} |",
-             f"| runs completed after re-running | {t.completed} |",
-             f"| runs differing from the reference | {len(t.differing)} |",
-             f"| steps recomputed (GPU-time lost) | {t.steps_recomputed} of {t.steps_total} "
-             f"({pct:.1f} %) |",
-             f"| half-written or damaged files ever trusted | {len(t.trusted_damaged)} |",
-             f"| sweep invocations to finish (clean re-runs) | {t.reruns} |",
-             f"| campaign wall time | {seconds / 60:.1f} min |"]
+    rows += [
+        "| outcome | value |",
+        "|---|---:|",
+        f"| runs (trials x grid) | {t.runs} |",
+        f"| runs completed after re-running | {t.completed} |",
+        f"| runs differing from the reference | {len(t.differing)} |",
+        f"| steps recomputed (GPU-time lost) | {t.steps_recomputed} of {t.steps_total} "
+        f"({pct:.1f} %) |",
+        f"| half-written or damaged files ever trusted | {len(t.trusted_damaged)} |",
+        f"| sweep invocations to finish (clean re-runs) | {t.reruns} |",
+        f"| campaign wall time | {seconds / 60:.1f} min |",
+    ]
     if t.differing:
         rows += ["", "differing: " + ", ".join(t.differing)]
     if t.trusted_damaged:
@@ -346,26 +443,40 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--work", type=Path, default=Path("/tmp/andrea-faults"))
     p.add_argument("--slurm", action="store_true", help="jobs through slurm=localhost")
-    p.add_argument("--ray", default=None, metavar="ADDRESS",
-                   help="jobs through hydra/launcher=ray at this address (e.g. http://127.0.0.1:8265)")
+    p.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="jobs through hydra/launcher=ray at this address (e.g. http://127.0.0.1:8265)",
+    )
     p.add_argument("--pack", type=int, default=1, help="runs per job (launch.pack)")
     p.add_argument("--kinds", default=None, help="comma-separated subset of the fault kinds")
-    p.add_argument("--max-chain", type=int, default=3, help="faults per trial before the clean re-run")
-    p.add_argument("--limit-s", type=float, default=3600,
-                   help="hang guard for one sweep invocation (not a speed check)")
+    p.add_argument(
+        "--max-chain", type=int, default=3, help="faults per trial before the clean re-run"
+    )
+    p.add_argument(
+        "--limit-s",
+        type=float,
+        default=3600,
+        help="hang guard for one sweep invocation (not a speed check)",
+    )
     args = p.parse_args(argv)
     kinds = CPU_KINDS + (SLURM_KINDS if args.slurm else []) + (RAY_KINDS if args.ray else [])
     if args.ray:
-        ENGINE["args"] += ["hydra/launcher=ray", f"hydra.launcher.address={args.ray}",
-                           "hydra.launcher.poll_s=1"]
+        ENGINE["args"] += [
+            "hydra/launcher=ray",
+            f"hydra.launcher.address={args.ray}",
+            "hydra.launcher.poll_s=1",
+        ]
         ENGINE["ray"] = True
         kinds.remove("sigusr2")  # Slurm's warning signal: a Ray job is not requeued by it
     if args.pack > 1:
         ENGINE["args"] += [f"launch.pack={args.pack}"]
         if not (args.slurm or args.ray):
             ENGINE["args"] += ["hydra/launcher=submitit_local"]
-    if args.slurm and not (Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf")).parent.name
-                           == "twonode"):
+    if args.slurm and not (
+        Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf")).parent.name == "twonode"
+    ):
         kinds.remove("restart_slurmctld")  # only ever restart the campaign's own slurmctld
     if args.kinds:
         kinds = [k for k in args.kinds.split(",") if k]
@@ -390,19 +501,25 @@ def main(argv: list[str] | None = None) -> int:
     ref = run_files(ref_dir)
     # the reference's time per training step: only the jitter after a fault's target step uses it
     raw = [json.loads(p.read_text()) for p in ref_dir.rglob("results.json")]
-    step_s = sum(float(r.get("wall_s") or 0) for r in raw) / max(1, sum(int(r["steps"]) for r in raw))
+    step_s = sum(float(r.get("wall_s") or 0) for r in raw) / max(
+        1, sum(int(r["steps"]) for r in raw)
+    )
     print(f"reference: {len(ref)} runs, {step_s * 1000:.0f} ms per step", flush=True)
     tally = Tally()
     k = 0
     while sum(tally.injected.values()) < args.faults:
         chain = [rng.choice(kinds) for _ in range(rng.randint(1, args.max_chain))]
         trial(k, args.work, ref, chain, rng, args.slurm, step_s, tally, use_tmpfs, args.limit_s)
-        print(f"trial {k}: {' -> '.join(chain)}; faults so far {sum(tally.injected.values())}, "
-              f"differing {len(tally.differing)}, trusted {len(tally.trusted_damaged)}", flush=True)
+        print(
+            f"trial {k}: {' -> '.join(chain)}; faults so far {sum(tally.injected.values())}, "
+            f"differing {len(tally.differing)}, trusted {len(tally.trusted_damaged)}",
+            flush=True,
+        )
         k += 1
         seconds = time.monotonic() - t0  # after every trial: --merge can read a campaign cut short
-        (args.work / "tally.json").write_text(json.dumps({**tally.__dict__, "seconds": seconds,
-                                                          "trials": k}, indent=1))
+        (args.work / "tally.json").write_text(
+            json.dumps({**tally.__dict__, "seconds": seconds, "trials": k}, indent=1)
+        )
     print()
     print(table(tally, seconds))
     bad = tally.differing or tally.trusted_damaged or tally.completed < tally.runs

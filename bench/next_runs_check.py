@@ -30,15 +30,15 @@ import numpy as np
 
 from analysis.estimates.estimate import default_c_ref, final_points, fit_variants
 from analysis.estimates.multiplier import multiplier_at
-from analysis.next_runs import propose, with_added, worst_half_width
 from analysis.inputs.synthetic import power_law, shifted, simulate_runs
+from analysis.next_runs import propose, with_added, worst_half_width
 
-C_TOP = 1.17e-8                                   # the demo's tiny-3, PFLOP/s-days
-COMPUTE = (C_TOP / 18, C_TOP / 4.9, C_TOP)        # tiny-1..3
+C_TOP = 1.17e-8  # the demo's tiny-3, PFLOP/s-days
+COMPUTE = (C_TOP / 18, C_TOP / 4.9, C_TOP)  # tiny-1..3
 BUDGETS = (0.25, 0.5, 1.0)
 NOISE = {"sigma_run": 0.012, "rho": 0.3, "sigma_point": 0.003}
 ALPHA = 0.0725
-LAWS = {"baseline": power_law(4.67 * C_TOP ** ALPHA, ALPHA)}
+LAWS = {"baseline": power_law(4.67 * C_TOP**ALPHA, ALPHA)}
 LAWS["variant"] = shifted(LAWS["baseline"], 1.25)
 
 
@@ -59,7 +59,9 @@ def realised(seeds_per_size, reps, n_boot, rng) -> tuple[float, float]:
     hws, hits = [], 0
     for _ in range(reps):
         runs = simulate(seeds_per_size, rng)
-        res = fit_variants(final_points(runs), "baseline", n_bootstrap=n_boot, seed=int(rng.integers(1 << 30)))
+        res = fit_variants(
+            final_points(runs), "baseline", n_bootstrap=n_boot, seed=int(rng.integers(1 << 30))
+        )
         c_ref, _ = default_c_ref(res.fits, "baseline")
         m = multiplier_at(res.fits["baseline"], res.fits["variant"], c_ref)
         lo, hi = m["ci"]
@@ -86,28 +88,34 @@ def main(argv=None) -> int:
     finished = simulate({0: 2, 1: 2, 2: 2}, rng)
     peak, mfu = 989e12, 0.35
     total = sum(r.flops for r in finished if r.point == len(BUDGETS) - 1)
-    budget = args.rounds * total / 2 / (peak * mfu) / 3600       # per round: one seed everywhere
-    print(f"finished: 3 sizes x 2 seeds x {len(BUDGETS)} points; budget {args.rounds} uniform "
-          f"rounds; {args.reps} replicates, {args.bootstrap} resamples")
-    print(f"{'planner noise':<14} {'design':<9} {'seeds/size':<14} {'predicted ±':>11} "
-          f"{'realised ±':>10} {'ratio':>6} {'coverage':>8} {'±se':>5}")
+    budget = args.rounds * total / 2 / (peak * mfu) / 3600  # per round: one seed everywhere
+    print(
+        f"finished: 3 sizes x 2 seeds x {len(BUDGETS)} points; budget {args.rounds} uniform "
+        f"rounds; {args.reps} replicates, {args.bootstrap} resamples"
+    )
+    print(
+        f"{'planner noise':<14} {'design':<9} {'seeds/size':<14} {'predicted ±':>11} "
+        f"{'realised ±':>10} {'ratio':>6} {'coverage':>8} {'±se':>5}"
+    )
     ok = True
     for which, kw in (("true", {"noise": NOISE, "alpha": ALPHA}), ("measured", {})):
         prop = propose(finished, budget, "baseline", peak, mfu, **kw)
         for name, grid, pred in (
-                ("proposal", with_added(prop["finished"], prop["added"]), prop["after"]),
-                ("uniform", with_added(prop["finished"], prop["uniform_added"]),
-                 prop["uniform_after"])):
+            ("proposal", with_added(prop["finished"], prop["added"]), prop["after"]),
+            ("uniform", with_added(prop["finished"], prop["uniform_added"]), prop["uniform_after"]),
+        ):
             seeds = _seeds(grid)
             truth_pred = worst_half_width(grid, "baseline", NOISE, ALPHA)
             hw, cov = realised(seeds, args.reps, args.bootstrap, rng)
             ratio = hw / pred
             ok &= which == "measured" or abs(ratio - 1) <= 0.2
             se = math.sqrt(cov * (1 - cov) / args.reps)
-            print(f"{which:<14} {name:<9} {str(list(seeds.values())):<14} {pred:>11.1%} "
-                  f"{hw:>10.1%} {ratio:>6.2f} {cov:>8.1%} {se:>5.1%}"
-                  + ("" if which == "true" else f"  (with the true noise: {truth_pred:.1%})"),
-                  flush=True)
+            print(
+                f"{which:<14} {name:<9} {str(list(seeds.values())):<14} {pred:>11.1%} "
+                f"{hw:>10.1%} {ratio:>6.2f} {cov:>8.1%} {se:>5.1%}"
+                + ("" if which == "true" else f"  (with the true noise: {truth_pred:.1%})"),
+                flush=True,
+            )
     # GPU-hours the planner needs for the uniform design's width (measured noise, as a user runs it)
     prop_u = propose(finished, budget, "baseline", peak, mfu)
     goal = prop_u["uniform_after"]
@@ -122,10 +130,12 @@ def main(argv=None) -> int:
     grid = with_added(reach["finished"], reach["added"])
     hw, cov = realised(_seeds(grid), args.reps, args.bootstrap, rng)
     se = math.sqrt(cov * (1 - cov) / args.reps)
-    print(f"\nto reach the uniform design's predicted {goal:.1%} ({prop_u['uniform_gpu_hours']:.3g} "
-          f"GPU-h): the planner needs {reach['spent_gpu_hours']:.3g} GPU-h "
-          f"({reach['spent_gpu_hours'] / prop_u['uniform_gpu_hours']:.2f} of uniform), seeds "
-          f"{list(_seeds(grid).values())}; realised {hw:.1%}, coverage {cov:.1%} ±{se:.1%}")
+    print(
+        f"\nto reach the uniform design's predicted {goal:.1%} ({prop_u['uniform_gpu_hours']:.3g} "
+        f"GPU-h): the planner needs {reach['spent_gpu_hours']:.3g} GPU-h "
+        f"({reach['spent_gpu_hours'] / prop_u['uniform_gpu_hours']:.2f} of uniform), seeds "
+        f"{list(_seeds(grid).values())}; realised {hw:.1%}, coverage {cov:.1%} ±{se:.1%}"
+    )
     return 0 if ok else 1
 
 

@@ -15,7 +15,6 @@ aggregate at 1. With --out the aggregates are written under the key
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -54,13 +53,28 @@ def measure(args, k: int, argv: list[str]) -> float:
     """Aggregate tokens/s of K member processes."""
     with tempfile.TemporaryDirectory(prefix=f"pack{k}-") as tmp:
         folder = Path(tmp)
-        procs = [subprocess.Popen([sys.executable, "-m", "bench.packing", "--member", str(folder),
-                                   str(k), str(i), *argv]) for i in range(k)]
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.packing",
+                    "--member",
+                    str(folder),
+                    str(k),
+                    str(i),
+                    *argv,
+                ]
+            )
+            for i in range(k)
+        ]
         codes = [p.wait() for p in procs]
         if any(codes):
             raise SystemExit(f"a member of K={k} failed (exit codes {codes})")
         spans = [tuple(map(float, (folder / f"span_{i}").read_text().split())) for i in range(k)]
-        return sum(t for _, _, t in spans) / (max(e for _, e, _ in spans) - min(s for s, _, _ in spans))
+        return sum(t for _, _, t in spans) / (
+            max(e for _, e, _ in spans) - min(s for s, _, _ in spans)
+        )
 
 
 def write_packing(path: Path, aggregates: dict[int, float]) -> None:
@@ -75,16 +89,20 @@ def write_packing(path: Path, aggregates: dict[int, float]) -> None:
 
 def run(args, argv: list[str]) -> int:
     # a member's steady state, not a trial's: --steps x --trials timed steps each
-    print(f"# packing: {args.size}, {args.variants[0]}, batch {args.batch} x {args.seq}, "
-          f"{args.device} {args.dtype}, {args.threads or 'default'} thread(s) per process, "
-          f"{os.cpu_count()} CPUs; {args.steps * args.trials} timed steps per process")
+    print(
+        f"# packing: {args.size}, {args.variants[0]}, batch {args.batch} x {args.seq}, "
+        f"{args.device} {args.dtype}, {args.threads or 'default'} thread(s) per process, "
+        f"{os.cpu_count()} CPUs; {args.steps * args.trials} timed steps per process"
+    )
     aggregates: dict[int, float] = {}
     for k in args.pack:
         aggregates[k] = measure(args, k, argv)
         base = aggregates.get(1) or aggregates[args.pack[0]]
-        print(f"K={k}: {aggregates[k]:,.0f} tokens/s aggregate, "
-              f"{aggregates[k] / k:,.0f} per run, packing factor {aggregates[k] / base:.2f}x",
-              flush=True)
+        print(
+            f"K={k}: {aggregates[k]:,.0f} tokens/s aggregate, "
+            f"{aggregates[k] / k:,.0f} per run, packing factor {aggregates[k] / base:.2f}x",
+            flush=True,
+        )
     if args.out:
         write_packing(Path(args.out), aggregates)
         print(f"wrote the packing aggregates to {args.out}")

@@ -48,8 +48,12 @@ def plan_seconds(extra: list[str], out: Path) -> tuple[float, float, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=1, help="pairs of plans (the best of each is kept)")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--repeats", type=int, default=1, help="pairs of plans (the best of each is kept)"
+    )
     ap.add_argument("--max-ratio", type=float, default=2.0)
     args = ap.parse_args(argv)
     small, wide = [], []
@@ -59,14 +63,18 @@ def main(argv: list[str] | None = None) -> int:
             wide.append(plan_seconds(WIDE, Path(tmp)))
     (t_small, c_small, n_small), (t_wide, c_wide, n_wide) = min(small), min(wide)
     ratio = t_wide / t_small
-    print(f"plan=true, sweeps=scaling_law (measured on this machine, {os.cpu_count()} CPUs, "
-          f"shared or not: compare the ratios, not the seconds)")
+    print(
+        f"plan=true, sweeps=scaling_law (measured on this machine, {os.cpu_count()} CPUs, "
+        f"shared or not: compare the ratios, not the seconds)"
+    )
     print(f"  {n_small:>5} jobs: {t_small:6.1f} s wall, {c_small:6.1f} s CPU")
     print(f"  {n_wide:>5} jobs: {t_wide:6.1f} s wall, {c_wide:6.1f} s CPU   (+ {' '.join(WIDE)})")
-    print(f"  ratio {n_wide} / {n_small} jobs: {ratio:.2f}x wall, {c_wide / c_small:.2f}x CPU "
-          f"(target <= {args.max_ratio:g}x); per added job "
-          f"{(t_wide - t_small) / (n_wide - n_small) * 1000:.1f} ms wall, "
-          f"{(c_wide - c_small) / (n_wide - n_small) * 1000:.1f} ms CPU")
+    print(
+        f"  ratio {n_wide} / {n_small} jobs: {ratio:.2f}x wall, {c_wide / c_small:.2f}x CPU "
+        f"(target <= {args.max_ratio:g}x); per added job "
+        f"{(t_wide - t_small) / (n_wide - n_small) * 1000:.1f} ms wall, "
+        f"{(c_wide - c_small) / (n_wide - n_small) * 1000:.1f} ms CPU"
+    )
     return 0 if ratio <= args.max_ratio else 1
 
 

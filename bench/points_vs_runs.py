@@ -29,8 +29,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
-DEMO = ["data.max_chars=3000000", "train.evals=2", "train.checkpoints=2",
-        "train.progress=false", "wandb.mode=disabled"]
+DEMO = [
+    "data.max_chars=3000000",
+    "train.evals=2",
+    "train.checkpoints=2",
+    "train.progress=false",
+    "wandb.mode=disabled",
+]
 
 
 def compose(overrides: list[str]):
@@ -69,7 +74,9 @@ def fmt(x: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--sizes", nargs="+", default=["tiny-1", "tiny-2"])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--budgets", nargs="+", type=float, default=[0.25, 0.5, 1.0])
@@ -77,10 +84,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="baseline")
     p.add_argument("--out", default=None, help="run directories (default: a temp dir)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (a shared 2-core box)")
-    p.add_argument("--timing-only", action="store_true",
-                   help="only the multi-budget run and today's single-budget run")
-    p.add_argument("--collect-only", action="store_true",
-                   help="train nothing: tabulate the seeds whose runs are all finished in --out")
+    p.add_argument(
+        "--timing-only",
+        action="store_true",
+        help="only the multi-budget run and today's single-budget run",
+    )
+    p.add_argument(
+        "--collect-only",
+        action="store_true",
+        help="train nothing: tabulate the seeds whose runs are all finished in --out",
+    )
     args = p.parse_args(argv)
 
     import torch
@@ -109,30 +122,51 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def one_seed(args, out: Path, size: str, seed: int, base: list[str], budgets: list[float],
-             blist: str):
+def one_seed(
+    args, out: Path, size: str, seed: int, base: list[str], budgets: list[float], blist: str
+):
     """The runs of one size and seed: ({(size, D): {"point", "wsd", "cosine": [loss]}}, timing)."""
     run = lambda where, overrides: train_one(where, overrides, args.collect_only)  # noqa: E731
     rows: dict[tuple[str, float], dict[str, list[float]]] = {}
-    common = [*base, f"size={size}", f"train.seed={seed}",
-              f"train.tokens_per_param={args.tokens_per_param}"]
+    common = [
+        *base,
+        f"size={size}",
+        f"train.seed={seed}",
+        f"train.tokens_per_param={args.tokens_per_param}",
+    ]
     where = out / size / f"seed{seed}"
     t0 = time.time()
     multi = run(where / "multi", [*common, f"train.budgets={blist}"])
-    cos1 = run(where / "cosine_1", [
-        *base, f"size={size}", f"train.seed={seed}",
-        f"train.tokens_per_param={args.tokens_per_param * budgets[-1]}"])
+    cos1 = run(
+        where / "cosine_1",
+        [
+            *base,
+            f"size={size}",
+            f"train.seed={seed}",
+            f"train.tokens_per_param={args.tokens_per_param * budgets[-1]}",
+        ],
+    )
     timing = (multi["wall_s"], cos1["wall_s"], multi["tokens_spent"] / cos1["tokens"])
     points = {p["budget"]: p for p in multi["points"]}
-    for d in ([] if args.timing_only else budgets):
+    for d in [] if args.timing_only else budgets:
         row = rows.setdefault((size, d), {"point": [], "wsd": [], "cosine": []})
         row["point"].append(points[d]["val_loss"])
         if d != budgets[-1]:
             wsd = run(where / f"wsd_{d:g}", [*common, f"train.budgets=[{d:g}]"])
             row["wsd"].append(wsd["val_loss"])
-        cos = cos1 if d == budgets[-1] else run(where / f"cosine_{d:g}", [
-            *base, f"size={size}", f"train.seed={seed}",
-            f"train.tokens_per_param={args.tokens_per_param * d}"])
+        cos = (
+            cos1
+            if d == budgets[-1]
+            else run(
+                where / f"cosine_{d:g}",
+                [
+                    *base,
+                    f"size={size}",
+                    f"train.seed={seed}",
+                    f"train.tokens_per_param={args.tokens_per_param * d}",
+                ],
+            )
+        )
         row["cosine"].append(cos["val_loss"])
     print(f"# {size} seed {seed}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
     return rows, timing
@@ -140,11 +174,15 @@ def one_seed(args, out: Path, size: str, seed: int, base: list[str], budgets: li
 
 def report(args, out: Path, rows, timing, budgets: list[float], blist: str) -> None:
     if rows:
-        print(f"Points of a `train.budgets={blist}` run vs independent runs to the same budget "
-              f"({args.model}, budget 1 = {args.tokens_per_param:g} tokens/param, seeds "
-              f"{' '.join(map(str, args.seeds))}); val loss in nats/token.\n")
-        print("| size | budget D | point (mean) | WSD run to D: mean diff (max abs) | "
-              "cosine run to D: mean diff ± sd | seed sd (cosine runs) | seed sd (points) |")
+        print(
+            f"Points of a `train.budgets={blist}` run vs independent runs to the same budget "
+            f"({args.model}, budget 1 = {args.tokens_per_param:g} tokens/param, seeds "
+            f"{' '.join(map(str, args.seeds))}); val loss in nats/token.\n"
+        )
+        print(
+            "| size | budget D | point (mean) | WSD run to D: mean diff (max abs) | "
+            "cosine run to D: mean diff ± sd | seed sd (cosine runs) | seed sd (points) |"
+        )
         print("|---|---|---|---|---|---|---|")
         for (size, d), r in rows.items():
             sd = lambda xs: statistics.stdev(xs) if len(xs) > 1 else float("nan")  # noqa: E731
@@ -154,21 +192,30 @@ def report(args, out: Path, rows, timing, budgets: list[float], blist: str) -> N
             else:
                 wsd = "= the run's own trunk"
             cd = [a - b for a, b in zip(r["point"], r["cosine"])]
-            print(f"| {size} | {d:g} | {statistics.mean(r['point']):.4f} | {wsd} | "
-                  f"{statistics.mean(cd):+.4f} ± {sd(cd):.4f} | {sd(r['cosine']):.4f} | "
-                  f"{sd(r['point']):.4f} |")
+            print(
+                f"| {size} | {d:g} | {statistics.mean(r['point']):.4f} | {wsd} | "
+                f"{statistics.mean(cd):+.4f} ± {sd(cd):.4f} | {sd(r['cosine']):.4f} | "
+                f"{sd(r['point']):.4f} |"
+            )
         print()
-    print(f"Wall-clock of one run ({args.model}, {args.threads} thread(s)): "
-          f"`train.budgets={blist}` vs today's single-budget run (cosine, D = {budgets[-1]:g}).\n")
-    print("| size | seeds | budgets run: wall s | single-budget run: wall s | ratio | "
-          "tokens trained ratio |")
+    print(
+        f"Wall-clock of one run ({args.model}, {args.threads} thread(s)): "
+        f"`train.budgets={blist}` vs today's single-budget run (cosine, D = {budgets[-1]:g}).\n"
+    )
+    print(
+        "| size | seeds | budgets run: wall s | single-budget run: wall s | ratio | "
+        "tokens trained ratio |"
+    )
     print("|---|---|---|---|---|---|")
     for size, ts in timing.items():
         m = statistics.mean(t[0] for t in ts)
         c = statistics.mean(t[1] for t in ts)
         print(f"| {size} | {len(ts)} | {m:.1f} | {c:.1f} | {m / c:.2f} | {ts[0][2]:.2f} |")
-    (out / "points_vs_runs.json").write_text(json.dumps(
-        {"rows": {f"{s}/{d:g}": r for (s, d), r in rows.items()}, "timing": timing}, indent=1))
+    (out / "points_vs_runs.json").write_text(
+        json.dumps(
+            {"rows": {f"{s}/{d:g}": r for (s, d), r in rows.items()}, "timing": timing}, indent=1
+        )
+    )
     print(f"\nruns: {out}", file=sys.stderr)
 
 

@@ -77,12 +77,16 @@ def main(argv=None) -> int:
     kinds = fused_attention_kernels({e.key for e in prof.key_averages()})
     print("attention kernels seen:", *(f"\n    [{k}] {n[:110]}" for n, k in sorted(kinds.items())))
     if {"flash", "cudnn"} & set(kinds.values()):
-        print("PASS  default dispatch runs a fused flash-style kernel "
-              f"({', '.join(sorted(set(kinds.values())))})")
+        print(
+            "PASS  default dispatch runs a fused flash-style kernel "
+            f"({', '.join(sorted(set(kinds.values())))})"
+        )
     else:
         ok = False
-        print("FAIL  no flash or cuDNN attention kernel in the default dispatch"
-              + (" (memory-efficient kernel only)" if kinds else " (math fallback)"))
+        print(
+            "FAIL  no flash or cuDNN attention kernel in the default dispatch"
+            + (" (memory-efficient kernel only)" if kinds else " (math fallback)")
+        )
     return 0 if ok else 1
 
 

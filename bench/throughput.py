@@ -36,9 +36,9 @@ import torch
 import torch.nn.functional as F
 
 from andrea.model.flops import training_flops_per_token
-from andrea.run.units import mfu, peak_flops
 from andrea.model.residuals import registry
 from andrea.model.transformer import ANDREA, ModelConfig
+from andrea.run.units import mfu, peak_flops
 
 SIZES = {  # (n_layer, n_head, d_model); vocab 8449, context 1024 (docs/andrea.md)
     "tiny": (2, 2, 64),
@@ -65,8 +65,10 @@ TARGETS = {
     },
 }
 TARGETS_MISSED = 3  # exit status when the run worked but missed a target (errors exit 1)
-TARGET_SETTINGS = {"cpu": "andrea-12m, CPU fp32, batch 4 x 256",
-                   "cuda": "andrea-120m, CUDA bf16, torch.compile on"}
+TARGET_SETTINGS = {
+    "cpu": "andrea-12m, CPU fp32, batch 4 x 256",
+    "cuda": "andrea-120m, CUDA bf16, torch.compile on",
+}
 
 
 def check_targets(results: dict, device_type: str) -> int:
@@ -126,12 +128,21 @@ def variant_config(name: str, size: str, vocab: int) -> ModelConfig:
                 raise ValueError(f"variant {name!r}: {residual} has no option for {part!r}")
             value = part
         elif key != "block_size" and key not in scheme.option_names():
-            raise ValueError(f"variant {name!r}: {residual} has no option {key!r}; its options: "
-                             f"{', '.join(scheme.option_names()) or 'none'}")
+            raise ValueError(
+                f"variant {name!r}: {residual} has no option {key!r}; its options: "
+                f"{', '.join(scheme.option_names()) or 'none'}"
+            )
         kw[key] = _value(value)
     try:
-        return ModelConfig(n_layer=n_layer, n_head=n_head, d_model=d_model, vocab_size=vocab,
-                           context_length=1024, residual=residual, **kw)
+        return ModelConfig(
+            n_layer=n_layer,
+            n_head=n_head,
+            d_model=d_model,
+            vocab_size=vocab,
+            context_length=1024,
+            residual=residual,
+            **kw,
+        )
     except (TypeError, ValueError) as e:
         raise ValueError(f"variant {name!r}: {e}") from None
 
@@ -168,8 +179,11 @@ class Runner:
                 raise
             # ...and is reported here; the variant is then measured with the breaks, as users
             # would run it, rather than not at all.
-            print(f"  {self.v.name}: no single graph ({type(e).__name__}: "
-                  f"{str(e).splitlines()[0][:200]}); compiling with graph breaks", flush=True)
+            print(
+                f"  {self.v.name}: no single graph ({type(e).__name__}: "
+                f"{str(e).splitlines()[0][:200]}); compiling with graph breaks",
+                flush=True,
+            )
             torch._dynamo.reset()
             self.fwd = torch.compile(self.model)
             self.train_step()
@@ -255,8 +269,11 @@ def _cpu_peak_bytes(r: Runner) -> int:
             events = json.load(f)["traceEvents"]
     # The counter is process-wide and only moves while a profiler records memory, so the
     # step's high-water mark is measured from the counter's value before its first event.
-    mem = [e["args"] for e in events
-           if e.get("name") == "[memory]" and e["args"].get("Device Type") == 0]
+    mem = [
+        e["args"]
+        for e in events
+        if e.get("name") == "[memory]" and e["args"].get("Device Type") == 0
+    ]
     if not mem:
         return persistent
     start = mem[0]["Total Allocated"] - mem[0]["Bytes"]
@@ -283,15 +300,19 @@ def warm_up_within_budget(vs: list[Variant], args, device) -> list[Runner]:
     for v in vs:
         left = None if args.budget_s is None else args.budget_s - (time.perf_counter() - start)
         if left is not None and runners and 1.5 * slowest > left:
-            print(f"  {v.name}: skipped, its warm-up would not fit in the {args.budget_s:.0f} s "
-                  f"budget ({left:.0f} s left; the slowest so far took {slowest:.0f} s)")
+            print(
+                f"  {v.name}: skipped, its warm-up would not fit in the {args.budget_s:.0f} s "
+                f"budget ({left:.0f} s left; the slowest so far took {slowest:.0f} s)"
+            )
             continue
         r = Runner(v, args, device)
         took = r.warm_up(args.warmup)
         slowest = max(slowest, took)
         runners.append(r)
-        print(f"  warm-up {v.name}: {took:.1f} s{' (incl. compilation)' if args.compiled else ''}",
-              flush=True)
+        print(
+            f"  warm-up {v.name}: {took:.1f} s{' (incl. compilation)' if args.compiled else ''}",
+            flush=True,
+        )
     return runners
 
 
@@ -308,9 +329,11 @@ def run(args) -> int:
     # far steadier than wall time (which also counts waiting for a core). One thread keeps
     # OpenMP spin-waits out of it. CUDA work is asynchronous: wall time around a sync.
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    print(f"# {args.size} {SIZES[args.size]} vocab {args.vocab}, batch {args.batch} x {args.seq}, "
-          f"{device} {args.dtype}, compile={args.compiled}, threads={torch.get_num_threads()}, "
-          f"clock={args.clock}, torch {torch.__version__}")
+    print(
+        f"# {args.size} {SIZES[args.size]} vocab {args.vocab}, batch {args.batch} x {args.seq}, "
+        f"{device} {args.dtype}, compile={args.compiled}, threads={torch.get_num_threads()}, "
+        f"clock={args.clock}, torch {torch.__version__}"
+    )
     if args.compiled:
         allow_recompiles(2 * len(vs))
     runners = warm_up_within_budget(vs, args, device)
@@ -319,12 +342,15 @@ def run(args) -> int:
     train = {v.name: [] for v in vs}
     infer = {v.name: [] for v in vs}
     for trial in range(args.trials):
-        order = runners[trial % len(runners):] + runners[: trial % len(runners)]
+        order = runners[trial % len(runners) :] + runners[: trial % len(runners)]
         for r in order:
             train[r.v.name].append(r.timed(r.train_step, args.steps, clock))
             infer[r.v.name].append(r.timed(r.infer, args.steps, clock))
-        print(f"  trial {trial + 1}/{args.trials}: train {args.clock}-s/step "
-              + " ".join(f"{n}={train[n][-1]:.3f}" for n in train), flush=True)
+        print(
+            f"  trial {trial + 1}/{args.trials}: train {args.clock}-s/step "
+            + " ".join(f"{n}={train[n][-1]:.3f}" for n in train),
+            flush=True,
+        )
     memory = {}
     if not args.no_memory:
         for r in runners:
@@ -332,8 +358,10 @@ def run(args) -> int:
 
     base = vs[0].name
     results = {"train": {}, "infer": {}, "memory": {}}
-    print(f"\n{'variant':<18}{'train tok/s':>12}{'train ratio [spread]':>26}"
-          f"{'infer tok/s':>13}{'infer ratio [spread]':>26}{'peak MiB':>10}{'mem ratio':>10}")
+    print(
+        f"\n{'variant':<18}{'train tok/s':>12}{'train ratio [spread]':>26}"
+        f"{'infer tok/s':>13}{'infer ratio [spread]':>26}{'peak MiB':>10}{'mem ratio':>10}"
+    )
     for v in vs:
         n = v.name
         tr = [b / t for b, t in zip(train[base], train[n])]  # throughput ratio, per trial
@@ -343,9 +371,11 @@ def run(args) -> int:
         mem = memory.get(n)
         if mem is not None:
             results["memory"][n] = mem / memory[base]
-        print(f"{n:<18}{tokens / statistics.median(train[n]):>12.0f}{ratio_summary(tr):>26}"
-              f"{tokens / statistics.median(infer[n]):>13.0f}{ratio_summary(ir):>26}"
-              + (f"{mem / 2**20:>10.1f}{mem / memory[base]:>10.3f}" if mem is not None else ""))
+        print(
+            f"{n:<18}{tokens / statistics.median(train[n]):>12.0f}{ratio_summary(tr):>26}"
+            f"{tokens / statistics.median(infer[n]):>13.0f}{ratio_summary(ir):>26}"
+            + (f"{mem / 2**20:>10.1f}{mem / memory[base]:>10.3f}" if mem is not None else "")
+        )
     if device.type == "cuda":
         name = torch.cuda.get_device_name()
         peak = peak_flops(name, torch.bfloat16 if args.dtype == "bf16" else "fp32")
@@ -360,9 +390,18 @@ def run(args) -> int:
 
     if args.json:
         with open(args.json, "a") as f:
-            f.write(json.dumps({"args": {k: v for k, v in vars(args).items()},
-                                "ratios": results, "peak_bytes": memory,
-                                "train_s": train, "infer_s": infer}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "args": {k: v for k, v in vars(args).items()},
+                        "ratios": results,
+                        "peak_bytes": memory,
+                        "train_s": train,
+                        "infer_s": infer,
+                    }
+                )
+                + "\n"
+            )
     if not args.check:
         return 0
     if device.type == "cuda" and not args.compiled:
@@ -378,35 +417,74 @@ def parse(argv=None):
     p.add_argument("--batch", type=int, default=None, help="default 4")
     p.add_argument("--seq", type=int, default=256)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--dtype", default=None, choices=["fp32", "bf16"],
-                   help="default: bf16 autocast on CUDA, fp32 on CPU")
+    p.add_argument(
+        "--dtype",
+        default=None,
+        choices=["fp32", "bf16"],
+        help="default: bf16 autocast on CUDA, fp32 on CPU",
+    )
     p.add_argument("--compile", default="off", choices=["off", "on", "both"])
-    p.add_argument("--variants", default="baseline,attnres_full,attnres_block:2,"
-                   "attnres_block:4,attnres_block:8,mhc,mhc_lite", type=lambda s: s.split(","))
+    p.add_argument(
+        "--variants",
+        default="baseline,attnres_full,attnres_block:2,"
+        "attnres_block:4,attnres_block:8,mhc,mhc_lite",
+        type=lambda s: s.split(","),
+    )
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--steps", type=int, default=2, help="timed calls per variant per trial")
     p.add_argument("--warmup", type=int, default=1)
-    p.add_argument("--threads", type=int, default=None,
-                   help="torch threads (default: 1 on CPU, torch's default on CUDA)")
-    p.add_argument("--clock", default=None, choices=["cpu", "wall"],
-                   help="default: process CPU time on CPU, wall time on CUDA")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads (default: 1 on CPU, torch's default on CUDA)",
+    )
+    p.add_argument(
+        "--clock",
+        default=None,
+        choices=["cpu", "wall"],
+        help="default: process CPU time on CPU, wall time on CUDA",
+    )
     p.add_argument("--no-memory", action="store_true")
-    p.add_argument("--budget-s", type=float, default=None,
-                   help="skip variants whose warm-up (compilation) would not fit in this many s")
+    p.add_argument(
+        "--budget-s",
+        type=float,
+        default=None,
+        help="skip variants whose warm-up (compilation) would not fit in this many s",
+    )
     p.add_argument("--json", default=None, help="append the results as one JSON line here")
-    p.add_argument("--no-check", dest="check", action="store_false",
-                   help="do not print PASS/FAIL against the targets")
+    p.add_argument(
+        "--no-check",
+        dest="check",
+        action="store_false",
+        help="do not print PASS/FAIL against the targets",
+    )
     p.add_argument("--quick", action="store_true", help="3 trials x 1 step: about a minute")
-    p.add_argument("--pack", default=None, type=lambda s: [int(k) for k in s.split(",")],
-                   help="K,K,...: aggregate tokens/s of K runs side by side (bench/packing.py)")
-    p.add_argument("--out", default=None, help="with --pack: write the aggregates to this "
-                   "throughput.json (its key `packing`), where the plan reads them")
-    p.add_argument("--sweep", default=None, metavar="SWEEP_DIR",
-                   help="time the sweep's own (variant, size) pairs, built from its runs' "
-                   "model.json, and write SWEEP_DIR/throughput.json (bench/throughput_sweep.py); "
-                   "--batch then defaults to the runs' per-device batch, at most 16")
-    p.add_argument("--baseline", default="baseline", help="with --sweep: the label of the "
-                   "reference of every ratio")
+    p.add_argument(
+        "--pack",
+        default=None,
+        type=lambda s: [int(k) for k in s.split(",")],
+        help="K,K,...: aggregate tokens/s of K runs side by side (bench/packing.py)",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="with --pack: write the aggregates to this "
+        "throughput.json (its key `packing`), where the plan reads them",
+    )
+    p.add_argument(
+        "--sweep",
+        default=None,
+        metavar="SWEEP_DIR",
+        help="time the sweep's own (variant, size) pairs, built from its runs' "
+        "model.json, and write SWEEP_DIR/throughput.json (bench/throughput_sweep.py); "
+        "--batch then defaults to the runs' per-device batch, at most 16",
+    )
+    p.add_argument(
+        "--baseline",
+        default="baseline",
+        help="with --sweep: the label of the reference of every ratio",
+    )
     args = p.parse_args(argv)
     args.batch_override = args.batch  # --sweep: None takes the runs' batch
     if args.batch is None:
@@ -443,7 +521,7 @@ def main(argv=None) -> int:
         args.compiled = args.compile == "on"
         return run_sweep(args)
     rc = 0
-    for compiled in ([False, True] if args.compile == "both" else [args.compile == "on"]):
+    for compiled in [False, True] if args.compile == "both" else [args.compile == "on"]:
         args.compiled = compiled
         rc |= run(args)
     return rc

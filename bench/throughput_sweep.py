@@ -37,13 +37,14 @@ FILE_NAME = "throughput.json"
 @dataclass
 class Entry:
     """One (label, size) of the sweep: what is built and timed, and what the file records."""
+
     label: str
     size: str
     cfg: ModelConfig
     seq: int
     batch: int
     params: int | None
-    step_s: list[float] = field(default_factory=list)   # per trial
+    step_s: list[float] = field(default_factory=list)  # per trial
 
 
 def sweep_entries(sweep: Path, batch: int | None, baseline: str) -> list[Entry]:
@@ -63,17 +64,31 @@ def sweep_entries(sweep: Path, batch: int | None, baseline: str) -> list[Entry]:
         seq = int(saved.get("seq_len") or cfg.context_length)
         per_device = max(1, int(rec["batch_tokens"]) // seq // int(rec.get("world_size") or 1))
         # the non-embedding count: the N the analysis's runs carry (analysis.inputs.collect)
-        found[key] = Entry(key[0], key[1], cfg, seq, batch or min(per_device, 16),
-                           rec.get("params_nonembedding", rec.get("params")))
+        found[key] = Entry(
+            key[0],
+            key[1],
+            cfg,
+            seq,
+            batch or min(per_device, 16),
+            rec.get("params_nonembedding", rec.get("params")),
+        )
     if not found:
         raise ValueError(f"{sweep}: no completed run with a model.json: nothing to time")
     sizes = sorted({s for _, s in found})
     lacking = [s for s in sizes if (baseline, s) not in found]
     if lacking:
-        raise ValueError(f"{sweep}: no completed {baseline} run at size(s) {', '.join(lacking)}: "
-                         f"every ratio is to the baseline of its size")
-    return [e for s in sizes for e in sorted((e for (_, es), e in found.items() if es == s),
-                                             key=lambda e: (e.label != baseline, e.label))]
+        raise ValueError(
+            f"{sweep}: no completed {baseline} run at size(s) {', '.join(lacking)}: "
+            f"every ratio is to the baseline of its size"
+        )
+    return [
+        e
+        for s in sizes
+        for e in sorted(
+            (e for (_, es), e in found.items() if es == s),
+            key=lambda e: (e.label != baseline, e.label),
+        )
+    ]
 
 
 def measure(entries: list[Entry], args, device: torch.device, clock) -> None:
@@ -83,8 +98,9 @@ def measure(entries: list[Entry], args, device: torch.device, clock) -> None:
 
     runners = []
     for e in entries:
-        run_args = argparse.Namespace(batch=e.batch, seq=e.seq, dtype=args.dtype,
-                                      compiled=args.compiled)
+        run_args = argparse.Namespace(
+            batch=e.batch, seq=e.seq, dtype=args.dtype, compiled=args.compiled
+        )
         r = Runner(Variant(e.label, e.cfg), run_args, device)
         r.warm_up(args.warmup)
         runners.append((e, r))
@@ -94,26 +110,48 @@ def measure(entries: list[Entry], args, device: torch.device, clock) -> None:
             e.step_s.append(r.timed(r.train_step, args.steps, clock))
 
 
-def report(entries: list[Entry], args, device: torch.device, device_name: str,
-           baseline: str) -> dict:
+def report(
+    entries: list[Entry], args, device: torch.device, device_name: str, baseline: str
+) -> dict:
     """The file's content: the settings, and per entry its tokens/s and per-trial ratios."""
     base = {e.size: e for e in entries if e.label == baseline}
     rows = []
     for e in entries:
         b = base[e.size]
         # tokens/s ratio to the same size's baseline, trial by trial: (tok/s)_e / (tok/s)_b
-        ratios = [(e.batch * e.seq / t) / (b.batch * b.seq / tb) for t, tb in zip(e.step_s, b.step_s)]
-        rows.append({"label": e.label, "size": e.size,
-                     "shape": [e.cfg.n_layer, e.cfg.n_head, e.cfg.d_model],
-                     "params_nonembedding": e.params, "seq_len": e.seq, "batch": e.batch,
-                     "tokens_per_s": e.batch * e.seq / statistics.median(e.step_s),
-                     "ratio_trials": ratios, "ratio_median": statistics.median(ratios),
-                     "ratio_min": min(ratios), "ratio_max": max(ratios)})
-    return {"format": FORMAT, "device": device.type, "device_name": device_name,
-            "dtype": args.dtype, "compile": bool(args.compiled),
-            "threads": torch.get_num_threads(), "clock": args.clock, "trials": args.trials,
-            "steps": args.steps, "baseline": baseline, "torch": torch.__version__,
-            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "entries": rows}
+        ratios = [
+            (e.batch * e.seq / t) / (b.batch * b.seq / tb) for t, tb in zip(e.step_s, b.step_s)
+        ]
+        rows.append(
+            {
+                "label": e.label,
+                "size": e.size,
+                "shape": [e.cfg.n_layer, e.cfg.n_head, e.cfg.d_model],
+                "params_nonembedding": e.params,
+                "seq_len": e.seq,
+                "batch": e.batch,
+                "tokens_per_s": e.batch * e.seq / statistics.median(e.step_s),
+                "ratio_trials": ratios,
+                "ratio_median": statistics.median(ratios),
+                "ratio_min": min(ratios),
+                "ratio_max": max(ratios),
+            }
+        )
+    return {
+        "format": FORMAT,
+        "device": device.type,
+        "device_name": device_name,
+        "dtype": args.dtype,
+        "compile": bool(args.compiled),
+        "threads": torch.get_num_threads(),
+        "clock": args.clock,
+        "trials": args.trials,
+        "steps": args.steps,
+        "baseline": baseline,
+        "torch": torch.__version__,
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "entries": rows,
+    }
 
 
 def run_sweep(args) -> int:
@@ -133,12 +171,16 @@ def run_sweep(args) -> int:
     measure(entries, args, device, clock)
     out = report(entries, args, device, name_of(device), args.baseline)
     atomic_write_json(sweep / FILE_NAME, out)
-    print(f"throughput of {len(entries)} (variant, size) on {out['device_name']} "
-          f"({out['dtype']}, compile={out['compile']}, threads={out['threads']}, "
-          f"clock={out['clock']}; {args.trials} interleaved trials, "
-          f"{time.perf_counter() - t0:.0f} s):")
+    print(
+        f"throughput of {len(entries)} (variant, size) on {out['device_name']} "
+        f"({out['dtype']}, compile={out['compile']}, threads={out['threads']}, "
+        f"clock={out['clock']}; {args.trials} interleaved trials, "
+        f"{time.perf_counter() - t0:.0f} s):"
+    )
     for r in out["entries"]:
-        print(f"  {r['size']:<10}{r['label']:<24}{r['tokens_per_s']:>10.0f} tok/s  ratio "
-              f"{r['ratio_median']:.3f} [{r['ratio_min']:.3f}-{r['ratio_max']:.3f}]")
+        print(
+            f"  {r['size']:<10}{r['label']:<24}{r['tokens_per_s']:>10.0f} tok/s  ratio "
+            f"{r['ratio_median']:.3f} [{r['ratio_min']:.3f}-{r['ratio_max']:.3f}]"
+        )
     print(f"-> {sweep / FILE_NAME}")
     return 0

@@ -12,6 +12,9 @@ from pathlib import Path
 def load(file: str, **_):
     import datasets
 
-    rows = [json.loads(line) for line in (Path(__file__).parent / file).read_text().splitlines()
-            if line.strip()]
+    rows = [
+        json.loads(line)
+        for line in (Path(__file__).parent / file).read_text().splitlines()
+        if line.strip()
+    ]
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})

@@ -36,8 +36,11 @@ def _code_lines(files: list[Path]) -> list[tuple[Path, list[str], int]]:
         lines = f.read_text().splitlines()
         for i in range(4, len(lines)):
             s = lines[i].strip()
-            if 12 <= len(s) <= 70 and not s.startswith(("#", '"""', "'''")) \
-                    and all(l.strip() for l in lines[i - 4:i]):
+            if (
+                12 <= len(s) <= 70
+                and not s.startswith(("#", '"""', "'''"))
+                and all(l.strip() for l in lines[i - 4 : i])
+            ):
                 out.append((f, lines, i))
     return out
 
@@ -51,7 +54,7 @@ def code_next_line(rng: random.Random) -> list[dict]:
         if len(rows) == N_MC:
             break
         gold = lines[i]
-        indent = gold[:len(gold) - len(gold.lstrip())]
+        indent = gold[: len(gold) - len(gold.lstrip())]
         others = [c for c in rng.sample(cands, 12) if c[0] != f]
         wrong = list(dict.fromkeys(indent + c[1][c[2]].strip() for c in others))
         wrong = [w for w in wrong if w.strip() != gold.strip()][:3]
@@ -59,8 +62,14 @@ def code_next_line(rng: random.Random) -> list[dict]:
             continue
         choices = wrong + [gold]
         rng.shuffle(choices)
-        rows.append({"context": "\n".join(lines[i - 4:i]) + "\n", "choices": choices,
-                     "label": choices.index(gold), "source": str(f.relative_to(REPO))})
+        rows.append(
+            {
+                "context": "\n".join(lines[i - 4 : i]) + "\n",
+                "choices": choices,
+                "label": choices.index(gold),
+                "source": str(f.relative_to(REPO)),
+            }
+        )
     return rows
 
 
@@ -69,7 +78,7 @@ def code_bpb(rng: random.Random) -> list[dict]:
     for f in sorted((REPO / "analysis").glob("*.py")):
         text = f.read_text()
         for start in range(0, len(text) - 1500, 6000):
-            rows.append({"text": text[start:start + 1500], "source": str(f.relative_to(REPO))})
+            rows.append({"text": text[start : start + 1500], "source": str(f.relative_to(REPO))})
     rng.shuffle(rows)
     return rows[:40]
 
@@ -87,12 +96,15 @@ def docs_next_words(rng: random.Random) -> list[dict]:
     for words in sentences:
         if len(rows) == N_MC:
             break
-        cuts = [c for c in range(4, min(len(words) - 4, 12) + 1)
-                if all(WORD.fullmatch(w) for w in words[c:c + 3])]
+        cuts = [
+            c
+            for c in range(4, min(len(words) - 4, 12) + 1)
+            if all(WORD.fullmatch(w) for w in words[c : c + 3])
+        ]
         if not cuts:
             continue
         cut = rng.choice(cuts)
-        gold = " " + " ".join(words[cut:cut + 3])
+        gold = " " + " ".join(words[cut : cut + 3])
         wrong = []
         for other in rng.sample(sentences, 8):
             w = " " + " ".join(other[4:7])
@@ -100,8 +112,9 @@ def docs_next_words(rng: random.Random) -> list[dict]:
                 wrong.append(w)
         choices = wrong[:3] + [gold]
         rng.shuffle(choices)
-        rows.append({"context": " ".join(words[:cut]), "choices": choices,
-                     "label": choices.index(gold)})
+        rows.append(
+            {"context": " ".join(words[:cut]), "choices": choices, "label": choices.index(gold)}
+        )
     return rows
 
 

@@ -75,8 +75,10 @@ def require_plugin(scheme: str, package: str) -> None:
 
     if scheme in registry.SCHEMES:
         return
-    why = (f"the {package} plug-in is not installed: `make env` installs it, or "
-           f"`.venv/bin/python -m pip install -e plugins/{package}`")
+    why = (
+        f"the {package} plug-in is not installed: `make env` installs it, or "
+        f"`.venv/bin/python -m pip install -e plugins/{package}`"
+    )
     if os.environ.get("CI") == "true":
         pytest.fail(f"{why} (under CI=true a missing plug-in fails)", pytrace=False)
     pytest.skip(why, allow_module_level=True)
@@ -133,8 +135,9 @@ def compose_run(overrides: list[str], return_hydra_config: bool = False):
     register_configs()
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose(config_name="config", overrides=overrides,
-                       return_hydra_config=return_hydra_config)
+        return compose(
+            config_name="config", overrides=overrides, return_hydra_config=return_hydra_config
+        )
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist; inert when it is not installed

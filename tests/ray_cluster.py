@@ -106,15 +106,27 @@ def start() -> RayCluster:
         dash = _free_port()
         address = f"http://127.0.0.1:{dash}"
         log = tmp / "start.log"
-        cmd = [str(ray), "start", "--head", "--block",
-               "--num-cpus=2", "--node-ip-address=127.0.0.1", f"--port={_free_port()}",
-               f"--dashboard-port={dash}", "--dashboard-host=127.0.0.1", "--include-dashboard=true",
-               f"--dashboard-agent-listen-port={_free_port()}",
-               f"--ray-client-server-port={_free_port()}", "--object-store-memory=100000000",
-               f"--temp-dir={tmp}", "--disable-usage-stats"]
+        cmd = [
+            str(ray),
+            "start",
+            "--head",
+            "--block",
+            "--num-cpus=2",
+            "--node-ip-address=127.0.0.1",
+            f"--port={_free_port()}",
+            f"--dashboard-port={dash}",
+            "--dashboard-host=127.0.0.1",
+            "--include-dashboard=true",
+            f"--dashboard-agent-listen-port={_free_port()}",
+            f"--ray-client-server-port={_free_port()}",
+            "--object-store-memory=100000000",
+            f"--temp-dir={tmp}",
+            "--disable-usage-stats",
+        ]
         with open(log, "w") as out:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
         cluster = RayCluster(address, proc, log, tmp)
         deadline = time.time() + START_TIMEOUT_S
         while time.time() < deadline and proc.poll() is None:
@@ -123,8 +135,10 @@ def start() -> RayCluster:
             time.sleep(1)
         tail = log.read_text()[-1500:] if log.exists() else ""
         stop(cluster)
-        reason = (f"the local Ray cluster did not start in {START_TIMEOUT_S} s "
-                  f"(exit {proc.poll()}): {tail}")
+        reason = (
+            f"the local Ray cluster did not start in {START_TIMEOUT_S} s "
+            f"(exit {proc.poll()}): {tail}"
+        )
     if in_ci():
         pytest.fail(f"{reason}\n(CI=true: Ray tests must not be skipped)", pytrace=False)
     pytest.skip(reason)

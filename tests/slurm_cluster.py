@@ -57,8 +57,15 @@ START_EXIT_REASONS = {
 
 #: Slurm states after which a job will not run again by itself.
 TERMINAL_STATES = (
-    "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL",
-    "PREEMPTED", "BOOT_FAIL", "DEADLINE",
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "OUT_OF_MEMORY",
+    "NODE_FAIL",
+    "PREEMPTED",
+    "BOOT_FAIL",
+    "DEADLINE",
 )
 
 
@@ -132,8 +139,12 @@ def ensure_cluster() -> SlurmCluster:
 
 
 def cluster_is_up() -> bool:
-    return subprocess.run(["bash", str(START_SH.parent / "status.sh"), "-q"],
-                          capture_output=True).returncode == 0
+    return (
+        subprocess.run(
+            ["bash", str(START_SH.parent / "status.sh"), "-q"], capture_output=True
+        ).returncode
+        == 0
+    )
 
 
 @pytest.fixture(scope="session")
@@ -145,8 +156,11 @@ def slurm_cluster() -> SlurmCluster:
     cluster = ensure_cluster()
     yield cluster
     if not was_up:
-        subprocess.run(["bash", str(START_SH.parent / "stop.sh"), "--cancel-jobs"],
-                       capture_output=True, timeout=300)  # a hang guard
+        subprocess.run(
+            ["bash", str(START_SH.parent / "stop.sh"), "--cancel-jobs"],
+            capture_output=True,
+            timeout=300,
+        )  # a hang guard
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,7 +182,9 @@ def make_executor(folder: os.PathLike | str, max_num_timeout: int = 3, **params:
     """
     import submitit
 
-    ex = submitit.AutoExecutor(folder=folder, cluster="slurm", slurm_max_num_timeout=max_num_timeout)
+    ex = submitit.AutoExecutor(
+        folder=folder, cluster="slurm", slurm_max_num_timeout=max_num_timeout
+    )
     setup = [job_pythonpath_setup(), *params.pop("slurm_setup", [])]
     params.setdefault("timeout_min", 5)
     ex.update_parameters(slurm_setup=setup, **params)
@@ -199,7 +215,9 @@ def job_state(job: Any) -> str:
     return state.split()[0]
 
 
-def wait_job_state(job: Any, states: str | Iterable[str], timeout: float = 300, poll: float = 0.5) -> str:
+def wait_job_state(
+    job: Any, states: str | Iterable[str], timeout: float = 300, poll: float = 0.5
+) -> str:
     """Poll until the job's fresh state is one of ``states``; return it. The timeout only stops a
     hang (the wait ends when the state is reached): the jobs here start within seconds
     (sched_interval=1) and run seconds, so 300 s is wide even on a busy machine.
@@ -217,11 +235,15 @@ def wait_job_state(job: Any, states: str | Iterable[str], timeout: float = 300, 
         if st in wanted:
             return st
         if st in TERMINAL_STATES and not (wanted & set(TERMINAL_STATES)):
-            raise AssertionError(f"job {job.job_id} ended {st}, wanted {sorted(wanted)}; "
-                                 f"states seen {seen}\n{_stderr_tail(job)}")
+            raise AssertionError(
+                f"job {job.job_id} ended {st}, wanted {sorted(wanted)}; "
+                f"states seen {seen}\n{_stderr_tail(job)}"
+            )
         if time.monotonic() > deadline:
-            raise AssertionError(f"job {job.job_id} not in {sorted(wanted)} after {timeout}s; "
-                                 f"states seen {seen}\n{_stderr_tail(job)}")
+            raise AssertionError(
+                f"job {job.job_id} not in {sorted(wanted)} after {timeout}s; "
+                f"states seen {seen}\n{_stderr_tail(job)}"
+            )
         time.sleep(poll)
 
 
@@ -285,10 +307,15 @@ def sacct_attempts(job_id: str | int) -> list[str]:
 def sacct_times(job_id: str | int) -> list[dict[str, datetime.datetime | None]]:
     """Submit, Eligible, Start and End of every attempt of a job, oldest first: Slurm's own clock
     for scheduling delays, which (unlike a test's wall clock) a busy CPU barely moves."""
-    out = _run(["sacct", "-n", "-X", "-D", "-P", "-j", str(job_id), "-o", "Submit,Eligible,Start,End"])
+    out = _run(
+        ["sacct", "-n", "-X", "-D", "-P", "-j", str(job_id), "-o", "Submit,Eligible,Start,End"]
+    )
     parse = lambda v: None if v in ("", "Unknown", "None") else datetime.datetime.fromisoformat(v)  # noqa: E731
-    return [dict(zip(("submit", "eligible", "start", "end"), map(parse, line.split("|"))))
-            for line in out.splitlines() if line.strip()]
+    return [
+        dict(zip(("submit", "eligible", "start", "end"), map(parse, line.split("|"))))
+        for line in out.splitlines()
+        if line.strip()
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,8 +383,14 @@ class ResumableCounter(_Checkpointable):  # type: ignore[misc,valid-type]
         self.step = 0
         self.starts: list[dict[str, int]] = []
 
-    def __call__(self, progress: str, total: int = 6, step_s: float = 0.2,
-                 pause_at: int | None = 3, pause_max_s: float = 300) -> dict[str, Any]:
+    def __call__(
+        self,
+        progress: str,
+        total: int = 6,
+        step_s: float = 0.2,
+        pause_at: int | None = 3,
+        pause_max_s: float = 300,
+    ) -> dict[str, Any]:
         restart = _restart_count()
         self.starts.append({"restart": restart, "from_step": self.step})
         self._log(progress, event="start", restart=restart, step=self.step)
@@ -391,12 +424,17 @@ def two_node_cluster(slurm_cluster) -> dict[str, str]:
     """The two-node cluster's client environment ({"SLURM_CONF": ...}). Started for the module and
     stopped afterwards unless it was already running: the single-node cluster (and its config in
     /etc/slurm) is never touched, so the rest of the suite runs on unchanged."""
-    was_up = subprocess.run(["bash", str(TWONODE_SH), "status"], capture_output=True).returncode == 0
-    proc = subprocess.run(["bash", str(TWONODE_SH), "start"], capture_output=True, text=True,
-                          timeout=900)  # a hang guard; ~6 s with the single-node cluster up
+    was_up = (
+        subprocess.run(["bash", str(TWONODE_SH), "status"], capture_output=True).returncode == 0
+    )
+    proc = subprocess.run(
+        ["bash", str(TWONODE_SH), "start"], capture_output=True, text=True, timeout=900
+    )  # a hang guard; ~6 s with the single-node cluster up
     if proc.returncode != 0:
-        reason = f"two-node cluster unavailable (twonode.sh start exit {proc.returncode}):\n" + \
-            (proc.stderr or proc.stdout)[-2000:]
+        reason = (
+            f"two-node cluster unavailable (twonode.sh start exit {proc.returncode}):\n"
+            + (proc.stderr or proc.stdout)[-2000:]
+        )
         if in_ci():
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)

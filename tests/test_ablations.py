@@ -10,11 +10,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from andrea.model.residuals import attnres as attnres_module
+from andrea.model.residuals.attnres import depth_ablated, depth_block
 from andrea.model.residuals.depth_op import depth_attention_reference
 from andrea.model.residuals.depth_variants import depth_attention_general
 from andrea.model.transformer import ANDREA, ModelConfig, count_parameters, param_count_formula
-from andrea.model.residuals import attnres as attnres_module
-from andrea.model.residuals.attnres import depth_ablated, depth_block
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -58,7 +58,9 @@ def randomise(model, seed=3):
 
 
 def idx(B=2, T=12, seed=1):
-    return torch.randint(0, BASE["vocab_size"], (B, T), generator=torch.Generator().manual_seed(seed))
+    return torch.randint(
+        0, BASE["vocab_size"], (B, T), generator=torch.Generator().manual_seed(seed)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,10 +103,15 @@ def naive_logits(model, x):
         if Wn is not None and len(sources) > 1 + Wn:
             sources = [sources[0]] + sources[-Wn:]
         dep = model.depth[l]
-        return naive_mix(sources, query=dep.query,
-                         W=None if dep.query_proj is None else dep.query_proj.weight,
-                         g=dep.key_norm_weight, logits=dep.logits, gate=cfg.attnres_gate,
-                         heads=cfg.attnres_heads)
+        return naive_mix(
+            sources,
+            query=dep.query,
+            W=None if dep.query_proj is None else dep.query_proj.weight,
+            g=dep.key_norm_weight,
+            logits=dep.logits,
+            gate=cfg.attnres_gate,
+            heads=cfg.attnres_heads,
+        )
 
     h0 = model.wte(x) + model.wpe(torch.arange(x.shape[1]))
     blocks, partial = [h0], None
@@ -159,33 +166,57 @@ def test_switch_matches_naive_formula_fp64(residual, S, switches):
     assert_matches_naive(model, naive_logits)
 
 
-@pytest.mark.parametrize("switches", [
-    dict(), dict(gate="sigmoid"), dict(heads=4), dict(gate="sigmoid", heads=2),
-    dict(key_norm=False), dict(input_query=True), dict(input_query=True, heads=2),
-    dict(static=True)], ids=str)
+@pytest.mark.parametrize(
+    "switches",
+    [
+        dict(),
+        dict(gate="sigmoid"),
+        dict(heads=4),
+        dict(gate="sigmoid", heads=2),
+        dict(key_norm=False),
+        dict(input_query=True),
+        dict(input_query=True, heads=2),
+        dict(static=True),
+    ],
+    ids=str,
+)
 def test_general_op_matches_naive_mix_fp64(switches):
     """The op alone, gradients with respect to every input (sources and parameters)."""
     g = torch.Generator().manual_seed(0)
     d, n = 8, 4
-    sources = [torch.randn(2, 3, d, generator=g, dtype=torch.float64, requires_grad=True)
-               for _ in range(n)]
+    sources = [
+        torch.randn(2, 3, d, generator=g, dtype=torch.float64, requires_grad=True) for _ in range(n)
+    ]
     params = dict(query=torch.randn(d, generator=g, dtype=torch.float64, requires_grad=True))
     if switches.get("key_norm", True) and not switches.get("static"):
         params["norm_weight"] = torch.rand(d, generator=g, dtype=torch.float64) + 0.5
         params["norm_weight"].requires_grad_(True)
     if switches.get("input_query"):
-        params["query_proj"] = torch.randn(d, d, generator=g, dtype=torch.float64,
-                                           requires_grad=True)
+        params["query_proj"] = torch.randn(
+            d, d, generator=g, dtype=torch.float64, requires_grad=True
+        )
     if switches.get("static"):
         params = dict(logits=torch.randn(n, generator=g, dtype=torch.float64, requires_grad=True))
     gate, heads = switches.get("gate", "softmax"), switches.get("heads", 1)
     h, w = depth_attention_general(
-        sources, None if "query_proj" in params else params.get("query"),
-        params.get("norm_weight"), EPS, query_proj=params.get("query_proj"),
-        logits=params.get("logits"), gate=gate, heads=heads)
-    ref = naive_mix(sources, query=params.get("query"), W=params.get("query_proj"),
-                    g=params.get("norm_weight"), logits=params.get("logits"), gate=gate,
-                    heads=heads)
+        sources,
+        None if "query_proj" in params else params.get("query"),
+        params.get("norm_weight"),
+        EPS,
+        query_proj=params.get("query_proj"),
+        logits=params.get("logits"),
+        gate=gate,
+        heads=heads,
+    )
+    ref = naive_mix(
+        sources,
+        query=params.get("query"),
+        W=params.get("query_proj"),
+        g=params.get("norm_weight"),
+        logits=params.get("logits"),
+        gate=gate,
+        heads=heads,
+    )
     torch.testing.assert_close(h, ref, atol=1e-12, rtol=1e-12)
     assert w.shape == (2, 3, 1 if "logits" in params else heads, n)
     inputs = [*sources, *[p for p in params.values() if p.requires_grad]]
@@ -243,16 +274,36 @@ def test_input_query_starts_as_full_attnres():
 # with torch.manual_seed(0), pseudo-queries set from N(0, 3) (generator seed 7), on idx(), by the
 # code of commit 5b8efd0 (before the switches), with its attnres_scale_eps set as given.
 BEFORE = {
-    ("attnres_full", 1, True): [0.0412028469145298, 0.14956754446029663, -0.02125139907002449,
-                                -0.04712742567062378],
-    ("attnres_full", 1, False): [0.039657313376665115, 0.14610949158668518,
-                                 -0.02111658826470375, -0.04600260779261589],
-    ("attnres_block", 2, True): [0.0928472951054573, -0.008215300738811493, 0.0768163651227951,
-                                 0.00334709114395082],
-    ("attnres_block", 2, False): [0.0573265515267849, -0.009199973195791245,
-                                  0.05184725672006607, 0.0050881304778158665],
-    ("attnres_block", 4, False): [0.03609233349561691, 0.15431557595729828,
-                                  -0.027908124029636383, -0.049589432775974274],
+    ("attnres_full", 1, True): [
+        0.0412028469145298,
+        0.14956754446029663,
+        -0.02125139907002449,
+        -0.04712742567062378,
+    ],
+    ("attnres_full", 1, False): [
+        0.039657313376665115,
+        0.14610949158668518,
+        -0.02111658826470375,
+        -0.04600260779261589,
+    ],
+    ("attnres_block", 2, True): [
+        0.0928472951054573,
+        -0.008215300738811493,
+        0.0768163651227951,
+        0.00334709114395082,
+    ],
+    ("attnres_block", 2, False): [
+        0.0573265515267849,
+        -0.009199973195791245,
+        0.05184725672006607,
+        0.0050881304778158665,
+    ],
+    ("attnres_block", 4, False): [
+        0.03609233349561691,
+        0.15431557595729828,
+        -0.027908124029636383,
+        -0.049589432775974274,
+    ],
 }
 
 
@@ -274,8 +325,9 @@ def test_defaults_compute_what_the_code_before_the_switches_computed(residual, S
     torch.testing.assert_close(eval_logits[0, -1, :4], want, atol=1e-6, rtol=1e-5)
 
 
-@pytest.mark.parametrize("residual,S", [("attnres_full", 1), ("attnres_block", 2),
-                                        ("attnres_block", 4)])
+@pytest.mark.parametrize(
+    "residual,S", [("attnres_full", 1), ("attnres_block", 2), ("attnres_block", 4)]
+)
 def test_general_path_with_default_switches_equals_the_fast_path(residual, S, monkeypatch):
     """Forcing the default config through the general path gives the fast path's logits and
     gradients: the general path is the same function, only slower."""
@@ -296,8 +348,8 @@ def test_default_config_is_the_reports_model():
     model = ANDREA(cfg)
     assert all(f.ln.eps == cfg.ln_eps for f in model.sublayers()) and model.ln_f.eps == cfg.ln_eps
     scaled = ANDREA(ModelConfig(**BASE, residual="attnres_full", attnres_scale_eps=True))
-    assert [f.ln.eps for f in scaled.sublayers()] == [cfg.ln_eps / n ** 2 for n in range(1, 7)]
-    assert scaled.ln_f.eps == cfg.ln_eps / 7 ** 2
+    assert [f.ln.eps for f in scaled.sublayers()] == [cfg.ln_eps / n**2 for n in range(1, 7)]
+    assert scaled.ln_f.eps == cfg.ln_eps / 7**2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -340,11 +392,16 @@ def test_parameter_counts_by_hand():
     assert dense - base == 2 + 3 + 4
 
 
-@pytest.mark.parametrize("residual,S,switches", [
-    ("denseformer", 1, {}),
-    ("attnres_full", 1, dict(attnres_gate="sigmoid", attnres_window=2)),
-    ("attnres_block", 2, dict(attnres_input_query=True, attnres_heads=2)),
-    ("attnres_full", 1, dict(attnres_static_mix=True))], ids=str)
+@pytest.mark.parametrize(
+    "residual,S,switches",
+    [
+        ("denseformer", 1, {}),
+        ("attnres_full", 1, dict(attnres_gate="sigmoid", attnres_window=2)),
+        ("attnres_block", 2, dict(attnres_input_query=True, attnres_heads=2)),
+        ("attnres_full", 1, dict(attnres_static_mix=True)),
+    ],
+    ids=str,
+)
 def test_new_variants_trace_without_graph_breaks(residual, S, switches):
     import torch._dynamo as dynamo
 
@@ -352,37 +409,57 @@ def test_new_variants_trace_without_graph_breaks(residual, S, switches):
     dynamo.reset()
     explained = dynamo.explain(model)(idx())
     dynamo.reset()
-    assert explained.graph_count == 1 and explained.graph_break_count == 0, (
-        explained.break_reasons)
+    assert explained.graph_count == 1 and explained.graph_break_count == 0, explained.break_reasons
 
 
 # ---------------------------------------------------------------------------------------------
 # Where a switch makes no sense, the config says so and names the key
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("residual,S,switches,key", [
-    ("baseline", 4, dict(attnres_window=2), "model.attnres_window"),
-    ("denseformer", 4, dict(attnres_gate="sigmoid"), "model.attnres_gate"),
-    ("baseline", 4, dict(attnres_scale_eps=True), "model.attnres_scale_eps"),
-    ("attnres_full", 1, dict(attnres_heads=3), "model.attnres_heads"),
-    ("attnres_full", 1, dict(attnres_heads=0), "model.attnres_heads"),
-    ("attnres_full", 1, dict(attnres_window=0), "model.attnres_window"),
-    ("attnres_full", 1, dict(attnres_gate="relu"), "model.attnres_gate"),
-    ("attnres_full", 1, dict(attnres_static_mix=True, attnres_gate="sigmoid"),
-     "model.attnres_gate"),
-    ("attnres_full", 1, dict(attnres_static_mix=True, attnres_input_query=True),
-     "model.attnres_input_query"),
-    ("attnres_block", 2, dict(attnres_static_mix=True, attnres_key_norm=False),
-     "model.attnres_key_norm"),
-    ("attnres_block", 2, dict(attnres_static_mix=True, attnres_heads=2), "model.attnres_heads"),
-])
+@pytest.mark.parametrize(
+    "residual,S,switches,key",
+    [
+        ("baseline", 4, dict(attnres_window=2), "model.attnres_window"),
+        ("denseformer", 4, dict(attnres_gate="sigmoid"), "model.attnres_gate"),
+        ("baseline", 4, dict(attnres_scale_eps=True), "model.attnres_scale_eps"),
+        ("attnres_full", 1, dict(attnres_heads=3), "model.attnres_heads"),
+        ("attnres_full", 1, dict(attnres_heads=0), "model.attnres_heads"),
+        ("attnres_full", 1, dict(attnres_window=0), "model.attnres_window"),
+        ("attnres_full", 1, dict(attnres_gate="relu"), "model.attnres_gate"),
+        (
+            "attnres_full",
+            1,
+            dict(attnres_static_mix=True, attnres_gate="sigmoid"),
+            "model.attnres_gate",
+        ),
+        (
+            "attnres_full",
+            1,
+            dict(attnres_static_mix=True, attnres_input_query=True),
+            "model.attnres_input_query",
+        ),
+        (
+            "attnres_block",
+            2,
+            dict(attnres_static_mix=True, attnres_key_norm=False),
+            "model.attnres_key_norm",
+        ),
+        ("attnres_block", 2, dict(attnres_static_mix=True, attnres_heads=2), "model.attnres_heads"),
+    ],
+)
 def test_bad_combinations_are_rejected_naming_the_key(residual, S, switches, key):
     with pytest.raises(ValueError, match=key.replace(".", r"\.")):
         cfg_of(residual, S, **switches)
 
 
 def test_labels_show_the_switches_in_a_fixed_order():
-    cfg = cfg_of("attnres_full", 1, attnres_scale_eps=True, attnres_window=8,
-                 attnres_gate="sigmoid", attnres_key_norm=False)
+    cfg = cfg_of(
+        "attnres_full",
+        1,
+        attnres_scale_eps=True,
+        attnres_window=8,
+        attnres_gate="sigmoid",
+        attnres_key_norm=False,
+    )
     assert cfg.label_suffix == "+no_keynorm+sigmoid+window8+scale_eps"
     assert cfg_of("attnres_block", 4, attnres_heads=4).label_suffix == "+heads4"
     assert not depth_ablated(cfg_of("attnres_full", 1, attnres_scale_eps=True))

@@ -28,9 +28,20 @@ def write_sweep(root):
         for seed, loss in enumerate(losses):
             d = root / "tiny-2" / label / f"seed{seed}"
             d.mkdir(parents=True)
-            (d / "results.json").write_text(json.dumps(dict(
-                status="completed", variant=variant, label=label, block_size=S, size="tiny-2",
-                seed=seed, flops=1e12, val_loss=loss)))
+            (d / "results.json").write_text(
+                json.dumps(
+                    dict(
+                        status="completed",
+                        variant=variant,
+                        label=label,
+                        block_size=S,
+                        size="tiny-2",
+                        seed=seed,
+                        flops=1e12,
+                        val_loss=loss,
+                    )
+                )
+            )
 
 
 def test_t_interval_and_paired_difference_by_hand():
@@ -48,8 +59,13 @@ def test_table_rows_group_by_label_and_outputs_are_written(tmp_path, capsys):
     write_sweep(tmp_path / "sw")
     out = tmp_path / "out"
     assert main([str(tmp_path / "sw"), "--out", str(out)]) == 0
-    for name in ("ablations.md", "ablations.csv", "ablations.tex", "ablations.png",
-                 "block_size.png"):
+    for name in (
+        "ablations.md",
+        "ablations.csv",
+        "ablations.tex",
+        "ablations.png",
+        "block_size.png",
+    ):
         assert (out / name).stat().st_size > 0, name
     rows = {r["label"]: r for r in csv.DictReader(open(out / "ablations.csv"))}
     assert set(rows) == set(LOSSES)  # the sigmoid runs are not averaged into Full
@@ -76,11 +92,26 @@ def test_multi_budget_runs_are_tabulated_at_their_final_point(tmp_path, capsys):
         for seed, loss in enumerate(losses):
             d = tmp_path / "sw" / "tiny-2" / label / f"seed{seed}"
             d.mkdir(parents=True)
-            pts = [dict(budget=b, tokens=1000 * b, flops=1e12 * b, val_loss=loss + 1 - b)
-                   for b in (0.25, 0.5, 1.0)]
-            (d / "results.json").write_text(json.dumps(dict(
-                status="completed", variant=variant, label=label, block_size=S, size="tiny-2",
-                seed=seed, tokens=1000, flops=1e12, val_loss=loss, points=pts)))
+            pts = [
+                dict(budget=b, tokens=1000 * b, flops=1e12 * b, val_loss=loss + 1 - b)
+                for b in (0.25, 0.5, 1.0)
+            ]
+            (d / "results.json").write_text(
+                json.dumps(
+                    dict(
+                        status="completed",
+                        variant=variant,
+                        label=label,
+                        block_size=S,
+                        size="tiny-2",
+                        seed=seed,
+                        tokens=1000,
+                        flops=1e12,
+                        val_loss=loss,
+                        points=pts,
+                    )
+                )
+            )
     out = tmp_path / "out"
     assert main([str(tmp_path / "sw"), "--out", str(out)]) == 0
     assert "twice" not in capsys.readouterr().err
@@ -98,7 +129,7 @@ def test_figure_shows_each_row_s_paired_differences(tmp_path):
     fig = rows_figure(rows, size, 0.95)
     _, dx = fig.axes[:2]
     drawn = {}
-    for ln in dx.lines:      # the marker first, then its error bar's caps (same gid)
+    for ln in dx.lines:  # the marker first, then its error bar's caps (same gid)
         if ln.get_gid():
             drawn.setdefault(ln.get_gid(), ln)
     others = [lb for lb in LOSSES if lb != "baseline"]

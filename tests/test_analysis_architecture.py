@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from analysis.fits import parabola
 from analysis.architecture import main
+from analysis.fits import parabola
 
 # (aspect asked, n_layer, d_model, n_head): realised aspects 40, 21.3, 14, 10, 7.5
 SHAPES = [(40, 2, 80, 5), (21.3, 3, 64, 4), (14, 4, 56, 4), (10, 5, 50, 2), (7.5, 6, 45, 3)]
@@ -20,7 +20,9 @@ SEED_SHIFT = {0: 0.004, 1: -0.006, 2: 0.002}  # a seed's luck, shared by the cel
 
 
 def loss(aspect, best, floor, seed, rng, curvature=0.08, noise=0.001):
-    return floor + curvature * math.log(aspect / best) ** 2 + SEED_SHIFT[seed] + rng.normal(0, noise)
+    return (
+        floor + curvature * math.log(aspect / best) ** 2 + SEED_SHIFT[seed] + rng.normal(0, noise)
+    )
 
 
 def write_sweep(root, optima, seeds=(0, 1, 2), noise=0.001, budgets=None):
@@ -36,21 +38,42 @@ def write_sweep(root, optima, seeds=(0, 1, 2), noise=0.001, budgets=None):
                 d.mkdir(parents=True)
                 final = loss(d_model / n_layer, best, floor, seed, rng, noise=noise)
                 flops = 1.4e12 + 1e10 * n_layer
-                points = [dict(budget=b, tokens=int(446_464 * b), flops=flops * b,
-                               val_loss=final + 0.5 * math.log2(1 / b)) for b in budgets or ()]
-                (d / "results.json").write_text(json.dumps(dict(
-                    status="completed", variant=variant, label=label,
-                    block_size=2 if variant == "attnres_block" else None, size=size, seed=seed,
-                    n_layer=n_layer, n_head=n_head, d_model=d_model,
-                    params_nonembedding=150_000, tokens=446_464, flops=flops,
-                    val_loss=final, **({"points": points} if points else {}))))
+                points = [
+                    dict(
+                        budget=b,
+                        tokens=int(446_464 * b),
+                        flops=flops * b,
+                        val_loss=final + 0.5 * math.log2(1 / b),
+                    )
+                    for b in budgets or ()
+                ]
+                (d / "results.json").write_text(
+                    json.dumps(
+                        dict(
+                            status="completed",
+                            variant=variant,
+                            label=label,
+                            block_size=2 if variant == "attnres_block" else None,
+                            size=size,
+                            seed=seed,
+                            n_layer=n_layer,
+                            n_head=n_head,
+                            d_model=d_model,
+                            params_nonembedding=150_000,
+                            tokens=446_464,
+                            flops=flops,
+                            val_loss=final,
+                            **({"points": points} if points else {}),
+                        )
+                    )
+                )
 
 
 def test_parabola_vertex_is_exact_on_a_parabola_and_flags_the_edge():
     x = np.log([5, 10, 20, 40, 80])
     v = parabola.vertex(x, 2 + (x - math.log(17)) ** 2)
     assert v.kind == parabola.PARABOLA and math.exp(v.x) == pytest.approx(17, rel=1e-9)
-    assert parabola.vertex(x, x).kind == parabola.EDGE            # falls to the left edge
+    assert parabola.vertex(x, x).kind == parabola.EDGE  # falls to the left edge
     assert parabola.vertex(x[:2], x[:2]).kind == parabola.FEW
     assert parabola.vertex(x, [3, 1, 1.2, 0.9, 3]).kind in (parabola.PARABOLA, parabola.CONCAVE)
 
@@ -60,8 +83,13 @@ def test_known_optima_are_recovered_with_intervals_that_hold_them(tmp_path, caps
     write_sweep(tmp_path / "sw", truth)
     out = tmp_path / "out"
     assert main([str(tmp_path / "sw"), "--out", str(out), "--bootstrap", "300"]) == 0
-    for name in ("architecture.md", "architecture.csv", "architecture.json", "heatmap.png",
-                 "aspect.png"):
+    for name in (
+        "architecture.md",
+        "architecture.csv",
+        "architecture.json",
+        "heatmap.png",
+        "aspect.png",
+    ):
         assert (out / name).stat().st_size > 0, name
     got = {o["label"]: o for o in json.loads((out / "architecture.json").read_text())["optima"]}
     for label, (best, _) in truth.items():
@@ -84,8 +112,9 @@ def test_per_cell_gap_is_the_paired_mean_and_an_edge_optimum_is_flagged(tmp_path
         r = json.loads(p.read_text())
         by_seed[(r["label"], r["size"], r["seed"])] = r["val_loss"]
     size = "tiny-3@a14"
-    hand = np.mean([by_seed[("attnres_block_s2", size, s)] - by_seed[("baseline", size, s)]
-                    for s in (0, 1, 2)])
+    hand = np.mean(
+        [by_seed[("attnres_block_s2", size, s)] - by_seed[("baseline", size, s)] for s in (0, 1, 2)]
+    )
     assert float(res[("attnres_block_s2", size)]["gap_vs_baseline"]) == pytest.approx(hand)
     lo, hi = (float(res[("attnres_block_s2", size)][k]) for k in ("gap_lo", "gap_hi"))
     assert lo < hand < hi
@@ -109,30 +138,44 @@ def test_runs_with_several_budgets_are_tabulated_at_their_final_point(tmp_path, 
     write_sweep(tmp_path / "one", truth)
     write_sweep(tmp_path / "three", truth, budgets=(0.25, 0.5, 1.0))
     for name in ("one", "three"):
-        assert main([str(tmp_path / name), "--out", str(tmp_path / name / "out"),
-                     "--bootstrap", "100"]) == 0
+        assert (
+            main(
+                [str(tmp_path / name), "--out", str(tmp_path / name / "out"), "--bootstrap", "100"]
+            )
+            == 0
+        )
     assert "twice" not in capsys.readouterr().err
-    one, three = ({(r["label"], r["size"]): r for r in
-                   csv.DictReader(open(tmp_path / name / "out" / "architecture.csv"))}
-                  for name in ("one", "three"))
+    one, three = (
+        {
+            (r["label"], r["size"]): r
+            for r in csv.DictReader(open(tmp_path / name / "out" / "architecture.csv"))
+        }
+        for name in ("one", "three")
+    )
     assert one.keys() == three.keys()
     for k in one:
         assert float(three[k]["loss_mean"]) == pytest.approx(float(one[k]["loss_mean"]))
         assert float(three[k]["flops"]) == pytest.approx(float(one[k]["flops"]))
-    opt = [{o["label"]: o for o in json.loads((tmp_path / n / "out" / "architecture.json")
-                                              .read_text())["optima"]} for n in ("one", "three")]
+    opt = [
+        {
+            o["label"]: o
+            for o in json.loads((tmp_path / n / "out" / "architecture.json").read_text())["optima"]
+        }
+        for n in ("one", "three")
+    ]
     for label in truth:
         assert opt[1][label]["aspect"] == pytest.approx(opt[0][label]["aspect"])
-        assert opt[1][label]["hi"] > opt[1][label]["lo"]          # an interval, not [16, 16]
+        assert opt[1][label]["hi"] > opt[1][label]["lo"]  # an interval, not [16, 16]
 
 
 def test_a_scaling_sweep_is_refused_with_one_error_line(tmp_path, capsys):
     from analysis.inputs.synthetic import power_law, simulate_runs, write_runs
 
     laws = {"baseline": power_law(3.0, 0.07), "attnres_full": power_law(2.95, 0.07)}
-    write_runs(tmp_path / "demo", simulate_runs(laws, (1e-9, 4e-9, 1.6e-8), (0, 1),
-                                                (0.25, 0.5, 1.0)))
-    for d in (tmp_path / "demo").rglob("results.json"):   # shapes recorded, as the trainer does
+    write_runs(
+        tmp_path / "demo", simulate_runs(laws, (1e-9, 4e-9, 1.6e-8), (0, 1), (0.25, 0.5, 1.0))
+    )
+    for d in (tmp_path / "demo").rglob("results.json"):  # shapes recorded, as the trainer does
         r = json.loads(d.read_text())
         d.write_text(json.dumps({**r, "n_layer": 2, "n_head": 2, "d_model": 32}))
     assert main([str(tmp_path / "demo"), "--out", str(tmp_path / "out")]) == 2
@@ -145,10 +188,24 @@ def test_a_named_size_without_reshapes_beside_it_is_left_out(tmp_path, capsys):
     write_sweep(tmp_path / "sw", {"baseline": (20.0, 4.0)})
     d = tmp_path / "sw" / "tiny-1" / "baseline" / "seed0"
     d.mkdir(parents=True)
-    d.joinpath("results.json").write_text(json.dumps(dict(
-        status="completed", variant="baseline", label="baseline", size="tiny-1", seed=0,
-        n_layer=2, n_head=2, d_model=32, params_nonembedding=25_000, tokens=75_000,
-        flops=1e11, val_loss=6.0)))
+    d.joinpath("results.json").write_text(
+        json.dumps(
+            dict(
+                status="completed",
+                variant="baseline",
+                label="baseline",
+                size="tiny-1",
+                seed=0,
+                n_layer=2,
+                n_head=2,
+                d_model=32,
+                params_nonembedding=25_000,
+                tokens=75_000,
+                flops=1e11,
+                val_loss=6.0,
+            )
+        )
+    )
     assert main([str(tmp_path / "sw"), "--out", str(tmp_path / "out"), "--bootstrap", "50"]) == 0
     assert "tiny-1 have no re-shaped cell" in capsys.readouterr().err
     assert "tiny-1" not in (tmp_path / "out" / "architecture.csv").read_text()
@@ -158,11 +215,26 @@ def test_heatmap_titles_fit_a_one_aspect_grid():
     from analysis.architecture import Cell, heatmap_figure
     from analysis.report.plots import plt
 
-    cells = [Cell(label, "tiny-2@a24", "tiny-2", 24.0, None, 2, 2, 48, 56_640, 167_936, 1e12,
-                  {0: 5.0 + d, 1: 5.01 + d})
-             for label, d in (("baseline", 0.0), ("attnres_block_s2", -0.02))]
-    fig = heatmap_figure(cells, {("attnres_block_s2", "tiny-2@a24"): (-0.02, -0.03, -0.01, 2)},
-                         [], "baseline")
+    cells = [
+        Cell(
+            label,
+            "tiny-2@a24",
+            "tiny-2",
+            24.0,
+            None,
+            2,
+            2,
+            48,
+            56_640,
+            167_936,
+            1e12,
+            {0: 5.0 + d, 1: 5.01 + d},
+        )
+        for label, d in (("baseline", 0.0), ("attnres_block_s2", -0.02))
+    ]
+    fig = heatmap_figure(
+        cells, {("attnres_block_s2", "tiny-2@a24"): (-0.02, -0.03, -0.01, 2)}, [], "baseline"
+    )
     fig.canvas.draw()
     box = fig.bbox
     titles = [fig._suptitle] + [ax.title for ax in fig.axes if ax.get_title()]

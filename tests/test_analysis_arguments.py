@@ -10,13 +10,29 @@ import io
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
-SHARED = ("--metric", "--out", "--baseline", "--bootstrap", "--ci", "--level", "--seed",
-          "--irreducible", "--c-law-points")
-COMMANDS = ("fit", "backtest", "next_runs", "ablations", "architecture", "lr_select", "tuning",
-            "domains")
+SHARED = (
+    "--metric",
+    "--out",
+    "--baseline",
+    "--bootstrap",
+    "--ci",
+    "--level",
+    "--seed",
+    "--irreducible",
+    "--c-law-points",
+)
+COMMANDS = (
+    "fit",
+    "backtest",
+    "next_runs",
+    "ablations",
+    "architecture",
+    "lr_select",
+    "tuning",
+    "domains",
+)
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
@@ -48,9 +64,13 @@ def test_no_command_defines_a_shared_argument_itself():
         if path.name == "arguments.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument"
-                    and node.args and isinstance(node.args[0], ast.Constant)
-                    and node.args[0].value in SHARED):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "attr", "") == "add_argument"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value in SHARED
+            ):
                 found.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.args[0].value}")
     assert not found, "\n".join(found)
 
@@ -61,8 +81,16 @@ def test_every_command_parses_the_shared_arguments_with_their_defaults(command):
     extra = {"next_runs": ["--gpu-hours", "1"]}.get(command, [])
     needs_out = any(a.required for a in p._actions if "--out" in a.option_strings)
     args = p.parse_args(["sweep"] + extra + (["--out", "o"] if needs_out else []))
-    want = {"metric": "val_loss", "baseline": "baseline", "bootstrap": 1000, "ci": 0.95,
-            "level": 0.95, "seed": 0, "irreducible": False, "c_law_points": "final"}
+    want = {
+        "metric": "val_loss",
+        "baseline": "baseline",
+        "bootstrap": 1000,
+        "ci": 0.95,
+        "level": 0.95,
+        "seed": 0,
+        "irreducible": False,
+        "c_law_points": "final",
+    }
     got = {k: getattr(args, k) for k in want if hasattr(args, k)}
     assert got == {k: want[k] for k in got}
     assert getattr(args, "inputs", None) == ["sweep"] or getattr(args, "sweeps", None) == ["sweep"]

@@ -13,7 +13,9 @@ COMPUTE = (1e-4, 1e-3, 1e-2, 1e-1)
 
 def _runs(law, seed=1):
     laws = {"baseline": law, "attnres_full": shifted(law, 1.25)}
-    return simulate_runs(laws, COMPUTE, (0, 1, 2), (0.25, 0.5, 1.0), rng=np.random.default_rng(seed))
+    return simulate_runs(
+        laws, COMPUTE, (0, 1, 2), (0.25, 0.5, 1.0), rng=np.random.default_rng(seed)
+    )
 
 
 def test_a_power_law_extrapolates_inside_its_intervals():
@@ -54,7 +56,7 @@ def test_figure_draws_predicted_against_observed_with_intervals(tmp_path):
     from analysis.backtest import backtest_figure
     from analysis.report.plots import plt
 
-    bt = backtest(_runs(power_law(1.0, 0.5, E=1.5)), n_boot=100)   # misses: drawn as crosses
+    bt = backtest(_runs(power_law(1.0, 0.5, E=1.5)), n_boot=100)  # misses: drawn as crosses
     fig = backtest_figure(bt)
     loss_ax, mult_ax = fig.axes[:2]
     first = {}
@@ -78,7 +80,8 @@ def test_figure_draws_predicted_against_observed_with_intervals(tmp_path):
 
 
 def test_an_interval_too_wide_to_predict_is_no_prediction_and_the_figure_stays_readable(
-        tmp_path, capsys):
+    tmp_path, capsys
+):
     """On the demo (tests/golden/demo_runs) the two-size fits invert to multiplier intervals like
     [0.70, 1.5e15], which were counted "inside" and squashed backtest.png's right panel into a
     corner under piled-up tick labels. Such an interval is no prediction: neither inside nor a
@@ -86,6 +89,7 @@ def test_an_interval_too_wide_to_predict_is_no_prediction_and_the_figure_stays_r
     import shutil
 
     from conftest import REPO
+
     from analysis.backtest import NO_PREDICTION_RATIO, backtest_figure, is_prediction
     from analysis.report.plots import plt
 
@@ -110,10 +114,13 @@ def test_an_interval_too_wide_to_predict_is_no_prediction_and_the_figure_stays_r
     top = max(max(m["predicted"], m["observed"]) for m in bt["multipliers"])
     assert hi < 2 * top and lo > 0.5 * min(m["observed"] for m in bt["multipliers"])
     for axis in (mult_ax.xaxis, mult_ax.yaxis):
-        ticks = [t for t in axis.get_ticklabels() if t.get_text()
-                 and lo <= t.get_position()[axis is mult_ax.yaxis] <= hi]
+        ticks = [
+            t
+            for t in axis.get_ticklabels()
+            if t.get_text() and lo <= t.get_position()[axis is mult_ax.yaxis] <= hi
+        ]
         assert 3 <= len(ticks) <= 10, [t.get_text() for t in ticks]
         boxes = [t.get_window_extent() for t in ticks]
-        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
         assert all("e+" not in t.get_text() for t in ticks)
     plt.close(fig)

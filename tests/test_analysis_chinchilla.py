@@ -10,12 +10,18 @@ N = np.repeat([1e6, 3e6, 1e7, 3e7, 1e8], 4)
 D = N * np.tile([5.0, 10.0, 20.0, 40.0], 5)
 
 
-@pytest.mark.parametrize("truth", [(1.69, 406.4, 0.34, 410.7, 0.28),    # Hoffmann et al.'s fit
-                                   (2.0, 50.0, 0.3, 80.0, 0.35), (0.5, 20.0, 0.2, 30.0, 0.25)])
+@pytest.mark.parametrize(
+    "truth",
+    [
+        (1.69, 406.4, 0.34, 410.7, 0.28),  # Hoffmann et al.'s fit
+        (2.0, 50.0, 0.3, 80.0, 0.35),
+        (0.5, 20.0, 0.2, 30.0, 0.25),
+    ],
+)
 @pytest.mark.parametrize("delta", [None, 1e-3])
 def test_recovers_known_parameters_from_noiseless_data(truth, delta):
     E, A, a, B, b = truth
-    L = E + A * N ** -a + B * D ** -b
+    L = E + A * N**-a + B * D**-b
     f = fit_chinchilla("x", N, D, 6 * N * D, L, huber_delta=delta)
     assert (f.E, f.A, f.a, f.B, f.b) == pytest.approx(truth, rel=1e-3)
     assert f.k == pytest.approx(6.0) and f.rmse_log < 1e-5
@@ -26,8 +32,8 @@ def test_compute_optimal_loss_is_the_minimum_over_n():
     C = 1e21
     n_opt, d_opt, l_opt = optimal(C, E, A, a, B, b, k)
     assert k * n_opt * d_opt == pytest.approx(C)
-    grid = np.geomspace(n_opt / 30, n_opt * 30, 20001)          # brute force along the isoFLOP
-    brute = E + A * grid ** -a + B * (C / (k * grid)) ** -b
+    grid = np.geomspace(n_opt / 30, n_opt * 30, 20001)  # brute force along the isoFLOP
+    brute = E + A * grid**-a + B * (C / (k * grid)) ** -b
     assert l_opt == pytest.approx(brute.min(), rel=1e-9)
     assert grid[brute.argmin()] == pytest.approx(n_opt, rel=1e-3)
 
@@ -36,7 +42,7 @@ def test_multiplier_of_a_variant_with_more_effective_compute():
     """A variant whose N and D count sqrt(M) times more has L*_v(C) = L*_b(M·C): multiplier M."""
     E, A, a, B, b = 1.69, 406.4, 0.34, 410.7, 0.28
     M = 1.3
-    L_b = E + A * N ** -a + B * D ** -b
+    L_b = E + A * N**-a + B * D**-b
     L_v = E + A * (np.sqrt(M) * N) ** -a + B * (np.sqrt(M) * D) ** -b
     fb = fit_chinchilla("baseline", N, D, 6 * N * D, L_b)
     fv = fit_chinchilla("variant", N, D, 6 * N * D, L_v)
@@ -50,20 +56,40 @@ def test_multiplier_of_a_variant_with_more_effective_compute():
 def test_collinear_n_and_d_are_refused():
     n = np.array([1e6, 3e6, 1e7, 3e7, 1e8, 3e8])
     with pytest.raises(ChinchillaError, match="do not vary independently"):
-        fit_chinchilla("x", n, 20 * n, 120 * n * n, 2 + 400 * n ** -0.3)
+        fit_chinchilla("x", n, 20 * n, 120 * n * n, 2 + 400 * n**-0.3)
 
 
 def test_isoflop_is_not_drawn_when_the_fit_has_no_compute_optimal_n(tmp_path):
     """the demo's fit (E = 0, a = 0) drew a broken isoflop.png with no stars. A fit
     without a compute-optimal N is left out, and the log says why."""
-    from analysis.fits.chinchilla import ChinchillaFit
     from analysis.estimates.extra_fits import Extra
+    from analysis.fits.chinchilla import ChinchillaFit
     from analysis.report.plots_extra import extra_figures as figures
 
-    flat = ChinchillaFit("baseline", E=0.0, A=3.0, a=0.0, B=40.0, b=0.3, k=6.0, n_points=9,
-                         rmse_log=0.01, converged=True)
-    good = ChinchillaFit("baseline", E=1.7, A=406.4, a=0.34, B=410.7, b=0.28, k=6.0,
-                         n_points=9, rmse_log=0.01, converged=True)
+    flat = ChinchillaFit(
+        "baseline",
+        E=0.0,
+        A=3.0,
+        a=0.0,
+        B=40.0,
+        b=0.3,
+        k=6.0,
+        n_points=9,
+        rmse_log=0.01,
+        converged=True,
+    )
+    good = ChinchillaFit(
+        "baseline",
+        E=1.7,
+        A=406.4,
+        a=0.34,
+        B=410.7,
+        b=0.28,
+        k=6.0,
+        n_points=9,
+        rmse_log=0.01,
+        converged=True,
+    )
     assert "a = 0" in flat.no_optimum() and good.no_optimum() is None
     written = []
     msgs = figures(Extra(chinchilla={"baseline": flat}), {}, tmp_path, written, "baseline")

@@ -2,15 +2,33 @@ import math
 
 import pytest
 
-from analysis.inputs.collect import (FLOPS_PER_PFLOPS_DAY, InputError, aggregate, by_label, collect,
-                              variant_label)
+from analysis.inputs.collect import (
+    FLOPS_PER_PFLOPS_DAY,
+    InputError,
+    aggregate,
+    by_label,
+    collect,
+    variant_label,
+)
 from andrea.run.rundir import RunDir
 
 
 def _run(root, name, **kw):
-    res = {"status": "completed", "error": None, "variant": "baseline", "block_size": None,
-           "size": "s1", "params": 1e6, "params_nonembedding": 8e5, "tokens": 2e7, "flops": 1e18,
-           "val_loss": 3.0, "wall_s": 10.0, "tokens_per_s": 1e4, "seed": 0}
+    res = {
+        "status": "completed",
+        "error": None,
+        "variant": "baseline",
+        "block_size": None,
+        "size": "s1",
+        "params": 1e6,
+        "params_nonembedding": 8e5,
+        "tokens": 2e7,
+        "flops": 1e18,
+        "val_loss": 3.0,
+        "wall_s": 10.0,
+        "tokens_per_s": 1e4,
+        "seed": 0,
+    }
     res.update(kw)
     rd = RunDir(root / name)
     rd.write_results(res)
@@ -30,11 +48,11 @@ def test_run_dirs_classified(tmp_path):
     _run(tmp_path, "bad/s2", status="failed", error="CUDA out of memory", val_loss=None)
     _run(tmp_path, "nan/s3", val_loss=float("nan"))
     _run(tmp_path, "zero/s4", flops=0)
-    (tmp_path / "run/s5/.hydra").mkdir(parents=True)             # started, no results yet
+    (tmp_path / "run/s5/.hydra").mkdir(parents=True)  # started, no results yet
     (tmp_path / "ck/s5/checkpoints").mkdir(parents=True)
     broken = RunDir(tmp_path / "broken")
     broken.root.mkdir()
-    broken.results.write_text('{"status": "compl')               # not valid JSON
+    broken.results.write_text('{"status": "compl')  # not valid JSON
     c = collect([tmp_path])
     assert sorted(r.label for r in c.runs) == ["attnres_block_s8", "baseline"]
     assert c.runs[0].compute == pytest.approx(c.runs[0].flops / FLOPS_PER_PFLOPS_DAY)
@@ -81,17 +99,19 @@ def test_seeds_with_different_flops_warn(tmp_path):
 
 def test_csv_input(tmp_path):
     p = tmp_path / "runs.csv"
-    p.write_text("variant,size,flops,val_loss,block_size,seed\n"
-                 "baseline,s1,1e18,3.0,,0\n"
-                 "attnres_block,s1,1e18,2.9,4,0\n"
-                 "attnres_block,s1,1e18,2.95,4,1\n"
-                 "baseline,s2,-5,2.5,,0\n"
-                 "baseline,s3,4e18,nan,,0\n"
-                 "baseline,s4,abc,2.5,,0\n")
+    p.write_text(
+        "variant,size,flops,val_loss,block_size,seed\n"
+        "baseline,s1,1e18,3.0,,0\n"
+        "attnres_block,s1,1e18,2.9,4,0\n"
+        "attnres_block,s1,1e18,2.95,4,1\n"
+        "baseline,s2,-5,2.5,,0\n"
+        "baseline,s3,4e18,nan,,0\n"
+        "baseline,s4,abc,2.5,,0\n"
+    )
     c = collect([p])
     assert sorted(r.label for r in c.runs) == ["attnres_block_s4", "attnres_block_s4", "baseline"]
     lines = sorted(s.rsplit(" ", 1)[1] for s, _ in c.invalid)
-    assert lines == ["5", "6", "7"]                               # file line numbers name rows
+    assert lines == ["5", "6", "7"]  # file line numbers name rows
     assert any("'abc' is not a number" in r for _, r in c.invalid)
     points, _ = aggregate(c.runs)
     blk = by_label(points)["attnres_block_s4"][0]
@@ -122,12 +142,31 @@ def test_single_results_json(tmp_path):
 def test_multi_point_results_json(tmp_path):
     """results.json `points`: one record per point, in token order, sharing
     the run's id; `label` (item 2) names the group; device_s (item 3) per point."""
-    pts = [{"budget": b, "tokens": int(1e6 * b), "flops": 1e17 * b, "val_loss": 3.0 / b ** 0.1,
-            "step": int(100 * b), "wall_s": 5.0 * b, "device_s": 10.0 * b} for b in (2, 0.5, 1)]
+    pts = [
+        {
+            "budget": b,
+            "tokens": int(1e6 * b),
+            "flops": 1e17 * b,
+            "val_loss": 3.0 / b**0.1,
+            "step": int(100 * b),
+            "wall_s": 5.0 * b,
+            "device_s": 10.0 * b,
+        }
+        for b in (2, 0.5, 1)
+    ]
     for seed in (0, 1):
-        _run(tmp_path, f"full/s1/seed{seed}", variant="attnres_full", label="attnres_full+sigmoid",
-             seed=seed, points=pts, flops=2e17, val_loss=pts[0]["val_loss"], device_name="cpu")
-    _run(tmp_path, "old/s1", seed=0)                                 # no points: one point
+        _run(
+            tmp_path,
+            f"full/s1/seed{seed}",
+            variant="attnres_full",
+            label="attnres_full+sigmoid",
+            seed=seed,
+            points=pts,
+            flops=2e17,
+            val_loss=pts[0]["val_loss"],
+            device_name="cpu",
+        )
+    _run(tmp_path, "old/s1", seed=0)  # no points: one point
     c = collect([tmp_path])
     full = [r for r in c.runs if r.variant == "attnres_full"]
     assert len(full) == 6 and len(c.runs) == 7
@@ -135,7 +174,7 @@ def test_multi_point_results_json(tmp_path):
     one = sorted((r for r in full if r.seed == 0), key=lambda r: r.point)
     assert [r.budget for r in one] == [0.5, 1, 2] and [r.point for r in one] == [0, 1, 2]
     assert [r.device_s for r in one] == [5.0, 10.0, 20.0] and len({r.run_id for r in one}) == 1
-    assert one[0].params == 8e5                                  # N: the non-embedding count
+    assert one[0].params == 8e5  # N: the non-embedding count
     points, _ = aggregate(c.runs)
     grp = by_label(points)["attnres_full+sigmoid"]
     assert [(p.n_seeds, p.tokens) for p in grp] == [(2, 5e5), (2, 1e6), (2, 2e6)]
@@ -143,14 +182,20 @@ def test_multi_point_results_json(tmp_path):
 
 def test_csv_rows_of_one_seed_are_one_run(tmp_path):
     p = tmp_path / "runs.csv"
-    p.write_text("variant,size,flops,val_loss,seed,params,tokens\n"
-                 "baseline,s1,2e17,2.9,0,1e6,2e7\n"
-                 "baseline,s1,1e17,3.0,0,1e6,1e7\n"
-                 "baseline,s1,1e17,3.1,1,1e6,1e7\n"
-                 "baseline,s1,2e17,2.95,1,1e6,2e7\n")
+    p.write_text(
+        "variant,size,flops,val_loss,seed,params,tokens\n"
+        "baseline,s1,2e17,2.9,0,1e6,2e7\n"
+        "baseline,s1,1e17,3.0,0,1e6,1e7\n"
+        "baseline,s1,1e17,3.1,1,1e6,1e7\n"
+        "baseline,s1,2e17,2.95,1,1e6,2e7\n"
+    )
     runs = collect([p]).runs
     assert len({r.run_id for r in runs}) == 2
     assert sorted((r.seed, r.point, r.val_loss) for r in runs) == [
-        (0, 0, 3.0), (0, 1, 2.9), (1, 0, 3.1), (1, 1, 2.95)]
+        (0, 0, 3.0),
+        (0, 1, 2.9),
+        (1, 0, 3.1),
+        (1, 1, 2.95),
+    ]
     points, _ = aggregate(runs)
     assert [p.val_loss for p in points] == pytest.approx([3.05, 2.925])

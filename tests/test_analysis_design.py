@@ -15,10 +15,14 @@ from analysis.next_runs import main
 def test_greedy_picks_the_candidate_that_informs_the_target_per_unit_cost():
     rng = np.random.default_rng(0)
     z = rng.standard_normal(200)
-    target = z[:, None]                                          # the target moves with z
-    cand = np.column_stack([z + 0.01 * rng.standard_normal(200),     # 0: tells z
-                            rng.standard_normal(200),                 # 1: unrelated
-                            0.5 * z + 0.01 * rng.standard_normal(200)])   # 2: tells z, half scale
+    target = z[:, None]  # the target moves with z
+    cand = np.column_stack(
+        [
+            z + 0.01 * rng.standard_normal(200),  # 0: tells z
+            rng.standard_normal(200),  # 1: unrelated
+            0.5 * z + 0.01 * rng.standard_normal(200),
+        ]
+    )  # 2: tells z, half scale
     picks, before, after = greedy_picks(cand, target, np.array([1.0, 1.0, 1.0]), 1e-4, 1.0)
     assert picks == [0] and after < 0.01 * before
     # candidate 0 ten times dearer: the cheap, equally informative one wins
@@ -31,8 +35,10 @@ def test_greedy_picks_the_candidate_that_informs_the_target_per_unit_cost():
 
 
 def test_pilot_spreads_within_budget():
-    X = {"params": np.array([1e8, 1e8, 1e9, 1e9, 1e10]),
-         "tokens": np.array([1e9, 1e10, 1e9, 1e10, 1e11])}
+    X = {
+        "params": np.array([1e8, 1e8, 1e9, 1e9, 1e10]),
+        "tokens": np.array([1e9, 1e10, 1e9, 1e10, 1e11]),
+    }
     cost = 6 * X["params"] * X["tokens"]
     picks = pilot(X, ("params", "tokens"), cost, 3, cost[[0, 1, 2]].sum() * 1.01)
     assert picks[0] == 0 and sorted(picks) == [0, 1, 2]
@@ -41,7 +47,7 @@ def test_pilot_spreads_within_budget():
 
 def _pool(tmp_path, with_loss_rows=8, cost=True, columns=("params", "tokens")):
     """A Chinchilla world: sizes x token budgets; the first rows measured."""
-    law = lambda N, D: 1.7 + 400 * N ** -0.34 + 410 * D ** -0.28    # noqa: E731
+    law = lambda N, D: 1.7 + 400 * N**-0.34 + 410 * D**-0.28  # noqa: E731
     rows = []
     for N in (1e7, 3e7, 1e8, 3e8):
         for tpp in (5, 20, 80):
@@ -55,10 +61,13 @@ def _pool(tmp_path, with_loss_rows=8, cost=True, columns=("params", "tokens")):
         for i, (N, D) in enumerate(rows):
             loss = law(N, D) * (1 + 0.002 * rng.standard_normal())
             vals = {"params": N, "tokens": D}
-            w.writerow([vals.get(c, 1.0) for c in columns] + ([6 * N * D / 3.6e18] if cost else [])
-                       + ([loss] if i < with_loss_rows else [""]))
+            w.writerow(
+                [vals.get(c, 1.0) for c in columns]
+                + ([6 * N * D / 3.6e18] if cost else [])
+                + ([loss] if i < with_loss_rows else [""])
+            )
     t = tmp_path / "target.csv"
-    t.write_text(f"params,tokens\n1e9,2e10\n3e9,6e10\n")
+    t.write_text("params,tokens\n1e9,2e10\n3e9,6e10\n")
     return p, t
 
 
@@ -70,11 +79,14 @@ def test_pool_cli_plans_a_round_within_budget(tmp_path, capsys):
     assert "now ->" in out
 
 
-@pytest.mark.parametrize("argv,msg", [
-    (["--gpu-hours", "0"], "--gpu-hours > 0"),
-    (["--gpu-hours", "-1"], "--gpu-hours > 0"),
-    (["--gpu-hours", "1", "--target-half-width", "1e-6"], "reaches ±"),
-])
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (["--gpu-hours", "0"], "--gpu-hours > 0"),
+        (["--gpu-hours", "-1"], "--gpu-hours > 0"),
+        (["--gpu-hours", "1", "--target-half-width", "1e-6"], "reaches ±"),
+    ],
+)
 def test_pool_cli_bad_budget_is_one_error_line(tmp_path, capsys, argv, msg):
     pool, target = _pool(tmp_path)
     assert main(["--pool", str(pool), "--target", str(target)] + argv) == 2
@@ -97,12 +109,19 @@ def test_replay_spends_each_budget_cumulatively_and_never_more(tmp_path):
     rng = np.random.default_rng(1)
     N = np.repeat([1e7, 3e7, 1e8, 3e8], 3)
     D = N * np.tile([5.0, 20.0, 80.0], 4)
-    y = (1.7 + 400 * N ** -0.34 + 410 * D ** -0.28) * (1 + 0.002 * rng.standard_normal(len(N)))
+    y = (1.7 + 400 * N**-0.34 + 410 * D**-0.28) * (1 + 0.002 * rng.standard_normal(len(N)))
     cost = 6 * N * D
     budgets = [0.2 * cost.sum(), 0.5 * cost.sum()]
-    out = replay(law, {"params": N, "tokens": D}, y, cost,
-                 {"params": np.array([1e9]), "tokens": np.array([2e10])}, budgets, seed=0,
-                 n_boot=6)
+    out = replay(
+        law,
+        {"params": N, "tokens": D},
+        y,
+        cost,
+        {"params": np.array([1e9]), "tokens": np.array([2e10])},
+        budgets,
+        seed=0,
+        n_boot=6,
+    )
     (first, _), (second, rounds) = out
     assert cost[first].sum() <= budgets[0] * (1 + 1e-9)
     assert cost[second].sum() <= budgets[1] * (1 + 1e-9)
@@ -121,7 +140,7 @@ def test_active_sl_harness_counts_budgets_as_the_benchmark_does():
         budgets = [3.0, 8.0]
 
     out = one_at_a_time(Toy, lambda ok, rng: ok[0], np.random.default_rng(0))
-    assert out == [[0, 1], [0, 1, 2]]          # run 2 overshoots 3, is counted at 8; run 3 waits
+    assert out == [[0, 1], [0, 1, 2]]  # run 2 overshoots 3, is counted at 8; run 3 waits
     assert r_squared([1.0, 2.0, 3.0], [1.0, 2.0, 3.0]) == 1.0
     assert r_squared([1.0, 2.0, 3.0], [30.0, 0.0, 9.0]) == -1.0
     assert r_squared([1.0, 2.0], [np.nan, 1.0]) == -1.0
@@ -131,9 +150,15 @@ def test_seed_planner_at_a_named_compute_is_wider_past_the_data(tmp_path, capsys
     """--at-compute: the multiplier's predicted half-width 30x past the largest run is wider
     than at C_ref, the middle of the runs; a compute below the data is one error line."""
     from analysis.inputs.synthetic import power_law, shifted, simulate_runs, write_runs
+
     b = power_law(3.0, 0.07)
-    runs = simulate_runs({"baseline": b, "attnres_full": shifted(b, 1.25)}, (1e-3, 4e-3, 1.8e-2),
-                         (0, 1), (0.25, 0.5, 1.0), rng=np.random.default_rng(0))
+    runs = simulate_runs(
+        {"baseline": b, "attnres_full": shifted(b, 1.25)},
+        (1e-3, 4e-3, 1.8e-2),
+        (0, 1),
+        (0.25, 0.5, 1.0),
+        rng=np.random.default_rng(0),
+    )
     write_runs(tmp_path / "demo", runs)
     top = max(r.flops for r in runs)
     widths = []

@@ -5,9 +5,9 @@ too few sizes to fit must say so."""
 
 import numpy as np
 
-from analysis.report import plots
 from analysis.fit import main
 from analysis.inputs.synthetic import make_sweep
+from analysis.report import plots
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -44,23 +44,34 @@ def test_one_point_per_variant_says_not_fitted(tmp_path, capsys):
 def test_multiplier_interval_a_rounding_error_beside_its_point(tmp_path):
     """The crash of the issue, reduced: the interval lies 1e-15 below the point."""
     m = 1.1350445065135744
-    at_ref = [{"variant": "attnres_full", "multiplier": m, "ci": (m - 4e-16, m - 4e-16),
-               "c_ref_pflops_days": 0.3, "warning": None}]
+    at_ref = [
+        {
+            "variant": "attnres_full",
+            "multiplier": m,
+            "ci": (m - 4e-16, m - 4e-16),
+            "c_ref_pflops_days": 0.3,
+            "warning": None,
+        }
+    ]
     curve = {"compute_pflops_days": [0.1, 0.3], "multiplier": [m, m], "lo": [m, m], "hi": [m, m]}
     plots.plot_multiplier({"attnres_full": curve}, at_ref, [tmp_path / "m.png"])
     assert (tmp_path / "m.png").read_bytes()[:8] == PNG
 
 
 def test_scaling_title_tells_what_is_drawn(tmp_path):
-    from analysis.inputs.collect import aggregate, by_label, collect
     from analysis.fits.powerlaw import fit_power_law
+    from analysis.inputs.collect import aggregate, by_label, collect
 
     def title(seeds, n_boot):
         root = tmp_path / f"s{len(seeds)}_{n_boot}"
         make_sweep(root, compute=(0.1, 0.3, 1.0), seeds=seeds, dynamics=False)
         groups = by_label(aggregate(collect([root]).runs)[0])
-        fits = {lb: fit_power_law(lb, [p.compute for p in ps], [p.val_loss for p in ps],
-                                  n_bootstrap=n_boot) for lb, ps in groups.items()}
+        fits = {
+            lb: fit_power_law(
+                lb, [p.compute for p in ps], [p.val_loss for p in ps], n_bootstrap=n_boot
+            )
+            for lb, ps in groups.items()
+        }
         banded = n_boot > 10
         return plots._scaling_title(groups, fits, banded)
 
@@ -90,30 +101,44 @@ def test_results_json_that_is_valid_json_but_not_an_object(tmp_path):
     odd.results.write_text("[1, 2, 3]")
     broken.results.write_text('{"status": "compl')
     reasons = dict(collect([tmp_path]).invalid)
-    assert reasons[str(odd.root)] == ("results.json is valid JSON, but a list, not a results "
-                                      "object (a JSON object)")
+    assert reasons[str(odd.root)] == (
+        "results.json is valid JSON, but a list, not a results object (a JSON object)"
+    )
     assert "not valid JSON" in reasons[str(broken.root)]
 
 
 def test_two_sizes_two_seeds_warn_of_unmeasured_coverage_and_say_why_a_line_is_missing(
-        tmp_path, capsys):
+    tmp_path, capsys
+):
     from analysis.inputs.synthetic import power_law, shifted, simulate_runs, write_runs
 
     b = power_law(3.0, 0.05)
     laws = {"baseline": b, "attnres_full": shifted(b, 1.25)}
-    write_runs(tmp_path / "s", simulate_runs(laws, (1e-9, 2.5e-9), (0, 1), (0.25, 0.5, 1.0),
-                                             rng=np.random.default_rng(0)))
-    rc, text = _run([str(tmp_path / "s"), "--out", str(tmp_path / "o"), "--bootstrap", "100",
-                     "--no-plots"], capsys)
+    write_runs(
+        tmp_path / "s",
+        simulate_runs(laws, (1e-9, 2.5e-9), (0, 1), (0.25, 0.5, 1.0), rng=np.random.default_rng(0)),
+    )
+    rc, text = _run(
+        [str(tmp_path / "s"), "--out", str(tmp_path / "o"), "--bootstrap", "100", "--no-plots"],
+        capsys,
+    )
     assert rc == 0, text
-    assert ("! the coverage of this interval was never measured for a design of 2 sizes with 2 "
-            "seed(s) per size") in text
-    assert ("Cross-check with L = E + A·C^-alpha: not fitted (baseline: 2 point(s); the "
-            "irreducible law has 3 parameters and needs at least 3 sizes)") in text
+    assert (
+        "! the coverage of this interval was never measured for a design of 2 sizes with 2 "
+        "seed(s) per size"
+    ) in text
+    assert (
+        "Cross-check with L = E + A·C^-alpha: not fitted (baseline: 2 point(s); the "
+        "irreducible law has 3 parameters and needs at least 3 sizes)"
+    ) in text
     # a design the coverage tables hold (3 sizes x 3 seeds) gets neither
-    write_runs(tmp_path / "m", simulate_runs(laws, (1e-9, 2.5e-9, 6e-9), (0, 1, 2), (1.0,),
-                                             rng=np.random.default_rng(0)))
-    rc, text = _run([str(tmp_path / "m"), "--out", str(tmp_path / "o2"), "--bootstrap", "100",
-                     "--no-plots"], capsys)
+    write_runs(
+        tmp_path / "m",
+        simulate_runs(laws, (1e-9, 2.5e-9, 6e-9), (0, 1, 2), (1.0,), rng=np.random.default_rng(0)),
+    )
+    rc, text = _run(
+        [str(tmp_path / "m"), "--out", str(tmp_path / "o2"), "--bootstrap", "100", "--no-plots"],
+        capsys,
+    )
     assert rc == 0 and "never measured" not in text and "alpha: not fitted" not in text
     assert "Cross-check with L = E + A·C^-alpha (point estimates):" in text

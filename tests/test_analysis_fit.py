@@ -15,15 +15,17 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def sweep(tmp_path_factory):
     root = tmp_path_factory.mktemp("sweep")
     make_sweep(root, seeds=(0, 1))
-    (root / "baseline/s6/seed0/.hydra").mkdir(parents=True)                # still running
+    (root / "baseline/s6/seed0/.hydra").mkdir(parents=True)  # still running
     RunDir(root / "attnres_full/s6/seed0").write_results(
-        {"status": "failed", "error": "NaN loss at step 812", "variant": "attnres_full"})
+        {"status": "failed", "error": "NaN loss at step 812", "variant": "attnres_full"}
+    )
     return root
 
 
 def _strict_json(path):
     def bad(token):
         raise ValueError(f"non-standard JSON token {token}")
+
     return json.loads(path.read_text(), parse_constant=bad)
 
 
@@ -34,8 +36,17 @@ def test_full_analysis(sweep, tmp_path, capsys):
     assert "Collected 50 completed run(s)" in text
     assert "NaN loss at step 812" in text and "baseline/s6/seed0" in text
     assert "attnres_block_s4" in text and "Compute multiplier vs baseline" in text
-    for name in ("fits.json", "fit_table.md", "fit_table.csv", "fit_table.tex", "scaling.png",
-                 "scaling.pdf", "multiplier.png", "ablation.png", "dynamics.png"):
+    for name in (
+        "fits.json",
+        "fit_table.md",
+        "fit_table.csv",
+        "fit_table.tex",
+        "scaling.png",
+        "scaling.pdf",
+        "multiplier.png",
+        "ablation.png",
+        "dynamics.png",
+    ):
         assert (out / name).stat().st_size > 0, name
     for name in ("scaling.png", "multiplier.png", "ablation.png", "dynamics.png"):
         data = (out / name).read_bytes()
@@ -43,8 +54,13 @@ def test_full_analysis(sweep, tmp_path, capsys):
 
     rep = _strict_json(out / "fits.json")
     assert rep["settings"]["baseline"] == "baseline" and rep["settings"]["bootstrap"] == 200
-    assert set(rep["fits"]) == {"baseline", "attnres_full", "attnres_block_s2",
-                                "attnres_block_s4", "attnres_block_s8"}
+    assert set(rep["fits"]) == {
+        "baseline",
+        "attnres_full",
+        "attnres_block_s2",
+        "attnres_block_s4",
+        "attnres_block_s8",
+    }
     f = rep["fits"]["attnres_block_s4"]
     assert f["n_points"] == 5 and f["ci"]["alpha"][0] < f["alpha"] < f["ci"]["alpha"][1]
     assert f["lsq"]["alpha"] == pytest.approx(f["alpha"], abs=0.005)
@@ -69,13 +85,17 @@ def test_csv_input_other_baseline_and_bad_variant(tmp_path, capsys):
     p = tmp_path / "runs.csv"
     rows = ["variant,size,flops,val_loss"]
     for i, C in enumerate([1e18, 1e19, 1e20, 1e21]):
-        rows += [f"ref,s{i},{C},{3.0 * (C / 1e18) ** -0.05}",
-                 f"new,s{i},{C},{2.95 * (C / 1e18) ** -0.05}"]
+        rows += [
+            f"ref,s{i},{C},{3.0 * (C / 1e18) ** -0.05}",
+            f"new,s{i},{C},{2.95 * (C / 1e18) ** -0.05}",
+        ]
     rows += ["lonely,s0,1e18,3.0", "new,s9,0,2.0"]
     p.write_text("\n".join(rows) + "\n")
     out = tmp_path / "out"
-    assert main([str(p), "--out", str(out), "--baseline", "ref", "--bootstrap", "50",
-                 "--no-plots"]) == 0
+    assert (
+        main([str(p), "--out", str(out), "--baseline", "ref", "--bootstrap", "50", "--no-plots"])
+        == 0
+    )
     text = capsys.readouterr().out
     assert "not fitted: lonely: 1 point(s)" in text and "runs.csv line 10" in text
     assert "runs.csv line 11: flops=0.0 is not positive" in text
@@ -88,20 +108,28 @@ def test_csv_input_other_baseline_and_bad_variant(tmp_path, capsys):
 
 def test_irreducible_cli(tmp_path):
     root = tmp_path / "s"
-    make_sweep(root, laws={("baseline", None): (1.9, 0.06), ("attnres_full", None): (1.87, 0.06)},
-               dynamics=False)
+    make_sweep(
+        root,
+        laws={("baseline", None): (1.9, 0.06), ("attnres_full", None): (1.87, 0.06)},
+        dynamics=False,
+    )
     out = tmp_path / "out"
-    assert main([str(root), "--out", str(out), "--irreducible", "--bootstrap", "30",
-                 "--no-plots"]) == 0
+    assert (
+        main([str(root), "--out", str(out), "--irreducible", "--bootstrap", "30", "--no-plots"])
+        == 0
+    )
     rep = _strict_json(out / "fits.json")
     assert rep["settings"]["form"] == "irreducible" and "E" in rep["fits"]["baseline"]["ci"]
 
 
-@pytest.mark.parametrize("make,match", [
-    (lambda d: None, "no such file"),
-    (lambda d: d.mkdir(), "no completed runs"),
-    (lambda d: (d.parent / "x.csv").write_text("variant,size\n"), "missing required column"),
-])
+@pytest.mark.parametrize(
+    "make,match",
+    [
+        (lambda d: None, "no such file"),
+        (lambda d: d.mkdir(), "no completed runs"),
+        (lambda d: (d.parent / "x.csv").write_text("variant,size\n"), "missing required column"),
+    ],
+)
 def test_bad_input_exits_nonzero(tmp_path, capsys, make, match):
     target = tmp_path / "in"
     make(target)
@@ -113,8 +141,22 @@ def test_bad_input_exits_nonzero(tmp_path, capsys, make, match):
 def test_dynamics_runs_selection(sweep, tmp_path, capsys):
     out = tmp_path / "out"
     run = sweep / "attnres_block_s4" / "s2" / "seed1"
-    assert main([str(sweep), "--out", str(out), "--bootstrap", "0", "--dynamics-runs",
-                 "baseline:s3", str(run), "nosuch:s1"]) == 0
+    assert (
+        main(
+            [
+                str(sweep),
+                "--out",
+                str(out),
+                "--bootstrap",
+                "0",
+                "--dynamics-runs",
+                "baseline:s3",
+                str(run),
+                "nosuch:s1",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "dynamics: baseline:s3 seed 0, attnres_block_s4:s2 seed 1" in text
     assert "no run matches 'nosuch:s1'" in text
@@ -124,11 +166,27 @@ def test_dynamics_runs_selection(sweep, tmp_path, capsys):
 @pytest.mark.parametrize("mode", ["disabled", "offline"])
 def test_wandb_never_blocks(sweep, tmp_path, monkeypatch, capsys, mode):
     pytest.importorskip("wandb")
-    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")     # nothing listens there
+    monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.setenv("WANDB_SILENT", "true")
     out = tmp_path / "out"
-    assert main([str(sweep), "--out", str(out), "--bootstrap", "20", "--no-plots", "--wandb",
-                 "--wandb-mode", mode, "--wandb-group", "test"]) == 0
+    assert (
+        main(
+            [
+                str(sweep),
+                "--out",
+                str(out),
+                "--bootstrap",
+                "20",
+                "--no-plots",
+                "--wandb",
+                "--wandb-mode",
+                mode,
+                "--wandb-group",
+                "test",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert f"W&B: logged to project andrea, group test (mode {mode})" in text
     if mode == "offline":
@@ -137,8 +195,20 @@ def test_wandb_never_blocks(sweep, tmp_path, monkeypatch, capsys, mode):
 
 def test_paired_bootstrap(sweep, tmp_path, capsys):
     out = tmp_path / "out"
-    assert main([str(sweep), "--out", str(out), "--bootstrap", "100", "--no-plots",
-                 "--paired-bootstrap"]) == 0
+    assert (
+        main(
+            [
+                str(sweep),
+                "--out",
+                str(out),
+                "--bootstrap",
+                "100",
+                "--no-plots",
+                "--paired-bootstrap",
+            ]
+        )
+        == 0
+    )
     assert "unpaired" not in capsys.readouterr().out
     rep = _strict_json(out / "fits.json")
     assert rep["settings"]["paired_bootstrap"] is True
@@ -149,13 +219,29 @@ def test_paired_bootstrap(sweep, tmp_path, capsys):
 def test_paired_bootstrap_falls_back_for_other_sizes(tmp_path, capsys):
     p = tmp_path / "runs.csv"
     rows = ["variant,size,flops,val_loss"]
-    rows += [f"baseline,s{i},{C},{3.0 * (C / 1e18) ** -0.05}" for i, C in enumerate([1e18, 1e19, 1e20])]
+    rows += [
+        f"baseline,s{i},{C},{3.0 * (C / 1e18) ** -0.05}" for i, C in enumerate([1e18, 1e19, 1e20])
+    ]
     rows += [f"new,s{i},{C},{2.9 * (C / 1e18) ** -0.05}" for i, C in enumerate([1e18, 1e19])]
     p.write_text("\n".join(rows) + "\n")
-    assert main([str(p), "--out", str(tmp_path / "o"), "--bootstrap", "50", "--no-plots",
-                 "--paired-bootstrap"]) == 0
-    assert "new has sizes ['s0', 's1'], the baseline ['s0', 's1', 's2']; its bootstrap is unpaired" \
+    assert (
+        main(
+            [
+                str(p),
+                "--out",
+                str(tmp_path / "o"),
+                "--bootstrap",
+                "50",
+                "--no-plots",
+                "--paired-bootstrap",
+            ]
+        )
+        == 0
+    )
+    assert (
+        "new has sizes ['s0', 's1'], the baseline ['s0', 's1', 's2']; its bootstrap is unpaired"
         in capsys.readouterr().out
+    )
 
 
 def test_few_sizes_warn_once_for_all_variants_that_share_them(tmp_path, capsys):
@@ -163,8 +249,10 @@ def test_few_sizes_warn_once_for_all_variants_that_share_them(tmp_path, capsys):
     computes = [1e18, 1e19, 1e20, 1e21]
     rows = ["variant,size,flops,val_loss"]
     for variant, A in (("baseline", 3.0), ("attnres_full", 2.9), ("attnres_block", 2.95)):
-        rows += [f"{variant},s{i},{C},{A * (C / 1e18) ** -0.05 * (1 + 0.001 * (-1) ** i)}"
-                 for i, C in enumerate(computes)]
+        rows += [
+            f"{variant},s{i},{C},{A * (C / 1e18) ** -0.05 * (1 + 0.001 * (-1) ** i)}"
+            for i, C in enumerate(computes)
+        ]
     p.write_text("\n".join(rows) + "\n")
     assert main([str(p), "--out", str(tmp_path / "o"), "--bootstrap", "50", "--no-plots"]) == 0
     lines = [l for l in capsys.readouterr().out.splitlines() if "distinct resamples" in l]
@@ -180,15 +268,26 @@ def test_multi_point_seeds_sweep_with_device_seconds(tmp_path, capsys):
     """A sweep of WSD runs (4 budgets each, 2 seeds) written as results.json with `points`:
     the seed bootstrap, seed noise, L(N, D), frontier, isoFLOP figure and device-seconds."""
     import numpy as np
+
     from analysis.inputs.synthetic import chinchilla_law, simulate_runs, write_runs
 
     base = (1.69, 406.4, 0.34, 410.7, 0.28)
-    laws = {"baseline": chinchilla_law(*base),
-            "attnres_full": chinchilla_law(base[0], base[1] * 1.1 ** -base[2], base[2],
-                                           base[3] * 1.1 ** -base[4], base[4])}
-    runs = simulate_runs(laws, (1e-4, 1e-3, 1e-2, 1e-1), (0, 1), (0.25, 0.5, 1.0, 2.0),
-                         sigma_run=0.004, sigma_point=0.001, rng=np.random.default_rng(0),
-                         of_nd=True)
+    laws = {
+        "baseline": chinchilla_law(*base),
+        "attnres_full": chinchilla_law(
+            base[0], base[1] * 1.1 ** -base[2], base[2], base[3] * 1.1 ** -base[4], base[4]
+        ),
+    }
+    runs = simulate_runs(
+        laws,
+        (1e-4, 1e-3, 1e-2, 1e-1),
+        (0, 1),
+        (0.25, 0.5, 1.0, 2.0),
+        sigma_run=0.004,
+        sigma_point=0.001,
+        rng=np.random.default_rng(0),
+        of_nd=True,
+    )
     write_runs(tmp_path / "sweep", runs, {"baseline": 1e-12, "attnres_full": 1.05e-12})
     out = tmp_path / "out"
     assert main([str(tmp_path / "sweep"), "--out", str(out), "--bootstrap", "100"]) == 0
@@ -230,11 +329,35 @@ def test_one_size_multiplier_says_it_is_not_a_scaling_law(tmp_path, capsys):
                 rows.append(f"{v},tiny-2,{seed},{b},1e5,{2e6 * b},{1.2e12 * b},{loss}")
     (tmp_path / "one.csv").write_text("\n".join(rows) + "\n")
     # The primary C-law fits each run's final point: one size gives one compute value, refused.
-    assert main([str(tmp_path / "one.csv"), "--out", str(tmp_path / "f"), "--bootstrap", "50",
-                 "--no-plots"]) == 1
+    assert (
+        main(
+            [
+                str(tmp_path / "one.csv"),
+                "--out",
+                str(tmp_path / "f"),
+                "--bootstrap",
+                "50",
+                "--no-plots",
+            ]
+        )
+        == 1
+    )
     assert "two or more sizes" in capsys.readouterr().out
-    assert main([str(tmp_path / "one.csv"), "--out", str(tmp_path / "o"), "--bootstrap", "50",
-                 "--no-plots", "--c-law-points", "all"]) == 0
+    assert (
+        main(
+            [
+                str(tmp_path / "one.csv"),
+                "--out",
+                str(tmp_path / "o"),
+                "--bootstrap",
+                "50",
+                "--no-plots",
+                "--c-law-points",
+                "all",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "span one size (tiny-2)" in out and "two or more sizes" in out
     rep = _strict_json(tmp_path / "o" / "fits.json")

@@ -9,28 +9,41 @@ import pytest
 
 from analysis.fits import law_registry
 from analysis.fits.chinchilla import fit_chinchilla, optimal
-from analysis.fits.law_forms import (CHINCHILLA, DATA_CONSTRAINED, FARSEER, from_chinchilla_fit,
-                                     from_power_fit)
+from analysis.fits.law_forms import (
+    CHINCHILLA,
+    DATA_CONSTRAINED,
+    FARSEER,
+    from_chinchilla_fit,
+    from_power_fit,
+)
 from analysis.fits.laws import COMPUTE, Law, LawError, LawFit, fit_law
 from analysis.fits.powerlaw import compute_to_reach, fit_power_law
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 
 N = np.repeat([1e6, 3e6, 1e7, 3e7, 1e8], 4)
 D = N * np.tile([5.0, 10.0, 20.0, 40.0], 5)
-TRUTH = (1.69, 406.4, 0.34, 410.7, 0.28)                 # Hoffmann et al. 2022's fit
+TRUTH = (1.69, 406.4, 0.34, 410.7, 0.28)  # Hoffmann et al. 2022's fit
 C = np.geomspace(1e-6, 1e-3, 6)
 
 
 def _noisy_power(seed=0):
     rng = np.random.default_rng(seed)
-    return 3.0 * C ** -0.05 * np.exp(rng.normal(0, 0.01, C.size))
+    return 3.0 * C**-0.05 * np.exp(rng.normal(0, 0.01, C.size))
 
 
 def test_registry_lists_the_built_ins_and_names_them_in_its_errors():
-    assert law_registry.names()[:5] == ("power", "irreducible", "chinchilla", "farseer",
-                                        "data_constrained")
-    with pytest.raises(ValueError, match="no scaling law named 'nope'; known: power, "
-                                         "irreducible, chinchilla, farseer, data_constrained"):
+    assert law_registry.names()[:5] == (
+        "power",
+        "irreducible",
+        "chinchilla",
+        "farseer",
+        "data_constrained",
+    )
+    with pytest.raises(
+        ValueError,
+        match="no scaling law named 'nope'; known: power, "
+        "irreducible, chinchilla, farseer, data_constrained",
+    ):
         law_registry.get("nope")
     assert [l.name for l in law_registry.usable(["compute"])] == ["power", "irreducible"]
 
@@ -41,11 +54,19 @@ def test_a_user_law_joins_through_the_entry_point_group(monkeypatch):
         A, alpha = (th[0], th[1]) if th.ndim == 1 else (th[:, :1], th[:, 1:2])
         return np.log(A) - alpha * np.log(X["compute"])
 
-    mine = Law(name="mine", inputs=COMPUTE, params=("A", "alpha"), bounds=((1e-9, None), (0, 2)),
-               log_predict=log_power, grid=lambda X, y: [(float(np.exp(y.mean())), 0.05)], formula="mine")
+    mine = Law(
+        name="mine",
+        inputs=COMPUTE,
+        params=("A", "alpha"),
+        bounds=((1e-9, None), (0, 2)),
+        log_predict=log_power,
+        grid=lambda X, y: [(float(np.exp(y.mean())), 0.05)],
+        formula="mine",
+    )
     ep = SimpleNamespace(name="mine", value="pkg:MINE", load=lambda: mine)
-    monkeypatch.setattr(law_registry.metadata, "entry_points",
-                        lambda group: [ep] if group == "andrea.laws" else [])
+    monkeypatch.setattr(
+        law_registry.metadata, "entry_points", lambda group: [ep] if group == "andrea.laws" else []
+    )
     laws = law_registry.build()
     assert list(laws)[-1] == "mine"
     # the generic fit and bootstrap come with the protocol
@@ -82,9 +103,11 @@ def test_the_power_law_is_todays_fit_not_a_copy():
 
 
 def test_a_fit_saved_as_json_predicts_the_same():
-    L = 1.5 + 20.0 * C ** -0.2
+    L = 1.5 + 20.0 * C**-0.2
     f = fit_law(law_registry.get("irreducible"), "v", {"compute": C}, L, n_bootstrap=20)
-    back = LawFit.from_json("v", json.loads(json.dumps(f.to_json())), law_registry.get("irreducible"))
+    back = LawFit.from_json(
+        "v", json.loads(json.dumps(f.to_json())), law_registry.get("irreducible")
+    )
     q = {"compute": np.array([3e-3, 3e-2])}
     np.testing.assert_array_equal(back.predict(q), f.predict(q))
     np.testing.assert_array_equal(back.interval(q)[0], f.interval(q)[0])
@@ -93,7 +116,7 @@ def test_a_fit_saved_as_json_predicts_the_same():
 
 def test_chinchilla_as_a_law_answers_in_n_d_and_in_compute():
     E, A, a, B, b = TRUTH
-    L = E + A * N ** -a + B * D ** -b
+    L = E + A * N**-a + B * D**-b
     f = fit_law(CHINCHILLA, "v", {"params": N, "tokens": D}, L, huber_delta=None)
     assert f.params() == pytest.approx(dict(zip(CHINCHILLA.params, TRUTH)), rel=1e-3)
     assert f.flops_per_param_token == pytest.approx(6.0)
@@ -105,7 +128,9 @@ def test_chinchilla_as_a_law_answers_in_n_d_and_in_compute():
     conv = from_chinchilla_fit(old, N, D)
     np.testing.assert_allclose(conv.predict({"compute": c}), want, rtol=1e-4)
     assert conv.compute_max == pytest.approx(f.compute_max)
-    with pytest.raises(LawError, match="law chinchilla needs params, tokens \\(or compute alone\\)"):
+    with pytest.raises(
+        LawError, match="law chinchilla needs params, tokens \\(or compute alone\\)"
+    ):
         f.predict({"unique_tokens": np.ones(1)})
 
 
@@ -113,7 +138,7 @@ def test_farseer_reduces_to_its_formula():
     th = np.array([2.0, -0.2, 0.3, 1.5, 0.1, 4.0, 0.5, -0.05, -1.2])
     s, q, S, B, b, Q, A_, a, E = th
     n, d = np.array([1e8, 1e9]), np.array([2e9, 3e10])
-    want = np.exp(s * n ** q + S) + np.exp(B * n ** b + Q) * d ** -np.exp(A_ * n ** a + E)
+    want = np.exp(s * n**q + S) + np.exp(B * n**b + Q) * d ** -np.exp(A_ * n**a + E)
     got = np.exp(FARSEER.log_predict(th, {"params": n, "tokens": d}))
     np.testing.assert_allclose(got, want, rtol=1e-12)
     both = np.exp(FARSEER.log_predict(np.stack([th, th]), {"params": n, "tokens": d}))
@@ -124,18 +149,21 @@ def test_data_constrained_is_chinchilla_within_one_epoch_and_saturates_past_it()
     E, A, a, B, b = TRUTH
     th = np.array([np.log(E), np.log(A), a, np.log(B), b, np.log(15.0)])
     X = {"params": np.array([1e8]), "tokens": np.array([2e9]), "unique_tokens": np.array([4e9])}
-    chin = E + A * 1e8 ** -a + B * 2e9 ** -b
+    chin = E + A * 1e8**-a + B * 2e9**-b
     assert np.exp(DATA_CONSTRAINED.log_predict(th, X)) == pytest.approx([chin], rel=1e-12)
     # 100 epochs of 1e8 unique tokens are worth U·(1 + R*(1 - e^-99/15)) < 16·U fresh ones
     X = {"params": np.array([1e8]), "tokens": np.array([1e10]), "unique_tokens": np.array([1e8])}
     deff = 1e8 * (1 + 15.0 * (1 - np.exp(-99 / 15.0)))
-    want = E + A * 1e8 ** -a + B * deff ** -b
+    want = E + A * 1e8**-a + B * deff**-b
     assert np.exp(DATA_CONSTRAINED.log_predict(th, X)) == pytest.approx([want], rel=1e-12)
 
 
 def test_a_law_refuses_points_without_its_inputs():
-    with pytest.raises(LawError, match="law data_constrained needs params, tokens, "
-                                       "unique_tokens; the points lack unique_tokens"):
+    with pytest.raises(
+        LawError,
+        match="law data_constrained needs params, tokens, "
+        "unique_tokens; the points lack unique_tokens",
+    ):
         fit_law(DATA_CONSTRAINED, "v", {"params": N, "tokens": D}, np.ones(N.size))
     with pytest.raises(LawError, match="3 point\\(s\\); law chinchilla has 5 parameters"):
         fit_law(CHINCHILLA, "v", {"params": N[:3], "tokens": D[:3]}, np.ones(3))
@@ -149,11 +177,20 @@ def nd_sweep(tmp_path_factory):
     from analysis.inputs.synthetic import chinchilla_law, simulate_runs, write_runs
 
     E, A, a, B, b = TRUTH
-    laws = {"baseline": chinchilla_law(*TRUTH),
-            "attnres_full": chinchilla_law(E, A * 1.1 ** -a, a, B * 1.1 ** -b, b)}
-    runs = simulate_runs(laws, (1e-4, 1e-3, 1e-2, 1e-1), (0, 1), (0.25, 0.5, 1.0, 2.0),
-                         sigma_run=0.004, sigma_point=0.001, rng=np.random.default_rng(0),
-                         of_nd=True)
+    laws = {
+        "baseline": chinchilla_law(*TRUTH),
+        "attnres_full": chinchilla_law(E, A * 1.1**-a, a, B * 1.1**-b, b),
+    }
+    runs = simulate_runs(
+        laws,
+        (1e-4, 1e-3, 1e-2, 1e-1),
+        (0, 1),
+        (0.25, 0.5, 1.0, 2.0),
+        sigma_run=0.004,
+        sigma_point=0.001,
+        rng=np.random.default_rng(0),
+        of_nd=True,
+    )
     root = tmp_path_factory.mktemp("nd") / "sweep"
     write_runs(root, runs)
     return root
@@ -170,9 +207,25 @@ def chin_fit(nd_sweep, tmp_path_factory):
     out = tmp_path_factory.mktemp("chin") / "o"
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        assert main([str(nd_sweep), "--out", str(out), "--bootstrap", "50", "--no-plots",
-                     "--law", "chinchilla", "--law-bootstrap", "20",
-                     "--at-compute", "0.3PF-days"]) == 0
+        assert (
+            main(
+                [
+                    str(nd_sweep),
+                    "--out",
+                    str(out),
+                    "--bootstrap",
+                    "50",
+                    "--no-plots",
+                    "--law",
+                    "chinchilla",
+                    "--law-bootstrap",
+                    "20",
+                    "--at-compute",
+                    "0.3PF-days",
+                ]
+            )
+            == 0
+        )
     return out, buf.getvalue()
 
 
@@ -186,22 +239,25 @@ def test_fit_with_a_named_law_gives_its_multiplier_at_a_named_compute(chin_fit):
     (row,) = law["at_compute"]
     assert row["compute_pflops_days"] == pytest.approx(0.3)
     assert row["multiplier"] == pytest.approx(1.21, rel=0.05)
-    assert row["extrapolation"] == pytest.approx(0.3 * 1.21 / 0.2, rel=0.06)   # data: 0.2
+    assert row["extrapolation"] == pytest.approx(0.3 * 1.21 / 0.2, rel=0.06)  # data: 0.2
     # Chinchilla's multiplier intervals covered >= 90 % up to 30x past the data: given here
     assert not row["withheld"] and row["ci"][0] < row["multiplier"] < row["ci"][1]
     assert "at C = 0.3 PFLOP/s-days" in text and "past the data" in text
 
 
-def test_predict_answers_in_n_d_and_in_compute_with_the_fits_bootstrap(chin_fit, tmp_path,
-                                                                       monkeypatch, capsys):
+def test_predict_answers_in_n_d_and_in_compute_with_the_fits_bootstrap(
+    chin_fit, tmp_path, monkeypatch, capsys
+):
     from analysis import predict
     from analysis.estimates import law_fits
     from analysis.inputs.synthetic import chinchilla_law
 
     out, _ = chin_fit
     q = tmp_path / "q.csv"
-    q.write_text("variant,params,tokens,compute\nbaseline,3e6,2e8,\nbaseline,,,1e-2PF-days\n"
-                 "attnres_full,,,6PF-days\n")
+    q.write_text(
+        "variant,params,tokens,compute\nbaseline,3e6,2e8,\nbaseline,,,1e-2PF-days\n"
+        "attnres_full,,,6PF-days\n"
+    )
     monkeypatch.setattr(law_fits, "COVERED_UP_TO", {("chinchilla", "loss"): 10.0})
     assert predict.main([str(out), str(q), "--out", str(tmp_path / "p.csv")]) == 0
     rows = list(csv.DictReader((tmp_path / "p.csv").open()))
@@ -218,16 +274,26 @@ def test_predict_answers_in_n_d_and_in_compute_with_the_fits_bootstrap(chin_fit,
     assert "interval withheld" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("query, match", [
-    ("variant,size\nbaseline,s1\n", "a query needs params and tokens, or compute, per row; its "
-                                     "columns are variant, size"),
-    ("variant,compute\nnope,1e20\n", "variant 'nope' was not fitted; fitted: attnres_full, "
-                                      "baseline"),
-    ("compute\n3PF\n", "line 2: compute '3PF': write FLOPs as a number"),
-    ("params,tokens\n1e6,\n", "line 2: needs params and tokens, or compute"),
-    ("compute\n1e10\n", "line 2: compute 1.157e-10 PF-days is below the data (the smallest fitted "
-                         "compute of attnres_full is 2.5e-05 PF-days)"),
-])
+@pytest.mark.parametrize(
+    "query, match",
+    [
+        (
+            "variant,size\nbaseline,s1\n",
+            "a query needs params and tokens, or compute, per row; its columns are variant, size",
+        ),
+        (
+            "variant,compute\nnope,1e20\n",
+            "variant 'nope' was not fitted; fitted: attnres_full, baseline",
+        ),
+        ("compute\n3PF\n", "line 2: compute '3PF': write FLOPs as a number"),
+        ("params,tokens\n1e6,\n", "line 2: needs params and tokens, or compute"),
+        (
+            "compute\n1e10\n",
+            "line 2: compute 1.157e-10 PF-days is below the data (the smallest fitted "
+            "compute of attnres_full is 2.5e-05 PF-days)",
+        ),
+    ],
+)
 def test_predict_refuses_a_bad_query_in_one_line(chin_fit, tmp_path, capsys, query, match):
     from analysis import predict
 
@@ -245,35 +311,68 @@ def test_predict_says_when_the_fit_dir_has_no_fit(tmp_path, capsys):
     q = tmp_path / "q.csv"
     q.write_text("compute\n1e20\n")
     assert predict.main([str(tmp_path), str(q), "--out", str(tmp_path / "p.csv")]) == 2
-    assert "fits.json is missing or unreadable: run python -m analysis.fit" in capsys.readouterr().err
+    assert (
+        "fits.json is missing or unreadable: run python -m analysis.fit" in capsys.readouterr().err
+    )
 
 
 def test_law_auto_says_which_law_won_and_by_how_much(nd_sweep, tmp_path, capsys):
     from analysis.fit import main
 
-    assert main([str(nd_sweep), "--out", str(tmp_path / "o"), "--bootstrap", "0", "--no-plots",
-                 "--law", "auto", "--law-bootstrap", "0"]) == 0
+    assert (
+        main(
+            [
+                str(nd_sweep),
+                "--out",
+                str(tmp_path / "o"),
+                "--bootstrap",
+                "0",
+                "--no-plots",
+                "--law",
+                "auto",
+                "--law-bootstrap",
+                "0",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     (line,) = [l for l in text.splitlines() if l.startswith("--law auto: ")]
     rep = json.loads((tmp_path / "o" / "fits.json").read_text())
     winner = rep["law"]["chosen"]
-    assert line.startswith(f"--law auto: {winner} wins the held-out-size backtest (largest size "
-                           "of 2 variant(s) held out, 10x past the compute fitted)")
+    assert line.startswith(
+        f"--law auto: {winner} wins the held-out-size backtest (largest size "
+        "of 2 variant(s) held out, 10x past the compute fitted)"
+    )
     assert "smaller than the runner-up" in line
-    assert "not backtested: data_constrained: law data_constrained needs params, tokens, " \
-           "unique_tokens" in text
+    assert (
+        "not backtested: data_constrained: law data_constrained needs params, tokens, "
+        "unique_tokens" in text
+    )
 
 
-@pytest.mark.parametrize("argv, match", [
-    (["--law", "nope"], "error: --law: no scaling law named 'nope'; known: power, irreducible, "
-                        "chinchilla, farseer, data_constrained"),
-    (["--at-compute", "3PF"], "error: --at-compute: compute '3PF': write FLOPs as a number"),
-    (["--at-compute", "1e10"], "error: --at-compute 1.157e-10 PFLOP/s-days is below the data"),
-    (["--law", "data_constrained"], "error: --law data_constrained: law data_constrained needs "
-                                    "params, tokens, unique_tokens; the runs do not record "
-                                    "unique_tokens"),
-    (["--law", "chinchilla", "--irreducible"], "error: --irreducible asks for the irreducible law"),
-])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (
+            ["--law", "nope"],
+            "error: --law: no scaling law named 'nope'; known: power, irreducible, "
+            "chinchilla, farseer, data_constrained",
+        ),
+        (["--at-compute", "3PF"], "error: --at-compute: compute '3PF': write FLOPs as a number"),
+        (["--at-compute", "1e10"], "error: --at-compute 1.157e-10 PFLOP/s-days is below the data"),
+        (
+            ["--law", "data_constrained"],
+            "error: --law data_constrained: law data_constrained needs "
+            "params, tokens, unique_tokens; the runs do not record "
+            "unique_tokens",
+        ),
+        (
+            ["--law", "chinchilla", "--irreducible"],
+            "error: --irreducible asks for the irreducible law",
+        ),
+    ],
+)
 def test_bad_law_input_is_one_error_line(nd_sweep, tmp_path, capsys, argv, match):
     from analysis.fit import main
 
@@ -283,19 +382,35 @@ def test_bad_law_input_is_one_error_line(nd_sweep, tmp_path, capsys, argv, match
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("law, th, X", [
-    (FARSEER, [2.0, -0.2, 0.3, 1.5, 0.1, 4.0, 0.5, -0.05, -1.2],
-     {"params": np.array([1e8, 1e9, 3e7]), "tokens": np.array([2e9, 3e10, 5e8])}),
-    (DATA_CONSTRAINED, [0.5, 6.0, 0.34, 6.0, 0.28, 2.7],     # within one epoch, and 2.5 and 99
-     {"params": np.array([1e8, 1e9, 3e7]), "tokens": np.array([2e9, 3.5e10, 1e10]),
-      "unique_tokens": np.array([4e9, 1e10, 1e8])}),
-])
+@pytest.mark.parametrize(
+    "law, th, X",
+    [
+        (
+            FARSEER,
+            [2.0, -0.2, 0.3, 1.5, 0.1, 4.0, 0.5, -0.05, -1.2],
+            {"params": np.array([1e8, 1e9, 3e7]), "tokens": np.array([2e9, 3e10, 5e8])},
+        ),
+        (
+            DATA_CONSTRAINED,
+            [0.5, 6.0, 0.34, 6.0, 0.28, 2.7],  # within one epoch, and 2.5 and 99
+            {
+                "params": np.array([1e8, 1e9, 3e7]),
+                "tokens": np.array([2e9, 3.5e10, 1e10]),
+                "unique_tokens": np.array([4e9, 1e10, 1e8]),
+            },
+        ),
+    ],
+)
 def test_a_laws_gradient_matches_finite_differences(law, th, X):
     th = np.array(th)
     J = law.jacobian(th, X)
     h = 1e-6
-    num = np.column_stack([(law.log_predict(th + h * e, X) - law.log_predict(th - h * e, X))
-                           / (2 * h) for e in np.eye(len(th))])
+    num = np.column_stack(
+        [
+            (law.log_predict(th + h * e, X) - law.log_predict(th - h * e, X)) / (2 * h)
+            for e in np.eye(len(th))
+        ]
+    )
     np.testing.assert_allclose(J, num, rtol=1e-5, atol=1e-8)
 
 
@@ -303,20 +418,38 @@ def test_the_data_constrained_law_recovers_the_worth_of_repeated_tokens():
     E, A, a, B, b = TRUTH
     th = np.array([np.log(E), np.log(A), a, np.log(B), b, np.log(15.0)])
     N = np.repeat([1e7, 3e7, 1e8, 3e8], 6)
-    X = {"params": N, "tokens": N * np.tile([5.0, 20.0, 80.0], 8),
-         "unique_tokens": np.tile([2e8, 1e9], 12)}
+    X = {
+        "params": N,
+        "tokens": N * np.tile([5.0, 20.0, 80.0], 8),
+        "unique_tokens": np.tile([2e8, 1e9], 12),
+    }
     L = np.exp(DATA_CONSTRAINED.log_predict(th, X))
     f = fit_law(DATA_CONSTRAINED, "v", X, L, huber_delta=None)
     assert f.rmse_log < 1e-5 and np.exp(f.params()["log_Rstar"]) == pytest.approx(15.0, rel=1e-3)
 
 
-def test_at_compute_with_the_default_law_is_the_c_laws_multiplier_there(nd_sweep, tmp_path,
-                                                                         capsys):
+def test_at_compute_with_the_default_law_is_the_c_laws_multiplier_there(nd_sweep, tmp_path, capsys):
     from analysis.fit import main
 
     out = tmp_path / "o"
-    assert main([str(nd_sweep), "--out", str(out), "--bootstrap", "50", "--no-plots",
-                 "--c-ref", "0.01", "--at-compute", "0.01PF-days", "1PF-days"]) == 0
+    assert (
+        main(
+            [
+                str(nd_sweep),
+                "--out",
+                str(out),
+                "--bootstrap",
+                "50",
+                "--no-plots",
+                "--c-ref",
+                "0.01",
+                "--at-compute",
+                "0.01PF-days",
+                "1PF-days",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     rep = json.loads((out / "fits.json").read_text())
     inside, far = rep["law"]["at_compute"]

@@ -5,9 +5,16 @@ import numpy as np
 import pytest
 
 from analysis import next_runs
-from analysis.next_runs import (MAX_SEED_RATIO, PRECISION_FLOOR, commands, main, propose,
-                                with_added, worst_half_width)
 from analysis.inputs.synthetic import power_law, shifted, simulate_runs, write_runs
+from analysis.next_runs import (
+    MAX_SEED_RATIO,
+    PRECISION_FLOOR,
+    commands,
+    main,
+    propose,
+    with_added,
+    worst_half_width,
+)
 
 PEAK, MFU = 989e12, 0.35
 NOISE = {"sigma_run": 0.012, "rho": 0.3, "sigma_point": 0.003}
@@ -16,8 +23,9 @@ NOISE = {"sigma_run": 0.012, "rho": 0.3, "sigma_point": 0.003}
 def _finished():
     b = power_law(3.0, 0.07)
     laws = {"baseline": b, "attnres_full": shifted(b, 1.25)}
-    return simulate_runs(laws, (1e-3, 4e-3, 1.8e-2), (0, 1), (0.25, 0.5, 1.0),
-                         rng=np.random.default_rng(0))
+    return simulate_runs(
+        laws, (1e-3, 4e-3, 1.8e-2), (0, 1), (0.25, 0.5, 1.0), rng=np.random.default_rng(0)
+    )
 
 
 def _round_cost(runs):
@@ -36,12 +44,12 @@ def test_proposal_spends_within_budget_and_beats_uniform():
     assert prop["after"] == pytest.approx(worst_half_width(grid, "baseline", NOISE, 0.07))
     seeds = [len({r.seed for r in grid if r.size == s}) for s in prop["sizes"]]
     assert seeds == [prop["seeds"][s] for s in prop["sizes"]]
-    assert max(seeds) <= MAX_SEED_RATIO * min(seeds), seeds     # no lopsided design (see module)
+    assert max(seeds) <= MAX_SEED_RATIO * min(seeds), seeds  # no lopsided design (see module)
     n_new = len(grid) - len(prop["finished"])
-    assert n_new == 2 * sum(prop["added"].values())          # a seed of each of the 2 labels
+    assert n_new == 2 * sum(prop["added"].values())  # a seed of each of the 2 labels
     for c in commands(prop, "demo"):
         assert c.startswith("python sweep.py -m sweeps=demo size=s") and "train.seed=" in c
-        assert "train.seed=0" not in c and "train.seed=1," not in c     # new seed numbers only
+        assert "train.seed=0" not in c and "train.seed=1," not in c  # new seed numbers only
 
 
 def test_a_budget_below_one_seed_adds_nothing():
@@ -72,10 +80,12 @@ def test_grouped_prediction_is_the_one_of_every_run():
     prop = propose(runs, 40 * _round_cost(runs), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07)
     grid = with_added(prop["finished"], prop["added"])
     from analysis.estimates import power
+
     rows = [r for r in grid if r.label == "baseline"], [r for r in grid if r.label != "baseline"]
     xb = power._design(rows[0])[0]
-    sd = power.log_multiplier_sd(*rows, 0.07, power.DEFAULT_MULTIPLIER, NOISE,
-                                 0.5 * (xb.min() + xb.max()))
+    sd = power.log_multiplier_sd(
+        *rows, 0.07, power.DEFAULT_MULTIPLIER, NOISE, 0.5 * (xb.min() + xb.max())
+    )
     df = min(power._df(rows[0]), power._df(rows[1]))
     assert prop["after"] == pytest.approx(power.half_width(sd, df), rel=1e-9)
 
@@ -99,11 +109,17 @@ def test_any_budget_is_allocated_in_a_bounded_number_of_steps(bounded_steps):
     # evaluations (the command never returned). Steps grow with the seeds: a few hundred.
     runs = _finished()
     # floor=0: no precision floor, so the whole budget is allocated (the floor: the next test)
-    small = propose(runs, 30 * _round_cost(runs), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07,
-                    floor=0)
-    prop = propose(runs, 1e6 * _round_cost(runs), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07,
-                   floor=0)
-    assert 0.999e6 * _round_cost(runs) < prop["spent_gpu_hours"] <= 1e6 * _round_cost(runs) * (1 + 1e-9)
+    small = propose(
+        runs, 30 * _round_cost(runs), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07, floor=0
+    )
+    prop = propose(
+        runs, 1e6 * _round_cost(runs), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07, floor=0
+    )
+    assert (
+        0.999e6 * _round_cost(runs)
+        < prop["spent_gpu_hours"]
+        <= 1e6 * _round_cost(runs) * (1 + 1e-9)
+    )
     seeds = list(prop["seeds"].values())
     assert max(seeds) <= MAX_SEED_RATIO * min(seeds) and sum(seeds) > 0.99e6 * 2
     assert prop["after"] < small["after"] and prop["uniform_rounds"] == 1_000_000
@@ -150,6 +166,7 @@ def _demo(tmp_path):
     import shutil
 
     from conftest import REPO
+
     shutil.copytree(REPO / "tests" / "golden" / "demo_runs", tmp_path / "demo")
     return tmp_path / "demo"
 
@@ -161,23 +178,26 @@ def test_cpu_runs_are_priced_by_their_measured_speed_with_the_fits_exponent(tmp_
     import csv
 
     from conftest import REPO
+
     from analysis.estimates import power
     from analysis.inputs.collect import collect_or_report
 
     demo = _demo(tmp_path)
-    table = {r["variant"]: r for r in csv.DictReader(
-        (REPO / "tests" / "golden" / "demo_fit_table.csv").open())}
+    table = {
+        r["variant"]: r
+        for r in csv.DictReader((REPO / "tests" / "golden" / "demo_fit_table.csv").open())
+    }
     runs = collect_or_report([str(demo)], "val_loss").runs
     assert power.measured(runs)[1] == pytest.approx(float(table["baseline"]["alpha"]), rel=1e-9)
     speed, devices = next_runs.measured_speed(runs)
-    assert devices == "Intel(R) Xeon(R) Processor" and 1e8 < speed < 1e11   # a CPU's FLOP/s
+    assert devices == "Intel(R) Xeon(R) Processor" and 1e8 < speed < 1e11  # a CPU's FLOP/s
 
     assert main([str(demo), "--gpu-hours", "10"]) == 0
     out = capsys.readouterr().out
     assert "baseline exponent 0.0482 " in out and "H100" not in out and "GPU-h" not in out
     assert "measured speed" in out and "device-h per seed" in out
     added = [int(line.split()[-1]) for line in out.splitlines() if line.startswith("tiny-")]
-    assert len(added) == 3 and 0 < max(added) < 1000, out   # hundreds of seeds, not millions
+    assert len(added) == 3 and 0 < max(added) < 1000, out  # hundreds of seeds, not millions
     assert "±0.0" not in out
 
     # priced on a GPU on request: 10 H100-hours are far more than the question needs

@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
 
-from analysis.report import plots
-from analysis.inputs.collect import aggregate, by_label, collect
 from analysis.estimates.multiplier import multiplier_at, multiplier_curve
 from analysis.fits.powerlaw import fit_power_law
+from analysis.inputs.collect import aggregate, by_label, collect
 from analysis.inputs.synthetic import make_sweep
+from analysis.report import plots
 from andrea.run.rundir import RunDir, read_json
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -21,8 +21,10 @@ def test_every_figure_renders(tmp_path):
     make_sweep(sweep, seeds=(0, 1))
     points, _ = aggregate(collect([sweep]).runs)
     groups = by_label(points)
-    fits = {lb: fit_power_law(lb, [p.compute for p in ps], [p.val_loss for p in ps],
-                              n_bootstrap=100) for lb, ps in groups.items()}
+    fits = {
+        lb: fit_power_law(lb, [p.compute for p in ps], [p.val_loss for p in ps], n_bootstrap=100)
+        for lb, ps in groups.items()
+    }
     base = fits["baseline"]
     at_ref = [multiplier_at(base, f, 5.6) for lb, f in fits.items() if lb != "baseline"]
     curves = {lb: multiplier_curve(base, f) for lb, f in fits.items() if lb != "baseline"}
@@ -42,8 +44,9 @@ def test_every_figure_renders(tmp_path):
     runs = []
     for lb, ps in groups.items():
         p = max(ps, key=lambda p: p.flops)
-        runs.append({"label": lb, "size": p.size,
-                     "dyn": read_json(RunDir(p.runs[0].run_dir).dynamics)})
+        runs.append(
+            {"label": lb, "size": p.size, "dyn": read_json(RunDir(p.runs[0].run_dir).dynamics)}
+        )
     plots.plot_dynamics(runs, [out / "dynamics.png"])
     assert _is_png(out / "dynamics.png")
 
@@ -60,11 +63,21 @@ def test_figures_survive_unfitted_and_infinite_values(tmp_path):
     make_sweep(tmp_path / "s", compute=(0.1, 1.0), dynamics=False)
     points, _ = aggregate(collect([tmp_path / "s"]).runs)
     groups = by_label(points)
-    fits = {"baseline": fit_power_law("baseline", [p.compute for p in groups["baseline"]],
-                                      [p.val_loss for p in groups["baseline"]], n_bootstrap=20)}
+    fits = {
+        "baseline": fit_power_law(
+            "baseline",
+            [p.compute for p in groups["baseline"]],
+            [p.val_loss for p in groups["baseline"]],
+            n_bootstrap=20,
+        )
+    }
     plots.plot_scaling(groups, fits, None, [tmp_path / "a.png"])
-    curve = {"compute_pflops_days": [0.1, 1.0], "multiplier": [np.inf, 1.2],
-             "lo": [np.nan, 1.1], "hi": [np.inf, 1.3]}
+    curve = {
+        "compute_pflops_days": [0.1, 1.0],
+        "multiplier": [np.inf, 1.2],
+        "lo": [np.nan, 1.1],
+        "hi": [np.inf, 1.3],
+    }
     plots.plot_multiplier({"attnres_full": curve}, [], [tmp_path / "m.png"])
     assert _is_png(tmp_path / "a.png") and _is_png(tmp_path / "m.png", 1000)
 
@@ -79,14 +92,33 @@ def test_ablation_compares_final_points_and_skips_a_single_block_size(tmp_path):
     """with three budgets per run and one S, ablation.png drew Block at every budget
     and the references at their first, under a block-size title. One S: nothing to draw."""
     import json
-    for label, variant, S in (("baseline", "baseline", None), ("attnres_full", "attnres_full", None),
-                              ("attnres_block_n2", "attnres_block", 2)):
+
+    for label, variant, S in (
+        ("baseline", "baseline", None),
+        ("attnres_full", "attnres_full", None),
+        ("attnres_block_n2", "attnres_block", 2),
+    ):
         d = tmp_path / "s" / "tiny-2" / label / "seed0"
         d.mkdir(parents=True)
-        pts = [dict(budget=b, tokens=1000 * b, flops=1e12 * b, val_loss=7 - b) for b in (0.25, 0.5, 1)]
-        (d / "results.json").write_text(json.dumps(dict(
-            status="completed", variant=variant, label=label, block_size=S, size="tiny-2", seed=0,
-            tokens=1000, flops=1e12, val_loss=6.0, points=pts)))
+        pts = [
+            dict(budget=b, tokens=1000 * b, flops=1e12 * b, val_loss=7 - b) for b in (0.25, 0.5, 1)
+        ]
+        (d / "results.json").write_text(
+            json.dumps(
+                dict(
+                    status="completed",
+                    variant=variant,
+                    label=label,
+                    block_size=S,
+                    size="tiny-2",
+                    seed=0,
+                    tokens=1000,
+                    flops=1e12,
+                    val_loss=6.0,
+                    points=pts,
+                )
+            )
+        )
     points, _ = aggregate(collect([tmp_path / "s"]).runs)
     msg = plots.plot_ablation(points, [tmp_path / "ablation.png"])
     assert "one block size" in msg and "skipped" in msg
@@ -98,10 +130,14 @@ def test_dynamics_colour_scale_marks_weights_above_it(tmp_path, monkeypatch):
     without a sign. A clipped scale now has an arrow and says what lies above it."""
     figs = []
     monkeypatch.setattr(plots, "save_figure", lambda fig, paths: figs.append(fig))
-    dyn = {"layer_rms": [1.0, 0.5, 0.4], "step": 10,
-           "depth_weights": [[1.0], [0.3, 0.7], [0.2, 0.5, 0.3], [0.1, 0.1, 0.4, 0.4]]}
-    plots.plot_dynamics([{"label": "attnres_full", "size": "tiny-1", "dyn": dyn}],
-                        [tmp_path / "d.png"])
+    dyn = {
+        "layer_rms": [1.0, 0.5, 0.4],
+        "step": 10,
+        "depth_weights": [[1.0], [0.3, 0.7], [0.2, 0.5, 0.3], [0.1, 0.1, 0.4, 0.4]],
+    }
+    plots.plot_dynamics(
+        [{"label": "attnres_full", "size": "tiny-1", "dyn": dyn}], [tmp_path / "d.png"]
+    )
     bar = [a for a in figs[0].axes if "weight" in a.get_ylabel()][0]
     assert "above 0.70" in bar.get_ylabel() and "1.00" in bar.get_ylabel()
     assert figs[0].axes[1].images[0].colorbar.extend == "max"
@@ -109,10 +145,19 @@ def test_dynamics_colour_scale_marks_weights_above_it(tmp_path, monkeypatch):
 
 def test_multiplier_axis_is_log_and_a_wide_interval_is_clipped_with_a_mark():
     # two sizes: [0.92, 553.70] drew a linear axis to 450,000 and flattened every curve onto 0
-    curve = {"compute_pflops_days": [1e-9, 2e-9, 4e-9], "multiplier": [1.4, 1.5, 1.6],
-             "lo": [0.9, 0.92, 0.95], "hi": [300.0, 553.7, 900.0]}
-    m = {"variant": "attnres_full", "multiplier": 1.52, "ci": (0.92, 553.7),
-         "c_ref_pflops_days": 2e-9, "ci_level": 0.95}
+    curve = {
+        "compute_pflops_days": [1e-9, 2e-9, 4e-9],
+        "multiplier": [1.4, 1.5, 1.6],
+        "lo": [0.9, 0.92, 0.95],
+        "hi": [300.0, 553.7, 900.0],
+    }
+    m = {
+        "variant": "attnres_full",
+        "multiplier": 1.52,
+        "ci": (0.92, 553.7),
+        "c_ref_pflops_days": 2e-9,
+        "ci_level": 0.95,
+    }
     fig = plots.multiplier_figure({"attnres_full": curve}, [m])
     ax = fig.axes[0]
     assert ax.get_yscale() == "log"
@@ -138,8 +183,13 @@ def test_scaling_fits_are_drawn_over_their_data_and_an_extrapolation_is_marked(t
     from analysis.inputs.synthetic import power_law, shifted, simulate_runs
 
     b = power_law(3.0, 0.05)
-    runs = simulate_runs({"baseline": b, "attnres_full": shifted(b, 1.25)}, (1e-9, 3e-9, 9e-9),
-                         (0, 1, 2), (0.25, 0.5, 1.0), rng=np.random.default_rng(0))
+    runs = simulate_runs(
+        {"baseline": b, "attnres_full": shifted(b, 1.25)},
+        (1e-9, 3e-9, 9e-9),
+        (0, 1, 2),
+        (0.25, 0.5, 1.0),
+        rng=np.random.default_rng(0),
+    )
     res = fit_variants(final_points(runs), "baseline", n_bootstrap=100)
     groups = by_label(aggregate(runs)[0])
     for c_ref, extrapolated in ((3e-9, False), (1e-7, True)):
@@ -168,17 +218,26 @@ def test_many_bands_move_to_one_panel_per_variant_beside_the_baseline():
     from analysis.inputs.synthetic import power_law, shifted, simulate_runs
 
     b = power_law(3.0, 0.05)
-    laws = {"baseline": b, "attnres_full": shifted(b, 1.25), "attnres_block_n2": shifted(b, 1.3),
-            "mhc": shifted(b, 1.1), "mhc_lite": shifted(b, 1.05)}
+    laws = {
+        "baseline": b,
+        "attnres_full": shifted(b, 1.25),
+        "attnres_block_n2": shifted(b, 1.3),
+        "mhc": shifted(b, 1.1),
+        "mhc_lite": shifted(b, 1.05),
+    }
     runs = simulate_runs(laws, (1e-9, 3e-9, 9e-9), (0, 1, 2), rng=np.random.default_rng(0))
     res = fit_variants(final_points(runs), "baseline", n_bootstrap=100)
     fig = plots.scaling_figure(by_label(aggregate(runs)[0]), res.fits, 3e-9)
     main, *panels = fig.axes
-    bands = lambda ax: sorted(c.get_gid() for c in ax.collections  # noqa: E731
-                              if (c.get_gid() or "").startswith("band:"))
+    bands = lambda ax: sorted(
+        c.get_gid()
+        for c in ax.collections  # noqa: E731
+        if (c.get_gid() or "").startswith("band:")
+    )
     assert bands(main) == [] and len(panels) == 4
-    assert {frozenset(bands(ax)) for ax in panels} == {frozenset(("band:baseline", f"band:{lb}"))
-                                                       for lb in laws if lb != "baseline"}
+    assert {frozenset(bands(ax)) for ax in panels} == {
+        frozenset(("band:baseline", f"band:{lb}")) for lb in laws if lb != "baseline"
+    }
     assert len([ln for ln in main.lines if (ln.get_gid() or "").startswith("fit:")]) == 5
     plots.plt.close(fig)
     # three bands still share one axis

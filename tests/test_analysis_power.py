@@ -5,17 +5,34 @@ import math
 import numpy as np
 import pytest
 
+from analysis.estimates.power import (
+    DEFAULT_NOISE,
+    PlannedRun,
+    half_width,
+    log_multiplier_sd,
+    predict,
+    report,
+)
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
-from analysis.estimates.power import DEFAULT_NOISE, PlannedRun, half_width, log_multiplier_sd, predict, report
 from analysis.inputs.synthetic import power_law, simulate_runs
 
 COMPUTE = tuple(np.geomspace(1e-9, 1.2e-7, 4))
 
 
 def _plan(seeds, budgets=None, labels=("baseline", "attnres_full")):
-    return [PlannedRun(label, f"s{i + 1}", sd, C * max(budgets or [1]) * FLOPS_PER_PFLOPS_DAY,
-                       len(budgets or [1]), tuple(budgets) if budgets else None)
-            for label in labels for i, C in enumerate(COMPUTE) for sd in seeds]
+    return [
+        PlannedRun(
+            label,
+            f"s{i + 1}",
+            sd,
+            C * max(budgets or [1]) * FLOPS_PER_PFLOPS_DAY,
+            len(budgets or [1]),
+            tuple(budgets) if budgets else None,
+        )
+        for label in labels
+        for i, C in enumerate(COMPUTE)
+        for sd in seeds
+    ]
 
 
 @pytest.mark.parametrize("seeds,budgets", [((0, 1, 2), None), ((0, 1), (0.25, 0.5, 1.0, 2.0))])
@@ -25,7 +42,7 @@ def test_predicted_spread_matches_simulated_sweeps(seeds, budgets):
     uses), log M = (ŷ_b - ŷ_v)(x_ref) / alpha_b exactly for power laws."""
     alpha, M = 0.07, 1.25
     base = (4.67 * COMPUTE[-1] ** alpha, alpha)
-    laws = {"baseline": power_law(*base), "attnres_full": power_law(base[0] * M ** -alpha, alpha)}
+    laws = {"baseline": power_law(*base), "attnres_full": power_law(base[0] * M**-alpha, alpha)}
     rng = np.random.default_rng(1)
     est = []
     for _ in range(400):
@@ -39,8 +56,13 @@ def test_predicted_spread_matches_simulated_sweeps(seeds, budgets):
         yb, yv = (np.polyval(lines[k], x_ref) for k in ("baseline", "attnres_full"))
         est.append((yb - yv) / -lines["baseline"][0])
     plan = _plan(seeds, budgets)
-    sd = log_multiplier_sd([r for r in plan if r.label == "baseline"],
-                           [r for r in plan if r.label != "baseline"], alpha, M, DEFAULT_NOISE)
+    sd = log_multiplier_sd(
+        [r for r in plan if r.label == "baseline"],
+        [r for r in plan if r.label != "baseline"],
+        alpha,
+        M,
+        DEFAULT_NOISE,
+    )
     assert np.std(est) == pytest.approx(sd, rel=0.2)
     assert abs(np.mean(est) - math.log(M)) < 3 * sd / math.sqrt(len(est)) + 0.01
 
@@ -65,12 +87,19 @@ def test_report_text_default_and_measured():
     text = report(_plan((0, 1, 2)))
     assert "this grid resolves a 1.25x multiplier to ±" in text and "noise: default" in text
     laws = {"baseline": power_law(3.0, 0.07), "attnres_full": power_law(2.95, 0.07)}
-    finished = simulate_runs(laws, COMPUTE, (0, 1, 2), rng=np.random.default_rng(0),
-                             sigma_run=0.03, rho=0.5, sigma_point=0.0)
+    finished = simulate_runs(
+        laws,
+        COMPUTE,
+        (0, 1, 2),
+        rng=np.random.default_rng(0),
+        sigma_run=0.03,
+        rho=0.5,
+        sigma_point=0.0,
+    )
     measured = report(_plan((0, 1, 2)), finished)
     assert "measured from 24 finished run(s)" in measured and "exponent 0.0" in measured
     # three times the default noise: a wider interval than the default's
-    pct = lambda t: float(t.split("multiplier to ±")[1].split(" %")[0])   # noqa: E731
+    pct = lambda t: float(t.split("multiplier to ±")[1].split(" %")[0])  # noqa: E731
     assert pct(measured) > 1.5 * pct(text)
     one = report(_plan((0,)))
     assert "one seed per size" in one
@@ -78,8 +107,11 @@ def test_report_text_default_and_measured():
 
 def test_one_size_grid_predicts_no_multiplier():
     # An ablation or an LR scan compares losses at one size: no fit, no multiplier, no "±inf %".
-    planned = [PlannedRun(label, "tiny-2", seed, 1e12) for label in ("baseline", "attnres_full")
-               for seed in range(3)]
+    planned = [
+        PlannedRun(label, "tiny-2", seed, 1e12)
+        for label in ("baseline", "attnres_full")
+        for seed in range(3)
+    ]
     text = report(planned)
     assert "none is predicted" in text and "inf" not in text
 
@@ -100,13 +132,14 @@ def test_two_finished_seeds_are_too_few_to_measure_the_noise():
     # one size's two seeds of each label: 2 df between seeds; their spread, less the points'
     # share, came out as "per-run 0.00 %" and a prediction far narrower than the default's
     laws = {"baseline": power_law(3.0, 0.07), "attnres_full": power_law(2.95, 0.07)}
-    finished = simulate_runs(laws, COMPUTE[:1], (0, 1), (0.25, 0.5, 1.0),
-                             rng=np.random.default_rng(3))
+    finished = simulate_runs(
+        laws, COMPUTE[:1], (0, 1), (0.25, 0.5, 1.0), rng=np.random.default_rng(3)
+    )
     text = report(_plan((0, 1, 2)), finished)
     assert "too few finished seeds to measure the noise" in text and "noise: default" in text
     assert "per-run 0.00" not in text
-    pct = lambda t: t.split("multiplier to ±")[1].split(" %")[0]   # noqa: E731
-    assert pct(text) == pct(report(_plan((0, 1, 2))))           # the default's prediction
+    pct = lambda t: t.split("multiplier to ±")[1].split(" %")[0]  # noqa: E731
+    assert pct(text) == pct(report(_plan((0, 1, 2))))  # the default's prediction
 
 
 def _dense_sd(base, var, alpha, M, noise, x_ref):
@@ -139,10 +172,19 @@ def test_grouped_delta_method_equals_the_one_row_per_point_formula():
             for i in range(3):
                 for sd in range(int(rng.integers(2, 5))):
                     k = int(rng.integers(1, 4))
-                    runs.append(PlannedRun(label, f"s{i}", sd, 1e12 * 4 ** i * (1 + 0.01 * (sd % 2)),
-                                           k, tuple(np.sort(rng.random(k) + 0.1)) if k > 1 else None))
+                    runs.append(
+                        PlannedRun(
+                            label,
+                            f"s{i}",
+                            sd,
+                            1e12 * 4**i * (1 + 0.01 * (sd % 2)),
+                            k,
+                            tuple(np.sort(rng.random(k) + 0.1)) if k > 1 else None,
+                        )
+                    )
         base = [r for r in runs if r.label == "baseline"]
         var = [r for r in runs if r.label == "v"]
         x_ref = 30.0
         assert log_multiplier_sd(base, var, 0.07, 1.25, DEFAULT_NOISE, x_ref) == pytest.approx(
-            _dense_sd(base, var, 0.07, 1.25, DEFAULT_NOISE, x_ref), rel=1e-9)
+            _dense_sd(base, var, 0.07, 1.25, DEFAULT_NOISE, x_ref), rel=1e-9
+        )

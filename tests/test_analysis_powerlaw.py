@@ -9,7 +9,7 @@ from analysis.fits.powerlaw import FitError, compute_to_reach, fit_power_law, pr
 def _noisy(A, alpha, n=10, noise=0.004, seed=3, E=0.0):
     rng = np.random.default_rng(seed)
     C = np.logspace(-2, 1, n)
-    return C, (E + A * C ** -alpha) * np.exp(rng.normal(0, noise, n))
+    return C, (E + A * C**-alpha) * np.exp(rng.normal(0, noise, n))
 
 
 def test_recovers_parameters_inside_their_cis():
@@ -27,7 +27,7 @@ def test_recovers_parameters_inside_their_cis():
 
 def test_exact_points_give_exact_fit():
     C = np.logspace(-1, 1, 5)
-    f = fit_power_law("v", C, 2.0 * C ** -0.1, n_bootstrap=0)
+    f = fit_power_law("v", C, 2.0 * C**-0.1, n_bootstrap=0)
     assert f.A == pytest.approx(2.0, rel=1e-6)
     assert f.alpha == pytest.approx(0.1, rel=1e-5)
     assert f.r2 == pytest.approx(1.0)
@@ -45,14 +45,14 @@ def test_bootstrap_is_seeded_and_per_variant():
 def test_outlier_moves_least_squares_not_huber():
     C = np.logspace(-2, 1, 8)
     rng = np.random.default_rng(0)
-    L = 2.0 * C ** -0.08 * np.exp(rng.normal(0, 5e-4, 8))
+    L = 2.0 * C**-0.08 * np.exp(rng.normal(0, 5e-4, 8))
     L_out = L.copy()
-    L_out[-1] *= 1.15                            # one run that went wrong at the largest size
+    L_out[-1] *= 1.15  # one run that went wrong at the largest size
     clean = fit_power_law("v", C, L, n_bootstrap=0)
     dirty = fit_power_law("v", C, L_out, n_bootstrap=0)
     huber_shift = abs(dirty.alpha - clean.alpha)
     lsq_shift = abs(dirty.lsq["alpha"] - clean.lsq["alpha"])
-    assert huber_shift < 0.003                   # ~4 % of alpha
+    assert huber_shift < 0.003  # ~4 % of alpha
     assert lsq_shift > 5 * huber_shift
     assert lsq_shift > 0.01
 
@@ -72,7 +72,7 @@ def test_irls_bootstrap_matches_lbfgsb_objective():
             assert ours <= ref.fun + 1e-9
 
 
-@pytest.mark.parametrize("E", [0.0, 1.0])      # E = 0: the fit sits on the lower bound of log E
+@pytest.mark.parametrize("E", [0.0, 1.0])  # E = 0: the fit sits on the lower bound of log E
 def test_batched_lm_matches_lbfgsb_objective(E):
     C, L = _noisy(0.9, 0.2, n=5, noise=0.003, E=E, seed=2)
     x, y = np.log(C), np.log(L)
@@ -96,12 +96,15 @@ def test_irreducible_form_recovers_E():
     assert f.to_json()["E"] == f.E
 
 
-@pytest.mark.parametrize("C,L,match", [
-    ([1.0], [2.0], "1 point"),
-    ([1.0, 1.0, 1.0], [2.0, 2.1, 2.2], "distinct compute"),
-    ([0.0, 1.0, 2.0], [2.0, 1.9, 1.8], "non-positive"),
-    ([0.5, 1.0, 2.0], [2.0, float("nan"), 1.8], "loss"),
-])
+@pytest.mark.parametrize(
+    "C,L,match",
+    [
+        ([1.0], [2.0], "1 point"),
+        ([1.0, 1.0, 1.0], [2.0, 2.1, 2.2], "distinct compute"),
+        ([0.0, 1.0, 2.0], [2.0, 1.9, 1.8], "non-positive"),
+        ([0.5, 1.0, 2.0], [2.0, float("nan"), 1.8], "loss"),
+    ],
+)
 def test_errors_name_the_variant(C, L, match):
     with pytest.raises(FitError, match=match) as e:
         fit_power_law("attnres_full", C, L, n_bootstrap=0)
@@ -116,8 +119,8 @@ def test_two_points_fit_with_warning():
 def test_compute_to_reach_inverts_predict_and_edge_cases():
     C = np.array([0.1, 1.0, 10.0])
     assert compute_to_reach(predict(C, 2.0, 0.1, 0.5), 2.0, 0.1, 0.5) == pytest.approx(C)
-    assert np.isinf(compute_to_reach(0.4, 2.0, 0.1, 0.5))          # below E: never reached
-    assert np.isnan(compute_to_reach(1.0, 2.0, -0.1))              # loss rises with compute
+    assert np.isinf(compute_to_reach(0.4, 2.0, 0.1, 0.5))  # below E: never reached
+    assert np.isnan(compute_to_reach(1.0, 2.0, -0.1))  # loss rises with compute
 
 
 def test_a_fit_at_a_bound_says_so():
@@ -125,10 +128,12 @@ def test_a_fit_at_a_bound_says_so():
     note. Points that bend the other way from an E pin E at its lower bound; the fit warns."""
     C = np.geomspace(1e-9, 1e-6, 6)
     x = np.log(C) - np.log(C).mean()
-    L = 3.0 * C ** -0.03 * np.exp(-0.002 * x ** 2)  # steepening: any E > 0 would flatten it
+    L = 3.0 * C**-0.03 * np.exp(-0.002 * x**2)  # steepening: any E > 0 would flatten it
     f = fit_power_law("baseline", C, L, form="irreducible", huber_delta=None, n_bootstrap=0)
-    assert any("E at its lower bound" in w and "no irreducible loss" in w for w in f.warnings), \
+    assert any("E at its lower bound" in w and "no irreducible loss" in w for w in f.warnings), (
         f.warnings
-    ok = fit_power_law("baseline", C, 1.5 + 2.0 * C ** -0.05, form="irreducible",
-                       huber_delta=None, n_bootstrap=0)
+    )
+    ok = fit_power_law(
+        "baseline", C, 1.5 + 2.0 * C**-0.05, form="irreducible", huber_delta=None, n_bootstrap=0
+    )
     assert not any("bound" in w for w in ok.warnings)

@@ -30,10 +30,11 @@ def _sweep(root, slow_factor=1.0):
 
 def test_spread_is_measured_per_variant_and_size(tmp_path):
     from analysis.inputs.collect import collect
+
     _sweep(tmp_path / "s", slow_factor=3.0)
     check = throughput_spread(collect([tmp_path / "s"]).runs)
     assert check["comparable"] is False
-    assert check["max_spread"] == pytest.approx(2.0, rel=1e-6)      # 3x slower: 200 % apart
+    assert check["max_spread"] == pytest.approx(2.0, rel=1e-6)  # 3x slower: 200 % apart
     assert check["worst"]["label"] == "baseline"
     full = [c for c in check["cells"] if c["label"] == "attnres_full"]
     assert len(full) == 3 and all(c["spread"] < 1e-9 for c in full)
@@ -43,8 +44,10 @@ def test_spread_is_measured_per_variant_and_size(tmp_path):
 @pytest.mark.parametrize("slow, shown", [(1.0, True), (1 + SPREAD_LIMIT / 2, True), (1.5, False)])
 def test_fit_withholds_the_device_seconds_multiplier(tmp_path, capsys, slow, shown):
     _sweep(tmp_path / "s", slow_factor=slow)
-    assert main([str(tmp_path / "s"), "--out", str(tmp_path / "o"), "--bootstrap", "50",
-                 "--no-plots"]) == 0
+    assert (
+        main([str(tmp_path / "s"), "--out", str(tmp_path / "o"), "--bootstrap", "50", "--no-plots"])
+        == 0
+    )
     text = capsys.readouterr().out
     dev = json.loads((tmp_path / "o" / "fits.json").read_text())["device_seconds"]
     assert dev["comparable"] is shown

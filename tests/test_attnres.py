@@ -140,8 +140,9 @@ def test_stack_plus_extra_source_matches_reference(n):
     for v in leaves[1:n]:
         stack.push(v * 1.0)
     h = depth_attention(stack, leaves[n + 1], leaves[n + 2], EPS, extra=leaves[n])
-    h_ref, alpha_ref = depth_attention_reference(ref_leaves[: n + 1], ref_leaves[n + 1],
-                                                 ref_leaves[n + 2], EPS)
+    h_ref, alpha_ref = depth_attention_reference(
+        ref_leaves[: n + 1], ref_leaves[n + 1], ref_leaves[n + 2], EPS
+    )
     torch.testing.assert_close(h, h_ref, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(
         depth_attention_weights(stack, leaves[n + 1], leaves[n + 2], EPS, extra=leaves[n]),

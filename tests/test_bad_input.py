@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import struct
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -34,27 +33,29 @@ if str(REPO / "tests") not in sys.path:
 @dataclass(frozen=True)
 class Case:
     id: str
-    area: str                    # config | data | analysis
-    what: str                    # the input, as the table shows it
+    area: str  # config | data | analysis
+    what: str  # the input, as the table shows it
     run: Callable[[Path], tuple[Optional[int], str]]  # -> (exit status it becomes, message)
-    expect: tuple[str, ...]      # substrings the message must hold (the key or file named)
-    exit: Optional[int] = 2      # None: not 2 today (a gap, see the table)
+    expect: tuple[str, ...]  # substrings the message must hold (the key or file named)
+    exit: Optional[int] = 2  # None: not 2 today (a gap, see the table)
 
 
 # ---- config ------------------------------------------------------------------------------------
+
 
 def config(*overrides: str) -> Callable[[Path], tuple[Optional[int], str]]:
     """resolve_run on the composed config: a ConfigError is exit 2 in sweep.py (both modes);
     an unknown key is exit 2 with the nearest valid key, a value of the wrong type exit 2 with
     the type the key takes (sweep.py, andrea/config/overrides.py); any other Hydra composition error
     is Hydra's exit 1."""
+
     def run(tmp: Path) -> tuple[Optional[int], str]:
+        from conftest import compose_run
         from hydra.errors import HydraException
         from omegaconf.errors import OmegaConfBaseException
 
-        from andrea.config.resolve import ConfigError, resolve_run
         from andrea.config.overrides import precheck
-        from conftest import compose_run
+        from andrea.config.resolve import ConfigError, resolve_run
 
         hints = precheck(list(overrides))  # sweep.py's check before Hydra: exit 2
         if hints:
@@ -72,112 +73,321 @@ def config(*overrides: str) -> Callable[[Path], tuple[Optional[int], str]]:
                 return 2, " ".join(hints)
             return 1, " ".join(str(e).split())
         return 0, "(accepted)"
+
     return run
 
 
 BASE = ["size=tiny-1"]
 CONFIG_CASES = [
-    Case("block_size_zero", "config", "model=attnres_block model.block_size=0",
-         config(*BASE, "model=attnres_block", "model.block_size=0"), ("model.block_size=0",)),
-    Case("block_size_too_big", "config", "model=attnres_block model.block_size=9 (tiny-1: L=4)",
-         config(*BASE, "model=attnres_block", "model.block_size=9"), ("model.block_size=9", "1..4")),
-    Case("block_size_on_baseline", "config", "model=baseline +model.block_size=4",
-         config(*BASE, "model=baseline", "model.block_size=4"), ("model.block_size=4", "attnres_block")),
-    Case("block_size_wrong_type", "config", "model.block_size=four",
-         config(*BASE, "model=attnres_block", "model.block_size=four"),
-         ("model.block_size=four", "an integer")),
-    Case("lr_wrong_type", "config", "train.lr=fast", config(*BASE, "train.lr=fast"),
-         ("train.lr=fast", "a number")),
+    Case(
+        "block_size_zero",
+        "config",
+        "model=attnres_block model.block_size=0",
+        config(*BASE, "model=attnres_block", "model.block_size=0"),
+        ("model.block_size=0",),
+    ),
+    Case(
+        "block_size_too_big",
+        "config",
+        "model=attnres_block model.block_size=9 (tiny-1: L=4)",
+        config(*BASE, "model=attnres_block", "model.block_size=9"),
+        ("model.block_size=9", "1..4"),
+    ),
+    Case(
+        "block_size_on_baseline",
+        "config",
+        "model=baseline +model.block_size=4",
+        config(*BASE, "model=baseline", "model.block_size=4"),
+        ("model.block_size=4", "attnres_block"),
+    ),
+    Case(
+        "block_size_wrong_type",
+        "config",
+        "model.block_size=four",
+        config(*BASE, "model=attnres_block", "model.block_size=four"),
+        ("model.block_size=four", "an integer"),
+    ),
+    Case(
+        "lr_wrong_type",
+        "config",
+        "train.lr=fast",
+        config(*BASE, "train.lr=fast"),
+        ("train.lr=fast", "a number"),
+    ),
     Case("lr_negative", "config", "train.lr=-1", config(*BASE, "train.lr=-1"), ("train.lr=-1",)),
-    Case("unknown_key", "config", "trian.lr=1 (typo)", config(*BASE, "trian.lr=1"), ("trian", "train.lr")),
-    Case("unknown_appended_key", "config", "+trian.lr=1 (Hydra's advice on a typo)",
-         config(*BASE, "+trian.lr=1"), ("trian.lr", "did you mean train.lr")),
-    Case("unknown_size", "config", "size=tiny2 (typo)", config("size=tiny2"),
-         ("size=tiny2", "did you mean size=tiny-2")),
-    Case("seq_len_over_context", "config", "train.seq_len=4096 (tiny-1: context 128)",
-         config(*BASE, "train.seq_len=4096"), ("train.seq_len=4096", "context_length")),
-    Case("impossible_batch", "config", "train.batch_tokens=1000 train.seq_len=64",
-         config(*BASE, "train.batch_tokens=1000", "train.seq_len=64"), ("batch_tokens=1000",)),
-    Case("tokens_below_one_step", "config", "train.tokens=5",
-         config(*BASE, "train.tokens=5"), ("train.tokens=5",)),
-    Case("tokens_negative", "config", "train.tokens=-5",
-         config(*BASE, "train.tokens=-5"), ("train.tokens=-5",)),
-    Case("fused_depth_backend_on_cpu", "config", "model.depth_backend=fla train.device=cpu",
-         config(*BASE, "model=attnres_full", "model.depth_backend=fla", "train.device=cpu"),
-         ("model.depth_backend=fla", "no CUDA device", "auto")),
-    Case("unknown_depth_backend", "config", "model.depth_backend=triton (no such backend)",
-         config(*BASE, "model=attnres_full", "model.depth_backend=triton"),
-         ("model.depth_backend='triton'", "flash_attn_res")),
-    Case("sweep_option_typo", "config", "sweep.througput=true (typo)",
-         config(*BASE, "sweep.througput=true"), ("sweep.througput", "sweep.throughput")),
-    Case("aspect_no_shape", "config", "size=tiny-3 size.aspect=30 (n_layer 2 gives 39, 3 gives 21)",
-         config("size=tiny-3", "size.aspect=30"),
-         ("size.aspect=30", "yields no valid shape", "21.3 (n_layer=3)")),
-    Case("head_ratio_too_many_heads", "config", "size=tiny-3 size.aspect=16 size.head_ratio=5",
-         config("size=tiny-3", "size.aspect=16", "size.head_ratio=5"),
-         ("size.head_ratio=5 does not fit size.aspect=16", "below the smallest head_dim")),
-    Case("head_ratio_below_one_head", "config", "size=tiny-3 size.aspect=16 size.head_ratio=0.01",
-         config("size=tiny-3", "size.aspect=16", "size.head_ratio=0.01"),
-         ("size.head_ratio=0.01 does not fit", "n_head is at least 1")),
-    Case("shape_target_too_small", "config", "size.aspect=20 size.target_params=100",
-         config(*BASE, "size.aspect=20", "size.target_params=100"),
-         ("size.target_params=100", "too small for one layer")),
-    Case("schedule_unknown", "config", "train.schedule=linear",
-         config(*BASE, "train.schedule=linear"), ("train.schedule='linear'", "cosine")),
-    Case("precision_unknown", "config", "train.precision=fp8",
-         config(*BASE, "train.precision=fp8"), ("train.precision='fp8'",)),
-    Case("device_unknown", "config", "train.device=tpu",
-         config(*BASE, "train.device=tpu"), ("train.device='tpu'",)),
-    Case("threads_zero", "config", "train.threads=0",
-         config(*BASE, "train.threads=0"), ("train.threads=0", ">= 1")),
-    Case("warmup_out_of_range", "config", "train.warmup_frac=1.5",
-         config(*BASE, "train.warmup_frac=1.5"), ("train.warmup_frac=1.5",)),
-    Case("log_every_zero", "config", "train.log_every=0",
-         config(*BASE, "train.log_every=0"), ("train.log_every=0",)),
-    Case("keep_checkpoints_zero", "config", "train.keep_checkpoints=0",
-         config(*BASE, "train.keep_checkpoints=0"), ("train.keep_checkpoints=0",)),
-    Case("grad_clip_zero", "config", "train.grad_clip=0",
-         config(*BASE, "train.grad_clip=0"), ("train.grad_clip=0",)),
-    Case("optimizer_unknown", "config", "train.optimizer=sgd",
-         config(*BASE, "train.optimizer=sgd"), ("train.optimizer='sgd'", "adamw, muon")),
-    Case("muon_adjust_lr_unknown", "config", "train.optimizer=muon train.muon.adjust_lr=spectral",
-         config(*BASE, "train.optimizer=muon", "train.muon.adjust_lr=spectral"),
-         ("train.muon.adjust_lr='spectral'", "match_rms_adamw")),
-    Case("muon_momentum_one", "config", "train.optimizer=muon train.muon.momentum=1",
-         config(*BASE, "train.optimizer=muon", "train.muon.momentum=1"), ("train.muon.momentum=1",)),
-    Case("muon_setting_under_adamw", "config", "train.muon.ns_steps=3 (optimizer adamw)",
-         config(*BASE, "train.muon.ns_steps=3"), ("train.muon.ns_steps=3", "train.optimizer=muon")),
-    Case("muon_typo", "config", "train.muon.nesterow=false (typo)",
-         config(*BASE, "train.muon.nesterow=false"), ("train.muon.nesterov",)),
-    Case("wandb_mode_unknown", "config", "wandb.mode=sometimes",
-         config(*BASE, "wandb.mode=sometimes"), ("wandb.mode", "sometimes")),
-    Case("wandb_timeout_zero", "config", "wandb.init_timeout_s=0",
-         config(*BASE, "wandb.init_timeout_s=0"), ("wandb.init_timeout_s",)),
-    Case("data_source_unknown", "config", "data.source=web",
-         config(*BASE, "data.source=web"), ("data.source='web'",)),
-    Case("data_vocab_over_model", "config", "data.vocab_size=100000 (model 2049)",
-         config(*BASE, "data.vocab_size=100000"), ("data.vocab_size=100000",)),
-    Case("data_val_fraction_zero", "config", "data.val_fraction=0",
-         config(*BASE, "data.val_fraction=0"), ("data.val_fraction=0",)),
-    Case("data_max_chars_zero", "config", "data.max_chars=0",
-         config(*BASE, "data.max_chars=0"), ("data.max_chars=0",)),
-    Case("stdlib_with_paths", "config", "data.source=stdlib data.paths=[a.txt]",
-         config(*BASE, "data.paths=[a.txt]"), ("data.paths",)),
-    Case("text_without_paths", "config", "data.source=text (no data.paths)",
-         config(*BASE, "data.source=text"), ("data.paths is empty",)),
-    Case("text_missing_file", "config", "data.source=text data.paths=[/nonexistent.txt]",
-         config(*BASE, "data.source=text", "data.paths=[/nonexistent/corpus.txt]"),
-         ("data.paths", "/nonexistent/corpus.txt", "does not exist")),
-    Case("text_empty_glob", "config", "data.source=text data.paths=['/nonexistent/*.txt']",
-         config(*BASE, "data.source=text", "data.paths=[/nonexistent/*.txt]"),
-         ("data.paths", "matches no files")),
-    Case("shards_without_val", "config", "data.source=shards data.paths=[train.bin] (no val)",
-         lambda tmp: config(*BASE, "data.source=shards", f"data.paths=[{_shard(tmp, 'train.bin')}]")(tmp),
-         ("data.val_paths is empty",)),
+    Case(
+        "unknown_key",
+        "config",
+        "trian.lr=1 (typo)",
+        config(*BASE, "trian.lr=1"),
+        ("trian", "train.lr"),
+    ),
+    Case(
+        "unknown_appended_key",
+        "config",
+        "+trian.lr=1 (Hydra's advice on a typo)",
+        config(*BASE, "+trian.lr=1"),
+        ("trian.lr", "did you mean train.lr"),
+    ),
+    Case(
+        "unknown_size",
+        "config",
+        "size=tiny2 (typo)",
+        config("size=tiny2"),
+        ("size=tiny2", "did you mean size=tiny-2"),
+    ),
+    Case(
+        "seq_len_over_context",
+        "config",
+        "train.seq_len=4096 (tiny-1: context 128)",
+        config(*BASE, "train.seq_len=4096"),
+        ("train.seq_len=4096", "context_length"),
+    ),
+    Case(
+        "impossible_batch",
+        "config",
+        "train.batch_tokens=1000 train.seq_len=64",
+        config(*BASE, "train.batch_tokens=1000", "train.seq_len=64"),
+        ("batch_tokens=1000",),
+    ),
+    Case(
+        "tokens_below_one_step",
+        "config",
+        "train.tokens=5",
+        config(*BASE, "train.tokens=5"),
+        ("train.tokens=5",),
+    ),
+    Case(
+        "tokens_negative",
+        "config",
+        "train.tokens=-5",
+        config(*BASE, "train.tokens=-5"),
+        ("train.tokens=-5",),
+    ),
+    Case(
+        "fused_depth_backend_on_cpu",
+        "config",
+        "model.depth_backend=fla train.device=cpu",
+        config(*BASE, "model=attnres_full", "model.depth_backend=fla", "train.device=cpu"),
+        ("model.depth_backend=fla", "no CUDA device", "auto"),
+    ),
+    Case(
+        "unknown_depth_backend",
+        "config",
+        "model.depth_backend=triton (no such backend)",
+        config(*BASE, "model=attnres_full", "model.depth_backend=triton"),
+        ("model.depth_backend='triton'", "flash_attn_res"),
+    ),
+    Case(
+        "sweep_option_typo",
+        "config",
+        "sweep.througput=true (typo)",
+        config(*BASE, "sweep.througput=true"),
+        ("sweep.througput", "sweep.throughput"),
+    ),
+    Case(
+        "aspect_no_shape",
+        "config",
+        "size=tiny-3 size.aspect=30 (n_layer 2 gives 39, 3 gives 21)",
+        config("size=tiny-3", "size.aspect=30"),
+        ("size.aspect=30", "yields no valid shape", "21.3 (n_layer=3)"),
+    ),
+    Case(
+        "head_ratio_too_many_heads",
+        "config",
+        "size=tiny-3 size.aspect=16 size.head_ratio=5",
+        config("size=tiny-3", "size.aspect=16", "size.head_ratio=5"),
+        ("size.head_ratio=5 does not fit size.aspect=16", "below the smallest head_dim"),
+    ),
+    Case(
+        "head_ratio_below_one_head",
+        "config",
+        "size=tiny-3 size.aspect=16 size.head_ratio=0.01",
+        config("size=tiny-3", "size.aspect=16", "size.head_ratio=0.01"),
+        ("size.head_ratio=0.01 does not fit", "n_head is at least 1"),
+    ),
+    Case(
+        "shape_target_too_small",
+        "config",
+        "size.aspect=20 size.target_params=100",
+        config(*BASE, "size.aspect=20", "size.target_params=100"),
+        ("size.target_params=100", "too small for one layer"),
+    ),
+    Case(
+        "schedule_unknown",
+        "config",
+        "train.schedule=linear",
+        config(*BASE, "train.schedule=linear"),
+        ("train.schedule='linear'", "cosine"),
+    ),
+    Case(
+        "precision_unknown",
+        "config",
+        "train.precision=fp8",
+        config(*BASE, "train.precision=fp8"),
+        ("train.precision='fp8'",),
+    ),
+    Case(
+        "device_unknown",
+        "config",
+        "train.device=tpu",
+        config(*BASE, "train.device=tpu"),
+        ("train.device='tpu'",),
+    ),
+    Case(
+        "threads_zero",
+        "config",
+        "train.threads=0",
+        config(*BASE, "train.threads=0"),
+        ("train.threads=0", ">= 1"),
+    ),
+    Case(
+        "warmup_out_of_range",
+        "config",
+        "train.warmup_frac=1.5",
+        config(*BASE, "train.warmup_frac=1.5"),
+        ("train.warmup_frac=1.5",),
+    ),
+    Case(
+        "log_every_zero",
+        "config",
+        "train.log_every=0",
+        config(*BASE, "train.log_every=0"),
+        ("train.log_every=0",),
+    ),
+    Case(
+        "keep_checkpoints_zero",
+        "config",
+        "train.keep_checkpoints=0",
+        config(*BASE, "train.keep_checkpoints=0"),
+        ("train.keep_checkpoints=0",),
+    ),
+    Case(
+        "grad_clip_zero",
+        "config",
+        "train.grad_clip=0",
+        config(*BASE, "train.grad_clip=0"),
+        ("train.grad_clip=0",),
+    ),
+    Case(
+        "optimizer_unknown",
+        "config",
+        "train.optimizer=sgd",
+        config(*BASE, "train.optimizer=sgd"),
+        ("train.optimizer='sgd'", "adamw, muon"),
+    ),
+    Case(
+        "muon_adjust_lr_unknown",
+        "config",
+        "train.optimizer=muon train.muon.adjust_lr=spectral",
+        config(*BASE, "train.optimizer=muon", "train.muon.adjust_lr=spectral"),
+        ("train.muon.adjust_lr='spectral'", "match_rms_adamw"),
+    ),
+    Case(
+        "muon_momentum_one",
+        "config",
+        "train.optimizer=muon train.muon.momentum=1",
+        config(*BASE, "train.optimizer=muon", "train.muon.momentum=1"),
+        ("train.muon.momentum=1",),
+    ),
+    Case(
+        "muon_setting_under_adamw",
+        "config",
+        "train.muon.ns_steps=3 (optimizer adamw)",
+        config(*BASE, "train.muon.ns_steps=3"),
+        ("train.muon.ns_steps=3", "train.optimizer=muon"),
+    ),
+    Case(
+        "muon_typo",
+        "config",
+        "train.muon.nesterow=false (typo)",
+        config(*BASE, "train.muon.nesterow=false"),
+        ("train.muon.nesterov",),
+    ),
+    Case(
+        "wandb_mode_unknown",
+        "config",
+        "wandb.mode=sometimes",
+        config(*BASE, "wandb.mode=sometimes"),
+        ("wandb.mode", "sometimes"),
+    ),
+    Case(
+        "wandb_timeout_zero",
+        "config",
+        "wandb.init_timeout_s=0",
+        config(*BASE, "wandb.init_timeout_s=0"),
+        ("wandb.init_timeout_s",),
+    ),
+    Case(
+        "data_source_unknown",
+        "config",
+        "data.source=web",
+        config(*BASE, "data.source=web"),
+        ("data.source='web'",),
+    ),
+    Case(
+        "data_vocab_over_model",
+        "config",
+        "data.vocab_size=100000 (model 2049)",
+        config(*BASE, "data.vocab_size=100000"),
+        ("data.vocab_size=100000",),
+    ),
+    Case(
+        "data_val_fraction_zero",
+        "config",
+        "data.val_fraction=0",
+        config(*BASE, "data.val_fraction=0"),
+        ("data.val_fraction=0",),
+    ),
+    Case(
+        "data_max_chars_zero",
+        "config",
+        "data.max_chars=0",
+        config(*BASE, "data.max_chars=0"),
+        ("data.max_chars=0",),
+    ),
+    Case(
+        "stdlib_with_paths",
+        "config",
+        "data.source=stdlib data.paths=[a.txt]",
+        config(*BASE, "data.paths=[a.txt]"),
+        ("data.paths",),
+    ),
+    Case(
+        "text_without_paths",
+        "config",
+        "data.source=text (no data.paths)",
+        config(*BASE, "data.source=text"),
+        ("data.paths is empty",),
+    ),
+    Case(
+        "text_missing_file",
+        "config",
+        "data.source=text data.paths=[/nonexistent.txt]",
+        config(*BASE, "data.source=text", "data.paths=[/nonexistent/corpus.txt]"),
+        ("data.paths", "/nonexistent/corpus.txt", "does not exist"),
+    ),
+    Case(
+        "text_empty_glob",
+        "config",
+        "data.source=text data.paths=['/nonexistent/*.txt']",
+        config(*BASE, "data.source=text", "data.paths=[/nonexistent/*.txt]"),
+        ("data.paths", "matches no files"),
+    ),
+    Case(
+        "shards_without_val",
+        "config",
+        "data.source=shards data.paths=[train.bin] (no val)",
+        lambda tmp: config(*BASE, "data.source=shards", f"data.paths=[{_shard(tmp, 'train.bin')}]")(
+            tmp
+        ),
+        ("data.val_paths is empty",),
+    ),
 ]
 
 
 # ---- data (shows in prepare_data: in the job today, in the sweeper) --------------------
+
 
 def data(source: str, files: dict[str, bytes], vocab: int = 300, **cfg) -> Callable:
     def run(tmp: Path) -> tuple[Optional[int], str]:
@@ -187,15 +397,25 @@ def data(source: str, files: dict[str, bytes], vocab: int = 300, **cfg) -> Calla
         for name, content in files.items():
             (tmp / name).write_bytes(content)
             paths.append(str(tmp / name))
-        c = DataConfig(source=source, cache_dir=str(tmp / "cache"), **cfg,
-                       **({"paths": [p for p in paths if "val" not in Path(p).name],
-                           "val_paths": [p for p in paths if "val" in Path(p).name]}
-                          if source == "shards" else {"paths": paths}))
+        c = DataConfig(
+            source=source,
+            cache_dir=str(tmp / "cache"),
+            **cfg,
+            **(
+                {
+                    "paths": [p for p in paths if "val" not in Path(p).name],
+                    "val_paths": [p for p in paths if "val" in Path(p).name],
+                }
+                if source == "shards"
+                else {"paths": paths}
+            ),
+        )
         try:
             prepare_data(c, vocab)
         except ValueError as e:
             return 2, str(e)
         return 0, "(accepted)"
+
     return run
 
 
@@ -213,11 +433,19 @@ def shards(train_tokens, val_tokens, vocab: int = 300) -> Callable:
 
         t, v = _shard(tmp, "train.bin", train_tokens), _shard(tmp, "val.bin", val_tokens)
         try:
-            prepare_data(DataConfig(source="shards", paths=[str(t)], val_paths=[str(v)],
-                                    cache_dir=str(tmp / "cache")), vocab)
+            prepare_data(
+                DataConfig(
+                    source="shards",
+                    paths=[str(t)],
+                    val_paths=[str(v)],
+                    cache_dir=str(tmp / "cache"),
+                ),
+                vocab,
+            )
         except ValueError as e:
             return 2, str(e)
         return 0, "(accepted)"
+
     return run
 
 
@@ -225,10 +453,18 @@ def too_short(tmp: Path) -> tuple[Optional[int], str]:
     from andrea.data import DataConfig, check_split_sizes, prepare_data
 
     # ~50k characters: a few 16k-character documents, far fewer tokens than one batch of 512 x 128
-    (tmp / "small.txt").write_text("".join(f"line {i}: the quick brown fox {i * 7919 % 1000}\n"
-                                           for i in range(1500)))
-    p = prepare_data(DataConfig(source="text", paths=[str(tmp / "small.txt")], val_fraction=0.3,
-                                cache_dir=str(tmp / "cache")), 300)
+    (tmp / "small.txt").write_text(
+        "".join(f"line {i}: the quick brown fox {i * 7919 % 1000}\n" for i in range(1500))
+    )
+    p = prepare_data(
+        DataConfig(
+            source="text",
+            paths=[str(tmp / "small.txt")],
+            val_fraction=0.3,
+            cache_dir=str(tmp / "cache"),
+        ),
+        300,
+    )
     try:
         check_split_sizes(p, 512, 128, 1)
     except ValueError as e:
@@ -237,20 +473,55 @@ def too_short(tmp: Path) -> tuple[Optional[int], str]:
 
 
 DATA_CASES = [
-    Case("text_empty_file", "data", "data.source=text, an empty file",
-         data("text", {"empty.txt": b""}), ("data.source='text'", "empty.txt", "empty")),
-    Case("text_binary_file", "data", "data.source=text, a binary (non-UTF-8) file",
-         data("text", {"blob.txt": bytes(range(256)) * 8}), ("blob.txt", "not UTF-8")),
-    Case("text_one_line", "data", "data.source=text, one short line",
-         data("text", {"one.txt": b"hi\n"}), ("data.val_fraction",)),
-    Case("text_too_short_for_a_batch", "data", "a corpus smaller than one batch (512 x 128 tokens)",
-         too_short, ("batch",)),
-    Case("shards_out_of_vocabulary", "data", "data.source=shards with token id 5000 >= vocab 300",
-         shards((1, 2, 5000), (1, 2, 3)), ("train.bin", "5000", "vocab_size=300")),
-    Case("shards_empty", "data", "data.source=shards, an empty train shard",
-         shards((), (1, 2, 3)), ("train.bin", "empty")),
-    Case("shards_garbage", "data", "data.source=shards, a file that is not a shard",
-         lambda tmp: _garbage_shard(tmp), ("train.bin",)),
+    Case(
+        "text_empty_file",
+        "data",
+        "data.source=text, an empty file",
+        data("text", {"empty.txt": b""}),
+        ("data.source='text'", "empty.txt", "empty"),
+    ),
+    Case(
+        "text_binary_file",
+        "data",
+        "data.source=text, a binary (non-UTF-8) file",
+        data("text", {"blob.txt": bytes(range(256)) * 8}),
+        ("blob.txt", "not UTF-8"),
+    ),
+    Case(
+        "text_one_line",
+        "data",
+        "data.source=text, one short line",
+        data("text", {"one.txt": b"hi\n"}),
+        ("data.val_fraction",),
+    ),
+    Case(
+        "text_too_short_for_a_batch",
+        "data",
+        "a corpus smaller than one batch (512 x 128 tokens)",
+        too_short,
+        ("batch",),
+    ),
+    Case(
+        "shards_out_of_vocabulary",
+        "data",
+        "data.source=shards with token id 5000 >= vocab 300",
+        shards((1, 2, 5000), (1, 2, 3)),
+        ("train.bin", "5000", "vocab_size=300"),
+    ),
+    Case(
+        "shards_empty",
+        "data",
+        "data.source=shards, an empty train shard",
+        shards((), (1, 2, 3)),
+        ("train.bin", "empty"),
+    ),
+    Case(
+        "shards_garbage",
+        "data",
+        "data.source=shards, a file that is not a shard",
+        lambda tmp: _garbage_shard(tmp),
+        ("train.bin",),
+    ),
 ]
 
 
@@ -260,8 +531,15 @@ def _garbage_shard(tmp: Path) -> tuple[Optional[int], str]:
     (tmp / "train.bin").write_bytes(b"this is not a token shard at all" * 4)
     v = _shard(tmp, "val.bin")
     try:
-        prepare_data(DataConfig(source="shards", paths=[str(tmp / "train.bin")],
-                                val_paths=[str(v)], cache_dir=str(tmp / "cache")), 300)
+        prepare_data(
+            DataConfig(
+                source="shards",
+                paths=[str(tmp / "train.bin")],
+                val_paths=[str(v)],
+                cache_dir=str(tmp / "cache"),
+            ),
+            300,
+        )
     except ValueError as e:
         return 2, str(e)
     return 0, "(accepted)"
@@ -269,8 +547,17 @@ def _garbage_shard(tmp: Path) -> tuple[Optional[int], str]:
 
 # ---- analysis (python -m analysis.fit) --------------------------------------------------------------
 
-GOOD = {"status": "completed", "variant": "baseline", "label": "baseline", "size": "tiny-1",
-        "seed": 0, "flops": 1e12, "val_loss": 3.0, "params": 1000, "tokens": 1000}
+GOOD = {
+    "status": "completed",
+    "variant": "baseline",
+    "label": "baseline",
+    "size": "tiny-1",
+    "seed": 0,
+    "flops": 1e12,
+    "val_loss": 3.0,
+    "params": 1000,
+    "tokens": 1000,
+}
 
 
 def run_dir(root: Path, name: str, results=None, raw: Optional[str] = None) -> Path:
@@ -286,6 +573,7 @@ def run_dir(root: Path, name: str, results=None, raw: Optional[str] = None) -> P
 def analysis(make: Callable[[Path], list[Path]], section: str) -> Callable:
     """The analysis's collection over `make`'s inputs plus one good run: the bad one must be
     listed (in `section`) with its file, the good one still collected."""
+
     def run(tmp: Path) -> tuple[Optional[int], str]:
         from analysis.inputs.collect import InputError, collect
 
@@ -297,6 +585,7 @@ def analysis(make: Callable[[Path], list[Path]], section: str) -> Callable:
         assert len(coll.runs) >= 1, "the good run was lost"
         listed = getattr(coll, section)
         return 0, "; ".join(f"{src}: {why}" for src, why in listed) or "(nothing listed)"
+
     return run
 
 
@@ -304,48 +593,129 @@ def csv_file(text: str) -> Callable[[Path], list[Path]]:
     def make(tmp: Path) -> list[Path]:
         (tmp / "runs.csv").write_text(text)
         return [tmp / "runs.csv"]
+
     return make
 
 
 ANALYSIS_CASES = [
-    Case("analysis_missing_path", "analysis", "a sweep folder that does not exist",
-         analysis(lambda tmp: [tmp / "no_such_sweep"], "invalid"), ("no_such_sweep", "no such file")),
-    Case("analysis_failed_run", "analysis", "a run whose results.json says failed",
-         analysis(lambda tmp: [run_dir(tmp / "s", "bad", {**GOOD, "status": "failed",
-                                                           "error": "TrainingFailed: nan"})], "failed"),
-         ("bad", "TrainingFailed: nan"), 0),
-    Case("analysis_truncated_json", "analysis", "a half-written results.json",
-         analysis(lambda tmp: [run_dir(tmp / "s", "torn", raw='{"status": "compl')], "invalid"),
-         ("torn", "not valid JSON"), 0),
-    Case("analysis_json_not_an_object", "analysis", "a results.json holding [1, 2, 3]",
-         analysis(lambda tmp: [run_dir(tmp / "s", "list", raw="[1, 2, 3]")], "invalid"),
-         ("list",), 0),
-    Case("analysis_missing_val_loss", "analysis", "a completed results.json without val_loss",
-         analysis(lambda tmp: [run_dir(tmp / "s", "noloss", {k: v for k, v in GOOD.items()
-                                                              if k != "val_loss"})], "invalid"),
-         ("noloss", "val_loss"), 0),
-    Case("analysis_nan_loss", "analysis", "a results.json with val_loss NaN",
-         analysis(lambda tmp: [run_dir(tmp / "s", "nan", raw=json.dumps({**GOOD, "val_loss": "NaN"}))],
-                  "invalid"), ("nan", "val_loss"), 0),
-    Case("analysis_no_results_yet", "analysis", "a run folder without results.json",
-         analysis(lambda tmp: [run_dir(tmp / "s", "unfinished")], "running"), ("unfinished",), 0),
-    Case("analysis_duplicated_run", "analysis", "the same run given twice (folder and its results.json)",
-         lambda tmp: _duplicated(tmp), ("seed",), 0),
-    Case("analysis_csv_missing_columns", "analysis", "a CSV without the val_loss column",
-         analysis(csv_file("variant,size,flops\nbaseline,tiny-1,1e12\n"), "invalid"),
-         ("runs.csv", "val_loss")),
-    Case("analysis_csv_garbage_row", "analysis", "a CSV row with flops=abc",
-         analysis(csv_file("variant,size,flops,val_loss\nbaseline,tiny-1,abc,3.0\n"), "invalid"),
-         ("runs.csv line 2", "flops='abc'"), 0),
-    Case("analysis_csv_failed_row", "analysis", "a CSV row with status=failed",
-         analysis(csv_file("variant,size,flops,val_loss,status\nbaseline,tiny-1,1e12,3.0,failed\n"),
-                  "failed"), ("runs.csv line 2", "failed"), 0),
-    Case("analysis_csv_binary", "analysis", "a binary file named .csv",
-         analysis(lambda tmp: [_write(tmp / "blob.csv", bytes(range(256)) * 4)], "invalid"),
-         ("blob.csv",)),
-    Case("analysis_not_results_json", "analysis", "a .json input that is not results.json",
-         analysis(lambda tmp: [_write(tmp / "other.json", b"{}")], "invalid"),
-         ("other.json", "results.json")),
+    Case(
+        "analysis_missing_path",
+        "analysis",
+        "a sweep folder that does not exist",
+        analysis(lambda tmp: [tmp / "no_such_sweep"], "invalid"),
+        ("no_such_sweep", "no such file"),
+    ),
+    Case(
+        "analysis_failed_run",
+        "analysis",
+        "a run whose results.json says failed",
+        analysis(
+            lambda tmp: [
+                run_dir(
+                    tmp / "s", "bad", {**GOOD, "status": "failed", "error": "TrainingFailed: nan"}
+                )
+            ],
+            "failed",
+        ),
+        ("bad", "TrainingFailed: nan"),
+        0,
+    ),
+    Case(
+        "analysis_truncated_json",
+        "analysis",
+        "a half-written results.json",
+        analysis(lambda tmp: [run_dir(tmp / "s", "torn", raw='{"status": "compl')], "invalid"),
+        ("torn", "not valid JSON"),
+        0,
+    ),
+    Case(
+        "analysis_json_not_an_object",
+        "analysis",
+        "a results.json holding [1, 2, 3]",
+        analysis(lambda tmp: [run_dir(tmp / "s", "list", raw="[1, 2, 3]")], "invalid"),
+        ("list",),
+        0,
+    ),
+    Case(
+        "analysis_missing_val_loss",
+        "analysis",
+        "a completed results.json without val_loss",
+        analysis(
+            lambda tmp: [
+                run_dir(tmp / "s", "noloss", {k: v for k, v in GOOD.items() if k != "val_loss"})
+            ],
+            "invalid",
+        ),
+        ("noloss", "val_loss"),
+        0,
+    ),
+    Case(
+        "analysis_nan_loss",
+        "analysis",
+        "a results.json with val_loss NaN",
+        analysis(
+            lambda tmp: [run_dir(tmp / "s", "nan", raw=json.dumps({**GOOD, "val_loss": "NaN"}))],
+            "invalid",
+        ),
+        ("nan", "val_loss"),
+        0,
+    ),
+    Case(
+        "analysis_no_results_yet",
+        "analysis",
+        "a run folder without results.json",
+        analysis(lambda tmp: [run_dir(tmp / "s", "unfinished")], "running"),
+        ("unfinished",),
+        0,
+    ),
+    Case(
+        "analysis_duplicated_run",
+        "analysis",
+        "the same run given twice (folder and its results.json)",
+        lambda tmp: _duplicated(tmp),
+        ("seed",),
+        0,
+    ),
+    Case(
+        "analysis_csv_missing_columns",
+        "analysis",
+        "a CSV without the val_loss column",
+        analysis(csv_file("variant,size,flops\nbaseline,tiny-1,1e12\n"), "invalid"),
+        ("runs.csv", "val_loss"),
+    ),
+    Case(
+        "analysis_csv_garbage_row",
+        "analysis",
+        "a CSV row with flops=abc",
+        analysis(csv_file("variant,size,flops,val_loss\nbaseline,tiny-1,abc,3.0\n"), "invalid"),
+        ("runs.csv line 2", "flops='abc'"),
+        0,
+    ),
+    Case(
+        "analysis_csv_failed_row",
+        "analysis",
+        "a CSV row with status=failed",
+        analysis(
+            csv_file("variant,size,flops,val_loss,status\nbaseline,tiny-1,1e12,3.0,failed\n"),
+            "failed",
+        ),
+        ("runs.csv line 2", "failed"),
+        0,
+    ),
+    Case(
+        "analysis_csv_binary",
+        "analysis",
+        "a binary file named .csv",
+        analysis(lambda tmp: [_write(tmp / "blob.csv", bytes(range(256)) * 4)], "invalid"),
+        ("blob.csv",),
+    ),
+    Case(
+        "analysis_not_results_json",
+        "analysis",
+        "a .json input that is not results.json",
+        analysis(lambda tmp: [_write(tmp / "other.json", b"{}")], "invalid"),
+        ("other.json", "results.json"),
+    ),
 ]
 
 
@@ -365,6 +735,7 @@ def _duplicated(tmp: Path) -> tuple[Optional[int], str]:
 
 def next_runs_pool(pool: str, *argv: str) -> Callable[[Path], tuple[Optional[int], str]]:
     """`python -m analysis.next_runs --pool POOL --target TARGET ...`: (exit status, stderr)."""
+
     def run(tmp: Path) -> tuple[Optional[int], str]:
         import contextlib
         import io
@@ -375,9 +746,11 @@ def next_runs_pool(pool: str, *argv: str) -> Callable[[Path], tuple[Optional[int
         (tmp / "target.csv").write_text("params,tokens\n1e9,2e10\n")
         err = io.StringIO()
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-            code = main(["--pool", str(tmp / "pool.csv"), "--target", str(tmp / "target.csv"),
-                         *argv])
+            code = main(
+                ["--pool", str(tmp / "pool.csv"), "--target", str(tmp / "target.csv"), *argv]
+            )
         return code, err.getvalue().strip()
+
     return run
 
 
@@ -385,22 +758,44 @@ def next_runs_pool(pool: str, *argv: str) -> Callable[[Path], tuple[Optional[int
 # candidates at a 4th size
 _POOL = "params,tokens,cost,loss\n" + "".join(
     f"{n:g},{n * t:g},{6 * n * n * t / 3.6e18:g},"
-    + (f"{(1.7 + 400 * n ** -0.34 + 410 * (n * t) ** -0.28) * (1 + 0.01 * math.sin(7 * n * t)):.5f}"
-       if n < 3e8 else "") + "\n"
-    for n in (1e7, 3e7, 1e8, 3e8) for t in (5, 20, 80))
+    + (
+        f"{(1.7 + 400 * n**-0.34 + 410 * (n * t) ** -0.28) * (1 + 0.01 * math.sin(7 * n * t)):.5f}"
+        if n < 3e8
+        else ""
+    )
+    + "\n"
+    for n in (1e7, 3e7, 1e8, 3e8)
+    for t in (5, 20, 80)
+)
 POOL_CASES = [
-    Case("next_runs_pool_no_cost", "analysis", "next_runs --pool: a pool without a cost column",
-         next_runs_pool("params,tokens,loss\n1e7,1e8,3.0\n", "--gpu-hours", "1"),
-         ("pool.csv", "missing cost")),
-    Case("next_runs_pool_garbage", "analysis", "next_runs --pool: a pool row with params=abc",
-         next_runs_pool("params,tokens,cost\nabc,1e8,1\n", "--gpu-hours", "1"),
-         ("pool.csv", "row 2", "params")),
-    Case("next_runs_pool_zero_budget", "analysis", "next_runs --pool with --gpu-hours 0",
-         next_runs_pool(_POOL, "--gpu-hours", "0"), ("--gpu-hours > 0",)),
-    Case("next_runs_pool_unreachable", "analysis",
-         "next_runs --pool: a --target-half-width the budget cannot reach",
-         next_runs_pool(_POOL, "--gpu-hours", "1", "--target-half-width", "1e-5"),
-         ("reaches ±", "at best")),
+    Case(
+        "next_runs_pool_no_cost",
+        "analysis",
+        "next_runs --pool: a pool without a cost column",
+        next_runs_pool("params,tokens,loss\n1e7,1e8,3.0\n", "--gpu-hours", "1"),
+        ("pool.csv", "missing cost"),
+    ),
+    Case(
+        "next_runs_pool_garbage",
+        "analysis",
+        "next_runs --pool: a pool row with params=abc",
+        next_runs_pool("params,tokens,cost\nabc,1e8,1\n", "--gpu-hours", "1"),
+        ("pool.csv", "row 2", "params"),
+    ),
+    Case(
+        "next_runs_pool_zero_budget",
+        "analysis",
+        "next_runs --pool with --gpu-hours 0",
+        next_runs_pool(_POOL, "--gpu-hours", "0"),
+        ("--gpu-hours > 0",),
+    ),
+    Case(
+        "next_runs_pool_unreachable",
+        "analysis",
+        "next_runs --pool: a --target-half-width the budget cannot reach",
+        next_runs_pool(_POOL, "--gpu-hours", "1", "--target-half-width", "1e-5"),
+        ("reaches ±", "at best"),
+    ),
 ]
 
 CASES = CONFIG_CASES + DATA_CASES + ANALYSIS_CASES + POOL_CASES
@@ -419,10 +814,24 @@ def test_bad_input_is_named_in_a_clear_message(case, tmp_path, data_cache):
 
 # ---- the command line turns these into exit 2 (one subprocess each) -------------------------------
 
+
 def test_a_bad_key_in_a_sweep_exits_2_before_anything_runs(tmp_path, data_cache):
-    out = subprocess.run([sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={tmp_path / 'runs'}",
-                          "size=tiny-1", "model=attnres_block", "model.block_size=0,2", "plan=true"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "sweep.py"),
+            "-m",
+            f"out_dir={tmp_path / 'runs'}",
+            "size=tiny-1",
+            "model=attnres_block",
+            "model.block_size=0,2",
+            "plan=true",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 2, out.stderr[-2000:]
     assert "model.block_size=0" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("results.json"))
@@ -430,24 +839,52 @@ def test_a_bad_key_in_a_sweep_exits_2_before_anything_runs(tmp_path, data_cache)
 
 def test_an_appended_typo_in_a_single_run_exits_2_with_one_line_first(tmp_path, data_cache):
     """Hydra's advice `+trian.lr=1` trained a run (rc 0) that ignored the typo."""
-    out = subprocess.run([sys.executable, str(REPO / "sweep.py"), f"out_dir={tmp_path / 'runs'}",
-                          "size=tiny-1", "+trian.lr=1"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "sweep.py"),
+            f"out_dir={tmp_path / 'runs'}",
+            "size=tiny-1",
+            "+trian.lr=1",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 2, out.stderr[-2000:]
     assert out.stderr == "error: unknown key 'trian.lr' (did you mean train.lr?)\n", out.stderr
     assert not (tmp_path / "runs").exists()
 
 
-@pytest.mark.parametrize("mode,bad,kind", [
-    (["-m"], "train.lr=fast", "a number"), ([], "plan=ture", "true or false"),
-    (["-m"], "model.mhc_streams=two", "an integer"), ([], "size.aspect=abc", "a number"),
-    (["-m"], "train.seed=0,x", "an integer")])
+@pytest.mark.parametrize(
+    "mode,bad,kind",
+    [
+        (["-m"], "train.lr=fast", "a number"),
+        ([], "plan=ture", "true or false"),
+        (["-m"], "model.mhc_streams=two", "an integer"),
+        ([], "size.aspect=abc", "a number"),
+        (["-m"], "train.seed=0,x", "an integer"),
+    ],
+)
 def test_a_value_of_the_wrong_type_exits_2_with_one_line(tmp_path, data_cache, mode, bad, kind):
     """One `error:` line, as for every other bad input: Hydra's own block (the message, the
     full key, the object type, the HYDRA_FULL_ERROR advice) came first."""
-    out = subprocess.run([sys.executable, str(REPO / "sweep.py"), *mode,
-                          f"out_dir={tmp_path / 'runs'}", "size=tiny-1", bad, "model=mhc"],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "sweep.py"),
+            *mode,
+            f"out_dir={tmp_path / 'runs'}",
+            "size=tiny-1",
+            bad,
+            "model=mhc",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 2, out.stderr[-2000:]
     key, _, value = bad.partition("=")
     value = value.split(",")[-1]
@@ -459,12 +896,28 @@ def test_the_type_precheck_passes_every_value_hydra_accepts():
     """precheck runs before Hydra: a valid value it refused would block a valid run."""
     from andrea.config.overrides import precheck
 
-    good = ["train.lr=1e-3", "train.lr=null", "train.lr=${size.lr}", "size.aspect=16",
-            "size.aspect=13.3,8.25", "train.seed=range(0,3)", "train.seed=choice(1,2)",
-            "plan=true", "plan=false", "train.budgets=[0.25,0.5,1]", "model.mhc_streams=4",
-            "train.muon.momentum=0.9", "model.block_size=null", "wandb.mode=offline",
-            "train.lr=interval(0.001,0.01)", "out_dir=/tmp/x", "size=tiny-1,tiny-2",
-            "hydra.launcher.cpus_per_task=1", "train.lr_scale=2", "~train.lr"]
+    good = [
+        "train.lr=1e-3",
+        "train.lr=null",
+        "train.lr=${size.lr}",
+        "size.aspect=16",
+        "size.aspect=13.3,8.25",
+        "train.seed=range(0,3)",
+        "train.seed=choice(1,2)",
+        "plan=true",
+        "plan=false",
+        "train.budgets=[0.25,0.5,1]",
+        "model.mhc_streams=4",
+        "train.muon.momentum=0.9",
+        "model.block_size=null",
+        "wandb.mode=offline",
+        "train.lr=interval(0.001,0.01)",
+        "out_dir=/tmp/x",
+        "size=tiny-1,tiny-2",
+        "hydra.launcher.cpus_per_task=1",
+        "train.lr_scale=2",
+        "~train.lr",
+    ]
     assert precheck(good) == []
 
 
@@ -476,8 +929,9 @@ def test_an_unusable_analysis_input_exits_2(tmp_path, capsys):
     assert "runs.csv: missing required column(s) flops, val_loss" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", ["fit", "backtest", "domains", "ablations", "architecture",
-                                     "lr_select", "tuning"])
+@pytest.mark.parametrize(
+    "command", ["fit", "backtest", "domains", "ablations", "architecture", "lr_select", "tuning"]
+)
 def test_an_out_that_is_a_file_is_one_line_before_any_run_is_read(tmp_path, capsys, command):
     """`analysis.fit --out <a file>` ended in a FileExistsError traceback after collecting every
     run. The inputs here do not exist: the --out line comes first, so it is checked first."""
@@ -493,18 +947,23 @@ def test_an_out_that_is_a_file_is_one_line_before_any_run_is_read(tmp_path, caps
 
 # ---- docs/bad_input.md ---------------------------------------------------------------------------
 
+
 def write_table(path: Path) -> None:
     import os
     import tempfile
 
     os.environ.setdefault("ANDREA_DATA", tempfile.mkdtemp(prefix="andrea_data_"))
-    lines = ["# Bad input, and what andrea says", "",
-             "Generated by `.venv/bin/python -m tests.test_bad_input docs/bad_input.md` from the cases",
-             "of `tests/test_bad_input.py` (each asserts the key or file named, the exit status and that",
-             "the good runs next to a bad one are still analysed). *exit*: what the command line",
-             "returns (`sweep.py` for config, a job's failed results.json for data today, `python -m",
-             "analysis.fit` for analysis; 0 = the analysis goes on and lists the bad run). "
-             "**gap** marks an exit other than 2 or a message that does not name the file.", ""]
+    lines = [
+        "# Bad input, and what andrea says",
+        "",
+        "Generated by `.venv/bin/python -m tests.test_bad_input docs/bad_input.md` from the cases",
+        "of `tests/test_bad_input.py` (each asserts the key or file named, the exit status and that",
+        "the good runs next to a bad one are still analysed). *exit*: what the command line",
+        "returns (`sweep.py` for config, a job's failed results.json for data today, `python -m",
+        "analysis.fit` for analysis; 0 = the analysis goes on and lists the bad run). "
+        "**gap** marks an exit other than 2 or a message that does not name the file.",
+        "",
+    ]
     for area in ("config", "data", "analysis"):
         lines += [f"## {area}", "", "| input | exit | message |", "|---|---|---|"]
         for case in (c for c in CASES if c.area == area):

@@ -10,13 +10,17 @@ import sys
 
 import pytest
 
-from bench.throughput import TARGETS, allow_recompiles, check_targets, main as throughput_main
+from bench.throughput import TARGETS, allow_recompiles, check_targets
+from bench.throughput import main as throughput_main
 from tests.conftest import REPO
 
 
 def test_cpu_targets_pass_and_fail_on_their_bounds(capsys):
-    results = {"train": {"attnres_block:4": 0.90, "attnres_full": 0.79},
-               "memory": {"attnres_block:4": 1.10, "attnres_full": 1.36}, "infer": {}}
+    results = {
+        "train": {"attnres_block:4": 0.90, "attnres_full": 0.79},
+        "memory": {"attnres_block:4": 1.10, "attnres_full": 1.36},
+        "infer": {},
+    }
     assert check_targets(results, "cpu") == 2
     out = capsys.readouterr().out
     assert "PASS  train  attnres_block:4" in out and "FAIL  train  attnres_full" in out
@@ -24,9 +28,12 @@ def test_cpu_targets_pass_and_fail_on_their_bounds(capsys):
 
 
 def test_cuda_targets_include_inference_and_the_baseline_mfu(capsys):
-    results = {"train": {"attnres_block:4": 0.975, "attnres_full": 0.91},
-               "infer": {"attnres_block:4": 0.97}, "mfu": {"baseline": 0.41}}
-    assert check_targets(results, "cuda") == 1           # only inference misses (0.97 < 0.98)
+    results = {
+        "train": {"attnres_block:4": 0.975, "attnres_full": 0.91},
+        "infer": {"attnres_block:4": 0.97},
+        "mfu": {"baseline": 0.41},
+    }
+    assert check_targets(results, "cuda") == 1  # only inference misses (0.97 < 0.98)
     out = capsys.readouterr().out
     assert "FAIL  infer  attnres_block:4" in out and "PASS  mfu    baseline" in out
     assert {kind for kind, _ in TARGETS["cuda"]} == {"train", "infer", "mfu"}
@@ -51,9 +58,26 @@ def test_compiled_runs_raise_dynamo_recompile_limit():
 
 def test_throughput_reports_ratios_to_the_baseline(tmp_path, one_thread, capsys):
     out = tmp_path / "bench.jsonl"
-    throughput_main(["--device", "cpu", "--size", "tiny", "--batch", "1", "--seq", "32",
-                     "--trials", "2", "--steps", "1", "--variants",
-                     "baseline,attnres_full,attnres_block:4", "--json", str(out)])
+    throughput_main(
+        [
+            "--device",
+            "cpu",
+            "--size",
+            "tiny",
+            "--batch",
+            "1",
+            "--seq",
+            "32",
+            "--trials",
+            "2",
+            "--steps",
+            "1",
+            "--variants",
+            "baseline,attnres_full,attnres_block:4",
+            "--json",
+            str(out),
+        ]
+    )
     record = json.loads(out.read_text())
     for kind in ("train", "infer", "memory"):
         assert set(record["ratios"][kind]) == {"baseline", "attnres_full", "attnres_block:4"}
@@ -80,15 +104,32 @@ def test_gpu_check_smoke_runs_every_step_on_cpu(tmp_path, data_cache):
     script sets no step limits in smoke mode, and this test's limit (30x the time alone) only
     stops a hang."""
     out = tmp_path / "out"
-    env = {**os.environ, "GPU_CHECK_SMOKE": "1", "GPU_CHECK_WORK": str(tmp_path / "work"),
-           "PYTHON": sys.executable, "ANDREA_DATA": str(data_cache)}
-    proc = subprocess.run(["bash", "bench/gpu_check.sh", str(out)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=3600)
+    env = {
+        **os.environ,
+        "GPU_CHECK_SMOKE": "1",
+        "GPU_CHECK_WORK": str(tmp_path / "work"),
+        "PYTHON": sys.executable,
+        "ANDREA_DATA": str(data_cache),
+    }
+    proc = subprocess.run(
+        ["bash", "bench/gpu_check.sh", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert "preflight: ok" in proc.stdout and "gpu_check: all steps passed" in proc.stdout
     assert sorted(p.name for p in out.iterdir()) == [
-        "gpu_check.jsonl", "gpu_check.log", "gpu_small_fit_table.md", "gpu_small_fits.json",
-        "gpu_small_multiplier.png", "gpu_small_scaling.png", "gpu_small_throughput.json"]
+        "gpu_check.jsonl",
+        "gpu_check.log",
+        "gpu_small_fit_table.md",
+        "gpu_small_fits.json",
+        "gpu_small_multiplier.png",
+        "gpu_small_scaling.png",
+        "gpu_small_throughput.json",
+    ]
     # the depth-op backends step (bench.depth_backends --smoke): timed, and its parity passed
     assert "PASS  eager            block n=5" in proc.stdout
     # the sweep's throughput job (sweep.throughput=true) fed the fit's device-seconds multiplier
@@ -108,33 +149,60 @@ def test_sdpa_check_tells_fused_kernels_from_the_math_fallback():
         "false, cutlass::bfloat16_t>, false, true>(pytorch_flash::Flash_fwd_params)": "flash",
         "cudnn_generated_fort_native_sdpa_sm90_knob_7_64x128x64_4x1x1_kernel0_0": "cudnn",
         "fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel"
-        "<cutlass::bfloat16_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)":
-            "efficient",
+        "<cutlass::bfloat16_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)": "efficient",
     }
-    math_fallback = ["sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1",
-                     "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*)",
-                     "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor>"]
+    math_fallback = [
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1",
+        "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*)",
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor>",
+    ]
     assert fused_attention_kernels([*names, *math_fallback]) == names
 
 
 def test_a_warm_up_budget_skips_later_variants_but_still_reports(tmp_path, one_thread, capsys):
     out = tmp_path / "bench.jsonl"
-    rc = throughput_main(["--device", "cpu", "--size", "tiny", "--batch", "1", "--seq", "32",
-                          "--trials", "1", "--steps", "1", "--variants", "baseline,attnres_full",
-                          "--budget-s", "0", "--no-memory", "--json", str(out)])
+    rc = throughput_main(
+        [
+            "--device",
+            "cpu",
+            "--size",
+            "tiny",
+            "--batch",
+            "1",
+            "--seq",
+            "32",
+            "--trials",
+            "1",
+            "--steps",
+            "1",
+            "--variants",
+            "baseline,attnres_full",
+            "--budget-s",
+            "0",
+            "--no-memory",
+            "--json",
+            str(out),
+        ]
+    )
     assert rc == 0
-    assert "attnres_full: skipped, its warm-up would not fit in the 0 s budget" in capsys.readouterr().out
+    assert (
+        "attnres_full: skipped, its warm-up would not fit in the 0 s budget"
+        in capsys.readouterr().out
+    )
     assert set(json.loads(out.read_text())["ratios"]["train"]) == {"baseline"}
 
 
 def test_the_memory_measurement_prints_no_profiler_noise(tmp_path):
     """Kineto's `USDT: ... profiler_start` lines, once per measured step, went to stderr."""
-    code = ("from bench.throughput import main; main(['--device', 'cpu', '--size', 'tiny', "
-            "'--batch', '1', '--seq', '32', '--trials', '1', '--steps', '1', '--variants', "
-            "'baseline'])")
+    code = (
+        "from bench.throughput import main; main(['--device', 'cpu', '--size', 'tiny', "
+        "'--batch', '1', '--seq', '32', '--trials', '1', '--steps', '1', '--variants', "
+        "'baseline'])"
+    )
     env = {k: v for k, v in os.environ.items() if k != "KINETO_LOG_LEVEL"}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "peak MiB" in proc.stdout  # the memory was measured, with the profiler
     assert "USDT" not in proc.stderr and "profiler_start" not in proc.stderr, proc.stderr[-2000:]
@@ -150,8 +218,26 @@ def test_pack_measures_the_aggregate_of_k_processes_and_writes_the_plans_file(tm
 
     out = tmp_path / "throughput.json"
     out.write_text(json.dumps({"other": 1}))
-    rc = throughput_main(["--device", "cpu", "--size", "tiny", "--batch", "1", "--seq", "32",
-                          "--steps", "1", "--trials", "2", "--pack", "1,2", "--out", str(out)])
+    rc = throughput_main(
+        [
+            "--device",
+            "cpu",
+            "--size",
+            "tiny",
+            "--batch",
+            "1",
+            "--seq",
+            "32",
+            "--steps",
+            "1",
+            "--trials",
+            "2",
+            "--pack",
+            "1,2",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "K=1:" in text and "K=2:" in text and "packing factor" in text

@@ -3,14 +3,26 @@ is biased low in a demo-like design; on each run's final point (the default) it 
 
 import numpy as np
 
-from analysis.inputs.collect import Run
 from analysis.estimates.estimate import final_points
+from analysis.inputs.collect import Run
 from bench.coverage_nd import DESIGNS, design_compute, laws, run_design, run_extrapolation
 
 
 def test_final_points_keeps_each_runs_last_budget():
-    runs = [Run(source="a", variant="v", block_size=None, size="s", flops=f, val_loss=1.0,
-                run_id=rid, point=j) for rid in ("a", "b") for j, f in enumerate((1.0, 3.0, 2.0))]
+    runs = [
+        Run(
+            source="a",
+            variant="v",
+            block_size=None,
+            size="s",
+            flops=f,
+            val_loss=1.0,
+            run_id=rid,
+            point=j,
+        )
+        for rid in ("a", "b")
+        for j, f in enumerate((1.0, 3.0, 2.0))
+    ]
     assert [(r.run_id, r.point) for r in final_points(runs)] == [("a", 2), ("b", 2)]
 
 
@@ -18,9 +30,11 @@ def test_the_variant_reaches_every_loss_with_m_times_less_compute():
     N, _, budgets, tpp = DESIGNS["nd-demo"]
     law = laws("besiroglu", M=1.25)
     n = np.array(N)
-    for b in budgets:       # L_v(N, D) = L_b at 1.25x the compute, along the same ray
-        assert np.allclose(law["variant"](n, tpp * b * n),
-                           law["baseline"](np.sqrt(1.25) * n, np.sqrt(1.25) * tpp * b * n))
+    for b in budgets:  # L_v(N, D) = L_b at 1.25x the compute, along the same ray
+        assert np.allclose(
+            law["variant"](n, tpp * b * n),
+            law["baseline"](np.sqrt(1.25) * n, np.sqrt(1.25) * tpp * b * n),
+        )
     assert len(design_compute(N, tpp)) == 3
 
 
@@ -35,9 +49,12 @@ def test_final_points_remove_the_demo_like_bias():
 def test_intervals_past_the_data_are_measured_per_law_factor_and_quantity():
     """3 sweeps from Kaplan's L(N, D) (the bench: 100 sweeps, docs/laws.md): one row per law,
     factor and quantity; the multiplier's interval widens with the extrapolation."""
-    r = run_extrapolation("nd-gpu", reps=3, n_boot=20, factors=(1, 30), laws_=("power",),
-                          truth="kaplan")
+    r = run_extrapolation(
+        "nd-gpu", reps=3, n_boot=20, factors=(1, 30), laws_=("power",), truth="kaplan"
+    )
     rows = {(x["factor"], x["quantity"]): x for x in r["rows"]}
     assert sorted(rows) == [(1, "loss"), (1, "multiplier"), (30, "loss"), (30, "multiplier")]
     assert all(0 <= x["coverage"] <= 1 for x in r["rows"])
-    assert rows[(30, "multiplier")]["median_log_width"] > rows[(1, "multiplier")]["median_log_width"]
+    assert (
+        rows[(30, "multiplier")]["median_log_width"] > rows[(1, "multiplier")]["median_log_width"]
+    )

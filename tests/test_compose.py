@@ -9,15 +9,19 @@ import os
 import subprocess
 
 import pytest
-from omegaconf import OmegaConf
-
 from conftest import REPO
+from omegaconf import OmegaConf
 
 # Every shipped sweep, as its plan command runs it (the GPU grids with their data checks off).
 SWEEPS = sorted(p.stem for p in (REPO / "sweeps").glob("*.yaml"))
 # Lists, null and a group among the values, in one grid.
-CUSTOM = ["model=baseline,attnres_block_n2", "size=tiny-1", "train.seed=0,1",
-          "train.budgets=[0.25,1],null,[0.5,1]", "train.lr_scale=1,2"]
+CUSTOM = [
+    "model=baseline,attnres_block_n2",
+    "size=tiny-1",
+    "train.seed=0,1",
+    "train.budgets=[0.25,1],null,[0.5,1]",
+    "train.lr_scale=1,2",
+]
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +50,8 @@ def grid(hydra, arguments):
     HydraConfig.instance().set_config(master)
     params = [f"{k}={v}" for k, v in (master.hydra.sweeper.params or {}).items()]
     parsed = OverridesParser.create(config_loader=hydra.config_loader).parse_overrides(
-        [*params, *arguments])
+        [*params, *arguments]
+    )
     return master, [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
 
 
@@ -55,9 +60,12 @@ def sample(jobs, k=4):
     return [jobs[i] for i in sorted({0, 1, len(jobs) // 2, len(jobs) - 1})][:k]
 
 
-@pytest.mark.parametrize("arguments", [[f"sweeps={s}", "plan=true", "require_real_corpus=false",
-                                        "max_epochs=1000"] for s in SWEEPS] + [CUSTOM],
-                         ids=[*SWEEPS, "custom"])
+@pytest.mark.parametrize(
+    "arguments",
+    [[f"sweeps={s}", "plan=true", "require_real_corpus=false", "max_epochs=1000"] for s in SWEEPS]
+    + [CUSTOM],
+    ids=[*SWEEPS, "custom"],
+)
 def test_each_job_config_is_hydras_own(hydra, arguments, tmp_path):
     from andrea.launch.plan import job_run_dir, plan_jobs
     from hydra_plugins.andrea_plugins.compose import JobComposer
@@ -76,8 +84,9 @@ def test_each_job_config_is_hydras_own(hydra, arguments, tmp_path):
         job = by_overrides[tuple(overrides)]
         assert job.spec == again.spec and job.run == again.run and job.flops == again.flops
         assert job.run_dir.root == again.run_dir.root == job_run_dir(full).resolve()
-        assert OmegaConf.to_container(ours.hydra.launcher, resolve=True) == \
-            OmegaConf.to_container(full.hydra.launcher, resolve=True)
+        assert OmegaConf.to_container(ours.hydra.launcher, resolve=True) == OmegaConf.to_container(
+            full.hydra.launcher, resolve=True
+        )
 
 
 def test_the_schema_shortcut_converts_like_a_merge(hydra):
@@ -97,8 +106,9 @@ def test_a_plan_asks_no_scheduler_about_running_jobs(hydra, tmp_path, monkeypatc
     from andrea.run.rundir import RunDir
     from hydra_plugins.andrea_plugins.compose import JobComposer
 
-    master, jobs = grid(hydra, ["model=baseline", "size=tiny-1", "train.seed=0,1,2",
-                                f"out_dir={tmp_path}"])
+    master, jobs = grid(
+        hydra, ["model=baseline", "size=tiny-1", "train.seed=0,1,2", f"out_dir={tmp_path}"]
+    )
     composer = JobComposer(hydra.config_loader, master)
     calls = []
     real_run, real_popen = subprocess.run, subprocess.Popen
@@ -128,8 +138,9 @@ def _planned(hydra, tmp_path, *arguments):
 def test_the_gpu_rivals_sweep_plans_three_seeds_per_size(hydra, tmp_path):
     """One seed per size leaves only the bootstrap over sizes, which under-covered (77.5-88 %
     in docs/statistics.md's simulations): the shipped grid has seeds."""
-    planned = _planned(hydra, tmp_path, "sweeps=scaling_law_rivals", "require_real_corpus=false",
-                       "max_epochs=1000")
+    planned = _planned(
+        hydra, tmp_path, "sweeps=scaling_law_rivals", "require_real_corpus=false", "max_epochs=1000"
+    )
     cells = {}
     for j in planned:
         cells.setdefault((j.spec.label, j.spec.size), set()).add(j.spec.train.seed)
@@ -148,8 +159,18 @@ def test_the_cpu_rivals_sweep_is_the_demo_with_mhc_and_mhc_lite(hydra, tmp_path)
 
     def cell(j):  # what a run trains, but its variant
         s = j.spec
-        return (s.size, s.train.seed, s.tokens, s.lr, s.batch_tokens, s.steps, s.cooldowns,
-                s.hparams, tuple(s.train.budgets), s.data.max_chars)
+        return (
+            s.size,
+            s.train.seed,
+            s.tokens,
+            s.lr,
+            s.batch_tokens,
+            s.steps,
+            s.cooldowns,
+            s.hparams,
+            tuple(s.train.budgets),
+            s.data.max_chars,
+        )
 
     same = {(j.spec.label, *cell(j)) for j in demo}
     assert same <= {(j.spec.label, *cell(j)) for j in rivals}

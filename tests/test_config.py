@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import REPO, compose_run
 from hydra.errors import ConfigCompositionException
 from omegaconf.errors import ConfigKeyError, ValidationError
 
 from andrea.config.resolve import ConfigError, resolve_run
-from andrea.model.transformer import ANDREA, count_parameters
 from andrea.ladder.sizes import SHAPES, size_yaml
-from conftest import REPO, compose_run
+from andrea.model.transformer import ANDREA, count_parameters
 
 SIZES = sorted(p.stem for p in (REPO / "conf" / "size").glob("*.yaml"))
 MODELS = sorted(p.stem for p in (REPO / "conf" / "model").glob("*.yaml"))
@@ -100,11 +100,15 @@ def test_unknown_model_lists_the_options():
 @pytest.mark.parametrize("S", [0, -1, 13])
 def test_block_size_outside_1_to_L_is_rejected(S):
     with pytest.raises(ConfigError, match=r"model.block_size=.*1\.\.12"):
-        resolve_run(compose_run(["model=attnres_block", f"model.block_size={S}", "size=andrea-12m"]))
+        resolve_run(
+            compose_run(["model=attnres_block", f"model.block_size={S}", "size=andrea-12m"])
+        )
 
 
 def test_block_size_equal_to_L_is_allowed():
-    spec = resolve_run(compose_run(["model=attnres_block", "model.block_size=12", "size=andrea-12m"]))
+    spec = resolve_run(
+        compose_run(["model=attnres_block", "model.block_size=12", "size=andrea-12m"])
+    )
     assert spec.model.block_size == 12
 
 
@@ -146,8 +150,13 @@ def test_vocabulary_mismatch_is_rejected():
 
 
 def test_named_sweeps_and_profiles_compose():
-    for sweep in ("demo", "scaling_law", "block_size_ablation", "block_size_ablation_cpu",
-                  "gpu_small"):
+    for sweep in (
+        "demo",
+        "scaling_law",
+        "block_size_ablation",
+        "block_size_ablation_cpu",
+        "gpu_small",
+    ):
         cfg = compose_run([f"sweeps={sweep}"], return_hydra_config=True)
         assert cfg.sweep_name == sweep and cfg.hydra.sweeper.params
     cfg = compose_run(["slurm=example", "size=andrea-200m"], return_hydra_config=True)
@@ -157,14 +166,17 @@ def test_named_sweeps_and_profiles_compose():
 
 
 def test_run_dir_is_deterministic_and_names_the_run():
-    cfg = compose_run(["model=attnres_block", "model.block_size=8", "size=tiny-2", "train.seed=3"],
-                      return_hydra_config=True)
+    cfg = compose_run(
+        ["model=attnres_block", "model.block_size=8", "size=tiny-2", "train.seed=3"],
+        return_hydra_config=True,
+    )
     assert Path(cfg.hydra.run.dir) == Path("runs/default/tiny-2/attnres_block_s8/seed3")
 
 
 def test_override_values_with_slashes_stay_one_directory_level():
-    cfg = compose_run(["data=text", "data.paths=[/data/books/a.txt,/data/wiki/b.txt]"],
-                      return_hydra_config=True)
+    cfg = compose_run(
+        ["data=text", "data.paths=[/data/books/a.txt,/data/wiki/b.txt]"], return_hydra_config=True
+    )
     from andrea.config.schema import _suffix
 
     suffix = _suffix("data.paths=[/data/books/a.txt,/data/wiki/b.txt],data=text")
@@ -182,20 +194,25 @@ def test_run_directory_names_are_shell_safe_and_simple_names_unchanged():
     from andrea.config.schema import _suffix
 
     assert _suffix("train.lr=1e-3") == ",train.lr=1e-3"
-    assert _suffix("data=text,train.lr=0.001,train.tokens=12288") == \
-        ",data=text,train.lr=0.001,train.tokens=12288"
+    assert (
+        _suffix("data=text,train.lr=0.001,train.tokens=12288")
+        == ",data=text,train.lr=0.001,train.tokens=12288"
+    )
     odd = _suffix("data.paths=[/tmp/nc_corpus_*.txt],data=text")
     assert re.fullmatch(r",data\.paths=@[0-9a-f]{8},data=text", odd), odd
     assert odd != _suffix("data.paths=[/tmp/other_*.txt],data=text")  # distinct runs stay apart
     assert re.fullmatch(r"[A-Za-z0-9._+:@=,~-]+", _suffix("data.hf_name='my data/set v2'"))
 
 
-@pytest.mark.parametrize("override, message", [
-    ("wandb.mode=onlin", "wandb.mode"),
-    ("train.grad_clip=-1", "train.grad_clip"),
-    ("train.warmup_frac=1.5", "train.warmup_frac"),
-    ("train.min_lr_ratio=-0.1", "train.min_lr_ratio"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("wandb.mode=onlin", "wandb.mode"),
+        ("train.grad_clip=-1", "train.grad_clip"),
+        ("train.warmup_frac=1.5", "train.warmup_frac"),
+        ("train.min_lr_ratio=-0.1", "train.min_lr_ratio"),
+    ],
+)
 def test_settings_out_of_range_fail_before_launch(override, message):
     with pytest.raises(ConfigError, match=message):
         resolve_run(compose_run([override]))
@@ -204,7 +221,9 @@ def test_settings_out_of_range_fail_before_launch(override, message):
 def test_local_launcher_rejects_several_tasks_per_job():
     from andrea.launch.plan import launcher_world_size
 
-    cfg = compose_run(["hydra/launcher=submitit_local", "hydra.launcher.tasks_per_node=2"],
-                      return_hydra_config=True)
+    cfg = compose_run(
+        ["hydra/launcher=submitit_local", "hydra.launcher.tasks_per_node=2"],
+        return_hydra_config=True,
+    )
     with pytest.raises(ConfigError, match="tasks_per_node=2"):
         launcher_world_size(cfg)

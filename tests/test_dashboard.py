@@ -35,8 +35,7 @@ ANALYSIS_KEYS = {keys.ANALYSIS_FIT_TABLE, keys.ANALYSIS_SCALING, keys.ANALYSIS_M
 
 def filter_terms(filters) -> set[tuple]:
     """(section, name, op, value) of each AND-ed term (the library stores filters as a string)."""
-    return {(f.key.section, f.key.name, f.op, f.value)
-            for f in string_to_filterexpr_list(filters)}
+    return {(f.key.section, f.key.name, f.op, f.value) for f in string_to_filterexpr_list(filters)}
 
 
 def all_panels(workspace) -> list:
@@ -58,17 +57,36 @@ def logged(tmp_path_factory):
             mp.delenv(var, raising=False)
         from andrea.model.transformer import ANDREA, ModelConfig
 
-        model = ANDREA(ModelConfig(n_layer=2, n_head=2, d_model=16, vocab_size=64,
-                                   context_length=8, residual="attnres_block", block_size=2))
+        model = ANDREA(
+            ModelConfig(
+                n_layer=2,
+                n_head=2,
+                d_model=16,
+                vocab_size=64,
+                context_length=8,
+                residual="attnres_block",
+                block_size=2,
+            )
+        )
         with torch.no_grad():
             _, stats = model(torch.randint(0, 64, (2, 8)), return_stats=True)
 
         rd = RunDir(tmp / "run")
-        config = {keys.CONFIG_VARIANT: "attnres_block", keys.CONFIG_LABEL: "attnres_block_s2",
-                  keys.CONFIG_BLOCK_SIZE: 2, keys.CONFIG_SIZE: "tiny"}
-        logger = MetricsLogger(rd, WandbConfig(mode="offline"), run_id=run_id_for(rd),
-                               name="tiny/attnres_block_s2", group=GROUP,
-                               tags=["attnres_block", "tiny"], config=config)
+        config = {
+            keys.CONFIG_VARIANT: "attnres_block",
+            keys.CONFIG_LABEL: "attnres_block_s2",
+            keys.CONFIG_BLOCK_SIZE: 2,
+            keys.CONFIG_SIZE: "tiny",
+        }
+        logger = MetricsLogger(
+            rd,
+            WandbConfig(mode="offline"),
+            run_id=run_id_for(rd),
+            name="tiny/attnres_block_s2",
+            group=GROUP,
+            tags=["attnres_block", "tiny"],
+            config=config,
+        )
         for step in (1, 2):
             tokens = 16 * step
             # Every scalar in logkeys, as train.py's log calls send them.
@@ -107,9 +125,14 @@ def test_trainer_logs_the_plotted_scalars(workspace):
     train_py = REPO / "andrea" / "train.py"
     if not train_py.exists():
         pytest.skip("andrea/train.py not written yet")
-    used = {getattr(keys, node.attr) for node in ast.walk(ast.parse(train_py.read_text()))
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-            and node.value.id == "keys" and hasattr(keys, node.attr)}
+    used = {
+        getattr(keys, node.attr)
+        for node in ast.walk(ast.parse(train_py.read_text()))
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "keys"
+        and hasattr(keys, node.attr)
+    }
     scalars = plotted_keys(all_panels(workspace)) & set(keys.SCALARS)
     assert scalars and scalars <= used, sorted(scalars - used)
 
@@ -126,12 +149,19 @@ def test_panels_cover_the_questions(workspace):
     assert lines[(keys.TOKENS, (keys.TRAIN_LOSS,))].log_x
     bars = {k for p in all_panels(workspace) if isinstance(p, wr.BarPlot) for k in p.metrics}
     assert {keys.TOKENS_PER_S, keys.MFU} <= bars
-    media = {k for p in all_panels(workspace) if isinstance(p, wr.MediaBrowser)
-             for k in p.media_keys}
-    assert {keys.DEPTH_WEIGHTS, keys.LAYER_RMS_PLOT, keys.DEPTH_SHARPNESS,
-            keys.ANALYSIS_SCALING, keys.ANALYSIS_MULTIPLIER} <= media
-    tables = [p.table_name for p in all_panels(workspace)
-              if isinstance(p, wr.WeavePanelSummaryTable)]
+    media = {
+        k for p in all_panels(workspace) if isinstance(p, wr.MediaBrowser) for k in p.media_keys
+    }
+    assert {
+        keys.DEPTH_WEIGHTS,
+        keys.LAYER_RMS_PLOT,
+        keys.DEPTH_SHARPNESS,
+        keys.ANALYSIS_SCALING,
+        keys.ANALYSIS_MULTIPLIER,
+    } <= media
+    tables = [
+        p.table_name for p in all_panels(workspace) if isinstance(p, wr.WeavePanelSummaryTable)
+    ]
     assert tables == [keys.ANALYSIS_FIT_TABLE]
 
 
@@ -152,10 +182,14 @@ def test_workspace_serialises_without_network(workspace):
     assert spec["displayName"] == dashboard.workspace_name(GROUP)
     (runset,) = spec["spec"]["section"]["runSets"]
     (flt,) = runset["filters"]["filters"]
-    assert (flt["key"], flt["op"], flt["value"]) == ({"section": "run", "name": "group"}, "=",
-                                                    GROUP)
-    assert runset["grouping"] == [{"section": "config", "name": f"{k}.value"}
-                                  for k in (keys.CONFIG_LABEL, keys.CONFIG_SIZE)]
+    assert (flt["key"], flt["op"], flt["value"]) == (
+        {"section": "run", "name": "group"},
+        "=",
+        GROUP,
+    )
+    assert runset["grouping"] == [
+        {"section": "config", "name": f"{k}.value"} for k in (keys.CONFIG_LABEL, keys.CONFIG_SIZE)
+    ]
     assert keys.VAL_LOSS in json.dumps(spec)
 
 
@@ -166,19 +200,34 @@ def test_report_has_a_train_loss_grid_per_size():
     per_size = grids[-2:]
     for grid, size in zip(per_size, ["s1", "s2"]):
         (runset,) = grid.runsets
-        assert filter_terms(runset.filters) == {("run", "Group", "=", GROUP),
-                                                ("config", keys.CONFIG_SIZE, "=", size)}
+        assert filter_terms(runset.filters) == {
+            ("run", "Group", "=", GROUP),
+            ("config", keys.CONFIG_SIZE, "=", size),
+        }
         (panel,) = grid.panels
         assert (panel.x, panel.y) == (keys.TOKENS, [keys.TRAIN_LOSS])
 
 
 def run_cli(args, env_extra, tmp_path, timeout=300):
     env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
-    env.update({"WANDB_BASE_URL": "http://127.0.0.1:9", "NETRC": str(tmp_path / "none.netrc"),
-                "HOME": str(tmp_path), "PYTHONPATH": str(REPO), **env_extra})
+    env.update(
+        {
+            "WANDB_BASE_URL": "http://127.0.0.1:9",
+            "NETRC": str(tmp_path / "none.netrc"),
+            "HOME": str(tmp_path),
+            "PYTHONPATH": str(REPO),
+            **env_extra,
+        }
+    )
     t = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "analysis.dashboard", *args], env=env,
-                          capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "analysis.dashboard", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=tmp_path,
+    )
     return proc, time.monotonic() - t
 
 
@@ -192,8 +241,9 @@ def test_cli_without_credentials_fails_fast_with_a_clear_message(tmp_path):
 
 
 def test_cli_with_unreachable_server_fails_fast(tmp_path):
-    proc, took = run_cli(["--entity", "e", "--project", "p", "--group", GROUP],
-                         {"WANDB_API_KEY": "k" * 40}, tmp_path)
+    proc, took = run_cli(
+        ["--entity", "e", "--project", "p", "--group", GROUP], {"WANDB_API_KEY": "k" * 40}, tmp_path
+    )
     assert proc.returncode == 1
     assert "cannot reach W&B at http://127.0.0.1:9" in proc.stderr
     assert took < 60  # as above: the failure mode is wandb's minutes of retries
@@ -206,35 +256,40 @@ def test_cli_dry_run_prints_the_panels(tmp_path):
 
 
 def test_maybe_create_dashboard_offline_and_disabled(capsys):
-    assert dashboard.maybe_create_dashboard(WandbConfig(mode="offline", dashboard=True),
-                                            GROUP) is None
+    assert (
+        dashboard.maybe_create_dashboard(WandbConfig(mode="offline", dashboard=True), GROUP) is None
+    )
     out = capsys.readouterr().out
     assert "wandb sync" in out and f"--group {GROUP}" in out
-    assert dashboard.maybe_create_dashboard(WandbConfig(mode="disabled", dashboard=True),
-                                            GROUP) is None
-    assert dashboard.maybe_create_dashboard(WandbConfig(mode="online", dashboard=False),
-                                            GROUP) is None
+    assert (
+        dashboard.maybe_create_dashboard(WandbConfig(mode="disabled", dashboard=True), GROUP)
+        is None
+    )
+    assert (
+        dashboard.maybe_create_dashboard(WandbConfig(mode="online", dashboard=False), GROUP) is None
+    )
     assert capsys.readouterr().out == ""
 
 
-def test_maybe_create_dashboard_online_without_credentials_never_raises(monkeypatch, tmp_path,
-                                                                        capsys):
+def test_maybe_create_dashboard_online_without_credentials_never_raises(
+    monkeypatch, tmp_path, capsys
+):
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     monkeypatch.setenv("NETRC", str(tmp_path / "none.netrc"))
     monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")
-    assert dashboard.maybe_create_dashboard(WandbConfig(mode="online", dashboard=True),
-                                            GROUP) is None
+    assert (
+        dashboard.maybe_create_dashboard(WandbConfig(mode="online", dashboard=True), GROUP) is None
+    )
     out = capsys.readouterr().out
     assert "not created" in out and "python -m analysis.dashboard" in out
 
 
 def test_cli_dry_run_report_prints_the_report_panels(tmp_path):
-    proc, _ = run_cli(["--group", GROUP, "--dry-run", "--report", "--sizes", "s1,s2"], {},
-                      tmp_path)
+    proc, _ = run_cli(["--group", GROUP, "--dry-run", "--report", "--sizes", "s1,s2"], {}, tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert f"report 'andrea sweep {GROUP}'" in out
-    report = out[out.index("report '"):]
+    report = out[out.index("report '") :]
     assert "[train loss, size s1]" in report and "[train loss, size s2]" in report
     assert keys.VAL_LOSS in report and "Config(\"size\") == 's2'" in report
     proc, _ = run_cli(["--group", GROUP, "--dry-run", "--report"], {}, tmp_path)
@@ -248,6 +303,6 @@ def test_every_default_label_and_any_new_one_has_a_colour():
     assert len(set(dashboard.LABEL_COLORS.values())) == len(dashboard.LABEL_COLORS)
     new = dashboard.label_colors(["attnres_full+sigmoid", "mhc_n6"])
     assert new["attnres_full+sigmoid"].startswith("#") and new["mhc_n6"].startswith("#")
-    assert dashboard.label_color("mhc_n6") == new["mhc_n6"]            # stable
+    assert dashboard.label_color("mhc_n6") == new["mhc_n6"]  # stable
     spec = dashboard.build_workspace("e", "p", GROUP, labels=["mhc_n6"])
     assert spec.runset_settings.group_colors["mhc_n6"] == new["mhc_n6"]

@@ -89,7 +89,9 @@ def test_resume_mismatch_is_refused(shards):
 
 
 def test_errors(shards):
-    with pytest.raises(ValueError, match="24 windows .* fewer than one batch of batch_size\\*world_size=25"):
+    with pytest.raises(
+        ValueError, match="24 windows .* fewer than one batch of batch_size\\*world_size=25"
+    ):
         TokenLoader(shards, 25, T, seed=0)
     with pytest.raises(ValueError, match="rank=2"):
         TokenLoader(shards, 2, T, seed=0, rank=2, world_size=2)
@@ -122,8 +124,10 @@ def test_validation_set_is_one_fixed_list_whatever_the_batch_and_world_size(shar
     assert val.picked.tolist() == [k * 24 // 7 for k in range(7)]
 
     def starts(batch_size, world_size):
-        per_rank = [[int(s) for x, _ in val.batches(batch_size, r, world_size) for s in x[:, 0]]
-                    for r in range(world_size)]
+        per_rank = [
+            [int(s) for x, _ in val.batches(batch_size, r, world_size) for s in x[:, 0]]
+            for r in range(world_size)
+        ]
         return per_rank
 
     one = starts(4, 1)[0]
@@ -137,6 +141,6 @@ def test_validation_set_is_one_fixed_list_whatever_the_batch_and_world_size(shar
     shapes = [x.shape for x, _ in val.batches(4)]
     assert shapes == [(4, T), (3, T)]  # the last batch is shorter: no window dropped or repeated
     assert ValidationSet(shards, T).n_windows == 24  # no limit: the whole split
-    assert ValidationSet(shards, T, max_tokens=10 ** 9).n_windows == 24  # capped by the split
+    assert ValidationSet(shards, T, max_tokens=10**9).n_windows == 24  # capped by the split
     with pytest.raises(ValueError, match="no validation window"):
         ValidationSet(shards, T, max_tokens=T - 1)

@@ -8,13 +8,14 @@ import pytest
 from andrea.data import (
     DataConfig,
     check_split_sizes,
+    corpora,
     load_tokenizer,
+    prepare,
     prepare_data,
     read_shard,
     val_batches,
     write_shard,
 )
-from andrea.data import corpora, prepare
 
 V = 8449
 
@@ -54,7 +55,9 @@ def test_stdlib_prepare_layout_and_cache(fake_stdlib, cache, monkeypatch):
     cfg = DataConfig(vocab_size=300, val_fraction=0.1)
     p = prepare_data(cfg, V)
     d = cache / f"stdlib-{p.fingerprint[:16]}"
-    assert p.directory == d and (d / "COMPLETE").exists() and p.tokenizer_path == d / "tokenizer.json"
+    assert (
+        p.directory == d and (d / "COMPLETE").exists() and p.tokenizer_path == d / "tokenizer.json"
+    )
     assert p.vocab_size == 300 and p.eot_id == 299
     assert p.train_shards == [d / "train_000000.bin"] and p.val_shards == [d / "val_000000.bin"]
     train, val = tokens_of(p.train_shards), tokens_of(p.val_shards)
@@ -78,7 +81,8 @@ def test_split_is_by_document_and_deterministic(fake_stdlib, cache):
     val_text = tok.decode(tokens_of(p.val_shards).tolist())
     train_text = tok.decode(tokens_of(p.train_shards).tolist())
     expected_val = sorted(
-        f"mod_{i:02d}.py" for i in range(60)
+        f"mod_{i:02d}.py"
+        for i in range(60)
         if corpora.key_fraction(("test/" if i % 3 == 0 else "") + f"mod_{i:02d}.py") < 0.2
     )
     assert expected_val
@@ -126,8 +130,10 @@ def _prepare_in_child(cache_dir, root, log):
 def test_concurrent_prepare_builds_once(fake_stdlib, tmp_path):
     ctx = multiprocessing.get_context("fork")
     log = tmp_path / "log"
-    procs = [ctx.Process(target=_prepare_in_child, args=(str(tmp_path / "c"), fake_stdlib, log))
-             for _ in range(3)]
+    procs = [
+        ctx.Process(target=_prepare_in_child, args=(str(tmp_path / "c"), fake_stdlib, log))
+        for _ in range(3)
+    ]
     for pr in procs:
         pr.start()
     for pr in procs:
@@ -143,14 +149,21 @@ def test_concurrent_prepare_builds_once(fake_stdlib, tmp_path):
 def test_text_source(tmp_path, cache):
     for i in range(3):
         (tmp_path / f"part{i}.txt").write_text("".join(fake_module(10 * i + j) for j in range(8)))
-    cfg = DataConfig(source="text", paths=[str(tmp_path / "part*.txt")], vocab_size=280, val_fraction=0.1)
+    cfg = DataConfig(
+        source="text", paths=[str(tmp_path / "part*.txt")], vocab_size=280, val_fraction=0.1
+    )
     p = prepare_data(cfg, V)
     assert p.directory.name.startswith("text-") and p.n_val_tokens > 0
     tok = load_tokenizer(p.tokenizer_path)
-    text = tok.decode(tokens_of(p.train_shards).tolist()) + tok.decode(tokens_of(p.val_shards).tolist())
+    text = tok.decode(tokens_of(p.train_shards).tolist()) + tok.decode(
+        tokens_of(p.val_shards).tolist()
+    )
     assert "class Thing27:" in text
     check_split_sizes(p, batch_size=2, seq_len=16)
-    with pytest.raises(ValueError, match=r"the validation split has \d+ tokens = \d+ windows .* batch_size\*world_size=64"):
+    with pytest.raises(
+        ValueError,
+        match=r"the validation split has \d+ tokens = \d+ windows .* batch_size\*world_size=64",
+    ):
         check_split_sizes(p, batch_size=64, seq_len=128)
     assert len(val_batches(p.val_shards, 2, 16, 2)) == 2
 
@@ -158,16 +171,24 @@ def test_text_source(tmp_path, cache):
 def test_text_source_errors(tmp_path, cache):
     (tmp_path / "empty.txt").write_text("")
     with pytest.raises(ValueError, match="the corpus is empty"):
-        prepare_data(DataConfig(source="text", paths=[str(tmp_path / "empty.txt")], vocab_size=260), V)
+        prepare_data(
+            DataConfig(source="text", paths=[str(tmp_path / "empty.txt")], vocab_size=260), V
+        )
     (tmp_path / "one.txt").write_text("a single short document\n" * 10)
     with pytest.raises(ValueError, match="fell into the validation split"):
-        prepare_data(DataConfig(source="text", paths=[str(tmp_path / "one.txt")], vocab_size=260), V)
+        prepare_data(
+            DataConfig(source="text", paths=[str(tmp_path / "one.txt")], vocab_size=260), V
+        )
     (tmp_path / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
     with pytest.raises(ValueError, match=r"latin1\.txt is not UTF-8"):
-        prepare_data(DataConfig(source="text", paths=[str(tmp_path / "latin1.txt")], vocab_size=260), V)
+        prepare_data(
+            DataConfig(source="text", paths=[str(tmp_path / "latin1.txt")], vocab_size=260), V
+        )
     (tmp_path / "big.txt").write_text(fake_module(1) * 40)
     with pytest.raises(ValueError, match="vocab_size=8000 needs 7743 BPE merges"):
-        prepare_data(DataConfig(source="text", paths=[str(tmp_path / "big.txt")], vocab_size=8000), V)
+        prepare_data(
+            DataConfig(source="text", paths=[str(tmp_path / "big.txt")], vocab_size=8000), V
+        )
 
 
 @pytest.fixture
@@ -187,21 +208,33 @@ def test_hf_source_jsonl_and_saved(tmp_path, cache, offline_hf):
     rows = [{"body": fake_module(i), "id": i} for i in range(40)]
     jl = tmp_path / "docs.jsonl"
     jl.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    p = prepare_data(DataConfig(source="hf", hf_name=str(jl), hf_text_field="body",
-                                vocab_size=280, val_fraction=0.1), V)
+    p = prepare_data(
+        DataConfig(
+            source="hf", hf_name=str(jl), hf_text_field="body", vocab_size=280, val_fraction=0.1
+        ),
+        V,
+    )
     assert p.directory.name.startswith("hf-") and p.n_val_tokens > 0
     assert (tokens_of(p.train_shards) == 279).sum() + (tokens_of(p.val_shards) == 279).sum() == 40
 
     saved = tmp_path / "saved"
     datasets.DatasetDict({"train": datasets.Dataset.from_list(rows)}).save_to_disk(str(saved))
-    q = prepare_data(DataConfig(source="hf", paths=[str(saved)], hf_text_field="body",
-                                vocab_size=280, val_fraction=0.1), V)
+    q = prepare_data(
+        DataConfig(
+            source="hf", paths=[str(saved)], hf_text_field="body", vocab_size=280, val_fraction=0.1
+        ),
+        V,
+    )
     assert q.fingerprint == p.fingerprint  # same documents → same prepared corpus
 
-    with pytest.raises(ValueError, match=r"data\.hf_text_field='text' is not a column .* \['body', 'id'\]"):
+    with pytest.raises(
+        ValueError, match=r"data\.hf_text_field='text' is not a column .* \['body', 'id'\]"
+    ):
         prepare_data(DataConfig(source="hf", hf_name=str(saved), vocab_size=280), V)
     with pytest.raises(ValueError, match=r"data\.hf_split='test' not in .* splits: \['train'\]"):
-        prepare_data(DataConfig(source="hf", hf_name=str(saved), hf_split="test", vocab_size=280), V)
+        prepare_data(
+            DataConfig(source="hf", hf_name=str(saved), hf_split="test", vocab_size=280), V
+        )
 
 
 def test_shards_source(tmp_path, cache, monkeypatch):
@@ -211,19 +244,32 @@ def test_shards_source(tmp_path, cache, monkeypatch):
     p = prepare_data(DataConfig(source="shards", paths=[str(tmp_path / "c_*.bin")]), 1000)
     assert [s.name for s in p.train_shards] == ["c_train_000000.bin", "c_train_000001.bin"]
     assert [s.name for s in p.val_shards] == ["c_val_000000.bin"]
-    assert (p.n_train_tokens, p.n_val_tokens, p.vocab_size, p.tokenizer_path) == (1000, 500, 1000, None)
+    assert (p.n_train_tokens, p.n_val_tokens, p.vocab_size, p.tokenizer_path) == (
+        1000,
+        500,
+        1000,
+        None,
+    )
     check_split_sizes(p, batch_size=4, seq_len=64)
     assert len(list((cache / "shard-index").glob("*.json"))) == 3
     real_max = prepare.max_token
     monkeypatch.setattr(prepare, "max_token", lambda f: pytest.fail(f"rescanned {f}"))
     assert prepare_data(DataConfig(source="shards", paths=[str(tmp_path / "c_*.bin")]), 1000) == p
     monkeypatch.setattr(prepare, "max_token", real_max)
-    with pytest.raises(ValueError, match=r"c_train_00000\d\.bin holds token id 99\d >= vocab_size=900"):
+    with pytest.raises(
+        ValueError, match=r"c_train_00000\d\.bin holds token id 99\d >= vocab_size=900"
+    ):
         prepare_data(DataConfig(source="shards", paths=[str(tmp_path / "c_*.bin")]), 900)
-    with pytest.raises(ValueError, match=r"c_train_000000\.bin holds token id 99\d >= vocab_size=500"):
-        prepare_data(DataConfig(source="shards", paths=[str(tmp_path / "c_*.bin")], vocab_size=500), 1000)
+    with pytest.raises(
+        ValueError, match=r"c_train_000000\.bin holds token id 99\d >= vocab_size=500"
+    ):
+        prepare_data(
+            DataConfig(source="shards", paths=[str(tmp_path / "c_*.bin")], vocab_size=500), 1000
+        )
     write_shard(tmp_path / "c_val_000000.bin", [5, 1200, 7])  # changed file: index refreshed
-    with pytest.raises(ValueError, match=r"c_val_000000\.bin holds token id 1200 >= vocab_size=1000"):
+    with pytest.raises(
+        ValueError, match=r"c_val_000000\.bin holds token id 1200 >= vocab_size=1000"
+    ):
         prepare_data(DataConfig(source="shards", paths=[str(tmp_path / "c_*.bin")]), 1000)
     (tmp_path / "c_val_000000.bin").write_bytes(b"\1" * 2000)
     with pytest.raises(ValueError, match=r"c_val_000000\.bin has bad magic"):

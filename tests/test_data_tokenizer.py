@@ -3,8 +3,15 @@ import os
 
 import pytest
 
-from andrea.data.tokenizer import EOT, encode_documents, eot_id, load_tokenizer, save_tokenizer, train_tokenizer
-from andrea.data.tokenizer import _byte_to_unicode
+from andrea.data.tokenizer import (
+    EOT,
+    _byte_to_unicode,
+    encode_documents,
+    eot_id,
+    load_tokenizer,
+    save_tokenizer,
+    train_tokenizer,
+)
 
 
 @pytest.fixture(scope="module")

@@ -16,19 +16,22 @@ import math
 
 import pytest
 import torch
-
 from conftest import require_plugin
 
 require_plugin("delta_attnres", "andrea-delta-attnres")
 
-from andrea.config.resolve import resolve_run  # noqa: E402
-from andrea.model.flops import flops_per_token  # noqa: E402
-from andrea.model.residuals.registry import is_mixing_parameter  # noqa: E402
-from andrea.model.transformer import (ANDREA, ModelConfig, count_parameters,  # noqa: E402
-                                      param_count_formula)
 from conftest import compose_run  # noqa: E402
 from test_mhc import idx, outputs_and_grads  # noqa: E402
 
+from andrea.config.resolve import resolve_run  # noqa: E402
+from andrea.model.flops import flops_per_token  # noqa: E402
+from andrea.model.residuals.registry import is_mixing_parameter  # noqa: E402
+from andrea.model.transformer import (
+    ANDREA,
+    ModelConfig,
+    count_parameters,  # noqa: E402
+    param_count_formula,
+)
 from andrea_delta_attnres.delta_attnres import source_counts  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -46,8 +49,9 @@ def randomise(model, seed=3):
     with torch.no_grad():
         for m in model.delta:
             m.query.copy_(torch.randn(m.query.shape, generator=g, dtype=m.query.dtype))
-            m.key_norm_weight.add_(0.5 * torch.randn(m.query.shape, generator=g,
-                                                     dtype=m.query.dtype))
+            m.key_norm_weight.add_(
+                0.5 * torch.randn(m.query.shape, generator=g, dtype=m.query.dtype)
+            )
     return model
 
 
@@ -87,7 +91,7 @@ def naive_logits(model, x):
         i = l // 2
         if P is not None and l % 2 == 1 and i > 0 and i % P == 0:
             # the block of layers i - P .. i - 1: the sum of its 2P sublayer outputs
-            sources.append(sum(outputs[2 * (i - P):2 * i]))
+            sources.append(sum(outputs[2 * (i - P) : 2 * i]))
         if l == 0:
             h = stream
         else:
@@ -133,8 +137,16 @@ def test_init_follows_the_authors_code():
     """Queries N(0, 0.02^2) (their nn.Linear(d, 1) under their model's init), gains 1; no
     routing for the first sublayer, which has no sources yet."""
     torch.manual_seed(0)
-    model = ANDREA(ModelConfig(n_layer=6, n_head=4, d_model=256, vocab_size=64,
-                               context_length=16, residual="delta_attnres"))
+    model = ANDREA(
+        ModelConfig(
+            n_layer=6,
+            n_head=4,
+            d_model=256,
+            vocab_size=64,
+            context_length=16,
+            residual="delta_attnres",
+        )
+    )
     assert len(model.delta) == 11
     q = torch.cat([m.query.detach() for m in model.delta])
     assert abs(float(q.std()) - 0.02) < 0.002 and abs(float(q.mean())) < 0.002
@@ -147,8 +159,9 @@ def test_the_added_mix_changes_the_baseline():
     torch.manual_seed(0)
     delta = randomise(ANDREA(cfg_of()))
     base = ANDREA(ModelConfig(**BASE))
-    base.load_state_dict({k: v for k, v in delta.state_dict().items()
-                          if not k.startswith("delta.")})
+    base.load_state_dict(
+        {k: v for k, v in delta.state_dict().items() if not k.startswith("delta.")}
+    )
     x = idx()
     with torch.no_grad():
         assert (delta(x) - base(x)).abs().max() > 1e-3
@@ -202,8 +215,10 @@ def test_parameter_count_formula(n_layer, blocks):
     cfg = cfg_of(n_layer=n_layer, delta_blocks=blocks)
     model = ANDREA(cfg)
     assert count_parameters(model) == param_count_formula(cfg) == count_parameters(cfg)
-    extra = count_parameters(cfg).total - count_parameters(
-        ModelConfig(**{**BASE, "n_layer": n_layer})).total
+    extra = (
+        count_parameters(cfg).total
+        - count_parameters(ModelConfig(**{**BASE, "n_layer": n_layer})).total
+    )
     assert extra == 2 * 8 * (2 * n_layer - 1)  # w_l and g_l, d = 8 each, sublayers 1..L-1
     names = [name for name, _ in model.named_parameters() if is_mixing_parameter(name)]
     assert len(names) == 2 * (2 * n_layer - 1) and all(n.startswith("delta.") for n in names)
@@ -221,8 +236,9 @@ def test_flops_by_hand():
     assert flops_per_token(cfg_of(delta_blocks=2), 12).delta_score == 64
 
 
-@pytest.mark.parametrize("n_layer,blocks", [(1, None), (2, None), (3, None), (3, 2), (4, 2)],
-                         ids=str)
+@pytest.mark.parametrize(
+    "n_layer,blocks", [(1, None), (2, None), (3, None), (3, 2), (4, 2)], ids=str
+)
 def test_flops_match_flop_counter_mode(n_layer, blocks):
     from test_flops import _measured_forward_per_token as measured_forward_per_token
 
@@ -243,8 +259,9 @@ def test_the_routing_statistics_are_logged_as_attnres_logs_them():
         _, stats = model(idx(), return_stats=True)
     assert [len(w) for w in stats["depth_weights"]] == [2, 3, 4]
     assert len(stats["depth_max_weight"]) == len(stats["depth_entropy"]) == 3
-    for w, top, ent in zip(stats["depth_weights"], stats["depth_max_weight"],
-                           stats["depth_entropy"]):
+    for w, top, ent in zip(
+        stats["depth_weights"], stats["depth_max_weight"], stats["depth_entropy"]
+    ):
         n = len(w)
         assert 1 / n - 1e-6 <= float(top) <= 1 and 0 <= float(ent) <= math.log(n) + 1e-6
     uniform = torch.full((5, 4), 0.25)
@@ -261,8 +278,10 @@ def test_the_routing_statistics_are_logged_as_attnres_logs_them():
 # ---------------------------------------------------------------------------------------------
 # From the command line; the export
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("over,label,blocks", [
-    ([], "delta_attnres", None), (["model.delta_blocks=2"], "delta_attnres+blocks2", 2)])
+@pytest.mark.parametrize(
+    "over,label,blocks",
+    [([], "delta_attnres", None), (["model.delta_blocks=2"], "delta_attnres+blocks2", 2)],
+)
 def test_reaches_the_model_with_its_label(over, label, blocks):
     spec = resolve_run(compose_run(["model=delta_attnres", "size=tiny-1", *over]))
     assert spec.variant == "delta_attnres" and spec.label == label
@@ -271,11 +290,14 @@ def test_reaches_the_model_with_its_label(over, label, blocks):
     assert spec.tokens == base.tokens and spec.params > base.params  # the baseline's budget
 
 
-@pytest.mark.parametrize("overrides,message", [
-    (["model=delta_attnres", "model.delta_blocks=0"], "model.delta_blocks=0 is invalid"),
-    (["model=delta_attnres", "model.delta_blocks=3"], "model.delta_blocks=3 is invalid"),
-    (["model=baseline", "model.delta_blocks=2"], "model.delta_blocks=2 applies to model=delta"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (["model=delta_attnres", "model.delta_blocks=0"], "model.delta_blocks=0 is invalid"),
+        (["model=delta_attnres", "model.delta_blocks=3"], "model.delta_blocks=3 is invalid"),
+        (["model=baseline", "model.delta_blocks=2"], "model.delta_blocks=2 applies to model=delta"),
+    ],
+)
 def test_bad_input_fails_before_launch_naming_the_key(overrides, message):
     from andrea.config.resolve import ConfigError
 
@@ -284,9 +306,10 @@ def test_bad_input_fails_before_launch_naming_the_key(overrides, message):
 
 
 def test_the_rivals_sweep_and_the_throughput_benchmark_know_it():
+    from conftest import REPO
+
     from andrea.config.overrides import precheck
     from bench.throughput import variant_config
-    from conftest import REPO
 
     assert precheck(["-m", "model=baseline,delta_attnres"]) == []
     rivals = (REPO / "sweeps" / "rivals_cpu.yaml").read_text()
@@ -299,15 +322,17 @@ def test_the_export_loads_with_the_same_logits(tmp_path, blocks):
     """Through the scheme's export module (residual_andrea.py): standalone with transformers
     hidden, as tests/test_eval_export.py checks every built-in scheme."""
     pytest.importorskip("safetensors")
+    from test_eval_export import VOCAB, fake_run, import_modeling
+
     from andrea.data.tokenizer import save_tokenizer, train_tokenizer
     from andrea.eval.export import export_run
-    from test_eval_export import VOCAB, fake_run, import_modeling
 
     tok = tmp_path / "tokenizer.json"
     text = open(torch.__file__.replace("__init__.py", "functional.py")).read()[:60000]
     save_tokenizer(train_tokenizer([text], VOCAB), tok)
-    run, model = fake_run(tmp_path / "run", dict(residual="delta_attnres", delta_blocks=blocks),
-                          tok)
+    run, model = fake_run(
+        tmp_path / "run", dict(residual="delta_attnres", delta_blocks=blocks), tok
+    )
     out = export_run(run, tmp_path / "export")
     assert "delta" in (out / "residual_andrea.py").read_text()
     exported = import_modeling(out, hide_transformers=True).load_exported(str(out))
@@ -323,8 +348,9 @@ def test_the_export_loads_with_the_same_logits(tmp_path, blocks):
 def test_resume_is_exact(tmp_path, data_cache):
     """A tiny Delta AttnRes run interrupted and resumed ends bit-identical to an uninterrupted
     one."""
-    from andrea.train import Interrupted
     from test_train import final_weights, run
+
+    from andrea.train import Interrupted
 
     full = run(tmp_path / "full", "model=delta_attnres")
     with pytest.raises(Interrupted):

@@ -52,8 +52,9 @@ def fla_naive():
 
 def case(n: int, extra: bool, d: int = 24, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
-    srcs = [torch.randn(2, 5, d, generator=g, dtype=torch.float64) * (1 + i)
-            for i in range(n + extra)]
+    srcs = [
+        torch.randn(2, 5, d, generator=g, dtype=torch.float64) * (1 + i) for i in range(n + extra)
+    ]
     q = torch.randn(d, generator=g, dtype=torch.float64)
     w = 1 + 0.3 * torch.randn(d, generator=g, dtype=torch.float64)
     return [t.requires_grad_() for t in (*srcs, q, w)]
@@ -65,11 +66,22 @@ def grads(out, leaves):
 
 
 # Full: every source in the stack; Block: completed blocks plus the partial sum (`extra`)
-SHAPES = [(1, False), (3, False), (5, False), (9, False), (17, False),
-          (1, True), (2, True), (4, True), (8, True)]
+SHAPES = [
+    (1, False),
+    (3, False),
+    (5, False),
+    (9, False),
+    (17, False),
+    (1, True),
+    (2, True),
+    (4, True),
+    (8, True),
+]
 
 
-@pytest.mark.parametrize("n, extra", SHAPES, ids=[f"{'block' if e else 'full'}-n{n}" for n, e in SHAPES])
+@pytest.mark.parametrize(
+    "n, extra", SHAPES, ids=[f"{'block' if e else 'full'}-n{n}" for n, e in SHAPES]
+)
 def test_andreas_op_equals_flas_naive_reference_forward_and_gradients(n, extra):
     naive = fla_naive()
     *srcs, q, w = case(n, extra)
@@ -78,8 +90,11 @@ def test_andreas_op_equals_flas_naive_reference_forward_and_gradients(n, extra):
     theirs = naive(q, srcs, w, rms_eps=EPS)
     assert ours.dtype == theirs.dtype == torch.float64
     assert_close_fp32(ours, theirs, "h")
-    for name, a, b in zip([f"v{i}" for i in range(len(srcs))] + ["query", "norm weight"],
-                          grads(ours, [*srcs, q, w]), grads(theirs, [*srcs, q, w])):
+    for name, a, b in zip(
+        [f"v{i}" for i in range(len(srcs))] + ["query", "norm weight"],
+        grads(ours, [*srcs, q, w]),
+        grads(theirs, [*srcs, q, w]),
+    ):
         assert_close_fp32(a, b, f"d{name}")
 
 
@@ -93,17 +108,26 @@ def test_the_compile_backends_formula_equals_andreas_reference_in_fp64(n, extra)
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("residual, S", [("attnres_full", 1), ("attnres_block", 2),
-                                         ("attnres_block", 3)])
+@pytest.mark.parametrize(
+    "residual, S", [("attnres_full", 1), ("attnres_block", 2), ("attnres_block", 3)]
+)
 def test_a_scheme_runs_a_backend_without_knowing_it(residual, S, monkeypatch):
     """The whole model through the seam with the `fla` backend, its kernel stood in for by the
     package's reference (CPU), equals the eager model: the seam hands the kernel the same
     sources (embedding, outputs or block sums, Block's partial sum) in the same order."""
     naive = fla_naive()
-    monkeypatch.setattr(depth_backend, "_fused",
-                        lambda name, items, q, w, eps: naive(q, items, w, rms_eps=eps))
-    cfg = ModelConfig(n_layer=3, n_head=2, d_model=16, vocab_size=50, context_length=8,
-                      residual=residual, block_size=S)
+    monkeypatch.setattr(
+        depth_backend, "_fused", lambda name, items, q, w, eps: naive(q, items, w, rms_eps=eps)
+    )
+    cfg = ModelConfig(
+        n_layer=3,
+        n_head=2,
+        d_model=16,
+        vocab_size=50,
+        context_length=8,
+        residual=residual,
+        block_size=S,
+    )
     torch.manual_seed(0)
     model = ANDREA(cfg).double()
     with torch.no_grad():  # away from the zero-init query, so the weights are not uniform
@@ -124,19 +148,24 @@ def test_a_scheme_runs_a_backend_without_knowing_it(residual, S, monkeypatch):
 
 
 def test_liger_parity_on_cpu():
-    pytest.skip("liger-kernel ships no pure-torch AttnRes reference: liger_kernel/ops/attn_res.py "
-                "holds only the Triton kernels and imports triton at import; its parity runs on "
-                "CUDA in bench/gpu_check.sh (bench.depth_backends)")
+    pytest.skip(
+        "liger-kernel ships no pure-torch AttnRes reference: liger_kernel/ops/attn_res.py "
+        "holds only the Triton kernels and imports triton at import; its parity runs on "
+        "CUDA in bench/gpu_check.sh (bench.depth_backends)"
+    )
 
 
 def test_flash_attn_res_parity_on_cpu():
-    pytest.skip("flash-attn-res's pure-torch reference (flash_attn_res/experimental/torch.py: "
-                "naive_attention_residual, phase_1_fn) is not importable: the file has no import "
-                "statements (torch, F, EPS, BLOCK_SIZE are undefined names) and the package's "
-                "__init__ imports triton; its parity runs on CUDA in bench/gpu_check.sh")
+    pytest.skip(
+        "flash-attn-res's pure-torch reference (flash_attn_res/experimental/torch.py: "
+        "naive_attention_residual, phase_1_fn) is not importable: the file has no import "
+        "statements (torch, F, EPS, BLOCK_SIZE are undefined names) and the package's "
+        "__init__ imports triton; its parity runs on CUDA in bench/gpu_check.sh"
+    )
 
 
 # ---- selection and refusal -------------------------------------------------------------------
+
 
 def test_eager_and_compile_run_anywhere():
     assert depth_backend.resolve("eager", cuda=False) == ("eager", None)
@@ -161,8 +190,7 @@ def test_auto_with_cuda_but_no_importable_kernel_falls_back_and_says_why(monkeyp
 
 
 def test_auto_with_cuda_takes_the_first_kernel_that_imports(monkeypatch):
-    monkeypatch.setattr(depth_backend, "importable",
-                        lambda name: None if name == "liger" else "no")
+    monkeypatch.setattr(depth_backend, "importable", lambda name: None if name == "liger" else "no")
     assert depth_backend.resolve("auto", cuda=True) == ("liger", None)
 
 
@@ -178,8 +206,17 @@ def test_an_unknown_backend_is_refused():
 
 
 def test_use_sets_every_depth_module_and_only_those():
-    model = ANDREA(ModelConfig(n_layer=2, n_head=2, d_model=16, vocab_size=50, context_length=8,
-                               residual="attnres_block", block_size=2))
+    model = ANDREA(
+        ModelConfig(
+            n_layer=2,
+            n_head=2,
+            d_model=16,
+            vocab_size=50,
+            context_length=8,
+            residual="attnres_block",
+            block_size=2,
+        )
+    )
     depth_backend.use(model, "compile")
     mods = [m for m in model.modules() if hasattr(m, "depth_backend")]
     assert len(mods) == 5 and all(m.depth_backend == "compile" for m in mods)

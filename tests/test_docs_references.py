@@ -14,13 +14,28 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
-        *sorted((ROOT / "plugins").glob("*/README.md")), ROOT / "slurm" / "README.md"]
+DOCS = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").rglob("*.md")),
+    *sorted((ROOT / "plugins").glob("*/README.md")),
+    ROOT / "slurm" / "README.md",
+]
 
 # Top-level folders of the repository whose files the docs point to. Paths under runs/, a user's
 # out_dir or a sweep folder are outputs, not repository files, and are not listed here.
-REPO_FOLDERS = ("andrea", "analysis", "bench", "conf", "docs", "eval_tasks", "hydra_plugins",
-                "plugins", "slurm", "sweeps", "tests")
+REPO_FOLDERS = (
+    "andrea",
+    "analysis",
+    "bench",
+    "conf",
+    "docs",
+    "eval_tasks",
+    "hydra_plugins",
+    "plugins",
+    "slurm",
+    "sweeps",
+    "tests",
+)
 # Braces and angle brackets are kept in the match so that `docs/x.{md,csv}` or `tests/test_<name>.py`
 # read as patterns and are skipped whole.
 PATH_RE = re.compile(r"(?<![\w./<-])((?:%s)/[\w./{},<>*-]*[\w}>*])" % "|".join(REPO_FOLDERS))
@@ -42,7 +57,10 @@ def _mentions(regex: re.Pattern) -> list[tuple[str, str]]:
 
 
 def _is_pattern(text: str) -> bool:
-    return any(ch in text for ch in "<>*{}") or re.search(r"(^|[/.])(X|NAME|N)([/.]|$)", text) is not None
+    return (
+        any(ch in text for ch in "<>*{}")
+        or re.search(r"(^|[/.])(X|NAME|N)([/.]|$)", text) is not None
+    )
 
 
 def test_every_mentioned_path_exists():
@@ -88,7 +106,13 @@ def test_every_mentioned_python_name_resolves():
     assert not unresolved, "Python names in the docs that do not resolve:\n" + "\n".join(unresolved)
 
 
-@pytest.mark.parametrize("text, ok", [("andrea.run.results", True), ("andrea.run.nothing_here", False),
-                                      ("analysis.no_such_command", False)])
+@pytest.mark.parametrize(
+    "text, ok",
+    [
+        ("andrea.run.results", True),
+        ("andrea.run.nothing_here", False),
+        ("analysis.no_such_command", False),
+    ],
+)
 def test_the_resolver_can_fail(text, ok):
     assert _resolve(text) is ok

@@ -18,11 +18,12 @@ import torch
 
 pytest.importorskip("lm_eval")
 
+from conftest import TINY_RUN, compose_run  # noqa: E402
+
 from andrea.config.resolve import resolve_run  # noqa: E402
 from andrea.eval.load import EvalError, load_run  # noqa: E402
 from andrea.run.rundir import RunDir  # noqa: E402
 from andrea.train import train  # noqa: E402
-from conftest import TINY_RUN, compose_run  # noqa: E402
 
 MC_DOCS = [  # Python a model trained on the standard library has seen the like of
     {"premise": "def f(x):\n    return", "choices": [" x", " ]])"], "label": 0},
@@ -31,8 +32,10 @@ MC_DOCS = [  # Python a model trained on the standard library has seen the like 
     {"premise": "class Foo", "choices": [" ,,(", "(object):"], "label": 1},
     {"premise": "if x is", "choices": [" None:", " def def"], "label": 0},
 ]
-ROLL_DOCS = ["def hello(name):\n    print('hello', name)\n    return name\n" * 3,
-             "class A:\n    pass\n"]
+ROLL_DOCS = [
+    "def hello(name):\n    print('hello', name)\n    return name\n" * 3,
+    "class A:\n    pass\n",
+]
 
 
 def write_tasks(folder: Path, cache: Path) -> Path:
@@ -40,17 +43,23 @@ def write_tasks(folder: Path, cache: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "mc.jsonl").write_text("".join(json.dumps(d) + "\n" for d in MC_DOCS))
     (folder / "roll.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in ROLL_DOCS))
-    common = (f"dataset_path: json\ndataset_kwargs:\n  cache_dir: {cache}\n  data_files:\n"
-              f"    test: {{file}}\ntest_split: test\n")
+    common = (
+        f"dataset_path: json\ndataset_kwargs:\n  cache_dir: {cache}\n  data_files:\n"
+        f"    test: {{file}}\ntest_split: test\n"
+    )
     (folder / "mc_local.yaml").write_text(
-        "task: mc_local\n" + common.format(file=folder / "mc.jsonl")
+        "task: mc_local\n"
+        + common.format(file=folder / "mc.jsonl")
         + "output_type: multiple_choice\ndoc_to_text: '{{premise}}'\n"
-          "doc_to_choice: '{{choices}}'\ndoc_to_target: '{{label}}'\n"
-          "metric_list:\n  - metric: acc\n  - metric: acc_norm\n")
+        "doc_to_choice: '{{choices}}'\ndoc_to_target: '{{label}}'\n"
+        "metric_list:\n  - metric: acc\n  - metric: acc_norm\n"
+    )
     (folder / "roll_local.yaml").write_text(
-        "task: roll_local\n" + common.format(file=folder / "roll.jsonl")
+        "task: roll_local\n"
+        + common.format(file=folder / "roll.jsonl")
         + "output_type: loglikelihood_rolling\ndoc_to_text: ''\ndoc_to_target: '{{text}}'\n"
-          "metric_list:\n  - metric: word_perplexity\n  - metric: bits_per_byte\n")
+        "metric_list:\n  - metric: word_perplexity\n  - metric: bits_per_byte\n"
+    )
     return folder
 
 
@@ -84,8 +93,9 @@ def test_adapter_scores_are_the_models_own(env):
     lm = AndreaLM(run_dir=str(env["run"]), device="cpu", batch_size=3)
     run = lm.run
     assert run.final and run.seq_len == 64 and lm.max_length == 64
-    pairs = [(d["premise"], " " + c.lstrip()) for d in MC_DOCS for c in d["choices"]] + \
-        [("", "import os")]
+    pairs = [(d["premise"], " " + c.lstrip()) for d in MC_DOCS for c in d["choices"]] + [
+        ("", "import os")
+    ]
     got = lm.loglikelihood(requests("loglikelihood", pairs))
     for (ctx, cont), (score, _) in zip(pairs, got):
         if ctx:
@@ -98,7 +108,8 @@ def test_adapter_scores_are_the_models_own(env):
         assert score == pytest.approx(direct_logprob(run.model, ids, first), abs=1e-4)
     # batching (sorted, right-padded) changes nothing
     one = AndreaLM(loaded=run, device="cpu", batch_size=1).loglikelihood(
-        requests("loglikelihood", pairs))
+        requests("loglikelihood", pairs)
+    )
     assert [s for s, _ in one] == pytest.approx([s for s, _ in got], abs=1e-5)
 
     text = ROLL_DOCS[0]
@@ -110,21 +121,28 @@ def test_adapter_scores_are_the_models_own(env):
     (r8,) = short.loglikelihood_rolling(requests("loglikelihood_rolling", [(text,)]))
     assert math.isfinite(r8) and r8 != pytest.approx(rolled, abs=1e-3)
 
-    (gen,) = lm.generate_until(requests("generate_until", [("def f(x):", {"until": ["\n\n"],
-                                                                         "max_gen_toks": 5})]))
+    (gen,) = lm.generate_until(
+        requests("generate_until", [("def f(x):", {"until": ["\n\n"], "max_gen_toks": 5})])
+    )
     ids = lm.tok_encode("def f(x):")
     for _ in range(5):  # greedy, one token at a time
         with torch.no_grad():
             ids.append(int(run.model(torch.tensor([ids]))[0, -1].argmax()))
-    assert gen == lm.tok_decode(ids[len(lm.tok_encode("def f(x):")):]).split("\n\n")[0]
+    assert gen == lm.tok_decode(ids[len(lm.tok_encode("def f(x):")) :]).split("\n\n")[0]
 
 
 def test_evaluate_writes_the_metrics_into_the_run_and_skips_a_repeat(env, capsys):
     from andrea.eval.__main__ import main
 
     rd = RunDir(env["run"])
-    argv = [str(env["sweep"]), "--tasks", "mc_local,roll_local", "--include-path",
-            str(env["tasks"]), "--no-registry"]
+    argv = [
+        str(env["sweep"]),
+        "--tasks",
+        "mc_local,roll_local",
+        "--include-path",
+        str(env["tasks"]),
+        "--no-registry",
+    ]
     assert main(argv) == 0
     files = sorted(rd.tasks.glob("*.json"))
     assert len(files) == 1
@@ -168,8 +186,21 @@ def test_the_sweep_form_skips_unfinished_runs(env, tmp_path, capsys):
     sweep = tmp_path / "sweep"
     shutil.copytree(env["run"], sweep / "a" / "seed0", ignore=shutil.ignore_patterns("tasks"))
     (sweep / "b" / "seed0" / ".hydra").mkdir(parents=True)  # launched, nothing trained yet
-    assert main([str(sweep), "--tasks", "mc_local", "--include-path", str(env["tasks"]),
-                 "--no-registry", "--limit", "1"]) == 0
+    assert (
+        main(
+            [
+                str(sweep),
+                "--tasks",
+                "mc_local",
+                "--include-path",
+                str(env["tasks"]),
+                "--no-registry",
+                "--limit",
+                "1",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert f"skipped {sweep / 'b' / 'seed0'}: not finished" in out
     assert "1 run(s) evaluated" in out
@@ -189,8 +220,19 @@ def error_line(capsys) -> str:
 def test_unknown_task(env, capsys):
     from andrea.eval.__main__ import main
 
-    assert main([str(env["run"]), "--tasks", "mc_locl", "--include-path", str(env["tasks"]),
-                 "--no-registry"]) == 2
+    assert (
+        main(
+            [
+                str(env["run"]),
+                "--tasks",
+                "mc_locl",
+                "--include-path",
+                str(env["tasks"]),
+                "--no-registry",
+            ]
+        )
+        == 2
+    )
     line = error_line(capsys)
     assert "unknown task 'mc_locl'" in line and "did you mean mc_local" in line
 
@@ -202,10 +244,15 @@ def test_a_task_whose_documents_do_not_load(env, tmp_path, capsys):
     folder = tmp_path / "tasks"
     folder.mkdir()
     text = (env["tasks"] / "mc_local.yaml").read_text()
-    (folder / "gone.yaml").write_text(text.replace("task: mc_local", "task: gone").replace(
-        str(env["tasks"] / "mc.jsonl"), str(tmp_path / "missing.jsonl")))
-    assert main([str(env["run"]), "--tasks", "gone", "--include-path", str(folder),
-                 "--no-registry"]) == 2
+    (folder / "gone.yaml").write_text(
+        text.replace("task: mc_local", "task: gone").replace(
+            str(env["tasks"] / "mc.jsonl"), str(tmp_path / "missing.jsonl")
+        )
+    )
+    assert (
+        main([str(env["run"]), "--tasks", "gone", "--include-path", str(folder), "--no-registry"])
+        == 2
+    )
     line = error_line(capsys)
     assert "the tasks gone did not load their documents" in line and "FileNotFoundError" in line
 
@@ -216,8 +263,9 @@ def test_a_device_torch_does_not_know_is_one_line_first(tmp_path, capsys):
     from andrea.eval.__main__ import main
 
     assert main([str(tmp_path), "--tasks", "mc_local", "--device", "tpu"]) == 2
-    assert error_line(capsys) == ("error: device=tpu is not a device torch knows; use auto, cpu "
-                                  "or cuda[:i]")
+    assert error_line(capsys) == (
+        "error: device=tpu is not a device torch knows; use auto, cpu or cuda[:i]"
+    )
 
 
 def test_run_without_checkpoint(env, tmp_path, capsys):
@@ -225,8 +273,12 @@ def test_run_without_checkpoint(env, tmp_path, capsys):
 
     run = tmp_path / "run"
     shutil.copytree(env["run"], run, ignore=shutil.ignore_patterns("checkpoints", "tasks"))
-    assert main([str(run), "--tasks", "mc_local", "--include-path", str(env["tasks"]),
-                 "--no-registry"]) == 2
+    assert (
+        main(
+            [str(run), "--tasks", "mc_local", "--include-path", str(env["tasks"]), "--no-registry"]
+        )
+        == 2
+    )
     assert "has no checkpoint" in error_line(capsys)
     assert not (run / "tasks").exists()
 
@@ -237,8 +289,21 @@ def test_tokenizer_mismatch(env, tmp_path, capsys):
 
     other = tmp_path / "other.json"
     save_tokenizer(train_tokenizer(["def f(x): return x\n" * 50, "import os\n" * 50], 270), other)
-    assert main([str(env["run"]), "--tasks", "mc_local", "--include-path", str(env["tasks"]),
-                 "--no-registry", "--tokenizer", str(other)]) == 2
+    assert (
+        main(
+            [
+                str(env["run"]),
+                "--tasks",
+                "mc_local",
+                "--include-path",
+                str(env["tasks"]),
+                "--no-registry",
+                "--tokenizer",
+                str(other),
+            ]
+        )
+        == 2
+    )
     assert "tokenizer mismatch" in error_line(capsys)
     # a run whose own tokenizer.json does not fit its model
     run = tmp_path / "run"
@@ -255,8 +320,9 @@ def test_a_run_from_before_model_json_loads_from_its_hydra_config(env, tmp_path)
     from omegaconf import OmegaConf
 
     run = tmp_path / "old"
-    shutil.copytree(env["run"], run, ignore=shutil.ignore_patterns("tasks", "model.json",
-                                                                    "tokenizer.json"))
+    shutil.copytree(
+        env["run"], run, ignore=shutil.ignore_patterns("tasks", "model.json", "tokenizer.json")
+    )
     with pytest.raises(EvalError, match="neither model.json nor .hydra/config.yaml"):
         load_run(run)
     (run / ".hydra").mkdir()
@@ -264,8 +330,10 @@ def test_a_run_from_before_model_json_loads_from_its_hydra_config(env, tmp_path)
     old, new = load_run(run), load_run(env["run"])
     assert old.cfg == new.cfg and old.seq_len == new.seq_len == 64
     assert old.tokenizer_sha256 == new.tokenizer_sha256
-    assert all(torch.equal(a, b) for a, b in zip(old.model.state_dict().values(),
-                                                 new.model.state_dict().values()))
+    assert all(
+        torch.equal(a, b)
+        for a, b in zip(old.model.state_dict().values(), new.model.state_dict().values())
+    )
 
 
 def test_the_harness_command_line_takes_a_run_directory_with_commas(env, tmp_path, monkeypatch):
@@ -279,17 +347,30 @@ def test_the_harness_command_line_takes_a_run_directory_with_commas(env, tmp_pat
 
     run = tmp_path / "sweep" / "tiny-1" / "baseline" / "seed0,train.lr=0.001,train.steps=24"
     shutil.copytree(env["run"], run)
-    for model_args in ([f"run_dir={run},device=cpu"], [f"run_dir={run}", "device=cpu"],
-                       [f'run_dir="{run}",device=cpu'], [f"device=cpu,run_dir={run}"]):
-        argv = ["run", "--model", "andrea", "--model_args", *model_args, "--device", "cpu",
-                "--tasks", "mc_local"]
+    for model_args in (
+        [f"run_dir={run},device=cpu"],
+        [f"run_dir={run}", "device=cpu"],
+        [f'run_dir="{run}",device=cpu'],
+        [f"device=cpu,run_dir={run}"],
+    ):
+        argv = [
+            "run",
+            "--model",
+            "andrea",
+            "--model_args",
+            *model_args,
+            "--device",
+            "cpu",
+            "--tasks",
+            "mc_local",
+        ]
         monkeypatch.setattr(sys, "argv", ["lm-eval", *model_args_as_json(argv)])
         args = HarnessCLI().parse_args()
         assert args.model_args == {"run_dir": str(run), "device": "cpu"}, model_args
         # what lm_eval.simple_evaluate passes beside model_args (its default batch size: 1)
-        lm = AndreaLM.create_from_arg_obj(args.model_args, {"batch_size": 1,
-                                                            "max_batch_size": None,
-                                                            "device": args.device})
+        lm = AndreaLM.create_from_arg_obj(
+            args.model_args, {"batch_size": 1, "max_batch_size": None, "device": args.device}
+        )
         assert lm.run.run_dir.root == run and lm._device.type == "cpu"
     # the harness's other route, a model_args string (lm_eval.simple_evaluate), parses the same
     lm = AndreaLM.create_from_arg_string(f"run_dir={run},batch_size=3", {"device": "cpu"})
@@ -303,8 +384,20 @@ def test_the_harness_command_line_takes_a_run_directory_with_commas(env, tmp_pat
 def test_bad_model_args_on_the_harness_command_line_are_one_error_line(monkeypatch, capsys):
     from andrea.eval import harness
 
-    monkeypatch.setattr(sys, "argv", ["andrea.eval.harness", "run", "--model", "andrea",
-                                      "--model_args", "runs/x", "--tasks", "mc_local"])
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        [
+            "andrea.eval.harness",
+            "run",
+            "--model",
+            "andrea",
+            "--model_args",
+            "runs/x",
+            "--tasks",
+            "mc_local",
+        ],
+    )
     with pytest.raises(SystemExit) as stop:
         harness.main()
     err = capsys.readouterr().err.strip().splitlines()
@@ -324,12 +417,12 @@ def test_the_export_docstring_loads_the_tokenizer_with_trust_remote_code():
 def test_importing_andrea_does_not_import_lm_eval():
     import subprocess
 
-    code = ("import sys, andrea.eval, andrea.eval.load, andrea.eval.export, analysis.inputs.collect; "
-            "print('lm_eval' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    code = (
+        "import sys, andrea.eval, andrea.eval.load, andrea.eval.export, analysis.inputs.collect; "
+        "print('lm_eval' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
-
 
 
 def test_the_shipped_demo_tasks_evaluate_from_any_directory(env, tmp_path, monkeypatch):

@@ -34,10 +34,14 @@ SCHEMES = [  # every residual scheme, and the ablation switches that change its 
     dict(residual="denseformer"),
     dict(residual="mhc"),
     dict(residual="mhc_lite"),
-    dict(residual="attnres_full", attnres_gate="sigmoid", attnres_heads=2,
-         attnres_scale_eps=True),
-    dict(residual="attnres_block", block_size=2, attnres_input_query=True, attnres_window=2,
-         attnres_key_norm=False),
+    dict(residual="attnres_full", attnres_gate="sigmoid", attnres_heads=2, attnres_scale_eps=True),
+    dict(
+        residual="attnres_block",
+        block_size=2,
+        attnres_input_query=True,
+        attnres_window=2,
+        attnres_key_norm=False,
+    ),
     dict(residual="attnres_full", attnres_static_mix=True),
     dict(residual="mhc", mhc_streams=2),
     dict(residual="baseline", tie_embeddings=False),
@@ -55,8 +59,9 @@ def tokenizer_file(tmp_path_factory) -> Path:
 def fake_run(root: Path, scheme: dict, tokenizer: Path) -> tuple[Path, ANDREA]:
     """A run directory with a checkpoint of a small model whose weights are perturbed away
     from the init (zero queries, identity mixes), so every mixing weight matters."""
-    cfg = ModelConfig(n_layer=2, n_head=2, d_model=16, vocab_size=VOCAB, context_length=32,
-                      **scheme)
+    cfg = ModelConfig(
+        n_layer=2, n_head=2, d_model=16, vocab_size=VOCAB, context_length=32, **scheme
+    )
     torch.manual_seed(0)
     model = ANDREA(cfg).eval()
     with torch.no_grad():
@@ -65,15 +70,17 @@ def fake_run(root: Path, scheme: dict, tokenizer: Path) -> tuple[Path, ANDREA]:
     rd = RunDir(root)
     atomic_write_json(rd.model_config, {"model": asdict(cfg), "seq_len": 24})
     atomic_write_bytes(rd.tokenizer, tokenizer.read_bytes())
-    atomic_write_bytes(rd.checkpoint_path(7), encode_checkpoint(
-        {"step": 7, "model": model.state_dict()}))
+    atomic_write_bytes(
+        rd.checkpoint_path(7), encode_checkpoint({"step": 7, "model": model.state_dict()})
+    )
     return root, model
 
 
 def import_modeling(folder: Path, hide_transformers: bool):
     """The export's modeling_andrea.py as a module, optionally as if transformers were absent."""
-    saved = {k: v for k, v in sys.modules.items() if k == "transformers"
-             or k.startswith("transformers.")}
+    saved = {
+        k: v for k, v in sys.modules.items() if k == "transformers" or k.startswith("transformers.")
+    }
     try:
         if hide_transformers:
             for k in saved:
@@ -95,8 +102,15 @@ def test_export_loads_back_standalone_with_the_same_logits(scheme, tmp_path, tok
     run, model = fake_run(tmp_path / "run", scheme, tokenizer_file)
     out = export_run(run, tmp_path / "export")
     assert sorted(p.name for p in out.iterdir()) == [
-        "andrea_export.json", "config.json", "model.safetensors", "modeling_andrea.py",
-        "residual_andrea.py", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"]
+        "andrea_export.json",
+        "config.json",
+        "model.safetensors",
+        "modeling_andrea.py",
+        "residual_andrea.py",
+        "special_tokens_map.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ]
     assert (out / "tokenizer.json").read_bytes() == tokenizer_file.read_bytes()
     meta = json.loads((out / "andrea_export.json").read_text())
     assert meta["step"] == 7 and meta["trained_seq_len"] == 24
@@ -118,27 +132,32 @@ def test_export_loads_where_andrea_is_not_installed(tmp_path, tokenizer_file):
     docstring's `import modeling_andrea`), the residual file found beside it."""
     import subprocess
 
-    run, model = fake_run(tmp_path / "run", dict(residual="attnres_block", block_size=2),
-                          tokenizer_file)
+    run, model = fake_run(
+        tmp_path / "run", dict(residual="attnres_block", block_size=2), tokenizer_file
+    )
     out = export_run(run, tmp_path / "export")
     idx = torch.randint(0, VOCAB, (2, 12), generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
         torch.save({"idx": idx, "want": model(idx)}, tmp_path / "want.pt")
-    code = ("import sys, torch; sys.modules['andrea'] = None; sys.modules['transformers'] = None\n"
-            f"sys.path.insert(0, {str(out)!r}); import modeling_andrea\n"
-            f"d = torch.load({str(tmp_path / 'want.pt')!r})\n"
-            f"m = modeling_andrea.load_exported({str(out)!r})\n"
-            "print(float((m(d['idx']).detach() - d['want']).abs().max()))")
-    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=120)
+    code = (
+        "import sys, torch; sys.modules['andrea'] = None; sys.modules['transformers'] = None\n"
+        f"sys.path.insert(0, {str(out)!r}); import modeling_andrea\n"
+        f"d = torch.load({str(tmp_path / 'want.pt')!r})\n"
+        f"m = modeling_andrea.load_exported({str(out)!r})\n"
+        "print(float((m(d['idx']).detach() - d['want']).abs().max()))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert res.returncode == 0, res.stderr
     assert float(res.stdout) < 1e-5
 
 
 def test_export_through_transformers_auto_classes(tmp_path, tokenizer_file):
     transformers = pytest.importorskip("transformers")
-    run, model = fake_run(tmp_path / "run", dict(residual="attnres_block", block_size=2),
-                          tokenizer_file)
+    run, model = fake_run(
+        tmp_path / "run", dict(residual="attnres_block", block_size=2), tokenizer_file
+    )
     out = export_run(run, tmp_path / "export")
     hf = transformers.AutoModelForCausalLM.from_pretrained(str(out), trust_remote_code=True)
     hf.eval()
@@ -198,15 +217,24 @@ def test_the_modeling_files_config_has_the_transformers_fields_and_defaults():
 
     # read, not imported: the file imports its residual_andrea.py sibling, only in an export
     tree = ast.parse(MODELING_SOURCE.read_text())
-    (literal,) = [n.value for n in tree.body if isinstance(n, ast.Assign)
-                  and any(getattr(t, "id", "") == "CONFIG_FIELDS" for t in n.targets)]
+    (literal,) = [
+        n.value
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        and any(getattr(t, "id", "") == "CONFIG_FIELDS" for t in n.targets)
+    ]
     options = {o for s in registry.SCHEMES.values() for o in s.option_names()}
     fields = {k: v for k, v in asdict(ModelConfig(2, 2, 64)).items() if k not in options}
     assert ast.literal_eval(literal) == fields
 
 
-@pytest.mark.parametrize("name", sorted(s.name for s in __import__(
-    "andrea.model.residuals.registry", fromlist=["BUILT_IN"]).BUILT_IN))
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        s.name
+        for s in __import__("andrea.model.residuals.registry", fromlist=["BUILT_IN"]).BUILT_IN
+    ),
+)
 def test_every_built_in_scheme_has_an_export_module_that_imports_torch_only(name):
     import ast
 
@@ -222,8 +250,9 @@ def test_every_built_in_scheme_has_an_export_module_that_imports_torch_only(name
     assert tops <= {"torch", "math", "itertools", "__future__"}, (name, tops)
 
 
-def test_a_scheme_without_an_export_module_is_refused_in_one_line(tmp_path, tokenizer_file,
-                                                                   capsys, monkeypatch):
+def test_a_scheme_without_an_export_module_is_refused_in_one_line(
+    tmp_path, tokenizer_file, capsys, monkeypatch
+):
     """A plug-in whose Scheme gives no export: one `error:` line, no folder (it wrote a folder
     whose modeling file failed to load: `residual='scaled'; valid: ...`)."""
     import dataclasses
@@ -231,10 +260,13 @@ def test_a_scheme_without_an_export_module_is_refused_in_one_line(tmp_path, toke
     from andrea.model.residuals import registry
 
     run, _ = fake_run(tmp_path / "run", dict(residual="baseline"), tokenizer_file)
-    monkeypatch.setitem(registry.SCHEMES, "baseline",
-                        dataclasses.replace(registry.SCHEMES["baseline"], export=None))
+    monkeypatch.setitem(
+        registry.SCHEMES, "baseline", dataclasses.replace(registry.SCHEMES["baseline"], export=None)
+    )
     assert main([str(run), str(tmp_path / "export")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["error: model=baseline cannot be exported: its residual scheme gives no export "
-                   "module (Scheme.export is None; docs/residual_schemes.md)"]
+    assert err == [
+        "error: model=baseline cannot be exported: its residual scheme gives no export "
+        "module (Scheme.export is None; docs/residual_schemes.md)"
+    ]
     assert not (tmp_path / "export").exists() and not list(tmp_path.glob(".export.*"))

@@ -17,8 +17,20 @@ pytestmark = pytest.mark.slow
 
 def test_ten_faults_lose_no_run_and_change_no_result(tmp_path, data_cache, capsys):
     kinds = [k for k in faults.CPU_KINDS if k != "disk_full" or os.geteuid() == 0]
-    rc = faults.main(["--faults", "10", "--seed", "3", "--max-chain", "4", "--work",
-                      str(tmp_path / "work"), "--kinds", ",".join(kinds)])
+    rc = faults.main(
+        [
+            "--faults",
+            "10",
+            "--seed",
+            "3",
+            "--max-chain",
+            "4",
+            "--work",
+            str(tmp_path / "work"),
+            "--kinds",
+            ",".join(kinds),
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0, out[-4000:]
     assert "| runs differing from the reference | 0 |" in out

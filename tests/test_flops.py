@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from andrea.model.flops import flops_per_token, six_n_d, training_flops, training_flops_per_token
-from andrea.run.units import PEAK_FLOPS, PFLOPS_DAY, match_device, mfu, peak_flops, to_pflops_days
 from andrea.model.residuals.attnres import n_sources, source_counts
+from andrea.run.units import PEAK_FLOPS, PFLOPS_DAY, match_device, mfu, peak_flops, to_pflops_days
 
 
 def n_depth_sources(cfg):
@@ -18,12 +18,28 @@ def n_depth_sources(cfg):
     return source_counts(cfg) if cfg.residual.startswith("attnres") else []
 
 
-def cfg(n_layer=2, n_head=2, d_model=8, vocab_size=11, context_length=4, residual="baseline",
-        block_size=4, **switches):
+def cfg(
+    n_layer=2,
+    n_head=2,
+    d_model=8,
+    vocab_size=11,
+    context_length=4,
+    residual="baseline",
+    block_size=4,
+    **switches,
+):
     # flops.py is duck-typed: a plain namespace with ModelConfig's field names is enough.
-    return SimpleNamespace(n_layer=n_layer, n_head=n_head, d_model=d_model, vocab_size=vocab_size,
-                           context_length=context_length, residual=residual,
-                           block_size=block_size, tie_embeddings=True, **switches)
+    return SimpleNamespace(
+        n_layer=n_layer,
+        n_head=n_head,
+        d_model=d_model,
+        vocab_size=vocab_size,
+        context_length=context_length,
+        residual=residual,
+        block_size=block_size,
+        tie_embeddings=True,
+        **switches,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -68,7 +84,13 @@ def test_hand_computed(residual, block_size):
     assert training_flops(c, 4, tokens=1000) == 3000 * expected_fwd
     # components
     assert (b.attn_qkv, b.attn_out, b.attn_qk, b.attn_av, b.mlp, b.lm_head) == (
-        768, 256, 128, 128, 2048, 176)
+        768,
+        256,
+        128,
+        128,
+        2048,
+        176,
+    )
     assert b.depth == expected_fwd - BASELINE_FWD
     assert b.depth_score == b.depth_mix == b.depth_key_norm == b.depth // 3
     assert b.matmul == b.forward - b.depth_key_norm
@@ -133,13 +155,16 @@ def test_full_ge_block_ge_baseline(n_layer):
     full = flops_per_token(cfg(n_layer=n_layer, residual="attnres_full"), 16).forward
     prev = full
     for S in range(1, L + 2):
-        block = flops_per_token(cfg(n_layer=n_layer, residual="attnres_block", block_size=S),
-                                16).forward
+        block = flops_per_token(
+            cfg(n_layer=n_layer, residual="attnres_block", block_size=S), 16
+        ).forward
         assert full >= block > base
         assert block <= prev  # larger blocks, fewer sources
         prev = block
-    assert flops_per_token(cfg(n_layer=n_layer, residual="attnres_block", block_size=1),
-                           16).forward == full
+    assert (
+        flops_per_token(cfg(n_layer=n_layer, residual="attnres_block", block_size=1), 16).forward
+        == full
+    )
 
 
 # Ablation switches and DenseFormer, same shape (docs/ablations.md). Full's sources per layer are
@@ -180,9 +205,18 @@ def _model_or_skip():
     return ANDREA, ModelConfig
 
 
-@pytest.mark.parametrize("residual,block_size", [
-    ("attnres_full", 4), ("attnres_block", 1), ("attnres_block", 2), ("attnres_block", 3),
-    ("attnres_block", 5), ("attnres_block", 6), ("attnres_block", 7)])
+@pytest.mark.parametrize(
+    "residual,block_size",
+    [
+        ("attnres_full", 4),
+        ("attnres_block", 1),
+        ("attnres_block", 2),
+        ("attnres_block", 3),
+        ("attnres_block", 5),
+        ("attnres_block", 6),
+        ("attnres_block", 7),
+    ],
+)
 def test_depth_sources_match_the_model(residual, block_size):
     _, ModelConfig = _model_or_skip()
     mc = ModelConfig(n_layer=3, n_head=2, d_model=8, residual=residual, block_size=block_size)
@@ -198,6 +232,7 @@ def _mv_flop(mat_shape, vec_shape, *args, out_shape=None, **kwargs):
 
 def _cpu_sdpa_flop(q_shape, k_shape, v_shape, *args, out_shape=None, **kwargs):
     from torch.utils.flop_counter import sdpa_flop_count
+
     return sdpa_flop_count(q_shape, k_shape, v_shape)
 
 
@@ -215,6 +250,7 @@ _CPU_MAPPING = {
 
 def _measured_forward_per_token(model, B, T):
     from torch.utils.flop_counter import FlopCounterMode
+
     idx = torch.randint(0, model.cfg.vocab_size, (B, T), generator=torch.Generator().manual_seed(0))
     model.train()  # the training path: the FLOPs on the compute axis are training FLOPs
     with torch.enable_grad(), FlopCounterMode(display=False, custom_mapping=_CPU_MAPPING) as fc:
@@ -240,8 +276,10 @@ def test_measured_baseline_is_exact(tie):
     assert measured == predicted.matmul == predicted.forward
 
 
-@pytest.mark.parametrize("residual,block_size", [
-    ("attnres_full", 4), ("attnres_block", 2), ("attnres_block", 3), ("attnres_block", 4)])
+@pytest.mark.parametrize(
+    "residual,block_size",
+    [("attnres_full", 4), ("attnres_block", 2), ("attnres_block", 3), ("attnres_block", 4)],
+)
 def test_measured_attnres(residual, block_size):
     """AttnRes: compare the measured depth-attention matmuls (AttnRes minus baseline, same shape)
     with the predicted score + mix terms, and the whole forward with `matmul`.
@@ -271,16 +309,22 @@ def test_measured_attnres(residual, block_size):
     predicted_depth = predicted.depth_score + predicted.depth_mix
     assert predicted_depth > 0
     assert measured_depth == pytest.approx(predicted_depth, rel=0.10), (
-        f"depth attention: measured {measured_depth} FLOPs/token, predicted {predicted_depth}")
+        f"depth attention: measured {measured_depth} FLOPs/token, predicted {predicted_depth}"
+    )
     assert measured == pytest.approx(predicted.matmul, rel=0.01)
 
 
-@pytest.mark.parametrize("residual,block_size,switches", [
-    ("denseformer", 4, {}),
-    ("attnres_full", 4, dict(attnres_gate="sigmoid")),
-    ("attnres_full", 4, dict(attnres_input_query=True, attnres_heads=2)),
-    ("attnres_full", 4, dict(attnres_static_mix=True, attnres_window=3)),
-    ("attnres_block", 2, dict(attnres_key_norm=False, attnres_window=2))], ids=str)
+@pytest.mark.parametrize(
+    "residual,block_size,switches",
+    [
+        ("denseformer", 4, {}),
+        ("attnres_full", 4, dict(attnres_gate="sigmoid")),
+        ("attnres_full", 4, dict(attnres_input_query=True, attnres_heads=2)),
+        ("attnres_full", 4, dict(attnres_static_mix=True, attnres_window=3)),
+        ("attnres_block", 2, dict(attnres_key_norm=False, attnres_window=2)),
+    ],
+    ids=str,
+)
 def test_measured_ablations_and_denseformer(residual, block_size, switches):
     """The general path and DenseFormer's DWA are einsum/matmul contractions, so FlopCounterMode
     sees scores, query projections and mixes. Tolerances as in test_measured_attnres. The
@@ -296,38 +340,43 @@ def test_measured_ablations_and_denseformer(residual, block_size, switches):
     predicted = flops_per_token(mc, _T)
     d = mc.d_model
     single = sum(n == 1 for n in n_depth_sources(mc)) if mc.attnres_gate == "softmax" else 0
-    per_single = (2 * d if mc.attnres_static_mix else 4 * d) + \
-        (2 * d * d if mc.attnres_input_query else 0)
+    per_single = (2 * d if mc.attnres_static_mix else 4 * d) + (
+        2 * d * d if mc.attnres_input_query else 0
+    )
     predicted_depth = predicted.depth - predicted.depth_key_norm + single * per_single
     assert predicted_depth > 0
     assert measured - base == pytest.approx(predicted_depth, rel=0.10), (
-        f"depth: measured {measured - base} FLOPs/token, predicted {predicted_depth}")
+        f"depth: measured {measured - base} FLOPs/token, predicted {predicted_depth}"
+    )
     assert measured == pytest.approx(predicted.matmul + single * per_single, rel=0.01)
 
 
 # ---------------------------------------------------------------------------------------------
 # Peak table and MFU
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("name,key,bf16", [
-    ("NVIDIA A100-SXM4-80GB", "A100", 312e12),
-    ("NVIDIA A100 80GB PCIe", "A100", 312e12),
-    ("NVIDIA H100 80GB HBM3", "H100 SXM", 989e12),
-    ("NVIDIA H100 PCIe", "H100 PCIe", 756e12),
-    ("NVIDIA H100 NVL", "H100 NVL", 835e12),
-    ("NVIDIA H200", "H200", 989e12),
-    ("NVIDIA H200 NVL", "H200 NVL", 835e12),
-    ("NVIDIA GH200 480GB", "GH200", 989e12),
-    ("NVIDIA A10G", "A10G", 125e12),
-    ("NVIDIA A10", "A10", 125e12),
-    ("NVIDIA L4", "L4", 121e12),
-    ("NVIDIA L40S", "L40S", 362e12),
-    ("NVIDIA L40", "L40", 181e12),
-    ("NVIDIA GeForce RTX 4090", "RTX 4090", 165.2e12),
-    ("AMD Instinct MI250X", "MI250X", 191.5e12),
-    ("AMD Instinct MI300X", "MI300X", 1307.4e12),
-    ("Tesla V100-SXM2-16GB", "V100 SXM2", None),  # no bf16 tensor cores
-    ("Tesla T4", "T4", None),
-])
+@pytest.mark.parametrize(
+    "name,key,bf16",
+    [
+        ("NVIDIA A100-SXM4-80GB", "A100", 312e12),
+        ("NVIDIA A100 80GB PCIe", "A100", 312e12),
+        ("NVIDIA H100 80GB HBM3", "H100 SXM", 989e12),
+        ("NVIDIA H100 PCIe", "H100 PCIe", 756e12),
+        ("NVIDIA H100 NVL", "H100 NVL", 835e12),
+        ("NVIDIA H200", "H200", 989e12),
+        ("NVIDIA H200 NVL", "H200 NVL", 835e12),
+        ("NVIDIA GH200 480GB", "GH200", 989e12),
+        ("NVIDIA A10G", "A10G", 125e12),
+        ("NVIDIA A10", "A10", 125e12),
+        ("NVIDIA L4", "L4", 121e12),
+        ("NVIDIA L40S", "L40S", 362e12),
+        ("NVIDIA L40", "L40", 181e12),
+        ("NVIDIA GeForce RTX 4090", "RTX 4090", 165.2e12),
+        ("AMD Instinct MI250X", "MI250X", 191.5e12),
+        ("AMD Instinct MI300X", "MI300X", 1307.4e12),
+        ("Tesla V100-SXM2-16GB", "V100 SXM2", None),  # no bf16 tensor cores
+        ("Tesla T4", "T4", None),
+    ],
+)
 def test_device_matching(name, key, bf16):
     assert match_device(name) == key
     assert peak_flops(name, torch.bfloat16) == bf16

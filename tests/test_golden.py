@@ -34,20 +34,24 @@ import math
 import os
 
 import pytest
-
 from conftest import REPO
 
 GOLDEN = REPO / "tests" / "golden"
 TRAINING_REL = 1e-6  # a trained run's floats (the module docstring says why)
-FIT_REL = 1e-9       # the analysis's floats on the same inputs
+FIT_REL = 1e-9  # the analysis's floats on the same inputs
 
 
 def differences(got, want, rel: float, at: str = "") -> list[str]:
     """Where `got` is not `want`: floats beyond `rel` relative, anything else not equal (keys,
     lengths, integers, strings, None and the types themselves exactly)."""
     if isinstance(want, float) and type(got) is float:
-        return [] if math.isclose(got, want, rel_tol=rel, abs_tol=0.0) else [
-            f"{at}: {got!r} != {want!r} (relative {abs(got - want) / abs(want):.1e} > {rel:g})"]
+        return (
+            []
+            if math.isclose(got, want, rel_tol=rel, abs_tol=0.0)
+            else [
+                f"{at}: {got!r} != {want!r} (relative {abs(got - want) / abs(want):.1e} > {rel:g})"
+            ]
+        )
     if type(got) is not type(want):
         return [f"{at}: {got!r} != {want!r}"]
     if isinstance(want, dict):
@@ -57,13 +61,17 @@ def differences(got, want, rel: float, at: str = "") -> list[str]:
     if isinstance(want, list):
         if len(got) != len(want):
             return [f"{at}: {len(got)} items != {len(want)}"]
-        return [d for i, (g, w) in enumerate(zip(got, want)) for d in differences(g, w, rel,
-                                                                                   f"{at}[{i}]")]
+        return [
+            d
+            for i, (g, w) in enumerate(zip(got, want))
+            for d in differences(g, w, rel, f"{at}[{i}]")
+        ]
     return [] if got == want else [f"{at}: {got!r} != {want!r}"]
 
 
 def csv_cells(text: str) -> list[dict]:
     """A CSV's rows with each cell as Python reads it: an int, a float, or the text itself."""
+
     def cell(s: str):
         for kind in (int, float):
             try:
@@ -71,6 +79,7 @@ def csv_cells(text: str) -> list[dict]:
             except ValueError:
                 pass
         return s
+
     return [{k: cell(v) for k, v in row.items()} for row in csv.DictReader(io.StringIO(text))]
 
 
@@ -101,8 +110,7 @@ def test_a_tiny_run_writes_the_golden_results(tmp_path, data_cache):
     from andrea.run.metrics import run_id_for
 
     got = record.tiny_run(tmp_path)
-    assert differences(got, json.loads((GOLDEN / "tiny_run.json").read_text()),
-                       TRAINING_REL) == []
+    assert differences(got, json.loads((GOLDEN / "tiny_run.json").read_text()), TRAINING_REL) == []
     results = next(tmp_path.glob("golden/**/results.json"))
     assert json.loads(results.read_text())["wandb_run_id"] == run_id_for(results.parent)
     assert os.environ.get("ANDREA_DATA") == str(data_cache)  # the session's corpus cache
@@ -114,8 +122,14 @@ def test_the_demo_fit_table_is_the_golden_one(tmp_path):
     out = tmp_path / "fit"
     record.run(["-m", "analysis.fit", str(GOLDEN / "demo_runs"), "--out", str(out), "--no-plots"])
     assert (out / "fit_table.md").read_text() == (GOLDEN / "demo_fit_table.md").read_text()
-    assert differences(csv_cells((out / "fit_table.csv").read_text()),
-                       csv_cells((GOLDEN / "demo_fit_table.csv").read_text()), FIT_REL) == []
+    assert (
+        differences(
+            csv_cells((out / "fit_table.csv").read_text()),
+            csv_cells((GOLDEN / "demo_fit_table.csv").read_text()),
+            FIT_REL,
+        )
+        == []
+    )
 
 
 def _perturbed(value, scale: float):
@@ -134,12 +148,13 @@ def test_another_cpus_last_digits_pass_and_a_real_change_fails():
     differ from the Xeon's passes; the smallest real change measured (module docstring) fails,
     and so does a changed integer or string however close."""
     run = json.loads((GOLDEN / "tiny_run.json").read_text())
-    assert differences(_perturbed(run, 1.3e-9), run, TRAINING_REL) == []   # the EPYC's run
-    assert differences(_perturbed(run, 1e-8), run, TRAINING_REL) == []     # other kernels
+    assert differences(_perturbed(run, 1.3e-9), run, TRAINING_REL) == []  # the EPYC's run
+    assert differences(_perturbed(run, 1e-8), run, TRAINING_REL) == []  # other kernels
     lr_change = _perturbed(run, 6.6e-5)  # the peak LR 0.1 % higher
     assert any("val_loss" in d for d in differences(lr_change, run, TRAINING_REL))
     assert differences({**run, "steps": run["steps"] + 1}, run, TRAINING_REL) == [
-        f".steps: {run['steps'] + 1} != {run['steps']}"]
+        f".steps: {run['steps'] + 1} != {run['steps']}"
+    ]
     assert differences({**run, "label": run["label"] + " "}, run, TRAINING_REL) != []
     assert differences({**run, "val_loss": None}, run, TRAINING_REL) != []
     assert differences({k: v for k, v in run.items() if k != "seed"}, run, TRAINING_REL) != []
@@ -157,5 +172,6 @@ def test_another_cpus_last_digits_pass_and_a_real_change_fails():
     moved[1]["multiplier"] *= 1 + 2.6e-7  # one of 36 losses moved by 1e-6 nats
     assert differences(moved, table, FIT_REL) == [
         f"[1].multiplier: {moved[1]['multiplier']!r} != {table[1]['multiplier']!r} "
-        f"(relative 2.6e-07 > 1e-09)"]
+        f"(relative 2.6e-07 > 1e-09)"
+    ]
     assert differences([{**table[0], "n_points": 4}, *table[1:]], table, FIT_REL) != []

@@ -13,11 +13,11 @@ import textwrap
 from types import SimpleNamespace
 
 import pytest
+from conftest import REPO
 from omegaconf import OmegaConf
 
 from andrea.launch.interrupts import SignalGuard, Stop, stop_on_signals
 from andrea.run.rundir import RunDir
-from conftest import REPO
 
 
 class Leaked(Exception):
@@ -28,6 +28,7 @@ class Leaked(Exception):
 def own_handlers():
     """SIGINT/SIGTERM raise Leaked while a test runs (never pytest's KeyboardInterrupt or a
     killed worker), and come back as they were afterwards."""
+
     def leaked(signum, frame):
         raise Leaked(signal.Signals(signum).name)
 
@@ -52,16 +53,20 @@ def fake_launcher(tmp_path, executor: str = "slurm", on_submit=None, refresh=Non
             on_submit()
         return jobs
 
-    fake_engine = dataclasses.replace(scheduler.get(executor), submit=submit,
-                                      refresh=refresh or (lambda jobs: None),
-                                      state=lambda job: "PENDING")
+    fake_engine = dataclasses.replace(
+        scheduler.get(executor),
+        submit=submit,
+        refresh=refresh or (lambda jobs: None),
+        state=lambda job: "PENDING",
+    )
 
     class Fake(launcher._AndreaLauncherMixin):
         engine = fake_engine
 
         def __init__(self):
-            self.config = OmegaConf.create({"hydra": {"launcher": {"poll_s": 0.01},
-                                                      "sweep": {"dir": str(tmp_path / "runs")}}})
+            self.config = OmegaConf.create(
+                {"hydra": {"launcher": {"poll_s": 0.01}, "sweep": {"dir": str(tmp_path / "runs")}}}
+            )
             self.hydra_context = object()
 
         def _job_params(self, overrides):
@@ -79,7 +84,8 @@ def launch(fake):
 
 
 def test_a_signal_during_submission_waits_for_the_job_ids_to_be_recorded(
-        tmp_path, capsys, own_handlers, monkeypatch):
+    tmp_path, capsys, own_handlers, monkeypatch
+):
     """Ctrl-C while sbatch runs: a job the scheduler took and nobody wrote down would be
     submitted again by a re-run. The stop waits until both runs name their job."""
     from hydra_plugins.andrea_plugins import launcher
@@ -89,15 +95,16 @@ def test_a_signal_during_submission_waits_for_the_job_ids_to_be_recorded(
     with pytest.raises(SystemExit) as e:
         launch(fake)
     assert e.value.code == 130
-    assert [RunDir(tmp_path / "runs" / f"a={k}").queued_job_id() for k in (1, 2)] == \
-        ["4242_0", "4242_1"]
+    assert [RunDir(tmp_path / "runs" / f"a={k}").queued_job_id() for k in (1, 2)] == [
+        "4242_0",
+        "4242_1",
+    ]
     err = capsys.readouterr().err
     assert "interrupted (Ctrl-C): the Slurm jobs keep running on the cluster" in err
     assert "squeue -j 4242" in err
 
 
-def test_sigterm_right_after_the_submit_line_detaches(tmp_path, capsys, own_handlers,
-                                                      monkeypatch):
+def test_sigterm_right_after_the_submit_line_detaches(tmp_path, capsys, own_handlers, monkeypatch):
     """The first moment after "submitted ..." (before any poll) took no handler: SIGTERM killed
     the process without a word."""
     from hydra_plugins.andrea_plugins import launcher
@@ -117,8 +124,8 @@ def test_sigterm_right_after_the_submit_line_detaches(tmp_path, capsys, own_hand
 
 
 def test_a_signal_during_a_poll_detaches_and_local_jobs_stop_with_the_sweep(
-        tmp_path, capsys, own_handlers, monkeypatch):
-    from hydra_plugins.andrea_plugins import launcher
+    tmp_path, capsys, own_handlers, monkeypatch
+):
 
     def sacct(jobs):  # the signal arrives while the poll's sacct runs
         kill_self(signal.SIGINT)
@@ -143,8 +150,14 @@ def test_a_second_signal_exits_at_once_even_while_the_first_waits():
             time.sleep(30)
         print("not reached")
     """)
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                         timeout=30, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert out.returncode == 130, out.stdout + out.stderr
     assert out.stdout == "deferred\n" and "SIGINT again: exiting now" in out.stderr
 

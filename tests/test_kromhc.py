@@ -19,20 +19,30 @@ import sys
 
 import pytest
 import torch
-
-from andrea.model.residuals import registry
 from conftest import require_plugin
 
+from andrea.model.residuals import registry
+
 require_plugin("kromhc", "andrea-kromhc")
+
+from conftest import REPO, TINY_RUN, compose_run  # noqa: E402
+from test_mhc import (
+    idx,
+    naive_h_res_lite,
+    outputs_and_grads,  # noqa: E402
+    recompute_outputs_and_grads,
+    streams_kept,
+)
 
 from andrea.config.resolve import ConfigError, resolve_run  # noqa: E402
 from andrea.model.flops import flops_per_token  # noqa: E402
 from andrea.model.residuals.registry import is_mixing_parameter  # noqa: E402
-from andrea.model.transformer import (ANDREA, ModelConfig, count_parameters,  # noqa: E402
-                                      param_count_formula)
-from conftest import REPO, TINY_RUN, compose_run  # noqa: E402
-from test_mhc import (idx, naive_h_res_lite, outputs_and_grads,  # noqa: E402
-                      recompute_outputs_and_grads, streams_kept)
+from andrea.model.transformer import (
+    ANDREA,
+    ModelConfig,
+    count_parameters,  # noqa: E402
+    param_count_formula,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -64,8 +74,11 @@ def randomise(model, seed=3):
 def naive_kron(A, B):
     """(A (x) B)[p i + r, q i + s] = A[p, q] B[r, s], entry by entry."""
     m, i = A.shape[-1], B.shape[-1]
-    rows = [[A[..., p, q] * B[..., r, s] for q in range(m) for s in range(i)]
-            for p in range(m) for r in range(i)]
+    rows = [
+        [A[..., p, q] * B[..., r, s] for q in range(m) for s in range(i)]
+        for p in range(m)
+        for r in range(i)
+    ]
     return torch.stack([torch.stack(row, -1) for row in rows], -2)
 
 
@@ -76,12 +89,12 @@ def naive_mappings(m, streams, n, i):
     xn = x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6)
     h = xn @ m.phi
     h_pre = 1 / (1 + torch.exp(-(m.gate[0] * h[..., :n] + m.bias[:n])))
-    h_post = 2 / (1 + torch.exp(-(m.gate[1] * h[..., n:2 * n] + m.bias[n:2 * n])))
-    res = m.gate[2] * h[..., 2 * n:] + m.bias[2 * n:]
+    h_post = 2 / (1 + torch.exp(-(m.gate[1] * h[..., n : 2 * n] + m.bias[n : 2 * n])))
+    res = m.gate[2] * h[..., 2 * n :] + m.bias[2 * n :]
     h_res = torch.ones(*x.shape[:-1], 1, 1, dtype=x.dtype)
     f = math.factorial(i)
     for k in range(K):  # U^1 (x) U^2 (x) ... (x) U^K
-        logits = res[..., k * f:(k + 1) * f]
+        logits = res[..., k * f : (k + 1) * f]
         e = torch.exp(logits - logits.max(-1, keepdim=True).values)
         h_res = naive_kron(h_res, naive_h_res_lite(e / e.sum(-1, keepdim=True), i))
     return h_pre, h_post, h_res
@@ -95,9 +108,12 @@ def naive_logits(model, x):
     streams = [h0] * n
     for f, m in zip(model.sublayers(), model.kromhc):
         h_pre, h_post, h_res = naive_mappings(m, streams, n, i)
-        v = f(sum(h_pre[..., j:j + 1] * streams[j] for j in range(n)))
-        streams = [sum(h_res[..., r, j:j + 1] * streams[j] for j in range(n))
-                   + h_post[..., r:r + 1] * v for r in range(n)]
+        v = f(sum(h_pre[..., j : j + 1] * streams[j] for j in range(n)))
+        streams = [
+            sum(h_res[..., r, j : j + 1] * streams[j] for j in range(n))
+            + h_post[..., r : r + 1] * v
+            for r in range(n)
+        ]
     return model.lm_head(model.ln_f(sum(streams)))
 
 
@@ -160,8 +176,10 @@ def test_one_stream_is_the_identity_residual_and_with_unit_gates_the_baseline():
     torch.manual_seed(0)
     one = randomise(ANDREA(cfg_of(1)).double())
     for m in one.kromhc:
-        assert torch.equal(m(torch.randn(2, 3, 1, BASE["d_model"], dtype=torch.float64))[2],
-                           torch.ones(2, 3, 1, 1, dtype=torch.float64))
+        assert torch.equal(
+            m(torch.randn(2, 3, 1, BASE["d_model"], dtype=torch.float64))[2],
+            torch.ones(2, 3, 1, 1, dtype=torch.float64),
+        )
     torch.manual_seed(0)
     base = ANDREA(ModelConfig(**BASE)).double()
     missing, unexpected = one.load_state_dict(base.state_dict(), strict=False)
@@ -179,12 +197,15 @@ def test_one_stream_is_the_identity_residual_and_with_unit_gates_the_baseline():
 def test_recompute_keeps_the_loss_and_every_gradient_bit_for_bit_and_no_stream(monkeypatch):
     """model.kromhc_recompute (the default), mHC's: at n = 4 the logits and all gradients equal
     storing the streams exactly (same machine), and no stream is kept for the backward."""
-    (a, ga), (b, gb) = recompute_outputs_and_grads(cfg_of(4, n_layer=3), "kromhc_recompute",
-                                                   randomise)
+    (a, ga), (b, gb) = recompute_outputs_and_grads(
+        cfg_of(4, n_layer=3), "kromhc_recompute", randomise
+    )
     assert torch.equal(a, b) and ga.keys() == gb.keys()
     assert all(torch.equal(ga[k], gb[k]) for k in ga)
-    kept = {on: streams_kept(ANDREA(cfg_of(4, kromhc_recompute=on)), monkeypatch)
-            for on in (False, True)}
+    kept = {
+        on: streams_kept(ANDREA(cfg_of(4, kromhc_recompute=on)), monkeypatch)
+        for on in (False, True)
+    }
     assert kept[False] == [True] * (2 * BASE["n_layer"] - 1) + [False]
     assert kept[True] == [False] * (2 * BASE["n_layer"])
     with pytest.raises(ValueError, match=r"model\.kromhc_recompute=1 is invalid"):
@@ -202,8 +223,9 @@ def test_init_follows_the_authors_code():
         h_pre, h_post, h_res = m(torch.randn(1, 2, 8, BASE["d_model"]))
         assert h_pre[0, 0].argmax() == l % 8 and h_post[0, 0].argmax() == l % 8
         p = 1 / (1 + math.exp(-8))
-        torch.testing.assert_close(h_res.diagonal(dim1=-2, dim2=-1),
-                                   torch.full((1, 2, 8), p ** 3), atol=1e-6, rtol=0)
+        torch.testing.assert_close(
+            h_res.diagonal(dim1=-2, dim2=-1), torch.full((1, 2, 8), p**3), atol=1e-6, rtol=0
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,9 +326,14 @@ def test_flops_match_flop_counter_mode(n, i):
 # ---------------------------------------------------------------------------------------------
 # From the command line: labels, bad input, run directories, the benchmark
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("over,label,n", [
-    ([], "kromhc_n4", 4), (["model.kromhc_streams=8"], "kromhc_n8", 8),
-    (["model.kromhc_streams=9", "model.kromhc_factor=3"], "kromhc_n9+factor3", 9)])
+@pytest.mark.parametrize(
+    "over,label,n",
+    [
+        ([], "kromhc_n4", 4),
+        (["model.kromhc_streams=8"], "kromhc_n8", 8),
+        (["model.kromhc_streams=9", "model.kromhc_factor=3"], "kromhc_n9+factor3", 9),
+    ],
+)
 def test_reaches_the_model_with_its_label(over, label, n):
     """`model=kromhc` comes from the plug-in's model_conf (andrea has no conf/model file for it),
     its options from the command line."""
@@ -318,18 +345,27 @@ def test_reaches_the_model_with_its_label(over, label, n):
     assert spec.tokens == base.tokens and spec.params > base.params  # the baseline's budget
 
 
-@pytest.mark.parametrize("overrides,message", [
-    (["model=kromhc", "model.kromhc_streams=6"],
-     "model.kromhc_streams=6 is not a power of model.kromhc_factor=2"),
-    (["model=kromhc", "model.kromhc_factor=3"],
-     "model.kromhc_streams=4 is not a power of model.kromhc_factor=3"),
-    (["model=kromhc", "model.kromhc_streams=0"], "model.kromhc_streams=0 is invalid"),
-    (["model=kromhc", "model.kromhc_factor=1"], "model.kromhc_factor=1 is invalid"),
-    (["model=kromhc", "model.kromhc_factor=7", "model.kromhc_streams=7"],
-     "model.kromhc_factor=7 is too large"),
-    (["model=mhc", "model.kromhc_streams=8"], "model.kromhc_streams=8 applies to model=kromhc"),
-    (["model=kromhc", "model.mhc_streams=2"], "model.mhc_streams=2 applies to model=mhc"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (
+            ["model=kromhc", "model.kromhc_streams=6"],
+            "model.kromhc_streams=6 is not a power of model.kromhc_factor=2",
+        ),
+        (
+            ["model=kromhc", "model.kromhc_factor=3"],
+            "model.kromhc_streams=4 is not a power of model.kromhc_factor=3",
+        ),
+        (["model=kromhc", "model.kromhc_streams=0"], "model.kromhc_streams=0 is invalid"),
+        (["model=kromhc", "model.kromhc_factor=1"], "model.kromhc_factor=1 is invalid"),
+        (
+            ["model=kromhc", "model.kromhc_factor=7", "model.kromhc_streams=7"],
+            "model.kromhc_factor=7 is too large",
+        ),
+        (["model=mhc", "model.kromhc_streams=8"], "model.kromhc_streams=8 applies to model=kromhc"),
+        (["model=kromhc", "model.mhc_streams=2"], "model.mhc_streams=2 applies to model=mhc"),
+    ],
+)
 def test_bad_input_fails_before_launch_naming_the_key(overrides, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         resolve_run(compose_run([*overrides, "size=tiny-1"]))
@@ -349,8 +385,9 @@ def test_an_option_on_the_command_line_is_in_the_label_not_in_the_run_directory_
     from andrea.config.schema import _suffix
 
     assert _suffix("model.kromhc_streams=8") == ""
-    assert _suffix("model.kromhc_factor=3,model.kromhc_streams=9,train.lr=0.001") == \
-        ",train.lr=0.001"
+    assert (
+        _suffix("model.kromhc_factor=3,model.kromhc_streams=9,train.lr=0.001") == ",train.lr=0.001"
+    )
 
 
 def test_the_throughput_benchmark_takes_it():
@@ -368,9 +405,10 @@ def test_its_export_is_refused_in_one_line(tmp_path, capsys):
     """KromHC gives no export module (`Scheme.export` is None): `python -m andrea.eval.export`
     refuses its run with one line and writes nothing (it wrote a folder that did not load)."""
     pytest.importorskip("safetensors")
+    from test_eval_export import VOCAB, fake_run
+
     from andrea.data.tokenizer import save_tokenizer, train_tokenizer
     from andrea.eval.export import main
-    from test_eval_export import VOCAB, fake_run
 
     tok = tmp_path / "tokenizer.json"
     text = open(torch.__file__.replace("__init__.py", "functional.py")).read()[:60000]
@@ -388,13 +426,18 @@ def test_its_export_is_refused_in_one_line(tmp_path, capsys):
 @pytest.mark.slow
 def test_resume_is_exact(tmp_path, data_cache):
     """A tiny n = 8 KromHC run interrupted and resumed ends bit-identical to an uninterrupted one."""
-    from andrea.train import Interrupted
     from test_train import final_weights, run
+
+    from andrea.train import Interrupted
 
     full = run(tmp_path / "full", "model=kromhc", "model.kromhc_streams=8")
     with pytest.raises(Interrupted):
-        run(tmp_path / "split", "model=kromhc", "model.kromhc_streams=8",
-            "train.stop_after_steps=10")
+        run(
+            tmp_path / "split",
+            "model=kromhc",
+            "model.kromhc_streams=8",
+            "train.stop_after_steps=10",
+        )
     resumed = run(tmp_path / "split", "model=kromhc", "model.kromhc_streams=8")
     assert resumed["val_loss"] == full["val_loss"] and full["label"] == "kromhc_n8"
     a, b = final_weights(tmp_path / "full"), final_weights(tmp_path / "split")
@@ -413,25 +456,56 @@ def test_a_cpu_sweep_against_the_baseline_gets_a_multiplier(tmp_path, data_cache
         plugins["delta_attnres"] = "delta_attnres"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
     sweep = subprocess.run(
-        [sys.executable, str(REPO / "sweep.py"), "-m", ",".join(["model=baseline", *plugins]),
-         "size=tiny-1,tiny-2", "train.seed=0,1", f"out_dir={tmp_path / 'runs'}",
-         "sweep_name=kromhc", *TINY_RUN[1:]],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
+        [
+            sys.executable,
+            str(REPO / "sweep.py"),
+            "-m",
+            ",".join(["model=baseline", *plugins]),
+            "size=tiny-1,tiny-2",
+            "train.seed=0,1",
+            f"out_dir={tmp_path / 'runs'}",
+            "sweep_name=kromhc",
+            *TINY_RUN[1:],
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert sweep.returncode == 0, sweep.stdout[-3000:] + sweep.stderr[-3000:]
     root = tmp_path / "runs" / "kromhc"
-    runs = {p.parent.relative_to(root).parts: json.loads(p.read_text())
-            for p in root.rglob("results.json")}
+    runs = {
+        p.parent.relative_to(root).parts: json.loads(p.read_text())
+        for p in root.rglob("results.json")
+    }
     # <size>/<label>/seed<N>[,<the tiny budget's overrides>]
     labels = sorted(["baseline", *plugins.values()])
     assert sorted((size, label, seed.split(",")[0]) for size, label, seed in runs) == [
-        (size, label, f"seed{s}") for size in ("tiny-1", "tiny-2")
-        for label in labels for s in (0, 1)]
+        (size, label, f"seed{s}")
+        for size in ("tiny-1", "tiny-2")
+        for label in labels
+        for s in (0, 1)
+    ]
     assert all(r["status"] == "completed" for r in runs.values())
     for variant, label in plugins.items():
         assert {r["variant"] for key, r in runs.items() if key[1] == label} == {variant}
-    fit = subprocess.run([sys.executable, "-m", "analysis.fit", str(root), "--out",
-                          str(tmp_path / "fit"), "--no-plots"],
-                         cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    fit = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "analysis.fit",
+            str(root),
+            "--out",
+            str(tmp_path / "fit"),
+            "--no-plots",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert fit.returncode == 0, fit.stdout[-3000:] + fit.stderr[-3000:]
     fits = json.loads((tmp_path / "fit" / "fits.json").read_text())
     assert set(labels) <= set(fits["fits"])

@@ -16,11 +16,19 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
 
-ANDREA_LAYERS = {"run": 0, "model": 1, "data": 1, "ladder": 2, "components": 3, "config": 4,
-                 "train": 5, "launch": 6, "eval": 6}
+ANDREA_LAYERS = {
+    "run": 0,
+    "model": 1,
+    "data": 1,
+    "ladder": 2,
+    "components": 3,
+    "config": 4,
+    "train": 5,
+    "launch": 6,
+    "eval": 6,
+}
 ANALYSIS_LAYERS = {"inputs": 0, "fits": 1, "estimates": 2, "report": 3}
 COMMAND = 4  # analysis/<command>.py
 
@@ -72,8 +80,12 @@ def analysis_rank(module: str) -> int | None:
 
 
 def test_the_core_package_imports_nothing_above_it():
-    upward = {str(p.relative_to(REPO)): m for p in modules("andrea") for m, _ in imports(p)
-              if m.split(".")[0] in ("analysis", "hydra_plugins", "bench")}
+    upward = {
+        str(p.relative_to(REPO)): m
+        for p in modules("andrea")
+        for m, _ in imports(p)
+        if m.split(".")[0] in ("analysis", "hydra_plugins", "bench")
+    }
     assert not upward, upward
 
 
@@ -108,7 +120,11 @@ def test_each_analysis_layer_imports_only_the_layers_below_and_no_command_anothe
             theirs = analysis_rank(module)
             if mine is None or theirs is None:
                 continue
-            if theirs == COMMAND and mine == COMMAND and module != ".".join(rel.with_suffix("").parts):
+            if (
+                theirs == COMMAND
+                and mine == COMMAND
+                and module != ".".join(rel.with_suffix("").parts)
+            ):
                 wrong.append(f"{rel} (a command) imports the command {module}")
             elif theirs > mine:
                 wrong.append(f"{rel} imports {module}, a layer above it")
@@ -116,23 +132,37 @@ def test_each_analysis_layer_imports_only_the_layers_below_and_no_command_anothe
 
 
 def test_the_run_layer_and_the_analysis_never_import_torch():
-    heavy = {str(p.relative_to(REPO)): m for top in ("andrea/run", "analysis")
-             for p in modules(top) for m, _ in imports(p) if m.split(".")[0] == "torch"}
+    heavy = {
+        str(p.relative_to(REPO)): m
+        for top in ("andrea/run", "analysis")
+        for p in modules(top)
+        for m, _ in imports(p)
+        if m.split(".")[0] == "torch"
+    }
     assert not heavy, heavy
     commands = [p.stem for p in (REPO / "analysis").glob("*.py") if p.stem != "__init__"]
-    code = ("import sys\n" + "".join(f"import analysis.{c}\n" for c in commands)
-            + "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch')[:3])")
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                         check=True).stdout.strip()
+    code = (
+        "import sys\n"
+        + "".join(f"import analysis.{c}\n" for c in commands)
+        + "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch')[:3])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == "[]", f"importing the analysis commands imported {out}"
 
 
 @pytest.mark.parametrize("top", ["andrea", "analysis", "hydra_plugins", "bench"])
 def test_no_module_imports_another_modules_private_names(top):
-    private = [f"{p.relative_to(REPO)}: from {m} import {n}" for p in modules(top)
-               for m, names in imports(p) for n in names
-               if n.startswith("_") and not n.startswith("__")
-               and m.split(".")[0] in ("andrea", "analysis", "hydra_plugins", "bench")]
+    private = [
+        f"{p.relative_to(REPO)}: from {m} import {n}"
+        for p in modules(top)
+        for m, names in imports(p)
+        for n in names
+        if n.startswith("_")
+        and not n.startswith("__")
+        and m.split(".")[0] in ("andrea", "analysis", "hydra_plugins", "bench")
+    ]
     assert not private, "\n".join(private)
 
 
@@ -156,8 +186,17 @@ def test_nothing_outside_the_schemes_package_branches_on_a_schemes_name():
 
 
 # what only an engine's own module may say: its commands, its variables, its client
-ENGINE_WORDS = ("squeue", "scancel", "sacct", "sbatch", "SLURM_", "SUBMITIT_EXECUTOR", "ray job",
-                "JobSubmissionClient", "RAY_")
+ENGINE_WORDS = (
+    "squeue",
+    "scancel",
+    "sacct",
+    "sbatch",
+    "SLURM_",
+    "SUBMITIT_EXECUTOR",
+    "ray job",
+    "JobSubmissionClient",
+    "RAY_",
+)
 
 
 def _docstrings(tree) -> set[int]:
@@ -185,8 +224,9 @@ def test_no_module_outside_an_engines_own_names_an_engine():
         for path in modules(top):
             rel = path.relative_to(REPO)
             for module, names in imports(path):
-                if module in ENGINES.values() or (module == "andrea.launch"
-                                                  and set(names) & set(ENGINES)):
+                if module in ENGINES.values() or (
+                    module == "andrea.launch" and set(names) & set(ENGINES)
+                ):
                     found.append(f"{rel} imports the engine {module} {names}")
                 if path in engine_files and module == "andrea.launch.scheduler":
                     found.append(f"{rel} (an engine) imports the seam back")
@@ -197,13 +237,24 @@ def test_no_module_outside_an_engines_own_names_an_engine():
             for node in ast.walk(tree):
                 if isinstance(node, ast.Compare):
                     for sub in ast.walk(node):
-                        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and any(
-                                e in sub.value.lower() for e in ENGINES):
+                        if (
+                            isinstance(sub, ast.Constant)
+                            and isinstance(sub.value, str)
+                            and any(e in sub.value.lower() for e in ENGINES)
+                        ):
                             found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
-                elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
-                        and node.args[0].value in ENGINES:
+                elif (
+                    isinstance(node, ast.Call)
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and node.args[0].value in ENGINES
+                ):
                     found.append(f"{rel}:{node.lineno}: {ast.unparse(node)}")
-                elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                        and id(node) not in docs and any(w in node.value for w in ENGINE_WORDS):
+                elif (
+                    isinstance(node, ast.Constant)
+                    and isinstance(node.value, str)
+                    and id(node) not in docs
+                    and any(w in node.value for w in ENGINE_WORDS)
+                ):
                     found.append(f"{rel}:{node.lineno}: {node.value[:60]!r}")
     assert not found, "\n".join(found)

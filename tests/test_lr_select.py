@@ -7,17 +7,27 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import compose_run
 
 from analysis.lr_select import main
 from andrea.config.resolve import resolve_run
-from conftest import compose_run
 
 GRID = [0.25, 0.5, 1.0, 2.0, 4.0]
 
 
-def write_scan(root: Path, size: str, center: float, optimum: float, curvature: float = 0.3,
-               seeds=(0, 1), batch: int = 2048, beta2: float = 0.99, noise: float = 0.0,
-               variant: str = "baseline", floor: float = 3.0) -> None:
+def write_scan(
+    root: Path,
+    size: str,
+    center: float,
+    optimum: float,
+    curvature: float = 0.3,
+    seeds=(0, 1),
+    batch: int = 2048,
+    beta2: float = 0.99,
+    noise: float = 0.0,
+    variant: str = "baseline",
+    floor: float = 3.0,
+) -> None:
     """Runs whose val_loss = floor + curvature * (log10(lr / optimum))^2 (+ a seed offset)."""
     for scale in GRID:
         lr = center * scale
@@ -25,17 +35,38 @@ def write_scan(root: Path, size: str, center: float, optimum: float, curvature: 
             d = root / size / variant / f"seed{seed},train.lr_scale={scale},b={batch},{beta2}"
             d.mkdir(parents=True)
             loss = floor + curvature * math.log10(lr / optimum) ** 2 + noise * (seed - 0.5)
-            (d / "results.json").write_text(json.dumps({
-                "status": "completed", "variant": variant, "label": variant, "size": size,
-                "seed": seed, "lr": lr, "batch_tokens": batch, "beta2": beta2, "val_loss": loss}))
+            (d / "results.json").write_text(
+                json.dumps(
+                    {
+                        "status": "completed",
+                        "variant": variant,
+                        "label": variant,
+                        "size": size,
+                        "seed": seed,
+                        "lr": lr,
+                        "batch_tokens": batch,
+                        "beta2": beta2,
+                        "val_loss": loss,
+                    }
+                )
+            )
 
 
 def test_parabola_recovers_the_optimum_between_grid_points(tmp_path, capsys):
     # optimum 1.5e-3 lies between the grid's 1e-3 and 2e-3; argmin alone would say 2e-3
     write_scan(tmp_path / "scan", "tiny-1", center=1e-3, optimum=1.5e-3, noise=0.01)
     write_scan(tmp_path / "scan", "tiny-2", center=1e-3, optimum=7e-4)
-    rc = main([str(tmp_path / "scan"), "--name", "picked", "--out", str(tmp_path / "out"),
-               "--hparams-dir", str(tmp_path / "hparams")])
+    rc = main(
+        [
+            str(tmp_path / "scan"),
+            "--name",
+            "picked",
+            "--out",
+            str(tmp_path / "out"),
+            "--hparams-dir",
+            str(tmp_path / "hparams"),
+        ]
+    )
     assert rc == 0, capsys.readouterr().err
     sel = json.loads((tmp_path / "out" / "lr_select.json").read_text())
     picks = {c["size"]: c["pick"] for c in sel["curves"]}
@@ -55,10 +86,20 @@ def test_parabola_recovers_the_optimum_between_grid_points(tmp_path, capsys):
 def test_a_variant_scanned_too_gets_a_robustness_row_at_its_own_best_lr(tmp_path, capsys):
     # The baseline's optimum is at 1e-3 (a grid point); the variant's at 2e-3, with a lower floor.
     write_scan(tmp_path / "scan", "tiny-1", center=1e-3, optimum=1e-3)
-    write_scan(tmp_path / "scan", "tiny-1", center=1e-3, optimum=2e-3, floor=2.9,
-               variant="attnres_block")
-    rc = main([str(tmp_path / "scan"), "--name", "rob", "--out", str(tmp_path / "out"),
-               "--hparams-dir", str(tmp_path / "hparams")])
+    write_scan(
+        tmp_path / "scan", "tiny-1", center=1e-3, optimum=2e-3, floor=2.9, variant="attnres_block"
+    )
+    rc = main(
+        [
+            str(tmp_path / "scan"),
+            "--name",
+            "rob",
+            "--out",
+            str(tmp_path / "out"),
+            "--hparams-dir",
+            str(tmp_path / "hparams"),
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0 and "Robustness" in out and "attnres_block" in out
     sel = json.loads((tmp_path / "out" / "lr_select.json").read_text())
@@ -82,8 +123,17 @@ def test_a_scan_of_several_variants_writes_each_variant_its_own_pick(tmp_path, c
         write_scan(tmp_path / "scan", size, center=1e-3, optimum=b)
         write_scan(tmp_path / "scan", size, center=1e-3, optimum=v, variant="attnres_block_n2")
         write_scan(tmp_path / "scan", size, center=1e-3, optimum=f, variant="attnres_full")
-    rc = main([str(tmp_path / "scan"), "--name", "multi", "--out", str(tmp_path / "out"),
-               "--hparams-dir", str(tmp_path / "hparams")])
+    rc = main(
+        [
+            str(tmp_path / "scan"),
+            "--name",
+            "multi",
+            "--out",
+            str(tmp_path / "out"),
+            "--hparams-dir",
+            str(tmp_path / "hparams"),
+        ]
+    )
     assert rc == 0 and "hparams=multi_own" in capsys.readouterr().out
     shared = (tmp_path / "hparams" / "multi.yaml").read_text()
     assert "variants:" not in shared
@@ -91,8 +141,13 @@ def test_a_scan_of_several_variants_writes_each_variant_its_own_pick(tmp_path, c
     assert "name: multi_own" in own and "selected_on: baseline" in own
 
     def lr(hp, model, size, *extra):
-        over = [f"hydra.searchpath=[file://{tmp_path}]", f"hparams={hp}", f"model={model}",
-                f"size={size}", *extra]
+        over = [
+            f"hydra.searchpath=[file://{tmp_path}]",
+            f"hparams={hp}",
+            f"model={model}",
+            f"size={size}",
+            *extra,
+        ]
         return resolve_run(compose_run(over)).lr
 
     for size, (b, v, f) in {"tiny-1": (1e-3, 2e-3, 1.5e-3), "tiny-2": (7e-4, 7e-4, 1e-3)}.items():
@@ -104,6 +159,7 @@ def test_a_scan_of_several_variants_writes_each_variant_its_own_pick(tmp_path, c
     assert lr("multi_own", "attnres_full", "tiny-1", "train.lr=0.005") == 0.005
     # a variant the scan did not hold is refused, not silently given the baseline's pick
     from andrea.config.resolve import ConfigError
+
     with pytest.raises(ConfigError, match="not for model denseformer"):
         lr("multi_own", "denseformer", "tiny-1")
     with pytest.raises(ConfigError, match="no attnres_full entry for size=tiny-3"):
@@ -115,21 +171,46 @@ def test_the_plot_title_names_the_variant_and_the_optimizer(tmp_path, monkeypatc
 
     titles = []
     import matplotlib.axes
+
     real = matplotlib.axes.Axes.set_title
-    monkeypatch.setattr(matplotlib.axes.Axes, "set_title",
-                        lambda self, t, **kw: (titles.append(t), real(self, t, **kw))[1])
+    monkeypatch.setattr(
+        matplotlib.axes.Axes,
+        "set_title",
+        lambda self, t, **kw: (titles.append(t), real(self, t, **kw))[1],
+    )
     write_scan(tmp_path / "scan", "tiny-1", center=1e-3, optimum=1e-3)
     for d in (tmp_path / "scan").rglob("results.json"):
         d.write_text(d.read_text().replace('"status"', '"optimizer": "muon", "status"'))
-    assert lrs.main([str(tmp_path / "scan"), "--name", "m", "--out", str(tmp_path / "out"),
-                     "--hparams-dir", str(tmp_path / "hparams")]) == 0
+    assert (
+        lrs.main(
+            [
+                str(tmp_path / "scan"),
+                "--name",
+                "m",
+                "--out",
+                str(tmp_path / "out"),
+                "--hparams-dir",
+                str(tmp_path / "hparams"),
+            ]
+        )
+        == 0
+    )
     assert titles == ["LR scan of baseline under Muon (+ AdamW): loss vs LR per size"]
 
 
 def test_best_at_the_edge_is_reported_not_extrapolated(tmp_path, capsys):
     write_scan(tmp_path / "scan", "tiny-1", center=1e-3, optimum=1e-2)
-    rc = main([str(tmp_path / "scan"), "--name", "edge", "--out", str(tmp_path / "out"),
-               "--hparams-dir", str(tmp_path / "hparams")])
+    rc = main(
+        [
+            str(tmp_path / "scan"),
+            "--name",
+            "edge",
+            "--out",
+            str(tmp_path / "out"),
+            "--hparams-dir",
+            str(tmp_path / "hparams"),
+        ]
+    )
     assert rc == 0
     assert "edge of the scan" in capsys.readouterr().err
     (curve,) = json.loads((tmp_path / "out" / "lr_select.json").read_text())["curves"]
@@ -143,18 +224,42 @@ def test_the_better_batch_setting_wins(tmp_path):
         d = tmp_path / "scan" / "tiny-1" / "baseline" / f"seed0,b4096,{scale}"
         d.mkdir(parents=True)
         lr = 1e-3 * scale
-        (d / "results.json").write_text(json.dumps({
-            "status": "completed", "variant": "baseline", "size": "tiny-1", "seed": 0, "lr": lr,
-            "batch_tokens": 4096, "beta2": 0.99,
-            "val_loss": 3.1 + 0.3 * math.log10(lr / 1e-3) ** 2}))
-    assert main([str(tmp_path / "scan"), "--name", "b", "--out", str(tmp_path / "out"),
-                 "--hparams-dir", str(tmp_path / "hparams")]) == 0
+        (d / "results.json").write_text(
+            json.dumps(
+                {
+                    "status": "completed",
+                    "variant": "baseline",
+                    "size": "tiny-1",
+                    "seed": 0,
+                    "lr": lr,
+                    "batch_tokens": 4096,
+                    "beta2": 0.99,
+                    "val_loss": 3.1 + 0.3 * math.log10(lr / 1e-3) ** 2,
+                }
+            )
+        )
+    assert (
+        main(
+            [
+                str(tmp_path / "scan"),
+                "--name",
+                "b",
+                "--out",
+                str(tmp_path / "out"),
+                "--hparams-dir",
+                str(tmp_path / "hparams"),
+            ]
+        )
+        == 0
+    )
     assert "batch_tokens: 2048" in (tmp_path / "hparams" / "b.yaml").read_text()
 
 
 def test_no_usable_runs_is_exit_2(tmp_path, capsys):
     (tmp_path / "scan" / "x").mkdir(parents=True)
-    (tmp_path / "scan" / "x" / "results.json").write_text('{"status": "failed", "variant": "baseline"}')
+    (tmp_path / "scan" / "x" / "results.json").write_text(
+        '{"status": "failed", "variant": "baseline"}'
+    )
     assert main([str(tmp_path / "scan"), "--hparams-dir", str(tmp_path / "h")]) == 2
     err = capsys.readouterr().err
     assert "no completed baseline runs" in err and "status 'failed'" in err

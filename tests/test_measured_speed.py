@@ -18,8 +18,11 @@ from analysis.inputs.collect import collect
 
 GOLDEN = Path(__file__).parent / "golden" / "demo_runs"
 DEVICE = "Intel(R) Xeon(R) Processor"  # the golden runs' device_name
-RATIOS = {"baseline": (1.0, 1.0, 1.0), "attnres_full": (0.80, 0.70, 0.90),
-          "attnres_block_n2": (0.95, 0.92, 0.98)}
+RATIOS = {
+    "baseline": (1.0, 1.0, 1.0),
+    "attnres_full": (0.80, 0.70, 0.90),
+    "attnres_block_n2": (0.95, 0.92, 0.98),
+}
 SHAPES = {"tiny-1": [2, 2, 32], "tiny-2": [2, 2, 48], "tiny-3": [3, 4, 64]}
 
 
@@ -27,13 +30,34 @@ def throughput(device_name=DEVICE, shapes=SHAPES) -> dict:
     entries = []
     for size, shape in shapes.items():
         for label, (med, lo, hi) in RATIOS.items():
-            entries.append({"label": label, "size": size, "shape": shape, "params_nonembedding": None,
-                            "seq_len": 128, "batch": 8, "tokens_per_s": 2000.0 * med,
-                            "ratio_trials": [lo, med, hi], "ratio_median": med,
-                            "ratio_min": lo, "ratio_max": hi})
-    return {"format": 1, "device": "cpu", "device_name": device_name, "dtype": "fp32",
-            "compile": False, "threads": 1, "clock": "cpu", "trials": 3, "steps": 2,
-            "baseline": "baseline", "entries": entries}
+            entries.append(
+                {
+                    "label": label,
+                    "size": size,
+                    "shape": shape,
+                    "params_nonembedding": None,
+                    "seq_len": 128,
+                    "batch": 8,
+                    "tokens_per_s": 2000.0 * med,
+                    "ratio_trials": [lo, med, hi],
+                    "ratio_median": med,
+                    "ratio_min": lo,
+                    "ratio_max": hi,
+                }
+            )
+    return {
+        "format": 1,
+        "device": "cpu",
+        "device_name": device_name,
+        "dtype": "fp32",
+        "compile": False,
+        "threads": 1,
+        "clock": "cpu",
+        "trials": 3,
+        "steps": 2,
+        "baseline": "baseline",
+        "entries": entries,
+    }
 
 
 @pytest.fixture
@@ -44,8 +68,9 @@ def sweep(tmp_path):
 
 
 def run_fit(sweep, tmp_path, capsys, *extra):
-    rc = fit.main([str(sweep), "--out", str(tmp_path / "out"), "--bootstrap", "60",
-                   "--no-plots", *extra])
+    rc = fit.main(
+        [str(sweep), "--out", str(tmp_path / "out"), "--bootstrap", "60", "--no-plots", *extra]
+    )
     out, err = capsys.readouterr()
     return rc, out, err
 
@@ -68,8 +93,9 @@ def test_device_time_is_tokens_over_the_measured_rate(sweep, tmp_path):
     assert timed([r], tp, "ratio_min")[0].device_s > t.device_s
 
 
-def test_fit_prints_the_measured_multiplier_with_the_timing_in_its_interval(sweep, tmp_path,
-                                                                            capsys):
+def test_fit_prints_the_measured_multiplier_with_the_timing_in_its_interval(
+    sweep, tmp_path, capsys
+):
     (sweep / "throughput.json").write_text(json.dumps(throughput()))
     rc, out, err = run_fit(sweep, tmp_path, capsys)
     assert rc == 0, err
@@ -93,13 +119,15 @@ def test_no_file_keeps_the_runs_own_timings_and_their_check(sweep, tmp_path, cap
     assert "not shown: the timings are not comparable" in out  # the demo's loaded timings
 
 
-@pytest.mark.parametrize("bad, words", [
-    (dict(device_name="NVIDIA H100 80GB HBM3"), "was measured on 'NVIDIA H100 80GB HBM3'"),
-    (dict(shapes={**SHAPES, "tiny-3": [3, 4, 96]}), "with shape (n_layer, n_head, d_model)"),
-    (dict(shapes={"tiny-1": SHAPES["tiny-1"]}), "has no timing of"),
-])
-def test_a_file_from_another_device_or_shape_is_one_error_line(sweep, tmp_path, capsys, bad,
-                                                               words):
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        (dict(device_name="NVIDIA H100 80GB HBM3"), "was measured on 'NVIDIA H100 80GB HBM3'"),
+        (dict(shapes={**SHAPES, "tiny-3": [3, 4, 96]}), "with shape (n_layer, n_head, d_model)"),
+        (dict(shapes={"tiny-1": SHAPES["tiny-1"]}), "has no timing of"),
+    ],
+)
+def test_a_file_from_another_device_or_shape_is_one_error_line(sweep, tmp_path, capsys, bad, words):
     (sweep / "throughput.json").write_text(json.dumps(throughput(**bad)))
     rc, out, err = run_fit(sweep, tmp_path, capsys)
     assert rc == 2

@@ -35,8 +35,15 @@ CONFIG = {
 def wandb_env(monkeypatch, tmp_path):
     # No DNS lookup of W&B's default host, no user settings or keys leaking into the test.
     monkeypatch.setenv("WANDB_BASE_URL", "http://127.0.0.1:9")
-    for var in ("WANDB_MODE", "WANDB_API_KEY", "WANDB_DIR", "WANDB_RUN_ID", "WANDB_PROJECT",
-                "WANDB_ENTITY", "WANDB_RESUME"):
+    for var in (
+        "WANDB_MODE",
+        "WANDB_API_KEY",
+        "WANDB_DIR",
+        "WANDB_RUN_ID",
+        "WANDB_PROJECT",
+        "WANDB_ENTITY",
+        "WANDB_RESUME",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "wandb_config"))
     monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "wandb_cache"))
@@ -45,8 +52,10 @@ def wandb_env(monkeypatch, tmp_path):
 
 def make_stats(n_layer: int = 4, attnres: bool = True) -> dict:
     weights = [torch.softmax(torch.arange(i + 1.0), 0) for i in range(n_layer + 1)]
-    stats = {"layer_rms": torch.linspace(1.0, 2.0, n_layer),
-             "depth_weights": weights if attnres else []}
+    stats = {
+        "layer_rms": torch.linspace(1.0, 2.0, n_layer),
+        "depth_weights": weights if attnres else [],
+    }
     if attnres:  # what common.record_routing appends beside each routing's mean weights
         stats["depth_max_weight"] = [w.max() for w in weights]
         stats["depth_entropy"] = [-(w * w.log()).sum() for w in weights]
@@ -55,12 +64,15 @@ def make_stats(n_layer: int = 4, attnres: bool = True) -> dict:
 
 def log_steps(logger: MetricsLogger, steps) -> None:
     for s in steps:
-        logger.log(s, {
-            keys.TRAIN_LOSS: torch.tensor(10.0 / (s + 1)),
-            keys.TOKENS: 128 * s,
-            keys.FLOPS: 1e9 * s,
-            keys.LR: 1e-3,
-        })
+        logger.log(
+            s,
+            {
+                keys.TRAIN_LOSS: torch.tensor(10.0 / (s + 1)),
+                keys.TOKENS: 128 * s,
+                keys.FLOPS: 1e9 * s,
+                keys.LR: 1e-3,
+            },
+        )
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -87,8 +99,15 @@ def run_file_bytes(run: Path, run_id: str, needle: bytes, timeout_s: float = 300
 def new_logger(rd: RunDir, mode: str = "offline", **kw) -> MetricsLogger:
     kw.setdefault("run_id", run_id_for(rd))
     kw.setdefault("rank", 0)
-    return MetricsLogger(rd, WandbConfig(mode=mode), name="tiny", group="sweep-g",
-                         tags=["attnres_block", "tiny-test"], config=CONFIG, **kw)
+    return MetricsLogger(
+        rd,
+        WandbConfig(mode=mode),
+        name="tiny",
+        group="sweep-g",
+        tags=["attnres_block", "tiny-test"],
+        config=CONFIG,
+        **kw,
+    )
 
 
 def test_offline_run_writes_jsonl_and_real_wandb_files(tmp_path):
@@ -112,8 +131,16 @@ def test_offline_run_writes_jsonl_and_real_wandb_files(tmp_path):
     data = run_file_bytes(run, run_id_for(rd), CONFIG["marker"].encode())
     # Config, group, job type and logged keys are in the run file (W&B 0.31 writes
     # files/config.yaml only when syncing, so the run file is where they live offline).
-    for needle in (CONFIG["marker"], "sweep-g", keys.JOB_TRAIN, keys.TRAIN_LOSS, keys.VAL_LOSS,
-                   keys.TOKENS, "attnres_block", "tiny-test"):
+    for needle in (
+        CONFIG["marker"],
+        "sweep-g",
+        keys.JOB_TRAIN,
+        keys.TRAIN_LOSS,
+        keys.VAL_LOSS,
+        keys.TOKENS,
+        "attnres_block",
+        "tiny-test",
+    ):
         assert needle.encode() in data, needle
     media = run / "files" / "media"
     for key in keys.DYNAMICS_IMAGES:
@@ -166,8 +193,10 @@ def test_resume_keeps_run_id_and_truncates_jsonl(tmp_path):
     assert len(runs) == 2  # one offline dir per attempt; `wandb sync` merges them by id
     # Same W&B id in both (the dir name gets a "-1" suffix when both start in the same second).
     assert all((r / f"run-{run_id_for(rd)}.wandb").is_file() for r in runs)
-    assert all(keys.TRAIN_LOSS.encode() in run_file_bytes(r, run_id_for(rd), keys.TRAIN_LOSS.encode())
-               for r in runs)
+    assert all(
+        keys.TRAIN_LOSS.encode() in run_file_bytes(r, run_id_for(rd), keys.TRAIN_LOSS.encode())
+        for r in runs
+    )
 
 
 def test_fresh_start_discards_stale_jsonl(tmp_path):
@@ -267,8 +296,14 @@ def test_unreachable_online_mode_falls_back_to_files(tmp_path, api_key):
     """No W&B server (refused connection), with a malformed and a well-formed fake key."""
     rd = RunDir(tmp_path / "run")
     env = {**os.environ, "WANDB_API_KEY": api_key, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-c", ONLINE_SCRIPT, str(rd.root)], env=env,
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", ONLINE_SCRIPT, str(rd.root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     # init_timeout_s=3 is honoured: the failure this guards against is wandb's own 90 s init

@@ -14,14 +14,13 @@ from dataclasses import replace
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import compose_run
 
 from andrea.config.resolve import ConfigError, resolve_run
 from andrea.model.flops import flops_per_token
-from andrea.model.transformer import ANDREA, ModelConfig, count_parameters, param_count_formula
-from andrea.model.residuals.mhc import permutation_matrices, sinkhorn
-from andrea.model.residuals.mhc import n_streams
+from andrea.model.residuals.mhc import n_streams, permutation_matrices, sinkhorn
 from andrea.model.residuals.registry import is_mixing_parameter
-from conftest import compose_run
+from andrea.model.transformer import ANDREA, ModelConfig, count_parameters, param_count_formula
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -46,7 +45,9 @@ def randomise(model, seed=3):
 
 
 def idx(B=2, T=10, seed=1):
-    return torch.randint(0, BASE["vocab_size"], (B, T), generator=torch.Generator().manual_seed(seed))
+    return torch.randint(
+        0, BASE["vocab_size"], (B, T), generator=torch.Generator().manual_seed(seed)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -58,19 +59,28 @@ def naive_sinkhorn(M, iters=20):
     M = torch.exp(M)
     for _ in range(iters):
         cols = [sum(M[..., i, j] for i in range(n)) for j in range(n)]
-        M = torch.stack([torch.stack([M[..., i, j] / cols[j] for j in range(n)], -1)
-                         for i in range(n)], -2)
+        M = torch.stack(
+            [torch.stack([M[..., i, j] / cols[j] for j in range(n)], -1) for i in range(n)], -2
+        )
         rows = [sum(M[..., i, j] for j in range(n)) for i in range(n)]
-        M = torch.stack([torch.stack([M[..., i, j] / rows[i] for j in range(n)], -1)
-                         for i in range(n)], -2)
+        M = torch.stack(
+            [torch.stack([M[..., i, j] / rows[i] for j in range(n)], -1) for i in range(n)], -2
+        )
     return M
 
 
 def naive_h_res_lite(w, n):
     """sum_k w_k P_k with P_k[i, j] = 1 iff pi_k(i) = j, the permutations in itertools' order."""
     perms = list(itertools.permutations(range(n)))
-    return torch.stack([torch.stack([sum(w[..., k] for k, p in enumerate(perms) if p[i] == j)
-                                     for j in range(n)], -1) for i in range(n)], -2)
+    return torch.stack(
+        [
+            torch.stack(
+                [sum(w[..., k] for k, p in enumerate(perms) if p[i] == j) for j in range(n)], -1
+            )
+            for i in range(n)
+        ],
+        -2,
+    )
 
 
 def naive_mappings(m, streams):
@@ -80,8 +90,8 @@ def naive_mappings(m, streams):
     xn = x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6)
     h = xn @ m.phi
     pre = m.gate[0] * h[..., :n] + m.bias[:n]
-    post = m.gate[1] * h[..., n:2 * n] + m.bias[n:2 * n]
-    res = m.gate[2] * h[..., 2 * n:] + m.bias[2 * n:]
+    post = m.gate[1] * h[..., n : 2 * n] + m.bias[n : 2 * n]
+    res = m.gate[2] * h[..., 2 * n :] + m.bias[2 * n :]
     h_pre = 1 / (1 + torch.exp(-pre))
     h_post = 2 / (1 + torch.exp(-post))
     if m.lite:
@@ -100,9 +110,12 @@ def naive_logits(model, x):
     streams = [h0] * n
     for f, m in zip(model.sublayers(), model.mhc):
         h_pre, h_post, h_res = naive_mappings(m, streams)
-        v = f(sum(h_pre[..., j:j + 1] * streams[j] for j in range(n)))
-        streams = [sum(h_res[..., i, j:j + 1] * streams[j] for j in range(n))
-                   + h_post[..., i:i + 1] * v for i in range(n)]
+        v = f(sum(h_pre[..., j : j + 1] * streams[j] for j in range(n)))
+        streams = [
+            sum(h_res[..., i, j : j + 1] * streams[j] for j in range(n))
+            + h_post[..., i : i + 1] * v
+            for i in range(n)
+        ]
     return model.lm_head(model.ln_f(sum(streams)))
 
 
@@ -187,8 +200,10 @@ def test_one_stream_is_the_identity_residual_and_with_unit_gates_the_baseline(re
     torch.manual_seed(0)
     one = randomise(ANDREA(cfg_of(residual, 1)).double())
     for m in one.mhc:
-        assert torch.equal(m(torch.randn(2, 3, 1, BASE["d_model"], dtype=torch.float64))[2],
-                           torch.ones(2, 3, 1, 1, dtype=torch.float64))
+        assert torch.equal(
+            m(torch.randn(2, 3, 1, BASE["d_model"], dtype=torch.float64))[2],
+            torch.ones(2, 3, 1, 1, dtype=torch.float64),
+        )
     torch.manual_seed(0)
     base = ANDREA(ModelConfig(**BASE)).double()
     missing, unexpected = one.load_state_dict(base.state_dict(), strict=False)
@@ -280,7 +295,8 @@ def test_recompute_keeps_the_loss_and_every_gradient_bit_for_bit(residual):
     forward's own operations: the logits and all gradients equal storing them exactly (same
     machine), at n = 4 with the mappings off their init."""
     (a, ga), (b, gb) = recompute_outputs_and_grads(
-        ModelConfig(**{**BASE, "n_layer": 3}, residual=residual, mhc_streams=4), "mhc_recompute")
+        ModelConfig(**{**BASE, "n_layer": 3}, residual=residual, mhc_streams=4), "mhc_recompute"
+    )
     assert torch.equal(a, b) and ga.keys() == gb.keys()
     assert all(torch.equal(ga[k], gb[k]) for k in ga)
 
@@ -295,8 +311,10 @@ def test_recompute_takes_true_or_false_only():
 def test_recompute_keeps_no_stream_for_the_backward(residual, monkeypatch):
     """Without recompute the backward keeps every x_l but the last (n·C per token each); with
     it none: the saves inside the tape are notes of a view, the streams rebuilt when needed."""
-    kept = {on: streams_kept(ANDREA(cfg_of(residual, 4, mhc_recompute=on)), monkeypatch)
-            for on in (False, True)}
+    kept = {
+        on: streams_kept(ANDREA(cfg_of(residual, 4, mhc_recompute=on)), monkeypatch)
+        for on in (False, True)
+    }
     assert kept[False] == [True] * (2 * BASE["n_layer"] - 1) + [False]
     assert kept[True] == [False] * (2 * BASE["n_layer"])
 
@@ -367,8 +385,10 @@ def test_flops_match_flop_counter_mode(residual, n):
 # ---------------------------------------------------------------------------------------------
 # From the command line: labels, bad input, the sweep
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("model,n,label", [("mhc", None, "mhc_n4"), ("mhc_lite", None,
-                                           "mhc_lite_n4"), ("mhc", 2, "mhc_n2")])
+@pytest.mark.parametrize(
+    "model,n,label",
+    [("mhc", None, "mhc_n4"), ("mhc_lite", None, "mhc_lite_n4"), ("mhc", 2, "mhc_n2")],
+)
 def test_reaches_the_model_with_its_label(model, n, label):
     over = [f"model={model}", "size=tiny-1"] + ([f"model.mhc_streams={n}"] if n else [])
     spec = resolve_run(compose_run(over))
@@ -379,14 +399,17 @@ def test_reaches_the_model_with_its_label(model, n, label):
     assert spec.tokens == base.tokens and spec.params > base.params
 
 
-@pytest.mark.parametrize("overrides,key", [
-    (["model=baseline", "model.mhc_streams=4"], "model.mhc_streams=4 applies to model=mhc"),
-    (["model=attnres_full", "model.mhc_streams=2"], "model.mhc_streams=2 applies"),
-    (["model=mhc", "model.mhc_streams=0"], "model.mhc_streams=0 is invalid"),
-    (["model=mhc_lite", "model.mhc_streams=7"], "model.mhc_streams=7 is too many"),
-    (["model=mhc", "model.attnres_window=2"], "model.attnres_window=2 applies to"),
-    (["model=mhc", "model.block_size=2"], "model.block_size=2 applies to model=attnres_block"),
-])
+@pytest.mark.parametrize(
+    "overrides,key",
+    [
+        (["model=baseline", "model.mhc_streams=4"], "model.mhc_streams=4 applies to model=mhc"),
+        (["model=attnres_full", "model.mhc_streams=2"], "model.mhc_streams=2 applies"),
+        (["model=mhc", "model.mhc_streams=0"], "model.mhc_streams=0 is invalid"),
+        (["model=mhc_lite", "model.mhc_streams=7"], "model.mhc_streams=7 is too many"),
+        (["model=mhc", "model.attnres_window=2"], "model.attnres_window=2 applies to"),
+        (["model=mhc", "model.block_size=2"], "model.block_size=2 applies to model=attnres_block"),
+    ],
+)
 def test_bad_input_fails_before_launch_naming_the_key(overrides, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         resolve_run(compose_run([*overrides, "size=tiny-1"]))
@@ -395,9 +418,12 @@ def test_bad_input_fails_before_launch_naming_the_key(overrides, key):
 def test_rivals_sweep_composes():
     cfg = compose_run(["sweeps=scaling_law_rivals"], return_hydra_config=True)
     params = cfg.hydra.sweeper.params
-    labels = {resolve_run(compose_run(["sweeps=scaling_law_rivals", f"model={m}",
-                                       "size=andrea-12m"])).label
-              for m in params["model"].split(",")}
+    labels = {
+        resolve_run(
+            compose_run(["sweeps=scaling_law_rivals", f"model={m}", "size=andrea-12m"])
+        ).label
+        for m in params["model"].split(",")
+    }
     assert labels == {"baseline", "attnres_block_n8", "denseformer", "mhc_n4", "mhc_lite_n4"}
 
 
@@ -405,9 +431,10 @@ def test_rivals_sweep_composes():
 def test_resume_is_exact_and_the_analysis_groups_by_its_label(tmp_path, data_cache):
     """A tiny mHC-lite run interrupted and resumed ends bit-identical to an uninterrupted one;
     analysis.inputs.collect reads its label from results.json."""
+    from test_train import final_weights, run
+
     from analysis.inputs.collect import collect_dir
     from andrea.train import Interrupted
-    from test_train import final_weights, run
 
     full = run(tmp_path / "sweep" / "full", "model=mhc_lite")
     with pytest.raises(Interrupted):

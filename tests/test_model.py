@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from andrea.model.residuals.attnres import depth_block, n_sources
 from andrea.model.residuals.depth_op import depth_attention_reference
 from andrea.model.transformer import (
     ANDREA,
@@ -15,10 +16,15 @@ from andrea.model.transformer import (
     count_parameters,
     param_count_formula,
 )
-from andrea.model.residuals.attnres import depth_block, n_sources
 
-SCHEMES = [("baseline", 4), ("attnres_full", 4), ("attnres_block", 1), ("attnres_block", 3),
-           ("attnres_block", 4), ("attnres_block", 100)]  # L = 4 below: 3 and 100 don't divide
+SCHEMES = [
+    ("baseline", 4),
+    ("attnres_full", 4),
+    ("attnres_block", 1),
+    ("attnres_block", 3),
+    ("attnres_block", 4),
+    ("attnres_block", 100),
+]  # L = 4 below: 3 and 100 don't divide
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny shapes: threads only add contention
@@ -32,7 +38,9 @@ def tiny(residual="baseline", block_size=4, n_layer=2, **kw):
 def build(cfg, seed=0, random_queries=False):
     torch.manual_seed(seed)
     model = ANDREA(cfg)
-    if random_queries and getattr(model, "depth", None) is not None:  # leave the uniform init: exercise softmax
+    if (
+        random_queries and getattr(model, "depth", None) is not None
+    ):  # leave the uniform init: exercise softmax
         with torch.no_grad():
             for dep in model.depth:
                 dep.query.normal_(0.0, 3.0)
@@ -196,8 +204,9 @@ def _attnres_from_baseline_gap(residual, S, scale_eps, n_layer=12):
         return (model(x) - base(x)).abs().max().item()
 
 
-@pytest.mark.parametrize("residual,S", [("attnres_full", 1), ("attnres_block", 4),
-                                        ("attnres_block", 5)])
+@pytest.mark.parametrize(
+    "residual,S", [("attnres_full", 1), ("attnres_block", 4), ("attnres_block", 5)]
+)
 def test_eps_question_attnres_from_baseline_weights_matches_baseline(residual, S):
     """At zero init AttnRes feeds each LayerNorm h_l / n. Measured on a 12-block d=64 model
     (logits ~1): with the baseline's eps = 1e-5 unchanged the logit gap is 0.65 (Full) / 0.16
@@ -216,11 +225,17 @@ def test_eps_question_attnres_from_baseline_weights_matches_baseline(residual, S
 TEXT = b"the quick brown fox jumps over the lazy dog. " * 4
 
 
-@pytest.mark.parametrize("residual,S", [("baseline", 4), ("attnres_full", 4),
-                                        ("attnres_block", 3)])
+@pytest.mark.parametrize("residual,S", [("baseline", 4), ("attnres_full", 4), ("attnres_block", 3)])
 def test_tiny_model_overfits_and_every_parameter_learns(residual, S):
-    cfg = ModelConfig(n_layer=2, n_head=2, d_model=32, vocab_size=256, context_length=64,
-                      residual=residual, block_size=S)
+    cfg = ModelConfig(
+        n_layer=2,
+        n_head=2,
+        d_model=32,
+        vocab_size=256,
+        context_length=64,
+        residual=residual,
+        block_size=S,
+    )
     model = build(cfg)
     data = torch.tensor(list(TEXT[:65]), dtype=torch.long)
     x, y = data[:-1][None], data[1:][None]
@@ -272,13 +287,16 @@ def _naive_attnres_logits(model, x):
         v = f(h)
         partial = v if partial is None else partial + v
     dep = model.depth[-1]
-    h, _ = depth_attention_reference(blocks + [partial], dep.query, dep.key_norm_weight,
-                                     cfg.key_eps)
+    h, _ = depth_attention_reference(
+        blocks + [partial], dep.query, dep.key_norm_weight, cfg.key_eps
+    )
     return model.lm_head(model.ln_f(h))
 
 
-@pytest.mark.parametrize("residual,S", [("attnres_full", 4), ("attnres_block", 2),
-                                        ("attnres_block", 4), ("attnres_block", 5)])
+@pytest.mark.parametrize(
+    "residual,S",
+    [("attnres_full", 4), ("attnres_block", 2), ("attnres_block", 4), ("attnres_block", 5)],
+)
 def test_optimised_model_matches_naive_reference_outputs_and_grads(residual, S):
     """Source stack, custom backward and two-phase inference against the naive formula: logits
     and every parameter's gradient to 1e-5 (fp32)."""
@@ -311,9 +329,7 @@ def test_traceable_by_dynamo_without_graph_breaks(residual, S, train, autocast):
     with torch.set_grad_enabled(train), torch.autocast("cpu", torch.bfloat16, enabled=autocast):
         explained = dynamo.explain(model)(idx())
     dynamo.reset()
-    assert explained.graph_count == 1 and explained.graph_break_count == 0, (
-        explained.break_reasons
-    )
+    assert explained.graph_count == 1 and explained.graph_break_count == 0, explained.break_reasons
 
 
 @pytest.mark.slow

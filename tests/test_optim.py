@@ -8,19 +8,22 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import TINY_RUN, compose_run
 from torch import nn
 
 from andrea.components.checkpoint import load_latest_checkpoint
+from andrea.components.optim import MuonWithAdamW, build_optimizer, hidden_matrices
 from andrea.config.resolve import ConfigError, resolve_run, reuse_mismatches
 from andrea.model.transformer import ANDREA, ModelConfig
-from andrea.components.optim import MuonWithAdamW, build_optimizer, hidden_matrices
 from andrea.run.rundir import RunDir
 from andrea.train import Interrupted, train
-from conftest import TINY_RUN, compose_run
 
 SHAPE = dict(n_layer=2, n_head=2, d_model=16, vocab_size=64, context_length=16)
-HIDDEN = {f"blocks.{i}.{name}.weight" for i in range(2)
-          for name in ("attn.qkv", "attn.proj", "mlp.fc", "mlp.proj")}
+HIDDEN = {
+    f"blocks.{i}.{name}.weight"
+    for i in range(2)
+    for name in ("attn.qkv", "attn.proj", "mlp.fc", "mlp.proj")
+}
 VARIANTS = [
     dict(residual="baseline"),
     dict(residual="baseline", tie_embeddings=False),
@@ -68,16 +71,27 @@ def test_a_new_module_stays_on_adamw_unless_listed():
 
 
 def test_settings_reach_the_optimizers_and_one_lr_drives_both():
-    spec = spec_for("train.optimizer=muon", "train.weight_decay=0.05", "train.muon.momentum=0.9",
-                    "train.muon.ns_steps=3", "train.muon.nesterov=false")
+    spec = spec_for(
+        "train.optimizer=muon",
+        "train.weight_decay=0.05",
+        "train.muon.momentum=0.9",
+        "train.muon.ns_steps=3",
+        "train.muon.nesterov=false",
+    )
     model = ANDREA(spec.model)
     opt = build_optimizer(model, spec, torch.device("cpu"))
     g, qkv = opt.optimizers["muon"].param_groups
     assert (g.get("split", 1), qkv["split"]) == (1, 3)
     assert qkv["params"] == [b.attn.qkv.weight for b in model.blocks]
     assert all(qkv[k] == g[k] for k in ("lr", "weight_decay", "momentum", "ns_steps", "nesterov"))
-    assert (g["lr"], g["weight_decay"], g["momentum"], g["ns_steps"], g["nesterov"],
-            g["adjust_lr_fn"]) == (spec.lr, 0.05, 0.9, 3, False, "match_rms_adamw")
+    assert (
+        g["lr"],
+        g["weight_decay"],
+        g["momentum"],
+        g["ns_steps"],
+        g["nesterov"],
+        g["adjust_lr_fn"],
+    ) == (spec.lr, 0.05, 0.9, 3, False, "match_rms_adamw")
     decay, no_decay = opt.optimizers["adamw"].param_groups
     assert decay["weight_decay"] == 0.05 and no_decay["weight_decay"] == 0.0
     assert decay["betas"] == (0.9, spec.train.beta2)
@@ -93,8 +107,9 @@ def test_match_rms_adamw_gives_updates_of_rms_0_2_lr():
     steps = {}
     for adjust in ("match_rms_adamw", "original"):
         torch.manual_seed(0)
-        spec = spec_for("train.optimizer=muon", "train.weight_decay=0",
-                        f"train.muon.adjust_lr={adjust}")
+        spec = spec_for(
+            "train.optimizer=muon", "train.weight_decay=0", f"train.muon.adjust_lr={adjust}"
+        )
         model = ANDREA(spec.model)
         opt = build_optimizer(model, spec, torch.device("cpu"))
         mats = hidden_matrices(model)
@@ -102,13 +117,15 @@ def test_match_rms_adamw_gives_updates_of_rms_0_2_lr():
         for p in model.parameters():
             p.grad = torch.randn_like(p)
         opt.step()
-        steps[adjust] = [float((p.detach() - b).pow(2).mean().sqrt()) / spec.lr
-                         for p, b in zip(mats, before)]
+        steps[adjust] = [
+            float((p.detach() - b).pow(2).mean().sqrt()) / spec.lr for p, b in zip(mats, before)
+        ]
     for p, rms, orig in zip(mats, steps["match_rms_adamw"], steps["original"]):
         A, B = p.shape
         assert rms == pytest.approx(0.2, rel=0.35), (A, B, rms)
-        assert rms / orig == pytest.approx(0.2 * math.sqrt(max(A, B)) / math.sqrt(max(1, A / B)),
-                                           rel=1e-3)
+        assert rms / orig == pytest.approx(
+            0.2 * math.sqrt(max(A, B)) / math.sqrt(max(1, A / B)), rel=1e-3
+        )
 
 
 def _qkv_updates(split: bool, steps: int = 2, d: int = 16):
@@ -122,8 +139,14 @@ def _qkv_updates(split: bool, steps: int = 2, d: int = 16):
     w = model.blocks[0].attn.qkv.weight
     apart = [nn.Parameter(t.detach().clone()) for t in w.chunk(3, dim=0)]
     fused = nn.Parameter(w.detach().clone())
-    kw = dict(lr=spec.lr, weight_decay=spec.train.weight_decay, momentum=0.95, nesterov=True,
-              ns_steps=5, adjust_lr_fn="match_rms_adamw")
+    kw = dict(
+        lr=spec.lr,
+        weight_decay=spec.train.weight_decay,
+        momentum=0.95,
+        nesterov=True,
+        ns_steps=5,
+        adjust_lr_fn="match_rms_adamw",
+    )
     ref_apart, ref_fused = torch.optim.Muon(apart, **kw), torch.optim.Muon([fused], **kw)
     for _ in range(steps):  # a second step: the momentum buffer is split consistently too
         for p in model.parameters():
@@ -172,13 +195,19 @@ def test_the_combined_state_round_trips_and_refuses_an_adamw_state():
 
 
 # ---- config ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("overrides, named", [
-    (["train.optimizer=sgd"], "train.optimizer='sgd'"),
-    (["train.optimizer=muon", "train.muon.adjust_lr=spectral"], "train.muon.adjust_lr='spectral'"),
-    (["train.optimizer=muon", "train.muon.momentum=1.0"], "train.muon.momentum=1.0"),
-    (["train.optimizer=muon", "train.muon.ns_steps=0"], "train.muon.ns_steps=0"),
-    (["train.muon.momentum=0.9"], "applies to train.optimizer=muon only"),
-])
+@pytest.mark.parametrize(
+    "overrides, named",
+    [
+        (["train.optimizer=sgd"], "train.optimizer='sgd'"),
+        (
+            ["train.optimizer=muon", "train.muon.adjust_lr=spectral"],
+            "train.muon.adjust_lr='spectral'",
+        ),
+        (["train.optimizer=muon", "train.muon.momentum=1.0"], "train.muon.momentum=1.0"),
+        (["train.optimizer=muon", "train.muon.ns_steps=0"], "train.muon.ns_steps=0"),
+        (["train.muon.momentum=0.9"], "applies to train.optimizer=muon only"),
+    ],
+)
 def test_bad_optimizer_settings_are_named(overrides, named):
     with pytest.raises(ConfigError, match=named.replace("+", "\\+")):
         spec_for(*overrides)
@@ -194,23 +223,30 @@ def test_results_record_the_optimizer_and_the_reuse_check_compares_it():
     old = {k: v for k, v in spec_summary(adamw).items() if k not in ("optimizer", "muon")}
     old.update(tokens=adamw.steps * adamw.batch_tokens, budgets=None)
     assert reuse_mismatches(old, adamw) == []  # written before the key: AdamW
-    assert reuse_mismatches(old, muon) == ["optimizer='adamw' (now 'muon')",
-                                           "muon=None (now {'momentum': 0.95, 'nesterov': True, "
-                                           "'ns_steps': 5, 'adjust_lr': 'match_rms_adamw', "
-                                           "'split_qkv': True})"]
+    assert reuse_mismatches(old, muon) == [
+        "optimizer='adamw' (now 'muon')",
+        "muon=None (now {'momentum': 0.95, 'nesterov': True, "
+        "'ns_steps': 5, 'adjust_lr': 'match_rms_adamw', "
+        "'split_qkv': True})",
+    ]
     # a Muon run from before q, k and v were split (its muon settings lack split_qkv) is refused
     fused = spec_summary(muon) | {"tokens": muon.steps * muon.batch_tokens, "budgets": None}
     fused["muon"] = {k: v for k, v in fused["muon"].items() if k != "split_qkv"}
     assert [m.split("=")[0] for m in reuse_mismatches(fused, muon)] == ["muon"]
     slower = spec_for("train.optimizer=muon", "train.muon.ns_steps=3")
-    assert [m.split("=")[0] for m in reuse_mismatches(spec_summary(muon) | {
-        "tokens": muon.steps * muon.batch_tokens, "budgets": None}, slower)] == ["muon"]
+    assert [
+        m.split("=")[0]
+        for m in reuse_mismatches(
+            spec_summary(muon) | {"tokens": muon.steps * muon.batch_tokens, "budgets": None}, slower
+        )
+    ] == ["muon"]
 
 
 def test_an_hparams_file_of_another_optimizer_is_refused(tmp_path):
     (tmp_path / "hparams").mkdir()
     (tmp_path / "hparams" / "scan_muon.yaml").write_text(
-        "name: scan_muon\noptimizer: muon\nsizes:\n  tiny-1:\n    lr: 0.01\n")
+        "name: scan_muon\noptimizer: muon\nsizes:\n  tiny-1:\n    lr: 0.01\n"
+    )
     over = [f"hydra.searchpath=[file://{tmp_path}]", "hparams=scan_muon"]
     assert spec_for(*over, "train.optimizer=muon").lr == pytest.approx(0.01)
     with pytest.raises(ConfigError, match="selected under train.optimizer=muon"):
@@ -225,8 +261,13 @@ def run(path: Path, *extra: str) -> dict:
 def test_a_muon_run_records_it_and_resumes_exactly(tmp_path, data_cache):
     """Interrupted halfway (inside a cooldown branch too) and resumed, a Muon run ends
     bit-identical to an uninterrupted one: both optimizers' states are in its checkpoints."""
-    extra = ("model=attnres_block", "model.block_size=2", "train.optimizer=muon",
-             "train.budgets=[0.5,1]", "wandb.mode=disabled")
+    extra = (
+        "model=attnres_block",
+        "model.block_size=2",
+        "train.optimizer=muon",
+        "train.budgets=[0.5,1]",
+        "wandb.mode=disabled",
+    )
     full = run(tmp_path / "full", *extra)
     assert full["optimizer"] == "muon" and full["muon"]["ns_steps"] == 5
     # 7: on the trunk; 11: inside budget 0.5's cooldown branch (steps 10..12, after 10 trunk steps)
@@ -241,7 +282,8 @@ def test_a_muon_run_records_it_and_resumes_exactly(tmp_path, data_cache):
         b = load_latest_checkpoint(RunDir(path))[0]
         assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
         bufs_a, bufs_b = (
-            [v["momentum_buffer"] for v in s["optimizer"]["muon"]["state"].values()] for s in (a, b))
+            [v["momentum_buffer"] for v in s["optimizer"]["muon"]["state"].values()] for s in (a, b)
+        )
         assert all(torch.equal(x, y) for x, y in zip(bufs_a, bufs_b)) and len(bufs_a) == 8
 
 
@@ -252,13 +294,19 @@ def _run_and_spec(*overrides: str):
     return run, resolve_run(run)
 
 
-@pytest.mark.parametrize("overrides,named", [
-    (["train.optimizer=muon"], "hparams=rule: the size rule, fitted under AdamW"),
-    (["train.optimizer=muon", "hparams=lr_scan_cpu"], "hparams=lr_scan_cpu: not scanned under Muon"),
-    (["train.optimizer=muon", "hparams=lr_scan_cpu_muon"], None),  # Muon's own scan
-    (["train.optimizer=muon", "train.lr=0.03"], None),  # an LR of one's own
-    (["hparams=lr_scan_cpu"], None),  # AdamW
-])
+@pytest.mark.parametrize(
+    "overrides,named",
+    [
+        (["train.optimizer=muon"], "hparams=rule: the size rule, fitted under AdamW"),
+        (
+            ["train.optimizer=muon", "hparams=lr_scan_cpu"],
+            "hparams=lr_scan_cpu: not scanned under Muon",
+        ),
+        (["train.optimizer=muon", "hparams=lr_scan_cpu_muon"], None),  # Muon's own scan
+        (["train.optimizer=muon", "train.lr=0.03"], None),  # an LR of one's own
+        (["hparams=lr_scan_cpu"], None),  # AdamW
+    ],
+)
 def test_muon_at_an_lr_selected_under_adamw_is_warned_about(overrides, named):
     """docs/protocol.md §4 measured Muon's best LR at 7-10x AdamW's on the CPU sizes: a Muon
     sweep at AdamW's LR picks (hparams=lr_scan_cpu, or the size rule) compares the variants
@@ -269,8 +317,13 @@ def test_muon_at_an_lr_selected_under_adamw_is_warned_about(overrides, named):
     if named is None:
         assert warning is None
     else:
-        assert warning.startswith("warning: train.optimizer=muon with hyper-parameters selected "
-                                  "under AdamW") and named in warning and "7-10x" in warning
+        assert (
+            warning.startswith(
+                "warning: train.optimizer=muon with hyper-parameters selected under AdamW"
+            )
+            and named in warning
+            and "7-10x" in warning
+        )
         assert "\n" not in warning
 
 
@@ -287,9 +340,22 @@ def test_the_plan_of_a_muon_sweep_at_adamws_lr_prints_the_warning(tmp_path):
 
     from conftest import REPO
 
-    out = subprocess.run([sys.executable, str(REPO / "sweep.py"), "-m", "size=tiny-1",
-                          "train.optimizer=muon", "hparams=lr_scan_cpu", "train.seed=0,1",
-                          f"out_dir={tmp_path}", "plan=true"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=600)
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "sweep.py"),
+            "-m",
+            "size=tiny-1",
+            "train.optimizer=muon",
+            "hparams=lr_scan_cpu",
+            "train.seed=0,1",
+            f"out_dir={tmp_path}",
+            "plan=true",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.count("warning: train.optimizer=muon with hyper-parameters selected") == 1

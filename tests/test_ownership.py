@@ -37,8 +37,11 @@ def test_metric_name_prefixes_are_spelled_by_their_owners_only():
                 bad = text in ("domain:", "task:") or text.startswith(("^domain:", "^task:"))
             elif isinstance(node, ast.JoinedStr) and node.values:
                 first = node.values[0]
-                bad = (isinstance(first, ast.Constant) and isinstance(first.value, str)
-                       and first.value.startswith(("domain:", "task:")))
+                bad = (
+                    isinstance(first, ast.Constant)
+                    and isinstance(first.value, str)
+                    and first.value.startswith(("domain:", "task:"))
+                )
             else:
                 continue
             if bad:
@@ -47,21 +50,36 @@ def test_metric_name_prefixes_are_spelled_by_their_owners_only():
 
 
 def test_one_module_looks_metrics_up():
-    lookups = ("metric_value", "record_value", "run_value", "with_metric", "check_metric",
-               "parse_task_metric", "recorded_metrics")
-    where = [(node.name, _rel(path)) for path, tree in _trees("analysis")
-             for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
-             and node.name in lookups]
+    lookups = (
+        "metric_value",
+        "record_value",
+        "run_value",
+        "with_metric",
+        "check_metric",
+        "parse_task_metric",
+        "recorded_metrics",
+    )
+    where = [
+        (node.name, _rel(path))
+        for path, tree in _trees("analysis")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef) and node.name in lookups
+    ]
     assert {p for _, p in where} == {"analysis/inputs/metrics.py"}, where
     assert len(where) == len({n for n, _ in where}), where
 
 
 def test_no_two_modules_share_a_name_in_one_package_family():
     """`tasks.py` in three places made every import of it ambiguous to a reader."""
-    names = Counter(p.name for top in ("andrea", "analysis") for p in modules(top)
-                    if p.name not in ("__init__.py", "__main__.py"))
-    assert names["tasks.py"] <= 1, [str(p) for top in ("andrea", "analysis")
-                                    for p in modules(top) if p.name == "tasks.py"]
+    names = Counter(
+        p.name
+        for top in ("andrea", "analysis")
+        for p in modules(top)
+        if p.name not in ("__init__.py", "__main__.py")
+    )
+    assert names["tasks.py"] <= 1, [
+        str(p) for top in ("andrea", "analysis") for p in modules(top) if p.name == "tasks.py"
+    ]
 
 
 def test_the_analysis_modules_import_no_circle():
@@ -81,7 +99,7 @@ def test_the_analysis_modules_import_no_circle():
 
     def visit(node):
         if node in stack:
-            cycles.append(stack[stack.index(node):] + [node])
+            cycles.append(stack[stack.index(node) :] + [node])
             return
         if node in seen:
             return
@@ -97,8 +115,10 @@ def test_the_analysis_modules_import_no_circle():
 
 
 def modules_named():
-    return {".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
-            for p in modules("analysis")}
+    return {
+        ".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        for p in modules("analysis")
+    }
 
 
 STATUS_OWNER = "andrea/run/results.py"
@@ -116,15 +136,19 @@ def test_only_the_results_module_spells_a_run_status():
             if isinstance(node, ast.Compare):
                 values = [node.left, *node.comparators]
             elif isinstance(node, ast.Dict):
-                values = [v for k, v in zip(node.keys, node.values)
-                          if isinstance(k, ast.Constant) and k.value == "status"]
+                values = [
+                    v
+                    for k, v in zip(node.keys, node.values)
+                    if isinstance(k, ast.Constant) and k.value == "status"
+                ]
             elif isinstance(node, ast.Call):
                 values = [k.value for k in node.keywords if k.arg == "status"]
                 if getattr(node.func, "attr", "") == "get" and len(node.args) == 2:
                     values.append(node.args[1])
             elif isinstance(node, ast.Assign):
-                if any(isinstance(t, ast.Name) and t.id in ("state", "status")
-                       for t in node.targets):
+                if any(
+                    isinstance(t, ast.Name) and t.id in ("state", "status") for t in node.targets
+                ):
                     values = [node.value]
             for v in values:
                 for sub in ast.walk(v):
@@ -146,10 +170,15 @@ def test_one_walk_finds_runs():
             call = ast.unparse(node.func)
             if call == "os.walk":
                 found.append(f"{_rel(path)}:{node.lineno}: {ast.unparse(node)}")
-            if call.endswith(("rglob", ".glob")) and node.args and any(
+            if (
+                call.endswith(("rglob", ".glob"))
+                and node.args
+                and any(
                     isinstance(s, (ast.Constant, ast.Attribute, ast.Name))
                     and ("results" in ast.unparse(s) or "FILE" in ast.unparse(s))
-                    for s in node.args):
+                    for s in node.args
+                )
+            ):
                 found.append(f"{_rel(path)}:{node.lineno}: {ast.unparse(node)}")
     assert not found, "\n".join(found)
 
@@ -161,11 +190,18 @@ def test_the_analysis_reads_a_run_through_the_run_layer_once():
     for path, tree in _trees("analysis"):
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in (
-                    "read_results", "completed_results"):
+                "read_results",
+                "completed_results",
+            ):
                 found.append(f"{_rel(path)}:{node.lineno}: {ast.unparse(node)}")
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and (
+            if (
+                isinstance(node, ast.BinOp)
+                and isinstance(node.op, ast.Div)
+                and (
                     (isinstance(node.left, ast.Attribute) and node.left.attr == "tasks")
-                    or (isinstance(node.right, ast.Constant) and node.right.value == "tasks")):
+                    or (isinstance(node.right, ast.Constant) and node.right.value == "tasks")
+                )
+            ):
                 found.append(f"{_rel(path)}:{node.lineno}: {ast.unparse(node)}")
     assert not found, "\n".join(found)
 
@@ -176,4 +212,6 @@ def test_the_long_drivers_read_as_their_phases():
     for rel, name in (("analysis/fit.py", "main"), ("andrea/config/resolve.py", "resolve_run")):
         tree = ast.parse((REPO / rel).read_text())
         fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
-        assert fn.end_lineno - fn.lineno + 1 <= 70, f"{rel}:{name} is {fn.end_lineno - fn.lineno + 1} lines"
+        assert fn.end_lineno - fn.lineno + 1 <= 70, (
+            f"{rel}:{name} is {fn.end_lineno - fn.lineno + 1} lines"
+        )

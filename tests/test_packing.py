@@ -10,12 +10,11 @@ import os
 from types import SimpleNamespace
 
 import pytest
+from conftest import compose_run
 
 from andrea.config.resolve import ConfigError, resolve_run
 from andrea.launch import scheduler
-from andrea.launch.packing import (packing_factor, read_packing, resolve_pack,
-                                   run_memory_bytes)
-from conftest import compose_run
+from andrea.launch.packing import packing_factor, read_packing, resolve_pack, run_memory_bytes
 
 
 def _spec(*overrides):
@@ -39,15 +38,20 @@ def test_a_pack_that_cannot_run_is_refused_before_anything_is_submitted():
 
 def test_the_memory_model_bounds_the_pack_and_sizes_auto():
     big = _spec("size=andrea-480m")
-    need = run_memory_bytes(big) / 2 ** 30
-    assert 16 * big.params / 2 ** 30 < need < 80  # states alone, below one H100
+    need = run_memory_bytes(big) / 2**30
+    assert 16 * big.params / 2**30 < need < 80  # states alone, below one H100
     fit = int(80 // need)
     assert resolve_pack("auto", big, scheduler.get("ray"), "H100", 1) == min(fit, 16)
     with pytest.raises(ConfigError, match=f"launch.pack={fit + 1}: .* at most {fit} fit"):
         resolve_pack(str(fit + 1), big, scheduler.get("ray"), "H100", 1)
     with pytest.raises(ConfigError, match="more than plan_gpu=T4"):
-        resolve_pack("auto", _spec("size=andrea-480m", "train.micro_batch_size=64"),
-                     scheduler.get("slurm"), "T4", 1)
+        resolve_pack(
+            "auto",
+            _spec("size=andrea-480m", "train.micro_batch_size=64"),
+            scheduler.get("slurm"),
+            "T4",
+            1,
+        )
 
 
 def test_the_plan_counts_gpu_hours_with_the_measured_packing_factor(tmp_path):
@@ -60,8 +64,18 @@ def test_the_plan_counts_gpu_hours_with_the_measured_packing_factor(tmp_path):
     spec = _spec()
 
     def hours(pack, packing):
-        job = PlannedJob([], None, None, RunDir(tmp_path / "r"), spec, "new", 1e12, 10.0,
-                         pack=pack, engine="slurm")
+        job = PlannedJob(
+            [],
+            None,
+            None,
+            RunDir(tmp_path / "r"),
+            spec,
+            "new",
+            1e12,
+            10.0,
+            pack=pack,
+            engine="slurm",
+        )
         out = io.StringIO()
         print_plan([job], "H100", 0.35, out, packing=packing)
         return out.getvalue()
@@ -92,5 +106,7 @@ def test_a_bad_pack_is_an_error_before_anything_is_submitted(tmp_path, data_cach
 
     out = sweep(tmp_path, "model=baseline", "size=tiny-1", "launch.pack=2")
     assert out.returncode == 2
-    assert out.stderr.startswith("error: ") and "launch.pack=2: the in-process launcher" in out.stderr
+    assert (
+        out.stderr.startswith("error: ") and "launch.pack=2: the in-process launcher" in out.stderr
+    )
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("results.json"))

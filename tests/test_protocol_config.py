@@ -7,20 +7,31 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import REPO, compose_run
 
 from andrea.config.resolve import ConfigError, resolve_run, spec_summary
 from andrea.ladder.sizes import SHAPES, size_defaults
-from conftest import REPO, compose_run
 
 GPU_SIZES = [s.name for s in SHAPES if not s.cpu]
 
 
 # ---- n_blocks <-> S -----------------------------------------------------------------------
-@pytest.mark.parametrize("size, L", [("andrea-12m", 12), ("andrea-25m", 16), ("andrea-50m", 20),
-                                     ("andrea-120m", 24), ("andrea-200m", 28), ("tiny-4", 8)])
+@pytest.mark.parametrize(
+    "size, L",
+    [
+        ("andrea-12m", 12),
+        ("andrea-25m", 16),
+        ("andrea-50m", 20),
+        ("andrea-120m", 24),
+        ("andrea-200m", 28),
+        ("tiny-4", 8),
+    ],
+)
 @pytest.mark.parametrize("N", [1, 3, 8])
 def test_n_blocks_gives_S_ceil_L_over_N_and_at_most_N_blocks(size, L, N):
-    spec = resolve_run(compose_run(["model=attnres_block_n8", f"model.n_blocks={N}", f"size={size}"]))
+    spec = resolve_run(
+        compose_run(["model=attnres_block_n8", f"model.n_blocks={N}", f"size={size}"])
+    )
     S = -(-L // N)  # ceil, written out
     assert spec.model.block_size == S
     assert math.ceil(L / S) <= N  # the run has at most N blocks
@@ -59,8 +70,10 @@ def test_n_blocks_on_a_non_block_variant_is_rejected():
 
 
 def test_block_by_n_from_the_plain_block_option_is_labelled_by_n():
-    cfg = compose_run(["model=attnres_block", "model.block_size=null", "model.n_blocks=6",
-                       "size=andrea-12m"], return_hydra_config=True)
+    cfg = compose_run(
+        ["model=attnres_block", "model.block_size=null", "model.n_blocks=6", "size=andrea-12m"],
+        return_hydra_config=True,
+    )
     assert cfg.model.label == "attnres_block_n6"
     assert Path(cfg.hydra.run.dir) == Path("runs/default/andrea-12m/attnres_block_n6/seed0")
     spec = resolve_run(cfg)
@@ -127,9 +140,12 @@ def _hparams_file(tmp_path: Path, body: str) -> list[str]:
 
 
 def test_selected_hparams_set_lr_batch_beta2_per_size_and_train_keys_win(tmp_path):
-    over = _hparams_file(tmp_path, "name: picked\nselected_by: test\nsizes:\n"
-                                   "  tiny-1: {lr: 0.0123, batch_tokens: 4096, beta2: 0.98, runs: [a, b]}\n"
-                                   "  tiny-2: {lr: 0.002}\n")
+    over = _hparams_file(
+        tmp_path,
+        "name: picked\nselected_by: test\nsizes:\n"
+        "  tiny-1: {lr: 0.0123, batch_tokens: 4096, beta2: 0.98, runs: [a, b]}\n"
+        "  tiny-2: {lr: 0.002}\n",
+    )
     spec = resolve_run(compose_run([*over, "size=tiny-1"]))
     assert (spec.lr, spec.batch_tokens, spec.train.beta2) == (0.0123, 4096, 0.98)
     assert spec.hparams == "picked" and spec_summary(spec)["hparams"] == "picked"
@@ -146,6 +162,8 @@ def test_hparams_without_the_size_is_rejected_naming_it(tmp_path):
 
 def test_lr_scale_multiplies_the_resolved_lr():
     base = resolve_run(compose_run(["size=tiny-2"])).lr
-    assert resolve_run(compose_run(["size=tiny-2", "train.lr_scale=0.25"])).lr == pytest.approx(base / 4)
+    assert resolve_run(compose_run(["size=tiny-2", "train.lr_scale=0.25"])).lr == pytest.approx(
+        base / 4
+    )
     with pytest.raises(ConfigError, match="train.lr_scale=0"):
         resolve_run(compose_run(["size=tiny-2", "train.lr_scale=0"]))

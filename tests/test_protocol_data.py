@@ -7,14 +7,12 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import REPO, TINY_RUN
 
 from andrea.data.shards import MAGIC, VERSION  # noqa: E402 (fineweb/llm.c layout)
@@ -22,14 +20,26 @@ from andrea.data.shards import MAGIC, VERSION  # noqa: E402 (fineweb/llm.c layou
 
 def sweep(cwd: Path, *args: str, env: dict | None = None, timeout: int = 900):
     cmd = [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={cwd / 'runs'}", *args]
-    return subprocess.run(cmd, cwd=cwd, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        cmd,
+        cwd=cwd,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def sweep_popen(cwd: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
     cmd = [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={cwd / 'runs'}", *args]
-    return subprocess.Popen(cmd, cwd=cwd, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def plan_rows(stdout: str) -> list[dict]:
@@ -38,7 +48,7 @@ def plan_rows(stdout: str) -> list[dict]:
     start = next(i for i, ln in enumerate(lines) if ln.startswith("label "))
     headers = lines[start].split()
     rows = []
-    for ln in lines[start + 2:]:
+    for ln in lines[start + 2 :]:
         if not ln.strip():
             break
         rows.append(dict(zip(headers, ln.split())))
@@ -57,25 +67,36 @@ def sparse_shard(path: Path, n_tokens: int) -> None:
 def write_corpus(root: Path, n_files: int = 3, lines: int = 3000, seed: int = 0) -> str:
     """A small English-like text corpus; returns its glob."""
     rng = random.Random(seed)
-    words = ("the of and to in a is that for it as was with be by on not he this are or his "
-             "from at which but have an they you were her she there been one all we").split()
+    words = (
+        "the of and to in a is that for it as was with be by on not he this are or his "
+        "from at which but have an they you were her she there been one all we"
+    ).split()
     root.mkdir(parents=True, exist_ok=True)
     for k in range(n_files):
-        text = "\n".join(" ".join(rng.choice(words) for _ in range(rng.randint(5, 20))).capitalize()
-                         + "." for _ in range(lines))
+        text = "\n".join(
+            " ".join(rng.choice(words) for _ in range(rng.randint(5, 20))).capitalize() + "."
+            for _ in range(lines)
+        )
         (root / f"part{k}.txt").write_text(text)
     return str(root / "part*.txt")
 
 
 # ---- the plan -----------------------------------------------------------------------------
-def test_plan_of_scaling_law_on_the_builtin_corpus_refuses_with_the_epochs_per_job(tmp_path, data_cache):
+def test_plan_of_scaling_law_on_the_builtin_corpus_refuses_with_the_epochs_per_job(
+    tmp_path, data_cache
+):
     out = sweep(tmp_path, "sweeps=scaling_law", "plan=true")
     assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
     rows = plan_rows(out.stdout)
-    assert len(rows) == 15 and {r["label"] for r in rows} == {"baseline", "attnres_full",
-                                                              "attnres_block_n8"}
+    assert len(rows) == 15 and {r["label"] for r in rows} == {
+        "baseline",
+        "attnres_full",
+        "attnres_block_n8",
+    }
     # every job is named with its epochs, estimated (~) since plan=true tokenizes nothing
-    assert "15 of 15 job(s) would see their training data more than max_epochs=4 times" in out.stderr
+    assert (
+        "15 of 15 job(s) would see their training data more than max_epochs=4 times" in out.stderr
+    )
     for r in rows:
         assert r["epochs"].startswith("~") and float(r["epochs"][1:]) > 4
         assert f"model={r['label']} size={r['size']}" in out.stderr  # label = config name here
@@ -86,14 +107,17 @@ def test_plan_of_scaling_law_on_the_builtin_corpus_refuses_with_the_epochs_per_j
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("results.json"))
 
 
-def test_plan_of_scaling_law_on_a_sufficient_corpus_prints_epochs_within_the_limit(tmp_path, data_cache):
+def test_plan_of_scaling_law_on_a_sufficient_corpus_prints_epochs_within_the_limit(
+    tmp_path, data_cache
+):
     shards = tmp_path / "shards"
     shards.mkdir()
     for i in range(2):  # 1 B tokens as sparse files: andrea-200m's 3.5 B tokens are 3.5 epochs
         sparse_shard(shards / f"corpus_train_{i:06d}.bin", 500_000_000)
     sparse_shard(shards / "corpus_val_000000.bin", 1_000_000)
-    out = sweep(tmp_path, "sweeps=scaling_law", "data=shards", f"data.paths=[{shards}/*.bin]",
-                "plan=true")
+    out = sweep(
+        tmp_path, "sweeps=scaling_law", "data=shards", f"data.paths=[{shards}/*.bin]", "plan=true"
+    )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     rows = plan_rows(out.stdout)
     assert len(rows) == 15
@@ -120,8 +144,20 @@ def test_prepare_command_writes_shards_that_a_sweep_plans_exactly(tmp_path, data
     from andrea.data.__main__ import main
 
     glob = write_corpus(tmp_path / "corpus")
-    rc = main(["--source", "text", "--paths", glob, "--vocab-size", "300",
-               "--cache-dir", str(tmp_path / "cache"), "--workers", "2"])
+    rc = main(
+        [
+            "--source",
+            "text",
+            "--paths",
+            glob,
+            "--vocab-size",
+            "300",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--workers",
+            "2",
+        ]
+    )
     out = capsys.readouterr()
     assert rc == 0, out.err
     meta_path = next((tmp_path / "cache").glob("text-*/meta.json"))
@@ -133,8 +169,15 @@ def test_prepare_command_writes_shards_that_a_sweep_plans_exactly(tmp_path, data
     assert f"data.paths='[{shard_dir}/train_*.bin]'" in out.out
 
     # A plan on those shards counts their tokens exactly: epochs = tokens / n_train_tokens.
-    res = sweep(tmp_path, "model=baseline", "data=shards", f"data.paths=[{shard_dir}/train_*.bin]",
-                f"data.val_paths=[{shard_dir}/val_*.bin]", *TINY_RUN[1:], "plan=true")
+    res = sweep(
+        tmp_path,
+        "model=baseline",
+        "data=shards",
+        f"data.paths=[{shard_dir}/train_*.bin]",
+        f"data.val_paths=[{shard_dir}/val_*.bin]",
+        *TINY_RUN[1:],
+        "plan=true",
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     (row,) = plan_rows(res.stdout)
     assert float(row["epochs"]) == pytest.approx(12288 / meta["n_train_tokens"], rel=0.01)
@@ -144,22 +187,41 @@ def test_prepare_command_rejects_a_bad_corpus_with_exit_2(tmp_path, capsys):
     from andrea.data.__main__ import main
 
     (tmp_path / "bad.txt").write_bytes(b"caf\xe9 latin-1 text\n" * 100)
-    rc = main(["--source", "text", "--paths", str(tmp_path / "bad.txt"),
-               "--cache-dir", str(tmp_path / "cache")])
+    rc = main(
+        [
+            "--source",
+            "text",
+            "--paths",
+            str(tmp_path / "bad.txt"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ]
+    )
     assert rc == 2 and "not UTF-8" in capsys.readouterr().err
 
 
 # ---- bad corpora: one error before any job --------------------------------------------------
-@pytest.mark.parametrize("kind, content, message", [
-    ("empty", b"", "the corpus is empty"),
-    ("non_utf8", b"caf\xe9 au lait\n" * 2000, "is not UTF-8 text"),
-    ("too_small", b"a few words only.\n" * 2000, "BPE merges"),
-])
-def test_a_bad_corpus_is_one_error_and_exit_2_before_any_job(tmp_path, data_cache, kind, content, message):
+@pytest.mark.parametrize(
+    "kind, content, message",
+    [
+        ("empty", b"", "the corpus is empty"),
+        ("non_utf8", b"caf\xe9 au lait\n" * 2000, "is not UTF-8 text"),
+        ("too_small", b"a few words only.\n" * 2000, "BPE merges"),
+    ],
+)
+def test_a_bad_corpus_is_one_error_and_exit_2_before_any_job(
+    tmp_path, data_cache, kind, content, message
+):
     bad = tmp_path / f"{kind}.txt"
     bad.write_bytes(content)
-    out = sweep(tmp_path, "model=baseline,attnres_full", "data=text", f"data.paths=[{bad}]",
-                *TINY_RUN[1:], "train.seed=0,1")
+    out = sweep(
+        tmp_path,
+        "model=baseline,attnres_full",
+        "data=text",
+        f"data.paths=[{bad}]",
+        *TINY_RUN[1:],
+        "train.seed=0,1",
+    )
     assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
     assert out.stderr.count("error:") == 1 and "1 corpus problem(s)" in out.stderr
     assert message in out.stderr and "used by 4 job(s)" in out.stderr
@@ -169,9 +231,17 @@ def test_a_bad_corpus_is_one_error_and_exit_2_before_any_job(tmp_path, data_cach
 
 def test_a_corpus_too_small_for_one_batch_is_refused_before_any_job(tmp_path, data_cache):
     glob = write_corpus(tmp_path / "corpus", n_files=1, lines=2000)
-    out = sweep(tmp_path, "model=baseline", "data=text", f"data.paths=[{glob}]",
-                "data.vocab_size=300", "data.val_fraction=0.01", *TINY_RUN[1:],
-                "train.micro_batch_size=128", "train.batch_tokens=8192")
+    out = sweep(
+        tmp_path,
+        "model=baseline",
+        "data=text",
+        f"data.paths=[{glob}]",
+        "data.vocab_size=300",
+        "data.val_fraction=0.01",
+        *TINY_RUN[1:],
+        "train.micro_batch_size=128",
+        "train.batch_tokens=8192",
+    )
     # ~7,600 validation tokens = ~118 windows of seq_len+1 = 65: fewer than one micro-batch
     assert out.returncode == 2, out.stderr[-2000:]
     assert "the validation split has" in out.stderr and "micro_batch_size=128" in out.stderr
@@ -181,8 +251,13 @@ def test_a_corpus_too_small_for_one_batch_is_refused_before_any_job(tmp_path, da
 def test_two_sweepers_at_once_prepare_one_corpus_once(tmp_path, data_cache):
     glob = write_corpus(tmp_path / "corpus")
     cache = tmp_path / "cache"  # a fresh cache: the corpus is not prepared yet
-    args = ["model=baseline", "data=text", f"data.paths=[{glob}]", "data.vocab_size=300",
-            *TINY_RUN[1:]]
+    args = [
+        "model=baseline",
+        "data=text",
+        f"data.paths=[{glob}]",
+        "data.vocab_size=300",
+        *TINY_RUN[1:],
+    ]
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     procs = [sweep_popen(tmp_path / d, *args, env={"ANDREA_DATA": str(cache)}) for d in ("a", "b")]
@@ -194,7 +269,9 @@ def test_two_sweepers_at_once_prepare_one_corpus_once(tmp_path, data_cache):
     assert stderr.count("[data] preparing text corpus") == 1, stderr[-3000:]
     assert len([d for d in cache.iterdir() if d.is_dir() and d.name.startswith("text-")]) == 1
     # the jobs used the prepared shards: same fingerprint, so the same val loss
-    res = [json.loads(next((tmp_path / d / "runs").rglob("results.json")).read_text()) for d in "ab"]
+    res = [
+        json.loads(next((tmp_path / d / "runs").rglob("results.json")).read_text()) for d in "ab"
+    ]
     assert res[0]["val_loss"] == res[1]["val_loss"]
 
 
@@ -206,7 +283,9 @@ def test_estimates_without_tokenizing(tmp_path):
     n_bytes = sum(p.stat().st_size for p in (tmp_path / "c").glob("*.txt"))
     est = estimate(DataConfig(source="text", paths=[glob], val_fraction=0.1), 8449)
     assert not est.exact and est.train_tokens == int(n_bytes * 0.9 / CHARS_PER_TOKEN)
-    capped = estimate(DataConfig(source="text", paths=[glob], val_fraction=0.1, max_chars=1000), 8449)
+    capped = estimate(
+        DataConfig(source="text", paths=[glob], val_fraction=0.1, max_chars=1000), 8449
+    )
     assert capped.train_tokens == int(1000 * 0.9 / CHARS_PER_TOKEN)
     assert estimate(DataConfig(source="hf", hf_name="some/hub-dataset"), 8449).train_tokens is None
     # the cache location does not make another corpus; the vocabulary does
@@ -219,11 +298,18 @@ def test_prepare_command_takes_the_vocabulary_of_the_size_to_train(tmp_path, cap
     picks the size's vocabulary in one step, and the error suggests it."""
     from andrea.data.__main__ import main
 
-    text = "".join(p.read_text(errors="replace") for p in
-                   sorted(Path(os.__file__).parent.glob("*.py"))[:40])[:300_000]
+    text = "".join(
+        p.read_text(errors="replace") for p in sorted(Path(os.__file__).parent.glob("*.py"))[:40]
+    )[:300_000]
     (tmp_path / "small.txt").write_text(text)
-    args = ["--source", "text", "--paths", str(tmp_path / "small.txt"),
-            "--cache-dir", str(tmp_path / "cache")]
+    args = [
+        "--source",
+        "text",
+        "--paths",
+        str(tmp_path / "small.txt"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     assert main(args) == 2
     assert "--size tiny-1 (vocabulary 2049" in capsys.readouterr().err
     assert main([*args, "--size", "tiny-2"]) == 0

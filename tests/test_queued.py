@@ -21,10 +21,13 @@ def _job(root, state="new"):
 
 def test_squeue_lines_per_array_task(monkeypatch):
     out = "123_0 RUNNING\n123_1 PENDING\n124 COMPLETING\n125 CANCELLED\n"
-    monkeypatch.setattr(subprocess, "run", lambda *a, **k: SimpleNamespace(
-        returncode=0, stdout=out, stderr=""))
-    assert queued.live_slurm_jobs(["123_1", "123_2", "124", "125"]) == \
-        {"123_1": "PENDING", "124": "COMPLETING"}
+    monkeypatch.setattr(
+        subprocess, "run", lambda *a, **k: SimpleNamespace(returncode=0, stdout=out, stderr="")
+    )
+    assert queued.live_slurm_jobs(["123_1", "123_2", "124", "125"]) == {
+        "123_1": "PENDING",
+        "124": "COMPLETING",
+    }
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(OSError("no")))
     assert queued.live_slurm_jobs(["123_1"]) == {}
 
@@ -33,15 +36,18 @@ def test_queued_run_is_planned_as_queued_and_not_counted_as_failed(tmp_path, mon
     a, b = _job(tmp_path / "a"), _job(tmp_path / "b")
     a.run_dir.mark_queued("77_3")
     b.run_dir.mark_queued("77_4")  # an ended job: its run is submitted again
-    monkeypatch.setattr(queued, "live_slurm_jobs",
-                        lambda ids: {i: "PENDING" for i in ids if i == "77_3"})
+    monkeypatch.setattr(
+        queued, "live_slurm_jobs", lambda ids: {i: "PENDING" for i in ids if i == "77_3"}
+    )
     launch._mark_queued([a, b])
     assert a.state == "queued (job 77_3, pending)" and not a.to_run and b.to_run
     out = io.StringIO()
     assert launch.print_summary([a], 0, out) == 0
     assert "queued" in out.getvalue() and "did not" not in out.getvalue()
-    assert "0 of 1 runs completed (0 were already complete and skipped), 1 queued or running " \
+    assert (
+        "0 of 1 runs completed (0 were already complete and skipped), 1 queued or running "
         "under an earlier launch" in out.getvalue()
+    )
 
 
 def test_wait_polls_the_earlier_launchs_runs_until_their_jobs_end(tmp_path, monkeypatch):
@@ -76,7 +82,8 @@ def test_wait_polls_the_earlier_launchs_runs_until_their_jobs_end(tmp_path, monk
         "runs of an earlier launch: 1 pending, 1 running (0 of 2 ended)",
         "runs of an earlier launch: 2 running (0 of 2 ended)",
         "runs of an earlier launch: 1 ended, 1 running (1 of 2 ended)",
-        "runs of an earlier launch: 1 completed, 1 ended"]
+        "runs of an earlier launch: 1 completed, 1 ended",
+    ]
 
 
 def test_stopping_a_slurm_sweep_says_the_jobs_go_on_and_how_to_watch_them(tmp_path, capsys):
@@ -88,8 +95,12 @@ def test_stopping_a_slurm_sweep_says_the_jobs_go_on_and_how_to_watch_them(tmp_pa
 
     from hydra_plugins.andrea_plugins import launcher
 
-    fake = SimpleNamespace(engine=scheduler.get("slurm"), config=OmegaConf.create(
-        {"hydra": {"launcher": {"poll_s": 1}, "sweep": {"dir": str(tmp_path / "runs/demo")}}}))
+    fake = SimpleNamespace(
+        engine=scheduler.get("slurm"),
+        config=OmegaConf.create(
+            {"hydra": {"launcher": {"poll_s": 1}, "sweep": {"dir": str(tmp_path / "runs/demo")}}}
+        ),
+    )
     jobs = [SimpleNamespace(job_id=f"{a}_{i}") for a in ("981", "1002") for i in range(2)]
     with pytest.raises(SystemExit) as e:
         launcher._AndreaLauncherMixin._detach(fake, jobs, KeyboardInterrupt())
@@ -99,16 +110,17 @@ def test_stopping_a_slurm_sweep_says_the_jobs_go_on_and_how_to_watch_them(tmp_pa
     assert "squeue -j 981,1002" in err and "scancel 981 1002" in err
     assert f"{tmp_path}/runs/demo/.submitit/" in err and "wait=true" in err
     assert "to resume" not in err
-    fake.engine = scheduler.get("local")  # local jobs stop with the sweep: sweep.py's message stands
+    fake.engine = scheduler.get(
+        "local"
+    )  # local jobs stop with the sweep: sweep.py's message stands
     with pytest.raises(KeyboardInterrupt):
         launcher._AndreaLauncherMixin._detach(fake, jobs, KeyboardInterrupt())
 
 
 def test_wait_is_not_part_of_a_runs_directory():
     """wait=true on a re-run must find the first launch's run directories."""
-    from hydra.core.hydra_config import HydraConfig
-
     from conftest import compose_run
+    from hydra.core.hydra_config import HydraConfig
 
     def run_dir(*extra):
         cfg = compose_run(["size=tiny-1", "train.seed=1", *extra], return_hydra_config=True)

@@ -13,7 +13,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import REPO, TINY_RUN, sigint_as_in_a_terminal
 from ray_cluster import ray_cluster  # noqa: F401 (fixture)
 from test_sweep import results_of, sweep
@@ -24,8 +23,12 @@ GRID = ["model=baseline,attnres_block", *TINY_RUN, "train.tokens=4096", "train.e
 
 
 def ray(cluster, *extra):
-    return ["hydra/launcher=ray", f"hydra.launcher.address={cluster.address}",
-            "hydra.launcher.poll_s=1", *extra]
+    return [
+        "hydra/launcher=ray",
+        f"hydra.launcher.address={cluster.address}",
+        "hydra.launcher.poll_s=1",
+        *extra,
+    ]
 
 
 def test_a_ray_sweep_equals_the_in_process_one_packed_or_not(tmp_path, data_cache, ray_cluster):
@@ -42,8 +45,9 @@ def test_a_ray_sweep_equals_the_in_process_one_packed_or_not(tmp_path, data_cach
     assert "submitted 2 job(s) to ray at" in alone.stdout and "jobs: 2 completed" in alone.stdout
     # packed two runs per job, with a member that fails (an eval batch larger than the
     # validation split is only found when the run starts; 8 is the default, micro_batch_size)
-    packed = sweep(tmp_path / "c", *GRID, *ray(ray_cluster), "launch.pack=2",
-                   "train.eval_batch_size=8,100000")
+    packed = sweep(
+        tmp_path / "c", *GRID, *ray(ray_cluster), "launch.pack=2", "train.eval_batch_size=8,100000"
+    )
     assert packed.returncode == 1, packed.stdout[-3000:] + packed.stderr[-3000:]
     assert "submitted 4 run(s) in 2 job(s) to ray at" in packed.stdout
     assert "FAILED job andrea-" in packed.stdout and "ray job logs andrea-" in packed.stdout
@@ -51,24 +55,39 @@ def test_a_ray_sweep_equals_the_in_process_one_packed_or_not(tmp_path, data_cach
 
     a, b = (results_of(tmp_path / d / "runs") for d in "ab")
     assert a.keys() == b.keys() and len(a) == 2
-    c = {r["label"]: r for r in results_of(tmp_path / "c" / "runs").values()
-         if r["status"] == "completed"}
+    c = {
+        r["label"]: r
+        for r in results_of(tmp_path / "c" / "runs").values()
+        if r["status"] == "completed"
+    }
     assert sorted(c) == sorted(r["label"] for r in a.values())
     for run in a:  # one machine, one thread: exactly equal
         assert a[run]["val_loss"] == b[run]["val_loss"] == c[a[run]["label"]]["val_loss"], run
 
 
 def test_ctrl_c_detaches_a_rerun_submits_nothing_twice_and_a_killed_job_resumes(
-        tmp_path, data_cache, ray_cluster):
+    tmp_path, data_cache, ray_cluster
+):
     from ray.job_submission import JobSubmissionClient
 
     # 192 steps, a checkpoint every 24: the job is stopped after its first one, long before its end
-    grid = ["model=baseline", *TINY_RUN, "train.tokens=98304", "train.checkpoints=8",
-            *ray(ray_cluster)]
+    grid = [
+        "model=baseline",
+        *TINY_RUN,
+        "train.tokens=98304",
+        "train.checkpoints=8",
+        *ray(ray_cluster),
+    ]
     cmd = [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={tmp_path / 'runs'}", *grid]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=sigint_as_in_a_terminal)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=sigint_as_in_a_terminal,
+    )
     try:
         for line in proc.stdout:
             if line.startswith("submitted 1 job(s) to ray"):
@@ -93,9 +112,15 @@ def test_ctrl_c_detaches_a_rerun_submits_nothing_twice_and_a_killed_job_resumes(
     job = (run / ".queued").read_text().split('"job_id": "')[1].split("@")[0]
     client = JobSubmissionClient(ray_cluster.address)
     client.stop_job(job)  # the worker killed mid-run
-    while str(client.get_job_status(job)) not in ("JobStatus.STOPPED", "STOPPED", "JobStatus.SUCCEEDED"):
+    while str(client.get_job_status(job)) not in (
+        "JobStatus.STOPPED",
+        "STOPPED",
+        "JobStatus.SUCCEEDED",
+    ):
         time.sleep(0.5)
-    assert not (run / "results.json").exists() or "completed" not in (run / "results.json").read_text()
+    assert (
+        not (run / "results.json").exists() or "completed" not in (run / "results.json").read_text()
+    )
 
     resumed = sweep(tmp_path, *grid)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
@@ -104,8 +129,13 @@ def test_ctrl_c_detaches_a_rerun_submits_nothing_twice_and_a_killed_job_resumes(
 
 
 def test_an_unreachable_ray_address_is_one_error_before_anything_is_submitted(tmp_path, data_cache):
-    out = sweep(tmp_path, "model=baseline", *TINY_RUN, "hydra/launcher=ray",
-                "hydra.launcher.address=http://127.0.0.1:9")
+    out = sweep(
+        tmp_path,
+        "model=baseline",
+        *TINY_RUN,
+        "hydra/launcher=ray",
+        "hydra.launcher.address=http://127.0.0.1:9",
+    )
     assert out.returncode == 2
     errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "hydra.launcher.address=http://127.0.0.1:9" in errors[0]

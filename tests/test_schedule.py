@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from andrea.config.resolve import ConfigError, resolve_run
-from andrea.components.schedule import Cooldown, learning_rate
 from conftest import TINY_RUN, compose_run
+
+from andrea.components.schedule import Cooldown, learning_rate
+from andrea.config.resolve import ConfigError, resolve_run
 
 # train.tokens=51200 / batch_tokens=512: budget 1 = 100 steps; warmup 10 % = 10 steps.
 BASE = [*TINY_RUN, "train.tokens=51200", "train.warmup_frac=0.1"]
@@ -32,12 +32,20 @@ def test_budgets_become_cooldowns_ending_at_each_budget():
 
 @pytest.mark.parametrize("shape", ["linear", "1-sqrt"])
 def test_lr_at_every_phase_boundary_with_budgets(shape):
-    spec = spec_for("train.budgets=[0.5,1]", "train.cooldown_frac=0.2",
-                    f"train.cooldown_shape={shape}", "train.min_lr_ratio=0.1")
+    spec = spec_for(
+        "train.budgets=[0.5,1]",
+        "train.cooldown_frac=0.2",
+        f"train.cooldown_shape={shape}",
+        "train.min_lr_ratio=0.1",
+    )
     peak, floor = spec.lr, spec.lr * 0.1
 
     def cooled(p):  # the shape's formula, written out (Hägele et al. 2024, Eq. 1 for 1-sqrt)
-        return peak - (peak - floor) * p if shape == "linear" else floor + (peak - floor) * (1 - math.sqrt(p))
+        return (
+            peak - (peak - floor) * p
+            if shape == "linear"
+            else floor + (peak - floor) * (1 - math.sqrt(p))
+        )
 
     lr = lambda step, end=None: learning_rate(step, spec, end)  # noqa: E731
     # warmup: step w trains with peak * (w + 1) / 10; its last step is exactly peak
@@ -60,8 +68,9 @@ def test_the_trunk_does_not_depend_on_the_other_budgets():
     """budgets=[0.5] and budgets=[0.5,1] train the same first 50 steps, so a point is what a
     run trained to its budget alone would give."""
     alone, several = spec_for("train.budgets=[0.5]"), spec_for("train.budgets=[0.5,1]")
-    assert [learning_rate(s, alone) for s in range(50)] == \
-        [learning_rate(s, several, end=50) for s in range(50)]
+    assert [learning_rate(s, alone) for s in range(50)] == [
+        learning_rate(s, several, end=50) for s in range(50)
+    ]
 
 
 def test_schedules_without_budgets_are_unchanged():
@@ -79,21 +88,28 @@ def test_schedules_without_budgets_are_unchanged():
                 want = floor + 0.5 * (peak - floor) * (1 + math.cos(math.pi * min(progress, 1.0)))
             else:
                 start = steps - max(1, round(0.2 * steps))
-                want = peak if step < start else \
-                    peak + (floor - peak) * min((step - start + 1) / max(1, steps - start), 1.0)
+                want = (
+                    peak
+                    if step < start
+                    else peak
+                    + (floor - peak) * min((step - start + 1) / max(1, steps - start), 1.0)
+                )
             assert learning_rate(step, spec) == want, (schedule, step)
 
 
-@pytest.mark.parametrize("override, message", [
-    ("train.budgets=[0.5,0.5]", "distinct positive"),
-    ("train.budgets=[-1,1]", "distinct positive"),
-    ("train.budgets=[0.1,1]", "inside the warmup of 10 steps"),  # cooldown starts at step 8
-    ("train.budgets=[0.5,0.501]", "both end at step 50"),
-    ("train.budgets=[0.001]", "less than one optimizer step"),
-    ("train.cooldown_shape=cosine", "train.cooldown_shape='cosine'; valid: linear, 1-sqrt"),
-    ("train.cooldown_frac=0", r"train.cooldown_frac=0.0 must lie in \(0, 1\]"),
-    ("train.val_tokens=10", "train.val_tokens=10 is less than one validation window"),
-])
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("train.budgets=[0.5,0.5]", "distinct positive"),
+        ("train.budgets=[-1,1]", "distinct positive"),
+        ("train.budgets=[0.1,1]", "inside the warmup of 10 steps"),  # cooldown starts at step 8
+        ("train.budgets=[0.5,0.501]", "both end at step 50"),
+        ("train.budgets=[0.001]", "less than one optimizer step"),
+        ("train.cooldown_shape=cosine", "train.cooldown_shape='cosine'; valid: linear, 1-sqrt"),
+        ("train.cooldown_frac=0", r"train.cooldown_frac=0.0 must lie in \(0, 1\]"),
+        ("train.val_tokens=10", "train.val_tokens=10 is less than one validation window"),
+    ],
+)
 def test_bad_budgets_are_refused_with_the_key(override, message):
     with pytest.raises(ConfigError, match=message):
         spec_for(override)
@@ -101,4 +117,4 @@ def test_bad_budgets_are_refused_with_the_key(override, message):
 
 def test_val_tokens_default_is_1024_windows():
     assert resolve_run(compose_run(["size=tiny-1"])).val_tokens == 1024 * 128  # context 128
-    assert resolve_run(compose_run(["size=andrea-12m"])).val_tokens == 2 ** 20  # >= 1 M on GPU sizes
+    assert resolve_run(compose_run(["size=andrea-12m"])).val_tokens == 2**20  # >= 1 M on GPU sizes

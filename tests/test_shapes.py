@@ -8,15 +8,20 @@ import math
 
 import pytest
 
-from andrea.ladder import shapes
 from andrea.config.resolve import ConfigError, resolve_run, reuse_mismatches, spec_summary
-from andrea.model.transformer import ModelConfig, count_parameters
+from andrea.ladder import shapes
 from andrea.ladder.sizes import SHAPES
+from andrea.model.transformer import ModelConfig, count_parameters
 
 GRID = [  # (target, head_ratio, head_dim kept, head_dim_multiple): tiny to GPU
-    (56_640, None, 24, 1), (150_080, None, 16, 1), (447_552, 0.5, 24, 1),
-    (12_000_000, 0.5, 64, 8), (49_236_480, 0.3, 64, 8), (49_236_480, 0.7, 64, 8),
-    (49_236_480, None, 64, 8), (200_000_000, 0.5, 128, 8),
+    (56_640, None, 24, 1),
+    (150_080, None, 16, 1),
+    (447_552, 0.5, 24, 1),
+    (12_000_000, 0.5, 64, 8),
+    (49_236_480, 0.3, 64, 8),
+    (49_236_480, 0.7, 64, 8),
+    (49_236_480, None, 64, 8),
+    (200_000_000, 0.5, 128, 8),
 ]
 
 
@@ -42,8 +47,15 @@ def test_every_derived_shape_is_near_its_target_with_a_valid_head_dim(target, ra
 
 def test_the_closed_form_count_is_the_built_models():
     s = shapes.derive(150_080, 7.5, None, 16, 1)
-    built = count_parameters(ModelConfig(n_layer=s.n_layer, n_head=s.n_head, d_model=s.d_model,
-                                         vocab_size=2049, context_length=128))
+    built = count_parameters(
+        ModelConfig(
+            n_layer=s.n_layer,
+            n_head=s.n_head,
+            d_model=s.d_model,
+            vocab_size=2049,
+            context_length=128,
+        )
+    )
     assert built.non_embedding == s.params
 
 
@@ -51,8 +63,9 @@ def test_the_closed_form_count_is_the_built_models():
 def test_a_named_sizes_own_aspect_gives_back_its_shape(name):
     z = next(z for z in SHAPES if z.name == name)
     target = shapes.non_embedding(z.n_layer, z.n_head, z.d_model)
-    s = shapes.derive(target, z.d_model / z.n_layer, None, z.d_model // z.n_head,
-                      z.head_dim_multiple)
+    s = shapes.derive(
+        target, z.d_model / z.n_layer, None, z.d_model // z.n_head, z.head_dim_multiple
+    )
     assert (s.n_layer, s.n_head, s.d_model) == (z.n_layer, z.n_head, z.d_model)
 
 
@@ -68,15 +81,20 @@ def test_head_ratio_sets_the_heads():
     assert (s.n_layer, s.n_head, s.d_model) == (10, 5, 640)
 
 
-@pytest.mark.parametrize("args,expect", [
-    ((150_080, 30, None, 16, 1), ("size.aspect=30", "yields no valid shape", "21.3 (n_layer=3)",
-                                  "39.2 (n_layer=2)")),
-    ((150_080, 1000, None, 16, 1), ("size.aspect=1000", "111 (n_layer=1)")),
-    ((500, 20, None, 16, 1), ("size.target_params=500", "too small for one layer")),
-    ((150_080, 0, None, 16, 1), ("size.aspect=0", "> 0")),
-    ((150_080, 20, -0.5, 16, 1), ("size.head_ratio=-0.5",)),
-    ((150_080, 20, None, 16, 0), ("size.head_dim_multiple=0",)),
-])
+@pytest.mark.parametrize(
+    "args,expect",
+    [
+        (
+            (150_080, 30, None, 16, 1),
+            ("size.aspect=30", "yields no valid shape", "21.3 (n_layer=3)", "39.2 (n_layer=2)"),
+        ),
+        ((150_080, 1000, None, 16, 1), ("size.aspect=1000", "111 (n_layer=1)")),
+        ((500, 20, None, 16, 1), ("size.target_params=500", "too small for one layer")),
+        ((150_080, 0, None, 16, 1), ("size.aspect=0", "> 0")),
+        ((150_080, 20, -0.5, 16, 1), ("size.head_ratio=-0.5",)),
+        ((150_080, 20, None, 16, 0), ("size.head_dim_multiple=0",)),
+    ],
+)
 def test_bad_shapes_are_refused_naming_the_key(args, expect):
     with pytest.raises(shapes.ShapeError) as e:
         shapes.derive(*args)
@@ -84,15 +102,33 @@ def test_bad_shapes_are_refused_naming_the_key(args, expect):
         assert text in str(e.value)
 
 
-@pytest.mark.parametrize("ratio,expect", [
-    # aspect 16 exists at tiny-3's count (n_layer 4, d_model 56); 5 heads per layer would give
-    # head_dim 16 / 5 ~ 3: the head ratio is at fault, not the aspect
-    (5, ("size.head_ratio=5 does not fit size.aspect=16", "aspect / head_ratio = 3.2",
-         "below the smallest head_dim, 8", "at most 1.75", "1.75 (n_head=7, n_layer=4)")),
-    # one head is the fewest: n_head / n_layer >= 1/4, 25x the ratio asked (it trained, n_head=1)
-    (0.01, ("size.head_ratio=0.01 does not fit size.aspect=16", "n_head is at least 1",
-            "at least 1 / n_layer = 0.25", "0.25 (n_head=1, n_layer=4)")),
-])
+@pytest.mark.parametrize(
+    "ratio,expect",
+    [
+        # aspect 16 exists at tiny-3's count (n_layer 4, d_model 56); 5 heads per layer would give
+        # head_dim 16 / 5 ~ 3: the head ratio is at fault, not the aspect
+        (
+            5,
+            (
+                "size.head_ratio=5 does not fit size.aspect=16",
+                "aspect / head_ratio = 3.2",
+                "below the smallest head_dim, 8",
+                "at most 1.75",
+                "1.75 (n_head=7, n_layer=4)",
+            ),
+        ),
+        # one head is the fewest: n_head / n_layer >= 1/4, 25x the ratio asked (it trained, n_head=1)
+        (
+            0.01,
+            (
+                "size.head_ratio=0.01 does not fit size.aspect=16",
+                "n_head is at least 1",
+                "at least 1 / n_layer = 0.25",
+                "0.25 (n_head=1, n_layer=4)",
+            ),
+        ),
+    ],
+)
 def test_a_head_ratio_no_shape_comes_near_is_refused_naming_it(ratio, expect):
     with pytest.raises(shapes.ShapeError) as e:
         shapes.derive(150_080, 16, ratio, None, 1)
@@ -125,7 +161,9 @@ def test_resolve_run_derives_labels_and_budgets_the_target():
     done = {**spec_summary(wide), "tokens": wide.tokens, "budgets": None}
     assert reuse_mismatches(done, wide) == []
     stale = reuse_mismatches(done, _spec("size.aspect=7.5"))
-    assert any(s.startswith("size=") for s in stale) and any(s.startswith("n_layer=") for s in stale)
+    assert any(s.startswith("size=") for s in stale) and any(
+        s.startswith("n_layer=") for s in stale
+    )
 
 
 def test_resolve_run_refuses_a_bad_shape_naming_the_key():
@@ -142,8 +180,9 @@ def test_resolve_run_refuses_a_bad_shape_naming_the_key():
 def test_run_directory_carries_the_shape_label():
     from conftest import compose_run
 
-    cfg = compose_run(["size=tiny-3", "size.aspect=40", "size.head_ratio=0.5"],
-                      return_hydra_config=True)
+    cfg = compose_run(
+        ["size=tiny-3", "size.aspect=40", "size.head_ratio=0.5"], return_hydra_config=True
+    )
     from hydra.core.hydra_config import HydraConfig
 
     HydraConfig.instance().set_config(cfg)
@@ -154,8 +193,12 @@ def test_run_directory_carries_the_shape_label():
 def test_size_label_round_trips_through_the_analysis():
     from analysis.architecture import parse_size
 
-    assert parse_size(shapes.size_label("andrea-50m", 32, 0.5, 40_000_000)) == \
-        ("andrea-50m", 32.0, 0.5, "4e+07")
+    assert parse_size(shapes.size_label("andrea-50m", 32, 0.5, 40_000_000)) == (
+        "andrea-50m",
+        32.0,
+        0.5,
+        "4e+07",
+    )
     assert parse_size(shapes.size_label("tiny-3", 7.5)) == ("tiny-3", 7.5, None, None)
     assert parse_size("tiny-3") == ("tiny-3", None, None, None)
     assert math.isclose(shapes.derive(150_080, 7.5, None, 16, 1).aspect, 7.5)

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO, TINY_RUN
 from slurm_cluster import slurm_cluster  # noqa: F401 (fixture)
 
@@ -18,11 +17,26 @@ pytestmark = pytest.mark.slurm
 def test_bad_corpus_exits_2_and_submits_no_job(slurm_cluster, tmp_path, data_cache):
     bad = tmp_path / "latin1.txt"
     bad.write_bytes(b"caf\xe9 cr\xe8me br\xfbl\xe9e\n" * 5000)  # latin-1, not UTF-8
-    cmd = [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={tmp_path / 'runs'}",
-           "model=baseline,attnres_full", "data=text", f"data.paths=[{bad}]", *TINY_RUN[1:],
-           "slurm=localhost", "hydra.launcher.poll_s=1"]
-    out = subprocess.run(cmd, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                         capture_output=True, text=True, timeout=300)  # no job: ~50 s loaded
+    cmd = [
+        sys.executable,
+        str(REPO / "sweep.py"),
+        "-m",
+        f"out_dir={tmp_path / 'runs'}",
+        "model=baseline,attnres_full",
+        "data=text",
+        f"data.paths=[{bad}]",
+        *TINY_RUN[1:],
+        "slurm=localhost",
+        "hydra.launcher.poll_s=1",
+    ]
+    out = subprocess.run(
+        cmd,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )  # no job: ~50 s loaded
     assert out.returncode == 2, out.stdout[-3000:] + out.stderr[-3000:]
     assert out.stderr.count("error:") == 1 and "is not UTF-8 text" in out.stderr
     assert "used by 2 job(s)" in out.stderr and "nothing was launched" in out.stderr

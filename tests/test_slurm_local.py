@@ -21,9 +21,9 @@ from slurm_cluster import (  # noqa: E402
     read_progress,
     sacct_attempts,
     sacct_times,
-    slurm_cluster,  # noqa: F401  (session fixture)
     scontrol_show_job,
     sleep_for,
+    slurm_cluster,  # noqa: F401  (session fixture)
     wait_for,
     wait_job_state,
     whoami_task,
@@ -94,8 +94,10 @@ def test_checkpointable_job_preempted_resumes(slurm_cluster, tmp_path):
     # `scontrol requeue` kills that command (seen on a busy machine). A real preemption's SIGTERM
     # comes first too.
     subprocess.check_call(["scancel", str(job.job_id), "--signal", "SIGTERM"])
-    wait_for(lambda: "Bypassing signal SIGTERM" in (job.stderr() or ""),
-             what="the job to receive SIGTERM")
+    wait_for(
+        lambda: "Bypassing signal SIGTERM" in (job.stderr() or ""),
+        what="the job to receive SIGTERM",
+    )
     subprocess.check_call(["scancel", str(job.job_id), "--signal", "USR2"])
     result = job.result()
 
@@ -135,8 +137,9 @@ def test_time_limit_requeues_and_completes(slurm_cluster, tmp_path):
     allows) and the second attempt completes well before its own limit."""
     progress = tmp_path / "progress.jsonl"
     ex = make_executor(tmp_path / "jobs", timeout_min=1, slurm_signal_delay_s=55, max_num_timeout=1)
-    job = ex.submit(ResumableCounter(), str(progress), total=5, step_s=0.2, pause_at=2,
-                    pause_max_s=50)
+    job = ex.submit(
+        ResumableCounter(), str(progress), total=5, step_s=0.2, pause_at=2, pause_max_s=50
+    )
     result = job.result()
 
     assert result["restart"] == 1
@@ -171,7 +174,7 @@ def test_launcher_reports_a_running_task_within_one_poll_of_sacct(slurm_cluster,
 
     ex = make_executor(tmp_path / "jobs", timeout_min=5, slurm_additional_parameters={"hold": True})
     job = ex.submit(sleep_for, 600)
-    printed: list[str] = []       # what the launcher printed in poll i
+    printed: list[str] = []  # what the launcher printed in poll i
     sacct_running: list[bool] = []  # whether sacct said RUNNING right after poll i
 
     def poll_sleep(_seconds):
@@ -186,8 +189,13 @@ def test_launcher_reports_a_running_task_within_one_poll_of_sacct(slurm_cluster,
         time.sleep(1)
 
     try:
-        wait_for_jobs([job], [tmp_path / "no_run_dir"], poll_s=1, sleep=poll_sleep,
-                      engine=scheduler.get("slurm"))
+        wait_for_jobs(
+            [job],
+            [tmp_path / "no_run_dir"],
+            poll_s=1,
+            sleep=poll_sleep,
+            engine=scheduler.get("slurm"),
+        )
     finally:
         job.cancel(check=False)
     printed.append(capsys.readouterr().out)

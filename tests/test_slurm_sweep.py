@@ -16,11 +16,15 @@ from types import SimpleNamespace
 from typing import Callable
 
 import pytest
-
-from andrea.run import logkeys as keys
 from conftest import REPO, TINY_RUN, sigint_as_in_a_terminal
 from slurm_cluster import (  # noqa: F401 (fixtures)
-    requeue_job, sacct_attempts, slurm_cluster, two_node_cluster)
+    requeue_job,
+    sacct_attempts,
+    slurm_cluster,
+    two_node_cluster,
+)
+
+from andrea.run import logkeys as keys
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -31,29 +35,41 @@ def sweep_cmd(out: Path, *args: str) -> list[str]:
     return [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={out}", *args]
 
 
-def run_sweep(cwd: Path, *args: str, timeout: int = 900, env_extra: dict | None = None,
-              env_drop: tuple = ()) -> subprocess.CompletedProcess:
+def run_sweep(
+    cwd: Path, *args: str, timeout: int = 900, env_extra: dict | None = None, env_drop: tuple = ()
+) -> subprocess.CompletedProcess:
     """The sweep command in `cwd`; `timeout` only stops a hang (tiny sweeps take 1-3 min alone,
     up to ~4 with the machine's 2 cores loaded 12-16 deep)."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env_extra or {})}
     for k in env_drop:
         env.pop(k, None)
-    out = subprocess.run(sweep_cmd(cwd / "runs", *args), cwd=cwd, env=env, capture_output=True,
-                         text=True, timeout=timeout)
+    out = subprocess.run(
+        sweep_cmd(cwd / "runs", *args),
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return out
 
 
 def results_of(root: Path) -> dict[str, dict]:
-    return {str(p.parent.relative_to(root)): json.loads(p.read_text())
-            for p in sorted(root.rglob("results.json"))}
+    return {
+        str(p.parent.relative_to(root)): json.loads(p.read_text())
+        for p in sorted(root.rglob("results.json"))
+    }
 
 
 def job_logs(root: Path) -> str:
-    return "\n".join(p.read_text(errors="replace") for p in sorted(root.rglob(".submitit/*/*_log.*")))
+    return "\n".join(
+        p.read_text(errors="replace") for p in sorted(root.rglob(".submitit/*/*_log.*"))
+    )
 
 
 def test_sweep_of_four_jobs_runs_as_an_array_and_a_rerun_submits_nothing(
-        slurm_cluster, tmp_path, data_cache):
+    slurm_cluster, tmp_path, data_cache
+):
     grid = ["model=baseline,attnres_full", "size=tiny-1", *TINY_RUN[1:], "train.seed=0,1"]
     # without the suite's one-thread setting, as a user's shell: the jobs' threads must follow
     # their allocation (cpus_per_task: 1), not the machine's cores (7x slower)
@@ -64,8 +80,11 @@ def test_sweep_of_four_jobs_runs_as_an_array_and_a_rerun_submits_nothing(
     results = results_of(tmp_path / "runs")
     assert len(results) == 4 and all(r["status"] == "completed" for r in results.values())
     assert {r["torch_threads"] for r in results.values()} == {1}
-    array_ids = {p.name.split("_")[0] for p in (tmp_path / "runs").rglob(".submitit/*_*")
-                 if p.is_dir() and p.name[0].isdigit()}
+    array_ids = {
+        p.name.split("_")[0]
+        for p in (tmp_path / "runs").rglob(".submitit/*_*")
+        if p.is_dir() and p.name[0].isdigit()
+    }
     assert len(array_ids) == 1  # one job array
 
     again = run_sweep(tmp_path, *grid, *ON_SLURM)
@@ -85,18 +104,29 @@ def test_sweep_of_four_jobs_runs_as_an_array_and_a_rerun_submits_nothing(
 
 
 def test_requeued_job_resumes_from_its_checkpoint_with_the_same_final_loss(
-        slurm_cluster, tmp_path, data_cache):
-    args = ["model=attnres_block", *TINY_RUN, "train.tokens=153600", "train.checkpoints=30",
-            "train.evals=1"]
+    slurm_cluster, tmp_path, data_cache
+):
+    args = [
+        "model=attnres_block",
+        *TINY_RUN,
+        "train.tokens=153600",
+        "train.checkpoints=30",
+        "train.evals=1",
+    ]
     (tmp_path / "ref").mkdir()
     (tmp_path / "slurm").mkdir()
     ref = run_sweep(tmp_path / "ref", *args)  # uninterrupted, in-process
     assert ref.returncode == 0, ref.stdout[-3000:] + ref.stderr[-3000:]
 
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(sweep_cmd(tmp_path / "slurm" / "runs", *args, *ON_SLURM),
-                            cwd=tmp_path / "slurm", env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        sweep_cmd(tmp_path / "slurm" / "runs", *args, *ON_SLURM),
+        cwd=tmp_path / "slurm",
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     run_root = tmp_path / "slurm" / "runs"
     # Wait for the first checkpoint however long it takes (a busy machine is slow); if the sweep
     # ends first, there is nothing to requeue and the test fails on that, not on a deadline.
@@ -122,8 +152,11 @@ def steady_tokens_for(run_root: Path, seconds: float) -> int:
     """Tokens that take `seconds` at the run's median logged training speed (not its average,
     which start-up and evaluation dominate in a run this short), in whole 512-token steps."""
     (metrics,) = run_root.rglob("metrics.jsonl")
-    speeds = sorted(json.loads(line)[keys.TOKENS_PER_S] for line in metrics.read_text().splitlines()
-                    if keys.TOKENS_PER_S in line)
+    speeds = sorted(
+        json.loads(line)[keys.TOKENS_PER_S]
+        for line in metrics.read_text().splitlines()
+        if keys.TOKENS_PER_S in line
+    )
     return max(1, int(seconds * speeds[len(speeds) // 2]) // 512) * 512
 
 
@@ -143,9 +176,16 @@ def test_job_hitting_its_time_limit_is_requeued_and_completes(slurm_cluster, tmp
     for attempt in range(3):
         cwd = tmp_path / f"attempt{attempt}"
         cwd.mkdir()
-        out = run_sweep(cwd, *base, f"train.tokens={tokens}", *ON_SLURM,
-                        "hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=15",
-                        "hydra.launcher.max_num_timeout=30", timeout=1200)  # ~4 attempts of 1 min
+        out = run_sweep(
+            cwd,
+            *base,
+            f"train.tokens={tokens}",
+            *ON_SLURM,
+            "hydra.launcher.timeout_min=1",
+            "hydra.launcher.signal_delay_s=15",
+            "hydra.launcher.max_num_timeout=30",
+            timeout=1200,
+        )  # ~4 attempts of 1 min
         assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
         (result,) = results_of(cwd / "runs").values()
         assert result["status"] == "completed" and result["tokens"] == tokens
@@ -169,13 +209,20 @@ def one_process(tmp_path_factory, data_cache) -> dict:
     return single
 
 
-def test_two_tasks_per_job_train_with_ddp_and_match_one_process(slurm_cluster, tmp_path,
-                                                                 one_process):
+def test_two_tasks_per_job_train_with_ddp_and_match_one_process(
+    slurm_cluster, tmp_path, one_process
+):
     """One Slurm job with 2 tasks runs DDP (gloo on CPU) from submitit's environment, and gives
     the loss of one process with the same global batch."""
     (tmp_path / "two").mkdir()
-    two = run_sweep(tmp_path / "two", "model=attnres_full", *TINY_RUN, "train.micro_batch_size=4",
-                    *ON_SLURM, "hydra.launcher.tasks_per_node=2")
+    two = run_sweep(
+        tmp_path / "two",
+        "model=attnres_full",
+        *TINY_RUN,
+        "train.micro_batch_size=4",
+        *ON_SLURM,
+        "hydra.launcher.tasks_per_node=2",
+    )
     assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
     single = one_process
     (ddp,) = results_of(tmp_path / "two" / "runs").values()
@@ -184,38 +231,56 @@ def test_two_tasks_per_job_train_with_ddp_and_match_one_process(slurm_cluster, t
 
 
 def test_two_nodes_one_task_each_train_with_ddp_and_match_one_process(
-        two_node_cluster, tmp_path, one_process):
+    two_node_cluster, tmp_path, one_process
+):
     """A job with nodes=2 (one task per node, gloo over 127.0.0.1) on the two-node cluster
     (two slurmd on this machine, slurm/local/twonode.sh) trains with DDP across the nodes and gives
     the loss of one process with the same global batch, as the 2-task test does on one node."""
     (tmp_path / "two").mkdir()
-    two = run_sweep(tmp_path / "two", "model=attnres_full", *TINY_RUN, "train.micro_batch_size=4",
-                    *ON_SLURM, "hydra.launcher.nodes=2", "hydra.launcher.tasks_per_node=1",
-                    env_extra=two_node_cluster)
+    two = run_sweep(
+        tmp_path / "two",
+        "model=attnres_full",
+        *TINY_RUN,
+        "train.micro_batch_size=4",
+        *ON_SLURM,
+        "hydra.launcher.nodes=2",
+        "hydra.launcher.tasks_per_node=1",
+        env_extra=two_node_cluster,
+    )
     assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
     single = one_process
     (ddp,) = results_of(tmp_path / "two" / "runs").values()
     assert ddp["world_size"] == 2 and single["world_size"] == 1
     assert ddp["val_loss"] == pytest.approx(single["val_loss"], rel=1e-5)
     # one task on each node: the job ran on both, by Slurm's record
-    job_id = next(p.name for p in (tmp_path / "two" / "runs").rglob(".submitit/*")
-                  if p.is_dir() and p.name[0].isdigit())
-    nodes = subprocess.run(["sacct", "-n", "-X", "-P", "-j", job_id.split("_")[0], "-o", "NodeList"],
-                           env={**os.environ, **two_node_cluster}, capture_output=True, text=True,
-                           timeout=60).stdout.split()
+    job_id = next(
+        p.name
+        for p in (tmp_path / "two" / "runs").rglob(".submitit/*")
+        if p.is_dir() and p.name[0].isdigit()
+    )
+    nodes = subprocess.run(
+        ["sacct", "-n", "-X", "-P", "-j", job_id.split("_")[0], "-o", "NodeList"],
+        env={**os.environ, **two_node_cluster},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.split()
     assert nodes and nodes[-1] == "andrea-n[1-2]", nodes
 
 
 def test_pending_array_tasks_are_seen_as_queued(slurm_cluster):
     """a re-run must know which runs an earlier launch's array still has queued
     (andrea.launch.slurm asks squeue once, one line per array task)."""
-    from andrea.launch.slurm import live_slurm_jobs
     from slurm_cluster import _run
+
+    from andrea.launch.slurm import live_slurm_jobs
 
     job = _run(["sbatch", "--parsable", "--hold", "--array=0-1", "--wrap", "true"]).strip()
     try:
-        assert live_slurm_jobs([f"{job}_0", f"{job}_1", f"{job}_9"]) == \
-            {f"{job}_0": "PENDING", f"{job}_1": "PENDING"}
+        assert live_slurm_jobs([f"{job}_0", f"{job}_1", f"{job}_9"]) == {
+            f"{job}_0": "PENDING",
+            f"{job}_1": "PENDING",
+        }
     finally:
         _run(["scancel", job], check=False)
 
@@ -240,8 +305,10 @@ class Output:
                 self.reader.join(5)
                 if what():
                     return
-                pytest.fail(f"the sweep ended (exit {self.proc.returncode}) before {label}:\n"
-                            + self.text[-3000:])
+                pytest.fail(
+                    f"the sweep ended (exit {self.proc.returncode}) before {label}:\n"
+                    + self.text[-3000:]
+                )
             if time.monotonic() > end:
                 self.proc.kill()
                 pytest.fail(f"no {label} within {timeout:.0f} s:\n" + self.text[-3000:])
@@ -267,14 +334,18 @@ def slow_commands(bin_dir: Path, marks: Path, slow: str) -> dict:
     for name in ("sbatch", "sacct"):
         real = shutil.which(name)
         wrapper = bin_dir / name
-        wrapper.write_text(f"#!/bin/sh\ntouch {marks / name}\n"
-                           + ("sleep 3\n" if name == slow else "") + f'exec {real} "$@"\n')
+        wrapper.write_text(
+            f"#!/bin/sh\ntouch {marks / name}\n"
+            + ("sleep 3\n" if name == slow else "")
+            + f'exec {real} "$@"\n'
+        )
         wrapper.chmod(0o755)
     return {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
 
 
-def test_ctrl_c_says_the_jobs_go_on_and_wait_true_waits_for_them(slurm_cluster, tmp_path,
-                                                                  data_cache):
+def test_ctrl_c_says_the_jobs_go_on_and_wait_true_waits_for_them(
+    slurm_cluster, tmp_path, data_cache
+):
     """SIGINT or SIGTERM at any moment of a Slurm sweep (while sbatch submits, right after the
     submit line, during a poll's sacct) detaches within seconds: the message says the jobs
     keep running on the cluster and how to watch them (it said "re-run the same command to
@@ -292,8 +363,13 @@ def test_ctrl_c_says_the_jobs_go_on_and_wait_true_waits_for_them(slurm_cluster, 
     ]
 
     def arrays_of(cwd: Path) -> list[str]:
-        return sorted({p.name.split("_")[0] for p in (cwd / "runs").rglob(".submitit/*_*")
-                       if p.is_dir() and p.name[0].isdigit()})
+        return sorted(
+            {
+                p.name.split("_")[0]
+                for p in (cwd / "runs").rglob(".submitit/*_*")
+                if p.is_dir() and p.name[0].isdigit()
+            }
+        )
 
     # The three sweeps side by side (each plans and prepares for a while on a busy machine;
     # then submitting is seconds); each is signalled the moment its own trigger shows.
@@ -301,32 +377,57 @@ def test_ctrl_c_says_the_jobs_go_on_and_wait_true_waits_for_them(slurm_cluster, 
     for k, (where, slow, mark, sig) in enumerate(cases):
         cwd = tmp_path / f"case{k}"
         cwd.mkdir()
-        env = {**os.environ, "PYTHONUNBUFFERED": "1",
-               **slow_commands(cwd / "bin", cwd / "marks", slow)}
-        proc = subprocess.Popen(sweep_cmd(cwd / "runs", *grid, *ON_SLURM, held), cwd=cwd,
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, preexec_fn=sigint_as_in_a_terminal)
-        runs.append(SimpleNamespace(where=where, mark=mark, sig=sig, cwd=cwd, proc=proc,
-                                    out=Output(proc), submitted=False, sent=False))
+        env = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            **slow_commands(cwd / "bin", cwd / "marks", slow),
+        }
+        proc = subprocess.Popen(
+            sweep_cmd(cwd / "runs", *grid, *ON_SLURM, held),
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=sigint_as_in_a_terminal,
+        )
+        runs.append(
+            SimpleNamespace(
+                where=where,
+                mark=mark,
+                sig=sig,
+                cwd=cwd,
+                proc=proc,
+                out=Output(proc),
+                submitted=False,
+                sent=False,
+            )
+        )
     try:
         end = time.monotonic() + 600
         while not all(r.sent for r in runs):
             for r in (r for r in runs if not r.sent):
                 marked = (r.cwd / "marks" / r.mark) if r.mark else None
-                if r.mark != "sbatch" and not r.submitted \
-                        and "submitted 2 job(s) to submitit/slurm" in r.out.text:
+                if (
+                    r.mark != "sbatch"
+                    and not r.submitted
+                    and "submitted 2 job(s) to submitit/slurm" in r.out.text
+                ):
                     r.submitted = True
                     if r.mark == "sacct":  # the next sacct is a poll's (one a second)
                         marked.unlink(missing_ok=True)
                         continue
-                if (r.mark == "sbatch" and marked.exists()) or (r.submitted and (
-                        not r.mark or marked.exists())):
+                if (r.mark == "sbatch" and marked.exists()) or (
+                    r.submitted and (not r.mark or marked.exists())
+                ):
                     r.proc.send_signal(r.sig)
                     r.sent = True
                 elif r.proc.poll() is not None or time.monotonic() > end:
                     r.out.ended_within(0)
-                    pytest.fail(f"{r.where}: the sweep ended or hung before its trigger:\n"
-                                + r.out.text[-3000:])
+                    pytest.fail(
+                        f"{r.where}: the sweep ended or hung before its trigger:\n"
+                        + r.out.text[-3000:]
+                    )
             time.sleep(0.05)
         for r in runs:
             # detached within seconds: at most the rest of a slow sbatch, then the message
@@ -334,23 +435,33 @@ def test_ctrl_c_says_the_jobs_go_on_and_wait_true_waits_for_them(slurm_cluster, 
             name = "Ctrl-C" if r.sig == signal.SIGINT else "SIGTERM"
             assert r.proc.returncode == 128 + r.sig, f"{r.where}: {text[-3000:]}"
             (array,) = arrays_of(r.cwd)
-            assert f"interrupted ({name}): the Slurm jobs keep running on the cluster" in text, \
+            assert f"interrupted ({name}): the Slurm jobs keep running on the cluster" in text, (
                 f"{r.where}: {text[-3000:]}"
+            )
             assert f"squeue -j {array}" in text and "wait=true" in text
             assert "to resume" not in text and "Traceback" not in text, text[-3000:]
             # both runs name their job, so that a re-run does not submit them again
-            queued = sorted(json.loads(p.read_text())["job_id"]
-                            for p in (r.cwd / "runs").rglob(".queued"))
+            queued = sorted(
+                json.loads(p.read_text())["job_id"] for p in (r.cwd / "runs").rglob(".queued")
+            )
             assert queued == [f"{array}_0", f"{array}_1"], f"{r.where}: {queued}"
 
         cwd = tmp_path / "case2"
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        again = subprocess.Popen(sweep_cmd(cwd / "runs", *grid, *ON_SLURM, "wait=true"),
-                                 cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True)
+        again = subprocess.Popen(
+            sweep_cmd(cwd / "runs", *grid, *ON_SLURM, "wait=true"),
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         out = Output(again)
-        out.wait_for(lambda: "waiting for 2 run(s) of an earlier launch" in out.text, 600,
-                     "the wait for the held runs")
+        out.wait_for(
+            lambda: "waiting for 2 run(s) of an earlier launch" in out.text,
+            600,
+            "the wait for the held runs",
+        )
         _run(["scontrol", "release", *arrays_of(cwd)])
         text = out.ended_within(900)  # two tiny runs train: 1-3 min alone, more when busy
         assert again.returncode == 0, text[-4000:]
@@ -365,4 +476,3 @@ def test_ctrl_c_says_the_jobs_go_on_and_wait_true_waits_for_them(slurm_cluster, 
         arrays = [a for r in runs for a in arrays_of(r.cwd)]
         if arrays:  # the held ones would wait in the shared queue for ever
             _run(["scancel", *arrays], check=False)
-

@@ -29,12 +29,29 @@ def test_a_session_leaves_no_pytest_folders_behind(tmp_path, workers):
     probe.mkdir()
     (probe / "test_probe.py").write_text(
         "def test_it(tmp_path):\n    (tmp_path / 'f').write_text('x')\n"
-        "    print('TMP_PATH', tmp_path)\n")
-    env = {**os.environ, "TMPDIR": str(system_tmp), "ANDREA_TESTS_TMP": "",
-           "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "tests.conftest",
-                          "-p", "no:cacheprovider", *workers, "test_probe.py"], cwd=probe, env=env,
-                         capture_output=True, text=True, timeout=600)
+        "    print('TMP_PATH', tmp_path)\n"
+    )
+    env = {**os.environ, "TMPDIR": str(system_tmp), "ANDREA_TESTS_TMP": "", "PYTHONPATH": str(REPO)}
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-s",
+            "-p",
+            "tests.conftest",
+            "-p",
+            "no:cacheprovider",
+            *workers,
+            "test_probe.py",
+        ],
+        cwd=probe,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     if not workers:  # a worker's print does not reach the main process's output
         used = Path(out.stdout.split("TMP_PATH ", 1)[1].split()[0])

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("xdist")
 TESTS = Path(__file__).resolve().parent
 
-RECORD = '''
+RECORD = """
 import os, time
 from pathlib import Path
 import pytest
@@ -24,7 +24,7 @@ def test_one(i):
     worker = os.environ["PYTEST_XDIST_WORKER"]
     Path(os.environ["RECORD_DIR"], f"{__name__}-{i}").write_text(worker)
     time.sleep(0.2)
-'''
+"""
 
 
 def test_slurm_test_files_run_on_one_worker_in_order(tmp_path):
@@ -34,14 +34,20 @@ def test_slurm_test_files_run_on_one_worker_in_order(tmp_path):
         "import importlib.util\n"
         f"spec = importlib.util.spec_from_file_location('andrea_conftest', {str(TESTS / 'conftest.py')!r})\n"
         "mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
-        "pytest_xdist_make_scheduler = mod.pytest_xdist_make_scheduler\n")
+        "pytest_xdist_make_scheduler = mod.pytest_xdist_make_scheduler\n"
+    )
     for name in ("test_slurm_a", "test_slurm_b", "test_other_a", "test_other_b"):
         (suite / f"{name}.py").write_text(RECORD)
     record = tmp_path / "record"
     record.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider",
-                           "-q", str(suite)], cwd=suite, capture_output=True, text=True,
-                          timeout=600, env={**__import__("os").environ, "RECORD_DIR": str(record)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider", "-q", str(suite)],
+        cwd=suite,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**__import__("os").environ, "RECORD_DIR": str(record)},
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     ran = {p.name: p.read_text() for p in record.iterdir()}
     assert len(ran) == 16

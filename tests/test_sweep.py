@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, TINY_RUN
 
 GRID = ["model=baseline,attnres_block", "size=tiny-1", *TINY_RUN[1:]]
@@ -19,30 +18,46 @@ def sweep(tmp_path: Path, *args: str, timeout: int = 1800) -> subprocess.Complet
     # `timeout` only stops a hang: these sweeps take 1-3 min alone; wide for a busy machine
     cmd = [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={tmp_path / 'runs'}", *args]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def results_of(root: Path) -> dict[str, dict]:
-    return {str(p.parent.relative_to(root)): json.loads(p.read_text())
-            for p in sorted(root.rglob("results.json"))}
+    return {
+        str(p.parent.relative_to(root)): json.loads(p.read_text())
+        for p in sorted(root.rglob("results.json"))
+    }
 
 
 def test_plan_prints_the_grid_and_launches_nothing(tmp_path, data_cache):
     # (the built-in corpus is refused for this grid: tests/test_protocol_data.py; here the data
     # checks are switched off to see the grid itself)
-    out = sweep(tmp_path, "sweeps=scaling_law", "plan=true", "require_real_corpus=false",
-                "max_epochs=1000")
+    out = sweep(
+        tmp_path, "sweeps=scaling_law", "plan=true", "require_real_corpus=false", "max_epochs=1000"
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.count(" new") == 15
     assert "andrea-200m" in out.stdout and "GPU-hours" in out.stdout
     assert "nothing launched" in out.stdout
     assert not (tmp_path / "runs" / "scaling_law").exists() or not list(
-        (tmp_path / "runs").rglob("results.json"))
+        (tmp_path / "runs").rglob("results.json")
+    )
     # without -m too: one run is planned, not trained (it trained for minutes, without a word)
-    one = subprocess.run([sys.executable, str(REPO / "sweep.py"), f"out_dir={tmp_path / 'one'}",
-                          "model=attnres_block", "size=tiny-1", "plan=True"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=600)
+    one = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "sweep.py"),
+            f"out_dir={tmp_path / 'one'}",
+            "model=attnres_block",
+            "size=tiny-1",
+            "plan=True",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert one.returncode == 0, one.stderr[-2000:]
     assert "plan=true: nothing launched." in one.stdout and " new" in one.stdout
     assert not (tmp_path / "one").exists()
@@ -58,8 +73,9 @@ def test_plan_true_is_read_as_hydra_reads_it():
 
 
 def test_one_bad_job_stops_the_sweep_before_anything_runs(tmp_path, data_cache):
-    out = sweep(tmp_path, "model=attnres_block", "model.block_size=2,8", "size=tiny-1",
-                *TINY_RUN[1:])
+    out = sweep(
+        tmp_path, "model=attnres_block", "model.block_size=2,8", "size=tiny-1", *TINY_RUN[1:]
+    )
     assert out.returncode == 2
     assert "model.block_size=8 does not fit" in out.stderr and "1 of 2 jobs" in out.stderr
     assert not list((tmp_path / "runs").rglob("results.json"))
@@ -118,15 +134,34 @@ def test_a_completed_run_trained_with_other_settings_is_not_reused(tmp_path, dat
     # invocations (say train.tokens) lands in the same directory as the first one's runs.
     run = tmp_path / "runs" / "default" / "tiny-1" / "baseline" / "seed0"
     run.mkdir(parents=True)
-    (run / "results.json").write_text(json.dumps({
-        "status": "completed", "label": "baseline", "size": "tiny-1", "seed": 0, "tokens": 4096}))
+    (run / "results.json").write_text(
+        json.dumps(
+            {
+                "status": "completed",
+                "label": "baseline",
+                "size": "tiny-1",
+                "seed": 0,
+                "tokens": 4096,
+            }
+        )
+    )
     out = sweep(tmp_path, "model=baseline", "size=tiny-1", "plan=true")
     assert out.returncode == 2, out.stdout[-2000:] + out.stderr[-2000:]
     assert "is completed with other settings: tokens=4096 (now " in out.stderr, out.stderr[-2000:]
     assert str(run) in out.stderr and "Traceback" not in out.stderr
-    single = subprocess.run([sys.executable, str(REPO / "sweep.py"), f"out_dir={tmp_path / 'runs'}",
-                             "model=baseline", "size=tiny-1"], cwd=tmp_path, capture_output=True,
-                            text=True, timeout=600)
+    single = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "sweep.py"),
+            f"out_dir={tmp_path / 'runs'}",
+            "model=baseline",
+            "size=tiny-1",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert single.returncode == 2 and "tokens=4096 (now " in single.stderr, single.stderr[-2000:]
     # A results.json of an older andrea, without those fields, is trusted as before.
     (run / "results.json").write_text(json.dumps({"status": "completed"}))
@@ -138,8 +173,13 @@ def test_a_completed_run_trained_with_other_settings_is_not_reused(tmp_path, dat
 @pytest.mark.slow
 def test_a_failed_run_is_reported_and_does_not_stop_the_others(tmp_path, data_cache):
     # An eval batch larger than the validation split is only found when the job runs.
-    out = sweep(tmp_path, "model=baseline", *TINY_RUN[1:], "train.eval_batch_size=8,100000",
-                "hydra/launcher=submitit_local")
+    out = sweep(
+        tmp_path,
+        "model=baseline",
+        *TINY_RUN[1:],
+        "train.eval_batch_size=8,100000",
+        "hydra/launcher=submitit_local",
+    )
     assert out.returncode == 1
     assert "FAILED job" in out.stdout and "log:" in out.stdout
     assert "1 of 2 runs completed" in out.stdout
@@ -149,8 +189,14 @@ def test_a_failed_run_is_reported_and_does_not_stop_the_others(tmp_path, data_ca
 
 
 def test_a_bad_single_run_is_a_message_not_a_traceback(tmp_path, data_cache):
-    cmd = [sys.executable, str(REPO / "sweep.py"), f"out_dir={tmp_path / 'runs'}",
-           "model=attnres_block", "model.block_size=9", "size=tiny-1"]
+    cmd = [
+        sys.executable,
+        str(REPO / "sweep.py"),
+        f"out_dir={tmp_path / 'runs'}",
+        "model=attnres_block",
+        "model.block_size=9",
+        "size=tiny-1",
+    ]
     out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert out.returncode == 2
     assert out.stderr.startswith("error: ") and "model.block_size=9 does not fit" in out.stderr
@@ -184,10 +230,21 @@ def test_wait_true_waits_for_a_run_an_earlier_launchs_job_holds(tmp_path, data_c
     (bin_dir / "squeue").write_text(f"#!/bin/sh\n[ -e {flag} ] || echo '4242_1 RUNNING'\n")
     (bin_dir / "squeue").chmod(0o755)
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    proc = subprocess.Popen([sys.executable, str(REPO / "sweep.py"), "-m",
-                             f"out_dir={tmp_path / 'runs'}", *grid, "wait=true"], cwd=tmp_path,
-                            env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(REPO / "sweep.py"),
+            "-m",
+            f"out_dir={tmp_path / 'runs'}",
+            *grid,
+            "wait=true",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         seen = []
         for line in proc.stdout:  # until it waits: then the job "ends" with the run completed
@@ -218,10 +275,13 @@ def test_the_design_check_names_each_bad_value():
     from hydra_plugins.andrea_plugins.adaptive import check
 
     assert check(DesignConfig()) is None and check(DesignConfig(kind="adaptive")) is None
-    for bad, msg in ((dict(max_gpu_hours=-3.0), "must be > 0"),
-                     (dict(max_gpu_hours=float("nan")), "must be > 0"),
-                     (dict(target_half_width=5.0), "0 < it < 1"),
-                     (dict(at_compute=0.0), "FLOPs"), (dict(max_rounds=0), ">= 1")):
+    for bad, msg in (
+        (dict(max_gpu_hours=-3.0), "must be > 0"),
+        (dict(max_gpu_hours=float("nan")), "must be > 0"),
+        (dict(target_half_width=5.0), "0 < it < 1"),
+        (dict(at_compute=0.0), "FLOPs"),
+        (dict(max_rounds=0), ">= 1"),
+    ):
         assert msg in check(DesignConfig(kind="adaptive", **bad)), bad
     assert "grid or adaptive" in check(DesignConfig(kind="adaptve"))
 
@@ -230,16 +290,22 @@ def test_the_design_check_names_each_bad_value():
 def test_an_adaptive_design_trains_a_round_plans_the_next_and_resumes(tmp_path, data_cache):
     """design=adaptive: the grid, then one round of seeds analysis.next_runs chose, logged with its
     reason; a re-run trains nothing again; plan=true shows the next round."""
-    grid = ["model=baseline,attnres_full", "size=tiny-1,tiny-2", "train.seed=0,1",
-            *TINY_RUN[1:], "design=adaptive", "design.max_rounds=1",
-            "design.target_half_width=0.01"]
+    grid = [
+        "model=baseline,attnres_full",
+        "size=tiny-1,tiny-2",
+        "train.seed=0,1",
+        *TINY_RUN[1:],
+        "design=adaptive",
+        "design.max_rounds=1",
+        "design.target_half_width=0.01",
+    ]
     first = sweep(tmp_path, *grid)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     root = tmp_path / "runs" / "default"
     log = [json.loads(x) for x in (root / "design.jsonl").read_text().splitlines()]
     added = log[0]["added"]
     assert added and "per GPU-hour" in log[0]["reason"] and log[-1]["stop"]
-    n_new = 2 * sum(len(v) for v in added.values())          # a seed: both variants
+    n_new = 2 * sum(len(v) for v in added.values())  # a seed: both variants
     runs = results_of(tmp_path / "runs")
     assert len(runs) == 8 + n_new
     for size, seeds in added.items():
@@ -248,7 +314,11 @@ def test_an_adaptive_design_trains_a_round_plans_the_next_and_resumes(tmp_path, 
     assert again.returncode == 0, again.stderr[-2000:]
     assert "Launching" not in again.stdout + again.stderr and "rounds done" in again.stdout
     assert results_of(tmp_path / "runs") == runs
-    plan = sweep(tmp_path, *[a for a in grid if not a.startswith("design.max_rounds")],
-                 "design.max_rounds=2", "plan=true")
+    plan = sweep(
+        tmp_path,
+        *[a for a in grid if not a.startswith("design.max_rounds")],
+        "design.max_rounds=2",
+        "plan=true",
+    )
     assert plan.returncode == 0, plan.stderr[-2000:]
     assert "next round: size=" in plan.stdout and results_of(tmp_path / "runs") == runs

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 import shutil
 
-from andrea.components.progress import about, about_range, eta_text, left_range
 from conftest import TINY_RUN
 from test_sweep import results_of, sweep
+
+from andrea.components.progress import about, about_range, eta_text, left_range
 
 
 def test_time_left_and_its_wording():
@@ -22,8 +23,7 @@ def test_time_left_and_its_wording():
 
 
 def test_sequential_sweep_says_where_it_stands_and_plan_names_a_failed_run(tmp_path, data_cache):
-    out = sweep(tmp_path, "model=baseline,attnres_full", f"out_dir={tmp_path}/runs/",
-                *TINY_RUN[1:])
+    out = sweep(tmp_path, "model=baseline,attnres_full", f"out_dir={tmp_path}/runs/", *TINY_RUN[1:])
     text = out.stdout
     assert out.returncode == 0, text[-2000:] + out.stderr[-2000:]
     assert f"-> {tmp_path}/runs/default\n" in text  # out_dir ends in '/', no '//'
@@ -37,8 +37,9 @@ def test_sequential_sweep_says_where_it_stands_and_plan_names_a_failed_run(tmp_p
     runs = results_of(tmp_path / "runs")
     name = next(k for k in runs if "attnres_full" in k)
     run = tmp_path / "runs" / name
-    (run / "results.json").write_text(json.dumps({**runs[name], "status": "failed",
-                                                  "error": "TrainingFailed: non-finite loss"}))
+    (run / "results.json").write_text(
+        json.dumps({**runs[name], "status": "failed", "error": "TrainingFailed: non-finite loss"})
+    )
     shutil.rmtree(run / "checkpoints")
     plan = sweep(tmp_path, "model=baseline,attnres_full", *TINY_RUN[1:], "plan=true")
     assert plan.returncode == 0, plan.stderr[-2000:]
@@ -63,12 +64,14 @@ def test_launcher_state_lines_say_how_much_is_left():
             return self.ended
 
     launcher = object.__new__(AndreaLocalLauncher)
-    launcher._progress = (time.time() - 600.0, [1.0, 1.0, 2.0])   # 10 minutes ago
+    launcher._progress = (time.time() - 600.0, [1.0, 1.0, 2.0])  # 10 minutes ago
     assert launcher._overall([Job(False), Job(False), Job(False)]) == ""
     # 1 unit of work done in 10 min; 3 units in 2 jobs left: 20 min if a job's time is all
     # start-up, 30 if all training (a range while that is unknown)
-    assert launcher._overall([Job(True), Job(False), Job(False)]) == \
-        " (1 of 3 done, between 20 and 30 minutes left)"
+    assert (
+        launcher._overall([Job(True), Job(False), Job(False)])
+        == " (1 of 3 done, between 20 and 30 minutes left)"
+    )
     assert launcher._overall([Job(True), Job(True), Job(True)]) == ""
 
 
@@ -102,15 +105,31 @@ def test_ctrl_c_of_an_in_process_sweep_says_how_to_resume(tmp_path, data_cache):
 
     from conftest import REPO, sigint_as_in_a_terminal
 
-    cmd = [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={tmp_path / 'runs'}",
-           "model=baseline", *TINY_RUN[1:], "train.tokens=153600"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True,
-                            preexec_fn=sigint_as_in_a_terminal)
+    cmd = [
+        sys.executable,
+        str(REPO / "sweep.py"),
+        "-m",
+        f"out_dir={tmp_path / 'runs'}",
+        "model=baseline",
+        *TINY_RUN[1:],
+        "train.tokens=153600",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=sigint_as_in_a_terminal,
+    )
     end = time.monotonic() + 600
-    while proc.poll() is None and time.monotonic() < end \
-            and not any((tmp_path / "runs").rglob("metrics.jsonl")):
+    while (
+        proc.poll() is None
+        and time.monotonic() < end
+        and not any((tmp_path / "runs").rglob("metrics.jsonl"))
+    ):
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
     out, err = proc.communicate(timeout=60)  # it stops mid-step: seconds, even when busy
@@ -124,8 +143,16 @@ def test_blocks_on_the_command_line_replace_the_configs_block_size(tmp_path):
     S = 1 is Full AttnRes. S and N both on the command line stay an error."""
     out = sweep(tmp_path, "model=attnres_block", "model.n_blocks=8", "size=tiny-2", "plan=true")
     assert out.returncode == 0, out.stderr[-2000:]
-    assert "note: attnres_block_n8 at tiny-2: S = 1 (L = 4 sublayers), identical to " \
-        "attnres_full" in out.stdout, out.stdout[-2000:]
-    both = sweep(tmp_path, "model=attnres_block", "model.n_blocks=8", "model.block_size=2",
-                 "size=tiny-2", "plan=true")
+    assert (
+        "note: attnres_block_n8 at tiny-2: S = 1 (L = 4 sublayers), identical to "
+        "attnres_full" in out.stdout
+    ), out.stdout[-2000:]
+    both = sweep(
+        tmp_path,
+        "model=attnres_block",
+        "model.n_blocks=8",
+        "model.block_size=2",
+        "size=tiny-2",
+        "plan=true",
+    )
     assert both.returncode == 2 and "model.n_blocks" in both.stderr, both.stderr[-2000:]

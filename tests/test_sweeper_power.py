@@ -18,11 +18,15 @@ def _jobs(root, finished=()):
         for i, C in enumerate(COMPUTE):
             for seed in (0, 1, 2):
                 rd = RunDir(root / f"{label}/s{i + 1}/seed{seed}")
-                spec = SimpleNamespace(label=label, size=f"s{i + 1}",
-                                       train=SimpleNamespace(seed=seed, budgets=None))
+                spec = SimpleNamespace(
+                    label=label, size=f"s{i + 1}", train=SimpleNamespace(seed=seed, budgets=None)
+                )
                 state = "completed" if rd.root in finished else "new"
-                jobs.append(SimpleNamespace(spec=spec, flops=C * FLOPS_PER_PFLOPS_DAY, state=state,
-                                            run_dir=rd))
+                jobs.append(
+                    SimpleNamespace(
+                        spec=spec, flops=C * FLOPS_PER_PFLOPS_DAY, state=state, run_dir=rd
+                    )
+                )
     return jobs
 
 
@@ -44,10 +48,19 @@ def test_a_shape_sweep_gets_no_multiplier_power_line(tmp_path):
     for label in ("baseline", "attnres_block_s2"):
         for k, aspect in enumerate((69, 24, 13.3, 8.25, 6)):
             for seed in (0, 1, 2):
-                spec = SimpleNamespace(label=label, size=f"tiny-2@a{aspect:g}",
-                                       train=SimpleNamespace(seed=seed, budgets=None))
-                jobs.append(SimpleNamespace(spec=spec, flops=1.1e12 * (1 + 0.01 * k), state="new",
-                                            run_dir=RunDir(tmp_path / f"{label}{k}{seed}")))
+                spec = SimpleNamespace(
+                    label=label,
+                    size=f"tiny-2@a{aspect:g}",
+                    train=SimpleNamespace(seed=seed, budgets=None),
+                )
+                jobs.append(
+                    SimpleNamespace(
+                        spec=spec,
+                        flops=1.1e12 * (1 + 0.01 * k),
+                        state="new",
+                        run_dir=RunDir(tmp_path / f"{label}{k}{seed}"),
+                    )
+                )
     text = plan_power(jobs)
     assert "resolves" not in text and "±" not in text
     assert "5 shapes train at one compute" in text and "analysis.architecture" in text

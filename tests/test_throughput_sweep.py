@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 import torch
 
 from andrea.model import ModelConfig
@@ -28,8 +27,10 @@ def args(**kw):
 
 
 def twins() -> list[ts.Entry]:
-    return [ts.Entry(label, "tiny", ModelConfig(**CFG), seq=64, batch=4, params=None)
-            for label in ("baseline", "twin")]
+    return [
+        ts.Entry(label, "tiny", ModelConfig(**CFG), seq=64, batch=4, params=None)
+        for label in ("baseline", "twin")
+    ]
 
 
 def test_identical_variants_time_alike_while_a_busy_loop_competes():
@@ -52,22 +53,37 @@ def test_identical_variants_time_alike_while_a_busy_loop_competes():
 def test_the_sweep_file_is_written_from_the_runs_model_json(tmp_path, capsys):
     from bench.throughput import main
 
-    for label, residual, size in [("baseline", "baseline", "tiny-a"),
-                                  ("attnres_full", "attnres_full", "tiny-a")]:
+    for label, residual, size in [
+        ("baseline", "baseline", "tiny-a"),
+        ("attnres_full", "attnres_full", "tiny-a"),
+    ]:
         d = tmp_path / "sw" / size / label / "seed0"
         d.mkdir(parents=True)
-        (d / "results.json").write_text(json.dumps({
-            "status": "completed", "label": label, "variant": residual, "size": size,
-            "batch_tokens": 256, "world_size": 1, "params": 9999,
-            "params_nonembedding": 1234}))
-        (d / "model.json").write_text(json.dumps({"model": {**CFG, "residual": residual},
-                                                   "seq_len": 64}))
+        (d / "results.json").write_text(
+            json.dumps(
+                {
+                    "status": "completed",
+                    "label": label,
+                    "variant": residual,
+                    "size": size,
+                    "batch_tokens": 256,
+                    "world_size": 1,
+                    "params": 9999,
+                    "params_nonembedding": 1234,
+                }
+            )
+        )
+        (d / "model.json").write_text(
+            json.dumps({"model": {**CFG, "residual": residual}, "seq_len": 64})
+        )
     rc = main(["--sweep", str(tmp_path / "sw"), "--trials", "2", "--steps", "1"])
     assert rc == 0
     data = json.loads((tmp_path / "sw" / "throughput.json").read_text())
     assert data["format"] == 1 and data["device"] == "cpu" and data["baseline"] == "baseline"
     full = next(e for e in data["entries"] if e["label"] == "attnres_full")
-    assert full["shape"] == [2, 2, 32] and full["batch"] == 4 and full["params_nonembedding"] == 1234
+    assert (
+        full["shape"] == [2, 2, 32] and full["batch"] == 4 and full["params_nonembedding"] == 1234
+    )
     assert len(full["ratio_trials"]) == 2 and full["ratio_min"] <= full["ratio_median"]
 
 
@@ -76,9 +92,18 @@ def test_a_sweep_without_a_baseline_at_a_size_is_one_error_line(tmp_path, capsys
 
     d = tmp_path / "sw" / "tiny-a" / "attnres_full" / "seed0"
     d.mkdir(parents=True)
-    (d / "results.json").write_text(json.dumps({
-        "status": "completed", "label": "attnres_full", "variant": "attnres_full",
-        "size": "tiny-a", "batch_tokens": 256, "world_size": 1}))
+    (d / "results.json").write_text(
+        json.dumps(
+            {
+                "status": "completed",
+                "label": "attnres_full",
+                "variant": "attnres_full",
+                "size": "tiny-a",
+                "batch_tokens": 256,
+                "world_size": 1,
+            }
+        )
+    )
     (d / "model.json").write_text(json.dumps({"model": {**CFG, "residual": "attnres_full"}}))
     assert main(["--sweep", str(tmp_path / "sw")]) == 2
     out = capsys.readouterr().out.strip().splitlines()

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import REPO, TINY_RUN, compose_run
 
-from andrea.run import logkeys as keys
 from andrea.components.checkpoint import load_latest_checkpoint
 from andrea.config.resolve import resolve_run
+from andrea.run import logkeys as keys
 from andrea.run.rundir import RunDir
 from andrea.train import Interrupted, TrainingFailed, learning_rate, train
-from conftest import REPO, TINY_RUN, compose_run
 
 
 def spec_for(*extra: str, world_size: int = 1):
@@ -53,8 +53,19 @@ def test_single_run_leaves_a_complete_consistent_run_directory(tmp_path, data_ca
     rd = RunDir(tmp_path / "r")
     on_disk = json.loads(rd.results.read_text())
     assert on_disk == json.loads(json.dumps(results))
-    for key in ("status", "variant", "block_size", "size", "params", "params_nonembedding",
-                "tokens", "flops", "val_loss", "wall_s", "tokens_per_s"):
+    for key in (
+        "status",
+        "variant",
+        "block_size",
+        "size",
+        "params",
+        "params_nonembedding",
+        "tokens",
+        "flops",
+        "val_loss",
+        "wall_s",
+        "tokens_per_s",
+    ):
         assert key in on_disk, key
     assert on_disk["status"] == "completed" and on_disk["variant"] == "attnres_block"
     assert on_disk["block_size"] == 2 and on_disk["size"] == "tiny-1"
@@ -65,7 +76,9 @@ def test_single_run_leaves_a_complete_consistent_run_directory(tmp_path, data_ca
     val_lines = [l for l in lines if keys.VAL_LOSS in l]
     assert [l["step"] for l in train_lines] == [4, 8, 12, 16, 20, 24]
     assert val_lines[-1][keys.VAL_LOSS] == pytest.approx(on_disk["val_loss"])
-    assert val_lines[-1]["tokens"] == on_disk["tokens"] and val_lines[-1]["flops"] == on_disk["flops"]
+    assert (
+        val_lines[-1]["tokens"] == on_disk["tokens"] and val_lines[-1]["flops"] == on_disk["flops"]
+    )
     assert train_lines[-1][keys.TRAIN_LOSS] < train_lines[0][keys.TRAIN_LOSS]
 
     dyn = json.loads(rd.dynamics.read_text())
@@ -130,28 +143,34 @@ def test_resume_is_exact(tmp_path, data_cache, monkeypatch):
 
     resumed = run(tmp_path / "split", *args)
     assert resumed["val_loss"] == full["val_loss"] and resumed["val_bpb"] == full["val_bpb"]
-    untimed = lambda points: [{k: v for k, v in p.items() if not k.endswith("_s")}  # noqa: E731
-                              for p in points]
+    untimed = lambda points: [
+        {k: v for k, v in p.items() if not k.endswith("_s")}  # noqa: E731
+        for p in points
+    ]
     assert untimed(resumed["points"]) == untimed(full["points"])
     a, b = final_weights(tmp_path / "full"), final_weights(tmp_path / "split")
     assert a.keys() == b.keys()
     assert all(torch.equal(a[k], b[k]) for k in a)
     # metrics.jsonl holds one line per logged step, without duplicates from the first attempt
-    steps = [json.loads(l)["step"] for l in rd.metrics.read_text().splitlines()
-             if keys.TRAIN_LOSS in l]
+    steps = [
+        json.loads(l)["step"] for l in rd.metrics.read_text().splitlines() if keys.TRAIN_LOSS in l
+    ]
     assert steps == sorted(set(steps))
+
     # the logging window (8, 12] straddles the stop at step 10: its mean is the same as without
     # the stop (it was the mean of the steps after the resume only); the validation losses are
     # logged once each, at their steps, as without the stops
     def losses(p, key=keys.TRAIN_LOSS):
-        return {r["step"]: r[key] for r in map(json.loads, p.read_text().splitlines())
-                if key in r}
+        return {r["step"]: r[key] for r in map(json.loads, p.read_text().splitlines()) if key in r}
+
     assert losses(rd.metrics) == losses(RunDir(tmp_path / "full").metrics)
-    val_steps = [json.loads(l)["step"] for l in rd.metrics.read_text().splitlines()
-                 if keys.VAL_LOSS in l]
+    val_steps = [
+        json.loads(l)["step"] for l in rd.metrics.read_text().splitlines() if keys.VAL_LOSS in l
+    ]
     assert val_steps == [12, 24]
-    assert losses(rd.metrics, keys.VAL_LOSS) == losses(RunDir(tmp_path / "full").metrics,
-                                                       keys.VAL_LOSS)
+    assert losses(rd.metrics, keys.VAL_LOSS) == losses(
+        RunDir(tmp_path / "full").metrics, keys.VAL_LOSS
+    )
 
 
 def test_finishing_from_the_final_checkpoint_logs_the_final_eval_once(tmp_path, data_cache):
@@ -204,8 +223,15 @@ def test_non_finite_loss_ends_as_a_failed_result(tmp_path, data_cache, monkeypat
 
 
 def test_depth_backend_auto_without_cuda_trains_eager_and_says_so(tmp_path, data_cache):
-    results = run(tmp_path / "r", "model=attnres_full", "model.depth_backend=auto",
-                  "train.tokens=2048", "train.evals=1", "train.checkpoints=1", "train.device=cpu")
+    results = run(
+        tmp_path / "r",
+        "model=attnres_full",
+        "model.depth_backend=auto",
+        "train.tokens=2048",
+        "train.evals=1",
+        "train.checkpoints=1",
+        "train.device=cpu",
+    )
     assert results["depth_backend"]["asked"] == "auto"
     assert results["depth_backend"]["used"] == "eager"
     assert "no CUDA device" in results["depth_backend"]["note"]
@@ -225,12 +251,20 @@ def test_sigusr2_checkpoints_and_the_next_start_resumes(tmp_path, data_cache):
     """The Slurm pre-timeout signal: finish the step, checkpoint, exit; a restart completes."""
     out = tmp_path / "runs"
     # 4.4 epochs of the capped corpus: a long enough run to signal, allowed past max_epochs=4
-    cmd = [sys.executable, str(REPO / "sweep.py"), *TINY_RUN, "train.tokens=512000",
-           "max_epochs=5", "train.progress=true", f"out_dir={out}", "hydra/job_logging=disabled"]
+    cmd = [
+        sys.executable,
+        str(REPO / "sweep.py"),
+        *TINY_RUN,
+        "train.tokens=512000",
+        "max_epochs=5",
+        "train.progress=true",
+        f"out_dir={out}",
+        "hydra/job_logging=disabled",
+    ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
     for line in proc.stderr:  # the first progress line means training is under way (no deadline:
-        if "step " in line:   # a busy machine may take minutes to start; the run ends anyway)
+        if "step " in line:  # a busy machine may take minutes to start; the run ends anyway)
             break
     proc.send_signal(signal.SIGUSR2)
     proc.stderr.read()
@@ -239,15 +273,27 @@ def test_sigusr2_checkpoints_and_the_next_start_resumes(tmp_path, data_cache):
     assert rd.list_checkpoints() and not rd.results.exists()
     step = int(rd.list_checkpoints()[0].stem.split("_")[1])
     assert 0 < step < 1000
-    done = subprocess.run(cmd[:-1] + ["train.progress=false"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        cmd[:-1] + ["train.progress=false"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(rd.results.read_text())["status"] == "completed"
 
 
 def _ddp_worker(rank: int, world_size: int, port: int, path: str, cache: str, out: str) -> None:
-    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size),
-                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), ANDREA_DATA=cache)
+    os.environ.update(
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE=str(world_size),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        ANDREA_DATA=cache,
+    )
     torch.set_num_threads(1)
     spec = spec_for("train.micro_batch_size=4", world_size=world_size)
     results = train(spec, RunDir(Path(path)), {})
@@ -264,8 +310,12 @@ def test_ddp_with_two_processes_matches_one_process(tmp_path, data_cache):
     single = run(tmp_path / "one", "train.micro_batch_size=8")
     port = 29500 + os.getpid() % 1000
     out = tmp_path / "ddp.json"
-    mp.spawn(_ddp_worker, args=(2, port, str(tmp_path / "two"), str(data_cache), str(out)),
-             nprocs=2, join=True)
+    mp.spawn(
+        _ddp_worker,
+        args=(2, port, str(tmp_path / "two"), str(data_cache), str(out)),
+        nprocs=2,
+        join=True,
+    )
     ddp = json.loads(out.read_text())
     assert ddp["world_size"] == 2
     assert ddp["val_loss"] == pytest.approx(single["val_loss"], rel=1e-5)

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import TINY_RUN, compose_run
 
 from andrea.components.checkpoint import load_latest_checkpoint
 from andrea.config.resolve import resolve_run
 from andrea.model.flops import training_flops_per_token
 from andrea.run.rundir import RunDir
 from andrea.train import Interrupted, Trainer, train
-from conftest import TINY_RUN, compose_run
 
 # TINY_RUN: budget 1 = 24 steps of 512 tokens, warmup 1 step. budgets [0.25, 0.5, 1] end at
 # steps 6, 12, 24 with cooldowns of 1, 2, 5 steps: branches over steps 5..6 and 10..12, the
@@ -92,11 +92,18 @@ def test_results_hold_one_point_per_budget(reference):
 
 def test_a_run_without_budgets_has_its_one_point_and_wall_clock_keys(tmp_path, data_cache):
     results = run(tmp_path / "r")
-    assert results["points"] == [{
-        "budget": 1.0, "tokens": results["tokens"], "flops": results["flops"],
-        "val_loss": results["val_loss"], "step": 24,
-        "wall_s": results["points"][0]["wall_s"], "device_s": results["points"][0]["device_s"],
-        "val_bpb": results["val_bpb"]}]  # bits per byte beside the loss (docs/metrics.md)
+    assert results["points"] == [
+        {
+            "budget": 1.0,
+            "tokens": results["tokens"],
+            "flops": results["flops"],
+            "val_loss": results["val_loss"],
+            "step": 24,
+            "wall_s": results["points"][0]["wall_s"],
+            "device_s": results["points"][0]["device_s"],
+            "val_bpb": results["val_bpb"],
+        }
+    ]  # bits per byte beside the loss (docs/metrics.md)
     assert results["val_bpb"] > 0
     assert results["budgets"] is None and results["flops_spent"] == results["flops"]
     assert results["val_tokens"] == 1024  # train.val_tokens of TINY_RUN: 16 windows of 64
@@ -118,8 +125,9 @@ def test_branches_leave_the_trunk_untouched(reference, tmp_path, data_cache):
     assert half["val_loss"] == points[1]["val_loss"] and half["steps"] == 12
 
 
-def test_a_kill_inside_a_cooldown_resumes_bit_exact(reference, tmp_path, data_cache,
-                                                    count_cooldowns):
+def test_a_kill_inside_a_cooldown_resumes_bit_exact(
+    reference, tmp_path, data_cache, count_cooldowns
+):
     path = tmp_path / "r"
     # 5 trunk steps, the 0.25 branch (1 step), 5 trunk steps, then stop 1 step into the 0.5
     # branch (steps 10..12): the checkpoint is the branch's, carrying the trunk at step 10.

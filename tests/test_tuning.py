@@ -19,9 +19,21 @@ BASE = power_law(3.0, ALPHA)
 
 
 def scan(tmp_path, optimum, sigma_run=1e-4, seeds=(0, 1, 2, 3), M=1.2):
-    laws = {"baseline": BASE, "attnres_block_n2": shifted(BASE, M), "attnres_full": shifted(BASE, M)}
-    runs, lrs = simulate_lr_scan(laws, COMPUTE, seeds, LRS, optimum, curvature=0.05,
-                                 sigma_run=sigma_run, rng=np.random.default_rng(1))
+    laws = {
+        "baseline": BASE,
+        "attnres_block_n2": shifted(BASE, M),
+        "attnres_full": shifted(BASE, M),
+    }
+    runs, lrs = simulate_lr_scan(
+        laws,
+        COMPUTE,
+        seeds,
+        LRS,
+        optimum,
+        curvature=0.05,
+        sigma_run=sigma_run,
+        rng=np.random.default_rng(1),
+    )
     write_runs(tmp_path / "scan", runs, extra={rid: {"lr": lr} for rid, lr in lrs.items()})
     return tmp_path / "scan"
 
@@ -29,7 +41,11 @@ def scan(tmp_path, optimum, sigma_run=1e-4, seeds=(0, 1, 2, 3), M=1.2):
 def run(tmp_path, root, capsys, *extra):
     rc = main([str(root), "--out", str(tmp_path / "out"), "--bootstrap", "300", *extra])
     cap = capsys.readouterr()
-    return rc, cap, (json.loads((tmp_path / "out" / "tuning.json").read_text()) if rc == 0 else None)
+    return (
+        rc,
+        cap,
+        (json.loads((tmp_path / "out" / "tuning.json").read_text()) if rc == 0 else None),
+    )
 
 
 def test_the_multiplier_both_ways_recovers_the_known_cost_of_the_baselines_lr(tmp_path, capsys):
@@ -57,8 +73,11 @@ def test_the_multiplier_both_ways_recovers_the_known_cost_of_the_baselines_lr(tm
 def test_with_seed_noise_the_intervals_cover_and_the_ratio_is_paired(tmp_path, capsys):
     """Realistic noise (1 % of loss per run, shared half by seed): the ratio's interval is
     narrower than either multiplier's, since both conditions share the seeds' draws."""
-    opt = {"baseline": [2e-3] * 3, "attnres_block_n2": [4e-3, 4e-3, 2e-3],
-           "attnres_full": [2e-3] * 3}
+    opt = {
+        "baseline": [2e-3] * 3,
+        "attnres_block_n2": [4e-3, 4e-3, 2e-3],
+        "attnres_full": [2e-3] * 3,
+    }
     rc, cap, rep = run(tmp_path, scan(tmp_path, opt, sigma_run=0.01), capsys)
     assert rc == 0, cap.err
     block = next(r for r in rep["variants"] if r["variant"] == "attnres_block_n2")
@@ -96,8 +115,10 @@ def test_a_sweep_that_is_not_an_lr_scan_is_refused(tmp_path, capsys):
     shutil.copytree(REPO / "tests" / "golden" / "demo_runs", demo)
     rc, cap, _ = run(tmp_path, demo, capsys)
     assert rc == 2 and cap.out == "" and not (tmp_path / "out").exists()
-    assert cap.err.startswith("error: not an LR scan: no variant beside baseline ran at two or "
-                              "more LRs at a size (attnres_block_n2 at tiny-1: lr 0.00531 only)")
+    assert cap.err.startswith(
+        "error: not an LR scan: no variant beside baseline ran at two or "
+        "more LRs at a size (attnres_block_n2 at tiny-1: lr 0.00531 only)"
+    )
     assert len(cap.err.splitlines()) == 1 and "analysis.fit" in cap.err
 
     opt = {"baseline": [2e-3] * 3, "attnres_block_n2": [4e-3] * 3, "attnres_full": [2e-3] * 3}

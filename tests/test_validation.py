@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import TINY_RUN, compose_run
 
+from andrea.components.distributed import DistInfo
+from andrea.components.evaluate import EvaluationStopped, evaluate
 from andrea.config.resolve import resolve_run
 from andrea.data import ValidationSet, prepare_data
-from andrea.components.distributed import DistInfo
 from andrea.model.transformer import ANDREA
-from andrea.components.evaluate import EvaluationStopped, evaluate
-from conftest import TINY_RUN, compose_run
 
 # 21 windows of 64 tokens: odd, so neither 2 ranks nor batches of 4 or 8 divide it evenly.
 VAL_TOKENS = 21 * 64
@@ -43,8 +43,9 @@ def _worker(rank: int, world_size: int, port: int, cache: str, batch_size: int, 
 
     os.environ["ANDREA_DATA"] = cache
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=world_size)
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size
+    )
     info = DistInfo(rank=rank, local_rank=rank, world_size=world_size)
     try:
         loss = _score(batch_size, info)
@@ -68,12 +69,14 @@ def _worker(rank: int, world_size: int, port: int, cache: str, batch_size: int, 
             stopped = [e.signum, asked["n"]]
     finally:
         dist.destroy_process_group()
-    Path(out, f"rank{rank}.json").write_text(json.dumps(
-        {"loss": loss, "loss_asked": loss_asked, "stopped": stopped}))
+    Path(out, f"rank{rank}.json").write_text(
+        json.dumps({"loss": loss, "loss_asked": loss_asked, "stopped": stopped})
+    )
 
 
-def test_same_weights_same_val_loss_for_any_micro_batch_and_world_size(tmp_path, data_cache,
-                                                                       one_thread):
+def test_same_weights_same_val_loss_for_any_micro_batch_and_world_size(
+    tmp_path, data_cache, one_thread
+):
     import torch.multiprocessing as mp
 
     by_batch = {bs: _score(bs) for bs in (4, 8)}
@@ -91,6 +94,8 @@ def test_same_weights_same_val_loss_for_any_micro_batch_and_world_size(tmp_path,
     model, val = _setup()
     model.eval()
     with torch.no_grad():
-        per_window = [torch.nn.functional.cross_entropy(model(x)[0], y[0], reduction="sum").item()
-                      for x, y in val.batches(1)]
+        per_window = [
+            torch.nn.functional.cross_entropy(model(x)[0], y[0], reduction="sum").item()
+            for x, y in val.batches(1)
+        ]
     assert by_batch[4] == pytest.approx(sum(per_window) / VAL_TOKENS, rel=1e-6)

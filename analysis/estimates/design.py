@@ -26,21 +26,22 @@ import numpy as np
 
 from analysis.fits.laws import Law, LawError, fit_law
 
-N_BOOT = 16          # ensemble members (refits of resampled runs)
-HUBER_DELTA = 1e-3   # the fit's loss on log residuals (None: least squares); fit_law's default
-PILOT_SHARE = 0.3    # at most this share of the first budget goes to the pilot
-ROUNDS = 2           # rounds per budget: each refits the law before it chooses
-COST_POWER = 1.0     # candidates ranked by reduction / cost**COST_POWER: per GPU-hour
+N_BOOT = 16  # ensemble members (refits of resampled runs)
+HUBER_DELTA = 1e-3  # the fit's loss on log residuals (None: least squares); fit_law's default
+PILOT_SHARE = 0.3  # at most this share of the first budget goes to the pilot
+ROUNDS = 2  # rounds per budget: each refits the law before it chooses
+COST_POWER = 1.0  # candidates ranked by reduction / cost**COST_POWER: per GPU-hour
 
 
 @dataclass
 class Round:
     """One planned round: what was chosen and why."""
+
     picks: list[int]
     reason: str
-    variance_before: float | None = None     # summed variance of the target predictions
-    variance_after: float | None = None      # predicted after the picks are measured
-    fit: object | None = field(default=None, repr=False)     # the LawFit it planned from
+    variance_before: float | None = None  # summed variance of the target predictions
+    variance_after: float | None = None  # predicted after the picks are measured
+    fit: object | None = field(default=None, repr=False)  # the LawFit it planned from
 
 
 def take(X: dict, idx) -> dict:
@@ -61,9 +62,9 @@ def pilot(X_cand: dict, inputs, cost: np.ndarray, n: int, budget: float) -> list
     order = np.argsort(cost, kind="stable")
     picks, spent = [], 0.0
     while len(picks) < n:
-        left = n - len(picks) - 1        # leave room for the rest at the cheapest prices
+        left = n - len(picks) - 1  # leave room for the rest at the cheapest prices
         free = [j for j in order if j not in picks]
-        reserve = float(np.sum(cost[free[1:left + 1]])) if left else 0.0
+        reserve = float(np.sum(cost[free[1 : left + 1]])) if left else 0.0
         ok = [j for j in free if spent + cost[j] + reserve <= budget * (1 + 1e-12)]
         if not ok:
             break
@@ -77,8 +78,13 @@ def pilot(X_cand: dict, inputs, cost: np.ndarray, n: int, budget: float) -> list
     return picks
 
 
-def greedy_picks(pred_cand: np.ndarray, pred_target: np.ndarray, cost: np.ndarray,
-                 noise_var: float, budget: float) -> tuple[list[int], float, float]:
+def greedy_picks(
+    pred_cand: np.ndarray,
+    pred_target: np.ndarray,
+    cost: np.ndarray,
+    noise_var: float,
+    budget: float,
+) -> tuple[list[int], float, float]:
     """(picks, target variance before, after): candidates chosen one at a time by the
     reduction of the summed target variance per unit cost, within `budget`.
 
@@ -93,12 +99,12 @@ def greedy_picks(pred_cand: np.ndarray, pred_target: np.ndarray, cost: np.ndarra
         if not ok.any():
             break
         gain = np.sum(S[tgt, :M] ** 2, axis=0) / (np.diag(S)[:M] + noise_var)
-        score = np.where(ok, gain / cost ** COST_POWER, -np.inf)
+        score = np.where(ok, gain / cost**COST_POWER, -np.inf)
         j = int(np.argmax(score))
         if not gain[j] > 0:
             break
         col = S[:, j].copy()
-        S -= np.outer(col, col) / (col[j] + noise_var)      # the Kalman update of the ensemble
+        S -= np.outer(col, col) / (col[j] + noise_var)  # the Kalman update of the ensemble
         picks.append(j)
         left[j] = False
         spent += cost[j]
@@ -109,23 +115,36 @@ def noise_variance(fit, y) -> float:
     """A run's variance about the law, in loss units: the fit's log residuals with their
     degrees of freedom, floored at (1e-3 of the loss)^2 while there are few."""
     n, k = fit.n_points, len(fit.theta)
-    s2_log = fit.rmse_log ** 2 * n / (n - k) if n > k else fit.rmse_log ** 2
+    s2_log = fit.rmse_log**2 * n / (n - k) if n > k else fit.rmse_log**2
     return max(s2_log, 1e-6) * float(np.median(y)) ** 2
 
 
-def plan_round(law: Law, X_obs: dict, y_obs, X_cand: dict, cost, X_target: dict, budget: float,
-               seed: int = 0, n_boot: int = N_BOOT) -> Round:
+def plan_round(
+    law: Law,
+    X_obs: dict,
+    y_obs,
+    X_cand: dict,
+    cost,
+    X_target: dict,
+    budget: float,
+    seed: int = 0,
+    n_boot: int = N_BOOT,
+) -> Round:
     """Fit the finished runs with their bootstrap, and pick candidates (indices into X_cand)
     within `budget` by expected target-variance reduction per unit cost."""
     y_obs, cost = np.asarray(y_obs, float), np.asarray(cost, float)
     if len(y_obs) < law.needs:
         picks = pilot(X_cand, law.inputs, cost, law.needs - len(y_obs), budget)
-        return Round(picks, f"pilot: {len(picks)} cheap runs spread in log "
-                     f"{', '.join(law.inputs)}, so the {len(law.params)}-parameter {law.name} "
-                     "law can be fitted")
+        return Round(
+            picks,
+            f"pilot: {len(picks)} cheap runs spread in log "
+            f"{', '.join(law.inputs)}, so the {len(law.params)}-parameter {law.name} "
+            "law can be fitted",
+        )
     try:
-        fit = fit_law(law, "pool", X_obs, y_obs, huber_delta=HUBER_DELTA, n_bootstrap=n_boot,
-                      seed=seed)
+        fit = fit_law(
+            law, "pool", X_obs, y_obs, huber_delta=HUBER_DELTA, n_bootstrap=n_boot, seed=seed
+        )
     except LawError as e:
         return Round([], f"no fit: {e}")
     pc, pt = fit.predict_boot(X_cand), fit.predict_boot(X_target)
@@ -134,12 +153,27 @@ def plan_round(law: Law, X_obs: dict, y_obs, X_cand: dict, cost, X_target: dict,
         return Round([], "fewer than 3 resampled fits predict every run: nothing to rank", fit=fit)
     sigma2 = noise_variance(fit, y_obs)
     picks, before, after = greedy_picks(pc[ok], pt[ok], cost, sigma2, budget)
-    return Round(picks, f"target-variance reduction per unit cost ({ok.sum()} resampled "
-                 f"fits, run noise sd {np.sqrt(sigma2):.2g})", before, after, fit)
+    return Round(
+        picks,
+        f"target-variance reduction per unit cost ({ok.sum()} resampled "
+        f"fits, run noise sd {np.sqrt(sigma2):.2g})",
+        before,
+        after,
+        fit,
+    )
 
 
-def replay(law: Law, X_pool: dict, y_pool, cost, X_target: dict, budgets, seed: int = 0,
-           n_boot: int = N_BOOT, rounds: int = ROUNDS) -> list[tuple[list[int], list[Round]]]:
+def replay(
+    law: Law,
+    X_pool: dict,
+    y_pool,
+    cost,
+    X_target: dict,
+    budgets,
+    seed: int = 0,
+    n_boot: int = N_BOOT,
+    rounds: int = ROUNDS,
+) -> list[tuple[list[int], list[Round]]]:
     """Sequential design on a pool whose losses are known but revealed only when a run is
     chosen: for each cumulative budget in `budgets`, (the runs chosen by then, the rounds so
     far). Each budget is spent in `rounds` rounds (the last takes what is left), the law refitted
@@ -159,9 +193,17 @@ def replay(law: Law, X_pool: dict, y_pool, cost, X_target: dict, budgets, seed: 
                 budget = PILOT_SHARE * cap if k == 0 else remaining
             else:
                 budget = max(remaining / (rounds - i), float(cost[left].min()))
-            r = plan_round(law, take(X_pool, chosen), y_pool[chosen], take(X_pool, left),
-                           cost[left], X_target, min(budget, remaining),
-                           seed=seed * 1000 + len(history), n_boot=n_boot)
+            r = plan_round(
+                law,
+                take(X_pool, chosen),
+                y_pool[chosen],
+                take(X_pool, left),
+                cost[left],
+                X_target,
+                min(budget, remaining),
+                seed=seed * 1000 + len(history),
+                n_boot=n_boot,
+            )
             r.picks = [int(left[j]) for j in r.picks]
             history.append(r)
             chosen += r.picks

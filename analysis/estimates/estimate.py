@@ -19,12 +19,10 @@ import math
 import warnings as _warnings
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from analysis.fits.bootstrap import paired_indices
-from analysis.inputs.collect import Run, aggregate, by_label
 from analysis.fits.powerlaw import N_PARAMS, Fit, FitError, fit_power_law
 from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
+from analysis.inputs.collect import Run, aggregate, by_label
 
 # The loss the coverage check chose (bench/coverage.py, docs/statistics.md): least squares on log L
 # covers as Huber does under the seed bootstrap and gives narrower intervals, since with run
@@ -58,13 +56,22 @@ class FitResult:
     fits: dict[str, Fit] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    interval: dict[str, str] = field(default_factory=dict)     # label → "seeds" | "sizes" | "none"
+    interval: dict[str, str] = field(default_factory=dict)  # label → "seeds" | "sizes" | "none"
 
 
-def fit_variants(runs: list[Run], baseline: str, form: str = "power", loss: str = DEFAULT_LOSS,
-                 huber_delta: float = 1e-3, n_bootstrap: int = 1000, ci: float = 0.95,
-                 seed: int = 0, paired: bool = True, interval: str = "auto",
-                 polish: bool = True) -> FitResult:
+def fit_variants(
+    runs: list[Run],
+    baseline: str,
+    form: str = "power",
+    loss: str = DEFAULT_LOSS,
+    huber_delta: float = 1e-3,
+    n_bootstrap: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+    paired: bool = True,
+    interval: str = "auto",
+    polish: bool = True,
+) -> FitResult:
     """Fit every label's points; `interval`: "auto" (seeds where every size has >= 2 seeds, else
     sizes), "seeds" or "sizes"."""
     delta = None if loss == "lsq" else huber_delta
@@ -74,8 +81,7 @@ def fit_variants(runs: list[Run], baseline: str, form: str = "power", loss: str 
     for rep in reps.values():
         out.warnings += rep.warnings
     want_seeds = interval in ("auto", "seeds") and n_bootstrap > 0
-    boot, bw = (seed_bootstrap(reps, labels, n_bootstrap, seed, baseline) if want_seeds
-                else ({}, []))
+    boot, bw = seed_bootstrap(reps, labels, n_bootstrap, seed, baseline) if want_seeds else ({}, [])
     out.warnings += bw
     if interval == "seeds":
         for label in labels:
@@ -84,17 +90,22 @@ def fit_variants(runs: list[Run], baseline: str, form: str = "power", loss: str 
     points, _ = aggregate(runs)
     groups = by_label(points)
     size_labels = [l for l in labels if l not in boot]
-    pairing = (_size_pairing(groups, size_labels, baseline, form, n_bootstrap, seed, out.warnings)
-               if paired and n_bootstrap and size_labels else {})
+    pairing = (
+        _size_pairing(groups, size_labels, baseline, form, n_bootstrap, seed, out.warnings)
+        if paired and n_bootstrap and size_labels
+        else {}
+    )
     if n_bootstrap and size_labels and interval == "auto":
         why = "; ".join(f"{l}: {reps[l].why_not}" for l in size_labels if reps[l].why_not)
         out.warnings.append(
             f"{', '.join(size_labels)}: intervals resample sizes, not seeds ({why}); such 95 % "
             f"intervals covered the truth in only ~80-88 % of simulated sweeps (bench/coverage.py): "
-            f"run >= 2 seeds per size")
+            f"run >= 2 seeds per size"
+        )
     for label in labels:
-        kw = dict(form=form, huber_delta=delta, n_bootstrap=n_bootstrap, ci=ci, seed=seed,
-                  polish=polish)
+        kw = dict(
+            form=form, huber_delta=delta, n_bootstrap=n_bootstrap, ci=ci, seed=seed, polish=polish
+        )
         if label in boot:
             C, L = reps[label].flat()
             kw.update(boot_loss=boot[label], boot_level=expanded_level(ci, reps[label].df))
@@ -130,7 +141,7 @@ def _size_pairing(groups, labels, baseline, form, n_bootstrap, seed, warnings) -
     if base is None:
         warnings.append(f"--paired-bootstrap: no {baseline!r} points; bootstrap unpaired")
         return {}
-    sizes = [p.size for p in base]                       # ordered by compute
+    sizes = [p.size for p in base]  # ordered by compute
     if len(set(sizes)) < N_PARAMS[form] or len(set(sizes)) != len(sizes):
         return {}
     idx = paired_indices(len(sizes), n_bootstrap, N_PARAMS[form], seed)
@@ -139,8 +150,10 @@ def _size_pairing(groups, labels, baseline, form, n_bootstrap, seed, warnings) -
         pts = groups[label]
         by_size = {p.size: i for i, p in enumerate(pts)}
         if sorted(by_size) != sorted(sizes) or len(by_size) != len(pts):
-            warnings.append(f"--paired-bootstrap: {label} has sizes {sorted(by_size)}, the baseline "
-                            f"{sorted(sizes)}; its bootstrap is unpaired")
+            warnings.append(
+                f"--paired-bootstrap: {label} has sizes {sorted(by_size)}, the baseline "
+                f"{sorted(sizes)}; its bootstrap is unpaired"
+            )
             continue
         out[label] = ([by_size[s] for s in sizes], idx)
     return out
@@ -158,8 +171,9 @@ def default_c_ref(fits: dict[str, Fit], baseline: str) -> tuple[float, str]:
     ohi = min(f.compute_range[1] for f in fits.values())
     if olo < ohi:
         return math.sqrt(olo * ohi), "geometric middle of the compute range all variants share"
-    return math.sqrt(lo * hi), ("geometric middle of the baseline's compute (the variants' ranges "
-                                "do not overlap it)")
+    return math.sqrt(lo * hi), (
+        "geometric middle of the baseline's compute (the variants' ranges do not overlap it)"
+    )
 
 
 def fit_device_seconds(runs: list[Run], baseline: str, **kw) -> FitResult | None:
@@ -170,6 +184,7 @@ def fit_device_seconds(runs: list[Run], baseline: str, **kw) -> FitResult | None
     # device-seconds in place of FLOPs; Run.compute divides by the PFLOP/s-day, which only
     # rescales the axis (the multiplier is a ratio)
     from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
+
     timed = [Run(**{**r.__dict__, "flops": r.device_s * FLOPS_PER_PFLOPS_DAY}) for r in runs]
     res = fit_variants(timed, baseline, **kw)
     return res

@@ -17,21 +17,21 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.fits import chinchilla
-from analysis.inputs import timing
-from analysis.fits.bootstrap import percentile_ci
 from analysis.estimates.estimate import fit_device_seconds, fit_variants
 from analysis.estimates.measured_speed import device_seconds_multipliers
 from analysis.estimates.multiplier import multiplier_at
+from analysis.fits import chinchilla
+from analysis.fits.bootstrap import percentile_ci
 from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
+from analysis.inputs import timing
 
 
 @dataclass
 class Extra:
-    report: dict = field(default_factory=dict)     # merged into fits.json
+    report: dict = field(default_factory=dict)  # merged into fits.json
     lines: list[str] = field(default_factory=list)  # printed after the multipliers
     chinchilla: dict = field(default_factory=dict)  # label → ChinchillaFit
-    frontier: dict = field(default_factory=dict)    # label → list of points on it
+    frontier: dict = field(default_factory=dict)  # label → list of points on it
 
 
 def frontier(points) -> list:
@@ -60,14 +60,16 @@ def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw, c_law_runs=N
     c_law_runs = runs if c_law_runs is None else c_law_runs
     baseline = args.baseline
     from analysis.inputs.collect import by_label
+
     groups = by_label(points)
 
     # --- the other form ---
     other = "irreducible" if form == "power" else "power"
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore")
-        alt = fit_variants(c_law_runs, baseline, form=other, **{**fit_kw, "n_bootstrap": 0},
-                           polish=False)
+        alt = fit_variants(
+            c_law_runs, baseline, form=other, **{**fit_kw, "n_bootstrap": 0}, polish=False
+        )
     alt_rows = []
     if baseline in alt.fits:
         for m in at_ref:
@@ -76,16 +78,26 @@ def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw, c_law_runs=N
             a = multiplier_at(alt.fits[baseline], alt.fits[m["variant"]], m["c_ref_pflops_days"])
             lo, hi = m["ci"]
             disagree = bool(math.isfinite(lo) and not lo <= a["multiplier"] <= hi)
-            alt_rows.append({"variant": m["variant"], "c_ref_pflops_days": m["c_ref_pflops_days"],
-                             "form": other, "multiplier": a["multiplier"], "disagrees": disagree})
-    missing = {}   # variant -> why its cross-check is not printed
+            alt_rows.append(
+                {
+                    "variant": m["variant"],
+                    "c_ref_pflops_days": m["c_ref_pflops_days"],
+                    "form": other,
+                    "multiplier": a["multiplier"],
+                    "disagrees": disagree,
+                }
+            )
+    missing = {}  # variant -> why its cross-check is not printed
     for m in at_ref:
         if m["variant"] not in {r["variant"] for r in alt_rows}:
             lb = baseline if baseline not in alt.fits else m["variant"]
             missing[m["variant"]] = alt.skipped.get(lb, f"{lb}: not fitted").split(" (runs: ")[0]
-    ex.report["other_form"] = {"form": other, "multipliers": alt_rows,
-                               "fits": {k: f.to_json() for k, f in alt.fits.items()},
-                               "not_fitted": missing}
+    ex.report["other_form"] = {
+        "form": other,
+        "multipliers": alt_rows,
+        "fits": {k: f.to_json() for k, f in alt.fits.items()},
+        "not_fitted": missing,
+    }
     txt = "L = E + A·C^-alpha" if other == "irreducible" else "L = A·C^-alpha"
     if missing and not alt_rows and len(set(missing.values())) == 1:
         # say why the line is missing rather than dropping it (2 sizes cannot fit 3 parameters)
@@ -93,8 +105,12 @@ def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw, c_law_runs=N
     elif alt_rows or missing:
         ex.lines.append(f"  Cross-check with {txt} (point estimates):")
         for r in alt_rows:
-            note = ("  ! outside the interval above: the two forms disagree; the curvature of "
-                    "the law matters at this C_ref" if r["disagrees"] else "  (agrees)")
+            note = (
+                "  ! outside the interval above: the two forms disagree; the curvature of "
+                "the law matters at this C_ref"
+                if r["disagrees"]
+                else "  (agrees)"
+            )
             ex.lines.append(f"    {r['variant']:<24} {_fmt_m(r['multiplier']):>7}{note}")
         for v, why in missing.items():
             ex.lines.append(f"    {v:<24} {'–':>7}  (not fitted: {why})")
@@ -102,9 +118,19 @@ def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw, c_law_runs=N
     # --- frontier ---
     for label, pts in groups.items():
         ex.frontier[label] = frontier(pts)
-    ex.report["frontier"] = {label: [{"size": p.size, "compute_pflops_days": p.compute,
-                                      "val_loss": p.val_loss, "tokens": p.tokens, "params": p.params}
-                                     for p in f] for label, f in ex.frontier.items()}
+    ex.report["frontier"] = {
+        label: [
+            {
+                "size": p.size,
+                "compute_pflops_days": p.compute,
+                "val_loss": p.val_loss,
+                "tokens": p.tokens,
+                "params": p.params,
+            }
+            for p in f
+        ]
+        for label, f in ex.frontier.items()
+    }
 
     # --- Chinchilla L(N, D) ---
     ex.report["chinchilla"] = _chinchilla(runs, fits, c_refs, args, fit_kw, ex)
@@ -118,8 +144,9 @@ def _chinchilla(runs, fits, c_refs, args, fit_kw, ex) -> dict:
     baseline = args.baseline
     reps = arrange(runs)
     n_boot = getattr(args, "chinchilla_bootstrap", 0) or 0
-    boot, _ = (seed_bootstrap(reps, sorted(reps), n_boot, args.seed, baseline) if n_boot
-               else ({}, []))
+    boot, _ = (
+        seed_bootstrap(reps, sorted(reps), n_boot, args.seed, baseline) if n_boot else ({}, [])
+    )
     delta = None if fit_kw.get("loss", "lsq") == "lsq" else fit_kw.get("huber_delta", 1e-3)
     out = {"fits": {}, "not_fitted": {}, "multipliers": [], "curves": {}}
     for label, rep in reps.items():
@@ -131,9 +158,16 @@ def _chinchilla(runs, fits, c_refs, args, fit_kw, ex) -> dict:
             with _warnings.catch_warnings():
                 _warnings.simplefilter("ignore", RuntimeWarning)
                 f = chinchilla.fit_chinchilla(
-                    label, [r.params for r in rs], [r.tokens for r in rs], [r.flops for r in rs],
-                    [r.val_loss for r in rs], huber_delta=delta, boot_loss=boot.get(label),
-                    ci=args.ci, boot_level=expanded_level(args.ci, rep.df) if label in boot else None)
+                    label,
+                    [r.params for r in rs],
+                    [r.tokens for r in rs],
+                    [r.flops for r in rs],
+                    [r.val_loss for r in rs],
+                    huber_delta=delta,
+                    boot_loss=boot.get(label),
+                    ci=args.ci,
+                    boot_level=expanded_level(args.ci, rep.df) if label in boot else None,
+                )
         except chinchilla.ChinchillaError as e:
             out["not_fitted"][label] = str(e)
             continue
@@ -146,10 +180,12 @@ def _chinchilla(runs, fits, c_refs, args, fit_kw, ex) -> dict:
     base = ex.chinchilla.get(baseline)
     if base is None:
         return out
-    ex.lines.append("  Chinchilla L(N, D) = E + A/N^a + B/D^b, compute-optimal multiplier "
-                    "L*_baseline^-1(L*_variant(C_ref)) / C_ref"
-                    + ("" if n_boot else " (point estimates; --chinchilla-bootstrap N for intervals)")
-                    + ":")
+    ex.lines.append(
+        "  Chinchilla L(N, D) = E + A/N^a + B/D^b, compute-optimal multiplier "
+        "L*_baseline^-1(L*_variant(C_ref)) / C_ref"
+        + ("" if n_boot else " (point estimates; --chinchilla-bootstrap N for intervals)")
+        + ":"
+    )
     lo_c = min(f.compute_range[0] for f in fits.values()) if fits else None
     hi_c = max(f.compute_range[1] for f in fits.values()) if fits else None
     for label, f in sorted(ex.chinchilla.items()):
@@ -159,22 +195,37 @@ def _chinchilla(runs, fits, c_refs, args, fit_kw, ex) -> dict:
             m = float(chinchilla.multiplier(base, f, c))
             ci = [math.nan, math.nan]
             if base.boot is not None and f.boot is not None:
-                ci = list(percentile_ci(chinchilla.multiplier(base, f, c, boot=True).ravel(),
-                                        f.boot_level or args.ci))
-            out["multipliers"].append({"variant": label, "c_ref_pflops_days": c, "multiplier": m,
-                                       "ci": ci})
+                ci = list(
+                    percentile_ci(
+                        chinchilla.multiplier(base, f, c, boot=True).ravel(),
+                        f.boot_level or args.ci,
+                    )
+                )
+            out["multipliers"].append(
+                {"variant": label, "c_ref_pflops_days": c, "multiplier": m, "ci": ci}
+            )
             why = ""
             if not math.isfinite(m):
                 # L*(C) needs both terms to fall: with a or b at 0 no compute-optimal size exists
-                flat = [f"{f_.label} {k} = {v:.2g}" for f_ in (base, f)
-                        for k, v in (("a", f_.a), ("b", f_.b)) if v < 1e-3]
-                why = ("  (undefined: " + ", ".join(flat) + "; the fit gives loss no dependence "
-                       "on that term, so no compute-optimal split exists)" if flat else "")
+                flat = [
+                    f"{f_.label} {k} = {v:.2g}"
+                    for f_ in (base, f)
+                    for k, v in (("a", f_.a), ("b", f_.b))
+                    if v < 1e-3
+                ]
+                why = (
+                    "  (undefined: " + ", ".join(flat) + "; the fit gives loss no dependence "
+                    "on that term, so no compute-optimal split exists)"
+                    if flat
+                    else ""
+                )
             ex.lines.append(f"    {label:<24} {_fmt_m(m, *ci):>7}  at C_ref = {c:.4g}{why}")
         if lo_c and hi_c:
             grid = np.logspace(math.log10(lo_c), math.log10(hi_c), 40)
-            out["curves"][label] = {"compute_pflops_days": grid.tolist(),
-                                    "multiplier": chinchilla.multiplier(base, f, grid).tolist()}
+            out["curves"][label] = {
+                "compute_pflops_days": grid.tolist(),
+                "multiplier": chinchilla.multiplier(base, f, grid).tolist(),
+            }
     return out
 
 
@@ -185,18 +236,30 @@ def _measured_device_seconds(runs, tp, args, fit_kw, ex) -> dict | None:
     if res is None:
         return None
     s = tp.settings
-    ex.lines.append(f"  Multiplier in device-seconds (measured by {tp.path.name}: {tp.device_name}, "
-                    f"{s['dtype']}, compile={'on' if s['compile'] else 'off'}, {s['trials']} "
-                    f"interleaved trials; > 1: the variant reaches the loss in less device time), "
-                    f"at T_ref = {res['t_ref_device_s']:.4g} device-s ({res['t_ref_why']}):")
+    ex.lines.append(
+        f"  Multiplier in device-seconds (measured by {tp.path.name}: {tp.device_name}, "
+        f"{s['dtype']}, compile={'on' if s['compile'] else 'off'}, {s['trials']} "
+        f"interleaved trials; > 1: the variant reaches the loss in less device time), "
+        f"at T_ref = {res['t_ref_device_s']:.4g} device-s ({res['t_ref_why']}):"
+    )
     for r in res["multipliers"]:
-        ex.lines.append(f"    {r['variant']:<24} {_fmt_m(r['multiplier'], *r['ci'])}  (fit "
-                        f"{_fmt_m(r['multiplier'], *r['fit_ci'])}; timing {r['timing_range'][0]:.2f}"
-                        f"-{r['timing_range'][1]:.2f}x)")
-    ex.lines.append("    (interval: the fit's bootstrap and the per-trial timing spread, combined in "
-                    "quadrature on the log scale; docs/statistics.md)")
-    return {"source": str(tp.path), "device_names": [tp.device_name], "hardware_specific": True,
-            "measured": True, "settings": s, **res}
+        ex.lines.append(
+            f"    {r['variant']:<24} {_fmt_m(r['multiplier'], *r['ci'])}  (fit "
+            f"{_fmt_m(r['multiplier'], *r['fit_ci'])}; timing {r['timing_range'][0]:.2f}"
+            f"-{r['timing_range'][1]:.2f}x)"
+        )
+    ex.lines.append(
+        "    (interval: the fit's bootstrap and the per-trial timing spread, combined in "
+        "quadrature on the log scale; docs/statistics.md)"
+    )
+    return {
+        "source": str(tp.path),
+        "device_names": [tp.device_name],
+        "hardware_specific": True,
+        "measured": True,
+        "settings": s,
+        **res,
+    }
 
 
 def _device_seconds(runs, fits, args, fit_kw, ex) -> dict | None:
@@ -206,33 +269,51 @@ def _device_seconds(runs, fits, args, fit_kw, ex) -> dict | None:
     if res is None:
         missing = sum(r.device_s is None for r in runs)
         if runs and missing < len(runs):
-            ex.lines.append(f"  Device-seconds multiplier: skipped ({missing} of {len(runs)} points "
-                            f"have no device_s)")
+            ex.lines.append(
+                f"  Device-seconds multiplier: skipped ({missing} of {len(runs)} points "
+                f"have no device_s)"
+            )
         return None
     names = sorted({r.device_name or "?" for r in runs})
     check = timing.throughput_spread(runs)
-    out = {"device_names": names, "multipliers": [], "hardware_specific": True,
-           "timing_check": check, "comparable": check["comparable"]}
+    out = {
+        "device_names": names,
+        "multipliers": [],
+        "hardware_specific": True,
+        "timing_check": check,
+        "comparable": check["comparable"],
+    }
     if check["comparable"] is False:
         # a number the machine's load can move 10x must not stand beside the FLOP multiplier
-        ex.lines.append(f"  Multiplier in device-seconds: not shown: the timings are not "
-                        f"comparable; {timing.describe(check)}: the machine's load or start-up, "
-                        f"not the variant, set them (time the runs on an otherwise idle machine, "
-                        f"or with bench.throughput)")
+        ex.lines.append(
+            f"  Multiplier in device-seconds: not shown: the timings are not "
+            f"comparable; {timing.describe(check)}: the machine's load or start-up, "
+            f"not the variant, set them (time the runs on an otherwise idle machine, "
+            f"or with bench.throughput)"
+        )
         return out
     if args.baseline not in res.fits:
         return out
     from analysis.estimates.estimate import default_c_ref
+
     t_ref, why = default_c_ref(res.fits, args.baseline)
-    ex.lines.append(f"  Multiplier in device-seconds (hardware-specific: measured on "
-                    f"{', '.join(names)}; > 1: the variant reaches the loss in less device time), "
-                    f"at T_ref = {t_ref:.4g} device-s ({why}):")
+    ex.lines.append(
+        f"  Multiplier in device-seconds (hardware-specific: measured on "
+        f"{', '.join(names)}; > 1: the variant reaches the loss in less device time), "
+        f"at T_ref = {t_ref:.4g} device-s ({why}):"
+    )
     for label in sorted(res.fits):
         if label == args.baseline:
             continue
         m = multiplier_at(res.fits[args.baseline], res.fits[label], t_ref)
-        out["multipliers"].append({"variant": label, "t_ref_device_s": t_ref,
-                                   "multiplier": m["multiplier"], "ci": m["ci"]})
+        out["multipliers"].append(
+            {
+                "variant": label,
+                "t_ref_device_s": t_ref,
+                "multiplier": m["multiplier"],
+                "ci": m["ci"],
+            }
+        )
         ex.lines.append(f"    {label:<24} {_fmt_m(m['multiplier'], *m['ci'])}")
     ex.lines.append(f"    ({timing.describe(check)}; the interval does not include timing noise)")
     return out

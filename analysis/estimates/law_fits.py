@@ -71,10 +71,16 @@ def why_unusable(law: Law, runs: list[Run]) -> str | None:
     lack = missing_inputs(law, runs)
     if not lack:
         return None
-    return (f"law {law.name} needs {', '.join(law.inputs)}; the runs do not record "
-            f"{', '.join(lack)}" + (" (results.json records params and tokens, not the unique "
-                                    "tokens of the corpus: give a CSV with a unique_tokens column)"
-                                    if "unique_tokens" in lack else ""))
+    return (
+        f"law {law.name} needs {', '.join(law.inputs)}; the runs do not record "
+        f"{', '.join(lack)}"
+        + (
+            " (results.json records params and tokens, not the unique "
+            "tokens of the corpus: give a CSV with a unique_tokens column)"
+            if "unique_tokens" in lack
+            else ""
+        )
+    )
 
 
 @dataclass
@@ -85,16 +91,34 @@ class LawResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def fit_law_variants(law: Law, runs: list[Run], c_law_runs: list[Run], baseline: str,
-                     loss: str = "lsq", huber_delta: float = 1e-3, n_bootstrap: int = 200,
-                     ci: float = 0.95, seed: int = 0, interval: str = "auto",
-                     paired: bool = True) -> LawResult:
+def fit_law_variants(
+    law: Law,
+    runs: list[Run],
+    c_law_runs: list[Run],
+    baseline: str,
+    loss: str = "lsq",
+    huber_delta: float = 1e-3,
+    n_bootstrap: int = 200,
+    ci: float = 0.95,
+    seed: int = 0,
+    interval: str = "auto",
+    paired: bool = True,
+) -> LawResult:
     """Fit `law` to every label's runs (module docstring: which points, which bootstrap)."""
     out = LawResult(law)
     if law in (POWER, IRREDUCIBLE):
-        res = fit_variants(c_law_runs, baseline, form=law.name, loss=loss,
-                           huber_delta=huber_delta, n_bootstrap=n_bootstrap, ci=ci, seed=seed,
-                           paired=paired, interval=interval)
+        res = fit_variants(
+            c_law_runs,
+            baseline,
+            form=law.name,
+            loss=loss,
+            huber_delta=huber_delta,
+            n_bootstrap=n_bootstrap,
+            ci=ci,
+            seed=seed,
+            paired=paired,
+            interval=interval,
+        )
         out.fits = {label: from_power_fit(f) for label, f in res.fits.items()}
         out.skipped, out.warnings = dict(res.skipped), list(res.warnings)
         return out
@@ -106,7 +130,7 @@ def fit_law_variants(law: Law, runs: list[Run], c_law_runs: list[Run], baseline:
         boot, bw = seed_bootstrap(reps, sorted(reps), n_bootstrap, seed, baseline)
         out.warnings += bw
     for label, rep in sorted(reps.items()):
-        rs = [r for c in rep.cells for pts in c.runs for r in pts]      # Replicates.flat order
+        rs = [r for c in rep.cells for pts in c.runs for r in pts]  # Replicates.flat order
         why = why_unusable(law, rs)
         if why:
             out.skipped[label] = why
@@ -143,9 +167,15 @@ def multiplier(base: LawFit, var: LawFit, c: float) -> dict:
             mb = base.compute_to_reach(vb[:, 0], base.boot) / c
             ci = percentile_ci(mb, var.level)
     reach = max(float(c), m * float(c)) if math.isfinite(m) else float(c)
-    return {"variant": var.label, "law": var.name, "compute_pflops_days": float(c),
-            "multiplier": m, "ci": list(ci), "ci_level": var.ci_level,
-            "extrapolation": reach / min(base.compute_max, var.compute_max)}
+    return {
+        "variant": var.label,
+        "law": var.name,
+        "compute_pflops_days": float(c),
+        "multiplier": m,
+        "ci": list(ci),
+        "ci_level": var.ci_level,
+        "extrapolation": reach / min(base.compute_max, var.compute_max),
+    }
 
 
 # --- --law auto --------------------------------------------------------------------------------
@@ -155,16 +185,28 @@ def held_out_sizes(reps) -> dict[str, str]:
     return {label: rep.cells[-1].size for label, rep in reps.items() if len(rep.cells) >= 3}
 
 
-def select_law(laws: list[Law], runs: list[Run], c_law_runs: list[Run], baseline: str,
-               loss: str = "lsq", huber_delta: float = 1e-3, seed: int = 0) -> dict:
+def select_law(
+    laws: list[Law],
+    runs: list[Run],
+    c_law_runs: list[Run],
+    baseline: str,
+    loss: str = "lsq",
+    huber_delta: float = 1e-3,
+    seed: int = 0,
+) -> dict:
     """Backtest each law (module docstring): {"ranking": [{"law", "rms_log_pct", "n"}, ...] best
     first, "skipped": {law: why}, "extrapolation": held-out compute over the largest fitted one
     (the median over variants), "held_out": {label: size}}."""
     reps = arrange(runs)
     held = held_out_sizes(reps)
     if not held:
-        return {"ranking": [], "skipped": {}, "held_out": {}, "extrapolation": math.nan,
-                "why": "no variant has 3+ sizes to hold its largest out"}
+        return {
+            "ranking": [],
+            "skipped": {},
+            "held_out": {},
+            "extrapolation": math.nan,
+            "why": "no variant has 3+ sizes to hold its largest out",
+        }
     train = [r for r in runs if r.label in held and held[r.label] != r.size]
     train_c = [r for r in c_law_runs if r.label in held and held[r.label] != r.size]
     finals = {}
@@ -172,15 +214,18 @@ def select_law(laws: list[Law], runs: list[Run], c_law_runs: list[Run], baseline
         cell = next(c for c in reps[label].cells if c.size == size)
         finals[label] = [pts[-1] for pts in cell.runs]
     ranking, skipped = [], {}
-    factors = [max(r.compute for r in finals[label])
-               / max(r.compute for r in train if r.label == label) for label in held]
+    factors = [
+        max(r.compute for r in finals[label]) / max(r.compute for r in train if r.label == label)
+        for label in held
+    ]
     for law in laws:
         why = why_unusable(law, runs)
         if why:
             skipped[law.name] = why
             continue
-        res = fit_law_variants(law, train, train_c, baseline, loss, huber_delta, n_bootstrap=0,
-                               seed=seed)
+        res = fit_law_variants(
+            law, train, train_c, baseline, loss, huber_delta, n_bootstrap=0, seed=seed
+        )
         errs = []
         for label, f in res.fits.items():
             rs = finals[label]
@@ -189,14 +234,26 @@ def select_law(laws: list[Law], runs: list[Run], c_law_runs: list[Run], baseline
                 pred = np.log(f.predict(X))
             errs += list(pred - np.log([r.val_loss for r in rs]))
         if len(res.fits) < len(held) or not errs or not np.all(np.isfinite(errs)):
-            skipped[law.name] = ("not fitted for " + ", ".join(sorted(set(held) - set(res.fits)))
-                                 if len(res.fits) < len(held) else "non-finite predictions")
+            skipped[law.name] = (
+                "not fitted for " + ", ".join(sorted(set(held) - set(res.fits)))
+                if len(res.fits) < len(held)
+                else "non-finite predictions"
+            )
             continue
-        ranking.append({"law": law.name, "rms_log_pct": 100 * float(np.sqrt(np.mean(np.square(errs)))),
-                        "n": len(errs)})
+        ranking.append(
+            {
+                "law": law.name,
+                "rms_log_pct": 100 * float(np.sqrt(np.mean(np.square(errs)))),
+                "n": len(errs),
+            }
+        )
     ranking.sort(key=lambda r: r["rms_log_pct"])
-    return {"ranking": ranking, "skipped": skipped, "held_out": held,
-            "extrapolation": float(np.median(factors)) if factors else math.nan}
+    return {
+        "ranking": ranking,
+        "skipped": skipped,
+        "held_out": held,
+        "extrapolation": float(np.median(factors)) if factors else math.nan,
+    }
 
 
 def selection_lines(sel: dict) -> list[str]:
@@ -204,14 +261,18 @@ def selection_lines(sel: dict) -> list[str]:
     if not sel["ranking"]:
         return [f"--law auto: no law could be backtested ({sel.get('why') or sel['skipped']})"]
     best = sel["ranking"][0]
-    lines = [f"--law auto: {best['law']} wins the held-out-size backtest (largest size of "
-             f"{len(sel['held_out'])} variant(s) held out, {sel['extrapolation']:.2g}x past the "
-             f"compute fitted): RMS error {best['rms_log_pct']:.2f} % of the loss over "
-             f"{best['n']} held-out runs"]
+    lines = [
+        f"--law auto: {best['law']} wins the held-out-size backtest (largest size of "
+        f"{len(sel['held_out'])} variant(s) held out, {sel['extrapolation']:.2g}x past the "
+        f"compute fitted): RMS error {best['rms_log_pct']:.2f} % of the loss over "
+        f"{best['n']} held-out runs"
+    ]
     if len(sel["ranking"]) > 1:
         nxt = sel["ranking"][1]
-        lines[0] += (f", {nxt['rms_log_pct'] / max(best['rms_log_pct'], 1e-12):.2g}x smaller "
-                     f"than the runner-up {nxt['law']} ({nxt['rms_log_pct']:.2f} %)")
+        lines[0] += (
+            f", {nxt['rms_log_pct'] / max(best['rms_log_pct'], 1e-12):.2g}x smaller "
+            f"than the runner-up {nxt['law']} ({nxt['rms_log_pct']:.2f} %)"
+        )
     for r in sel["ranking"][2:]:
         lines.append(f"  also backtested: {r['law']} {r['rms_log_pct']:.2f} %")
     for name, why in sel["skipped"].items():
@@ -237,11 +298,17 @@ def at_compute_lines(rows: list[dict], c_ref_rows: list[dict], law: str) -> list
     out = [f"Compute multiplier at the named compute (law {law}), beside the one at C_ref:"]
     for r in rows:
         ref = by_ref.get(r["variant"])
-        ref_txt = (f"  (at C_ref = {ref['compute_pflops_days']:.4g}: "
-                   f"{_fmt(ref['multiplier'], *ref['ci'])})" if ref else "")
-        out.append(f"  {r['variant']:<24} {_fmt(r['multiplier'], *r['ci']):>22}  at C = "
-                   f"{r['compute_pflops_days']:.4g} PFLOP/s-days, {r['extrapolation']:.3g}x past "
-                   f"the data{ref_txt}")
+        ref_txt = (
+            f"  (at C_ref = {ref['compute_pflops_days']:.4g}: "
+            f"{_fmt(ref['multiplier'], *ref['ci'])})"
+            if ref
+            else ""
+        )
+        out.append(
+            f"  {r['variant']:<24} {_fmt(r['multiplier'], *r['ci']):>22}  at C = "
+            f"{r['compute_pflops_days']:.4g} PFLOP/s-days, {r['extrapolation']:.3g}x past "
+            f"the data{ref_txt}"
+        )
         if r.get("withheld"):
             out.append(f"      ! {r['withheld']}")
     return out
@@ -251,8 +318,12 @@ def law_multipliers(lf: dict[str, LawFit], baseline: str, computes) -> list[dict
     base = lf.get(baseline)
     if base is None:
         return []
-    return [multiplier(base, f, c) for label, f in sorted(lf.items()) if label != baseline
-            for c in computes]
+    return [
+        multiplier(base, f, c)
+        for label, f in sorted(lf.items())
+        if label != baseline
+        for c in computes
+    ]
 
 
 def withheld_interval(row: dict, quantity: str) -> str | None:
@@ -262,10 +333,15 @@ def withheld_interval(row: dict, quantity: str) -> str | None:
     limit = COVERED_UP_TO.get((row.get("law"), quantity))
     if not (f > 1.0) or (limit is not None and f <= limit):
         return None
-    measured = (f"was measured >= 90 % only up to {limit:g}x" if limit
-                else "past the data was not measured >= 90 %")
-    return (f"{f:.3g}x past the data: the interval is withheld, since the coverage of "
-            f"{row.get('law')}'s {quantity} intervals {measured} (docs/laws.md)")
+    measured = (
+        f"was measured >= 90 % only up to {limit:g}x"
+        if limit
+        else "past the data was not measured >= 90 %"
+    )
+    return (
+        f"{f:.3g}x past the data: the interval is withheld, since the coverage of "
+        f"{row.get('law')}'s {quantity} intervals {measured} (docs/laws.md)"
+    )
 
 
 def check_law_args(args) -> str | None:
@@ -299,9 +375,11 @@ def check_law_data(args, runs: list[Run]) -> str | None:
         lo = min(r.compute for r in runs)
         below = [c for c in args.at_compute_pfd if c < lo]
         if below:
-            return (f"--at-compute {below[0]:.4g} PFLOP/s-days is below the data (the smallest "
-                    f"run has {lo:.4g}); it asks where the law extrapolates: name a compute at or "
-                    "past the runs (FLOPs, or 3PF-days)")
+            return (
+                f"--at-compute {below[0]:.4g} PFLOP/s-days is below the data (the smallest "
+                f"run has {lo:.4g}); it asks where the law extrapolates: name a compute at or "
+                "past the runs (FLOPs, or 3PF-days)"
+            )
     return None
 
 
@@ -313,18 +391,28 @@ def _c_law_rows(fits, baseline, computes) -> list[dict]:
             continue
         for c in computes:
             m = multiplier_at(base, f, c)
-            reach = max(c, m["baseline_compute_needed_pflops_days"]) if math.isfinite(
-                m["multiplier"]) else c
-            rows.append({"variant": label, "law": f.form, "compute_pflops_days": c,
-                         "multiplier": m["multiplier"], "ci": m["ci"], "ci_level": m["ci_level"],
-                         "extrapolation": reach / min(base.compute_range[1], f.compute_range[1])})
+            reach = (
+                max(c, m["baseline_compute_needed_pflops_days"])
+                if math.isfinite(m["multiplier"])
+                else c
+            )
+            rows.append(
+                {
+                    "variant": label,
+                    "law": f.form,
+                    "compute_pflops_days": c,
+                    "multiplier": m["multiplier"],
+                    "ci": m["ci"],
+                    "ci_level": m["ci_level"],
+                    "extrapolation": reach / min(base.compute_range[1], f.compute_range[1]),
+                }
+            )
     return rows
 
 
 def _law_fit_lines(res: LawResult, n_boot: int) -> list[str]:
     law = res.law
-    lines = [f"Law {law.name}: {law.formula}; every seed's points; "
-             f"{n_boot} bootstrap resamples"]
+    lines = [f"Law {law.name}: {law.formula}; every seed's points; {n_boot} bootstrap resamples"]
     for label, f in sorted(res.fits.items()):
         ps = ", ".join(f"{k}={v:.4g}" for k, v in f.params().items())
         lines.append(f"  {label:<24} {ps}; RMS residual {100 * f.rmse_log:.2f} % of the loss")
@@ -333,34 +421,52 @@ def _law_fit_lines(res: LawResult, n_boot: int) -> list[str]:
     return lines
 
 
-def chosen_law(chosen: str, form: str, fits, at_ref, runs, fit_runs, c_refs, args,
-               fit_kw) -> tuple[dict, list[str]]:
+def chosen_law(
+    chosen: str, form: str, fits, at_ref, runs, fit_runs, c_refs, args, fit_kw
+) -> tuple[dict, list[str]]:
     """(what fits.json keeps of the chosen law for analysis.predict, the lines to print)."""
     computes = list(args.at_compute_pfd)
     lines: list[str] = []
-    if chosen == form:                    # today's C-law: its fits, turned into laws
+    if chosen == form:  # today's C-law: its fits, turned into laws
         lf = {label: from_power_fit(f) for label, f in fits.items()}
         ref_rows = _c_law_rows(fits, args.baseline, c_refs) if computes else []
         rows = _c_law_rows(fits, args.baseline, computes)
         mults = []
     else:
-        res = fit_law_variants(law_registry.get(chosen), runs, fit_runs, args.baseline,
-                               fit_kw["loss"], fit_kw["huber_delta"], args.law_bootstrap,
-                               fit_kw["ci"], fit_kw["seed"], fit_kw["interval"], fit_kw["paired"])
+        res = fit_law_variants(
+            law_registry.get(chosen),
+            runs,
+            fit_runs,
+            args.baseline,
+            fit_kw["loss"],
+            fit_kw["huber_delta"],
+            args.law_bootstrap,
+            fit_kw["ci"],
+            fit_kw["seed"],
+            fit_kw["interval"],
+            fit_kw["paired"],
+        )
         lf = res.fits
         lines += _law_fit_lines(res, args.law_bootstrap)
         mults = law_multipliers(lf, args.baseline, c_refs)
         ref_rows = mults
         if mults:
             lines.append(f"  compute multiplier vs {args.baseline} under {chosen}:")
-            lines += [f"    {m['variant']:<24} {_fmt(m['multiplier'], *m['ci']):>22}  at C_ref = "
-                      f"{m['compute_pflops_days']:.4g}" for m in mults]
+            lines += [
+                f"    {m['variant']:<24} {_fmt(m['multiplier'], *m['ci']):>22}  at C_ref = "
+                f"{m['compute_pflops_days']:.4g}"
+                for m in mults
+            ]
         rows = law_multipliers(lf, args.baseline, computes)
     for r in rows:
         r["withheld"] = withheld_interval(r, "multiplier")
         if r["withheld"]:
             r["ci"] = [math.nan, math.nan]
     lines += at_compute_lines(rows, ref_rows, chosen)
-    saved = {"chosen": chosen, "fits": {label: f.to_json() for label, f in lf.items()},
-             "multipliers_at_c_ref": mults, "at_compute": rows}
+    saved = {
+        "chosen": chosen,
+        "fits": {label: f.to_json() for label, f in lf.items()},
+        "multipliers_at_c_ref": mults,
+        "at_compute": rows,
+    }
     return saved, lines

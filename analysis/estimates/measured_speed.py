@@ -36,8 +36,10 @@ def combine(m: float, ci, m_slow: float, m_fast: float) -> list[float]:
         return [math.nan, math.nan]
     down = math.log(m / min(m_slow, m_fast, m))
     up = math.log(max(m_slow, m_fast, m) / m)
-    return [m * math.exp(-math.hypot(math.log(m / lo), down)),
-            m * math.exp(math.hypot(math.log(hi / m), up))]
+    return [
+        m * math.exp(-math.hypot(math.log(m / lo), down)),
+        m * math.exp(math.hypot(math.log(hi / m), up)),
+    ]
 
 
 def device_seconds_multipliers(runs, tp, baseline: str, fit_kw: dict) -> dict | None:
@@ -59,7 +61,14 @@ def device_seconds_multipliers(runs, tp, baseline: str, fit_kw: dict) -> dict | 
         m = multiplier_at(res.fits[baseline], res.fits[label], t_ref)
         ms = multiplier_at(slow.fits[baseline], slow.fits[label], t_ref)["multiplier"]
         mf = multiplier_at(fast.fits[baseline], fast.fits[label], t_ref)["multiplier"]
-        rows.append({"variant": label, "t_ref_device_s": t_ref, "multiplier": m["multiplier"],
-                     "fit_ci": m["ci"], "timing_range": [ms, mf],
-                     "ci": combine(m["multiplier"], m["ci"], ms, mf)})
+        rows.append(
+            {
+                "variant": label,
+                "t_ref_device_s": t_ref,
+                "multiplier": m["multiplier"],
+                "fit_ci": m["ci"],
+                "timing_range": [ms, mf],
+                "ci": combine(m["multiplier"], m["ci"], ms, mf),
+            }
+        )
     return {"t_ref_device_s": t_ref, "t_ref_why": why, "multipliers": rows}

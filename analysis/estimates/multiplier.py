@@ -47,11 +47,15 @@ def multiplier_at(base: Fit, variant: Fit, c_ref: float) -> dict:
     warning = None
     loss_v = float(variant.predict(c_ref))
     if np.isinf(m):
-        warning = (f"{variant.label}: fitted loss {loss_v:.4f} at C_ref={c_ref:.3g} is at or below "
-                   f"the baseline's irreducible loss E={base.E:.4f}; no baseline compute reaches it")
+        warning = (
+            f"{variant.label}: fitted loss {loss_v:.4f} at C_ref={c_ref:.3g} is at or below "
+            f"the baseline's irreducible loss E={base.E:.4f}; no baseline compute reaches it"
+        )
     elif np.isnan(m):
-        warning = (f"{variant.label}: baseline fit has alpha={base.alpha:.3g} <= 0, so its compute "
-                   f"to reach a loss is undefined")
+        warning = (
+            f"{variant.label}: baseline fit has alpha={base.alpha:.3g} <= 0, so its compute "
+            f"to reach a loss is undefined"
+        )
     ci = (float("nan"), float("nan"))
     bad_frac = float("nan")
     if variant.n_bootstrap and variant.n_bootstrap == base.n_bootstrap:
@@ -59,22 +63,35 @@ def multiplier_at(base: Fit, variant: Fit, c_ref: float) -> dict:
         ci = percentile_ci(boot, variant.boot_level or variant.ci_level)
         bad_frac = float(np.mean(~np.isfinite(boot)))
         if bad_frac > 0 and warning is None:
-            warning = (f"{variant.label}: {bad_frac:.1%} of bootstrap replicates have no finite "
-                       f"multiplier (loss below the baseline's E, or alpha <= 0); the CI counts them "
-                       f"as inf/excluded")
+            warning = (
+                f"{variant.label}: {bad_frac:.1%} of bootstrap replicates have no finite "
+                f"multiplier (loss below the baseline's E, or alpha <= 0); the CI counts them "
+                f"as inf/excluded"
+            )
     c_base = m * c_ref
-    return {"variant": variant.label, "baseline": base.label, "c_ref_pflops_days": c_ref,
-            "variant_loss_at_c_ref": loss_v, "baseline_loss_at_c_ref": float(base.predict(c_ref)),
-            "baseline_compute_needed_pflops_days": c_base, "multiplier": m, "ci": list(ci),
-            "ci_level": variant.ci_level, "bootstrap_nonfinite_fraction": bad_frac,
-            "lsq_multiplier": lsq, "interval": variant.interval,
-            # beyond the largest baseline run the answer leans on the fit's extrapolation
-            "extrapolated": bool(np.isfinite(c_base) and c_base > base.compute_range[1] * 1.0001),
-            "c_ref_outside_baseline_data": bool(not base.compute_range[0] / 1.0001 <= c_ref
-                                                <= base.compute_range[1] * 1.0001),
-            "c_ref_outside_variant_data": bool(not variant.compute_range[0] / 1.0001 <= c_ref
-                                               <= variant.compute_range[1] * 1.0001),
-            "warning": warning}
+    return {
+        "variant": variant.label,
+        "baseline": base.label,
+        "c_ref_pflops_days": c_ref,
+        "variant_loss_at_c_ref": loss_v,
+        "baseline_loss_at_c_ref": float(base.predict(c_ref)),
+        "baseline_compute_needed_pflops_days": c_base,
+        "multiplier": m,
+        "ci": list(ci),
+        "ci_level": variant.ci_level,
+        "bootstrap_nonfinite_fraction": bad_frac,
+        "lsq_multiplier": lsq,
+        "interval": variant.interval,
+        # beyond the largest baseline run the answer leans on the fit's extrapolation
+        "extrapolated": bool(np.isfinite(c_base) and c_base > base.compute_range[1] * 1.0001),
+        "c_ref_outside_baseline_data": bool(
+            not base.compute_range[0] / 1.0001 <= c_ref <= base.compute_range[1] * 1.0001
+        ),
+        "c_ref_outside_variant_data": bool(
+            not variant.compute_range[0] / 1.0001 <= c_ref <= variant.compute_range[1] * 1.0001
+        ),
+        "warning": warning,
+    }
 
 
 def boot_multipliers(base: Fit, variant: Fit, c_ref: float) -> np.ndarray | None:
@@ -95,9 +112,13 @@ def multiplier_curve(base: Fit, variant: Fit, n: int = 60) -> dict:
     lo = np.full(n, np.nan)
     hi = np.full(n, np.nan)
     if variant.n_bootstrap and variant.n_bootstrap == base.n_bootstrap:
-        col = lambda p: tuple(np.asarray(v, float)[:, None] for v in p)   # noqa: E731
+        col = lambda p: tuple(np.asarray(v, float)[:, None] for v in p)  # noqa: E731
         boot = _ratio(grid[None, :], col(_boot_params(variant)), col(_boot_params(base)))
         for j in range(n):
             lo[j], hi[j] = percentile_ci(boot[:, j], variant.boot_level or variant.ci_level)
-    return {"compute_pflops_days": grid.tolist(), "multiplier": m.tolist(),
-            "lo": lo.tolist(), "hi": hi.tolist()}
+    return {
+        "compute_pflops_days": grid.tolist(),
+        "multiplier": m.tolist(),
+        "lo": lo.tolist(),
+        "hi": hi.tolist(),
+    }

@@ -32,9 +32,9 @@ from scipy import stats
 # the measurement on the CPU demo: per-run noise of log loss ~1.2 %, paired gap 1.2-1.8 %
 # (rho 0.3 gives a gap of 1.2 %·sqrt(2·0.7) = 1.4 %); the point noise within a run is a guess
 DEFAULT_NOISE = {"sigma_run": 0.012, "rho": 0.3, "sigma_point": 0.003}
-DEFAULT_ALPHA = 0.057          # the report's baseline exponent in compute (CPU demo: ~0.07)
-DEFAULT_MULTIPLIER = 1.25      # the report's Block AttnRes result
-TARGET = 0.10                  # ±10 %
+DEFAULT_ALPHA = 0.057  # the report's baseline exponent in compute (CPU demo: ~0.07)
+DEFAULT_MULTIPLIER = 1.25  # the report's Block AttnRes result
+TARGET = 0.10  # ±10 %
 # Degrees of freedom between seeds below which the finished runs' noise is not used: a variance
 # from 6 df is within a factor 0.4-2.9 of the truth (95 %, chi-square); from one pair of seeds
 # (1 df) within 0.2-1000, and its point-noise correction can drive it to 0.
@@ -48,9 +48,9 @@ class PlannedRun:
     label: str
     size: str
     seed: int
-    flops: float                      # the run's total compute (its largest point)
+    flops: float  # the run's total compute (its largest point)
     n_points: int = 1
-    budgets: tuple | None = None      # the points' budgets (multiples); only their ratios matter
+    budgets: tuple | None = None  # the points' budgets (multiples); only their ratios matter
 
 
 def _fractions(run: PlannedRun) -> np.ndarray:
@@ -79,8 +79,8 @@ class Group:
     only their count (and which seeds they share with the other label), not one row per run, so a
     grid of a million seeds costs what one of three does."""
 
-    x: np.ndarray                     # log compute of the run's points
-    n: int                            # runs in the group
+    x: np.ndarray  # log compute of the run's points
+    n: int  # runs in the group
     size: str = ""
 
 
@@ -127,8 +127,15 @@ def _group_weights(groups: list[Group], x_ref: float):
     return [(1.0 / tot + (x_ref - mean) * (g.x - mean) / sxx, (g.x - mean) / sxx) for g in groups]
 
 
-def sd_from_groups(gb: list[Group], gv: list[Group], shared: dict, alpha: float,
-                   multiplier: float, noise: dict, x_ref: float) -> float:
+def sd_from_groups(
+    gb: list[Group],
+    gv: list[Group],
+    shared: dict,
+    alpha: float,
+    multiplier: float,
+    noise: dict,
+    x_ref: float,
+) -> float:
     """`log_multiplier_sd` on grouped runs: each run's points shift together by sigma_run, each
     point by sigma_point, and a baseline run and a variant run of the same (size, seed) are
     correlated by rho."""
@@ -136,25 +143,33 @@ def sd_from_groups(gb: list[Group], gv: list[Group], shared: dict, alpha: float,
     if wb is None or wv is None:
         return math.inf
     lm = math.log(multiplier)
-    db = [hb / alpha - (lm / alpha) * g for hb, g in wb]   # d(log M)/d(alpha) = -log M / alpha
+    db = [hb / alpha - (lm / alpha) * g for hb, g in wb]  # d(log M)/d(alpha) = -log M / alpha
     dv = [-hv / alpha for hv, _ in wv]
     s2r, s2p, rho = noise["sigma_run"] ** 2, noise["sigma_point"] ** 2, noise["rho"]
-    var = sum(g.n * (s2r * d.sum() ** 2 + s2p * (d ** 2).sum()) for g, d in zip(gb, db))
-    var += sum(g.n * (s2r * d.sum() ** 2 + s2p * (d ** 2).sum()) for g, d in zip(gv, dv))
+    var = sum(g.n * (s2r * d.sum() ** 2 + s2p * (d**2).sum()) for g, d in zip(gb, db))
+    var += sum(g.n * (s2r * d.sum() ** 2 + s2p * (d**2).sum()) for g, d in zip(gv, dv))
     var += 2 * rho * s2r * sum(k * db[i].sum() * dv[j].sum() for (i, j), k in shared.items())
     return float(math.sqrt(max(var, 0.0)))
 
 
-def log_multiplier_sd(base: list[PlannedRun], var: list[PlannedRun], alpha: float,
-                      multiplier: float, noise: dict, x_ref: float | None = None) -> float:
+def log_multiplier_sd(
+    base: list[PlannedRun],
+    var: list[PlannedRun],
+    alpha: float,
+    multiplier: float,
+    noise: dict,
+    x_ref: float | None = None,
+) -> float:
     """Predicted standard deviation of the estimated log multiplier (delta method)."""
     gb, sb = groups_of(base)
     gv, sv = groups_of(var)
     xb = np.concatenate([g.x for g in gb])
     if x_ref is None:
         x_ref = 0.5 * (xb.min() + xb.max())
-    if (len(np.unique(np.round(xb, 6))) < 2
-            or len(np.unique(np.round(np.concatenate([g.x for g in gv]), 6))) < 2):
+    if (
+        len(np.unique(np.round(xb, 6))) < 2
+        or len(np.unique(np.round(np.concatenate([g.x for g in gv]), 6))) < 2
+    ):
         return math.inf
     return sd_from_groups(gb, gv, shared_pairs(gb, sb, gv, sv), alpha, multiplier, noise, x_ref)
 
@@ -177,8 +192,11 @@ def _with_seeds(runs: list[PlannedRun], n: int) -> list[PlannedRun]:
     sizes = {}
     for r in runs:
         sizes.setdefault(r.size, r)
-    return [PlannedRun(r.label, r.size, s, r.flops, r.n_points, r.budgets)
-            for r in sizes.values() for s in range(n)]
+    return [
+        PlannedRun(r.label, r.size, s, r.flops, r.n_points, r.budgets)
+        for r in sizes.values()
+        for s in range(n)
+    ]
 
 
 def _with_points(runs: list[PlannedRun], k: int) -> list[PlannedRun]:
@@ -206,9 +224,14 @@ def compute_levels(flops, ratio: float = 1.25) -> int:
     return sum(1 for a, b in zip(xs, xs[1:]) if b > ratio * a) + 1 if xs else 0
 
 
-def predict(planned: list[PlannedRun], baseline: str = "baseline", noise: dict | None = None,
-            alpha: float = DEFAULT_ALPHA, multiplier: float = DEFAULT_MULTIPLIER,
-            level: float = 0.95) -> list[dict]:
+def predict(
+    planned: list[PlannedRun],
+    baseline: str = "baseline",
+    noise: dict | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    multiplier: float = DEFAULT_MULTIPLIER,
+    level: float = 0.95,
+) -> list[dict]:
     """Per variant: the predicted half-width and the seeds per size that reach ±10 %."""
     noise = {**DEFAULT_NOISE, **{k: v for k, v in (noise or {}).items() if v is not None}}
     points_now = {r.label: max(r.n_points, len(r.budgets or ())) for r in planned}
@@ -231,20 +254,37 @@ def predict(planned: list[PlannedRun], baseline: str = "baseline", noise: dict |
         need = None
         for n in range(max(seeds_now, 2), 65):
             b2, v2 = _with_seeds(base, n), _with_seeds(runs, n)
-            h = half_width(log_multiplier_sd(b2, v2, alpha, multiplier, noise, x_ref),
-                           min(_df(b2), _df(v2)), level)
+            h = half_width(
+                log_multiplier_sd(b2, v2, alpha, multiplier, noise, x_ref),
+                min(_df(b2), _df(v2)),
+                level,
+            )
             if h <= TARGET:
                 need = n
                 break
         more_pts = None
         if _c_law_points() == "all":
             # at the middle of that grid's own compute (its points reach below the runs' totals)
-            more_pts = half_width(log_multiplier_sd(_with_points(base, 8), _with_points(runs, 8),
-                                                    alpha, multiplier, noise), df, level)
-        out.append({"variant": label, "half_width": hw, "sd_log": sd, "df": df,
-                    "seeds_per_size": seeds_now, "points_per_run": points_now[label],
-                    "seeds_for_target": need, "half_width_with_8_points": more_pts,
-                    "one_seed": seeds_now < 2})
+            more_pts = half_width(
+                log_multiplier_sd(
+                    _with_points(base, 8), _with_points(runs, 8), alpha, multiplier, noise
+                ),
+                df,
+                level,
+            )
+        out.append(
+            {
+                "variant": label,
+                "half_width": hw,
+                "sd_log": sd,
+                "df": df,
+                "seeds_per_size": seeds_now,
+                "points_per_run": points_now[label],
+                "seeds_for_target": need,
+                "half_width_with_8_points": more_pts,
+                "one_seed": seeds_now < 2,
+            }
+        )
     return out
 
 
@@ -260,15 +300,33 @@ def measured(finished_runs) -> tuple[dict | None, float | None, str]:
     noise = noise_components(reps, baseline)
     n = len({r.run_id for r in finished_runs})
     if noise is None:
-        return None, None, (f"{n} finished run(s), no size with two finished seeds of one "
-                            "variant: no noise to measure")
+        return (
+            None,
+            None,
+            (
+                f"{n} finished run(s), no size with two finished seeds of one "
+                "variant: no noise to measure"
+            ),
+        )
     if noise["df"] < MIN_NOISE_DF:
-        return None, None, (f"too few finished seeds to measure the noise ({n} finished run(s), "
-                            f"{noise['df']} degree(s) of freedom between seeds; needs "
-                            f"{MIN_NOISE_DF})")
+        return (
+            None,
+            None,
+            (
+                f"too few finished seeds to measure the noise ({n} finished run(s), "
+                f"{noise['df']} degree(s) of freedom between seeds; needs "
+                f"{MIN_NOISE_DF})"
+            ),
+        )
     if noise["sigma_run"] < 1e-4:
-        return None, None, (f"{n} finished run(s), whose seeds spread no more than their points "
-                            "do: the per-run noise is not measurable from them")
+        return (
+            None,
+            None,
+            (
+                f"{n} finished run(s), whose seeds spread no more than their points "
+                "do: the per-run noise is not measurable from them"
+            ),
+        )
     alpha = None
     # the exponent analysis.fit reports: fitted to the points its C-law fits (each run's final
     # point by default; every budget's point gives another exponent), and with resamples, which
@@ -286,54 +344,84 @@ def report(planned: list[PlannedRun], finished_runs=(), baseline: str = "baselin
     """The lines `plan=true` prints under the grid."""
     sizes = {r.size for r in planned if r.label == baseline}
     if len(sizes) < 2:  # an ablation or an LR scan: losses are compared at one size
-        return (f"Power: the {baseline!r} runs of this grid span {len(sizes)} size(s); a compute "
-                "multiplier needs a fit over two or more, so none is predicted.")
+        return (
+            f"Power: the {baseline!r} runs of this grid span {len(sizes)} size(s); a compute "
+            "multiplier needs a fit over two or more, so none is predicted."
+        )
     levels = compute_levels({r.flops for r in planned if r.label == baseline})
     if levels < 2:  # an architecture sweep: shapes of one size at one compute
         shapes = any("@" in s for s in sizes)
-        return (f"Power: the {baseline!r} runs' {len(sizes)} "
-                f"{'shapes' if shapes else 'sizes'} train at one compute (within 25 %); a compute "
-                "multiplier needs a fit across compute, so none is predicted"
-                + (" (an architecture sweep compares shapes at fixed compute: "
-                   "python -m analysis.architecture)." if shapes else "."))
+        return (
+            f"Power: the {baseline!r} runs' {len(sizes)} "
+            f"{'shapes' if shapes else 'sizes'} train at one compute (within 25 %); a compute "
+            "multiplier needs a fit across compute, so none is predicted"
+            + (
+                " (an architecture sweep compares shapes at fixed compute: "
+                "python -m analysis.architecture)."
+                if shapes
+                else "."
+            )
+        )
     noise, alpha, where = measured(list(finished_runs))
     src = []
     if noise is None:
         noise = dict(DEFAULT_NOISE)
-        src.append(f"noise: default (per-run {DEFAULT_NOISE['sigma_run']:.1%} of log loss, "
-                   f"seed correlation {DEFAULT_NOISE['rho']}, per point "
-                   f"{DEFAULT_NOISE['sigma_point']:.1%}; the CPU demo's), "
-                   + (where if finished_runs else "no finished runs yet"))
+        src.append(
+            f"noise: default (per-run {DEFAULT_NOISE['sigma_run']:.1%} of log loss, "
+            f"seed correlation {DEFAULT_NOISE['rho']}, per point "
+            f"{DEFAULT_NOISE['sigma_point']:.1%}; the CPU demo's), "
+            + (where if finished_runs else "no finished runs yet")
+        )
     else:
         noise = {**DEFAULT_NOISE, **{k: v for k, v in noise.items() if v is not None}}
-        src.append(f"noise: measured from {where} (per-run {noise['sigma_run']:.2%}, seed "
-                   f"correlation {noise['rho']:.2f}, per point {noise['sigma_point']:.2%})")
-    src.append(f"baseline exponent {alpha:.3f} (measured)" if alpha else
-               f"baseline exponent {DEFAULT_ALPHA} (default: the report's)")
+        src.append(
+            f"noise: measured from {where} (per-run {noise['sigma_run']:.2%}, seed "
+            f"correlation {noise['rho']:.2f}, per point {noise['sigma_point']:.2%})"
+        )
+    src.append(
+        f"baseline exponent {alpha:.3f} (measured)"
+        if alpha
+        else f"baseline exponent {DEFAULT_ALPHA} (default: the report's)"
+    )
     rows = predict(planned, baseline, noise, alpha or DEFAULT_ALPHA)
     if not rows:
-        return (f"Power: the plan has no variant beside {baseline!r} at the baseline's sizes; "
-                "no multiplier to predict.")
-    lines = [f"Power (predicted 95 % interval of each multiplier, at the middle of the baseline's "
-             f"compute; {'; '.join(src)}):"]
+        return (
+            f"Power: the plan has no variant beside {baseline!r} at the baseline's sizes; "
+            "no multiplier to predict."
+        )
+    lines = [
+        f"Power (predicted 95 % interval of each multiplier, at the middle of the baseline's "
+        f"compute; {'; '.join(src)}):"
+    ]
     final = _c_law_points() != "all"
     for r in rows:
-        s = (f"  {r['variant']}: this grid resolves a {DEFAULT_MULTIPLIER}x multiplier to "
-             f"±{100 * r['half_width']:.0f} % ({r['seeds_per_size']} seed(s) per size, "
-             + ("each run's final point)" if final else f"{r['points_per_run']} point(s) per run)"))
+        s = (
+            f"  {r['variant']}: this grid resolves a {DEFAULT_MULTIPLIER}x multiplier to "
+            f"±{100 * r['half_width']:.0f} % ({r['seeds_per_size']} seed(s) per size, "
+            + ("each run's final point)" if final else f"{r['points_per_run']} point(s) per run)")
+        )
         if r["half_width"] > TARGET:
-            need = (f"{r['seeds_for_target']} seeds per size" if r["seeds_for_target"]
-                    else "more than 64 seeds per size")
+            need = (
+                f"{r['seeds_for_target']} seeds per size"
+                if r["seeds_for_target"]
+                else "more than 64 seeds per size"
+            )
             s += f"; ±10 % needs {need}"
             if r["half_width_with_8_points"] is not None:
-                s += (f"; 8 points per run (train.budgets) would give "
-                      f"±{100 * r['half_width_with_8_points']:.0f} %")
+                s += (
+                    f"; 8 points per run (train.budgets) would give "
+                    f"±{100 * r['half_width_with_8_points']:.0f} %"
+                )
         lines.append(s)
         if r["one_seed"]:
-            lines.append("    (one seed per size: the interval can only resample sizes, which "
-                         "under-covers; plan >= 2 seeds)")
+            lines.append(
+                "    (one seed per size: the interval can only resample sizes, which "
+                "under-covers; plan >= 2 seeds)"
+            )
     if final and any(r["points_per_run"] > 1 for r in rows):
-        lines.append("  (the C-law fits each run's final point, so more budgets per run "
-                     "(train.budgets) do not narrow these intervals: seeds do; the earlier points "
-                     "feed L(N, D) and the figures)")
+        lines.append(
+            "  (the C-law fits each run's final point, so more budgets per run "
+            "(train.budgets) do not narrow these intervals: seeds do; the earlier points "
+            "feed L(N, D) and the figures)"
+        )
     return "\n".join(lines)

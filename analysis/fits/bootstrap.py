@@ -57,7 +57,11 @@ def irls_power(dx, y, b0, alpha0, delta, max_iter=500, tol=1e-12):
     alpha = np.broadcast_to(np.asarray(alpha0, float), dx.shape[:1]).copy()
     for _ in range(max_iter):
         r = b[:, None] - alpha[:, None] * dx - y
-        w = np.ones_like(r) if delta is None else np.minimum(1.0, delta / np.maximum(np.abs(r), 1e-300))
+        w = (
+            np.ones_like(r)
+            if delta is None
+            else np.minimum(1.0, delta / np.maximum(np.abs(r), 1e-300))
+        )
         sw, swx, swy = w.sum(1), (w * dx).sum(1), (w * y).sum(1)
         swxx, swxy = (w * dx * dx).sum(1), (w * dx * y).sum(1)
         det = sw * swxx - swx * swx
@@ -89,7 +93,7 @@ def lm_irreducible(dx, y, theta0, delta, bounds, max_iter=5000, tol=1e-10):
         e, b, alpha = th[:, :1], th[:, 1:2], th[:, 2:3]
         lp = np.logaddexp(e, b - alpha * X)
         pE = np.exp(e - lp)
-        J = np.stack([pE, 1.0 - pE, -(1.0 - pE) * X], axis=-1)          # [b, n, 3]
+        J = np.stack([pE, 1.0 - pE, -(1.0 - pE) * X], axis=-1)  # [b, n, 3]
         r = lp - Y
         return huber(r, delta)[0].sum(1), r, J
 
@@ -99,7 +103,11 @@ def lm_irreducible(dx, y, theta0, delta, bounds, max_iter=5000, tol=1e-10):
         if act.size == 0:
             break
         X, Y, th, ra, Ja = dx[act], y[act], theta[act], r[act], J[act]
-        w = np.ones_like(ra) if delta is None else np.minimum(1.0, delta / np.maximum(np.abs(ra), 1e-300))
+        w = (
+            np.ones_like(ra)
+            if delta is None
+            else np.minimum(1.0, delta / np.maximum(np.abs(ra), 1e-300))
+        )
         g = np.einsum("bn,bnk->bk", w * ra, Ja)
         H = np.einsum("bn,bnk,bnl->bkl", w, Ja, Ja)
         d = np.diagonal(H, axis1=1, axis2=2)
@@ -110,7 +118,12 @@ def lm_irreducible(dx, y, theta0, delta, bounds, max_iter=5000, tol=1e-10):
         f_new, r_new, J_new = loss_and_model(cand, X, Y)
         better = f_new < f[act]
         keep = act[better]
-        theta[keep], f[keep], r[keep], J[keep] = cand[better], f_new[better], r_new[better], J_new[better]
+        theta[keep], f[keep], r[keep], J[keep] = (
+            cand[better],
+            f_new[better],
+            r_new[better],
+            J_new[better],
+        )
         lam[act] = np.where(better, lam[act] * 0.3, lam[act] * 10.0)
         # done: a kept step too small to matter, or no step lowers the loss even when tiny
         done = (better & (moved < tol)) | (lam[act] > 1e12)

@@ -19,7 +19,7 @@ from analysis.fits.law_forms import BUILT_IN
 from analysis.fits.laws import Law
 
 ENTRY_POINTS = "andrea.laws"
-DEFAULT = "power"          # today's C-law (`--irreducible` makes it "irreducible")
+DEFAULT = "power"  # today's C-law (`--irreducible` makes it "irreducible")
 
 
 class LawRegistryError(ValueError):
@@ -30,10 +30,12 @@ def _plugins() -> list[Law]:
     found: list[Law] = []
     for ep in sorted(metadata.entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
         obj = ep.load()
-        for law in (list(obj) if isinstance(obj, (list, tuple)) else [obj]):
+        for law in list(obj) if isinstance(obj, (list, tuple)) else [obj]:
             if not isinstance(law, Law):
-                raise LawRegistryError(f"entry point {ep.name} = {ep.value} ({ENTRY_POINTS}) "
-                                       f"gave {type(law).__name__}, not an andrea Law")
+                raise LawRegistryError(
+                    f"entry point {ep.name} = {ep.value} ({ENTRY_POINTS}) "
+                    f"gave {type(law).__name__}, not an andrea Law"
+                )
             found.append(law)
     return found
 
@@ -42,8 +44,11 @@ def build(extra=()) -> dict[str, Law]:
     laws: dict[str, Law] = {}
     for law in (*BUILT_IN, *_plugins(), *extra):
         if law.name in laws or law.name == "auto":
-            raise LawRegistryError(f"two scaling laws are named {law.name!r}"
-                                   if law.name != "auto" else "'auto' is reserved for --law auto")
+            raise LawRegistryError(
+                f"two scaling laws are named {law.name!r}"
+                if law.name != "auto"
+                else "'auto' is reserved for --law auto"
+            )
         laws[law.name] = law
     return laws
 
@@ -66,8 +71,9 @@ def get(name: str) -> Law:
     try:
         return laws()[name]
     except KeyError:
-        raise ValueError(f"no scaling law named {name!r}; known: {', '.join(names())}, "
-                         "auto") from None
+        raise ValueError(
+            f"no scaling law named {name!r}; known: {', '.join(names())}, auto"
+        ) from None
 
 
 def usable(inputs) -> list[Law]:

@@ -41,9 +41,13 @@ from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 
 COMPUTE = ("compute",)
 PARAMS_TOKENS = ("params", "tokens")
-INPUT_UNITS = {"compute": "PFLOP/s-days", "params": "non-embedding parameters",
-               "tokens": "training tokens", "unique_tokens": "unique training tokens"}
-_N_STARTS = 8          # L-BFGS-B runs from the best-scoring grid starts (as chinchilla.py)
+INPUT_UNITS = {
+    "compute": "PFLOP/s-days",
+    "params": "non-embedding parameters",
+    "tokens": "training tokens",
+    "unique_tokens": "unique training tokens",
+}
+_N_STARTS = 8  # L-BFGS-B runs from the best-scoring grid starts (as chinchilla.py)
 
 
 class LawError(ValueError):
@@ -58,11 +62,11 @@ class Law:
     bounds: tuple[tuple[float | None, float | None], ...]
     log_predict: Callable[[np.ndarray, dict], np.ndarray]
     grid: Callable[[dict, np.ndarray], Iterable[Sequence[float]]]
-    formula: str                               # shown to users, with its source
-    fitter: Callable | None = None             # a law's own fit (see module docstring)
-    jacobian: Callable | None = None           # (theta [k], X) -> d log L / d theta [n, k]:
-                                               # exact gradients for L-BFGS-B (else numeric)
-    min_points: int | None = None              # default: one more than its parameters
+    formula: str  # shown to users, with its source
+    fitter: Callable | None = None  # a law's own fit (see module docstring)
+    jacobian: Callable | None = None  # (theta [k], X) -> d log L / d theta [n, k]:
+    # exact gradients for L-BFGS-B (else numeric)
+    min_points: int | None = None  # default: one more than its parameters
 
     @property
     def needs(self) -> int:
@@ -70,26 +74,28 @@ class Law:
 
     def __post_init__(self):
         if len(self.bounds) != len(self.params):
-            raise ValueError(f"law {self.name}: {len(self.params)} params, {len(self.bounds)} bounds")
+            raise ValueError(
+                f"law {self.name}: {len(self.params)} params, {len(self.bounds)} bounds"
+            )
 
 
 @dataclass
 class LawFit:
     law: Law
     label: str
-    theta: np.ndarray                          # [k], the law's params in order
-    boot: np.ndarray | None                    # [B, k] the resampled fits (nan rows: failed)
+    theta: np.ndarray  # [k], the law's params in order
+    boot: np.ndarray | None  # [B, k] the resampled fits (nan rows: failed)
     n_points: int
     rmse_log: float
     huber_delta: float | None
     converged: bool
-    ranges: dict[str, tuple[float, float]]     # each input's (min, max) over the fitted points
-    compute_max: float                         # largest fitted compute, PFLOP/s-days
-    flops_per_param_token: float | None = None # k of C = k·N·D, for (params, tokens) laws
+    ranges: dict[str, tuple[float, float]]  # each input's (min, max) over the fitted points
+    compute_max: float  # largest fitted compute, PFLOP/s-days
+    flops_per_param_token: float | None = None  # k of C = k·N·D, for (params, tokens) laws
     ci_level: float = 0.95
-    boot_level: float | None = None            # percentile level of the intervals
+    boot_level: float | None = None  # percentile level of the intervals
     warnings: list[str] = field(default_factory=list)
-    compute_min: float | None = None           # smallest fitted compute, PFLOP/s-days
+    compute_min: float | None = None  # smallest fitted compute, PFLOP/s-days
 
     @property
     def name(self) -> str:
@@ -108,12 +114,16 @@ class LawFit:
             return "direct", {k: np.asarray(X[k], float) for k in self.law.inputs}
         if "compute" in X and self.law.inputs[:2] == PARAMS_TOKENS and len(self.law.inputs) == 2:
             if not self.flops_per_param_token:
-                raise LawError(f"{self.label}: law {self.name} has no FLOPs per parameter-token "
-                               "to turn a compute into (params, tokens)")
+                raise LawError(
+                    f"{self.label}: law {self.name} has no FLOPs per parameter-token "
+                    "to turn a compute into (params, tokens)"
+                )
             return "optimal", {"compute": np.asarray(X["compute"], float)}
-        raise LawError(f"law {self.name} needs {', '.join(self.law.inputs)}"
-                       + (" (or compute alone)" if self.law.inputs == PARAMS_TOKENS else "")
-                       + f"; the query has {', '.join(sorted(X)) or 'nothing'}")
+        raise LawError(
+            f"law {self.name} needs {', '.join(self.law.inputs)}"
+            + (" (or compute alone)" if self.law.inputs == PARAMS_TOKENS else "")
+            + f"; the query has {', '.join(sorted(X)) or 'nothing'}"
+        )
 
     def _log_at(self, theta: np.ndarray, X: dict) -> np.ndarray:
         how, Xin = self._inputs(X)
@@ -151,10 +161,15 @@ class LawFit:
         if "compute" in X:
             return np.asarray(X["compute"], float)
         if self.flops_per_param_token and "params" in X and "tokens" in X:
-            return (self.flops_per_param_token * np.asarray(X["params"], float)
-                    * np.asarray(X["tokens"], float) / FLOPS_PER_PFLOPS_DAY)
-        raise LawError(f"{self.label}: cannot tell the compute of a query with "
-                       f"{', '.join(sorted(X))}")
+            return (
+                self.flops_per_param_token
+                * np.asarray(X["params"], float)
+                * np.asarray(X["tokens"], float)
+                / FLOPS_PER_PFLOPS_DAY
+            )
+        raise LawError(
+            f"{self.label}: cannot tell the compute of a query with {', '.join(sorted(X))}"
+        )
 
     def extrapolation(self, X: dict) -> np.ndarray:
         """How far past the fitted data each query point is: its compute over the largest fitted
@@ -169,37 +184,54 @@ class LawFit:
 
     # --- persistence: what `analysis.predict` reads back ---------------------------------------
     def to_json(self) -> dict:
-        d = {"law": self.name, "inputs": list(self.law.inputs), "formula": self.law.formula,
-             "params": self.params(), "theta": [float(v) for v in self.theta],
-             "n_points": self.n_points, "rmse_log": self.rmse_log,
-             "huber_delta": self.huber_delta, "converged": self.converged,
-             "ranges": {k: list(v) for k, v in self.ranges.items()},
-             "compute_max_pflops_days": self.compute_max,
-             "compute_min_pflops_days": self.compute_min,
-             "flops_per_param_token": self.flops_per_param_token,
-             "ci_level": self.ci_level, "percentile_level": self.level,
-             "warnings": self.warnings,
-             "bootstrap": None if self.boot is None else [[float(v) for v in row]
-                                                          for row in self.boot]}
+        d = {
+            "law": self.name,
+            "inputs": list(self.law.inputs),
+            "formula": self.law.formula,
+            "params": self.params(),
+            "theta": [float(v) for v in self.theta],
+            "n_points": self.n_points,
+            "rmse_log": self.rmse_log,
+            "huber_delta": self.huber_delta,
+            "converged": self.converged,
+            "ranges": {k: list(v) for k, v in self.ranges.items()},
+            "compute_max_pflops_days": self.compute_max,
+            "compute_min_pflops_days": self.compute_min,
+            "flops_per_param_token": self.flops_per_param_token,
+            "ci_level": self.ci_level,
+            "percentile_level": self.level,
+            "warnings": self.warnings,
+            "bootstrap": None
+            if self.boot is None
+            else [[float(v) for v in row] for row in self.boot],
+        }
         if self.boot is not None and len(self.boot):
-            d["ci"] = {k: list(percentile_ci(self.boot[:, i], self.level))
-                       for i, k in enumerate(self.law.params)}
+            d["ci"] = {
+                k: list(percentile_ci(self.boot[:, i], self.level))
+                for i, k in enumerate(self.law.params)
+            }
         return d
 
     @classmethod
     def from_json(cls, label: str, d: dict, law: Law) -> "LawFit":
         boot = d.get("bootstrap")
-        return cls(law=law, label=label, theta=np.asarray(d["theta"], float),
-                   boot=None if boot is None else np.asarray(boot, float).reshape(-1, len(law.params)),
-                   n_points=int(d["n_points"]), rmse_log=float(d["rmse_log"]),
-                   huber_delta=d.get("huber_delta"), converged=bool(d.get("converged", True)),
-                   ranges={k: tuple(v) for k, v in d.get("ranges", {}).items()},
-                   compute_max=float(d["compute_max_pflops_days"]),
-                   compute_min=d.get("compute_min_pflops_days"),
-                   flops_per_param_token=d.get("flops_per_param_token"),
-                   ci_level=float(d.get("ci_level", 0.95)),
-                   boot_level=float(d.get("percentile_level", d.get("ci_level", 0.95))),
-                   warnings=list(d.get("warnings", [])))
+        return cls(
+            law=law,
+            label=label,
+            theta=np.asarray(d["theta"], float),
+            boot=None if boot is None else np.asarray(boot, float).reshape(-1, len(law.params)),
+            n_points=int(d["n_points"]),
+            rmse_log=float(d["rmse_log"]),
+            huber_delta=d.get("huber_delta"),
+            converged=bool(d.get("converged", True)),
+            ranges={k: tuple(v) for k, v in d.get("ranges", {}).items()},
+            compute_max=float(d["compute_max_pflops_days"]),
+            compute_min=d.get("compute_min_pflops_days"),
+            flops_per_param_token=d.get("flops_per_param_token"),
+            ci_level=float(d.get("ci_level", 0.95)),
+            boot_level=float(d.get("percentile_level", d.get("ci_level", 0.95))),
+            warnings=list(d.get("warnings", [])),
+        )
 
 
 # --- the compute-optimal loss of an L(N, D) law --------------------------------------------------
@@ -211,10 +243,10 @@ def optimal_log_loss(law: Law, theta, compute, k: float, span: float = 1e6):
     second order). theta [k] gives [n], theta [B, k] gives [B, n] (N* only for theta [k])."""
     C = np.atleast_1d(np.asarray(compute, float)) * FLOPS_PER_PFLOPS_DAY
     th = np.asarray(theta, float)
-    lead = th.shape[:-1]                                          # () or (B,)
+    lead = th.shape[:-1]  # () or (B,)
     n_mid = np.broadcast_to(np.sqrt(C / k), (*lead, len(C)))
 
-    def best_on(logf):                                            # logf [..., n, G]
+    def best_on(logf):  # logf [..., n, G]
         N = n_mid[..., None] * np.exp(logf)
         D = C[:, None] / (k * N)
         shape = N.shape
@@ -223,9 +255,11 @@ def optimal_log_loss(law: Law, theta, compute, k: float, span: float = 1e6):
             lp = np.asarray(law.log_predict(th, X)).reshape(shape)
         lp = np.where(np.isfinite(lp), lp, np.inf)
         j = np.argmin(lp, axis=-1)
-        return (np.take_along_axis(lp, j[..., None], -1)[..., 0],
-                np.take_along_axis(logf, j[..., None], -1)[..., 0],
-                np.take_along_axis(N, j[..., None], -1)[..., 0])
+        return (
+            np.take_along_axis(lp, j[..., None], -1)[..., 0],
+            np.take_along_axis(logf, j[..., None], -1)[..., 0],
+            np.take_along_axis(N, j[..., None], -1)[..., 0],
+        )
 
     coarse = np.linspace(-math.log(span), math.log(span), 97)
     step = coarse[1] - coarse[0]
@@ -245,10 +279,13 @@ def log_loss_curve(fit: LawFit, theta, compute) -> np.ndarray:
             return fit.law.log_predict(th, {"compute": np.asarray(compute, float)})
     if th.ndim == 1:
         return optimal_log_loss(fit.law, th, compute, fit.flops_per_param_token)[0]
-    chunk = max(1, int(2e6 // (np.size(compute) * 97)))         # bounds the memory of a batch
-    return np.concatenate([optimal_log_loss(fit.law, th[i:i + chunk], compute,
-                                            fit.flops_per_param_token)[0]
-                           for i in range(0, len(th), chunk)])
+    chunk = max(1, int(2e6 // (np.size(compute) * 97)))  # bounds the memory of a batch
+    return np.concatenate(
+        [
+            optimal_log_loss(fit.law, th[i : i + chunk], compute, fit.flops_per_param_token)[0]
+            for i in range(0, len(th), chunk)
+        ]
+    )
 
 
 def compute_to_reach(fit: LawFit, theta, loss) -> np.ndarray:
@@ -260,20 +297,20 @@ def compute_to_reach(fit: LawFit, theta, loss) -> np.ndarray:
     does not fall. theta [k] with loss [m] gives [m]; theta [B, k] with loss [B] gives [B]."""
     th = np.asarray(theta, float)
     grid = np.log(fit.compute_max) + np.linspace(-12, 12, 241) * math.log(10)
-    curves = np.atleast_2d(log_loss_curve(fit, th, np.exp(grid)))      # [B or 1, G]
+    curves = np.atleast_2d(log_loss_curve(fit, th, np.exp(grid)))  # [B or 1, G]
     target = np.log(np.asarray(loss, float))
     targets = np.broadcast_to(target, (len(curves),)) if th.ndim == 2 else np.atleast_1d(target)
     out = np.full(targets.shape, np.nan)
     for i, t in enumerate(targets):
         c = curves[i if th.ndim == 2 else 0]
         if not (np.isfinite(t) and np.all(np.isfinite(c))) or np.any(np.diff(c) > 1e-9):
-            continue                                   # nan: no curve, or one that rises
+            continue  # nan: no curve, or one that rises
         if t >= c[0]:
-            out[i] = math.exp(grid[0])                 # reached below the grid: its lowest end
+            out[i] = math.exp(grid[0])  # reached below the grid: its lowest end
         elif t < c[-1]:
             out[i] = math.inf
         else:
-            out[i] = math.exp(np.interp(-t, -c, grid))   # -c rises with compute
+            out[i] = math.exp(np.interp(-t, -c, grid))  # -c rises with compute
     return out
 
 
@@ -297,23 +334,36 @@ def _objective_and_gradient(theta, law, X, y, delta):
 
 
 def _solve(law, theta0, X, y, delta, tight):
-    opts = ({"ftol": 1e-15, "gtol": 1e-10, "maxiter": 20000} if tight
-            else {"ftol": 1e-11, "gtol": 1e-8, "maxiter": 1000})
+    opts = (
+        {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 20000}
+        if tight
+        else {"ftol": 1e-11, "gtol": 1e-8, "maxiter": 1000}
+    )
     f = _objective if law.jacobian is None else _objective_and_gradient
-    return minimize(f, np.asarray(theta0, float), args=(law, X, y, delta),
-                    jac=law.jacobian is not None, method="L-BFGS-B", bounds=law.bounds,
-                    options=opts)
+    return minimize(
+        f,
+        np.asarray(theta0, float),
+        args=(law, X, y, delta),
+        jac=law.jacobian is not None,
+        method="L-BFGS-B",
+        bounds=law.bounds,
+        options=opts,
+    )
 
 
 def _check_points(law: Law, label: str, X: dict, loss) -> np.ndarray:
     missing = [k for k in law.inputs if k not in X or X[k] is None]
     if missing:
-        raise LawError(f"{label}: law {law.name} needs {', '.join(law.inputs)}; the points lack "
-                       f"{', '.join(missing)}")
+        raise LawError(
+            f"{label}: law {law.name} needs {', '.join(law.inputs)}; the points lack "
+            f"{', '.join(missing)}"
+        )
     L = np.asarray(loss, float)
     if len(L) < law.needs:
-        raise LawError(f"{label}: {len(L)} point(s); law {law.name} has {len(law.params)} "
-                       f"parameters and needs at least {law.needs}")
+        raise LawError(
+            f"{label}: {len(L)} point(s); law {law.name} has {len(law.params)} "
+            f"parameters and needs at least {law.needs}"
+        )
     for k in law.inputs:
         v = np.asarray(X[k], float)
         if v.shape != L.shape or not (np.all(np.isfinite(v)) and np.all(v > 0)):
@@ -323,11 +373,20 @@ def _check_points(law: Law, label: str, X: dict, loss) -> np.ndarray:
     return L
 
 
-def fit_law(law: Law, label: str, X: dict, loss, huber_delta: float | None = 1e-3,
-            n_bootstrap: int = 0, boot_loss: np.ndarray | None = None,
-            resample: np.ndarray | None = None, ci: float = 0.95,
-            boot_level: float | None = None, seed: int = 0,
-            flops: np.ndarray | None = None) -> LawFit:
+def fit_law(
+    law: Law,
+    label: str,
+    X: dict,
+    loss,
+    huber_delta: float | None = 1e-3,
+    n_bootstrap: int = 0,
+    boot_loss: np.ndarray | None = None,
+    resample: np.ndarray | None = None,
+    ci: float = 0.95,
+    boot_level: float | None = None,
+    seed: int = 0,
+    flops: np.ndarray | None = None,
+) -> LawFit:
     """Fit `law` to one variant's points X (inputs -> arrays) and losses.
 
     The bootstrap: `boot_loss` [B, n] (resampled losses at the same inputs, the seed bootstrap of
@@ -341,34 +400,55 @@ def fit_law(law: Law, label: str, X: dict, loss, huber_delta: float | None = 1e-
         C = Xa["compute"]
         k = None
     else:
-        F = (np.asarray(flops, float) if flops is not None
-             else 6.0 * Xa["params"] * Xa["tokens"])
+        F = np.asarray(flops, float) if flops is not None else 6.0 * Xa["params"] * Xa["tokens"]
         k = float(np.median(F / (Xa["params"] * Xa["tokens"])))
         C = F / FLOPS_PER_PFLOPS_DAY
     if law.fitter is not None:
         theta, boot, converged, warnings = law.fitter(
-            label, Xa, L, huber_delta=huber_delta, n_bootstrap=n_bootstrap, boot_loss=boot_loss,
-            resample=resample, ci=ci, seed=seed, flops=flops)
+            label,
+            Xa,
+            L,
+            huber_delta=huber_delta,
+            n_bootstrap=n_bootstrap,
+            boot_loss=boot_loss,
+            resample=resample,
+            ci=ci,
+            seed=seed,
+            flops=flops,
+        )
     else:
-        theta, boot, converged, warnings = _fit_generic(law, label, Xa, L, huber_delta,
-                                                        n_bootstrap, boot_loss, resample, seed)
+        theta, boot, converged, warnings = _fit_generic(
+            law, label, Xa, L, huber_delta, n_bootstrap, boot_loss, resample, seed
+        )
     theta = np.asarray(theta, float)
     with np.errstate(all="ignore"):
         r = law.log_predict(theta, Xa) - np.log(L)
-    return LawFit(law=law, label=label, theta=theta, boot=boot, n_points=len(L),
-                  rmse_log=float(np.sqrt(np.mean(r * r))), huber_delta=huber_delta,
-                  converged=converged,
-                  ranges={k_: (float(v.min()), float(v.max())) for k_, v in Xa.items()},
-                  compute_max=float(C.max()), compute_min=float(C.min()),
-                  flops_per_param_token=k, ci_level=ci,
-                  boot_level=boot_level, warnings=warnings)
+    return LawFit(
+        law=law,
+        label=label,
+        theta=theta,
+        boot=boot,
+        n_points=len(L),
+        rmse_log=float(np.sqrt(np.mean(r * r))),
+        huber_delta=huber_delta,
+        converged=converged,
+        ranges={k_: (float(v.min()), float(v.max())) for k_, v in Xa.items()},
+        compute_max=float(C.max()),
+        compute_min=float(C.min()),
+        flops_per_param_token=k,
+        ci_level=ci,
+        boot_level=boot_level,
+        warnings=warnings,
+    )
 
 
 def _fit_generic(law, label, X, L, delta, n_bootstrap, boot_loss, resample, seed):
     y = np.log(L)
     with single_blas_thread():
-        starts = sorted((np.asarray(t, float) for t in law.grid(X, y)),
-                        key=lambda t: _objective(t, law, X, y, delta))
+        starts = sorted(
+            (np.asarray(t, float) for t in law.grid(X, y)),
+            key=lambda t: _objective(t, law, X, y, delta),
+        )
         best = None
         for t0 in starts[:_N_STARTS]:
             r = _solve(law, t0, X, y, delta, tight=False)
@@ -380,13 +460,24 @@ def _fit_generic(law, label, X, L, delta, n_bootstrap, boot_loss, resample, seed
         theta = best.x
         if not np.isfinite(best.fun) or best.fun >= 1e299:
             raise LawError(f"{label}: law {law.name} found no parameters that predict every point")
-        boot, warnings = refit_resamples(law, label, theta, X, L, delta, n_bootstrap, boot_loss,
-                                         resample, seed)
+        boot, warnings = refit_resamples(
+            law, label, theta, X, L, delta, n_bootstrap, boot_loss, resample, seed
+        )
     return theta, boot, bool(best.success), warnings
 
 
-def refit_resamples(law: Law, label: str, theta, X: dict, L, delta, n_bootstrap: int = 0,
-                    boot_loss=None, resample=None, seed: int = 0):
+def refit_resamples(
+    law: Law,
+    label: str,
+    theta,
+    X: dict,
+    L,
+    delta,
+    n_bootstrap: int = 0,
+    boot_loss=None,
+    resample=None,
+    seed: int = 0,
+):
     """(boot [B, k] or None, warnings): one L-BFGS-B per resample, warm-started from theta.
     Resamples: `boot_loss` [B, n] (new losses at the same inputs), else `resample` [B, n] (point
     positions), else `n_bootstrap` seeded resamples of the points."""
@@ -396,8 +487,11 @@ def refit_resamples(law: Law, label: str, theta, X: dict, L, delta, n_bootstrap:
     if boot_loss is not None:
         rows = [(X, np.log(np.asarray(b, float))) for b in boot_loss]
     else:
-        idx = (np.asarray(resample) if resample is not None else
-               resample_indices(rng_for(seed, label), y, n_bootstrap, 2))
+        idx = (
+            np.asarray(resample)
+            if resample is not None
+            else resample_indices(rng_for(seed, label), y, n_bootstrap, 2)
+        )
         rows = [({k: v[i] for k, v in X.items()}, y[i]) for i in idx]
     boot = np.full((len(rows), len(theta)), np.nan)
     with single_blas_thread():

@@ -21,10 +21,10 @@ PARABOLA, FEW, EDGE, CONCAVE = "parabola", "few", "edge", "concave"
 
 @dataclass
 class Vertex:
-    x: float                      # the minimum's position (in the coordinate given: log LR, ...)
-    y: float                      # the fitted loss there (the grid's where no parabola stands)
-    kind: str                     # PARABOLA, or why the grid's best point stands: FEW, EDGE, CONCAVE
-    best: int                     # index of the grid's best point
+    x: float  # the minimum's position (in the coordinate given: log LR, ...)
+    y: float  # the fitted loss there (the grid's where no parabola stands)
+    kind: str  # PARABOLA, or why the grid's best point stands: FEW, EDGE, CONCAVE
+    best: int  # index of the grid's best point
     fit: list[float] | None = None  # parabola coefficients, highest power first
     window: tuple[int, int] = (0, 0)  # the points fitted: x[lo:hi]
 

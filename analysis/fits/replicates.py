@@ -36,11 +36,11 @@ class Cell:
     """The runs of one (label, size): y[k, j] = log loss of seed k's point j."""
 
     size: str
-    seeds: list           # sorted (None sorts first)
-    x: np.ndarray         # [n_seeds, n_points] log compute (PFLOP/s-days)
-    y: np.ndarray         # [n_seeds, n_points] log loss
-    compute: np.ndarray   # [n_seeds, n_points] PFLOP/s-days
-    runs: list            # [n_seeds] lists of Run, in point order
+    seeds: list  # sorted (None sorts first)
+    x: np.ndarray  # [n_seeds, n_points] log compute (PFLOP/s-days)
+    y: np.ndarray  # [n_seeds, n_points] log loss
+    compute: np.ndarray  # [n_seeds, n_points] PFLOP/s-days
+    runs: list  # [n_seeds] lists of Run, in point order
 
 
 @dataclass
@@ -49,8 +49,8 @@ class Replicates:
 
     label: str
     cells: list[Cell]
-    balanced: bool                     # every size has >= 2 seeds with the same points per run
-    why_not: str = ""                  # when not balanced: what is missing
+    balanced: bool  # every size has >= 2 seeds with the same points per run
+    why_not: str = ""  # when not balanced: what is missing
     warnings: list[str] = field(default_factory=list)
 
     def flat(self):
@@ -71,7 +71,9 @@ def _seed_key(s):
 
 def arrange(runs: list[Run]) -> dict[str, Replicates]:
     """Runs (points) grouped by label → size → seed, each seed's points in run order."""
-    tree: dict[str, dict[str, dict[str, list[Run]]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    tree: dict[str, dict[str, dict[str, list[Run]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list))
+    )
     for r in runs:
         tree[r.label][r.size][r.run_id].append(r)
     out = {}
@@ -84,19 +86,33 @@ def arrange(runs: list[Run]) -> dict[str, Replicates]:
             if len(n_pts) > 1:
                 # keep the budgets every seed reached, so each seed's run is a whole cluster
                 k = min(n_pts)
-                warnings.append(f"{label} size={size}: its runs have {sorted(n_pts)} points; the "
-                                f"seed bootstrap uses the first {k} of each")
+                warnings.append(
+                    f"{label} size={size}: its runs have {sorted(n_pts)} points; the "
+                    f"seed bootstrap uses the first {k} of each"
+                )
                 rs = [pts[:k] for pts in rs]
             compute = np.array([[r.compute for r in pts] for pts in rs])
             y = np.log(np.array([[r.val_loss for r in pts] for pts in rs]))
-            cells.append(Cell(size=size, seeds=[pts[0].seed for pts in rs], x=np.log(compute),
-                              y=y, compute=compute, runs=rs))
+            cells.append(
+                Cell(
+                    size=size,
+                    seeds=[pts[0].seed for pts in rs],
+                    x=np.log(compute),
+                    y=y,
+                    compute=compute,
+                    runs=rs,
+                )
+            )
             if len(rs) < 2:
                 why.append(size)
         cells.sort(key=lambda c: float(np.mean(c.x)))
         out[label] = Replicates(
-            label=label, cells=cells, balanced=not why,
-            why_not=(f"one seed at size(s) {', '.join(why)}" if why else ""), warnings=warnings)
+            label=label,
+            cells=cells,
+            balanced=not why,
+            why_not=(f"one seed at size(s) {', '.join(why)}" if why else ""),
+            warnings=warnings,
+        )
     return out
 
 
@@ -109,17 +125,24 @@ def seed_noise(reps: dict[str, Replicates], baseline: str) -> list[dict]:
     rows = []
     for label, rep in reps.items():
         for c in rep.cells:
-            row = {"label": label, "size": c.size, "n_seeds": len(c.seeds),
-                   "n_points_per_run": int(c.y.shape[1]),
-                   "compute_pflops_days": float(np.exp(c.x.mean())),
-                   "std_log_loss": _pooled_std(c.y), "std_paired_gap": None, "n_paired": 0}
+            row = {
+                "label": label,
+                "size": c.size,
+                "n_seeds": len(c.seeds),
+                "n_points_per_run": int(c.y.shape[1]),
+                "compute_pflops_days": float(np.exp(c.x.mean())),
+                "std_log_loss": _pooled_std(c.y),
+                "std_paired_gap": None,
+                "n_paired": 0,
+            }
             b = base.get(c.size)
             if label != baseline and b is not None:
                 common = [s for s in c.seeds if s is not None and s in b.seeds]
                 k = min(c.y.shape[1], b.y.shape[1])
                 if common:
-                    gap = np.array([c.y[c.seeds.index(s), :k] - b.y[b.seeds.index(s), :k]
-                                    for s in common])
+                    gap = np.array(
+                        [c.y[c.seeds.index(s), :k] - b.y[b.seeds.index(s), :k] for s in common]
+                    )
                     row["n_paired"] = len(common)
                     row["std_paired_gap"] = _pooled_std(gap)
             rows.append(row)
@@ -144,24 +167,24 @@ def noise_components(reps: dict[str, Replicates], baseline: str) -> dict | None:
             n, m = c.y.shape
             if n < 2:
                 continue
-            e = c.y - c.y.mean(0)                        # deviation from the cell mean
-            run_mean = e.mean(1)                         # a run's shared part
+            e = c.y - c.y.mean(0)  # deviation from the cell mean
+            run_mean = e.mean(1)  # a run's shared part
             if m > 1:
                 pt_ss += float(((e - run_mean[:, None]) ** 2).sum())
                 pt_df += (n - 1) * (m - 1)
-            run_ss += float((run_mean ** 2).sum())
+            run_ss += float((run_mean**2).sum())
             run_df += n - 1
     if run_df == 0:
         return None
     sigma_pt = float(np.sqrt(pt_ss / pt_df)) if pt_df else 0.0
     # the variance of a run's mean over m points holds sigma_pt² / m of point noise
     m_typ = np.mean([c.y.shape[1] for r in reps.values() for c in r.cells])
-    sigma_run = float(np.sqrt(max(run_ss / run_df - sigma_pt ** 2 / m_typ, 1e-12)))
+    sigma_run = float(np.sqrt(max(run_ss / run_df - sigma_pt**2 / m_typ, 1e-12)))
     gaps = [r["std_paired_gap"] for r in seed_noise(reps, baseline) if r["std_paired_gap"]]
     rho = None
     if gaps and sigma_run > 0:
-        g2 = float(np.mean(np.square(gaps))) - sigma_pt ** 2 * 2 / m_typ
-        rho = float(np.clip(1 - g2 / (2 * sigma_run ** 2), -0.5, 0.95))
+        g2 = float(np.mean(np.square(gaps))) - sigma_pt**2 * 2 / m_typ
+        rho = float(np.clip(1 - g2 / (2 * sigma_run**2), -0.5, 0.95))
     return {"sigma_run": sigma_run, "sigma_point": sigma_pt, "rho": rho, "df": run_df}
 
 
@@ -175,8 +198,9 @@ def expanded_level(level: float, df: int) -> float:
     return float(2 * stats.norm.cdf(t) - 1)
 
 
-def seed_bootstrap(reps: dict[str, Replicates], labels: list[str], n_boot: int, seed: int,
-                   baseline: str) -> tuple[dict[str, np.ndarray], list[str]]:
+def seed_bootstrap(
+    reps: dict[str, Replicates], labels: list[str], n_boot: int, seed: int, baseline: str
+) -> tuple[dict[str, np.ndarray], list[str]]:
     """Resampled losses [n_boot, n_points] (in `Replicates.flat` order) per balanced label.
 
     The seed positions drawn at a size are shared by every label whose seeds at that size are the
@@ -185,7 +209,7 @@ def seed_bootstrap(reps: dict[str, Replicates], labels: list[str], n_boot: int, 
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x5EED]))
     warnings = []
     ref = {c.size: c.seeds for c in reps[baseline].cells} if baseline in reps else {}
-    shared: dict[str, np.ndarray] = {}           # size → [n_boot, n_seeds] shared draws
+    shared: dict[str, np.ndarray] = {}  # size → [n_boot, n_seeds] shared draws
     out = {}
     for label in labels:
         rep = reps[label]
@@ -206,8 +230,10 @@ def seed_bootstrap(reps: dict[str, Replicates], labels: list[str], n_boot: int, 
             dev = (c.y - mean) * np.sqrt(n / (n - 1))
             blocks.append((mean[None, None, :] + dev[u]).reshape(n_boot, -1))
         if unpaired and label != baseline:
-            warnings.append(f"{label}: seeds differ from {baseline}'s at size(s) "
-                            f"{', '.join(unpaired)}; resampled unpaired there")
+            warnings.append(
+                f"{label}: seeds differ from {baseline}'s at size(s) "
+                f"{', '.join(unpaired)}; resampled unpaired there"
+            )
         out[label] = np.exp(np.concatenate(blocks, axis=1))
     return out, warnings
 

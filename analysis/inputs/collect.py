@@ -28,17 +28,37 @@ from pathlib import Path
 
 import numpy as np
 
-from andrea.run.units import PFLOPS_DAY as FLOPS_PER_PFLOPS_DAY  # the report's unit
-from andrea.run import results as results_file
+from analysis.inputs.metrics import (
+    DEFAULT_METRIC,
+    RECORD_NAMES,
+    MetricError,
+    check_metric,
+    is_domain_metric,
+    parse_task_metric,
+    record_keys,
+    record_value,
+    recorded_metrics,
+    task_key,
+)
 from andrea.run import evaluations
+from andrea.run import results as results_file
 from andrea.run.rundir import RunDir, find_run_dirs
-from analysis.inputs.metrics import (DEFAULT_METRIC, RECORD_NAMES, MetricError, check_metric,
-                                     is_domain_metric, parse_task_metric, record_keys,
-                                     record_value, recorded_metrics, task_key)
+from andrea.run.units import PFLOPS_DAY as FLOPS_PER_PFLOPS_DAY  # the report's unit
 
 REQUIRED_CSV_COLUMNS = ("variant", "size", "flops", "val_loss")
-OPTIONAL_CSV_COLUMNS = ("block_size", "params", "tokens", "seed", "status", "label", "budget",
-                        "wall_s", "device_s", "optimizer", "unique_tokens")
+OPTIONAL_CSV_COLUMNS = (
+    "block_size",
+    "params",
+    "tokens",
+    "seed",
+    "status",
+    "label",
+    "budget",
+    "wall_s",
+    "device_s",
+    "optimizer",
+    "unique_tokens",
+)
 BLOCK_VARIANT = "attnres_block"
 
 
@@ -60,7 +80,7 @@ def variant_label(variant: str, block_size: int | None) -> str:
 
 @dataclass
 class Run:
-    source: str                 # run directory or "file.csv line 7": how messages name the run
+    source: str  # run directory or "file.csv line 7": how messages name the run
     variant: str
     block_size: int | None
     size: str
@@ -70,18 +90,18 @@ class Run:
     tokens: float | None = None
     seed: int | None = None
     run_dir: Path | None = None
-    display_label: str | None = None   # results.json `label`, when present
-    run_id: str = ""                   # one id per training run, shared by its points
-    point: int = 0                     # position of this point in its run, by tokens
-    budget: float | None = None        # multiple of the size's token budget, when recorded
-    wall_s: float | None = None        # training wall-clock up to this point
-    device_s: float | None = None      # wall-clock x devices up to this point
+    display_label: str | None = None  # results.json `label`, when present
+    run_id: str = ""  # one id per training run, shared by its points
+    point: int = 0  # position of this point in its run, by tokens
+    budget: float | None = None  # multiple of the size's token budget, when recorded
+    wall_s: float | None = None  # training wall-clock up to this point
+    device_s: float | None = None  # wall-clock x devices up to this point
     device_name: str | None = None
-    optimizer: str = "adamw"           # results.json `optimizer` (adamw before the key existed)
+    optimizer: str = "adamw"  # results.json `optimizer` (adamw before the key existed)
     shape: tuple[int, int, int] | None = None  # (n_layer, n_head, d_model), when recorded
-    unique_tokens: float | None = None # distinct tokens the run's `tokens` were drawn from (a CSV
-                                       # column; the data-constrained law needs it)
-    lr: float | None = None            # results.json `lr`, the peak learning rate (not a CSV's)
+    unique_tokens: float | None = None  # distinct tokens the run's `tokens` were drawn from (a CSV
+    # column; the data-constrained law needs it)
+    lr: float | None = None  # results.json `lr`, the peak learning rate (not a CSV's)
     # every metric this point recorded, by its --metric name (val_loss holds the one asked for);
     # a finished run's final point also carries its downstream task metrics as
     # `task:<task>/<metric>` (analysis.inputs.metrics, andrea.run.evaluations)
@@ -123,20 +143,28 @@ class Point:
 
     def to_json(self) -> dict:
         return {
-            "label": self.label, "variant": self.variant, "block_size": self.block_size,
-            "size": self.size, "flops": self.flops, "compute_pflops_days": self.compute,
-            "val_loss": self.val_loss, "val_loss_std": self.val_loss_std,
-            "n_seeds": self.n_seeds, "seeds": self.seeds, "params": self.params,
-            "tokens": self.tokens, "runs": [r.source for r in self.runs],
+            "label": self.label,
+            "variant": self.variant,
+            "block_size": self.block_size,
+            "size": self.size,
+            "flops": self.flops,
+            "compute_pflops_days": self.compute,
+            "val_loss": self.val_loss,
+            "val_loss_std": self.val_loss_std,
+            "n_seeds": self.n_seeds,
+            "seeds": self.seeds,
+            "params": self.params,
+            "tokens": self.tokens,
+            "runs": [r.source for r in self.runs],
         }
 
 
 @dataclass
 class Collection:
     runs: list[Run] = field(default_factory=list)
-    failed: list[tuple[str, str]] = field(default_factory=list)     # (source, error)
-    running: list[tuple[str, str]] = field(default_factory=list)    # (source, detail)
-    invalid: list[tuple[str, str]] = field(default_factory=list)    # (source, reason)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (source, error)
+    running: list[tuple[str, str]] = field(default_factory=list)  # (source, detail)
+    invalid: list[tuple[str, str]] = field(default_factory=list)  # (source, reason)
     warnings: list[str] = field(default_factory=list)
     missing_metric: list[tuple[str, str]] = field(default_factory=list)  # runs without --metric
 
@@ -175,16 +203,19 @@ def _optional_int(value) -> int | None:
     return None if x is None else int(x)
 
 
-def _make_run(rec: dict, source: str, run_dir: Path | None = None,
-              metric: str = DEFAULT_METRIC, **extra) -> Run:
+def _make_run(
+    rec: dict, source: str, run_dir: Path | None = None, metric: str = DEFAULT_METRIC, **extra
+) -> Run:
     """A usable run (point) from one record, or ValueError saying which field is wrong and its
     value. `metric` (--metric) is what its val_loss holds."""
     recorded = {m: _optional_number(record_value(rec, m)) for m in recorded_metrics(rec)}
     if metric != DEFAULT_METRIC:
         value = record_value(rec, metric)
         if value is None:
-            raise _MetricMissing(f"{metric} was not recorded (this run records "
-                                 f"{', '.join(recorded_metrics(rec)) or 'nothing to fit'})")
+            raise _MetricMissing(
+                f"{metric} was not recorded (this run records "
+                f"{', '.join(recorded_metrics(rec)) or 'nothing to fit'})"
+            )
         rec = {**rec, "val_loss": value}
     variant = str(rec.get("variant") or "").strip()
     if not variant:
@@ -194,7 +225,9 @@ def _make_run(rec: dict, source: str, run_dir: Path | None = None,
         raise ValueError("size is missing")
     flops = _number(rec.get("flops"), "flops")
     if not math.isfinite(flops) or flops <= 0:
-        raise ValueError(f"flops={flops!r} is not positive; compute must be > 0 to fit on a log axis")
+        raise ValueError(
+            f"flops={flops!r} is not positive; compute must be > 0 to fit on a log axis"
+        )
     name = "val_loss" if metric == DEFAULT_METRIC else metric
     val_loss = _number(rec.get("val_loss"), name)
     if not math.isfinite(val_loss) or val_loss <= 0:
@@ -203,17 +236,27 @@ def _make_run(rec: dict, source: str, run_dir: Path | None = None,
     label = str(rec.get("label") or "").strip() or None
     # N of L(N, D) is the non-embedding count (Kaplan et al. 2020); a CSV's `params` already is
     params = _optional_number(rec.get("params_nonembedding", rec.get("params")))
-    return Run(source=source, variant=variant, block_size=block_size, size=size, flops=flops,
-               val_loss=val_loss, params=params,
-               tokens=_optional_number(rec.get("tokens")), seed=_optional_int(rec.get("seed")),
-               run_dir=run_dir, display_label=label, budget=_optional_number(rec.get("budget")),
-               wall_s=_optional_number(rec.get("wall_s")),
-               device_s=_optional_number(rec.get("device_s")),
-               device_name=(str(rec["device_name"]) if rec.get("device_name") else None),
-               optimizer=str(rec.get("optimizer") or "adamw"),
-               unique_tokens=_optional_number(rec.get("unique_tokens")),
-               metrics=recorded,
-               **extra)
+    return Run(
+        source=source,
+        variant=variant,
+        block_size=block_size,
+        size=size,
+        flops=flops,
+        val_loss=val_loss,
+        params=params,
+        tokens=_optional_number(rec.get("tokens")),
+        seed=_optional_int(rec.get("seed")),
+        run_dir=run_dir,
+        display_label=label,
+        budget=_optional_number(rec.get("budget")),
+        wall_s=_optional_number(rec.get("wall_s")),
+        device_s=_optional_number(rec.get("device_s")),
+        device_name=(str(rec["device_name"]) if rec.get("device_name") else None),
+        optimizer=str(rec.get("optimizer") or "adamw"),
+        unique_tokens=_optional_number(rec.get("unique_tokens")),
+        metrics=recorded,
+        **extra,
+    )
 
 
 class _MetricMissing(ValueError):
@@ -236,23 +279,32 @@ def _read_run_dir(rd: RunDir, out: Collection, metric: str = DEFAULT_METRIC) -> 
     source = str(rd.root)
     res = results_file.read(rd)
     if not isinstance(res, results_file.Record):
-        why = ("not valid JSON (half-written or corrupted)" if res is None else
-               f"valid JSON, but a {type(res).__name__}, not a results object (a JSON object)")
+        why = (
+            "not valid JSON (half-written or corrupted)"
+            if res is None
+            else f"valid JSON, but a {type(res).__name__}, not a results object (a JSON object)"
+        )
         out.invalid.append((source, f"results.json is {why}"))
         return
     if res.failed:
         out.failed.append((source, str(res.get("error") or "no error message recorded")))
         return
     if not res.completed:
-        out.invalid.append((source, f"results.json status={res.status!r}; expected "
-                                    f"{results_file.COMPLETED!r} or {results_file.FAILED!r}"))
+        out.invalid.append(
+            (
+                source,
+                f"results.json status={res.status!r}; expected "
+                f"{results_file.COMPLETED!r} or {results_file.FAILED!r}",
+            )
+        )
         return
     points = res.point_records()
     runs = []
     for i, rec in enumerate(points):
         try:
-            runs.append(_make_run(rec, source, run_dir=rd.root, metric=metric, shape=res.shape,
-                                  lr=res.lr))
+            runs.append(
+                _make_run(rec, source, run_dir=rd.root, metric=metric, shape=res.shape, lr=res.lr)
+            )
         except _MetricMissing as e:
             out.missing_metric.append((source, str(e)))
             return
@@ -262,9 +314,13 @@ def _read_run_dir(rd: RunDir, out: Collection, metric: str = DEFAULT_METRIC) -> 
             return
     runs = _number_points(runs)
     # evaluations of the final checkpoint, as `task:<task>/<metric>`
-    runs[-1].metrics.update({task_key(task, k): v for task, values in
-                             evaluations.final_metrics(rd, res.get("steps")).items()
-                             for k, v in values.items()})
+    runs[-1].metrics.update(
+        {
+            task_key(task, k): v
+            for task, values in evaluations.final_metrics(rd, res.get("steps")).items()
+            for k, v in values.items()
+        }
+    )
     out.runs += runs
 
 
@@ -291,28 +347,33 @@ def collect_dir(root: Path, metric: str = DEFAULT_METRIC) -> Collection:
 def collect_csv(path: Path, metric: str = DEFAULT_METRIC) -> Collection:
     try:
         return _collect_csv(path, metric)
-    except UnicodeDecodeError as e:  # a binary file, or another encoding: a message, not a traceback
-        raise InputError(f"{path}: not a UTF-8 CSV file ({e.reason} at byte {e.start}); "
-                         "save it as UTF-8") from None
+    except (
+        UnicodeDecodeError
+    ) as e:  # a binary file, or another encoding: a message, not a traceback
+        raise InputError(
+            f"{path}: not a UTF-8 CSV file ({e.reason} at byte {e.start}); save it as UTF-8"
+        ) from None
 
 
 def _collect_csv(path: Path, metric: str = DEFAULT_METRIC) -> Collection:
     out = Collection()
-    with open(path, newline="", encoding="utf-8-sig") as f:   # -sig: CSVs saved by Excel
+    with open(path, newline="", encoding="utf-8-sig") as f:  # -sig: CSVs saved by Excel
         reader = csv.DictReader(f)
         columns = [c.strip() for c in (reader.fieldnames or [])]
         required = [c for c in REQUIRED_CSV_COLUMNS if c != "val_loss" or metric == DEFAULT_METRIC]
         missing = [c for c in required if c not in columns]
-        if metric != DEFAULT_METRIC and not any(
-                k in columns for k in record_keys(metric)):
+        if metric != DEFAULT_METRIC and not any(k in columns for k in record_keys(metric)):
             metrics = [c for c in columns if c in RECORD_NAMES or is_domain_metric(c)]
-            raise InputError(f"{path}: no column {metric!r} for --metric {metric} (metric columns: "
-                             f"{', '.join(metrics) or 'none'})")
+            raise InputError(
+                f"{path}: no column {metric!r} for --metric {metric} (metric columns: "
+                f"{', '.join(metrics) or 'none'})"
+            )
         if missing:
             raise InputError(
                 f"{path}: missing required column(s) {', '.join(missing)}; found "
                 f"{', '.join(columns) or 'no header'}; need at least {','.join(REQUIRED_CSV_COLUMNS)} "
-                f"(optional {','.join(OPTIONAL_CSV_COLUMNS)})")
+                f"(optional {','.join(OPTIONAL_CSV_COLUMNS)})"
+            )
         by_run: dict[tuple, list[Run]] = defaultdict(list)
         for row in reader:
             row = {(k or "").strip(): v for k, v in row.items()}
@@ -362,8 +423,10 @@ def collect(paths: list[str | Path], metric: str = DEFAULT_METRIC) -> Collection
             raise InputError(f"{p}: not a directory, .csv or results.json")
     if out.missing_metric and not out.runs:
         source, why = out.missing_metric[0]
-        raise InputError(f"--metric {metric}: none of the {len(out.missing_metric)} completed "
-                         f"run(s) recorded it, e.g. {source}: {why}")
+        raise InputError(
+            f"--metric {metric}: none of the {len(out.missing_metric)} completed "
+            f"run(s) recorded it, e.g. {source}: {why}"
+        )
     # some did: the others are listed with the unusable runs, by name
     out.invalid += out.missing_metric
     out.missing_metric = []
@@ -404,9 +467,11 @@ def _refuse_mixed_optimizers(runs: list[Run]) -> None:
     mixed = {label: by for label, by in seen.items() if len(by) > 1}
     if mixed:
         label, by = next(iter(mixed.items()))
-        raise InputError(f"{label}: runs trained with different optimizers ("
-                         + ", ".join(f"{o}: {src}" for o, src in sorted(by.items()))
-                         + "); analyse each optimizer's sweep on its own")
+        raise InputError(
+            f"{label}: runs trained with different optimizers ("
+            + ", ".join(f"{o}: {src}" for o, src in sorted(by.items()))
+            + "); analyse each optimizer's sweep on its own"
+        )
 
 
 # --- seeds → points -------------------------------------------------------------------------------
@@ -435,21 +500,35 @@ def aggregate(runs: list[Run]) -> tuple[list[Point], list[str]]:
         losses = np.array([r.val_loss for r in rs])
         flops = np.array([r.flops for r in rs])
         if flops.max() > 1.01 * flops.min():
-            warnings.append(f"{label} size={size}: seeds spent different FLOPs "
-                            f"({flops.min():.3g}..{flops.max():.3g}); averaging them anyway")
+            warnings.append(
+                f"{label} size={size}: seeds spent different FLOPs "
+                f"({flops.min():.3g}..{flops.max():.3g}); averaging them anyway"
+            )
         seeds = [r.seed for r in rs]
         known = [s for s in seeds if s is not None]
         if len(known) != len(set(known)):
-            warnings.append(f"{label} size={size}: seed repeated across runs "
-                            f"({', '.join(r.source for r in rs)}); each run counted once")
+            warnings.append(
+                f"{label} size={size}: seed repeated across runs "
+                f"({', '.join(r.source for r in rs)}); each run counted once"
+            )
         params = [r.params for r in rs if r.params is not None]
         tokens = [r.tokens for r in rs if r.tokens is not None]
-        points.append(Point(
-            label=label, variant=rs[0].variant, block_size=rs[0].block_size, size=size,
-            flops=float(flops.mean()), val_loss=float(losses.mean()),
-            val_loss_std=float(losses.std(ddof=1)) if len(rs) > 1 else 0.0, n_seeds=len(rs),
-            seeds=seeds, params=float(np.mean(params)) if params else None,
-            tokens=float(np.mean(tokens)) if tokens else None, runs=rs))
+        points.append(
+            Point(
+                label=label,
+                variant=rs[0].variant,
+                block_size=rs[0].block_size,
+                size=size,
+                flops=float(flops.mean()),
+                val_loss=float(losses.mean()),
+                val_loss_std=float(losses.std(ddof=1)) if len(rs) > 1 else 0.0,
+                n_seeds=len(rs),
+                seeds=seeds,
+                params=float(np.mean(params)) if params else None,
+                tokens=float(np.mean(tokens)) if tokens else None,
+                runs=rs,
+            )
+        )
     points.sort(key=lambda p: (p.label, p.flops))
     return points, warnings
 

@@ -30,16 +30,19 @@ TASK_PREFIX = "task:"
 _RECORD_KEYS = {"val_loss": ("val_loss",), "bpb": ("val_bpb", "bpb"), "val_bpb": ("val_bpb", "bpb")}
 # the names a record may carry as columns or keys: what a CSV's metric columns can be
 RECORD_NAMES = ("val_loss", "val_bpb", "bpb")
-_DOMAIN_METRIC = re.compile(rf"^{re.escape(DOMAIN_PREFIX)}([A-Za-z0-9_.-]+)/"
-                            rf"({'|'.join(map(re.escape, DOMAIN_METRICS))})$")
+_DOMAIN_METRIC = re.compile(
+    rf"^{re.escape(DOMAIN_PREFIX)}([A-Za-z0-9_.-]+)/"
+    rf"({'|'.join(map(re.escape, DOMAIN_METRICS))})$"
+)
 # Task metrics where higher is better (the harness's accuracy family); everything else is a loss.
-HIGHER_IS_BETTER = ("acc", "acc_norm", "acc_bytes", "acc_mutual_info", "exact_match", "f1",
-                    "mcc")
-METRIC_HELP = ("what to fit: val_loss (nats/token, default), bpb (bits per byte), "
-               "domain:<name>/loss or domain:<name>/bpb (an eval.domains entry; docs/metrics.md); "
-               "task:<task>/<metric> (a downstream task, on each run's final point: bpb, loss, "
-               "or acc / acc_norm through the two-step prediction; docs/evaluation.md; "
-               "analysis.fit and analysis.backtest); a CSV gives it as a column of that name")
+HIGHER_IS_BETTER = ("acc", "acc_norm", "acc_bytes", "acc_mutual_info", "exact_match", "f1", "mcc")
+METRIC_HELP = (
+    "what to fit: val_loss (nats/token, default), bpb (bits per byte), "
+    "domain:<name>/loss or domain:<name>/bpb (an eval.domains entry; docs/metrics.md); "
+    "task:<task>/<metric> (a downstream task, on each run's final point: bpb, loss, "
+    "or acc / acc_norm through the two-step prediction; docs/evaluation.md; "
+    "analysis.fit and analysis.backtest); a CSV gives it as a column of that name"
+)
 
 
 class MetricError(ValueError):
@@ -72,10 +75,12 @@ def parse_task_metric(name: str) -> tuple[str, str] | None:
     domain:..., which `check_metric` checks). MetricError for a malformed task name."""
     if not name.startswith(TASK_PREFIX):
         return None
-    if "/" not in name[len(TASK_PREFIX):]:
-        raise MetricError(f"metric {name!r} needs both a task and a metric: task:<task>/<metric> "
-                          f"(e.g. task:copa_local/bpb; python -m andrea.eval records them)")
-    task, _, metric = name[len(TASK_PREFIX):].rpartition("/")
+    if "/" not in name[len(TASK_PREFIX) :]:
+        raise MetricError(
+            f"metric {name!r} needs both a task and a metric: task:<task>/<metric> "
+            f"(e.g. task:copa_local/bpb; python -m andrea.eval records them)"
+        )
+    task, _, metric = name[len(TASK_PREFIX) :].rpartition("/")
     if not task or not metric:
         raise MetricError(f"metric {name!r} needs both a task and a metric: task:<task>/<metric>")
     return task, metric
@@ -94,8 +99,12 @@ def check_metric(metric: str) -> None:
 
 
 # what a figure's axis calls a metric's value, by what it measures
-_MEASURES = {"loss": "loss (nats/token)", "bpb": "bits per byte", "acc": "accuracy",
-             "acc_norm": "accuracy (length-normalised)"}
+_MEASURES = {
+    "loss": "loss (nats/token)",
+    "bpb": "bits per byte",
+    "acc": "accuracy",
+    "acc_norm": "accuracy (length-normalised)",
+}
 
 
 def metric_axis_label(metric: str) -> str:
@@ -160,5 +169,6 @@ def with_metric(runs: list, name: str) -> tuple[list, list]:
 
 def available(runs: list) -> list[str]:
     """Every metric the runs carry, by name (without a task's `n` and `chance`)."""
-    return sorted({k for r in runs for k in getattr(r, "metrics", {})
-                   if not k.endswith(("/n", "/chance"))})
+    return sorted(
+        {k for r in runs for k in getattr(r, "metrics", {}) if not k.endswith(("/n", "/chance"))}
+    )

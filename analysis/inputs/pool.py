@@ -21,7 +21,7 @@ from analysis.inputs.collect import InputError
 @dataclass
 class Table:
     path: Path
-    columns: dict[str, np.ndarray]        # numeric columns; an empty cell is NaN
+    columns: dict[str, np.ndarray]  # numeric columns; an empty cell is NaN
     names: list[str]
 
     def matrix(self, cols) -> np.ndarray:
@@ -40,8 +40,10 @@ def read_table(path, required: tuple[str, ...], positive: tuple[str, ...] = ()) 
     have = set(rows[0]) if rows else set()
     missing = [c for c in required if c not in have]
     if missing or not rows:
-        raise InputError(f"{path}: needs the columns {', '.join(required)}"
-                         + (f"; missing {', '.join(missing)}" if missing and rows else "; it has no rows"))
+        raise InputError(
+            f"{path}: needs the columns {', '.join(required)}"
+            + (f"; missing {', '.join(missing)}" if missing and rows else "; it has no rows")
+        )
     cols: dict[str, np.ndarray] = {}
     for c in rows[0]:
         vals = []

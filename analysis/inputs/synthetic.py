@@ -23,34 +23,47 @@ DEFAULT_LAWS = {
     ("attnres_block", 4): (1.870, 0.058),
     ("attnres_block", 8): (1.874, 0.0578),
 }
-DEFAULT_COMPUTE = (0.1, 0.3, 0.8, 2.0, 5.6)       # PFLOP/s-days, five sizes
+DEFAULT_COMPUTE = (0.1, 0.3, 0.8, 2.0, 5.6)  # PFLOP/s-days, five sizes
 
 
 def _dynamics(variant, block_size, size, n_layer, rng) -> dict:
     L = 2 * n_layer
     depth = np.arange(1, L + 1)
     if variant == "baseline":
-        rms = 0.5 + 0.08 * depth                       # PreNorm: grows with depth
+        rms = 0.5 + 0.08 * depth  # PreNorm: grows with depth
         weights = []
     else:
         S = 1 if variant == "attnres_full" else block_size
         rms = 0.6 + 0.1 * ((depth - 1) % S) + 0.02 * rng.random(L)
         weights = []
-        for layer in range(L + 1):                    # last entry: output aggregation
-            n_done = layer // S                       # completed blocks
+        for layer in range(L + 1):  # last entry: output aggregation
+            n_done = layer // S  # completed blocks
             n_src = 1 + n_done + (1 if layer % S and layer < L else 0)
             if layer == L:
                 n_src = 1 + -(-L // S)
-            logits = 1.5 * np.exp(-0.5 * (n_src - 1 - np.arange(n_src)))   # locality
-            logits[0] += 0.8                           # persistent weight on the embedding
+            logits = 1.5 * np.exp(-0.5 * (n_src - 1 - np.arange(n_src)))  # locality
+            logits[0] += 0.8  # persistent weight on the embedding
             w = np.exp(logits)
             weights.append((w / w.sum()).round(5).tolist())
-    return {"step": 1000, "variant": variant, "block_size": block_size, "size": size,
-            "layer_rms": np.round(rms, 5).tolist(), "depth_weights": weights}
+    return {
+        "step": 1000,
+        "variant": variant,
+        "block_size": block_size,
+        "size": size,
+        "layer_rms": np.round(rms, 5).tolist(),
+        "depth_weights": weights,
+    }
 
 
-def make_sweep(root: Path, laws: dict | None = None, compute=DEFAULT_COMPUTE, seeds=(0,),
-               noise: float = 0.002, seed: int = 0, dynamics: bool = True) -> list[Path]:
+def make_sweep(
+    root: Path,
+    laws: dict | None = None,
+    compute=DEFAULT_COMPUTE,
+    seeds=(0,),
+    noise: float = 0.002,
+    seed: int = 0,
+    dynamics: bool = True,
+) -> list[Path]:
     """Write one run directory per (variant, S, size, seed) under root; returns them."""
     laws = laws or DEFAULT_LAWS
     rng = np.random.default_rng(seed)
@@ -62,14 +75,26 @@ def make_sweep(root: Path, laws: dict | None = None, compute=DEFAULT_COMPUTE, se
             for sd in seeds:
                 name = f"{variant}{'' if S is None else f'_s{S}'}/{size}/seed{sd}"
                 rd = RunDir(Path(root) / name)
-                loss = A * C ** -alpha * float(np.exp(rng.normal(0, noise)))
-                params = 1e6 * 4 ** i
+                loss = A * C**-alpha * float(np.exp(rng.normal(0, noise)))
+                params = 1e6 * 4**i
                 flops = C * FLOPS_PER_PFLOPS_DAY
-                rd.write_results({
-                    "status": results_file.COMPLETED, "error": None, "variant": variant, "block_size": S,
-                    "size": size, "params": params, "params_nonembedding": 0.8 * params,
-                    "tokens": flops / (6 * params), "flops": flops, "val_loss": loss,
-                    "wall_s": 100.0, "tokens_per_s": 1e5, "seed": sd})
+                rd.write_results(
+                    {
+                        "status": results_file.COMPLETED,
+                        "error": None,
+                        "variant": variant,
+                        "block_size": S,
+                        "size": size,
+                        "params": params,
+                        "params_nonembedding": 0.8 * params,
+                        "tokens": flops / (6 * params),
+                        "flops": flops,
+                        "val_loss": loss,
+                        "wall_s": 100.0,
+                        "tokens_per_s": 1e5,
+                        "seed": sd,
+                    }
+                )
                 if dynamics:
                     atomic_write_json(rd.dynamics, _dynamics(variant, S, size, n_layer, rng))
                 dirs.append(rd.root)
@@ -92,9 +117,19 @@ def shifted(law, multiplier: float):
     return lambda C: law(multiplier * np.asarray(C, float))
 
 
-def simulate_runs(laws: dict, size_compute, seeds, budgets=(1.0,), sigma_run: float = 0.012,
-                  rho: float = 0.3, sigma_point: float = 0.003, rng=None,
-                  tokens_per_param: float = 20.0, of_nd: bool = False, noise: str = "normal"):
+def simulate_runs(
+    laws: dict,
+    size_compute,
+    seeds,
+    budgets=(1.0,),
+    sigma_run: float = 0.012,
+    rho: float = 0.3,
+    sigma_point: float = 0.003,
+    rng=None,
+    tokens_per_param: float = 20.0,
+    of_nd: bool = False,
+    noise: str = "normal",
+):
     """`Run` records (one per point) drawn from known laws: label → L(C).
 
     A size's compute is its budget-1 compute; a run's point at budget b costs b times it. Noise on
@@ -112,7 +147,7 @@ def simulate_runs(laws: dict, size_compute, seeds, budgets=(1.0,), sigma_run: fl
     if noise == "normal":
         draw = rng.normal
     elif noise == "t3":
-        draw = lambda: rng.standard_t(3) / np.sqrt(3.0)       # noqa: E731  (var of t3 is 3)
+        draw = lambda: rng.standard_t(3) / np.sqrt(3.0)  # noqa: E731  (var of t3 is 3)
     else:
         raise ValueError(f"noise={noise!r}; valid: normal, t3")
     runs = []
@@ -127,16 +162,36 @@ def simulate_runs(laws: dict, size_compute, seeds, budgets=(1.0,), sigma_run: fl
                     C = C0 * b
                     clean = law(N, tokens_per_param * N * b) if of_nd else law(C)
                     loss = float(clean) * float(np.exp(run_dev + sigma_point * rng.normal()))
-                    runs.append(Run(source=rid, variant=label, block_size=None, size=f"s{i + 1}",
-                                    flops=C * FLOPS_PER_PFLOPS_DAY, val_loss=loss, params=N,
-                                    tokens=tokens_per_param * N * b, seed=sd, run_id=rid,
-                                    point=j, budget=b))
+                    runs.append(
+                        Run(
+                            source=rid,
+                            variant=label,
+                            block_size=None,
+                            size=f"s{i + 1}",
+                            flops=C * FLOPS_PER_PFLOPS_DAY,
+                            val_loss=loss,
+                            params=N,
+                            tokens=tokens_per_param * N * b,
+                            seed=sd,
+                            run_id=rid,
+                            point=j,
+                            budget=b,
+                        )
+                    )
     return runs
 
 
-def simulate_lr_scan(laws: dict, size_compute, seeds, lrs, optimum: dict,
-                     curvature: float = 0.05, sigma_run: float = 0.01, rho: float = 0.5,
-                     rng=None) -> tuple[list, dict[str, float]]:
+def simulate_lr_scan(
+    laws: dict,
+    size_compute,
+    seeds,
+    lrs,
+    optimum: dict,
+    curvature: float = 0.05,
+    sigma_run: float = 0.01,
+    rho: float = 0.5,
+    rng=None,
+) -> tuple[list, dict[str, float]]:
     """An LR scan's final points: label → L(C) at the label's optimal LR, and log L rising by
     curvature · log10(lr / optimum[label][size])² away from it (the loss is near-quadratic in log
     LR at its optimum). optimum: label → {size index → LR}. Seed noise as in `simulate_runs`
@@ -155,16 +210,29 @@ def simulate_lr_scan(laws: dict, size_compute, seeds, lrs, optimum: dict,
                     pen = curvature * np.log10(lr / optimum[label][i]) ** 2
                     rid = f"{label}/s{i + 1}/seed{sd},lr={lr:g}"
                     N = float(np.sqrt(C * FLOPS_PER_PFLOPS_DAY / 120.0))
-                    runs.append(Run(source=rid, variant=label, block_size=None, size=f"s{i + 1}",
-                                    flops=C * FLOPS_PER_PFLOPS_DAY,
-                                    val_loss=float(law(C)) * float(np.exp(pen + dev)), params=N,
-                                    tokens=20 * N, seed=sd, run_id=rid, point=0, budget=1.0))
+                    runs.append(
+                        Run(
+                            source=rid,
+                            variant=label,
+                            block_size=None,
+                            size=f"s{i + 1}",
+                            flops=C * FLOPS_PER_PFLOPS_DAY,
+                            val_loss=float(law(C)) * float(np.exp(pen + dev)),
+                            params=N,
+                            tokens=20 * N,
+                            seed=sd,
+                            run_id=rid,
+                            point=0,
+                            budget=1.0,
+                        )
+                    )
                     lr_of[rid] = float(lr)
     return runs, lr_of
 
 
-def write_runs(root: Path, runs, device_s_per_flop: dict | None = None,
-               extra: dict | None = None) -> list[Path]:
+def write_runs(
+    root: Path, runs, device_s_per_flop: dict | None = None, extra: dict | None = None
+) -> list[Path]:
     """Write `simulate_runs` output as run directories whose results.json holds `points`
     (top-level keys are the final point's). device_s_per_flop (label → seconds
     per FLOP) adds wall_s/device_s per point; extra (run_id → {key: value})
@@ -176,19 +244,46 @@ def write_runs(root: Path, runs, device_s_per_flop: dict | None = None,
     for rid, pts in by_run.items():
         pts = sorted(pts, key=lambda r: r.point)
         rate = (device_s_per_flop or {}).get(pts[0].label)
-        points = [{"budget": r.budget, "tokens": int(r.tokens), "flops": r.flops,
-                   "val_loss": r.val_loss, "step": 100 * (i + 1),
-                   **({"wall_s": rate * r.flops, "device_s": rate * r.flops} if rate else {})}
-                  for i, r in enumerate(pts)]
+        points = [
+            {
+                "budget": r.budget,
+                "tokens": int(r.tokens),
+                "flops": r.flops,
+                "val_loss": r.val_loss,
+                "step": 100 * (i + 1),
+                **({"wall_s": rate * r.flops, "device_s": rate * r.flops} if rate else {}),
+            }
+            for i, r in enumerate(pts)
+        ]
         last = pts[-1]
         rd = RunDir(Path(root) / rid)
-        rd.write_results({
-            "status": results_file.COMPLETED, "error": None, "variant": last.variant, "label": last.label,
-            "block_size": None, "size": last.size, "seed": last.seed,
-            "params": 1.25 * last.params, "params_nonembedding": last.params,
-            "tokens": int(last.tokens), "flops": last.flops, "val_loss": last.val_loss,
-            **({"wall_s": points[-1]["wall_s"], "device_s": points[-1]["device_s"],
-                "device": "cpu", "device_name": "test-cpu"} if rate else {}),
-            "points": points, **(extra or {}).get(rid, {})})
+        rd.write_results(
+            {
+                "status": results_file.COMPLETED,
+                "error": None,
+                "variant": last.variant,
+                "label": last.label,
+                "block_size": None,
+                "size": last.size,
+                "seed": last.seed,
+                "params": 1.25 * last.params,
+                "params_nonembedding": last.params,
+                "tokens": int(last.tokens),
+                "flops": last.flops,
+                "val_loss": last.val_loss,
+                **(
+                    {
+                        "wall_s": points[-1]["wall_s"],
+                        "device_s": points[-1]["device_s"],
+                        "device": "cpu",
+                        "device_name": "test-cpu",
+                    }
+                    if rate
+                    else {}
+                ),
+                "points": points,
+                **(extra or {}).get(rid, {}),
+            }
+        )
         dirs.append(rd.root)
     return dirs

@@ -28,8 +28,8 @@ class Throughput:
     device: str
     device_name: str
     baseline: str
-    settings: dict        # dtype, compile, threads, clock, trials, ...
-    entries: dict         # (label, size) -> the file's entry
+    settings: dict  # dtype, compile, threads, clock, trials, ...
+    entries: dict  # (label, size) -> the file's entry
 
     def tokens_per_s(self, label: str, size: str, which: str = "ratio_median") -> float:
         """The variant's tokens/s as the baseline's of its size times its per-trial ratio:
@@ -54,17 +54,27 @@ def load(path: Path) -> Throughput:
     except (OSError, ValueError) as e:
         raise ThroughputError(f"{path}: not readable as JSON ({e})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ThroughputError(f"{path}: not a throughput file of format {FORMAT} (write it with "
-                              f"python -m bench.throughput --sweep SWEEP)")
+        raise ThroughputError(
+            f"{path}: not a throughput file of format {FORMAT} (write it with "
+            f"python -m bench.throughput --sweep SWEEP)"
+        )
     try:
         entries = {(e["label"], e["size"]): e for e in data["entries"]}
         for e in entries.values():
             float(e["tokens_per_s"]), float(e["ratio_min"]), float(e["ratio_max"])
         settings = {k: data[k] for k in ("dtype", "compile", "threads", "clock", "trials")}
-        return Throughput(Path(path), str(data["device"]), str(data["device_name"]),
-                          str(data["baseline"]), settings, entries)
+        return Throughput(
+            Path(path),
+            str(data["device"]),
+            str(data["device_name"]),
+            str(data["baseline"]),
+            settings,
+            entries,
+        )
     except (KeyError, TypeError, ValueError) as e:
-        raise ThroughputError(f"{path}: malformed throughput file ({type(e).__name__}: {e})") from None
+        raise ThroughputError(
+            f"{path}: malformed throughput file ({type(e).__name__}: {e})"
+        ) from None
 
 
 def check(tp: Throughput, runs, baseline: str) -> None:
@@ -75,26 +85,32 @@ def check(tp: Throughput, runs, baseline: str) -> None:
             f"{tp.path} was measured on {tp.device_name!r} ({tp.device}), the runs ran on "
             f"{', '.join(repr(n) for n in names)}: a device's speed says nothing about another's; "
             f"measure on the runs' device (python -m bench.throughput --sweep SWEEP) or move the "
-            f"file away")
+            f"file away"
+        )
     if tp.baseline != baseline:
-        raise ThroughputError(f"{tp.path} has ratios to {tp.baseline!r}, the fit's baseline is "
-                              f"{baseline!r}")
+        raise ThroughputError(
+            f"{tp.path} has ratios to {tp.baseline!r}, the fit's baseline is {baseline!r}"
+        )
     for r in runs:
         e = tp.entries.get((r.label, r.size))
         if e is None:
-            raise ThroughputError(f"{tp.path} has no timing of {r.label} at size {r.size} "
-                                  f"({r.source}); measure the sweep again after its last run")
+            raise ThroughputError(
+                f"{tp.path} has no timing of {r.label} at size {r.size} "
+                f"({r.source}); measure the sweep again after its last run"
+            )
         if r.shape is not None and tuple(e.get("shape") or ()) != tuple(r.shape):
             raise ThroughputError(
                 f"{tp.path} timed {r.label} at {r.size} with shape (n_layer, n_head, d_model) = "
                 f"{tuple(e.get('shape') or ())}, the run {r.source} has {tuple(r.shape)}: another "
-                f"model's speed; measure this sweep's")
+                f"model's speed; measure this sweep's"
+            )
         n = e.get("params_nonembedding")
         if r.params is not None and n is not None and int(n) != int(r.params):
             raise ThroughputError(
                 f"{tp.path} timed {r.label} at {r.size} with {int(n):,} non-embedding parameters, "
                 f"the run {r.source} has {int(r.params):,}: another model's speed; measure this "
-                f"sweep's")
+                f"sweep's"
+            )
 
 
 def for_runs(given: str | None, inputs, runs, baseline: str) -> Throughput | None:

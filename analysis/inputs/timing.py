@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-SPREAD_LIMIT = 0.10     # max/min - 1 of tokens/s across seeds of one (variant, size)
+SPREAD_LIMIT = 0.10  # max/min - 1 of tokens/s across seeds of one (variant, size)
 
 
 def throughput_spread(runs) -> dict:
@@ -26,28 +26,48 @@ def throughput_spread(runs) -> dict:
     spread max/min - 1. `comparable` is None when no cell has two timed seeds (unchecked)."""
     last = {}
     for r in runs:
-        if r.device_s and r.device_s > 0 and r.tokens and (
-                r.run_id not in last or r.point > last[r.run_id].point):
+        if (
+            r.device_s
+            and r.device_s > 0
+            and r.tokens
+            and (r.run_id not in last or r.point > last[r.run_id].point)
+        ):
             last[r.run_id] = r
     cells = defaultdict(list)
     for r in last.values():
         cells[(r.label, r.size)].append(r.tokens / r.device_s)
-    rows = [{"label": label, "size": size, "n_runs": len(v), "tokens_per_s_min": min(v),
-             "tokens_per_s_max": max(v), "spread": max(v) / min(v) - 1}
-            for (label, size), v in sorted(cells.items()) if len(v) >= 2]
+    rows = [
+        {
+            "label": label,
+            "size": size,
+            "n_runs": len(v),
+            "tokens_per_s_min": min(v),
+            "tokens_per_s_max": max(v),
+            "spread": max(v) / min(v) - 1,
+        }
+        for (label, size), v in sorted(cells.items())
+        if len(v) >= 2
+    ]
     worst = max(rows, key=lambda c: c["spread"]) if rows else None
-    return {"limit": SPREAD_LIMIT, "cells": rows,
-            "max_spread": worst["spread"] if worst else None,
-            "worst": worst,
-            "comparable": None if worst is None else bool(worst["spread"] <= SPREAD_LIMIT)}
+    return {
+        "limit": SPREAD_LIMIT,
+        "cells": rows,
+        "max_spread": worst["spread"] if worst else None,
+        "worst": worst,
+        "comparable": None if worst is None else bool(worst["spread"] <= SPREAD_LIMIT),
+    }
 
 
 def describe(check: dict) -> str:
     """One line on the check, for the print-out."""
     w = check["worst"]
     if w is None:
-        return ("timing spread unchecked: no variant and size has two timed seeds, so whether the "
-                "machine's load moved the times cannot be told")
-    return (f"tokens/s across seeds of one variant and size varies by up to "
-            f"{100 * w['spread']:.0f} % ({w['label']} {w['size']}: {w['tokens_per_s_min']:,.0f}-"
-            f"{w['tokens_per_s_max']:,.0f} tokens/s; limit {100 * check['limit']:.0f} %)")
+        return (
+            "timing spread unchecked: no variant and size has two timed seeds, so whether the "
+            "machine's load moved the times cannot be told"
+        )
+    return (
+        f"tokens/s across seeds of one variant and size varies by up to "
+        f"{100 * w['spread']:.0f} % ({w['label']} {w['size']}: {w['tokens_per_s_min']:,.0f}-"
+        f"{w['tokens_per_s_max']:,.0f} tokens/s; limit {100 * check['limit']:.0f} %)"
+    )

@@ -20,11 +20,21 @@ DEFAULT_LEVEL = 0.95
 DEFAULT_SEED = 0
 
 
-def common_parser(*, inputs: str | None = None, inputs_name: str = "inputs",
-                  metric: bool = False, out: str | None = None, out_required: bool = False,
-                  out_type: type = Path, baseline: bool = False, bootstrap: bool = False,
-                  level: str | None = None, seed: bool = False, irreducible: bool = False,
-                  c_law_points: str | None = None) -> argparse.ArgumentParser:
+def common_parser(
+    *,
+    inputs: str | None = None,
+    inputs_name: str = "inputs",
+    metric: bool = False,
+    out: str | None = None,
+    out_required: bool = False,
+    out_type: type = Path,
+    baseline: bool = False,
+    bootstrap: bool = False,
+    level: str | None = None,
+    seed: bool = False,
+    irreducible: bool = False,
+    c_law_points: str | None = None,
+) -> argparse.ArgumentParser:
     """A parent parser (add_help=False) with the shared arguments asked for:
 
     inputs: the positional input paths' help (they are `inputs_name`, one or more);
@@ -43,20 +53,33 @@ def common_parser(*, inputs: str | None = None, inputs_name: str = "inputs",
     if out is not None:
         p.add_argument("--out", required=out_required, type=out_type, help=out)
     if baseline:
-        p.add_argument("--baseline", default=DEFAULT_BASELINE,
-                       help="the reference variant's label (default: %(default)s)")
+        p.add_argument(
+            "--baseline",
+            default=DEFAULT_BASELINE,
+            help="the reference variant's label (default: %(default)s)",
+        )
     if irreducible:
         p.add_argument("--irreducible", action="store_true", help="fit L = E + A·C^-alpha")
     if c_law_points is not None:
-        p.add_argument("--c-law-points", choices=["final", "all"], default=C_LAW_POINTS,
-                       help=c_law_points)
+        p.add_argument(
+            "--c-law-points", choices=["final", "all"], default=C_LAW_POINTS, help=c_law_points
+        )
     if bootstrap:
-        p.add_argument("--bootstrap", type=int, default=DEFAULT_BOOTSTRAP,
-                       help="bootstrap resamples, 0 for no intervals (default: %(default)s)")
+        p.add_argument(
+            "--bootstrap",
+            type=int,
+            default=DEFAULT_BOOTSTRAP,
+            help="bootstrap resamples, 0 for no intervals (default: %(default)s)",
+        )
     if level is not None:
-        p.add_argument(level, type=float, default=DEFAULT_LEVEL,
-                       help="level of the intervals (default: %(default)s)")
+        p.add_argument(
+            level,
+            type=float,
+            default=DEFAULT_LEVEL,
+            help="level of the intervals (default: %(default)s)",
+        )
     if seed:
-        p.add_argument("--seed", type=int, default=DEFAULT_SEED,
-                       help="bootstrap seed (default: %(default)s)")
+        p.add_argument(
+            "--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (default: %(default)s)"
+        )
     return p

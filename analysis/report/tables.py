@@ -41,18 +41,31 @@ def table_rows(fits: dict[str, Fit], multipliers: list[dict], baseline: str) -> 
     for label in order:
         f = fits[label]
         m = first.get(label)
-        rows.append({
-            "variant": label, "form": f.form, "n_points": f.n_points,
-            "A": f.A, "A_lo": f.ci["A"][0], "A_hi": f.ci["A"][1],
-            "alpha": f.alpha, "alpha_lo": f.ci["alpha"][0], "alpha_hi": f.ci["alpha"][1],
-            "E": f.E, "E_lo": f.ci.get("E", (None, None))[0], "E_hi": f.ci.get("E", (None, None))[1],
-            "r2": f.r2, "rmse_log": f.rmse_log,
-            "lsq_A": f.lsq["A"], "lsq_alpha": f.lsq["alpha"], "lsq_E": f.lsq["E"],
-            "c_ref_pflops_days": m["c_ref_pflops_days"] if m else None,
-            "multiplier": m["multiplier"] if m else None,
-            "multiplier_lo": m["ci"][0] if m else None,
-            "multiplier_hi": m["ci"][1] if m else None,
-        })
+        rows.append(
+            {
+                "variant": label,
+                "form": f.form,
+                "n_points": f.n_points,
+                "A": f.A,
+                "A_lo": f.ci["A"][0],
+                "A_hi": f.ci["A"][1],
+                "alpha": f.alpha,
+                "alpha_lo": f.ci["alpha"][0],
+                "alpha_hi": f.ci["alpha"][1],
+                "E": f.E,
+                "E_lo": f.ci.get("E", (None, None))[0],
+                "E_hi": f.ci.get("E", (None, None))[1],
+                "r2": f.r2,
+                "rmse_log": f.rmse_log,
+                "lsq_A": f.lsq["A"],
+                "lsq_alpha": f.lsq["alpha"],
+                "lsq_E": f.lsq["E"],
+                "c_ref_pflops_days": m["c_ref_pflops_days"] if m else None,
+                "multiplier": m["multiplier"] if m else None,
+                "multiplier_lo": m["ci"][0] if m else None,
+                "multiplier_hi": m["ci"][1] if m else None,
+            }
+        )
     return rows
 
 
@@ -66,14 +79,24 @@ def _display(rows, ci_level):
     header += ["R²", "LSQ A", "LSQ alpha", "multiplier", f"{pct} CI"]
     body = []
     for r in rows:
-        cells = [r["variant"], str(r["n_points"]), _g(r["A"]), _ci(r["A_lo"], r["A_hi"]),
-                 _g(r["alpha"], 3), _ci(r["alpha_lo"], r["alpha_hi"], 3)]
+        cells = [
+            r["variant"],
+            str(r["n_points"]),
+            _g(r["A"]),
+            _ci(r["A_lo"], r["A_hi"]),
+            _g(r["alpha"], 3),
+            _ci(r["alpha_lo"], r["alpha_hi"], 3),
+        ]
         if irreducible:
             cells += [_g(r["E"]), _ci(r["E_lo"], r["E_hi"])]
         is_ref = r["multiplier"] is None
-        cells += [f"{r['r2']:.4f}", _g(r["lsq_A"]), _g(r["lsq_alpha"], 3),
-                  "1 (ref)" if is_ref else f"{_m(r['multiplier'])}x",
-                  "" if is_ref else f"[{_m(r['multiplier_lo'])}, {_m(r['multiplier_hi'])}]"]
+        cells += [
+            f"{r['r2']:.4f}",
+            _g(r["lsq_A"]),
+            _g(r["lsq_alpha"], 3),
+            "1 (ref)" if is_ref else f"{_m(r['multiplier'])}x",
+            "" if is_ref else f"[{_m(r['multiplier_lo'])}, {_m(r['multiplier_hi'])}]",
+        ]
         body.append(cells)
     return header, body
 
@@ -81,8 +104,10 @@ def _display(rows, ci_level):
 def terminal_table(rows, ci_level) -> str:
     header, body = _display(rows, ci_level)
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
-                                   for i, (c, w) in enumerate(zip(cells, widths)))
+    line = lambda cells: "  ".join(
+        c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
+        for i, (c, w) in enumerate(zip(cells, widths))
+    )
     return "\n".join([line(header), "  ".join("-" * w for w in widths), *map(line, body)])
 
 
@@ -90,14 +115,19 @@ def markdown_table(rows, ci_level, c_ref=None, loss="huber", interval=None) -> s
     header, body = _display(rows, ci_level)
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(b) + " |" for b in body]
-    note = (f"\nFits of log L by {'least squares' if loss == 'lsq' else 'Huber loss'}; "
-            "L = A·C^-alpha" +
-            (" + E" if any(r["form"] == "irreducible" for r in rows) else "") +
-            ", C in PFLOP/s-days. LSQ = plain least squares on log L"
-            + (" (cross-check)." if loss != "lsq" else " (the fit itself)."))
+    note = (
+        f"\nFits of log L by {'least squares' if loss == 'lsq' else 'Huber loss'}; "
+        "L = A·C^-alpha"
+        + (" + E" if any(r["form"] == "irreducible" for r in rows) else "")
+        + ", C in PFLOP/s-days. LSQ = plain least squares on log L"
+        + (" (cross-check)." if loss != "lsq" else " (the fit itself).")
+    )
     if interval:
-        note += (" CIs: bootstrap over " + " and ".join(sorted(set(interval.values())))
-                 + " (seeds: within each size, paired across variants, a run's points together).")
+        note += (
+            " CIs: bootstrap over "
+            + " and ".join(sorted(set(interval.values())))
+            + " (seeds: within each size, paired across variants, a run's points together)."
+        )
     if c_ref is not None:
         note += f" Multiplier vs baseline at C_ref = {c_ref:.4g} PFLOP/s-days."
     return "\n".join(out) + "\n" + note + "\n"
@@ -114,29 +144,49 @@ def csv_table(rows) -> str:
 
 
 def _tex(s: str) -> str:
-    return s.replace("\\", r"\textbackslash{}").replace("_", r"\_").replace("%", r"\%").replace("&", r"\&")
+    return (
+        s.replace("\\", r"\textbackslash{}")
+        .replace("_", r"\_")
+        .replace("%", r"\%")
+        .replace("&", r"\&")
+    )
 
 
 def latex_table(rows, ci_level, c_ref=None) -> str:
     irreducible = any(r["form"] == "irreducible" for r in rows)
     pct = _tex(f"{ci_level:.0%}")
-    cols = ["Variant", "$n$", "$A$", r"$\alpha$"] + (["$E$"] if irreducible else []) + \
-        ["$R^2$", "Multiplier"]
-    lines = [r"% requires \usepackage{booktabs}", r"\begin{tabular}{l" + "r" * (len(cols) - 1) + "}",
-             r"\toprule", " & ".join(cols) + r" \\", r"\midrule"]
+    cols = (
+        ["Variant", "$n$", "$A$", r"$\alpha$"]
+        + (["$E$"] if irreducible else [])
+        + ["$R^2$", "Multiplier"]
+    )
+    lines = [
+        r"% requires \usepackage{booktabs}",
+        r"\begin{tabular}{l" + "r" * (len(cols) - 1) + "}",
+        r"\toprule",
+        " & ".join(cols) + r" \\",
+        r"\midrule",
+    ]
     for r in rows:
-        cells = [r"\texttt{" + _tex(r["variant"]) + "}", str(r["n_points"]),
-                 f"{_g(r['A'])} {_ci(r['A_lo'], r['A_hi'])}",
-                 f"{_g(r['alpha'], 3)} {_ci(r['alpha_lo'], r['alpha_hi'], 3)}"]
+        cells = [
+            r"\texttt{" + _tex(r["variant"]) + "}",
+            str(r["n_points"]),
+            f"{_g(r['A'])} {_ci(r['A_lo'], r['A_hi'])}",
+            f"{_g(r['alpha'], 3)} {_ci(r['alpha_lo'], r['alpha_hi'], 3)}",
+        ]
         if irreducible:
             cells.append(f"{_g(r['E'])} {_ci(r['E_lo'], r['E_hi'])}")
         cells.append(f"{r['r2']:.4f}")
-        cells.append("1 (ref.)" if r["multiplier"] is None else
-                     rf"{_m(r['multiplier'])}$\times$ [{_m(r['multiplier_lo'])}, {_m(r['multiplier_hi'])}]")
+        cells.append(
+            "1 (ref.)"
+            if r["multiplier"] is None
+            else rf"{_m(r['multiplier'])}$\times$ [{_m(r['multiplier_lo'])}, {_m(r['multiplier_hi'])}]"
+        )
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
-    caption = (f"% Brackets: {pct} bootstrap CIs. C in PFLOP/s-days"
-               + (f"; multiplier at C_ref = {c_ref:.4g}." if c_ref is not None else "."))
+    caption = f"% Brackets: {pct} bootstrap CIs. C in PFLOP/s-days" + (
+        f"; multiplier at C_ref = {c_ref:.4g}." if c_ref is not None else "."
+    )
     return "\n".join(lines) + "\n" + caption + "\n"
 
 
@@ -147,8 +197,10 @@ def terminal_multipliers(multipliers: list[dict]) -> str:
     for m in multipliers:
         pct = f"{m['ci_level']:.0%}"
         lo, hi = m["ci"]
-        s = (f"  {m['variant']:<24} {_m(m['multiplier']):>5}x  ({pct} CI {_m(lo)}–{_m(hi)}; "
-             f"LSQ {_m(m['lsq_multiplier'])}x)  at C_ref = {m['c_ref_pflops_days']:.4g} PFLOP/s-days")
+        s = (
+            f"  {m['variant']:<24} {_m(m['multiplier']):>5}x  ({pct} CI {_m(lo)}–{_m(hi)}; "
+            f"LSQ {_m(m['lsq_multiplier'])}x)  at C_ref = {m['c_ref_pflops_days']:.4g} PFLOP/s-days"
+        )
         if m["extrapolated"]:
             s += " *"
         if m.get("c_ref_outside_baseline_data"):
@@ -159,20 +211,30 @@ def terminal_multipliers(multipliers: list[dict]) -> str:
         if m["warning"]:
             out.append(f"      ! {m['warning']}")
     if any(m["extrapolated"] for m in multipliers):
-        out.append("  * the baseline reaches that loss only beyond its largest run: its fit is "
-                   "extrapolated there")
+        out.append(
+            "  * the baseline reaches that loss only beyond its largest run: its fit is "
+            "extrapolated there"
+        )
     return "\n".join(out)
 
 
 def terminal_noise(rows: list[dict], baseline: str) -> str:
     """Seed noise per size (`analysis.fits.replicates.seed_noise`): what the intervals rest on."""
     if not any(r["std_log_loss"] is not None for r in rows):
-        return ("Seed noise: one seed per size, so it cannot be measured; run >= 2 seeds "
-                "(train.seed=0,1,2) for intervals that resample seeds")
-    out = [f"Seed noise (std across seeds of log loss; of the paired gap to {baseline}, same seed):",
-           f"  {'variant':<24} {'size':<12} {'seeds':>5} {'points':>6} {'log loss':>9} {'gap':>9}"]
-    pct = lambda x: "–" if x is None else f"{100 * x:.2f} %"   # noqa: E731
-    for r in sorted(rows, key=lambda r: (r["label"] != baseline, r["label"], r["compute_pflops_days"])):
-        out.append(f"  {r['label']:<24} {r['size']:<12} {r['n_seeds']:>5} {r['n_points_per_run']:>6} "
-                   f"{pct(r['std_log_loss']):>9} {pct(r['std_paired_gap']):>9}")
+        return (
+            "Seed noise: one seed per size, so it cannot be measured; run >= 2 seeds "
+            "(train.seed=0,1,2) for intervals that resample seeds"
+        )
+    out = [
+        f"Seed noise (std across seeds of log loss; of the paired gap to {baseline}, same seed):",
+        f"  {'variant':<24} {'size':<12} {'seeds':>5} {'points':>6} {'log loss':>9} {'gap':>9}",
+    ]
+    pct = lambda x: "–" if x is None else f"{100 * x:.2f} %"  # noqa: E731
+    for r in sorted(
+        rows, key=lambda r: (r["label"] != baseline, r["label"], r["compute_pflops_days"])
+    ):
+        out.append(
+            f"  {r['label']:<24} {r['size']:<12} {r['n_seeds']:>5} {r['n_points_per_run']:>6} "
+            f"{pct(r['std_log_loss']):>9} {pct(r['std_paired_gap']):>9}"
+        )
     return "\n".join(out)

@@ -43,9 +43,11 @@ def decode_checkpoint(data: bytes) -> dict[str, Any]:
     """The state in a checkpoint file's bytes; CorruptCheckpoint when the digest disagrees."""
     if data.startswith(MAGIC):
         header_end = len(MAGIC) + 64
-        digest, payload = data[len(MAGIC):header_end], data[header_end + 1:]
-        if data[header_end:header_end + 1] != b"\n" or \
-                hashlib.sha256(payload).hexdigest().encode() != digest:
+        digest, payload = data[len(MAGIC) : header_end], data[header_end + 1 :]
+        if (
+            data[header_end : header_end + 1] != b"\n"
+            or hashlib.sha256(payload).hexdigest().encode() != digest
+        ):
             raise CorruptCheckpoint("its SHA-256 does not match its header (damaged on disk)")
     else:
         payload = data  # an older checkpoint, without a digest
@@ -69,8 +71,12 @@ def load_latest_checkpoint(run_dir: RunDir) -> tuple[dict[str, Any], Path] | Non
             if not isinstance(state, dict) or "step" not in state:
                 raise ValueError("not a training-state dict")
         except Exception as e:  # truncated zip, bad pickle, wrong content: fall back
-            log.warning("checkpoint %s is unreadable (%s: %s); trying the previous one",
-                        path, type(e).__name__, e)
+            log.warning(
+                "checkpoint %s is unreadable (%s: %s); trying the previous one",
+                path,
+                type(e).__name__,
+                e,
+            )
             continue
         return state, path
     return None

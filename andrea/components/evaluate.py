@@ -11,16 +11,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from andrea.run import logkeys as keys
-from andrea.data import ValidationSet
 from andrea.components.distributed import DistInfo, agreed_max
 from andrea.components.runtime import autocast
+from andrea.data import ValidationSet
+from andrea.run import logkeys as keys
 
 
 def lm_loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
     """Next-token cross-entropy in nats, in fp32 whatever the autocast dtype of the logits."""
-    return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1),
-                           reduction=reduction)
+    return F.cross_entropy(
+        logits.float().view(-1, logits.size(-1)), targets.view(-1), reduction=reduction
+    )
 
 
 class EvaluationStopped(Exception):
@@ -37,13 +38,21 @@ def most_batches(val: ValidationSet, batch_size: int, world_size: int) -> int:
     """The most forwards any rank runs over `val` (ValidationSet.batches' slices): every rank
     asks about a stop that many times, so the ranks' collectives pair up."""
     n = val.n_windows
-    return max(-(-((r + 1) * n // world_size - r * n // world_size) // batch_size)
-               for r in range(world_size))
+    return max(
+        -(-((r + 1) * n // world_size - r * n // world_size) // batch_size)
+        for r in range(world_size)
+    )
 
 
-def evaluate(model: torch.nn.Module, val: ValidationSet, batch_size: int, device: torch.device,
-             amp_dtype: torch.dtype | None, dist_info: DistInfo,
-             stop: Optional[Callable[[], int]] = None) -> float:
+def evaluate(
+    model: torch.nn.Module,
+    val: ValidationSet,
+    batch_size: int,
+    device: torch.device,
+    amp_dtype: torch.dtype | None,
+    dist_info: DistInfo,
+    stop: Optional[Callable[[], int]] = None,
+) -> float:
     """Mean next-token loss over the fixed validation set (nats/token).
 
     Each rank scores its disjoint slice of the same window list (ValidationSet); the summed
@@ -66,8 +75,9 @@ def evaluate(model: torch.nn.Module, val: ValidationSet, batch_size: int, device
                     with autocast(device, amp_dtype):
                         logits = model(x)
                     loss = lm_loss(logits, y, reduction="none").double().sum()
-                    total += torch.stack([loss, torch.tensor(y.numel(), dtype=torch.float64,
-                                                             device=device)])
+                    total += torch.stack(
+                        [loss, torch.tensor(y.numel(), dtype=torch.float64, device=device)]
+                    )
                 if stop is not None:
                     signum = agreed_max(stop(), dist_info, device)
                     if signum:
@@ -104,26 +114,43 @@ class Scorer:
     """Everything one evaluation scores: the validation set's loss and bits per byte, and each
     domain's (results.json keys `val_loss`, `val_bpb`, `domain:<name>/loss`, `.../bpb`)."""
 
-    def __init__(self, val: ValidationSet, domains: dict[str, Optional[ValidationSet]],
-                 byte_lengths: Optional[np.ndarray]):
+    def __init__(
+        self,
+        val: ValidationSet,
+        domains: dict[str, Optional[ValidationSet]],
+        byte_lengths: Optional[np.ndarray],
+    ):
         def bytes_of(v: ValidationSet) -> Optional[int]:
             return v.target_bytes(byte_lengths) if byte_lengths is not None else None
 
         self.val = ScoredSet(None, val, bytes_of(val))
-        self.domains = [ScoredSet(n, v, bytes_of(v) if v is not None else self.val.n_bytes)
-                        for n, v in domains.items()]
+        self.domains = [
+            ScoredSet(n, v, bytes_of(v) if v is not None else self.val.n_bytes)
+            for n, v in domains.items()
+        ]
 
-    def score(self, model: torch.nn.Module, batch_size: int, device: torch.device,
-              amp_dtype: torch.dtype | None, dist_info: DistInfo,
-              stop: Optional[Callable[[], int]] = None) -> dict[str, Optional[float]]:
+    def score(
+        self,
+        model: torch.nn.Module,
+        batch_size: int,
+        device: torch.device,
+        amp_dtype: torch.dtype | None,
+        dist_info: DistInfo,
+        stop: Optional[Callable[[], int]] = None,
+    ) -> dict[str, Optional[float]]:
         """Every set's scores; `stop` as in `evaluate` (EvaluationStopped between batches)."""
         loss = evaluate(model, self.val.val, batch_size, device, amp_dtype, dist_info, stop)
-        out = {"val_loss": loss,
-               "val_bpb": bits_per_byte(loss, self.val.val.n_tokens, self.val.n_bytes)}
+        out = {
+            "val_loss": loss,
+            "val_bpb": bits_per_byte(loss, self.val.val.n_tokens, self.val.n_bytes),
+        }
         for d in self.domains:
             v = d.val or self.val.val
-            dl = loss if d.val is None else evaluate(model, v, batch_size, device, amp_dtype,
-                                                      dist_info, stop)
+            dl = (
+                loss
+                if d.val is None
+                else evaluate(model, v, batch_size, device, amp_dtype, dist_info, stop)
+            )
             out[keys.domain_key(d.name, "loss")] = dl
             out[keys.domain_key(d.name, "bpb")] = bits_per_byte(dl, v.n_tokens, d.n_bytes)
         return out
@@ -131,5 +158,7 @@ class Scorer:
     def describe(self) -> dict[str, dict]:
         """results.json `eval_sets`: what each set scores (tokens, bytes)."""
         sets = {"val": self.val, **{keys.domain_key(d.name, ""): d for d in self.domains}}
-        return {k.rstrip("/"): {"tokens": (s.val or self.val.val).n_tokens, "bytes": s.n_bytes}
-                for k, s in sets.items()}
+        return {
+            k.rstrip("/"): {"tokens": (s.val or self.val.val).n_tokens, "bytes": s.n_bytes}
+            for k, s in sets.items()
+        }

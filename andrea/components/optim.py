@@ -46,7 +46,7 @@ import torch
 from torch import nn
 
 if TYPE_CHECKING:  # config imports this module
-    from andrea.config.resolve import RunSpec, TrainConfig
+    from andrea.config.resolve import RunSpec
 
 OPTIMIZERS = ("adamw", "muon")
 ADJUST_LR = ("match_rms_adamw", "original")  # torch.optim.Muon's adjust_lr_fn choices
@@ -74,22 +74,29 @@ def check_optimizer(optimizer: str, muon: MuonConfig, hparams_optimizer: Optiona
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"train.optimizer={optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
     if optimizer != "muon":
-        changed = [f"train.muon.{k}={v}" for k, v in asdict(muon).items()
-                   if v != getattr(MuonConfig, k)]
+        changed = [
+            f"train.muon.{k}={v}" for k, v in asdict(muon).items() if v != getattr(MuonConfig, k)
+        ]
         if changed:
-            raise ValueError(f"{', '.join(changed)} applies to train.optimizer=muon only, not to "
-                             f"train.optimizer={optimizer}")
+            raise ValueError(
+                f"{', '.join(changed)} applies to train.optimizer=muon only, not to "
+                f"train.optimizer={optimizer}"
+            )
     if not 0.0 <= muon.momentum < 1.0:
         raise ValueError(f"train.muon.momentum={muon.momentum} must lie in [0, 1)")
     if not 1 <= muon.ns_steps < 100:  # torch refuses >= 100
-        raise ValueError(f"train.muon.ns_steps={muon.ns_steps} must lie in 1..99 "
-                         "(Newton-Schulz iterations; 5 is Muon's)")
+        raise ValueError(
+            f"train.muon.ns_steps={muon.ns_steps} must lie in 1..99 "
+            "(Newton-Schulz iterations; 5 is Muon's)"
+        )
     if muon.adjust_lr not in ADJUST_LR:
         raise ValueError(f"train.muon.adjust_lr={muon.adjust_lr!r}; valid: {', '.join(ADJUST_LR)}")
     if hparams_optimizer is not None and hparams_optimizer != optimizer:
-        raise ValueError(f"the hparams file was selected under train.optimizer={hparams_optimizer} "
-                         f"but this run trains with train.optimizer={optimizer}; pick the hparams "
-                         "of this optimizer's LR scan")
+        raise ValueError(
+            f"the hparams file was selected under train.optimizer={hparams_optimizer} "
+            f"but this run trains with train.optimizer={optimizer}; pick the hparams "
+            "of this optimizer's LR scan"
+        )
 
 
 def optimizer_summary(optimizer: str, muon: MuonConfig) -> dict[str, Any]:
@@ -110,8 +117,11 @@ def hidden_matrices(model: nn.Module) -> list[nn.Parameter]:
         if not isinstance(sub, (CausalSelfAttention, MLP)):
             continue
         for m in sub.modules():
-            if isinstance(m, nn.Linear) and m.weight.requires_grad and \
-                    id(m.weight) not in tied | seen:
+            if (
+                isinstance(m, nn.Linear)
+                and m.weight.requires_grad
+                and id(m.weight) not in tied | seen
+            ):
                 out.append(m.weight)
                 seen.add(id(m.weight))
     return out
@@ -122,8 +132,11 @@ def qkv_weights(model: nn.Module) -> list[nn.Parameter]:
     (`CausalSelfAttention.forward` splits the projection's output into three d-wide parts)."""
     from andrea.model.transformer import CausalSelfAttention
 
-    return [m.qkv.weight for m in model.modules()
-            if isinstance(m, CausalSelfAttention) and m.qkv.weight.requires_grad]
+    return [
+        m.qkv.weight
+        for m in model.modules()
+        if isinstance(m, CausalSelfAttention) and m.qkv.weight.requires_grad
+    ]
 
 
 class Muon(torch.optim.Muon):
@@ -148,13 +161,23 @@ class Muon(torch.optim.Muon):
             has_complex = self._init_group(group, params, grads, bufs)
             k = group.get("split", 1)
             if k > 1:
-                params, grads, bufs = ([b for t in ts for b in t.chunk(k, dim=0)]
-                                       for ts in (params, grads, bufs))
-            muon(params, grads, bufs, lr=group["lr"], weight_decay=group["weight_decay"],
-                 momentum=group["momentum"], nesterov=group["nesterov"],
-                 ns_coefficients=group["ns_coefficients"], eps=group["eps"],
-                 ns_steps=group["ns_steps"], adjust_lr_fn=group["adjust_lr_fn"],
-                 has_complex=has_complex)
+                params, grads, bufs = (
+                    [b for t in ts for b in t.chunk(k, dim=0)] for ts in (params, grads, bufs)
+                )
+            muon(
+                params,
+                grads,
+                bufs,
+                lr=group["lr"],
+                weight_decay=group["weight_decay"],
+                momentum=group["momentum"],
+                nesterov=group["nesterov"],
+                ns_coefficients=group["ns_coefficients"],
+                eps=group["eps"],
+                ns_steps=group["ns_steps"],
+                adjust_lr_fn=group["adjust_lr_fn"],
+                has_complex=has_complex,
+            )
         return loss
 
 
@@ -162,9 +185,14 @@ def _adamw(params: list[nn.Parameter], spec: RunSpec, device: torch.device) -> t
     # Matrices (and embeddings) decay; biases, norm gains and pseudo-queries do not (nanoGPT).
     t = spec.train
     return torch.optim.AdamW(
-        [{"params": [p for p in params if p.dim() >= 2], "weight_decay": t.weight_decay},
-         {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
-        lr=spec.lr, betas=(t.beta1, t.beta2), fused=device.type == "cuda")
+        [
+            {"params": [p for p in params if p.dim() >= 2], "weight_decay": t.weight_decay},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+        ],
+        lr=spec.lr,
+        betas=(t.beta1, t.beta2),
+        fused=device.type == "cuda",
+    )
 
 
 class MuonWithAdamW:
@@ -194,9 +222,11 @@ class MuonWithAdamW:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if set(state) != set(self.optimizers):
-            raise ValueError("the checkpoint's optimizer state is not Muon + AdamW (was the run "
-                             "started with another train.optimizer?); delete its checkpoints to "
-                             "train it again")
+            raise ValueError(
+                "the checkpoint's optimizer state is not Muon + AdamW (was the run "
+                "started with another train.optimizer?); delete its checkpoints to "
+                "train it again"
+            )
         for name, opt in self.optimizers.items():
             opt.load_state_dict(state[name])
 
@@ -214,7 +244,13 @@ def build_optimizer(model: nn.Module, spec: RunSpec, device: torch.device):
     groups = [{"params": [p for p in matrices if id(p) not in split]}]
     if split:
         groups.append({"params": [p for p in matrices if id(p) in split], "split": 3})
-    muon = Muon(groups, lr=spec.lr, weight_decay=t.weight_decay,
-                            momentum=m.momentum, nesterov=m.nesterov, ns_steps=m.ns_steps,
-                            adjust_lr_fn=m.adjust_lr)
+    muon = Muon(
+        groups,
+        lr=spec.lr,
+        weight_decay=t.weight_decay,
+        momentum=m.momentum,
+        nesterov=m.nesterov,
+        ns_steps=m.ns_steps,
+        adjust_lr_fn=m.adjust_lr,
+    )
     return MuonWithAdamW(muon, _adamw([p for p in params if id(p) not in on_muon], spec, device))

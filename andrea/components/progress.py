@@ -26,8 +26,16 @@ class Progress:
     at most every `every_s` seconds, so logs stay readable.
     """
 
-    def __init__(self, total: int, start: int = 0, enabled: bool = True, label: str = "",
-                 every_s: float = 10.0, stream=None, log_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        start: int = 0,
+        enabled: bool = True,
+        label: str = "",
+        every_s: float = 10.0,
+        stream=None,
+        log_file: Path | None = None,
+    ) -> None:
         self.total, self.start, self.enabled, self.label = total, start, enabled, label
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
@@ -54,11 +62,14 @@ class Progress:
         done = step - self.start
         eta = elapsed / done * (self.total - step) if done > 0 else float("nan")
         rate = f"{tokens_per_s / 1e3:.1f}k" if tokens_per_s < 1e6 else f"{tokens_per_s / 1e6:.2f}M"
-        line = (f"[{self.label}] step {step}/{self.total} ({100 * step / self.total:.0f}%) | "
-                f"loss {loss:.4f} | {rate} tok/s | {_clock(elapsed)} elapsed | "
-                f"ETA {_clock(eta) if eta == eta else '--:--'}")
-        if self.log_file is not None and (now - self.last_log >= self.every_s
-                                          or step == self.total or self.last_log == 0.0):
+        line = (
+            f"[{self.label}] step {step}/{self.total} ({100 * step / self.total:.0f}%) | "
+            f"loss {loss:.4f} | {rate} tok/s | {_clock(elapsed)} elapsed | "
+            f"ETA {_clock(eta) if eta == eta else '--:--'}"
+        )
+        if self.log_file is not None and (
+            now - self.last_log >= self.every_s or step == self.total or self.last_log == 0.0
+        ):
             self._log(line)
             self.last_log = now
         if not self.enabled:
@@ -92,8 +103,9 @@ class Progress:
 # --------------------------------------------------------------------------------------------
 # A sweep's overall progress: "run 5 of 12, about 6 minutes left"
 # --------------------------------------------------------------------------------------------
-def left_range(elapsed_s: float, done_runs: int, done_work: float, left_runs: int,
-               left_work: float) -> tuple[float, float] | None:
+def left_range(
+    elapsed_s: float, done_runs: int, done_work: float, left_runs: int, left_work: float
+) -> tuple[float, float] | None:
     """(low, high) seconds left when each run costs a fixed time (start-up, evaluation) plus a
     time per unit of work, in an unknown split: the two extremes, all fixed or all per work,
     bound every split. Early in a demo the runs are tiny and the fixed part dominates, so
@@ -105,8 +117,9 @@ def left_range(elapsed_s: float, done_runs: int, done_work: float, left_runs: in
     return min(per_run, per_work), max(per_run, per_work)
 
 
-def fitted_left(durations: list[float], works: list[float], left_runs: int,
-                left_work: float) -> float | None:
+def fitted_left(
+    durations: list[float], works: list[float], left_runs: int, left_work: float
+) -> float | None:
     """Seconds left from `duration = fixed + rate x work` (both >= 0) fitted to the finished
     runs; None until three runs of different work are finished."""
     import numpy as np
@@ -137,8 +150,9 @@ def about_range(low: float, high: float) -> str:
     return f"between {lo} and {hi}{unit} left"
 
 
-def eta_text(elapsed_s: float, durations: list[float], works: list[float], left_runs: int,
-             left_work: float) -> str:
+def eta_text(
+    elapsed_s: float, durations: list[float], works: list[float], left_runs: int, left_work: float
+) -> str:
     """The sweep's time left: a fit once it has three runs, else the range the runs done allow."""
     fit = fitted_left(durations, works, left_runs, left_work)
     if fit is not None:

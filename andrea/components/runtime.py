@@ -49,7 +49,9 @@ class SignalFlag:
                 pass
 
     def _handle(self, signum: int, frame: Any) -> None:
-        log.warning("received %s: checkpointing at the end of this step", signal.Signals(signum).name)
+        log.warning(
+            "received %s: checkpointing at the end of this step", signal.Signals(signum).name
+        )
         self.received = signum
 
     def restore(self) -> None:

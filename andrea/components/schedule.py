@@ -54,8 +54,9 @@ def cooldown_start(end: int, frac: float) -> int:
     return end - max(1, round(frac * end))
 
 
-def plan_cooldowns(budgets: Sequence[float], budget_tokens: int, batch_tokens: int,
-                   frac: float) -> tuple[Cooldown, ...]:
+def plan_cooldowns(
+    budgets: Sequence[float], budget_tokens: int, batch_tokens: int, frac: float
+) -> tuple[Cooldown, ...]:
     """The cooldowns of `budgets`, sorted by length. A budget D ends at step
     round(D x budget_tokens) // batch_tokens (budget 1 = the run's usual number of steps)."""
     out = []
@@ -93,5 +94,6 @@ def learning_rate(step: int, spec: "RunSpec", end: Optional[int] = None) -> floa
     decay_start = cooldown_start(spec.steps, t.decay_frac)  # wsd
     if step < decay_start:
         return peak
-    return decay((step - decay_start + 1) / max(1, spec.steps - decay_start), peak, floor,
-                 t.cooldown_shape)
+    return decay(
+        (step - decay_start + 1) / max(1, spec.steps - decay_start), peak, floor, t.cooldown_shape
+    )

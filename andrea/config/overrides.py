@@ -70,7 +70,7 @@ def _schema_node(key: str):
             return None, parts[i:]
         cls = _unwrap(hints[part])
         if not dataclasses.is_dataclass(cls):
-            return cls, parts[i + 1:]
+            return cls, parts[i + 1 :]
     return cls, []
 
 
@@ -85,12 +85,16 @@ def nearest_key(key: str) -> Optional[str]:
     match = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
     if not match:  # a typo in the group only: match the first part, keep the rest
         head, _, rest = key.partition(".")
-        top = difflib.get_close_matches(head, [k for k in candidates if "." not in k], n=1,
-                                        cutoff=0.6)
+        top = difflib.get_close_matches(
+            head, [k for k in candidates if "." not in k], n=1, cutoff=0.6
+        )
         if top and rest:
             fixed = f"{top[0]}.{rest}"
-            match = [fixed] if is_known(fixed) else difflib.get_close_matches(
-                fixed, candidates, n=1, cutoff=0.6)
+            match = (
+                [fixed]
+                if is_known(fixed)
+                else difflib.get_close_matches(fixed, candidates, n=1, cutoff=0.6)
+            )
     return match[0] if match else None
 
 
@@ -114,8 +118,10 @@ def unknown_key_hints(overrides: Iterable[str]) -> list[str]:
         if "/" in key or is_known(key):
             continue
         near = nearest_key(key)
-        lines.append(f"error: unknown key '{key}'" + (f" (did you mean {near}?)" if near else
-                                                      "; `python sweep.py --cfg job` lists them"))
+        lines.append(
+            f"error: unknown key '{key}'"
+            + (f" (did you mean {near}?)" if near else "; `python sweep.py --cfg job` lists them")
+        )
     return lines
 
 
@@ -138,7 +144,7 @@ def implied_overrides(overrides: Iterable[str]) -> list[str]:
 
 @dataclasses.dataclass
 class _Plan:
-    plan: bool = False   # the schema's type of `plan`: OmegaConf reads "true", "yes", 1 ... into it
+    plan: bool = False  # the schema's type of `plan`: OmegaConf reads "true", "yes", 1 ... into it
 
 
 def plan_requested(overrides: Iterable[str]) -> bool:
@@ -197,9 +203,11 @@ def unknown_option_hints(overrides: Iterable[str]) -> list[str]:
                 lines.append(f"error: {broken}")
                 continue
             near = difflib.get_close_matches(v, options, n=1, cutoff=0.5)
-            lines.append(f"error: {key}={v}: no such {key}" + (f" (did you mean {key}={near[0]}?)"
-                                                              if near else "")
-                         + f"; options: {', '.join(options)}")
+            lines.append(
+                f"error: {key}={v}: no such {key}"
+                + (f" (did you mean {key}={near[0]}?)" if near else "")
+                + f"; options: {', '.join(options)}"
+            )
     return lines
 
 
@@ -211,8 +219,11 @@ def precheck(overrides: Iterable[str]) -> list[str]:
     andrea's line."""
     overrides = list(overrides)
     unknown = unknown_key_hints(overrides)
-    return unknown + unknown_option_hints(overrides) + (wrong_type_hints(overrides)
-                                                          if not unknown else [])
+    return (
+        unknown
+        + unknown_option_hints(overrides)
+        + (wrong_type_hints(overrides) if not unknown else [])
+    )
 
 
 def _leaf_type(key: str):

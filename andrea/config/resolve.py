@@ -15,19 +15,24 @@ from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
-from andrea.run import logkeys as keys
-from andrea.run import results as results_file
-from andrea.ladder import shapes
-from andrea.data import DataConfig, validate_data_config
-from andrea.data.domains import EvalConfig, describe_domain, validate_eval_config
-from andrea.run.metrics import WandbConfig, check_wandb_config
-from andrea.model.residuals import registry
-from andrea.model.transformer import RESIDUALS, ModelConfig, ParamCount, count_parameters
 from andrea.components.optim import check_optimizer, optimizer_summary
 from andrea.components.schedule import SHAPES, Cooldown, plan_cooldowns
-from andrea.config.schema import (HParamsConfig, ModelChoice, RunConfig, SizeHParams, TrainConfig,
-                           run_size_label)
-
+from andrea.config.schema import (
+    HParamsConfig,
+    ModelChoice,
+    RunConfig,
+    SizeHParams,
+    TrainConfig,
+    run_size_label,
+)
+from andrea.data import DataConfig, validate_data_config
+from andrea.data.domains import EvalConfig, describe_domain, validate_eval_config
+from andrea.ladder import shapes
+from andrea.model.residuals import registry
+from andrea.model.transformer import RESIDUALS, ModelConfig, ParamCount, count_parameters
+from andrea.run import logkeys as keys
+from andrea.run import results as results_file
+from andrea.run.metrics import WandbConfig, check_wandb_config
 
 VARIANTS = RESIDUALS  # the variant names are the registered residual schemes
 
@@ -82,6 +87,7 @@ class RunSpec:
     @property
     def tokens_spent(self) -> int:
         return self.steps_spent * self.batch_tokens
+
     n_blocks: Optional[int] = None  # model.n_blocks as asked (block_size holds S = ceil(L / N))
     hparams: str = "rule"  # the hparams file the LR/batch/beta2 came from
     # torch intra-op threads: train.threads, or (null) the job's CPUs once the planner or the
@@ -97,8 +103,13 @@ def to_dataclass(cfg: DictConfig | RunConfig) -> RunConfig:
         # Composed by Hydra against the schema: every field is typed already, so convert them
         # one by one instead of merging the whole config into a fresh schema (a deep copy of
         # it, Hydra's node included: 0.1 s a job, most of a large plan's validation).
-        return RunConfig(**{f.name: OmegaConf.to_object(v) if OmegaConf.is_config(v) else v
-                            for f in fields(RunConfig) for v in [cfg[f.name]]})
+        return RunConfig(
+            **{
+                f.name: OmegaConf.to_object(v) if OmegaConf.is_config(v) else v
+                for f in fields(RunConfig)
+                for v in [cfg[f.name]]
+            }
+        )
     if "hydra" in cfg:  # a sweep's config carries Hydra's own node; the run does not need it
         cfg = OmegaConf.masked_copy(cfg, [k for k in cfg.keys() if k != "hydra"])
     merged = OmegaConf.merge(OmegaConf.structured(RunConfig), cfg)
@@ -227,8 +238,10 @@ def _check_train_choices(t: TrainConfig, fail) -> None:
     if t.device not in ("auto", "cpu", "cuda"):
         raise fail(f"train.device={t.device!r}; valid: auto, cpu, cuda")
     if t.threads is not None and not t.threads >= 1:
-        raise fail(f"train.threads={t.threads} must be >= 1 (torch intra-op threads; null: the "
-                   "CPUs the job is given)")
+        raise fail(
+            f"train.threads={t.threads} must be >= 1 (torch intra-op threads; null: the "
+            "CPUs the job is given)"
+        )
 
 
 def _optimizer_settings(t: TrainConfig, hp: SizeHParams, s, fail) -> tuple[float, TrainConfig]:
@@ -245,8 +258,9 @@ def _optimizer_settings(t: TrainConfig, hp: SizeHParams, s, fail) -> tuple[float
     return lr, replace(t, beta2=beta2)  # the optimizer reads spec.train.beta2
 
 
-def _batch(t: TrainConfig, hp: SizeHParams, s, seq_len: int, world_size: int,
-           fail) -> tuple[int, int, int]:
+def _batch(
+    t: TrainConfig, hp: SizeHParams, s, seq_len: int, world_size: int, fail
+) -> tuple[int, int, int]:
     """(batch_tokens, micro_batch_size, gradient accumulation steps)."""
     batch_tokens = _first(t.batch_tokens, hp.batch_tokens, s.batch_tokens)
     micro = t.micro_batch_size or s.micro_batch_size
@@ -260,8 +274,9 @@ def _batch(t: TrainConfig, hp: SizeHParams, s, seq_len: int, world_size: int,
     return batch_tokens, micro, batch_tokens // per_micro
 
 
-def _token_budget(t: TrainConfig, s, budget_params: int, batch_tokens: int,
-                  fail) -> tuple[int, int]:
+def _token_budget(
+    t: TrainConfig, s, budget_params: int, batch_tokens: int, fail
+) -> tuple[int, int]:
     """(the token budget, its optimizer steps): train.tokens, else tokens per parameter."""
     if t.tokens is not None:
         budget = t.tokens
@@ -285,8 +300,12 @@ def _check_loop_settings(t: TrainConfig, hparams: HParamsConfig, fail) -> None:
     for name in ("evals", "checkpoints", "keep_checkpoints", "log_every"):
         if getattr(t, name) < (0 if name in ("evals", "checkpoints") else 1):
             raise fail(f"train.{name}={getattr(t, name)} must be positive")
-    for name, lo, hi in (("warmup_frac", 0.0, 1.0), ("decay_frac", 0.0, 1.0),
-                         ("min_lr_ratio", 0.0, 1.0), ("weight_decay", 0.0, math.inf)):
+    for name, lo, hi in (
+        ("warmup_frac", 0.0, 1.0),
+        ("decay_frac", 0.0, 1.0),
+        ("min_lr_ratio", 0.0, 1.0),
+        ("weight_decay", 0.0, math.inf),
+    ):
         if not lo <= getattr(t, name) <= hi:
             raise fail(f"train.{name}={getattr(t, name)} must lie in [{lo}, {hi}]")
     if not t.grad_clip > 0:
@@ -300,8 +319,10 @@ def _check_loop_settings(t: TrainConfig, hparams: HParamsConfig, fail) -> None:
 def _val_tokens(t: TrainConfig, seq_len: int, fail) -> int:
     """Validation tokens asked for: train.val_tokens, else DEFAULT_VAL_WINDOWS windows."""
     if t.val_tokens is not None and t.val_tokens < seq_len:
-        raise fail(f"train.val_tokens={t.val_tokens} is less than one validation window of "
-                   f"seq_len={seq_len} tokens")
+        raise fail(
+            f"train.val_tokens={t.val_tokens} is less than one validation window of "
+            f"seq_len={seq_len} tokens"
+        )
     return t.val_tokens if t.val_tokens is not None else DEFAULT_VAL_WINDOWS * seq_len
 
 
@@ -330,8 +351,9 @@ def param_counts(cfg: ModelConfig) -> ParamCount:
     return _COUNTS[key]
 
 
-def _check_budgets(t: TrainConfig, budget: int, batch_tokens: int, warmup_steps: int,
-                   fail) -> tuple[Cooldown, ...]:
+def _check_budgets(
+    t: TrainConfig, budget: int, batch_tokens: int, warmup_steps: int, fail
+) -> tuple[Cooldown, ...]:
     """train.budgets as cooldowns (see andrea/components/schedule.py), or () when unset."""
     if t.cooldown_shape not in SHAPES:
         raise fail(f"train.cooldown_shape={t.cooldown_shape!r}; valid: {', '.join(SHAPES)}")
@@ -341,17 +363,23 @@ def _check_budgets(t: TrainConfig, budget: int, batch_tokens: int, warmup_steps:
         return ()
     budgets = [float(b) for b in t.budgets]
     if not budgets or any(not b > 0 for b in budgets) or len(set(budgets)) != len(budgets):
-        raise fail(f"train.budgets={budgets} must be distinct positive multiples of the token "
-                   "budget, e.g. [0.25,0.5,1]")
+        raise fail(
+            f"train.budgets={budgets} must be distinct positive multiples of the token "
+            "budget, e.g. [0.25,0.5,1]"
+        )
     cooldowns = plan_cooldowns(budgets, budget, batch_tokens, t.cooldown_frac)
     for c in cooldowns:
         if c.end < 1:
-            raise fail(f"train.budgets: {c.budget} x {budget} tokens is less than one optimizer "
-                       f"step of batch_tokens={batch_tokens}")
+            raise fail(
+                f"train.budgets: {c.budget} x {budget} tokens is less than one optimizer "
+                f"step of batch_tokens={batch_tokens}"
+            )
     for a, b in zip(cooldowns, cooldowns[1:]):
         if a.end == b.end:
-            raise fail(f"train.budgets: {a.budget} and {b.budget} both end at step {a.end} "
-                       f"(batch_tokens={batch_tokens}); pick budgets further apart")
+            raise fail(
+                f"train.budgets: {a.budget} and {b.budget} both end at step {a.end} "
+                f"(batch_tokens={batch_tokens}); pick budgets further apart"
+            )
     first = cooldowns[0]
     if first.start < warmup_steps:
         raise fail(
@@ -375,17 +403,23 @@ def block_size_of(m: ModelChoice, n_sublayers: int, fail) -> Optional[int]:
         owners = " or ".join(s.name for s in registry.SCHEMES.values() if s.block_size)
         for key in ("block_size", "n_blocks"):
             if getattr(m, key) is not None:
-                raise fail(f"model.{key}={getattr(m, key)} applies to model={owners} only, "
-                           f"not to model={m.name}")
+                raise fail(
+                    f"model.{key}={getattr(m, key)} applies to model={owners} only, "
+                    f"not to model={m.name}"
+                )
         return None
     if (m.block_size is None) == (m.n_blocks is None):
-        raise fail(f"model={m.name} needs exactly one of model.block_size (S, sublayers per "
-                   f"block) and model.n_blocks (N, blocks); got block_size={m.block_size}, "
-                   f"n_blocks={m.n_blocks} (set the other to null)")
+        raise fail(
+            f"model={m.name} needs exactly one of model.block_size (S, sublayers per "
+            f"block) and model.n_blocks (N, blocks); got block_size={m.block_size}, "
+            f"n_blocks={m.n_blocks} (set the other to null)"
+        )
     if m.n_blocks is not None:
         if m.n_blocks < 1:
-            raise fail(f"model.n_blocks={m.n_blocks} must be >= 1 (N blocks; S = ceil(L / N) with "
-                       f"L = 2 x size.n_layer = {n_sublayers} sublayers)")
+            raise fail(
+                f"model.n_blocks={m.n_blocks} must be >= 1 (N blocks; S = ceil(L / N) with "
+                f"L = 2 x size.n_layer = {n_sublayers} sublayers)"
+            )
         # N >= L gives S = 1: every sublayer its own block (Full AttnRes's sources), the closest
         # to N blocks a shallow size has.
         return math.ceil(n_sublayers / m.n_blocks)
@@ -404,21 +438,27 @@ def selected_hparams(hp: HParamsConfig, size: str, fail, label: str = "baseline"
     not silently the baseline's pick."""
     if hp.variants and label != hp.selected_on:
         if label not in hp.variants:
-            raise fail(f"hparams={hp.name} holds per-variant picks for {hp.selected_on}, "
-                       f"{', '.join(sorted(hp.variants))}, not for model {label}; scan it too "
-                       "(analysis.lr_select), or use the baseline's picks for every variant")
+            raise fail(
+                f"hparams={hp.name} holds per-variant picks for {hp.selected_on}, "
+                f"{', '.join(sorted(hp.variants))}, not for model {label}; scan it too "
+                "(analysis.lr_select), or use the baseline's picks for every variant"
+            )
         picks = hp.variants[label].sizes
         if size not in picks:
-            raise fail(f"hparams={hp.name} has no {label} entry for size={size} (it has: "
-                       f"{', '.join(picks) or 'none'}); scan {label} at this size too")
+            raise fail(
+                f"hparams={hp.name} has no {label} entry for size={size} (it has: "
+                f"{', '.join(picks) or 'none'}); scan {label} at this size too"
+            )
         return picks[size]
     if not hp.sizes:
         if hp.name != "rule":
             raise fail(f"hparams={hp.name} selects no size (its `sizes:` is empty)")
         return SizeHParams()
     if size not in hp.sizes:
-        raise fail(f"hparams={hp.name} has no entry for size={size} (it has: "
-                   f"{', '.join(hp.sizes)}); run the LR scan at this size too, or drop hparams=")
+        raise fail(
+            f"hparams={hp.name} has no entry for size={size} (it has: "
+            f"{', '.join(hp.sizes)}); run the LR scan at this size too, or drop hparams="
+        )
     return hp.sizes[size]
 
 
@@ -466,16 +506,25 @@ def spec_summary(spec: RunSpec) -> dict[str, Any]:
 def reuse_mismatches(results: dict, spec: RunSpec) -> list[str]:
     """`key=old (now new)` for every field where a completed run's results.json differs from
     what `spec` would train (andrea.run.results.REUSE_KEYS); [] when it may be reused."""
-    want = {**spec_summary(spec), "tokens": spec.steps * spec.batch_tokens,
-            "budgets": sorted(spec.train.budgets) if spec.train.budgets is not None else None}
+    want = {
+        **spec_summary(spec),
+        "tokens": spec.steps * spec.batch_tokens,
+        "budgets": sorted(spec.train.budgets) if spec.train.budgets is not None else None,
+    }
     out = results_file.reuse_mismatches(results, want)
     # A CPU run's losses follow its thread count (andrea/launch/threads.py): a run trained with
     # another count is not this run. A GPU run's numerics do not depend on the CPU's threads.
     have = results.get("torch_threads")
-    if (results.get("device") == "cpu" and have is not None and spec.threads is not None
-            and have != spec.threads):
-        out.append(f"torch_threads={have!r} (now {spec.threads!r}: train.threads; CPU runs are "
-                   "bit-identical only at one thread count)")
+    if (
+        results.get("device") == "cpu"
+        and have is not None
+        and spec.threads is not None
+        and have != spec.threads
+    ):
+        out.append(
+            f"torch_threads={have!r} (now {spec.threads!r}: train.threads; CPU runs are "
+            "bit-identical only at one thread count)"
+        )
     # A reused run must have scored every domain asked for now, on the same source (a run that
     # scored more domains is still this run).
     had = results.get("eval_domains") or {}

@@ -15,12 +15,12 @@ from typing import Any, Dict, List, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
 
+from andrea.components.optim import MuonConfig
 from andrea.data import DataConfig
 from andrea.data.domains import EvalConfig
-from andrea.run.metrics import WandbConfig
 from andrea.ladder import shapes
 from andrea.model.residuals import registry
-from andrea.components.optim import MuonConfig
+from andrea.run.metrics import WandbConfig
 
 
 # --------------------------------------------------------------------------------------------
@@ -51,7 +51,9 @@ class ModelChoiceBase:
 ModelChoice = make_dataclass(
     "ModelChoice",
     [(o.name, o.type, field(default=o.default)) for o in registry.option_fields()],
-    bases=(ModelChoiceBase,), namespace={"__module__": __name__})
+    bases=(ModelChoiceBase,),
+    namespace={"__module__": __name__},
+)
 
 
 @dataclass
@@ -180,6 +182,7 @@ class LaunchConfig:
 @dataclass
 class SweepOptions:
     """What the sweeper does besides training the grid's runs."""
+
     # after the runs: time the sweep's (variant, size) pairs interleaved on its device, as one
     # extra short job per device type -> <sweep>/throughput.json, which analysis.fit uses for the
     # device-seconds multiplier (bench/throughput_sweep.py, docs/metrics.md)
@@ -190,10 +193,11 @@ class SweepOptions:
 class DesignConfig:
     """How a sweep chooses its runs (`design=adaptive`: the grid is the first round, then rounds
     of seeds chosen by analysis.next_runs until the target or the budget; docs/planner.md)."""
-    kind: str = "grid"                        # grid | adaptive
-    at_compute: Optional[float] = None        # FLOPs the multiplier is asked at (null: C_ref)
-    target_half_width: float = 0.05           # relative 95 % half-width of the worst multiplier
-    max_gpu_hours: Optional[float] = None     # priced as plan=true prices (plan_gpu, plan_mfu)
+
+    kind: str = "grid"  # grid | adaptive
+    at_compute: Optional[float] = None  # FLOPs the multiplier is asked at (null: C_ref)
+    target_half_width: float = 0.05  # relative 95 % half-width of the worst multiplier
+    max_gpu_hours: Optional[float] = None  # priced as plan=true prices (plan_gpu, plan_mfu)
     max_rounds: int = 10
 
 
@@ -304,7 +308,9 @@ if not OmegaConf.has_resolver("andrea_block_label"):
 def _switch_suffix(model: Any) -> str:
     """`${andrea_switches:${model}}`: the model's ablation switches as its label shows them
     ('' by default, '+sigmoid' ...), so the run directory carries the same label as results.json."""
-    values = OmegaConf.to_container(model, resolve=False) if isinstance(model, DictConfig) else model
+    values = (
+        OmegaConf.to_container(model, resolve=False) if isinstance(model, DictConfig) else model
+    )
     return registry.label_suffix(dict(values or {}))
 
 
@@ -318,8 +324,9 @@ def run_size_label(size: Any) -> str:
     get = size.get if isinstance(size, (DictConfig, dict)) else lambda k: getattr(size, k, None)
     if get("aspect") is None:
         return str(get("name"))
-    return shapes.size_label(str(get("name")), float(get("aspect")), get("head_ratio"),
-                             get("target_params"))
+    return shapes.size_label(
+        str(get("name")), float(get("aspect")), get("head_ratio"), get("target_params")
+    )
 
 
 if not OmegaConf.has_resolver("andrea_size"):

@@ -1,11 +1,11 @@
 """Data: tokenizer, token shards, corpora (stdlib | text | hf | shards), loader.
 
-    prepared = prepare_data(DataConfig(source="stdlib"), vocab_size=8449)
-    check_split_sizes(prepared, batch_size, seq_len)
-    loader = TokenLoader(prepared.train_shards, batch_size, seq_len, seed, rank, world_size)
-    x, y = loader.next_batch()
-    val = ValidationSet(prepared.val_shards, seq_len, max_tokens)   # the same for every run
-    for x, y in val.batches(batch_size, rank, world_size): ...
+prepared = prepare_data(DataConfig(source="stdlib"), vocab_size=8449)
+check_split_sizes(prepared, batch_size, seq_len)
+loader = TokenLoader(prepared.train_shards, batch_size, seq_len, seed, rank, world_size)
+x, y = loader.next_batch()
+val = ValidationSet(prepared.val_shards, seq_len, max_tokens)   # the same for every run
+for x, y in val.batches(batch_size, rank, world_size): ...
 """
 
 from andrea.data.config import SOURCES, DataConfig, resolve_cache_dir, validate_data_config

@@ -117,7 +117,8 @@ def validate_data_config(cfg: DataConfig, model_vocab_size: int) -> None:
         if cfg.source != "shards":
             raise ValueError(
                 f"data.tokenizer={cfg.tokenizer!r} applies to data.source=shards only (the "
-                f"tokenizer that made them); data.source={cfg.source!r} trains its own")
+                f"tokenizer that made them); data.source={cfg.source!r} trains its own"
+            )
         if not os.path.isfile(os.path.expanduser(cfg.tokenizer)):
             raise ValueError(f"data.tokenizer: file {cfg.tokenizer!r} does not exist")
 
@@ -161,8 +162,10 @@ def validate_data_config(cfg: DataConfig, model_vocab_size: int) -> None:
 
 
 def _looks_local(loc: str) -> bool:
-    return loc.startswith((".", "/", "~")) or os.path.exists(os.path.expanduser(loc)) or (
-        os.path.splitext(loc)[1] in (".json", ".jsonl", ".csv", ".parquet", ".txt", ".arrow")
+    return (
+        loc.startswith((".", "/", "~"))
+        or os.path.exists(os.path.expanduser(loc))
+        or (os.path.splitext(loc)[1] in (".json", ".jsonl", ".csv", ".parquet", ".txt", ".arrow"))
     )
 
 

@@ -136,11 +136,17 @@ def _overlap(name: str, files: List[Path], data: DataConfig) -> None:
         root = corpora.stdlib_root().resolve()
         for f in files:
             rel = f.resolve()
-            if f.suffix == ".py" and rel.is_relative_to(root) and not (
-                    {"site-packages", "dist-packages"} & set(rel.relative_to(root).parts)):
-                raise _fail(name, f"{f} is a .py file of the standard library, which data=stdlib "
-                                  "trains on; to score the corpus's own held-out files use "
-                                  "source: heldout")
+            if (
+                f.suffix == ".py"
+                and rel.is_relative_to(root)
+                and not ({"site-packages", "dist-packages"} & set(rel.relative_to(root).parts))
+            ):
+                raise _fail(
+                    name,
+                    f"{f} is a .py file of the standard library, which data=stdlib "
+                    "trains on; to score the corpus's own held-out files use "
+                    "source: heldout",
+                )
         return
     train = _training_files(data)
     by_size: Dict[int, List[Path]] = {}
@@ -149,15 +155,21 @@ def _overlap(name: str, files: List[Path], data: DataConfig) -> None:
     for f in files:
         for t in train:
             if _same_file(f, t):
-                raise _fail(name, f"{f} is a training file (data.paths); a domain must be held "
-                                  "out: use source: heldout for the corpus's own validation split")
+                raise _fail(
+                    name,
+                    f"{f} is a training file (data.paths); a domain must be held "
+                    "out: use source: heldout for the corpus's own validation split",
+                )
         same_size = by_size.get(f.stat().st_size, [])
         if same_size:
             digest = _sha(f)
             for t in same_size:
                 if _sha(t) == digest:
-                    raise _fail(name, f"{f} has the same bytes as the training file {t}; a "
-                                      "domain must be held out")
+                    raise _fail(
+                        name,
+                        f"{f} has the same bytes as the training file {t}; a "
+                        "domain must be held out",
+                    )
 
 
 def validate_eval_config(cfg: EvalConfig, data: DataConfig) -> None:
@@ -167,24 +179,33 @@ def validate_eval_config(cfg: EvalConfig, data: DataConfig) -> None:
     if cfg.bpb is True and data.source == "shards" and not data.tokenizer:
         raise ValueError(
             "eval.bpb=true: bits per byte needs the tokenizer that made the shards (the bytes "
-            "each token id decodes to); set data.tokenizer=<its tokenizer.json>, or eval.bpb=null")
+            "each token id decodes to); set data.tokenizer=<its tokenizer.json>, or eval.bpb=null"
+        )
     for name, d in cfg.domains.items():
         if not _NAME.match(str(name)):
-            raise ValueError(f"eval.domains.{name}: a domain name is 1-40 letters, digits, '_', "
-                             "'.' or '-' (it names results.json keys domain:<name>/loss)")
+            raise ValueError(
+                f"eval.domains.{name}: a domain name is 1-40 letters, digits, '_', "
+                "'.' or '-' (it names results.json keys domain:<name>/loss)"
+            )
         if d.source not in DOMAIN_SOURCES:
             raise _fail(name, f"source={d.source!r} is not one of {', '.join(DOMAIN_SOURCES)}")
         if d.max_chars is not None and d.max_chars <= 0:
             raise _fail(name, f"max_chars={d.max_chars} must be positive or null")
         if d.source == "heldout":
             if d.paths or d.hf_name:
-                raise _fail(name, "source: heldout is the training corpus's own validation split; "
-                                  "it takes no paths or hf_name")
+                raise _fail(
+                    name,
+                    "source: heldout is the training corpus's own validation split; "
+                    "it takes no paths or hf_name",
+                )
             continue
         if d.source in ("text", "hf") and data.source == "shards" and not data.tokenizer:
-            raise _fail(name, f"a {d.source} domain is tokenized with the training data's "
-                              "tokenizer; for data=shards set data.tokenizer=<the tokenizer.json "
-                              "that made the shards>")
+            raise _fail(
+                name,
+                f"a {d.source} domain is tokenized with the training data's "
+                "tokenizer; for data=shards set data.tokenizer=<the tokenizer.json "
+                "that made the shards>",
+            )
         if d.source in ("text", "shards"):
             if not d.paths:
                 raise _fail(name, f"source: {d.source} needs paths (files or globs)")
@@ -193,12 +214,15 @@ def validate_eval_config(cfg: EvalConfig, data: DataConfig) -> None:
             loc = d.hf_name or (d.paths[0] if d.paths else None)
             if not loc:
                 raise _fail(name, "source: hf needs hf_name (a dataset name or local path)")
-            if (loc.startswith((".", "/", "~")) and not os.path.exists(os.path.expanduser(loc))):
+            if loc.startswith((".", "/", "~")) and not os.path.exists(os.path.expanduser(loc)):
                 raise _fail(name, f"hf_name={loc!r} looks like a local path but does not exist")
             train_loc = data.hf_name or (data.paths[0] if data.paths else None)
             if data.source == "hf" and train_loc == loc and data.hf_split == d.hf_split:
-                raise _fail(name, f"{loc}[{d.hf_split}] is the training dataset's split; use "
-                                  "source: heldout for its held-out documents, or another split")
+                raise _fail(
+                    name,
+                    f"{loc}[{d.hf_split}] is the training dataset's split; use "
+                    "source: heldout for its held-out documents, or another split",
+                )
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,8 +236,9 @@ class PreparedDomain:
     n_tokens: int
 
 
-def prepare_domains(cfg: EvalConfig, data: DataConfig, prepared, tokenizer=None,
-                    cache_dir: Optional[str] = None) -> Dict[str, PreparedDomain]:
+def prepare_domains(
+    cfg: EvalConfig, data: DataConfig, prepared, tokenizer=None, cache_dir: Optional[str] = None
+) -> Dict[str, PreparedDomain]:
     """Each domain's shards, tokenized once into the data cache (fingerprinted like a corpus).
 
     `prepared`: the training corpus (andrea.data.PreparedData); `tokenizer`: the training data's
@@ -235,8 +260,11 @@ def prepare_domains(cfg: EvalConfig, data: DataConfig, prepared, tokenizer=None,
                 n += read_header(f)
                 top = cached_max_token(f, root)
                 if top >= prepared.vocab_size:
-                    raise _fail(name, f"shard {f} holds token id {top} >= the training data's "
-                                      f"vocab_size={prepared.vocab_size}: another tokenizer's")
+                    raise _fail(
+                        name,
+                        f"shard {f} holds token id {top} >= the training data's "
+                        f"vocab_size={prepared.vocab_size}: another tokenizer's",
+                    )
             out[name] = PreparedDomain(name, what, files, n)
             continue
         tok = tokenizer if tokenizer is not None else load_training_tokenizer(data, prepared)
@@ -247,8 +275,11 @@ def prepare_domains(cfg: EvalConfig, data: DataConfig, prepared, tokenizer=None,
         for doc in docs:
             b = doc.encode("utf-8", "surrogatepass")
             h.update(len(b).to_bytes(8, "little") + b)
-        inputs = {"format": DOMAIN_FORMAT, "content_sha256": h.hexdigest(),
-                  "tokenizer_sha256": hashlib.sha256(tok.to_str().encode()).hexdigest()}
+        inputs = {
+            "format": DOMAIN_FORMAT,
+            "content_sha256": h.hexdigest(),
+            "tokenizer_sha256": hashlib.sha256(tok.to_str().encode()).hexdigest(),
+        }
         fp = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
         final = root / "domains" / f"{name}-{fp[:16]}"
         if not (final / "COMPLETE").exists():
@@ -257,15 +288,25 @@ def prepare_domains(cfg: EvalConfig, data: DataConfig, prepared, tokenizer=None,
                 if not (final / "COMPLETE").exists():
                     final.mkdir(exist_ok=True)
                     t = time.perf_counter()
-                    names, n = encode_split(tok, docs, final, "val", 100_000_000,
-                                             total_chars=sum(map(len, docs)))
-                    atomic_write_json(final / "meta.json", {
-                        "name": name, "source": what, "inputs": inputs, "shards": names,
-                        "n_tokens": n, "encode_s": round(time.perf_counter() - t, 2)})
+                    names, n = encode_split(
+                        tok, docs, final, "val", 100_000_000, total_chars=sum(map(len, docs))
+                    )
+                    atomic_write_json(
+                        final / "meta.json",
+                        {
+                            "name": name,
+                            "source": what,
+                            "inputs": inputs,
+                            "shards": names,
+                            "n_tokens": n,
+                            "encode_s": round(time.perf_counter() - t, 2),
+                        },
+                    )
                     atomic_write_bytes(final / "COMPLETE", b"")
         meta = read_json(final / "meta.json") or {}
-        out[name] = PreparedDomain(name, what, [final / s for s in meta["shards"]],
-                                   int(meta["n_tokens"]))
+        out[name] = PreparedDomain(
+            name, what, [final / s for s in meta["shards"]], int(meta["n_tokens"])
+        )
     return out
 
 
@@ -275,8 +316,13 @@ def _documents(name: str, d: DomainConfig) -> List[str]:
     if d.source == "text":
         docs = (c for f in _domain_files(name, d) for c in corpora._chunks(_read(name, f)))
     else:
-        cfg = DataConfig(source="hf", paths=list(d.paths), hf_name=d.hf_name,
-                         hf_split=d.hf_split, hf_text_field=d.hf_text_field)
+        cfg = DataConfig(
+            source="hf",
+            paths=list(d.paths),
+            hf_name=d.hf_name,
+            hf_split=d.hf_split,
+            hf_text_field=d.hf_text_field,
+        )
         docs = (text for text, _ in corpora.hf_documents(cfg))
     out, chars = [], 0
     try:
@@ -303,15 +349,18 @@ def load_training_tokenizer(data: DataConfig, prepared):
     when neither exists (pre-tokenized shards without data.tokenizer)."""
     from andrea.data.tokenizer import load_tokenizer
 
-    path = prepared.tokenizer_path or (Path(os.path.expanduser(data.tokenizer))
-                                       if data.tokenizer else None)
+    path = prepared.tokenizer_path or (
+        Path(os.path.expanduser(data.tokenizer)) if data.tokenizer else None
+    )
     if path is None:
         return None
     try:
         return load_tokenizer(path)
     except Exception as e:  # tokenizers raises its own Exception type for a bad file
-        raise ValueError(f"data.tokenizer={str(path)!r} is not a tokenizer.json that the "
-                         f"`tokenizers` library reads ({e})") from None
+        raise ValueError(
+            f"data.tokenizer={str(path)!r} is not a tokenizer.json that the "
+            f"`tokenizers` library reads ({e})"
+        ) from None
 
 
 def check_domains(cfg: EvalConfig, data: DataConfig, prepared, seq_lens) -> None:
@@ -325,5 +374,8 @@ def check_domains(cfg: EvalConfig, data: DataConfig, prepared, seq_lens) -> None
             from andrea.data.prepare import n_windows
 
             if d.shards and n_windows(d.shards, seq_len) < 1:
-                raise _fail(name, f"{d.source} holds {d.n_tokens} tokens, fewer than one window "
-                                  f"of seq_len+1={seq_len + 1}; give it more text")
+                raise _fail(
+                    name,
+                    f"{d.source} holds {d.n_tokens} tokens, fewer than one window "
+                    f"of seq_len+1={seq_len + 1}; give it more text",
+                )

@@ -64,8 +64,15 @@ def _check_rank(batch_size: int, rank: int, world_size: int) -> None:
 class TokenLoader:
     """Shuffled training batches; see the module docstring for the exact order and DDP contract."""
 
-    def __init__(self, shards: Sequence[Path], batch_size: int, seq_len: int, seed: int,
-                 rank: int = 0, world_size: int = 1):
+    def __init__(
+        self,
+        shards: Sequence[Path],
+        batch_size: int,
+        seq_len: int,
+        seed: int,
+        rank: int = 0,
+        world_size: int = 1,
+    ):
         _check_rank(batch_size, rank, world_size)
         self.windows = _Windows(shards, seq_len)
         self.batch_size, self.seq_len, self.seed = batch_size, seq_len, int(seed)
@@ -113,8 +120,12 @@ class TokenLoader:
         }
 
     def load_state_dict(self, state: dict) -> None:
-        for key, mine in (("seed", self.seed), ("seq_len", self.seq_len),
-                          ("global_batch", self.global_batch), ("n_windows", self.windows.n)):
+        for key, mine in (
+            ("seed", self.seed),
+            ("seq_len", self.seq_len),
+            ("global_batch", self.global_batch),
+            ("n_windows", self.windows.n),
+        ):
             if state[key] != mine:
                 raise ValueError(
                     f"loader state has {key}={state[key]} but this loader has {key}={mine}; "
@@ -160,12 +171,13 @@ class ValidationSet:
         token_byte_lengths)."""
         total = 0
         for start in range(0, self.n_windows, 1024):
-            _, y = self.windows.gather(self.picked[start:start + 1024])
+            _, y = self.windows.gather(self.picked[start : start + 1024])
             total += int(byte_lengths[y.numpy()].sum())
         return total
 
-    def batches(self, batch_size: int, rank: int = 0,
-                world_size: int = 1) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
+    def batches(
+        self, batch_size: int, rank: int = 0, world_size: int = 1
+    ) -> Iterator[Tuple[torch.Tensor, torch.Tensor]]:
         """This rank's (x, y) batches, the last one possibly shorter (or none at all)."""
         _check_rank(batch_size, rank, world_size)
         n = self.n_windows
@@ -174,9 +186,14 @@ class ValidationSet:
             yield self.windows.gather(self.picked[start : min(start + batch_size, hi)])
 
 
-def val_batches(shards: Sequence[Path], batch_size: int, seq_len: int,
-                max_batches: Optional[int] = None, rank: int = 0,
-                world_size: int = 1) -> List[Tuple[torch.Tensor, torch.Tensor]]:
+def val_batches(
+    shards: Sequence[Path],
+    batch_size: int,
+    seq_len: int,
+    max_batches: Optional[int] = None,
+    rank: int = 0,
+    world_size: int = 1,
+) -> List[Tuple[torch.Tensor, torch.Tensor]]:
     """A fixed list of (x, y) batches: the same for every run and seed of a corpus.
 
     n = min(max_batches, n_windows // G) global batches of G = batch_size * world_size windows,

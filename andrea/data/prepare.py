@@ -81,8 +81,9 @@ def n_windows(shards: List[Path], seq_len: int) -> int:
     return sum(max(read_header(s) - 1, 0) // seq_len for s in shards)
 
 
-def check_split_sizes(prepared: PreparedData, batch_size: int, seq_len: int,
-                      world_size: int = 1) -> None:
+def check_split_sizes(
+    prepared: PreparedData, batch_size: int, seq_len: int, world_size: int = 1
+) -> None:
     """Raise ValueError unless train and validation each hold at least one global batch."""
     need = batch_size * world_size
     for split, shards, n_tok in (
@@ -98,8 +99,9 @@ def check_split_sizes(prepared: PreparedData, batch_size: int, seq_len: int,
             )
 
 
-def prepare_data(data_cfg: DataConfig, vocab_size: int,
-                 cache_dir: Optional[str] = None) -> PreparedData:
+def prepare_data(
+    data_cfg: DataConfig, vocab_size: int, cache_dir: Optional[str] = None
+) -> PreparedData:
     """Prepared shards for `data_cfg`, building them on first use. `vocab_size` is the model's."""
     validate_data_config(data_cfg, vocab_size)
     vocab = effective_vocab_size(data_cfg, vocab_size)
@@ -109,10 +111,12 @@ def prepare_data(data_cfg: DataConfig, vocab_size: int,
 
     t0 = time.perf_counter()
     corpus = corpora.split_documents(
-        corpora.documents(data_cfg), data_cfg.val_fraction, data_cfg.max_chars,
+        corpora.documents(data_cfg),
+        data_cfg.val_fraction,
+        data_cfg.max_chars,
         what=f"data.source={data_cfg.source!r}"
-             + (f" data.paths={list(data_cfg.paths)}" if data_cfg.paths else "")
-             + (f" data.hf_name={data_cfg.hf_name!r}" if data_cfg.hf_name else ""),
+        + (f" data.paths={list(data_cfg.paths)}" if data_cfg.paths else "")
+        + (f" data.hf_name={data_cfg.hf_name!r}" if data_cfg.hf_name else ""),
     )
     inputs = {
         "format_version": FORMAT_VERSION,
@@ -145,8 +149,11 @@ def locked(lock_path: Path) -> Iterator[None]:
         try:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"[data] waiting for another process preparing {lock_path.stem} ...",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[data] waiting for another process preparing {lock_path.stem} ...",
+                file=sys.stderr,
+                flush=True,
+            )
             fcntl.flock(f.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -154,8 +161,15 @@ def locked(lock_path: Path) -> Iterator[None]:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
-def _build(final: Path, corpus: corpora.SplitCorpus, vocab: int, cfg: DataConfig,
-           inputs: dict, fingerprint: str, read_s: float) -> None:
+def _build(
+    final: Path,
+    corpus: corpora.SplitCorpus,
+    vocab: int,
+    cfg: DataConfig,
+    inputs: dict,
+    fingerprint: str,
+    read_s: float,
+) -> None:
     root = final.parent
     for stale in root.glob(f".tmp-{final.name}-*"):  # left by a killed preparer (we hold the lock)
         shutil.rmtree(stale, ignore_errors=True)
@@ -164,8 +178,10 @@ def _build(final: Path, corpus: corpora.SplitCorpus, vocab: int, cfg: DataConfig
     work = Path(tempfile.mkdtemp(dir=root, prefix=f".tmp-{final.name}-{os.getpid()}-"))
     try:
         log = lambda msg: print(f"[data] {msg}", file=sys.stderr, flush=True)  # noqa: E731
-        log(f"preparing {cfg.source} corpus ({corpus.n_chars:,} chars, {len(corpus.train)} train / "
-            f"{len(corpus.val)} val documents, vocab {vocab}) into {final}")
+        log(
+            f"preparing {cfg.source} corpus ({corpus.n_chars:,} chars, {len(corpus.train)} train / "
+            f"{len(corpus.val)} val documents, vocab {vocab}) into {final}"
+        )
         t = time.perf_counter()
         tok = train_tokenizer(corpus.train, vocab)
         train_s = time.perf_counter() - t
@@ -192,8 +208,11 @@ def _build(final: Path, corpus: corpora.SplitCorpus, vocab: int, cfg: DataConfig
             "val_shards": shards["val"],
             "n_train_tokens": counts["train"],
             "n_val_tokens": counts["val"],
-            "timings_s": {"read": round(read_s, 2), "bpe_train": round(train_s, 2),
-                          "encode": round(encode_s, 2)},
+            "timings_s": {
+                "read": round(read_s, 2),
+                "bpe_train": round(train_s, 2),
+                "encode": round(encode_s, 2),
+            },
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         atomic_write_json(work / "meta.json", meta)
@@ -232,8 +251,9 @@ class _StderrProgress:
         pass
 
 
-def encode_split(tok, docs: List[str], work: Path, split: str, shard_tokens: int,
-                  total_chars: int) -> tuple:
+def encode_split(
+    tok, docs: List[str], work: Path, split: str, shard_tokens: int, total_chars: int
+) -> tuple:
     """Encode documents (each preceded by end-of-text, as in fineweb) into shards of `split`."""
     eot = eot_id(tok)
     names: List[str] = []
@@ -276,8 +296,10 @@ def encode_split(tok, docs: List[str], work: Path, split: str, shard_tokens: int
 def _load_prepared(final: Path, fingerprint: str) -> PreparedData:
     meta = read_json(final / "meta.json")
     if not meta or meta.get("fingerprint") != fingerprint:
-        raise RuntimeError(f"prepared data at {final} is marked complete but its meta.json is "
-                           "missing or for another fingerprint; delete the directory to rebuild")
+        raise RuntimeError(
+            f"prepared data at {final} is marked complete but its meta.json is "
+            "missing or for another fingerprint; delete the directory to rebuild"
+        )
     return PreparedData(
         train_shards=[final / n for n in meta["train_shards"]],
         val_shards=[final / n for n in meta["val_shards"]],
@@ -313,8 +335,13 @@ def _existing_shards(cfg: DataConfig, vocab: int, root: Path) -> PreparedData:
             h.update(f"{split}:{f.resolve()}:{n}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     h.update(f"vocab={vocab}".encode())
     return PreparedData(
-        train_shards=train, val_shards=val, vocab_size=vocab, tokenizer_path=None,
-        n_train_tokens=counts["train"], n_val_tokens=counts["val"], fingerprint=h.hexdigest(),
+        train_shards=train,
+        val_shards=val,
+        vocab_size=vocab,
+        tokenizer_path=None,
+        n_train_tokens=counts["train"],
+        n_val_tokens=counts["val"],
+        fingerprint=h.hexdigest(),
     )
 
 

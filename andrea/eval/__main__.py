@@ -25,27 +25,56 @@ from andrea.run.rundir import RunDir, find_run_dirs
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m andrea.eval",
-                                description="Evaluate andrea runs on lm-evaluation-harness tasks.")
+    p = argparse.ArgumentParser(
+        prog="python -m andrea.eval",
+        description="Evaluate andrea runs on lm-evaluation-harness tasks.",
+    )
     p.add_argument("paths", nargs="+", type=Path, help="run directories or sweep directories")
-    p.add_argument("--tasks", required=True,
-                   help="comma-separated task names (the harness's registry, or --include-path)")
-    p.add_argument("--include-path", action="append", type=Path, default=[], metavar="DIR",
-                   help="a folder of task YAML files in the harness's format (repeatable)")
-    p.add_argument("--no-registry", action="store_true",
-                   help="only the --include-path tasks: never index the harness's ~15,000")
+    p.add_argument(
+        "--tasks",
+        required=True,
+        help="comma-separated task names (the harness's registry, or --include-path)",
+    )
+    p.add_argument(
+        "--include-path",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="a folder of task YAML files in the harness's format (repeatable)",
+    )
+    p.add_argument(
+        "--no-registry",
+        action="store_true",
+        help="only the --include-path tasks: never index the harness's ~15,000",
+    )
     p.add_argument("--num-fewshot", type=int, default=None)
-    p.add_argument("--limit", type=int, default=None,
-                   help="documents per task (for a quick look; recorded in the settings)")
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="documents per task (for a quick look; recorded in the settings)",
+    )
     p.add_argument("--batch-size", type=int, default=16, help="requests per forward pass")
     p.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda[:i]")
-    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
-                   help="bf16 autocast on CUDA; fp32 (default) everywhere")
-    p.add_argument("--max-length", type=int, default=None,
-                   help="context window (default: each run's training sequence length)")
-    p.add_argument("--tokenizer", default=None,
-                   help="a tokenizer.json, for runs whose data had none (token shards); it must "
-                        "be the run's own")
+    p.add_argument(
+        "--precision",
+        choices=["fp32", "bf16"],
+        default="fp32",
+        help="bf16 autocast on CUDA; fp32 (default) everywhere",
+    )
+    p.add_argument(
+        "--max-length",
+        type=int,
+        default=None,
+        help="context window (default: each run's training sequence length)",
+    )
+    p.add_argument(
+        "--tokenizer",
+        default=None,
+        help="a tokenizer.json, for runs whose data had none (token shards); it must "
+        "be the run's own",
+    )
     p.add_argument("--force", action="store_true", help="evaluate again even when recorded")
     p.add_argument("--verbose", action="store_true", help="the harness's own log lines")
     return p
@@ -59,8 +88,9 @@ def find_runs(path: Path) -> tuple[list[RunDir], list[tuple[str, str]]]:
         if res is not None and res.completed:
             runs.append(rd)
         else:
-            skipped.append((str(rd.root), "failed" if res is not None and res.failed
-                            else "not finished"))
+            skipped.append(
+                (str(rd.root), "failed" if res is not None and res.failed else "not finished")
+            )
     return runs, skipped
 
 
@@ -74,8 +104,9 @@ def _summary(record: dict) -> str:
     for name, m in sorted(record["tasks"].items()):
         bits = []
         if "acc" in m:
-            bits.append(f"acc {m['acc']:.3f}" + (f" (chance {m['chance']:.3f})"
-                                                 if "chance" in m else ""))
+            bits.append(
+                f"acc {m['acc']:.3f}" + (f" (chance {m['chance']:.3f})" if "chance" in m else "")
+            )
         if "acc_norm" in m:
             bits.append(f"acc_norm {m['acc_norm']:.3f}")
         if "loss" in m:
@@ -93,8 +124,11 @@ def main(argv=None) -> int:
         import datasets
         import lm_eval  # noqa: F401
     except ImportError:
-        print("error: lm-evaluation-harness is not installed: pip install -e '.[eval]' "
-              "(or pip install lm-eval)", file=sys.stderr)
+        print(
+            "error: lm-evaluation-harness is not installed: pip install -e '.[eval]' "
+            "(or pip install lm-eval)",
+            file=sys.stderr,
+        )
         return 2
     if not args.verbose:
         datasets.disable_progress_bars()
@@ -137,9 +171,19 @@ def main(argv=None) -> int:
     for rd in targets:
         try:
             record, new = evaluate_run(
-                rd.root, tasks, args.include_path, args.num_fewshot, args.limit,
-                args.batch_size, args.device, args.precision, args.max_length, args.tokenizer,
-                args.force, manager=manager)
+                rd.root,
+                tasks,
+                args.include_path,
+                args.num_fewshot,
+                args.limit,
+                args.batch_size,
+                args.device,
+                args.precision,
+                args.max_length,
+                args.tokenizer,
+                args.force,
+                manager=manager,
+            )
         except EvalError as e:
             print(f"error: {rd.root}: {e}", file=sys.stderr)
             return 2
@@ -149,8 +193,10 @@ def main(argv=None) -> int:
         verb = "evaluated" if new else "already evaluated, skipped"
         print(f"{rd.root} step {record['step']}{state}: {verb} -> {where}")
         print(f"  {_summary(record)}")
-    print(f"{n_new} run(s) evaluated, {len(targets) - n_new} already evaluated with these "
-          f"settings, {len(skipped)} not finished or failed")
+    print(
+        f"{n_new} run(s) evaluated, {len(targets) - n_new} already evaluated with these "
+        f"settings, {len(skipped)} not finished or failed"
+    )
     return 0
 
 

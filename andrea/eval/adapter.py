@@ -57,13 +57,21 @@ def resolve_device(device: str | None, strict: bool = True) -> torch.device:
     try:
         return torch.device(device)
     except RuntimeError:  # torch's "Expected one of cpu, cuda, ... device type at start of ..."
-        raise EvalError(f"device={device} is not a device torch knows; use auto, cpu or "
-                        "cuda[:i]") from None
+        raise EvalError(
+            f"device={device} is not a device torch knows; use auto, cpu or cuda[:i]"
+        ) from None
 
 
 # AndreaLM's model_args; `trust_remote_code` is what the harness adds on its own (ignored here).
-MODEL_ARGS = ("run_dir", "pretrained", "device", "batch_size", "max_length", "tokenizer",
-              "precision")
+MODEL_ARGS = (
+    "run_dir",
+    "pretrained",
+    "device",
+    "batch_size",
+    "max_length",
+    "tokenizer",
+    "precision",
+)
 IGNORED_ARGS = ("trust_remote_code",)
 
 
@@ -87,8 +95,10 @@ def parse_model_args(text: str) -> dict[str, str]:
         elif key is not None:
             out[key] += "," + piece
         elif piece.strip():
-            raise EvalError(f"model_args: expected key=value with a key among "
-                            f"{', '.join(MODEL_ARGS)}; got {piece!r}")
+            raise EvalError(
+                f"model_args: expected key=value with a key among "
+                f"{', '.join(MODEL_ARGS)}; got {piece!r}"
+            )
     return {k: _unquote(v) for k, v in out.items()}
 
 
@@ -102,12 +112,18 @@ def merge_model_args(model_args: dict, harness: dict | None) -> dict:
         raise EvalError(
             f"model_args key {unknown[0]!r} is not one of andrea's ({', '.join(MODEL_ARGS)}); "
             f"if it is part of a run directory whose name has commas, which the harness split "
-            f"at, quote the path: --model_args 'run_dir=\"RUN_DIR\"'")
+            f"at, quote the path: --model_args 'run_dir=\"RUN_DIR\"'"
+        )
     harness = {k: v for k, v in (harness or {}).items() if v is not None and k in MODEL_ARGS}
-    if "device" in model_args and "device" in harness \
-            and str(model_args["device"]) != str(harness["device"]):
-        raise EvalError(f"device={model_args['device']} in --model_args and --device "
-                        f"{harness['device']} disagree; give one of them")
+    if (
+        "device" in model_args
+        and "device" in harness
+        and str(model_args["device"]) != str(harness["device"])
+    ):
+        raise EvalError(
+            f"device={model_args['device']} in --model_args and --device "
+            f"{harness['device']} disagree; give one of them"
+        )
     merged = {**harness, **{k: v for k, v in model_args.items() if k not in IGNORED_ARGS}}
     return merged
 
@@ -121,15 +137,24 @@ class AndreaLM(TemplateLM):
     (a tokenizer.json; must be the run's own), precision (fp32 default, or bf16 autocast on
     CUDA)."""
 
-    def __init__(self, run_dir: str | None = None, pretrained: str | None = None,
-                 device: str | None = "auto", batch_size: int | str = 16,
-                 max_length: int | None = None, tokenizer: str | None = None,
-                 precision: str = "fp32", loaded: LoadedRun | None = None, **_: Any) -> None:
+    def __init__(
+        self,
+        run_dir: str | None = None,
+        pretrained: str | None = None,
+        device: str | None = "auto",
+        batch_size: int | str = 16,
+        max_length: int | None = None,
+        tokenizer: str | None = None,
+        precision: str = "fp32",
+        loaded: LoadedRun | None = None,
+        **_: Any,
+    ) -> None:
         super().__init__()
         path = run_dir or pretrained
         if loaded is None and not path:
-            raise EvalError("model andrea needs run_dir=RUN_DIR (a run directory with a "
-                            "checkpoint)")
+            raise EvalError(
+                "model andrea needs run_dir=RUN_DIR (a run directory with a checkpoint)"
+            )
         self._device = resolve_device(device, strict=False)
         self.run = loaded if loaded is not None else load_run(path, self._device, tokenizer)
         self.run.model.to(self._device)
@@ -140,8 +165,10 @@ class AndreaLM(TemplateLM):
         self.batch_size = int(batch_size) if str(batch_size) != "auto" else 16
         self.max_length = int(max_length) if max_length else self.run.seq_len
         if not 1 <= self.max_length <= self.run.cfg.context_length:
-            raise EvalError(f"max_length={self.max_length} must lie in 1.."
-                            f"{self.run.cfg.context_length} (the model's context_length)")
+            raise EvalError(
+                f"max_length={self.max_length} must lie in 1.."
+                f"{self.run.cfg.context_length} (the model's context_length)"
+            )
         if precision not in ("fp32", "bf16"):
             raise EvalError(f"precision={precision!r}; valid: fp32, bf16")
         self.precision = precision
@@ -167,8 +194,9 @@ class AndreaLM(TemplateLM):
     def tokenizer_name(self) -> str:
         return f"andrea-{self.run.tokenizer_sha256[:16]}"
 
-    def tok_encode(self, string: str, add_special_tokens: bool | None = None,
-                   **kwargs: Any) -> list[int]:
+    def tok_encode(
+        self, string: str, add_special_tokens: bool | None = None, **kwargs: Any
+    ) -> list[int]:
         return self.tok.encode(string, add_special_tokens=False).ids
 
     def tok_decode(self, tokens: list[int]) -> str:
@@ -191,37 +219,38 @@ class AndreaLM(TemplateLM):
     def _forward(self, batch: torch.Tensor) -> torch.Tensor:
         """Log-probabilities [B, T, V] in fp32."""
         amp = self.precision == "bf16" and self._device.type == "cuda"
-        with torch.no_grad(), torch.autocast(self._device.type, dtype=torch.bfloat16,
-                                             enabled=amp):
+        with torch.no_grad(), torch.autocast(self._device.type, dtype=torch.bfloat16, enabled=amp):
             logits = self.model(batch)
         return F.log_softmax(logits.float(), dim=-1)
 
-    def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False,
-                              **kwargs: Any) -> list[tuple[float, bool]]:
+    def _loglikelihood_tokens(
+        self, requests, disable_tqdm: bool = False, **kwargs: Any
+    ) -> list[tuple[float, bool]]:
         """(sum log P(continuation), greedy?) per (key, context ids, continuation ids)."""
-        order = sorted(range(len(requests)),
-                       key=lambda i: -(len(requests[i][1]) + len(requests[i][2])))
+        order = sorted(
+            range(len(requests)), key=lambda i: -(len(requests[i][1]) + len(requests[i][2]))
+        )
         out: list[tuple[float, bool] | None] = [None] * len(requests)
         for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
+            idx = order[start : start + self.batch_size]
             rows, spans = [], []
             for i in idx:
                 _, ctx, cont = requests[i]
                 if not cont:
                     raise EvalError("a request has an empty continuation: nothing to score")
-                cont = cont[-self.max_length:]  # a continuation longer than the window: its tail
-                whole = (list(ctx) + list(cont))[-(self.max_length + 1):]
+                cont = cont[-self.max_length :]  # a continuation longer than the window: its tail
+                whole = (list(ctx) + list(cont))[-(self.max_length + 1) :]
                 inp = whole[:-1]
                 rows.append(inp)
                 spans.append((len(inp) - len(cont), cont))
             T = max(len(r) for r in rows)
             batch = torch.zeros((len(rows), T), dtype=torch.long)
             for j, r in enumerate(rows):
-                batch[j, :len(r)] = torch.tensor(r, dtype=torch.long)
+                batch[j, : len(r)] = torch.tensor(r, dtype=torch.long)
             logp = self._forward(batch.to(self._device))
             for j, i in enumerate(idx):
                 first, cont = spans[j]
-                lp = logp[j, first:first + len(cont)]
+                lp = logp[j, first : first + len(cont)]
                 target = torch.tensor(cont, dtype=torch.long, device=lp.device)
                 score = float(lp.gather(-1, target[:, None]).sum())
                 greedy = bool((lp.argmax(-1) == target).all())
@@ -234,9 +263,15 @@ class AndreaLM(TemplateLM):
     def loglikelihood_rolling(self, requests, disable_tqdm: bool = False) -> list[float]:
         windows, owner = [], []
         for n, (string,) in enumerate(req.args for req in requests):
-            for ctx, cont in map(lm_utils.make_disjoint_window, lm_utils.get_rolling_token_windows(
-                    token_list=self.tok_encode(string), prefix_token=self.prefix_token_id,
-                    max_seq_len=self.max_length, context_len=1)):
+            for ctx, cont in map(
+                lm_utils.make_disjoint_window,
+                lm_utils.get_rolling_token_windows(
+                    token_list=self.tok_encode(string),
+                    prefix_token=self.prefix_token_id,
+                    max_seq_len=self.max_length,
+                    context_len=1,
+                ),
+            ):
                 windows.append((None, ctx, cont))
                 owner.append(n)
         scores = self._loglikelihood_tokens(windows) if windows else []
@@ -259,7 +294,7 @@ class AndreaLM(TemplateLM):
             new: list[int] = []
             text = ""
             for _ in range(max_new):
-                window = (ids + new)[-self.max_length:]
+                window = (ids + new)[-self.max_length :]
                 logp = self._forward(torch.tensor([window], device=self._device))
                 nxt = int(logp[0, -1].argmax())
                 if nxt == self._eot:

@@ -48,8 +48,10 @@ def residual_source(cfg) -> Path:
     """The run's scheme's export module; EvalError when the scheme has none."""
     scheme = cfg.scheme
     if scheme.export is None:
-        raise EvalError(f"model={scheme.name} cannot be exported: its residual scheme gives no "
-                        f"export module (Scheme.export is None; docs/residual_schemes.md)")
+        raise EvalError(
+            f"model={scheme.name} cannot be exported: its residual scheme gives no "
+            f"export module (Scheme.export is None; docs/residual_schemes.md)"
+        )
     path = Path(scheme.export)
     if not path.is_file():
         raise EvalError(f"model={scheme.name}: its export module {path} does not exist")
@@ -63,12 +65,17 @@ def provenance(run) -> dict:
     root = run.run_dir.root.resolve()
     ckpt = Path(run.checkpoint).resolve()
     return {
-        "run": root.name, "checkpoint": str(ckpt.relative_to(root))
-        if ckpt.is_relative_to(root) else ckpt.name,
-        "step": run.step, "final": run.final, "trained_seq_len": run.seq_len,
-        "val_loss": results.get("val_loss"), "variant": results.get("variant"),
-        "label": results.get("label"), "size": results.get("size"),
-        "tokenizer_sha256": run.tokenizer_sha256, "andrea_code": code_version(),
+        "run": root.name,
+        "checkpoint": str(ckpt.relative_to(root)) if ckpt.is_relative_to(root) else ckpt.name,
+        "step": run.step,
+        "final": run.final,
+        "trained_seq_len": run.seq_len,
+        "val_loss": results.get("val_loss"),
+        "variant": results.get("variant"),
+        "label": results.get("label"),
+        "size": results.get("size"),
+        "tokenizer_sha256": run.tokenizer_sha256,
+        "andrea_code": code_version(),
     }
 
 
@@ -77,10 +84,13 @@ def hf_config(cfg, eot: int) -> dict:
         **asdict(cfg),
         "architectures": ["AndreaForCausalLM"],
         "model_type": "andrea",
-        "auto_map": {"AutoConfig": "modeling_andrea.AndreaConfig",
-                     "AutoModelForCausalLM": "modeling_andrea.AndreaForCausalLM"},
+        "auto_map": {
+            "AutoConfig": "modeling_andrea.AndreaConfig",
+            "AutoModelForCausalLM": "modeling_andrea.AndreaForCausalLM",
+        },
         "tie_word_embeddings": bool(cfg.tie_embeddings),
-        "bos_token_id": eot, "eos_token_id": eot,
+        "bos_token_id": eot,
+        "eos_token_id": eot,
         "max_position_embeddings": cfg.context_length,
         "torch_dtype": "float32",
     }
@@ -110,10 +120,19 @@ def export_run(run_dir: str | Path, out: str | Path, tokenizer: str | Path | Non
         shutil.copyfile(residual, tmp / RESIDUAL_NAME)
         shutil.copyfile(run.tokenizer_path, tmp / "tokenizer.json")
         special = {"bos_token": EOT, "eos_token": EOT, "unk_token": EOT}
-        (tmp / "tokenizer_config.json").write_text(json.dumps({
-            "tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": run.seq_len,
-            "add_prefix_space": False, "clean_up_tokenization_spaces": False, **special},
-            indent=2) + "\n")
+        (tmp / "tokenizer_config.json").write_text(
+            json.dumps(
+                {
+                    "tokenizer_class": "PreTrainedTokenizerFast",
+                    "model_max_length": run.seq_len,
+                    "add_prefix_space": False,
+                    "clean_up_tokenization_spaces": False,
+                    **special,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
         (tmp / "special_tokens_map.json").write_text(json.dumps(special, indent=2) + "\n")
         (tmp / "andrea_export.json").write_text(json.dumps(provenance(run), indent=2) + "\n")
         for p in tmp.iterdir():
@@ -127,13 +146,18 @@ def export_run(run_dir: str | Path, out: str | Path, tokenizer: str | Path | Non
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m andrea.eval.export",
-                                description="Export a run's newest checkpoint as safetensors + "
-                                            "config.json + tokenizer.json + modeling_andrea.py")
+    p = argparse.ArgumentParser(
+        prog="python -m andrea.eval.export",
+        description="Export a run's newest checkpoint as safetensors + "
+        "config.json + tokenizer.json + modeling_andrea.py",
+    )
     p.add_argument("run_dir", type=Path)
     p.add_argument("out", type=Path, help="a folder that does not exist yet")
-    p.add_argument("--tokenizer", default=None,
-                   help="a tokenizer.json, for runs whose data had none; must be the run's own")
+    p.add_argument(
+        "--tokenizer",
+        default=None,
+        help="a tokenizer.json, for runs whose data had none; must be the run's own",
+    )
     args = p.parse_args(argv)
     try:
         out = export_run(args.run_dir, args.out, args.tokenizer)
@@ -141,11 +165,12 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except ImportError as e:
-        print(f"error: {e.name or e} is not installed: pip install -e '.[export]'",
-              file=sys.stderr)
+        print(f"error: {e.name or e} is not installed: pip install -e '.[export]'", file=sys.stderr)
         return 2
-    print(f"exported {args.run_dir} -> {out}/ (model.safetensors, config.json, "
-          f"{MODELING_NAME}, {RESIDUAL_NAME}, tokenizer.json)")
+    print(
+        f"exported {args.run_dir} -> {out}/ (model.safetensors, config.json, "
+        f"{MODELING_NAME}, {RESIDUAL_NAME}, tokenizer.json)"
+    )
     print(f"  load: AutoModelForCausalLM.from_pretrained({str(out)!r}, trust_remote_code=True)")
     return 0
 

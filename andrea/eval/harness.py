@@ -38,7 +38,7 @@ def model_args_as_json(argv: list[str]) -> list[str]:
         j = i + 1
         while j < len(argv) and not argv[j].startswith("-"):
             j += 1
-        values = argv[i + 1:j]
+        values = argv[i + 1 : j]
         if values and not values[0].lstrip().startswith("{"):  # JSON already: as it is
             values = [json.dumps(parse_model_args(",".join(values)))]
         out += [arg, *values]
@@ -47,9 +47,10 @@ def model_args_as_json(argv: list[str]) -> list[str]:
 
 
 def main() -> None:
+    from lm_eval.__main__ import cli_evaluate
+
     import andrea.eval.adapter  # noqa: F401  (registers --model andrea)
     from andrea.eval.load import EvalError
-    from lm_eval.__main__ import cli_evaluate
 
     try:
         sys.argv[1:] = model_args_as_json(sys.argv[1:])

@@ -34,21 +34,33 @@ except ImportError:  # pragma: no cover - exercised where transformers is absent
     HAVE_TRANSFORMERS = False
 
 try:  # transformers' module cache: this file in a package, with its relative import beside it
-    from .residual_andrea import (RESIDUAL_ATTRIBUTE, build_residual, residual_forward,
-                                  residual_ln_eps)
+    from .residual_andrea import (
+        RESIDUAL_ATTRIBUTE,
+        build_residual,
+        residual_forward,
+        residual_ln_eps,
+    )
 except ImportError:  # a plain file (load_exported, or imported by path): the sibling by path
     _spec = importlib.util.spec_from_file_location(
-        "residual_andrea", os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                        "residual_andrea.py"))
+        "residual_andrea",
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "residual_andrea.py"),
+    )
     _residual = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(_residual)
     RESIDUAL_ATTRIBUTE, build_residual = _residual.RESIDUAL_ATTRIBUTE, _residual.build_residual
     residual_forward, residual_ln_eps = _residual.residual_forward, _residual.residual_ln_eps
 
 CONFIG_FIELDS = {  # ModelConfig's own fields and defaults; the schemes' options (declared by
-    "n_layer": 2, "n_head": 2, "d_model": 64, "vocab_size": 8449,  # each scheme) come with
-    "context_length": 1024, "residual": "baseline", "block_size": 4,  # config.json too
-    "tie_embeddings": True, "ln_eps": 1e-5, "key_eps": 1e-6,
+    "n_layer": 2,
+    "n_head": 2,
+    "d_model": 64,
+    "vocab_size": 8449,  # each scheme) come with
+    "context_length": 1024,
+    "residual": "baseline",
+    "block_size": 4,  # config.json too
+    "tie_embeddings": True,
+    "ln_eps": 1e-5,
+    "key_eps": 1e-6,
 }
 
 
@@ -126,8 +138,9 @@ class _AndreaCore:
             setattr(self, RESIDUAL_ATTRIBUTE, build_residual(cfg))
         self.ln_f = nn.LayerNorm(cfg.d_model, eps=residual_ln_eps(cfg, L))
         # Tied: the logits are x . wte^T, and the weights file holds wte once.
-        self.lm_head = None if cfg.tie_embeddings else \
-            nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.lm_head = (
+            None if cfg.tie_embeddings else nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        )
 
     def sublayers(self):
         return [f for b in self.blocks for f in (b.attn, b.mlp)]
@@ -145,6 +158,7 @@ class _AndreaCore:
 
 
 if HAVE_TRANSFORMERS:
+
     class AndreaForCausalLM(_AndreaCore, PreTrainedModel):
         config_class = AndreaConfig
         base_model_prefix = "andrea"
@@ -167,10 +181,12 @@ if HAVE_TRANSFORMERS:
             logits = self.logits(input_ids)
             loss = None
             if labels is not None:
-                loss = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(),
-                                       labels[:, 1:].flatten(), ignore_index=-100)
+                loss = F.cross_entropy(
+                    logits[:, :-1].flatten(0, 1).float(), labels[:, 1:].flatten(), ignore_index=-100
+                )
             return CausalLMOutput(loss=loss, logits=logits)
 else:  # pragma: no cover
+
     class AndreaForCausalLM(_AndreaCore, nn.Module):
         def __init__(self, config: AndreaConfig):
             nn.Module.__init__(self)

@@ -64,8 +64,10 @@ def model_config_of(rd: RunDir) -> tuple[ModelConfig, int, Optional[Path]]:
         return cfg, int(saved.get("seq_len") or cfg.context_length), None
     hydra_cfg = rd.hydra_dir / "config.yaml"
     if not hydra_cfg.exists():
-        raise EvalError(f"{rd.root} has neither model.json nor .hydra/config.yaml: not an andrea "
-                        f"run directory (or one whose config was deleted)")
+        raise EvalError(
+            f"{rd.root} has neither model.json nor .hydra/config.yaml: not an andrea "
+            f"run directory (or one whose config was deleted)"
+        )
     from omegaconf import OmegaConf
 
     from andrea.config.resolve import ConfigError, resolve_run
@@ -96,24 +98,36 @@ def check_run(path: str | Path, tokenizer: str | Path | None = None):
         raise EvalError(f"{rd.root} is not a directory")
     if not rd.list_checkpoints():
         res = results_file.record(rd)
-        why = ("its results.json says it failed" if res is not None and res.failed
-               else "it has not trained a step yet, or its checkpoints were deleted")
-        raise EvalError(f"{rd.root} has no checkpoint ({rd.checkpoints}/step_*.pt): {why}; "
-                        f"train it first (python sweep.py ... re-runs it)")
+        why = (
+            "its results.json says it failed"
+            if res is not None and res.failed
+            else "it has not trained a step yet, or its checkpoints were deleted"
+        )
+        raise EvalError(
+            f"{rd.root} has no checkpoint ({rd.checkpoints}/step_*.pt): {why}; "
+            f"train it first (python sweep.py ... re-runs it)"
+        )
     cfg, seq_len, cached_tok = model_config_of(rd)
     run_tok = rd.tokenizer if rd.tokenizer.exists() else cached_tok
     if tokenizer is not None:
         tok_path = Path(tokenizer)
         if not tok_path.is_file():
             raise EvalError(f"tokenizer {tok_path} is not a file")
-        if run_tok is not None and Path(run_tok).exists() \
-                and sha256_file(tok_path) != sha256_file(run_tok):
-            raise EvalError(f"tokenizer mismatch: {tok_path} is not the tokenizer {rd.root} was "
-                            f"trained with ({run_tok}); drop the tokenizer argument to use the "
-                            f"run's own")
+        if (
+            run_tok is not None
+            and Path(run_tok).exists()
+            and sha256_file(tok_path) != sha256_file(run_tok)
+        ):
+            raise EvalError(
+                f"tokenizer mismatch: {tok_path} is not the tokenizer {rd.root} was "
+                f"trained with ({run_tok}); drop the tokenizer argument to use the "
+                f"run's own"
+            )
     elif run_tok is None or not Path(run_tok).exists():
-        raise EvalError(f"{rd.root} has no tokenizer.json and its data has none (token shards); "
-                        f"pass the tokenizer its shards were made with (tokenizer=PATH)")
+        raise EvalError(
+            f"{rd.root} has no tokenizer.json and its data has none (token shards); "
+            f"pass the tokenizer its shards were made with (tokenizer=PATH)"
+        )
     else:
         tok_path = Path(run_tok)
     try:
@@ -121,16 +135,20 @@ def check_run(path: str | Path, tokenizer: str | Path | None = None):
     except Exception as e:  # tokenizers raises its own exception types for a bad file
         raise EvalError(f"tokenizer {tok_path} does not load ({e})") from None
     if tok.get_vocab_size() > cfg.vocab_size:
-        raise EvalError(f"tokenizer mismatch: {tok_path} has {tok.get_vocab_size()} ids but the "
-                        f"model of {rd.root} has vocab_size={cfg.vocab_size}")
+        raise EvalError(
+            f"tokenizer mismatch: {tok_path} has {tok.get_vocab_size()} ids but the "
+            f"model of {rd.root} has vocab_size={cfg.vocab_size}"
+        )
     if tok.token_to_id(EOT) is None:
-        raise EvalError(f"tokenizer mismatch: {tok_path} has no {EOT} token (not an andrea "
-                        f"tokenizer)")
+        raise EvalError(
+            f"tokenizer mismatch: {tok_path} has no {EOT} token (not an andrea tokenizer)"
+        )
     return rd, cfg, seq_len, tok_path
 
 
-def load_run(path: str | Path, device: str | torch.device = "cpu",
-             tokenizer: str | Path | None = None) -> LoadedRun:
+def load_run(
+    path: str | Path, device: str | torch.device = "cpu", tokenizer: str | Path | None = None
+) -> LoadedRun:
     """The newest good checkpoint of run directory `path` as an eval-mode fp32 model, and the
     run's tokenizer (or `tokenizer`, a tokenizer.json, which must be the run's own)."""
     from andrea.data.tokenizer import load_tokenizer
@@ -138,8 +156,10 @@ def load_run(path: str | Path, device: str | torch.device = "cpu",
     rd, cfg, seq_len, tok_path = check_run(path, tokenizer)
     loaded = load_latest_checkpoint(rd)
     if loaded is None:
-        raise EvalError(f"every checkpoint in {rd.checkpoints} is unreadable (damaged on disk); "
-                        f"delete them and train the run again")
+        raise EvalError(
+            f"every checkpoint in {rd.checkpoints} is unreadable (damaged on disk); "
+            f"delete them and train the run again"
+        )
     state, ckpt = loaded
     model = ANDREA(cfg)
     try:
@@ -148,7 +168,15 @@ def load_run(path: str | Path, device: str | torch.device = "cpu",
         first = str(e).strip().splitlines()[0]
         raise EvalError(f"{ckpt} does not fit the run's model config ({first})") from None
     model.to(device).eval()
-    return LoadedRun(run_dir=rd, model=model, cfg=cfg, tokenizer=load_tokenizer(tok_path),
-                     tokenizer_path=tok_path, tokenizer_sha256=sha256_file(tok_path),
-                     seq_len=seq_len, step=int(state["step"]), checkpoint=ckpt,
-                     results=rd.completed_results())
+    return LoadedRun(
+        run_dir=rd,
+        model=model,
+        cfg=cfg,
+        tokenizer=load_tokenizer(tok_path),
+        tokenizer_path=tok_path,
+        tokenizer_sha256=sha256_file(tok_path),
+        seq_len=seq_len,
+        step=int(state["step"]),
+        checkpoint=ckpt,
+        results=rd.completed_results(),
+    )

@@ -59,20 +59,36 @@ def task_files_digest(include_paths: list[Path]) -> Optional[str]:
         return None
     h = hashlib.sha256()
     for root in include_paths:
-        files = [root] if root.is_file() else sorted(
-            p for p in root.rglob("*") if p.is_file() and p.suffix in TASK_FILE_SUFFIXES)
+        files = (
+            [root]
+            if root.is_file()
+            else sorted(
+                p for p in root.rglob("*") if p.is_file() and p.suffix in TASK_FILE_SUFFIXES
+            )
+        )
         for p in files:
             h.update(str(p.relative_to(root.parent if root.is_file() else root)).encode())
             h.update(hashlib.sha256(p.read_bytes()).digest())
     return h.hexdigest()
 
 
-def settings_of(tasks: list[str], include_paths: list[Path], num_fewshot: Optional[int],
-                limit: Optional[int], precision: str, max_length: Optional[int]) -> dict:
-    return {"tasks": sorted(tasks), "num_fewshot": num_fewshot, "limit": limit,
-            "precision": precision, "max_length": max_length,
-            "task_files_sha256": task_files_digest(include_paths),
-            "harness": harness_version()}
+def settings_of(
+    tasks: list[str],
+    include_paths: list[Path],
+    num_fewshot: Optional[int],
+    limit: Optional[int],
+    precision: str,
+    max_length: Optional[int],
+) -> dict:
+    return {
+        "tasks": sorted(tasks),
+        "num_fewshot": num_fewshot,
+        "limit": limit,
+        "precision": precision,
+        "max_length": max_length,
+        "task_files_sha256": task_files_digest(include_paths),
+        "harness": harness_version(),
+    }
 
 
 def settings_hash(settings: dict) -> str:
@@ -106,10 +122,14 @@ def task_manager(tasks: list[str], include_paths: list[Path], registry: bool = T
     for t in tasks:
         if t not in tm.all_tasks:
             near = difflib.get_close_matches(t, tm.all_tasks, n=3, cutoff=0.6)
-            where = " or ".join((["the harness's registry"] if registry else [])
-                                + [str(p) for p in include_paths])
-            hint = f"; did you mean {', '.join(near)}?" if near else (
-                "; local task files: --include-path DIR" if not include_paths else "")
+            where = " or ".join(
+                (["the harness's registry"] if registry else []) + [str(p) for p in include_paths]
+            )
+            hint = (
+                f"; did you mean {', '.join(near)}?"
+                if near
+                else ("; local task files: --include-path DIR" if not include_paths else "")
+            )
             raise EvalError(f"unknown task {t!r}: not in {where}{hint}")
     return tm
 
@@ -121,10 +141,12 @@ def load_tasks(manager, tasks: list[str]) -> dict:
         return manager.load(list(tasks))
     except Exception as e:  # datasets and the harness raise many kinds; all mean "no data"
         first = (str(e).strip().splitlines() or [""])[0]
-        raise EvalError(f"the tasks {', '.join(tasks)} did not load their documents "
-                        f"({type(e).__name__}: {first}); a registry task downloads its data on "
-                        f"first use, which needs the network (or its cached copy), local task "
-                        f"files do not (--include-path)") from None
+        raise EvalError(
+            f"the tasks {', '.join(tasks)} did not load their documents "
+            f"({type(e).__name__}: {first}); a registry task downloads its data on "
+            f"first use, which needs the network (or its cached copy), local task "
+            f"files do not (--include-path)"
+        ) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,8 +154,9 @@ def load_tasks(manager, tasks: list[str]) -> dict:
 # --------------------------------------------------------------------------------------------
 def _gold_indices(task, doc, n_choices: int) -> list[int]:
     """The correct choices' indices, as the harness's own multiple-choice scoring finds them."""
-    gold = task.doc_to_text(doc) if getattr(task, "multiple_input", False) \
-        else task.doc_to_target(doc)
+    gold = (
+        task.doc_to_text(doc) if getattr(task, "multiple_input", False) else task.doc_to_target(doc)
+    )
     if isinstance(gold, str):
         choices = task.doc_to_choice(doc)
         gold = choices.index(gold) if gold in choices else -1
@@ -203,11 +226,20 @@ def task_metrics(task, samples: list[dict], harness_metrics: dict, lm) -> dict:
 # --------------------------------------------------------------------------------------------
 # One run
 # --------------------------------------------------------------------------------------------
-def evaluate_run(run_path: str | Path, tasks: list[str], include_paths: list[Path] = (),
-                 num_fewshot: Optional[int] = None, limit: Optional[int] = None,
-                 batch_size: int = 16, device: str = "auto", precision: str = "fp32",
-                 max_length: Optional[int] = None, tokenizer: Optional[str] = None,
-                 force: bool = False, manager=None) -> tuple[dict, bool]:
+def evaluate_run(
+    run_path: str | Path,
+    tasks: list[str],
+    include_paths: list[Path] = (),
+    num_fewshot: Optional[int] = None,
+    limit: Optional[int] = None,
+    batch_size: int = 16,
+    device: str = "auto",
+    precision: str = "fp32",
+    max_length: Optional[int] = None,
+    tokenizer: Optional[str] = None,
+    force: bool = False,
+    manager=None,
+) -> tuple[dict, bool]:
     """Evaluate one run directory's newest checkpoint on `tasks`; returns (the record, whether
     it was evaluated now: False when an identical evaluation of the same checkpoint exists)."""
     import lm_eval
@@ -227,24 +259,42 @@ def evaluate_run(run_path: str | Path, tasks: list[str], include_paths: list[Pat
         return old, False
     tm = manager if manager is not None else task_manager(tasks, include_paths)
     loaded = load_tasks(tm, tasks)
-    lm = AndreaLM(loaded=run, device=str(dev), batch_size=batch_size, max_length=max_length,
-                  precision=precision)
+    lm = AndreaLM(
+        loaded=run,
+        device=str(dev),
+        batch_size=batch_size,
+        max_length=max_length,
+        precision=precision,
+    )
     t0 = time.time()
-    res = lm_eval.simple_evaluate(model=lm, tasks=list(loaded["tasks"].values()),
-                                  num_fewshot=num_fewshot, limit=limit, log_samples=True,
-                                  bootstrap_iters=0, task_manager=tm)
+    res = lm_eval.simple_evaluate(
+        model=lm,
+        tasks=list(loaded["tasks"].values()),
+        num_fewshot=num_fewshot,
+        limit=limit,
+        log_samples=True,
+        bootstrap_iters=0,
+        task_manager=tm,
+    )
     wall = time.time() - t0
     metrics = {}
     for name, task in loaded["tasks"].items():
-        metrics[name] = task_metrics(task, res["samples"].get(name, []),
-                                     res["results"].get(name, {}), lm)
+        metrics[name] = task_metrics(
+            task, res["samples"].get(name, []), res["results"].get(name, {}), lm
+        )
     record = {
-        "settings": settings, "settings_hash": digest, "run": str(rd.root),
-        "step": run.step, "final": run.final, "checkpoint": str(run.checkpoint),
-        "tokenizer_sha256": run.tokenizer_sha256, "harness_version": settings["harness"],
-        "evaluated_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds"),
-        "wall_s": wall, "device": dev.type, "tasks": metrics,
+        "settings": settings,
+        "settings_hash": digest,
+        "run": str(rd.root),
+        "step": run.step,
+        "final": run.final,
+        "checkpoint": str(run.checkpoint),
+        "tokenizer_sha256": run.tokenizer_sha256,
+        "harness_version": settings["harness"],
+        "evaluated_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "wall_s": wall,
+        "device": dev.type,
+        "tasks": metrics,
     }
     evaluations.write(rd, record)
     return record, True

@@ -72,16 +72,19 @@ class Shape:
         return self.d_model // self.n_head
 
     def describe(self) -> str:
-        return (f"n_layer={self.n_layer} n_head={self.n_head} d_model={self.d_model} "
-                f"(d_model/n_layer={self.aspect:.3g}, n_head/n_layer={self.head_ratio:.3g}, "
-                f"head_dim={self.head_dim}, {self.params:,} non-embedding params, "
-                f"{self.params / self.target - 1:+.1%} vs target {self.target:,})")
+        return (
+            f"n_layer={self.n_layer} n_head={self.n_head} d_model={self.d_model} "
+            f"(d_model/n_layer={self.aspect:.3g}, n_head/n_layer={self.head_ratio:.3g}, "
+            f"head_dim={self.head_dim}, {self.params:,} non-embedding params, "
+            f"{self.params / self.target - 1:+.1%} vs target {self.target:,})"
+        )
 
 
 def non_embedding(n_layer: int, n_head: int, d_model: int) -> int:
     """The baseline's non-embedding count at a shape (vocabulary and context do not enter it)."""
-    return param_count_formula(ModelConfig(n_layer=n_layer, n_head=n_head, d_model=d_model,
-                                           vocab_size=1, context_length=1)).non_embedding
+    return param_count_formula(
+        ModelConfig(n_layer=n_layer, n_head=n_head, d_model=d_model, vocab_size=1, context_length=1)
+    ).non_embedding
 
 
 def _width_for(n_layer: int, target: int) -> float:
@@ -104,8 +107,13 @@ def _depth_for(aspect: float, target: int) -> float:
     return math.sqrt(lo * hi)
 
 
-def derive(target: int, aspect: float, head_ratio: Optional[float] = None,
-           head_dim: Optional[int] = None, head_dim_multiple: int = 8) -> Shape:
+def derive(
+    target: int,
+    aspect: float,
+    head_ratio: Optional[float] = None,
+    head_dim: Optional[int] = None,
+    head_dim_multiple: int = 8,
+) -> Shape:
     """The shape of `target` non-embedding parameters nearest to d_model / n_layer = aspect and
     n_head / n_layer = head_ratio (or, without a head ratio, nearest to head_dim). ShapeError if
     none lies within PARAM_TOL of the target and ASPECT_TOL of the aspect."""
@@ -123,16 +131,23 @@ def derive(target: int, aspect: float, head_ratio: Optional[float] = None,
     if target < smallest * (1 - PARAM_TOL):
         raise ShapeError(
             f"size.target_params={target:,} is too small for one layer: the smallest shape (n_layer=1, "
-            f"n_head=1, head_dim={min_hd}) has {smallest:,} non-embedding parameters")
+            f"n_head=1, head_dim={min_hd}) has {smallest:,} non-embedding parameters"
+        )
 
     l_star = _depth_for(aspect, target)
     layers = sorted({max(1, math.floor(l_star) + k) for k in (-2, -1, 0, 1, 2, 3)})
 
     def score(s: Shape) -> float:
         # the aspect is the sweep's axis: it outweighs the heads and the exact count
-        return (4 * abs(math.log(s.aspect / aspect)) + abs(math.log(s.params / target))
-                + (abs(math.log(s.head_ratio / head_ratio)) if head_ratio is not None
-                   else abs(math.log(s.head_dim / head_dim))))
+        return (
+            4 * abs(math.log(s.aspect / aspect))
+            + abs(math.log(s.params / target))
+            + (
+                abs(math.log(s.head_ratio / head_ratio))
+                if head_ratio is not None
+                else abs(math.log(s.head_dim / head_dim))
+            )
+        )
 
     found = []
     for n_layer in layers:
@@ -140,32 +155,47 @@ def derive(target: int, aspect: float, head_ratio: Optional[float] = None,
         centre = head_ratio * n_layer if head_ratio is not None else width / head_dim
         heads = sorted({max(1, round(centre) + k) for k in (-2, -1, 0, 1, 2)})
         found += _shapes(target, n_layer, heads, q, min_hd, aspect, head_ratio)
-    ok = [s for s in found if _within(s.aspect, aspect, ASPECT_TOL)
-          and (head_ratio is None or _within(s.head_ratio, head_ratio, HEAD_RATIO_TOL))]
+    ok = [
+        s
+        for s in found
+        if _within(s.aspect, aspect, ASPECT_TOL)
+        and (head_ratio is None or _within(s.head_ratio, head_ratio, HEAD_RATIO_TOL))
+    ]
     if ok:
         return min(ok, key=score)
     if head_ratio is not None:
         _refuse_head_ratio(target, aspect, head_ratio, layers, q, min_hd)
     best = min(found, key=score) if found else None
-    near = ", ".join(f"{_width_for(n, target) / n:.3g} (n_layer={n})"
-                     for n in sorted({max(1, math.floor(l_star) + k) for k in (0, 1)}, reverse=True))
+    near = ", ".join(
+        f"{_width_for(n, target) / n:.3g} (n_layer={n})"
+        for n in sorted({max(1, math.floor(l_star) + k) for k in (0, 1)}, reverse=True)
+    )
     if best is None:
         raise ShapeError(
             f"no shape of {target:,} non-embedding parameters (within {PARAM_TOL:.0%}) with "
             f"head_dim a multiple of {q} near size.aspect={aspect:g}: lower size.head_dim_multiple or "
-            f"pick another aspect; aspects near it: {near}")
+            f"pick another aspect; aspects near it: {near}"
+        )
     raise ShapeError(
         f"size.aspect={aspect:g} yields no valid shape of {target:,} non-embedding parameters "
         f"(n_layer is an integer); aspects that exist near it: {near}. The nearest shape, "
-        f"{best.describe()}, is more than {ASPECT_TOL:g}x away")
+        f"{best.describe()}, is more than {ASPECT_TOL:g}x away"
+    )
 
 
 def _within(value: float, asked: float, tol: float) -> bool:
     return abs(math.log(value / asked)) <= math.log(tol)
 
 
-def _shapes(target: int, n_layer: int, heads, q: int, min_hd: int, aspect: float,
-            head_ratio: Optional[float]) -> list[Shape]:
+def _shapes(
+    target: int,
+    n_layer: int,
+    heads,
+    q: int,
+    min_hd: int,
+    aspect: float,
+    head_ratio: Optional[float],
+) -> list[Shape]:
     """The shapes of `n_layer` layers and each head count in `heads` whose head_dim (a multiple
     of q, at least min_hd) puts the count within PARAM_TOL of the target."""
     width, out = _width_for(n_layer, target), []
@@ -176,21 +206,32 @@ def _shapes(target: int, n_layer: int, heads, q: int, min_hd: int, aspect: float
                 continue
             params = non_embedding(n_layer, n_head, n_head * hd)
             if abs(params / target - 1) <= PARAM_TOL:
-                out.append(Shape(n_layer, n_head, n_head * hd, params, target, float(aspect),
-                                 head_ratio))
+                out.append(
+                    Shape(n_layer, n_head, n_head * hd, params, target, float(aspect), head_ratio)
+                )
     return out
 
 
-def _refuse_head_ratio(target: int, aspect: float, head_ratio: float, layers, q: int,
-                       min_hd: int) -> None:
+def _refuse_head_ratio(
+    target: int, aspect: float, head_ratio: float, layers, q: int, min_hd: int
+) -> None:
     """Raise the head ratio's own error when the aspect alone has shapes (with some other head
     count) and none has n_head / n_layer within HEAD_RATIO_TOL of `head_ratio`; return when
     the aspect itself has none (its error is the aspect's)."""
-    free = [s for n_layer in layers
-            for s in _shapes(target, n_layer,
-                             range(1, math.floor(_width_for(n_layer, target) / min_hd) + 2), q,
-                             min_hd, aspect, head_ratio)
-            if _within(s.aspect, aspect, ASPECT_TOL)]
+    free = [
+        s
+        for n_layer in layers
+        for s in _shapes(
+            target,
+            n_layer,
+            range(1, math.floor(_width_for(n_layer, target) / min_hd) + 2),
+            q,
+            min_hd,
+            aspect,
+            head_ratio,
+        )
+        if _within(s.aspect, aspect, ASPECT_TOL)
+    ]
     if not free:
         return
     ratios = {}  # each realisable ratio, with the shape nearest the aspect that gives it
@@ -198,26 +239,34 @@ def _refuse_head_ratio(target: int, aspect: float, head_ratio: float, layers, q:
         ratios[round(s.head_ratio, 9)] = s
     lo, hi = min(ratios), max(ratios)
     if head_ratio > hi:
-        cause = (f"head_dim = d_model / n_head ~ aspect / head_ratio = {aspect / head_ratio:.3g}, "
-                 f"below the smallest head_dim, {min_hd}; at this aspect n_head / n_layer is at "
-                 f"most {hi:.3g}")
+        cause = (
+            f"head_dim = d_model / n_head ~ aspect / head_ratio = {aspect / head_ratio:.3g}, "
+            f"below the smallest head_dim, {min_hd}; at this aspect n_head / n_layer is at "
+            f"most {hi:.3g}"
+        )
     elif head_ratio < lo:
-        cause = (f"n_head is at least 1, so n_head / n_layer is at least 1 / n_layer = {lo:.3g} at "
-                 "this aspect")
+        cause = (
+            f"n_head is at least 1, so n_head / n_layer is at least 1 / n_layer = {lo:.3g} at "
+            "this aspect"
+        )
     else:
         cause = "n_head and n_layer are integers, and no pair at this aspect gives it"
     below = sorted((r for r in ratios if r <= head_ratio), reverse=True)[:1]
     above = sorted(r for r in ratios if r > head_ratio)[:1]
-    near = ", ".join(f"{r:.3g} (n_head={ratios[r].n_head}, n_layer={ratios[r].n_layer})"
-                     for r in [*below, *above])
+    near = ", ".join(
+        f"{r:.3g} (n_head={ratios[r].n_head}, n_layer={ratios[r].n_layer})"
+        for r in [*below, *above]
+    )
     raise ShapeError(
         f"size.head_ratio={head_ratio:g} does not fit size.aspect={aspect:g} at {target:,} "
         f"non-embedding parameters: {cause}; head ratios that exist near it: {near} (one within "
-        f"{HEAD_RATIO_TOL:g}x of the ratio asked is accepted)")
+        f"{HEAD_RATIO_TOL:g}x of the ratio asked is accepted)"
+    )
 
 
-def size_label(name: str, aspect: float, head_ratio: Optional[float] = None,
-          target: Optional[int] = None) -> str:
+def size_label(
+    name: str, aspect: float, head_ratio: Optional[float] = None, target: Optional[int] = None
+) -> str:
     """The size label of a shaped size, e.g. `tiny-3@a21`, `andrea-50m@a32_h0.5_p4e+07`: run
     directories, results.json `size` and the analysis group cells by it."""
     text = f"{name}@a{aspect:g}"
@@ -234,16 +283,21 @@ def of_size(size) -> Optional[Shape]:
     if size.aspect is None:
         for key in ("target_params", "head_ratio"):
             if getattr(size, key) is not None:
-                raise ShapeError(f"size.{key}={getattr(size, key)} applies to a derived shape "
-                                 "only: set size.aspect (d_model / n_layer) too")
+                raise ShapeError(
+                    f"size.{key}={getattr(size, key)} applies to a derived shape "
+                    "only: set size.aspect (d_model / n_layer) too"
+                )
         return None
     target = size.target_params
     if target is None:  # the named size's own count: a shaped cell is as large as its size
         target = non_embedding(size.n_layer, size.n_head, size.d_model)
     elif not (isinstance(target, int) and target >= 1):
-        raise ShapeError(f"size.target_params={target!r} must be a positive integer "
-                         "(non-embedding parameters)")
-    shape = derive(target, size.aspect, size.head_ratio, size.d_model // size.n_head,
-                   size.head_dim_multiple)
-    return replace(shape, label=size_label(size.name, size.aspect, size.head_ratio,
-                                      size.target_params))
+        raise ShapeError(
+            f"size.target_params={target!r} must be a positive integer (non-embedding parameters)"
+        )
+    shape = derive(
+        target, size.aspect, size.head_ratio, size.d_model // size.n_head, size.head_dim_multiple
+    )
+    return replace(
+        shape, label=size_label(size.name, size.aspect, size.head_ratio, size.target_params)
+    )

@@ -69,10 +69,18 @@ SHAPES: tuple[SizeShape, ...] = (
 
 def compute_deepseek(shape: SizeShape) -> float:
     """C = M x D of DeepSeek LLM (2024): non-embedding FLOPs per token x the 20 N token budget."""
-    model = ModelConfig(n_layer=shape.n_layer, n_head=shape.n_head, d_model=shape.d_model,
-                        vocab_size=shape.vocab_size, context_length=shape.context_length)
+    model = ModelConfig(
+        n_layer=shape.n_layer,
+        n_head=shape.n_head,
+        d_model=shape.d_model,
+        vocab_size=shape.vocab_size,
+        context_length=shape.context_length,
+    )
     budget = TOKENS_PER_PARAM * count_parameters(model).non_embedding
-    m = 72 * shape.n_layer * shape.d_model**2 + 6 * shape.n_layer * shape.d_model * shape.context_length
+    m = (
+        72 * shape.n_layer * shape.d_model**2
+        + 6 * shape.n_layer * shape.d_model * shape.context_length
+    )
     return m * budget
 
 

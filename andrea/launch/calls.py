@@ -63,8 +63,9 @@ def _died(args: Sequence, code: int, call: Path):
     first = args[0] if args else []
     ret.overrides = list(first) if isinstance(first, (list, tuple)) else []  # a job's overrides
     ret.status = JobStatus.FAILED
-    ret._return_value = RuntimeError(f"the run's process exited with code {code} before it "
-                                     f"returned (its call: {call})")
+    ret._return_value = RuntimeError(
+        f"the run's process exited with code {code} before it returned (its call: {call})"
+    )
     return ret
 
 
@@ -78,10 +79,12 @@ class Packed:
 
     def __call__(self, members: Sequence[Sequence]) -> list:
         tag = uuid.uuid4().hex[:8]
-        paths = [save(self.folder / f"{tag}_{k}.call", self.fn, args)
-                 for k, args in enumerate(members)]
-        procs = [subprocess.Popen([sys.executable, "-m", "andrea.launch.calls", str(p)])
-                 for p in paths]
+        paths = [
+            save(self.folder / f"{tag}_{k}.call", self.fn, args) for k, args in enumerate(members)
+        ]
+        procs = [
+            subprocess.Popen([sys.executable, "-m", "andrea.launch.calls", str(p)]) for p in paths
+        ]
         codes = [p.wait() for p in procs]
         out = []
         for args, path, code in zip(members, paths, codes):

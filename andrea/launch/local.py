@@ -22,7 +22,8 @@ def processes_per_job(params: Mapping[str, Any]) -> int:
             f"hydra.launcher.tasks_per_node={params.get('tasks_per_node')}: several processes per "
             "job (DDP) are supported on Slurm (hydra/launcher=submitit_slurm), on Ray "
             "(hydra/launcher=ray, hydra.launcher.gpus_per_task) or with torchrun, not with the "
-            "local launchers")
+            "local launchers"
+        )
     return 1
 
 
@@ -32,8 +33,17 @@ def _state(job) -> str:
 
 
 SCHEDULER = Scheduler(
-    name="local", label=lambda params: "submitit/local", in_job=in_job,
-    job_id=submitit_jobs.job_id, world_size=lambda env: 1, cpus=lambda env: (None, ""),
-    export_distributed_env=lambda: None, processes_per_job=processes_per_job,
-    check=lambda params: None, submit=submitit_jobs.submitter("local"),
-    refresh=lambda jobs: None, state=_state, live_jobs=lambda ids: {})
+    name="local",
+    label=lambda params: "submitit/local",
+    in_job=in_job,
+    job_id=submitit_jobs.job_id,
+    world_size=lambda env: 1,
+    cpus=lambda env: (None, ""),
+    export_distributed_env=lambda: None,
+    processes_per_job=processes_per_job,
+    check=lambda params: None,
+    submit=submitit_jobs.submitter("local"),
+    refresh=lambda jobs: None,
+    state=_state,
+    live_jobs=lambda ids: {},
+)

@@ -22,7 +22,7 @@ from andrea.run.units import device_memory_gib
 
 CONTEXT_GIB = 1.0  # one CUDA context and the caching allocator's slack, per process
 AUTO_CAP = 16  # launch.pack=auto never packs more runs than this into one job
-GIB = 2 ** 30
+GIB = 2**30
 
 
 def run_memory_bytes(spec) -> float:
@@ -46,30 +46,42 @@ def resolve_pack(asked, spec, sched, plan_gpu: str, world_size: int) -> int:
     if k == 1:
         return 1
     if sched is None or not sched.can_pack:
-        what = "the in-process launcher" if sched is None else f"hydra/launcher's engine {sched.name}"
-        raise ConfigError(f"launch.pack={asked}: {what} runs one run per job; packing needs a "
-                          "launcher that submits jobs (hydra/launcher=submitit_local, "
-                          "submitit_slurm or ray)")
+        what = (
+            "the in-process launcher" if sched is None else f"hydra/launcher's engine {sched.name}"
+        )
+        raise ConfigError(
+            f"launch.pack={asked}: {what} runs one run per job; packing needs a "
+            "launcher that submits jobs (hydra/launcher=submitit_local, "
+            "submitit_slurm or ray)"
+        )
     if world_size > 1:
-        raise ConfigError(f"launch.pack={asked}: a job of {world_size} processes (DDP) takes its "
-                          "GPUs whole; pack single-process runs only")
+        raise ConfigError(
+            f"launch.pack={asked}: a job of {world_size} processes (DDP) takes its "
+            "GPUs whole; pack single-process runs only"
+        )
     gib = device_memory_gib(plan_gpu)
     need = run_memory_bytes(spec) / GIB
     if gib is None:
         if k is None:
-            raise ConfigError(f"launch.pack=auto: plan_gpu={plan_gpu!r} has no memory in "
-                              "andrea/run/units.py's table; give launch.pack=K")
+            raise ConfigError(
+                f"launch.pack=auto: plan_gpu={plan_gpu!r} has no memory in "
+                "andrea/run/units.py's table; give launch.pack=K"
+            )
         return k
     fit = int(gib // need)
     if k is None:
         if fit < 1:
-            raise ConfigError(f"launch.pack=auto: one {spec.size} run needs ~{need:.1f} GiB by "
-                              f"the memory model, more than plan_gpu={plan_gpu}'s {gib:g} GiB")
+            raise ConfigError(
+                f"launch.pack=auto: one {spec.size} run needs ~{need:.1f} GiB by "
+                f"the memory model, more than plan_gpu={plan_gpu}'s {gib:g} GiB"
+            )
         return min(fit, AUTO_CAP)
     if k > fit:
-        raise ConfigError(f"launch.pack={k}: {k} runs of {spec.size} need ~{k * need:.1f} GiB "
-                          f"by the memory model (~{need:.2f} GiB each), more than "
-                          f"plan_gpu={plan_gpu}'s {gib:g} GiB: at most {max(fit, 0)} fit")
+        raise ConfigError(
+            f"launch.pack={k}: {k} runs of {spec.size} need ~{k * need:.1f} GiB "
+            f"by the memory model (~{need:.2f} GiB each), more than "
+            f"plan_gpu={plan_gpu}'s {gib:g} GiB: at most {max(fit, 0)} fit"
+        )
     return k
 
 

@@ -44,7 +44,9 @@ class PlannedJob:
     #             "retry|resume (failed: why)"
     flops: float
     gpu_hours: float | None
-    epochs: float | None = None  # planned tokens / unique training tokens (andrea.launch.sufficiency)
+    epochs: float | None = (
+        None  # planned tokens / unique training tokens (andrea.launch.sufficiency)
+    )
     corpus: Any = None  # its andrea.launch.sufficiency.CorpusTokens
     pack: int = 1  # runs per scheduler job (launch.pack, andrea.launch.packing)
     engine: str | None = None  # the engine its launcher submits to; None in-process
@@ -75,8 +77,9 @@ def launcher_world_size(job_cfg: DictConfig) -> int:
     return sched.processes_per_job(job_cfg.hydra.launcher) if sched is not None else 1
 
 
-def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu: str,
-              plan_mfu: float) -> list[PlannedJob]:
+def plan_jobs(
+    load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu: str, plan_mfu: float
+) -> list[PlannedJob]:
     """Compose and validate every job. Raises ConfigError listing every bad job.
 
     `load_job_config(overrides)` composes a job's config; when it has `.transient(overrides)`
@@ -102,13 +105,17 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
         except Exception as e:  # Hydra composition errors name the bad key themselves
             from andrea.config.overrides import unknown_key_hints
 
-            hints = "".join(f"\n    {h.removeprefix('error: ')}" for h in unknown_key_hints(overrides))
+            hints = "".join(
+                f"\n    {h.removeprefix('error: ')}" for h in unknown_key_hints(overrides)
+            )
             errors.append(f"  {' '.join(overrides)}\n    {type(e).__name__}: {e}{hints}")
             continue
         path = job_run_dir(job_cfg).resolve()
         if path in seen:
-            errors.append(f"  {' '.join(overrides)}\n    writes to the same run directory {path} "
-                          f"as: {' '.join(seen[path])} (an override that does not change the run?)")
+            errors.append(
+                f"  {' '.join(overrides)}\n    writes to the same run directory {path} "
+                f"as: {' '.join(seen[path])} (an override that does not change the run?)"
+            )
             continue
         seen[path] = list(overrides)
         run_dir = RunDir(path)
@@ -129,12 +136,28 @@ def plan_jobs(load_job_config, job_overrides: Sequence[Sequence[str]], plan_gpu:
         # tokens_spent: a run with train.budgets also trains its cooldown branches
         flops = float(spec.tokens_spent * training_flops_per_token(spec.model, spec.seq_len))
         gpu_hours = flops / (peak * plan_mfu) / 3600 if peak else None
-        compose = partial(load_job_config, list(overrides)) if transient else partial(_same, job_cfg)
-        jobs.append(PlannedJob(list(overrides), compose, run, run_dir, spec, state, flops,
-                               gpu_hours, pack=pack, engine=sched.name if sched else None))
+        compose = (
+            partial(load_job_config, list(overrides)) if transient else partial(_same, job_cfg)
+        )
+        jobs.append(
+            PlannedJob(
+                list(overrides),
+                compose,
+                run,
+                run_dir,
+                spec,
+                state,
+                flops,
+                gpu_hours,
+                pack=pack,
+                engine=sched.name if sched else None,
+            )
+        )
     if errors:
-        raise ConfigError(f"{len(errors)} of {len(job_overrides)} jobs are invalid; nothing was "
-                          "launched:\n" + "\n".join(errors))
+        raise ConfigError(
+            f"{len(errors)} of {len(job_overrides)} jobs are invalid; nothing was "
+            "launched:\n" + "\n".join(errors)
+        )
     _mark_queued(jobs)
     return jobs
 
@@ -164,7 +187,8 @@ def reusable_results(run_dir: RunDir, spec: RunSpec) -> dict | None:
         raise ConfigError(
             f"{run_dir.root} is completed with other settings: {', '.join(stale)}. Its results "
             "would be reused as this run's; give this sweep another out_dir= or sweep_name=, or "
-            "remove that directory to train it again")
+            "remove that directory to train it again"
+        )
     return results
 
 
@@ -172,7 +196,7 @@ def _reason(results: dict, width: int = 60) -> str:
     """The first line of a failed run's error, cut to fit a table cell."""
     lines = str(results.get("error") or "unknown").strip().splitlines() or ["unknown"]
     text = lines[0]
-    return text if len(text) <= width else text[:width - 1] + "…"
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _human(n: float) -> str:
@@ -183,41 +207,84 @@ def _human(n: float) -> str:
 
 
 def format_table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(headers)]
-    line = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w)  # noqa: E731
-                                   for i, (c, w) in enumerate(zip(cells, widths)))
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+    line = lambda cells: "  ".join(
+        c.rjust(w) if i else c.ljust(w)  # noqa: E731
+        for i, (c, w) in enumerate(zip(cells, widths))
+    )
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
 def _full_like_notes(jobs: list[PlannedJob]) -> list[str]:
     """Block runs whose S is 1 (N >= L sublayers): every sublayer is its own block, which is
     Full AttnRes; a grid that also trains Full spends that run twice over."""
-    seen = sorted({(j.spec.label, j.spec.size, 2 * j.spec.model.n_layer) for j in jobs
-                   if j.spec.model.scheme.block_size and j.spec.model.block_size == 1})
-    return [f"note: {label} at {size}: S = 1 (L = {n} sublayers), identical to attnres_full"
-            for label, size, n in seen]
+    seen = sorted(
+        {
+            (j.spec.label, j.spec.size, 2 * j.spec.model.n_layer)
+            for j in jobs
+            if j.spec.model.scheme.block_size and j.spec.model.block_size == 1
+        }
+    )
+    return [
+        f"note: {label} at {size}: S = 1 (L = {n} sublayers), identical to attnres_full"
+        for label, size, n in seen
+    ]
 
 
-def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=None,
-               packing: dict | None = None, launchers: dict | None = None) -> None:
+def print_plan(
+    jobs: list[PlannedJob],
+    plan_gpu: str,
+    plan_mfu: float,
+    stream=None,
+    packing: dict | None = None,
+    launchers: dict | None = None,
+) -> None:
     """The grid, its cost and its settings. `packing`: measured aggregate throughput by runs
     per job (andrea.launch.packing.read_packing); `launchers`: engine name -> its label."""
     stream = stream or sys.stdout
     from andrea.launch.sufficiency import format_epochs
 
-    headers = ["label", "S", "size", "shape", "seed", "params", "non-emb", "tokens", "steps", "lr",
-               "epochs", "FLOPs", "PF-days", "GPU-h", "state"]
+    headers = [
+        "label",
+        "S",
+        "size",
+        "shape",
+        "seed",
+        "params",
+        "non-emb",
+        "tokens",
+        "steps",
+        "lr",
+        "epochs",
+        "FLOPs",
+        "PF-days",
+        "GPU-h",
+        "state",
+    ]
     rows = []
     for j in jobs:
         s = j.spec
-        rows.append([
-            s.label, str(s.model.block_size) if s.model.scheme.block_size else "-",
-            s.size, _shape(s), str(s.train.seed), _human(s.params), _human(s.params_nonembedding),
-            _human(s.tokens), str(s.steps), f"{s.lr:.3g}", format_epochs(j), f"{j.flops:.3g}",
-            f"{to_pflops_days(j.flops):.3g}",
-            f"{j.gpu_hours:.3g}" if j.gpu_hours is not None else "?", j.state,
-        ])
+        rows.append(
+            [
+                s.label,
+                str(s.model.block_size) if s.model.scheme.block_size else "-",
+                s.size,
+                _shape(s),
+                str(s.train.seed),
+                _human(s.params),
+                _human(s.params_nonembedding),
+                _human(s.tokens),
+                str(s.steps),
+                f"{s.lr:.3g}",
+                format_epochs(j),
+                f"{j.flops:.3g}",
+                f"{to_pflops_days(j.flops):.3g}",
+                f"{j.gpu_hours:.3g}" if j.gpu_hours is not None else "?",
+                j.state,
+            ]
+        )
     total_flops = sum(j.flops for j in jobs)
     todo = [j for j in jobs if j.to_run]
     # K runs packed into one GPU job share it: the GPU-hours of each are its unpacked hours over
@@ -230,41 +297,70 @@ def print_plan(jobs: list[PlannedJob], plan_gpu: str, plan_mfu: float, stream=No
     if peak_flops(plan_gpu, "bf16") is None:
         from andrea.run.units import PEAK_FLOPS
 
-        print(f"\n(no GPU-hour estimate: plan_gpu={plan_gpu!r} is not in the peak table; "
-              f"known: {', '.join(PEAK_FLOPS)})", file=stream)
+        print(
+            f"\n(no GPU-hour estimate: plan_gpu={plan_gpu!r} is not in the peak table; "
+            f"known: {', '.join(PEAK_FLOPS)})",
+            file=stream,
+        )
     running = sum(j.elsewhere for j in jobs)
-    print(f"\n{len(jobs)} jobs ({len(jobs) - len(todo) - running} completed, {running} queued or "
-          f"running under an earlier launch, {len(todo)} to run); "
-          f"{total_flops:.3g} FLOPs = {to_pflops_days(total_flops):.3g} PFLOP/s-days in all; "
-          f"to run: {sum(hours):.3g} GPU-hours on {plan_gpu} at {plan_mfu:.0%} MFU "
-          f"(bf16 dense peak; plan_gpu=, plan_mfu= change the assumption)", file=stream)
+    print(
+        f"\n{len(jobs)} jobs ({len(jobs) - len(todo) - running} completed, {running} queued or "
+        f"running under an earlier launch, {len(todo)} to run); "
+        f"{total_flops:.3g} FLOPs = {to_pflops_days(total_flops):.3g} PFLOP/s-days in all; "
+        f"to run: {sum(hours):.3g} GPU-hours on {plan_gpu} at {plan_mfu:.0%} MFU "
+        f"(bf16 dense peak; plan_gpu=, plan_mfu= change the assumption)",
+        file=stream,
+    )
     engines = sorted({j.engine for j in jobs if j.engine})
     if engines:
         packs = sorted({j.pack for j in jobs})
         measured = [f"{k}: {factor[k]:.2f}x" for k in packs if k > 1 and factor.get(k)]
-        print(f"engine: {', '.join((launchers or {}).get(e, e) for e in engines)} (hydra/launcher); "
-              f"runs per job: {', '.join(map(str, packs))} (launch.pack"
-              + (f"; measured packing factor {', '.join(measured)}, in the GPU-hours"
-                 if measured else ("; no measured packing factor: GPU-hours as unpacked"
-                                   if packs != [1] else "")) + ")", file=stream)
+        print(
+            f"engine: {', '.join((launchers or {}).get(e, e) for e in engines)} (hydra/launcher); "
+            f"runs per job: {', '.join(map(str, packs))} (launch.pack"
+            + (
+                f"; measured packing factor {', '.join(measured)}, in the GPU-hours"
+                if measured
+                else ("; no measured packing factor: GPU-hours as unpacked" if packs != [1] else "")
+            )
+            + ")",
+            file=stream,
+        )
     corpora = {id(j.corpus): j.corpus for j in jobs if j.corpus is not None}
     for c in corpora.values():
         tokens = f"{c.train_tokens:,}" if c.train_tokens else "unknown until prepared"
         how = "exact" if c.exact else "estimated from its size; not tokenized yet"
-        print(f"corpus {c.what}: {tokens} unique training tokens ({how}); epochs = planned "
-              f"tokens / these", file=stream)
+        print(
+            f"corpus {c.what}: {tokens} unique training tokens ({how}); epochs = planned "
+            f"tokens / these",
+            file=stream,
+        )
     hp = {j.spec.hparams for j in jobs}
-    print(f"hyper-parameters: {', '.join(sorted(hp))} "
-          f"({'the size rule of andrea/ladder/sizes.py' if hp == {'rule'} else 'conf/hparams/'})", file=stream)
+    print(
+        f"hyper-parameters: {', '.join(sorted(hp))} "
+        f"({'the size rule of andrea/ladder/sizes.py' if hp == {'rule'} else 'conf/hparams/'})",
+        file=stream,
+    )
     opts = {j.spec.train.optimizer for j in jobs}
-    print(f"optimizer: {', '.join(sorted(opts))} (train.optimizer; muon: Muon on the attention/MLP "
-          "matrices, AdamW on the rest, andrea/components/optim.py)" if "muon" in opts else
-          "optimizer: adamw (train.optimizer)", file=stream)
+    print(
+        f"optimizer: {', '.join(sorted(opts))} (train.optimizer; muon: Muon on the attention/MLP "
+        "matrices, AdamW on the rest, andrea/components/optim.py)"
+        if "muon" in opts
+        else "optimizer: adamw (train.optimizer)",
+        file=stream,
+    )
     threads = sorted({j.spec.threads for j in jobs if j.spec.threads is not None})
     asked = {j.spec.train.threads for j in jobs}
-    print(f"torch threads per job: {', '.join(map(str, threads))} ("
-          + ("train.threads" if None not in asked else "train.threads=null: the CPUs each job is "
-             "given") + "; a CPU run is bit-identical only at one thread count)", file=stream)
+    print(
+        f"torch threads per job: {', '.join(map(str, threads))} ("
+        + (
+            "train.threads"
+            if None not in asked
+            else "train.threads=null: the CPUs each job is given"
+        )
+        + "; a CPU run is bit-identical only at one thread count)",
+        file=stream,
+    )
     warning = muon_hparams_warning([(j.run, j.spec) for j in jobs])
     if warning:
         print(warning, file=stream)
@@ -276,17 +372,25 @@ def muon_hparams_warning(runs: Sequence[tuple[RunConfig, RunSpec]]) -> str | Non
     Muon's best LR measured 7-10x AdamW's (docs/protocol.md §4), so such runs compare the
     variants at an LR far from Muon's. Not for runs given their own train.lr, nor for a grid
     that scans train.lr_scale (an LR scan under Muon: the way to select it)."""
-    muon = [(r, s) for r, s in runs if s.train.optimizer == "muon"
-            and r.hparams.optimizer != "muon" and r.train.lr is None]
+    muon = [
+        (r, s)
+        for r, s in runs
+        if s.train.optimizer == "muon" and r.hparams.optimizer != "muon" and r.train.lr is None
+    ]
     if not muon or len({s.train.lr_scale for _, s in muon}) > 1:
         return None
     names = sorted({r.hparams.name for r, _ in muon})
-    source = ("hparams=rule: the size rule, fitted under AdamW" if names == ["rule"] else
-              f"hparams={','.join(n for n in names if n != 'rule')}: not scanned under Muon")
-    return (f"warning: train.optimizer=muon with hyper-parameters selected under AdamW ({source}): "
-            "Muon's best LR measured 7-10x AdamW's on the CPU sizes (docs/protocol.md §4); scan it "
-            "under Muon (sweeps=lr_scan_cpu train.optimizer=muon, then analysis.lr_select) and "
-            "pass hparams=<that file>, or set train.lr")
+    source = (
+        "hparams=rule: the size rule, fitted under AdamW"
+        if names == ["rule"]
+        else f"hparams={','.join(n for n in names if n != 'rule')}: not scanned under Muon"
+    )
+    return (
+        f"warning: train.optimizer=muon with hyper-parameters selected under AdamW ({source}): "
+        "Muon's best LR measured 7-10x AdamW's on the CPU sizes (docs/protocol.md §4); scan it "
+        "under Muon (sweeps=lr_scan_cpu train.optimizer=muon, then analysis.lr_select) and "
+        "pass hparams=<that file>, or set train.lr"
+    )
 
 
 def _shape(spec: RunSpec) -> str:
@@ -322,14 +426,30 @@ def print_summary(jobs: list[PlannedJob], skipped: int, stream=None) -> int:
             bad += 1
         loss = results.get("val_loss")
         detail = results.get("error", "") if status == FAILED else ""
-        rows.append([j.spec.label, j.spec.size, str(j.spec.train.seed), status,
-                     f"{loss:.4f}" if isinstance(loss, float) else "-",
-                     str(j.run_dir.root) + (f"  ({detail[:120]})" if detail else "")])
-    print("\n" + format_table(["variant", "size", "seed", "status", "val_loss", "run dir"], rows),
-          file=stream)
+        rows.append(
+            [
+                j.spec.label,
+                j.spec.size,
+                str(j.spec.train.seed),
+                status,
+                f"{loss:.4f}" if isinstance(loss, float) else "-",
+                str(j.run_dir.root) + (f"  ({detail[:120]})" if detail else ""),
+            ]
+        )
+    print(
+        "\n" + format_table(["variant", "size", "seed", "status", "val_loss", "run dir"], rows),
+        file=stream,
+    )
     done = len(jobs) - bad - elsewhere
-    print(f"\n{done} of {len(jobs)} runs completed ({skipped} were already complete and skipped)"
-          + (f", {elsewhere} queued or running under an earlier launch (re-run the command once "
-             "they end, or with wait=true to wait for them)" if elsewhere else "")
-          + (f", {bad} did not: see the run dirs and job logs above" if bad else ""), file=stream)
+    print(
+        f"\n{done} of {len(jobs)} runs completed ({skipped} were already complete and skipped)"
+        + (
+            f", {elsewhere} queued or running under an earlier launch (re-run the command once "
+            "they end, or with wait=true to wait for them)"
+            if elsewhere
+            else ""
+        )
+        + (f", {bad} did not: see the run dirs and job logs above" if bad else ""),
+        file=stream,
+    )
     return bad

@@ -51,7 +51,9 @@ def check(params: Mapping[str, Any]) -> None:
     try:
         import ray  # noqa: F401
     except ImportError:
-        raise ConfigError("hydra/launcher=ray needs Ray's Jobs API: pip install -e '.[ray]'") from None
+        raise ConfigError(
+            "hydra/launcher=ray needs Ray's Jobs API: pip install -e '.[ray]'"
+        ) from None
     try:
         client(address).list_jobs()
     except Exception as e:  # noqa: BLE001 -- ConnectionError, ValueError, TimeoutError ...
@@ -59,7 +61,8 @@ def check(params: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"hydra.launcher.address={address}: no Ray cluster answers there ({first}); start "
             "one with `ray start --head`, or give its dashboard (http://HOST:8265) or client "
-            "(ray://HOST:10001) address") from None
+            "(ray://HOST:10001) address"
+        ) from None
 
 
 @dataclass
@@ -70,6 +73,7 @@ class _Paths:
 @dataclass
 class RayJob:
     """A submitted Ray job, with the handle a launcher waits on (as submitit's jobs)."""
+
     address: str
     submission_id: str
     call: Path
@@ -90,8 +94,10 @@ class RayJob:
         try:
             return [calls.read_result(self.call)]
         except (OSError, EOFError) as e:
-            raise RuntimeError(f"Ray job {self.submission_id} ended {self.status} without a "
-                               f"result; its log: {self.paths.stderr}") from e
+            raise RuntimeError(
+                f"Ray job {self.submission_id} ended {self.status} without a "
+                f"result; its log: {self.paths.stderr}"
+            ) from e
 
 
 def submit(fn, args: Sequence[tuple], params: Mapping[str, Any]) -> list[RayJob]:
@@ -106,12 +112,21 @@ def submit(fn, args: Sequence[tuple], params: Mapping[str, Any]) -> list[RayJob]
         call = calls.save(folder / f"{sid}.call", fn, a)
         runner = [sys.executable, "-m", "andrea.launch.calls", str(call)]
         if gpus > 1:  # one process per GPU, as torchrun starts them (DDP/FSDP)
-            runner[1:3] = ["-m", "torch.distributed.run", "--standalone",
-                           f"--nproc_per_node={gpus}", "-m", "andrea.launch.calls"]
-        c.submit_job(entrypoint=" ".join(map(_quote, runner)), submission_id=sid,
-                     entrypoint_num_cpus=float(cpus) if cpus else None,
-                     entrypoint_num_gpus=float(gpus) if gpus else None,
-                     runtime_env={"env_vars": {JOB_VAR: sid}})
+            runner[1:3] = [
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                f"--nproc_per_node={gpus}",
+                "-m",
+                "andrea.launch.calls",
+            ]
+        c.submit_job(
+            entrypoint=" ".join(map(_quote, runner)),
+            submission_id=sid,
+            entrypoint_num_cpus=float(cpus) if cpus else None,
+            entrypoint_num_gpus=float(gpus) if gpus else None,
+            runtime_env={"env_vars": {JOB_VAR: sid}},
+        )
         jobs.append(RayJob(address, sid, call))
     return jobs
 
@@ -123,8 +138,11 @@ def _quote(s: str) -> str:
 
 
 def _statuses(address: str) -> dict[str, str]:
-    return {j.submission_id: str(getattr(j.status, "value", j.status)).upper()
-            for j in client(address).list_jobs() if j.submission_id}
+    return {
+        j.submission_id: str(getattr(j.status, "value", j.status)).upper()
+        for j in client(address).list_jobs()
+        if j.submission_id
+    }
 
 
 def refresh(jobs: Sequence[RayJob]) -> None:
@@ -160,8 +178,9 @@ def live_jobs(job_ids: Iterable[str]) -> dict[str, str]:
         except Exception as e:  # noqa: BLE001
             log.debug("ray list_jobs at %s failed: %s", address, e)
             continue
-        live.update({j: states[j.split("@")[0]] for j in ids
-                     if states.get(j.split("@")[0]) in LIVE})
+        live.update(
+            {j: states[j.split("@")[0]] for j in ids if states.get(j.split("@")[0]) in LIVE}
+        )
     return live
 
 
@@ -170,12 +189,14 @@ def detached_text(job_ids: Sequence[str], sweep_dir: str) -> str:
     addresses = sorted({str(j).partition("@")[2] for j in job_ids}) or ["auto"]
     at = f" --address {addresses[0]}" if addresses[0] != "auto" else ""
     one = ids[0] if ids else "ID"
-    return (f"the Ray jobs keep running on the cluster; watch them with `ray job list{at}`, "
-            f"`ray job status {one}{at}` or the Ray dashboard (port 8265), and stop them with "
-            f"`ray job stop {' '.join(ids) or 'ID'}{at}` (one id each), or read their runs' "
-            f"train.log under {sweep_dir}/. Re-running the same command skips the runs they "
-            "completed and submits none that a job still holds; add wait=true to wait there "
-            "until they end.")
+    return (
+        f"the Ray jobs keep running on the cluster; watch them with `ray job list{at}`, "
+        f"`ray job status {one}{at}` or the Ray dashboard (port 8265), and stop them with "
+        f"`ray job stop {' '.join(ids) or 'ID'}{at}` (one id each), or read their runs' "
+        f"train.log under {sweep_dir}/. Re-running the same command skips the runs they "
+        "completed and submits none that a job still holds; add wait=true to wait there "
+        "until they end."
+    )
 
 
 def in_job(env: Mapping[str, str]) -> bool:
@@ -197,8 +218,18 @@ def _job_id() -> str:
 
 
 SCHEDULER = Scheduler(
-    name="ray", label=lambda params: f"ray at {params.get('address', 'auto')}", in_job=in_job,
-    job_id=_job_id, world_size=world_size, cpus=lambda env: (None, ""),
-    export_distributed_env=lambda: None, processes_per_job=processes_per_job, check=check,
-    submit=submit, refresh=refresh, state=state, live_jobs=live_jobs,
-    detached_text=detached_text)
+    name="ray",
+    label=lambda params: f"ray at {params.get('address', 'auto')}",
+    in_job=in_job,
+    job_id=_job_id,
+    world_size=world_size,
+    cpus=lambda env: (None, ""),
+    export_distributed_env=lambda: None,
+    processes_per_job=processes_per_job,
+    check=check,
+    submit=submit,
+    refresh=refresh,
+    state=state,
+    live_jobs=live_jobs,
+    detached_text=detached_text,
+)

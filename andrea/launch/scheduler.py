@@ -19,8 +19,11 @@ from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from andrea.launch.engine import Env, Scheduler
 
-ENGINES = {"local": "andrea.launch.local", "slurm": "andrea.launch.slurm",
-           "ray": "andrea.launch.ray"}
+ENGINES = {
+    "local": "andrea.launch.local",
+    "slurm": "andrea.launch.slurm",
+    "ray": "andrea.launch.ray",
+}
 
 
 def get(name: str) -> Scheduler:
@@ -64,7 +67,7 @@ def live_jobs(markers: Iterable[Mapping]) -> dict[str, str]:
         by_engine.setdefault(m.get("engine"), set()).add(str(m["job_id"]))
     live: dict[str, str] = {}
     for name, ids in by_engine.items():
-        for s in ([get(name)] if name in ENGINES else engines()):
+        for s in [get(name)] if name in ENGINES else engines():
             live.update(s.live_jobs(ids))
     return live
 
@@ -74,10 +77,15 @@ def detached_text(markers: Iterable[Mapping], sweep_dir: str) -> str:
     ids: dict[str, list[str]] = {}
     for m in markers:
         ids.setdefault(m.get("engine") or "", []).append(str(m["job_id"]))
-    texts = [s.detached_text(sorted(ids.get(s.name, [])), sweep_dir)
-             for s in engines() if s.outlives_the_sweep and s.name in ids]
-    return " ".join(texts) or (f"re-running the same command skips the runs that completed; "
-                               f"their train.log files are under {sweep_dir}/.")
+    texts = [
+        s.detached_text(sorted(ids.get(s.name, [])), sweep_dir)
+        for s in engines()
+        if s.outlives_the_sweep and s.name in ids
+    ]
+    return " ".join(texts) or (
+        f"re-running the same command skips the runs that completed; "
+        f"their train.log files are under {sweep_dir}/."
+    )
 
 
 def _states(run_dirs: Sequence) -> list[tuple[str, bool]]:
@@ -92,8 +100,14 @@ def _states(run_dirs: Sequence) -> list[tuple[str, bool]]:
             out.append(("RUNNING", True))
         else:
             results = d.read_results()
-            out.append((str(results.get("status", "ended")).upper()
-                        if isinstance(results, dict) else "ENDED", False))
+            out.append(
+                (
+                    str(results.get("status", "ended")).upper()
+                    if isinstance(results, dict)
+                    else "ENDED",
+                    False,
+                )
+            )
     return out
 
 
@@ -105,8 +119,12 @@ def earlier_states(run_dirs: Sequence) -> list[str]:
     return [s for s, _ in _states(run_dirs)]
 
 
-def wait_for_earlier(run_dirs: Sequence, poll_s: float = 5.0,
-                     sleep: Callable[[float], None] = time.sleep, stream=None) -> list[str]:
+def wait_for_earlier(
+    run_dirs: Sequence,
+    poll_s: float = 5.0,
+    sleep: Callable[[float], None] = time.sleep,
+    stream=None,
+) -> list[str]:
     """Poll the runs (`earlier_states`) every `poll_s` until no job holds any, printing their
     states whenever they change; returns the final states."""
     stream = stream or sys.stdout
@@ -118,9 +136,12 @@ def wait_for_earlier(run_dirs: Sequence, poll_s: float = 5.0,
         held = sum(h for _, h in pairs)
         if counts != last:
             summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items()))
-            print(f"[{time.strftime('%H:%M:%S')}] runs of an earlier launch: {summary}"
-                  + (f" ({len(states) - held} of {len(states)} ended)" if held else ""),
-                  file=stream, flush=True)
+            print(
+                f"[{time.strftime('%H:%M:%S')}] runs of an earlier launch: {summary}"
+                + (f" ({len(states) - held} of {len(states)} ended)" if held else ""),
+                file=stream,
+                flush=True,
+            )
             last = counts
         if not held:
             return states

@@ -25,8 +25,20 @@ from andrea.launch.engine import Scheduler
 log = logging.getLogger(__name__)
 
 # squeue states of a job that will still train its run (everything else has ended)
-LIVE = {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "REQUEUED", "REQUEUE_HOLD",
-        "REQUEUE_FED", "RESIZING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT"}
+LIVE = {
+    "PENDING",
+    "RUNNING",
+    "CONFIGURING",
+    "COMPLETING",
+    "REQUEUED",
+    "REQUEUE_HOLD",
+    "REQUEUE_FED",
+    "RESIZING",
+    "SUSPENDED",
+    "STOPPED",
+    "SIGNALING",
+    "STAGE_OUT",
+}
 
 
 def live_slurm_jobs(job_ids: Iterable[str]) -> dict[str, str]:
@@ -38,8 +50,12 @@ def live_slurm_jobs(job_ids: Iterable[str]) -> dict[str, str]:
     try:
         # -r: one line per array task (else pending tasks are folded into `123_[4-7]`); all of
         # this user's jobs, since squeue -j fails outright on an id the controller has forgotten
-        out = subprocess.run(["squeue", "-h", "-r", "-u", getpass.getuser(), "-o", "%i %T"],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            ["squeue", "-h", "-r", "-u", getpass.getuser(), "-o", "%i %T"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         log.debug("squeue failed: %s", e)
         return {}
@@ -89,12 +105,17 @@ def detached_text(job_ids: Sequence[str], sweep_dir: str) -> str:
     """What a user who stops watching Slurm jobs needs: they keep running, how to watch or stop
     them, and what re-running the command does."""
     ids = ",".join(sorted({str(j).split("_")[0] for j in job_ids}, key=lambda i: (len(i), i)))
-    watch = (f"watch them with `squeue -j {ids}` (stop them with `scancel {ids.replace(',', ' ')}`)"
-             if ids else "watch them with `squeue --me`")
-    return (f"the Slurm jobs keep running on the cluster; {watch}, or their runs' train.log under "
-            f"{sweep_dir}/ and the job logs in {sweep_dir}/.submitit/. Re-running the same command "
-            "skips the runs they completed and submits none that a job still holds; add "
-            "wait=true to wait there until they end.")
+    watch = (
+        f"watch them with `squeue -j {ids}` (stop them with `scancel {ids.replace(',', ' ')}`)"
+        if ids
+        else "watch them with `squeue --me`"
+    )
+    return (
+        f"the Slurm jobs keep running on the cluster; {watch}, or their runs' train.log under "
+        f"{sweep_dir}/ and the job logs in {sweep_dir}/.submitit/. Re-running the same command "
+        "skips the runs they completed and submits none that a job still holds; add "
+        "wait=true to wait there until they end."
+    )
 
 
 def processes_per_job(params: Mapping[str, Any]) -> int:
@@ -133,8 +154,18 @@ def state(job) -> str:
 
 
 SCHEDULER = Scheduler(
-    name="slurm", label=lambda params: "submitit/slurm", in_job=in_job,
-    job_id=submitit_jobs.job_id, world_size=world_size, cpus=cpus,
-    export_distributed_env=export_distributed_env, processes_per_job=processes_per_job,
-    check=lambda params: None, submit=submitit_jobs.submitter("slurm"), refresh=refresh,
-    state=state, live_jobs=lambda ids: live_slurm_jobs(ids), detached_text=detached_text)
+    name="slurm",
+    label=lambda params: "submitit/slurm",
+    in_job=in_job,
+    job_id=submitit_jobs.job_id,
+    world_size=world_size,
+    cpus=cpus,
+    export_distributed_env=export_distributed_env,
+    processes_per_job=processes_per_job,
+    check=lambda params: None,
+    submit=submitit_jobs.submitter("slurm"),
+    refresh=refresh,
+    state=state,
+    live_jobs=lambda ids: live_slurm_jobs(ids),
+    detached_text=detached_text,
+)

@@ -59,7 +59,9 @@ def describe(data: DataConfig) -> str:
     elif data.source == "hf":
         where = str(hf_location(data))
     else:
-        where = ", ".join(map(str, data.paths[:2])) + (f" (+{len(data.paths) - 2})" if len(data.paths) > 2 else "")
+        where = ", ".join(map(str, data.paths[:2])) + (
+            f" (+{len(data.paths) - 2})" if len(data.paths) > 2 else ""
+        )
     cap = f", max_chars={data.max_chars:,}" if data.max_chars else ""
     return f"data={data.source} {where}{cap}"
 
@@ -88,15 +90,21 @@ def prepare_corpora(jobs, stream=None) -> dict[str, CorpusTokens]:
     errors: list[str] = []
     corpora = _distinct(jobs)
     for i, (key, (data, vocab, users)) in enumerate(corpora.items(), 1):
-        print(f"[data] corpus {i}/{len(corpora)}: {describe(data)} at vocab "
-              f"{effective_vocab_size(data, vocab)} ({len(users)} job(s))", file=stream, flush=True)
+        print(
+            f"[data] corpus {i}/{len(corpora)}: {describe(data)} at vocab "
+            f"{effective_vocab_size(data, vocab)} ({len(users)} job(s))",
+            file=stream,
+            flush=True,
+        )
         try:
             prepared = prepare_data(data, vocab)
         except KeyboardInterrupt:
             raise
         except Exception as e:  # a corpus problem, whatever raised it: one message, exit 2
-            errors.append(f"  {describe(data)} (used by {len(users)} job(s), e.g. "
-                          f"{_job(users[0])}):\n    {type(e).__name__}: {e}")
+            errors.append(
+                f"  {describe(data)} (used by {len(users)} job(s), e.g. "
+                f"{_job(users[0])}):\n    {type(e).__name__}: {e}"
+            )
             continue
         out[key] = CorpusTokens(describe(data), prepared.n_train_tokens, True, prepared)
         for ev_key, (ev, ev_users) in _distinct_eval(users).items():  # eval.domains
@@ -105,15 +113,21 @@ def prepare_corpora(jobs, stream=None) -> dict[str, CorpusTokens]:
             except KeyboardInterrupt:
                 raise
             except Exception as e:
-                errors.append(f"  {describe(data)}, eval.domains (used by {len(ev_users)} job(s), "
-                              f"e.g. {_job(ev_users[0])}):\n    {type(e).__name__}: {e}")
+                errors.append(
+                    f"  {describe(data)}, eval.domains (used by {len(ev_users)} job(s), "
+                    f"e.g. {_job(ev_users[0])}):\n    {type(e).__name__}: {e}"
+                )
         for j in users:  # the corpus must hold one micro-batch of windows for every process
             try:
-                check_split_sizes(prepared, j.spec.micro_batch_size, j.spec.seq_len, j.spec.world_size)
+                check_split_sizes(
+                    prepared, j.spec.micro_batch_size, j.spec.seq_len, j.spec.world_size
+                )
             except ValueError as e:
                 errors.append(f"  {_job(j)}:\n    {describe(data)}: {e}")
     if errors:
-        raise ConfigError(f"{len(errors)} corpus problem(s); nothing was launched:\n" + "\n".join(errors))
+        raise ConfigError(
+            f"{len(errors)} corpus problem(s); nothing was launched:\n" + "\n".join(errors)
+        )
     return out
 
 
@@ -147,8 +161,11 @@ def _corpus_chars(data: DataConfig) -> Optional[int]:
         from andrea.data.corpora import stdlib_root
 
         root = stdlib_root()
-        return sum(p.stat().st_size for p in root.rglob("*.py")
-                   if not {"site-packages", "dist-packages"} & set(p.relative_to(root).parts))
+        return sum(
+            p.stat().st_size
+            for p in root.rglob("*.py")
+            if not {"site-packages", "dist-packages"} & set(p.relative_to(root).parts)
+        )
     if data.source == "text":
         return sum(p.stat().st_size for p in expand_paths(data.paths, "paths"))
     loc = os.path.expanduser(str(hf_location(data)))
@@ -183,24 +200,29 @@ def sufficiency_problems(jobs, epochs: bool = True) -> list[str]:
     """Why the grid may not run as planned: built-in corpus where a real one is required, and
     (with `epochs`) jobs beyond max_epochs. Empty when the grid passes."""
     problems: list[str] = []
-    stdlib = [j for j in jobs if j.run.require_real_corpus
-              and j.spec.data.source == "stdlib"]
+    stdlib = [j for j in jobs if j.run.require_real_corpus and j.spec.data.source == "stdlib"]
     if stdlib:
         problems.append(
             f"{len(stdlib)} job(s) need a real corpus (require_real_corpus=true: this sweep's "
             "numbers are meant to be the report's) but train on the built-in stdlib corpus "
             "(Python source, ~10 M tokens); use data=shards data.paths='[...]' or data=hf "
-            "data.hf_name=... (docs/protocol.md: python -m andrea.data prepares one)")
-    over = [j for j in jobs if epochs and j.epochs is not None
-            and j.epochs > float(j.run.max_epochs)]
+            "data.hf_name=... (docs/protocol.md: python -m andrea.data prepares one)"
+        )
+    over = [
+        j for j in jobs if epochs and j.epochs is not None and j.epochs > float(j.run.max_epochs)
+    ]
     if over:
         limit = float(over[0].run.max_epochs)
-        lines = [f"    {_job(j)}: {format_epochs(j)} epochs = "
-                 f"{j.spec.tokens:,} tokens / {j.corpus.train_tokens:,} unique training tokens"
-                 + ("" if j.corpus.exact else " (estimated)") for j in over]
+        lines = [
+            f"    {_job(j)}: {format_epochs(j)} epochs = "
+            f"{j.spec.tokens:,} tokens / {j.corpus.train_tokens:,} unique training tokens"
+            + ("" if j.corpus.exact else " (estimated)")
+            for j in over
+        ]
         problems.append(
             f"{len(over)} of {len(jobs)} job(s) would see their training data more than "
             f"max_epochs={limit:g} times (Muennighoff et al. 2023: repeated tokens lose value past "
             "~4 epochs):\n" + "\n".join(lines) + "\n  use a larger corpus, fewer tokens "
-            "(train.tokens_per_param), or raise max_epochs=... knowingly")
+            "(train.tokens_per_param), or raise max_epochs=... knowingly"
+        )
     return problems

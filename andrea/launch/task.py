@@ -28,8 +28,8 @@ log = logging.getLogger(__name__)
 def run_task(cfg: DictConfig) -> dict[str, Any]:
     from hydra.core.hydra_config import HydraConfig
 
-    from andrea.run.rundir import RunLocked
     from andrea.launch.threads import apply_job_threads, job_threads
+    from andrea.run.rundir import RunLocked
     from andrea.train import Interrupted, train
 
     _configure_logging()
@@ -43,12 +43,18 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
     launcher_cpus = HydraConfig.get().launcher.get("cpus_per_task")
     threads, source = apply_job_threads(launcher_cpus, cfg.train.get("threads"))
     log.debug("%d intra-op thread(s), from %s", threads, source)
-    cpus = job_threads(launcher_cpus, {k: v for k, v in os.environ.items()
-                                       if k != "OMP_NUM_THREADS"})
+    cpus = job_threads(
+        launcher_cpus, {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    )
     if threads > cpus[0]:
-        log.warning("train.threads=%d but this job has %d CPU(s) (%s): its threads share them "
-                    "and it trains slower, to the same numbers (give it cpus_per_task: %d)",
-                    threads, cpus[0], cpus[1], threads)
+        log.warning(
+            "train.threads=%d but this job has %d CPU(s) (%s): its threads share them "
+            "and it trains slower, to the same numbers (give it cpus_per_task: %d)",
+            threads,
+            cpus[0],
+            cpus[1],
+            threads,
+        )
     try:
         run = to_dataclass(cfg)
         spec = replace(resolve_run(run, world_size=world_size_of_job()), threads=threads)

@@ -37,16 +37,21 @@ def job_threads(launcher_cpus=None, environ: Mapping[str, str] | None = None) ->
     if n is None:
         n, source = _positive_int(launcher_cpus), "hydra.launcher.cpus_per_task"
     if n is None:
-        n, source = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-            os.cpu_count() or 1), "the CPUs this process may use"
+        n, source = (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else (os.cpu_count() or 1),
+            "the CPUs this process may use",
+        )
     omp = _positive_int(env.get("OMP_NUM_THREADS"))
     if omp is not None and omp < n:
         n, source = omp, "OMP_NUM_THREADS"
     return n, source
 
 
-def run_threads(asked: int | None, launcher_cpus=None,
-                environ: Mapping[str, str] | None = None) -> tuple[int, str]:
+def run_threads(
+    asked: int | None, launcher_cpus=None, environ: Mapping[str, str] | None = None
+) -> tuple[int, str]:
     """(intra-op threads, where from) of a run: `train.threads` when set, else the job's CPUs."""
     if asked is not None:
         return int(asked), "train.threads"

@@ -33,7 +33,6 @@ from typing import Any
 
 from andrea.model.residuals import registry
 
-
 # --------------------------------------------------------------------------------------------
 # FLOPs per token
 # --------------------------------------------------------------------------------------------
@@ -71,8 +70,15 @@ class FlopsBreakdown:
 
     @property
     def forward(self) -> int:
-        return (self.attn_qkv + self.attn_out + self.attn_qk + self.attn_av + self.mlp
-                + self.lm_head + self.depth)
+        return (
+            self.attn_qkv
+            + self.attn_out
+            + self.attn_qk
+            + self.attn_av
+            + self.mlp
+            + self.lm_head
+            + self.depth
+        )
 
     @property
     def training(self) -> int:
@@ -86,11 +92,19 @@ class FlopsBreakdown:
 
     def as_dict(self) -> dict[str, int]:
         """Every term of every registered scheme (0 where another scheme's), then the totals."""
-        base = {k: getattr(self, k) for k in ("attn_qkv", "attn_out", "attn_qk", "attn_av",
-                                              "mlp", "lm_head")}
+        base = {
+            k: getattr(self, k)
+            for k in ("attn_qkv", "attn_out", "attn_qk", "attn_av", "mlp", "lm_head")
+        }
         terms = {k: self.scheme.get(k, 0) for k in registry.flop_terms()}
-        return {**base, **terms, "depth": self.depth, "matmul": self.matmul,
-                "forward": self.forward, "training": self.training}
+        return {
+            **base,
+            **terms,
+            "depth": self.depth,
+            "matmul": self.matmul,
+            "forward": self.forward,
+            "training": self.training,
+        }
 
 
 def flops_per_token(cfg: Any, seq_len: int | None = None) -> FlopsBreakdown:
@@ -118,9 +132,16 @@ def flops_per_token(cfg: Any, seq_len: int | None = None) -> FlopsBreakdown:
     # LM head: x[d] @ W_E^T[d, V].
     lm_head = 2 * d * V
     scheme = registry.get(getattr(cfg, "residual", "baseline"))
-    return FlopsBreakdown(attn_qkv=attn_qkv, attn_out=attn_out, attn_qk=attn_qk, attn_av=attn_av,
-                          mlp=mlp, lm_head=lm_head, scheme=dict(scheme.flops(cfg, seq_len)),
-                          non_matmul=scheme.non_matmul)
+    return FlopsBreakdown(
+        attn_qkv=attn_qkv,
+        attn_out=attn_out,
+        attn_qk=attn_qk,
+        attn_av=attn_av,
+        mlp=mlp,
+        lm_head=lm_head,
+        scheme=dict(scheme.flops(cfg, seq_len)),
+        non_matmul=scheme.non_matmul,
+    )
 
 
 def training_flops_per_token(cfg: Any, seq_len: int | None = None) -> int:

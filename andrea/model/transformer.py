@@ -73,9 +73,11 @@ class ModelConfigBase:
         for name, default in registry.option_defaults().items():
             value = getattr(self, name)
             if name not in own and value != default:
-                raise ValueError(f"model.{name}={value!r} applies to model="
-                                 f"{' or '.join(registry.owners(name))} only, not to "
-                                 f"model={self.residual}")
+                raise ValueError(
+                    f"model.{name}={value!r} applies to model="
+                    f"{' or '.join(registry.owners(name))} only, not to "
+                    f"model={self.residual}"
+                )
         self.scheme.check(self)
 
     @property
@@ -113,8 +115,9 @@ class ModelConfigBase:
 ModelConfig = make_dataclass(
     "ModelConfig",
     [(o.name, o.type, field(default=o.default)) for o in registry.option_fields()],
-    bases=(ModelConfigBase,), namespace={"__module__": __name__,
-                                         "__doc__": "ANDREA's shape, scheme and its options."})
+    bases=(ModelConfigBase,),
+    namespace={"__module__": __name__, "__doc__": "ANDREA's shape, scheme and its options."},
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -251,11 +254,15 @@ def param_count_formula(cfg: ModelConfig) -> ParamCount:
     d = cfg.d_model
     per_block = (
         2 * d  # attention LayerNorm gain + bias
-        + 3 * d * d + 3 * d  # qkv
-        + d * d + d  # attention output projection
+        + 3 * d * d
+        + 3 * d  # qkv
+        + d * d
+        + d  # attention output projection
         + 2 * d  # MLP LayerNorm
-        + 4 * d * d + 4 * d  # fc
-        + 4 * d * d + d  # MLP output projection
+        + 4 * d * d
+        + 4 * d  # fc
+        + 4 * d * d
+        + d  # MLP output projection
     )  # = 12 d^2 + 13 d
     non_emb = cfg.n_layer * per_block + 2 * d  # + final LayerNorm
     non_emb += cfg.scheme.n_params(cfg)  # the residual scheme's own parameters

@@ -60,7 +60,9 @@ def final_metrics(rd: RunDir, steps: Any) -> dict[str, dict[str, float]]:
     for task, (_, metrics) in newest.items():
         values = dict(metrics.get("harness") or {})
         values.update({k: v for k, v in metrics.items() if k not in _NOT_METRICS})
-        out[task] = {k: float(v) for k, v in values.items()
-                     if isinstance(v, (int, float)) and not isinstance(v, bool)
-                     and math.isfinite(v)}
+        out[task] = {
+            k: float(v)
+            for k, v in values.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        }
     return out

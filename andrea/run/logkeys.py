@@ -33,7 +33,17 @@ MFU = "speed/mfu"  # fraction of the per-GPU peak (andrea.run.units.PEAK_FLOPS)
 ELAPSED = "time/elapsed_s"  # wall seconds of training so far
 
 SCALARS = (
-    TRAIN_LOSS, VAL_LOSS, VAL_BPB, TOKENS, FLOPS, PFLOPS_DAYS, LR, GRAD_NORM, TOKENS_PER_S, MFU, ELAPSED,
+    TRAIN_LOSS,
+    VAL_LOSS,
+    VAL_BPB,
+    TOKENS,
+    FLOPS,
+    PFLOPS_DAYS,
+    LR,
+    GRAD_NORM,
+    TOKENS_PER_S,
+    MFU,
+    ELAPSED,
 )
 
 # --- held-out domains (eval.domains): one W&B section per domain, and the same spelling in

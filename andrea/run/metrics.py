@@ -42,7 +42,9 @@ class WandbConfig:
     mode: str = "offline"  # offline | online | disabled
     project: str = "andrea"
     entity: Optional[str] = None  # None → the API key's default entity
-    tags: List[str] = field(default_factory=list)  # extra tags, added to the run's variant/size tags
+    tags: List[str] = field(
+        default_factory=list
+    )  # extra tags, added to the run's variant/size tags
     dashboard: bool = False  # online: create the sweep's W&B workspace at launch
     init_timeout_s: float = 30.0  # give up on W&B (and continue with files only) after this
     # Online: stop waiting for uploads at the end of the run after this (the rest stays in
@@ -164,7 +166,10 @@ class MetricsLogger:
         if not self._warned:
             log.warning(
                 "W&B disabled for this run after %s failed (%s: %s); metrics continue in %s",
-                what, type(e).__name__, e, self.run_dir.metrics,
+                what,
+                type(e).__name__,
+                e,
+                self.run_dir.metrics,
             )
             self._warned = True
         run, self._run = self._run, None
@@ -242,16 +247,19 @@ class MetricsLogger:
         layer_rms = [float(x) for x in _plain(stats["layer_rms"])]
         depth_weights = [[float(x) for x in _plain(w)] for w in stats.get("depth_weights", [])]
         # each depth routing's sharpness (token means; common.record_routing), [] without one
-        sharpness = {k: [float(x) for x in _plain(stats.get(k, []))]
-                     for k in ("depth_max_weight", "depth_entropy")}
+        sharpness = {
+            k: [float(x) for x in _plain(stats.get(k, []))]
+            for k in ("depth_max_weight", "depth_entropy")
+        }
         record = {
             k: self.config[k]
             for k in (keys.CONFIG_VARIANT, keys.CONFIG_BLOCK_SIZE, keys.CONFIG_SIZE)
             if k in self.config
         }
         record.update(meta or {})
-        record.update({"step": int(step), "layer_rms": layer_rms, "depth_weights": depth_weights,
-                       **sharpness})
+        record.update(
+            {"step": int(step), "layer_rms": layer_rms, "depth_weights": depth_weights, **sharpness}
+        )
         atomic_write_json(self.run_dir.dynamics, record)
         if self._run is None:
             return
@@ -270,8 +278,13 @@ class MetricsLogger:
                     _png(depth_weights_figure(depth_weights, step))
                 )
             if sharpness["depth_max_weight"]:
-                data[keys.DEPTH_SHARPNESS] = wandb.Image(_png(depth_sharpness_figure(
-                    sharpness["depth_max_weight"], sharpness["depth_entropy"], step)))
+                data[keys.DEPTH_SHARPNESS] = wandb.Image(
+                    _png(
+                        depth_sharpness_figure(
+                            sharpness["depth_max_weight"], sharpness["depth_entropy"], step
+                        )
+                    )
+                )
         except Exception as e:  # noqa: BLE001
             self._wandb_failed("rendering the dynamics figures", e)
             return

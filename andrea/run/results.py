@@ -39,42 +39,121 @@ SHAPE_KEYS = ("n_layer", "n_head", "d_model")
 # What a completed run must share with a re-run for its results to count as the re-run's. The run
 # directory is named by the command-line overrides only, so a sweep file or hparams file edited
 # between two invocations would otherwise reuse runs trained with other settings.
-REUSE_KEYS = ("label", "size", "seed", "params", "lr", "batch_tokens", "beta2", "tokens",
-              "budgets", "n_layer", "n_head", "d_model", "optimizer", "muon")
+REUSE_KEYS = (
+    "label",
+    "size",
+    "seed",
+    "params",
+    "lr",
+    "batch_tokens",
+    "beta2",
+    "tokens",
+    "budgets",
+    "n_layer",
+    "n_head",
+    "d_model",
+    "optimizer",
+    "muon",
+)
 # What a results.json written before a key existed was trained with (others are not compared).
 REUSE_DEFAULTS = {"optimizer": "adamw", "muon": None}
 
 
-def point(budget: float, step: int, tokens: int, flops: int, val_loss: float, wall_s: float,
-          world_size: int, scores: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def point(
+    budget: float,
+    step: int,
+    tokens: int,
+    flops: int,
+    val_loss: float,
+    wall_s: float,
+    world_size: int,
+    scores: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """One budget's entry of `points`: what its model saw and scored (`scores`: val_bpb and
     each held-out domain's `domain:<name>/loss|bpb`, docs/metrics.md)."""
-    return {"budget": budget, "tokens": tokens, "flops": flops, "val_loss": val_loss,
-            "step": step, "wall_s": wall_s, "device_s": wall_s * world_size, **(scores or {})}
+    return {
+        "budget": budget,
+        "tokens": tokens,
+        "flops": flops,
+        "val_loss": val_loss,
+        "step": step,
+        "wall_s": wall_s,
+        "device_s": wall_s * world_size,
+        **(scores or {}),
+    }
 
 
-def completed(identity: Mapping[str, Any], *, sweep: str, tokens: int, steps: int, flops: int,
-              flops_6nd: int, pflops_days: float, val_loss: float, val_tokens: int,
-              scores: Mapping[str, Any] | None = None, eval_sets: Any = None,
-              eval_domains: Any = None, points: list[dict], budgets: list[float] | None, tokens_spent: int,
-              flops_spent: int, wall_s: float, tokens_per_s: float, world_size: int,
-              torch_threads: int, device: str, device_name: str, code: dict,
-              wandb_run_id: str | None, **extra: Any) -> dict[str, Any]:
+def completed(
+    identity: Mapping[str, Any],
+    *,
+    sweep: str,
+    tokens: int,
+    steps: int,
+    flops: int,
+    flops_6nd: int,
+    pflops_days: float,
+    val_loss: float,
+    val_tokens: int,
+    scores: Mapping[str, Any] | None = None,
+    eval_sets: Any = None,
+    eval_domains: Any = None,
+    points: list[dict],
+    budgets: list[float] | None,
+    tokens_spent: int,
+    flops_spent: int,
+    wall_s: float,
+    tokens_per_s: float,
+    world_size: int,
+    torch_threads: int,
+    device: str,
+    device_name: str,
+    code: dict,
+    wandb_run_id: str | None,
+    **extra: Any,
+) -> dict[str, Any]:
     """A completed run's results.json, keys in the documented order (`extra` after them)."""
-    return {"status": COMPLETED, **identity, "sweep": sweep, "tokens": tokens, "steps": steps,
-            "flops": flops, "flops_6nd": flops_6nd, "pflops_days": pflops_days,
-            "val_loss": val_loss, "val_tokens": val_tokens, **(scores or {}),
-            "eval_sets": eval_sets, "eval_domains": eval_domains, "points": points, "budgets": budgets,
-            "tokens_spent": tokens_spent, "flops_spent": flops_spent, "wall_s": wall_s,
-            "device_s": wall_s * world_size, "tokens_per_s": tokens_per_s,
-            "world_size": world_size, "torch_threads": torch_threads, "device": device,
-            "device_name": device_name, "code": code, "wandb_run_id": wandb_run_id, **extra}
+    return {
+        "status": COMPLETED,
+        **identity,
+        "sweep": sweep,
+        "tokens": tokens,
+        "steps": steps,
+        "flops": flops,
+        "flops_6nd": flops_6nd,
+        "pflops_days": pflops_days,
+        "val_loss": val_loss,
+        "val_tokens": val_tokens,
+        **(scores or {}),
+        "eval_sets": eval_sets,
+        "eval_domains": eval_domains,
+        "points": points,
+        "budgets": budgets,
+        "tokens_spent": tokens_spent,
+        "flops_spent": flops_spent,
+        "wall_s": wall_s,
+        "device_s": wall_s * world_size,
+        "tokens_per_s": tokens_per_s,
+        "world_size": world_size,
+        "torch_threads": torch_threads,
+        "device": device,
+        "device_name": device_name,
+        "code": code,
+        "wandb_run_id": wandb_run_id,
+        **extra,
+    }
 
 
 def failed(identity: Mapping[str, Any], sweep: str, error: BaseException) -> dict[str, Any]:
     """A failed run's results.json: why, and who it was."""
-    return {"status": FAILED, "error": f"{type(error).__name__}: {error}", **identity,
-            "sweep": sweep, "val_loss": None, "tokens": None, "flops": None}
+    return {
+        "status": FAILED,
+        "error": f"{type(error).__name__}: {error}",
+        **identity,
+        "sweep": sweep,
+        "val_loss": None,
+        "tokens": None,
+        "flops": None,
+    }
 
 
 def reuse_mismatches(results: Mapping[str, Any], want: Mapping[str, Any]) -> list[str]:
@@ -153,8 +232,7 @@ class Record(Mapping[str, Any]):
         points = self._data.get("points")
         if not isinstance(points, list) or not points:
             points = [{}]
-        return [{**self._data, **p} if isinstance(p, dict) else dict(self._data)
-                for p in points]
+        return [{**self._data, **p} if isinstance(p, dict) else dict(self._data) for p in points]
 
 
 def read(run_dir: RunDir | Path) -> Record | dict | list | None:

@@ -1,20 +1,20 @@
 """One run = one directory. This module is the only place that knows its layout.
 
-    <run>/
-      .hydra/                 Hydra's resolved config and overrides (written by Hydra)
-      code_version.json       git SHA + dirty flag of the code that trained the run
-      metrics.jsonl           one JSON object per logged step
-      dynamics.json           per-layer output RMS and depth-attention weights at the last eval
-      checkpoints/step_XXXXXXXX.pt   written atomically; resume picks the newest complete one
-      points.json             budgets finished so far (train.budgets), written atomically
-      model.json              the ModelConfig it trains, and tokenizer.json, the tokenizer of
-      tokenizer.json          its data: what evaluation and export read (andrea/eval/)
-      tasks/<hash>.json       downstream task metrics, one file per task settings (andrea/eval/)
-      results.json            written last, atomically, only when the run ends
-      train.log               console log of the run
-      wandb/                  W&B's own files (offline runs live here)
-      .lock                   flock'ed by the process training the run (never two at once)
-      .queued                 the scheduler job submitted to train it (andrea.launch.scheduler)
+<run>/
+  .hydra/                 Hydra's resolved config and overrides (written by Hydra)
+  code_version.json       git SHA + dirty flag of the code that trained the run
+  metrics.jsonl           one JSON object per logged step
+  dynamics.json           per-layer output RMS and depth-attention weights at the last eval
+  checkpoints/step_XXXXXXXX.pt   written atomically; resume picks the newest complete one
+  points.json             budgets finished so far (train.budgets), written atomically
+  model.json              the ModelConfig it trains, and tokenizer.json, the tokenizer of
+  tokenizer.json          its data: what evaluation and export read (andrea/eval/)
+  tasks/<hash>.json       downstream task metrics, one file per task settings (andrea/eval/)
+  results.json            written last, atomically, only when the run ends
+  train.log               console log of the run
+  wandb/                  W&B's own files (offline runs live here)
+  .lock                   flock'ed by the process training the run (never two at once)
+  .queued                 the scheduler job submitted to train it (andrea.launch.scheduler)
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 # Directories inside a run or a sweep that never hold runs: the walk does not enter them.
-SKIP_DIRS = frozenset({".hydra", "checkpoints", "wandb", "tasks", "__pycache__", ".git",
-                       "analysis"})
+SKIP_DIRS = frozenset(
+    {".hydra", "checkpoints", "wandb", "tasks", "__pycache__", ".git", "analysis"}
+)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -145,7 +146,9 @@ class RunDir:
         """Record the scheduler job that will train this run, and its engine
         (andrea.launch.scheduler.live_jobs asks that engine whether it still holds it)."""
         self.root.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.queued, {"job_id": str(job_id), **({"engine": engine} if engine else {})})
+        atomic_write_json(
+            self.queued, {"job_id": str(job_id), **({"engine": engine} if engine else {})}
+        )
 
     def queued_marker(self) -> dict | None:
         """{"job_id": ..., "engine": ...} of the job recorded by `mark_queued`, or None."""
@@ -205,8 +208,10 @@ class RunDir:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 owner = self.lock.read_text().strip() or "?"
-                raise RunLocked(f"{self.root} is being trained by another process "
-                                f"({owner}); not starting a second one") from None
+                raise RunLocked(
+                    f"{self.root} is being trained by another process "
+                    f"({owner}); not starting a second one"
+                ) from None
             os.ftruncate(fd, 0)
             os.write(fd, f"pid {os.getpid()} on {os.uname().nodename}".encode())
             yield
@@ -243,8 +248,9 @@ def find_run_dirs(root: Path) -> Iterator[RunDir]:
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
 
 
-def write_model_files(run_dir: RunDir, model_cfg: Any, tokenizer_path: Path | None,
-                      seq_len: int) -> None:
+def write_model_files(
+    run_dir: RunDir, model_cfg: Any, tokenizer_path: Path | None, seq_len: int
+) -> None:
     """model.json (the run's ModelConfig as plain values, and the sequence length it trained
     at) and a copy of its tokenizer, so that a checkpoint can be evaluated or exported without
     the run's Hydra config or data cache. Rewritten only when they differ (a resumed run finds

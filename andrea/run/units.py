@@ -20,8 +20,9 @@ def to_pflops_days(flops: float) -> float:
     return flops / PFLOPS_DAY
 
 
-_COMPUTE = re.compile(r"^\s*([0-9.]+(?:[eE][+-]?[0-9]+)?)\s*(flops?|pf-?days?|pflops?-?days?)?\s*$",
-                      re.IGNORECASE)
+_COMPUTE = re.compile(
+    r"^\s*([0-9.]+(?:[eE][+-]?[0-9]+)?)\s*(flops?|pf-?days?|pflops?-?days?)?\s*$", re.IGNORECASE
+)
 
 
 def parse_compute(text: str) -> float:
@@ -36,8 +37,10 @@ def parse_compute(text: str) -> float:
         except ValueError:
             pass
     if not m or not value > 0 or value == float("inf"):
-        raise ValueError(f"compute {text!r}: write FLOPs as a number (1e22) or PFLOP/s-days with "
-                         "the unit (3PF-days), > 0")
+        raise ValueError(
+            f"compute {text!r}: write FLOPs as a number (1e22) or PFLOP/s-days with "
+            "the unit (3PF-days), > 0"
+        )
     unit = (m.group(2) or "flops").lower()
     return value if unit.startswith("pf") else to_pflops_days(value)
 
@@ -91,10 +94,31 @@ PEAK_FLOPS: dict[str, dict[str, float]] = {
 # Memory of one device in GiB (vendor datasheets; the usual SKU where a name has several), for
 # how many runs fit on one (launch.pack=auto, andrea/launch/packing.py).
 DEVICE_MEMORY_GIB: dict[str, float] = {
-    "H100 SXM": 80, "H100 PCIe": 80, "H100 NVL": 94, "H200": 141, "H200 NVL": 141, "GH200": 96,
-    "B200": 180, "A100": 80, "A10": 24, "A10G": 24, "A40": 48, "RTX A6000": 48, "RTX 3090": 24,
-    "RTX 4090": 24, "L4": 24, "L40": 48, "L40S": 48, "V100 SXM2": 32, "V100 PCIe": 32,
-    "V100S PCIe": 32, "T4": 16, "MI210": 64, "MI250": 64, "MI250X": 64, "MI300X": 192,
+    "H100 SXM": 80,
+    "H100 PCIe": 80,
+    "H100 NVL": 94,
+    "H200": 141,
+    "H200 NVL": 141,
+    "GH200": 96,
+    "B200": 180,
+    "A100": 80,
+    "A10": 24,
+    "A10G": 24,
+    "A40": 48,
+    "RTX A6000": 48,
+    "RTX 3090": 24,
+    "RTX 4090": 24,
+    "L4": 24,
+    "L40": 48,
+    "L40S": 48,
+    "V100 SXM2": 32,
+    "V100 PCIe": 32,
+    "V100S PCIe": 32,
+    "T4": 16,
+    "MI210": 64,
+    "MI250": 64,
+    "MI250X": 64,
+    "MI300X": 192,
     "MI325X": 256,
 }
 
@@ -140,8 +164,15 @@ _DEVICE_PATTERNS: tuple[tuple[str, str], ...] = (
 # dtype names (str(torch.bfloat16) is "torch.bfloat16": the prefix is dropped, so this module
 # needs no torch and the analysis can read peaks without importing it).
 _DTYPE_KEYS = {
-    "bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16", "half": "fp16",
-    "tf32": "tf32", "fp32": "fp32", "float32": "fp32", "float": "fp32",
+    "bf16": "bf16",
+    "bfloat16": "bf16",
+    "fp16": "fp16",
+    "float16": "fp16",
+    "half": "fp16",
+    "tf32": "tf32",
+    "fp32": "fp32",
+    "float32": "fp32",
+    "float": "fp32",
 }
 
 
@@ -164,7 +195,8 @@ def peak_flops(device_name: str | None, dtype: Any = "bf16") -> float | None:
     except (KeyError, TypeError):
         raise ValueError(
             f"dtype must be torch.bfloat16/float16/float32 or one of "
-            f"{sorted(k for k in _DTYPE_KEYS if isinstance(k, str))}, got {dtype!r}") from None
+            f"{sorted(k for k in _DTYPE_KEYS if isinstance(k, str))}, got {dtype!r}"
+        ) from None
     key = match_device(device_name)
     if key is None:
         return None
@@ -175,8 +207,10 @@ def mfu(flops_per_s: float, peak: float, n_devices: int = 1) -> float:
     """Model FLOPs utilisation: achieved model FLOP/s (training FLOPs per token x tokens/s, summed
     over `n_devices`) over the peak of those devices (`peak` is one device's, see peak_flops)."""
     if not peak or peak <= 0:
-        raise ValueError(f"peak must be a positive FLOP/s figure, got {peak!r} "
-                         "(peak_flops() returns None for CPU/unknown devices: skip MFU then)")
+        raise ValueError(
+            f"peak must be a positive FLOP/s figure, got {peak!r} "
+            "(peak_flops() returns None for CPU/unknown devices: skip MFU then)"
+        )
     if n_devices < 1:
         raise ValueError(f"n_devices must be >= 1, got {n_devices}")
     return flops_per_s / (peak * n_devices)

@@ -25,8 +25,9 @@ if _SPEC:
             _seen[0] += 1
             if _seen[0] == int(_nth):
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
-                fd, _tmp = tempfile.mkstemp(dir=Path(path).parent, prefix=f".{Path(path).name}.",
-                                            suffix=".tmp")  # the name atomic_write_bytes uses
+                fd, _tmp = tempfile.mkstemp(
+                    dir=Path(path).parent, prefix=f".{Path(path).name}.", suffix=".tmp"
+                )  # the name atomic_write_bytes uses
                 os.write(fd, data[: len(data) // 2])
                 os.fsync(fd)
                 os.kill(os.getpid(), signal.SIGKILL)

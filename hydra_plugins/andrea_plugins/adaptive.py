@@ -26,12 +26,15 @@ def check(design) -> Optional[str]:
         return f"design.kind={design.kind!r}: grid or adaptive"
     if design.kind == "grid":
         return None
-    if design.max_gpu_hours is not None and not (math.isfinite(design.max_gpu_hours)
-                                                 and design.max_gpu_hours > 0):
+    if design.max_gpu_hours is not None and not (
+        math.isfinite(design.max_gpu_hours) and design.max_gpu_hours > 0
+    ):
         return f"design.max_gpu_hours={design.max_gpu_hours:g} must be > 0"
     if not 0 < design.target_half_width < 1:
-        return (f"design.target_half_width={design.target_half_width:g} is relative: "
-                "0 < it < 1 (0.05 is ±5 %)")
+        return (
+            f"design.target_half_width={design.target_half_width:g} is relative: "
+            "0 < it < 1 (0.05 is ±5 %)"
+        )
     if design.at_compute is not None and not design.at_compute > 0:
         return f"design.at_compute={design.at_compute:g} must be > 0 FLOPs"
     if design.max_rounds < 1:
@@ -48,8 +51,9 @@ def _log(sweep_dir: Path, decision: dict) -> None:
     atomic_write_bytes(path, old + line.encode())
 
 
-def next_round(sweep_dir: Path, design, plan_gpu: str, plan_mfu: float,
-               baseline: str = "baseline") -> tuple[list, dict]:
+def next_round(
+    sweep_dir: Path, design, plan_gpu: str, plan_mfu: float, baseline: str = "baseline"
+) -> tuple[list, dict]:
     """([(size, [seeds])] to train next, the decision with its reason); [] means stop."""
     from analysis.inputs.collect import InputError, collect
     from analysis.next_runs import propose
@@ -61,8 +65,11 @@ def next_round(sweep_dir: Path, design, plan_gpu: str, plan_mfu: float,
         return [], {"stop": True, "reason": f"nothing to fit yet ({e})"}
     labels = {r.label for r in runs}
     if baseline not in labels or len(labels) < 2 or len({r.size for r in runs}) < 2:
-        return [], {"stop": True, "reason": "the first round has not finished runs of "
-                    f"{baseline!r} and a variant at 2+ sizes yet"}
+        return [], {
+            "stop": True,
+            "reason": "the first round has not finished runs of "
+            f"{baseline!r} and a variant at 2+ sizes yet",
+        }
     peak = peak_flops(plan_gpu, "bf16") or 989e12
     per_hour = peak * plan_mfu * 3600
     last = {}
@@ -71,33 +78,55 @@ def next_round(sweep_dir: Path, design, plan_gpu: str, plan_mfu: float,
     spent = sum(last.values()) / per_hour
     left = math.inf if design.max_gpu_hours is None else design.max_gpu_hours - spent
     at = design.at_compute
-    now = propose(runs, 1e-300 if not left > 0 else min(left, 1e12), baseline, peak, plan_mfu,
-                  at_flops=at)
+    now = propose(
+        runs, 1e-300 if not left > 0 else min(left, 1e12), baseline, peak, plan_mfu, at_flops=at
+    )
     round_cost = sum(now["cost_per_seed"].values())
-    base = {"runs": len(last), "gpu_hours_spent": spent, "half_width_now": now["before"],
-            "target": design.target_half_width}
+    base = {
+        "runs": len(last),
+        "gpu_hours_spent": spent,
+        "half_width_now": now["before"],
+        "target": design.target_half_width,
+    }
     if now["before"] <= design.target_half_width:
-        return [], {**base, "stop": True, "reason": f"target reached: ±{now['before']:.1%} <= "
-                    f"±{design.target_half_width:.1%}"}
+        return [], {
+            **base,
+            "stop": True,
+            "reason": f"target reached: ±{now['before']:.1%} <= ±{design.target_half_width:.1%}",
+        }
     if not left > min(now["cost_per_seed"].values()):
-        return [], {**base, "stop": True, "reason": f"budget spent: {spent:.3g} of "
-                    f"{design.max_gpu_hours:g} GPU-h"}
+        return [], {
+            **base,
+            "stop": True,
+            "reason": f"budget spent: {spent:.3g} of {design.max_gpu_hours:g} GPU-h",
+        }
     if math.isfinite(left) and now["after"] > design.target_half_width:
-        return [], {**base, "stop": True, "error": True,
-                    "reason": f"design.max_gpu_hours={design.max_gpu_hours:g} reaches "
-                    f"±{now['after']:.1%} at best (predicted), not "
-                    f"±{design.target_half_width:.1%}"}
+        return [], {
+            **base,
+            "stop": True,
+            "error": True,
+            "reason": f"design.max_gpu_hours={design.max_gpu_hours:g} reaches "
+            f"±{now['after']:.1%} at best (predicted), not "
+            f"±{design.target_half_width:.1%}",
+        }
     prop = propose(runs, min(left, round_cost), baseline, peak, plan_mfu, at_flops=at)
     plan = []
     for s, n in prop["added"].items():
         first = 1 + max(r.seed or 0 for r in runs if r.size == s)
         plan.append((s, list(range(first, first + n))))
-    decision = {**base, "stop": not plan, "added": {s: seeds for s, seeds in plan},
-                "predicted_after": prop["after"],
-                "reason": (f"seeds that narrow the worst multiplier's interval most per GPU-hour "
-                           f"(±{prop['before']:.1%} -> ±{prop['after']:.1%}, "
-                           f"{prop['spent_gpu_hours']:.3g} GPU-h)") if plan
-                else "no seed within one round's budget narrows the interval"}
+    decision = {
+        **base,
+        "stop": not plan,
+        "added": {s: seeds for s, seeds in plan},
+        "predicted_after": prop["after"],
+        "reason": (
+            f"seeds that narrow the worst multiplier's interval most per GPU-hour "
+            f"(±{prop['before']:.1%} -> ±{prop['after']:.1%}, "
+            f"{prop['spent_gpu_hours']:.3g} GPU-h)"
+        )
+        if plan
+        else "no seed within one round's budget narrows the interval",
+    }
     return plan, decision
 
 
@@ -109,13 +138,17 @@ def run_rounds(sweeper, arguments: list, plan_only: bool) -> int:
     sweep_dir = Path(str(cfg.hydra.sweep.dir))
     gpu, mfu = str(cfg.get("plan_gpu", "H100")), float(cfg.get("plan_mfu", 0.35))
     path = sweep_dir / "design.jsonl"
-    rounds = [d for d in (json.loads(x) for x in (path.read_text().splitlines()
-                                                   if path.exists() else [])) if d.get("added")]
+    rounds = [
+        d
+        for d in (json.loads(x) for x in (path.read_text().splitlines() if path.exists() else []))
+        if d.get("added")
+    ]
     if rounds and not plan_only:
         # a re-run: finish the last round first (Ctrl-C may have stopped it; finished runs skip)
         for s, seeds in rounds[-1]["added"].items():
-            sweeper.sweep_round(arguments + [f"size={s}",
-                                             f"train.seed={','.join(map(str, seeds))}"])
+            sweeper.sweep_round(
+                arguments + [f"size={s}", f"train.seed={','.join(map(str, seeds))}"]
+            )
     if len(rounds) >= design.max_rounds:
         print(f"\ndesign=adaptive: design.max_rounds={design.max_rounds} rounds done")
         return 0
@@ -133,7 +166,8 @@ def run_rounds(sweeper, arguments: list, plan_only: bool) -> int:
         if not plan:
             return 0
         for s, seeds in plan:
-            sweeper.sweep_round(arguments + [f"size={s}",
-                                             f"train.seed={','.join(map(str, seeds))}"])
+            sweeper.sweep_round(
+                arguments + [f"size={s}", f"train.seed={','.join(map(str, seeds))}"]
+            )
     _log(sweep_dir, {"stop": True, "reason": f"design.max_rounds={design.max_rounds} reached"})
     return 0

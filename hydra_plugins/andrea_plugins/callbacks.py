@@ -45,9 +45,14 @@ def _sufficiency(config: DictConfig, spec, prepared) -> list[str]:
     from andrea.launch.sufficiency import CorpusTokens, describe, sufficiency_problems
 
     corpus = CorpusTokens(describe(spec.data), prepared.n_train_tokens, exact=True)
-    job = SimpleNamespace(config=config, run=to_dataclass(config), spec=spec, corpus=corpus,
-                          overrides=list(config.hydra.overrides.task),
-                          epochs=spec.tokens / corpus.train_tokens if corpus.train_tokens else None)
+    job = SimpleNamespace(
+        config=config,
+        run=to_dataclass(config),
+        spec=spec,
+        corpus=corpus,
+        overrides=list(config.hydra.overrides.task),
+        epochs=spec.tokens / corpus.train_tokens if corpus.train_tokens else None,
+    )
     return sufficiency_problems([job])
 
 
@@ -68,7 +73,10 @@ class SingleRunCheck(Callback):
         # corpus into one line before a directory exists; training then finds the cache.
         try:
             prepared = prepare_data(spec.data, spec.model.vocab_size)
-            for batch in {spec.micro_batch_size, spec.train.eval_batch_size or spec.micro_batch_size}:
+            for batch in {
+                spec.micro_batch_size,
+                spec.train.eval_batch_size or spec.micro_batch_size,
+            }:
                 check_split_sizes(prepared, batch, spec.seq_len, spec.world_size)
             from andrea.data.domains import check_domains
 

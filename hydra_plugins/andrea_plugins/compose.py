@@ -58,9 +58,15 @@ class JobComposer:
         and +key/~key add or delete: those go the full way."""
         if o.input_line not in self.values:
             self.values[o.input_line] = not (
-                o.is_hydra_override() or o.package is not None or o.is_sweep_override()
-                or o.is_add() or o.is_force_add() or o.is_delete()
-                or isinstance(o.value(), dict) or self.repo.group_exists(o.key_or_group))
+                o.is_hydra_override()
+                or o.package is not None
+                or o.is_sweep_override()
+                or o.is_add()
+                or o.is_force_add()
+                or o.is_delete()
+                or isinstance(o.value(), dict)
+                or self.repo.group_exists(o.key_or_group)
+            )
         return self.values[o.input_line]
 
     def transient(self, overrides: Sequence[str]) -> DictConfig:
@@ -78,8 +84,11 @@ class JobComposer:
         if cfg is None:
             cfg = self.working[slot] = self.full(choices)
             naming = cfg.hydra.job.config.override_dirname  # set by Hydra overrides: per slot
-            self.naming[slot] = (naming.kv_sep, naming.item_sep,
-                                 OmegaConf.to_container(naming.exclude_keys))
+            self.naming[slot] = (
+                naming.kv_sep,
+                naming.item_sep,
+                OmegaConf.to_container(naming.exclude_keys),
+            )
         try:
             ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
         except Exception:  # noqa: BLE001 -- a bad key or value: Hydra's own message
@@ -91,6 +100,7 @@ class JobComposer:
         cfg.hydra.overrides.task = [o.input_line for o in task]
         kv_sep, item_sep, exclude_keys = self.naming[slot]
         cfg.hydra.job.override_dirname = get_overrides_dirname(
-            overrides=task, kv_sep=kv_sep, item_sep=item_sep, exclude_keys=exclude_keys)
+            overrides=task, kv_sep=kv_sep, item_sep=item_sep, exclude_keys=exclude_keys
+        )
         OmegaConf.copy_cache(from_config=self.master, to_config=cfg)
         return cfg

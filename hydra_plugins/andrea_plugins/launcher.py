@@ -10,7 +10,6 @@ seam); what a long sweep needs is here, once for all engines:
   cluster's jobs (andrea/launch/interrupts.py), and says how to follow them.
 """
 
-
 import json
 import logging
 import time
@@ -22,9 +21,14 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from hydra.core.config_store import ConfigStore
 from hydra.core.singleton import Singleton
 from hydra.core.utils import JobReturn, JobStatus, filter_overrides, run_job, setup_globals
-from hydra_plugins.hydra_submitit_launcher import submitit_launcher as upstream
-from hydra_plugins.hydra_submitit_launcher.config import BaseQueueConf, LocalQueueConf, SlurmQueueConf
 from omegaconf import OmegaConf, open_dict
+
+from hydra_plugins.hydra_submitit_launcher import submitit_launcher as upstream
+from hydra_plugins.hydra_submitit_launcher.config import (
+    BaseQueueConf,
+    LocalQueueConf,
+    SlurmQueueConf,
+)
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +53,7 @@ class AndreaSlurmConf(SlurmQueueConf):
 class AndreaRayConf(BaseQueueConf):
     """A Ray cluster through its Jobs API (andrea/launch/ray.py): `address` is `auto` (the
     cluster this machine belongs to), `http://host:8265` (its dashboard) or `ray://host:10001`."""
+
     _target_: str = "hydra_plugins.andrea_plugins.launcher.AndreaRayLauncher"
     engine: str = "ray"
     address: str = "auto"
@@ -80,9 +85,15 @@ def _job_status(sched, job, run_dir: Path) -> str:
     return str(results.get("status", "ended")).upper()
 
 
-def wait_for_jobs(jobs: Sequence[Any], run_dirs: Sequence[Path], poll_s: float,
-                  sleep: Callable[[float], None] = time.sleep,
-                  overall: Callable[[], str] = lambda: "", *, engine) -> None:
+def wait_for_jobs(
+    jobs: Sequence[Any],
+    run_dirs: Sequence[Path],
+    poll_s: float,
+    sleep: Callable[[float], None] = time.sleep,
+    overall: Callable[[], str] = lambda: "",
+    *,
+    engine,
+) -> None:
     """Print the jobs' states whenever they change, asking their engine (its `refresh` and
     `state`) once every `poll_s`, until all jobs are done. A state is at most one poll old: each
     poll asks afresh."""
@@ -103,6 +114,7 @@ def wait_for_jobs(jobs: Sequence[Any], run_dirs: Sequence[Path], poll_s: float,
 @dataclass
 class _Member:
     """One run of a packed job (andrea/launch/calls.py): the job's handle, and its place in it."""
+
     job: Any
     index: int
 
@@ -132,22 +144,33 @@ class _AndreaLauncherMixin:
 
         return scheduler.for_launcher(self.config.hydra.launcher)
 
-    def __call__(self, sweep_overrides: List[str], job_dir_key: str, job_num: int, job_id: str,
-                 singleton_state: Dict[type, Singleton]) -> JobReturn:
+    def __call__(
+        self,
+        sweep_overrides: List[str],
+        job_dir_key: str,
+        job_num: int,
+        job_id: str,
+        singleton_state: Dict[type, Singleton],
+    ) -> JobReturn:
         """The per-job function (upstream's, with the job id asked of the engine that runs it)."""
         from andrea.launch import scheduler
 
         Singleton.set_state(singleton_state)
         setup_globals()
-        sweep_config = self.hydra_context.config_loader.load_sweep_config(self.config,
-                                                                          sweep_overrides)
+        sweep_config = self.hydra_context.config_loader.load_sweep_config(
+            self.config, sweep_overrides
+        )
         sched = scheduler.current()
         with open_dict(sweep_config.hydra.job) as job:
             job.id = sched.job_id() if sched is not None else job_id
             sweep_config.hydra.job.num = job_num
-        return run_job(hydra_context=self.hydra_context, task_function=self.task_function,
-                       config=sweep_config, job_dir_key=job_dir_key,
-                       job_subdir_key="hydra.sweep.subdir")
+        return run_job(
+            hydra_context=self.hydra_context,
+            task_function=self.task_function,
+            config=sweep_config,
+            job_dir_key=job_dir_key,
+            job_subdir_key="hydra.sweep.subdir",
+        )
 
     def _job_params(self, overrides: Sequence[str]) -> Tuple[Dict[str, Any], Path]:
         """This job's launcher parameters, resolved against its own config (per-size resources),
@@ -156,7 +179,9 @@ class _AndreaLauncherMixin:
 
         job_cfg = getattr(self, "composed", {}).get(tuple(overrides))  # set by andrea's sweeper
         if job_cfg is None:
-            job_cfg = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+            job_cfg = self.hydra_context.config_loader.load_sweep_config(
+                self.config, list(overrides)
+            )
         params = OmegaConf.to_container(job_cfg.hydra.launcher, resolve=True)
         params.pop("_target_", None)
         params.pop("poll_s", None)
@@ -177,7 +202,9 @@ class _AndreaLauncherMixin:
             time.sleep(1)
         return job.results()[0]
 
-    def launch(self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+    def launch(
+        self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
+    ) -> Sequence[JobReturn]:
         assert self.config is not None and self.hydra_context is not None
         sched = self.engine
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
@@ -207,29 +234,49 @@ class _AndreaLauncherMixin:
             try:
                 for key, members in groups.items():
                     with guard.holding():  # jobs the engine took are recorded before a stop
-                        n_jobs += self._submit(sched, params_of[key], members, jobs,
-                                               job_overrides, run_dirs, initial_job_idx, sweep_dir)
-                detach = (" Safe to interrupt (Ctrl-C): the jobs keep running, and the same "
-                          "command later skips completed runs (with wait=true it waits for the "
-                          "running ones)." if sched.outlives_the_sweep else
-                          " Ctrl-C stops the local jobs too; the same command later resumes them.")
+                        n_jobs += self._submit(
+                            sched,
+                            params_of[key],
+                            members,
+                            jobs,
+                            job_overrides,
+                            run_dirs,
+                            initial_job_idx,
+                            sweep_dir,
+                        )
+                detach = (
+                    " Safe to interrupt (Ctrl-C): the jobs keep running, and the same "
+                    "command later skips completed runs (with wait=true it waits for the "
+                    "running ones)."
+                    if sched.outlives_the_sweep
+                    else " Ctrl-C stops the local jobs too; the same command later resumes them."
+                )
                 runs = f"{len(jobs)} run(s) in " if n_jobs != len(jobs) else ""
-                print(f"submitted {runs}{n_jobs} job(s) to {sched.label(params_of[key])} in "
-                      f"{len(groups)} array(s); logs under {sweep_dir}/.submitit/.{detach}",
-                      flush=True)
+                print(
+                    f"submitted {runs}{n_jobs} job(s) to {sched.label(params_of[key])} in "
+                    f"{len(groups)} array(s); logs under {sweep_dir}/.submitit/.{detach}",
+                    flush=True,
+                )
                 # overall progress in the state lines: the jobs' training FLOPs (set by the sweeper)
                 work = getattr(self, "work", {})
-                self._progress = (time.time(),
-                                  [float(work.get(tuple(o), 1.0)) for o in job_overrides])
-                wait_for_jobs(jobs, run_dirs,
-                              float(self.config.hydra.launcher.get("poll_s", POLL_S)),
-                              overall=lambda: self._overall(jobs), engine=sched)
+                self._progress = (
+                    time.time(),
+                    [float(work.get(tuple(o), 1.0)) for o in job_overrides],
+                )
+                wait_for_jobs(
+                    jobs,
+                    run_dirs,
+                    float(self.config.hydra.launcher.get("poll_s", POLL_S)),
+                    overall=lambda: self._overall(jobs),
+                    engine=sched,
+                )
             except KeyboardInterrupt as e:
                 self._detach([j for j in jobs if j is not None], e)
         return [self._result(job, job_overrides[i]) for i, job in enumerate(jobs)]
 
-    def _submit(self, sched, params, members, jobs, job_overrides, run_dirs, initial_job_idx,
-                sweep_dir) -> int:
+    def _submit(
+        self, sched, params, members, jobs, job_overrides, run_dirs, initial_job_idx, sweep_dir
+    ) -> int:
         """Submit one resource group's runs, `params["pack"]` per job, and record each run's job
         (a re-run while it waits must not submit it again); the number of jobs submitted."""
         from andrea.launch.calls import Packed
@@ -237,14 +284,22 @@ class _AndreaLauncherMixin:
 
         params = dict(params)
         k = params.pop("pack")
-        args = {i: (list(job_overrides[i]), "hydra.sweep.dir", initial_job_idx + i,
-                    f"job_id_for_{initial_job_idx + i}", Singleton.get_state()) for i in members}
+        args = {
+            i: (
+                list(job_overrides[i]),
+                "hydra.sweep.dir",
+                initial_job_idx + i,
+                f"job_id_for_{initial_job_idx + i}",
+                Singleton.get_state(),
+            )
+            for i in members
+        }
         if k <= 1:
             for i, job in zip(members, sched.submit(self, [args[i] for i in members], params)):
                 jobs[i] = job
             n_jobs = len(members)
         else:  # K runs per job, one process each (andrea/launch/calls.py)
-            chunks = [members[a:a + k] for a in range(0, len(members), k)]
+            chunks = [members[a : a + k] for a in range(0, len(members), k)]
             packed = Packed(self, sweep_dir / ".packs")
             submitted = sched.submit(packed, [([args[i] for i in c],) for c in chunks], params)
             for chunk, job in zip(chunks, submitted):
@@ -254,8 +309,12 @@ class _AndreaLauncherMixin:
         for i in members:
             if sched.outlives_the_sweep:
                 RunDir(run_dirs[i]).mark_queued(jobs[i].job_id, sched.name)
-            log.info("submitted #%d as %s: %s", initial_job_idx + i, jobs[i].job_id,
-                     " ".join(filter_overrides(job_overrides[i])))
+            log.info(
+                "submitted #%d as %s: %s",
+                initial_job_idx + i,
+                jobs[i].job_id,
+                " ".join(filter_overrides(job_overrides[i])),
+            )
         return n_jobs
         return [self._result(job, job_overrides[i]) for i, job in enumerate(jobs)]
 
@@ -288,8 +347,10 @@ class _AndreaLauncherMixin:
         from andrea.launch.interrupts import describe
 
         name, code = describe(interrupt)
-        text = sched.detached_text(sorted({str(j.job_id) for j in submitted}),
-                                   os.path.normpath(str(self.config.hydra.sweep.dir)))
+        text = sched.detached_text(
+            sorted({str(j.job_id) for j in submitted}),
+            os.path.normpath(str(self.config.hydra.sweep.dir)),
+        )
         print(f"\ninterrupted ({name}): {text}", file=sys.stderr, flush=True)
         sys.exit(code)
 
@@ -305,9 +366,12 @@ class _AndreaLauncherMixin:
             ret._return_value = error = e
         if error is not None:
             lines = str(error).strip().splitlines()
-            print(f"FAILED job {job.job_id} ({' '.join(filter_overrides(overrides))}):\n"
-                  f"  {type(error).__name__}: {lines[-1] if lines else ''}\n"
-                  f"  log: {job.paths.stderr}", flush=True)
+            print(
+                f"FAILED job {job.job_id} ({' '.join(filter_overrides(overrides))}):\n"
+                f"  {type(error).__name__}: {lines[-1] if lines else ''}\n"
+                f"  log: {job.paths.stderr}",
+                flush=True,
+            )
         return ret
 
 

@@ -5,13 +5,12 @@ would spend on it (andrea/launch/sufficiency.py), completed runs skipped, `plan=
 a summary of each run's outcome at the end, where a failed run is reported and never stops the
 others."""
 
-
 import logging
 import os
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from hydra._internal.core_plugins.basic_launcher import BasicLauncher
@@ -32,8 +31,9 @@ class AndreaSweeperConf:
     params: Optional[Dict[str, str]] = None
 
 
-ConfigStore.instance().store(group="hydra/sweeper", name="andrea", node=AndreaSweeperConf,
-                             provider="andrea")
+ConfigStore.instance().store(
+    group="hydra/sweeper", name="andrea", node=AndreaSweeperConf, provider="andrea"
+)
 
 
 class _Composed(Mapping):
@@ -54,8 +54,9 @@ class _Composed(Mapping):
 
 
 class AndreaSweeper(BasicSweeper):
-    def __init__(self, max_batch_size: Optional[int] = None,
-                 params: Optional[Dict[str, str]] = None) -> None:
+    def __init__(
+        self, max_batch_size: Optional[int] = None, params: Optional[Dict[str, str]] = None
+    ) -> None:
         super().__init__(max_batch_size=max_batch_size, params=params)
 
     def sweep(self, arguments: List[str]) -> Any:
@@ -66,7 +67,7 @@ class AndreaSweeper(BasicSweeper):
             print(f"error: {why}", file=sys.stderr)
             sys.exit(2)
         out = self.sweep_round(arguments)
-        if self.config.design.kind == "adaptive":      # then rounds chosen by analysis.next_runs
+        if self.config.design.kind == "adaptive":  # then rounds chosen by analysis.next_runs
             code = run_rounds(self, arguments, bool(self.config.get("plan", False)))
             if code:
                 sys.exit(code)
@@ -75,10 +76,14 @@ class AndreaSweeper(BasicSweeper):
     def sweep_round(self, arguments: List[str]) -> Any:
         """The grid `arguments` give (with the config's sweep parameters): plan, skip, launch."""
         from andrea.config.resolve import ConfigError
-        from andrea.launch.plan import plan_jobs, print_plan, print_summary
         from andrea.launch.packing import read_packing
-        from andrea.launch.sufficiency import (annotate_epochs, estimate_corpora, prepare_corpora,
-                                        sufficiency_problems)
+        from andrea.launch.plan import plan_jobs, print_plan, print_summary
+        from andrea.launch.sufficiency import (
+            annotate_epochs,
+            estimate_corpora,
+            prepare_corpora,
+            sufficiency_problems,
+        )
 
         assert self.config is not None and self.launcher is not None
         assert self.hydra_context is not None
@@ -100,13 +105,17 @@ class AndreaSweeper(BasicSweeper):
             print(f"error: {e}", file=sys.stderr)
             sys.exit(2)
         todo = [j for j in jobs if j.to_run]
-        if (self.config.get("sweep", {}).get("throughput", False)
-                and not isinstance(self.launcher, BasicLauncher)
-                and not hasattr(self.launcher, "run_command")):
-            print(f"error: sweep.throughput=true needs the basic launcher or andrea's submitit "
-                  f"launchers, not {type(self.launcher).__name__}; or run python -m "
-                  f"bench.throughput --sweep SWEEP_DIR on the runs' device after the sweep",
-                  file=sys.stderr)
+        if (
+            self.config.get("sweep", {}).get("throughput", False)
+            and not isinstance(self.launcher, BasicLauncher)
+            and not hasattr(self.launcher, "run_command")
+        ):
+            print(
+                f"error: sweep.throughput=true needs the basic launcher or andrea's submitit "
+                f"launchers, not {type(self.launcher).__name__}; or run python -m "
+                f"bench.throughput --sweep SWEEP_DIR on the runs' device after the sweep",
+                file=sys.stderr,
+            )
             sys.exit(2)
         # Data: each distinct corpus checked and prepared once, here, before any job is
         # submitted (plan=true only estimates); then epochs per job (andrea/launch/sufficiency.py).
@@ -122,16 +131,25 @@ class AndreaSweeper(BasicSweeper):
                 sys.exit(2)
             refuse = sufficiency_problems(jobs)
         # out_dir=runs/ (as `make demo` passes it) would print runs//demo
-        print(f"sweep '{self.config.sweep_name}' -> {os.path.normpath(str(self.config.hydra.sweep.dir))}")
+        print(
+            f"sweep '{self.config.sweep_name}' -> {os.path.normpath(str(self.config.hydra.sweep.dir))}"
+        )
         sweep_dir = os.path.normpath(str(self.config.hydra.sweep.dir))
-        print_plan(jobs, plan_gpu, plan_mfu, packing=read_packing(sweep_dir),
-                   launchers=_engine_labels(jobs))
+        print_plan(
+            jobs,
+            plan_gpu,
+            plan_mfu,
+            packing=read_packing(sweep_dir),
+            launchers=_engine_labels(jobs),
+        )
         print("\n" + plan_power(jobs))
         if not refuse and launching:
             refuse = _engine_problems(todo)  # e.g. no Ray cluster at the address: before submitting
         if refuse:
-            print("\nerror: " + "\n\nerror: ".join(refuse) + "\nnothing was launched.",
-                  file=sys.stderr)
+            print(
+                "\nerror: " + "\n\nerror: ".join(refuse) + "\nnothing was launched.",
+                file=sys.stderr,
+            )
             sys.exit(2)
         if plan_only:
             print("\nplan=true: nothing launched.")
@@ -143,17 +161,25 @@ class AndreaSweeper(BasicSweeper):
             print(f"\nskipping {skipped} completed run(s); re-running a sweep never redoes them.")
         wait = bool(self.config.get("wait", False))
         if running:
-            print(f"skipping {running} run(s) that a job of an earlier invocation is training "
-                  "or has queued; " + ("waiting for them after the others (wait=true)." if wait
-                                       else "run the command again once they end, or with "
-                                       "wait=true to wait for them."))
+            print(
+                f"skipping {running} run(s) that a job of an earlier invocation is training "
+                "or has queued; "
+                + (
+                    "waiting for them after the others (wait=true)."
+                    if wait
+                    else "run the command again once they end, or with wait=true to wait for them."
+                )
+            )
         returns = []
         if todo:
             from analysis.dashboard import maybe_create_dashboard
             from andrea.config.resolve import to_dataclass
 
-            maybe_create_dashboard(to_dataclass(self.config).wandb, str(self.config.sweep_name),
-                                   labels=sorted({j.spec.label for j in jobs}))
+            maybe_create_dashboard(
+                to_dataclass(self.config).wandb,
+                str(self.config.sweep_name),
+                labels=sorted({j.spec.label for j in jobs}),
+            )
             # Our launchers reuse the configs composed here instead of composing each job again.
             self.launcher.composed = _Composed({tuple(j.overrides): j for j in todo})
             self.launcher.work = {tuple(j.overrides): j.flops for j in todo}  # for time-left lines
@@ -181,8 +207,10 @@ class AndreaSweeper(BasicSweeper):
         measured = os.path.join(sweep_dir, "throughput.json")
         ends = [os.path.getmtime(j.run_dir.results) for j in jobs if j.run_dir.results.exists()]
         if os.path.exists(measured) and ends and os.path.getmtime(measured) > max(ends):
-            print(f"\nsweep.throughput: {measured} is newer than every run's results: kept "
-                  "(delete it to measure again)")
+            print(
+                f"\nsweep.throughput: {measured} is newer than every run's results: kept "
+                "(delete it to measure again)"
+            )
             return False
         by_device: Dict[str, Any] = {}
         for j in jobs:
@@ -191,8 +219,11 @@ class AndreaSweeper(BasicSweeper):
         for device, first in by_device.items():
             cmd = [sys.executable, "-m", "bench.throughput", "--sweep", sweep_dir]
             cmd += [] if device == "auto" else ["--device", device]
-            print(f"\nsweep.throughput: timing the sweep's variants on {device} "
-                  f"({' '.join(cmd[1:])})", flush=True)
+            print(
+                f"\nsweep.throughput: timing the sweep's variants on {device} "
+                f"({' '.join(cmd[1:])})",
+                flush=True,
+            )
             if isinstance(self.launcher, BasicLauncher):
                 import subprocess
 
@@ -211,8 +242,11 @@ class AndreaSweeper(BasicSweeper):
         """wait=true: block until the jobs of an earlier launch that hold these runs end, with
         their states as they change; Ctrl-C stops the waiting, not their jobs."""
         poll_s = float(self.config.hydra.launcher.get("poll_s", 5.0))
-        print(f"\nwaiting for {len(elsewhere)} run(s) of an earlier launch (wait=true; Ctrl-C "
-              "stops the waiting, not their jobs)", flush=True)
+        print(
+            f"\nwaiting for {len(elsewhere)} run(s) of an earlier launch (wait=true; Ctrl-C "
+            "stops the waiting, not their jobs)",
+            flush=True,
+        )
         from andrea.launch import scheduler
         from andrea.launch.interrupts import describe, stop_on_signals
 
@@ -222,8 +256,13 @@ class AndreaSweeper(BasicSweeper):
         except KeyboardInterrupt as e:
             name, code = describe(e)
             markers = [m for m in (j.run_dir.queued_marker() for j in elsewhere) if m]
-            print(f"\nstopped waiting ({name}): " + scheduler.detached_text(
-                markers, os.path.normpath(str(self.config.hydra.sweep.dir))), file=sys.stderr)
+            print(
+                f"\nstopped waiting ({name}): "
+                + scheduler.detached_text(
+                    markers, os.path.normpath(str(self.config.hydra.sweep.dir))
+                ),
+                file=sys.stderr,
+            )
             sys.exit(code)
         for j in elsewhere:  # they ended: the summary reads their results, not the old state
             j.state = "ended"
@@ -238,8 +277,11 @@ class AndreaSweeper(BasicSweeper):
         durations, works = [], []
         for k, j in enumerate(todo):
             eta = eta_text(time.time() - t0, durations, works, len(todo) - k, total - sum(works))
-            print(f"\nsweep: run {k + 1} of {len(todo)} ({j.spec.size}/{j.spec.label} seed "
-                  f"{j.spec.train.seed})" + (f", {eta}" if eta else ""), flush=True)
+            print(
+                f"\nsweep: run {k + 1} of {len(todo)} ({j.spec.size}/{j.spec.label} seed "
+                f"{j.spec.train.seed})" + (f", {eta}" if eta else ""),
+                flush=True,
+            )
             start = time.time()
             returns += list(self.launcher.launch([j.overrides], initial_job_idx=k))
             durations.append(time.time() - start)
@@ -292,12 +334,19 @@ def plan_power(jobs) -> str:
     """How precisely the grid will resolve each multiplier (analysis/estimates/power.py),
     with the noise of the jobs that already finished. Here, not in andrea.launch.task: the core
     package does not import the analysis; the sweeper sits above both."""
-    from analysis.inputs.collect import collect
     from analysis.estimates.power import PlannedRun, report
+    from analysis.inputs.collect import collect
 
-    planned = [PlannedRun(j.spec.label, j.spec.size, j.spec.train.seed, j.flops,
-                          len(j.spec.train.budgets or [1]),
-                          tuple(j.spec.train.budgets) if j.spec.train.budgets else None)
-               for j in jobs]
+    planned = [
+        PlannedRun(
+            j.spec.label,
+            j.spec.size,
+            j.spec.train.seed,
+            j.flops,
+            len(j.spec.train.budgets or [1]),
+            tuple(j.spec.train.budgets) if j.spec.train.budgets else None,
+        )
+        for j in jobs
+    ]
     done = [j.run_dir.root for j in jobs if j.state == COMPLETED]
     return report(planned, collect(done).runs if done else [])

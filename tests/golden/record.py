@@ -27,19 +27,47 @@ REPO = Path(__file__).resolve().parents[2]
 SIZES = ("tiny-1", "andrea-120m")
 # results.json keys that measure time, load or the machine, or name the run's absolute path (the
 # W&B id hashes it): they differ between two runs of the same config; the rest is compared.
-UNSTABLE = {"wall_s", "device_s", "tokens_per_s", "code", "host", "hostname", "started",
-            "finished", "torch_threads", "session_s", "slurm_job_id", "run_dir", "trunk_s",
-            "mfu", "tokens_per_s_per_device", "device_name", "wandb_run_id"}
-TINY_RUN = ["model=attnres_block_s2", "size=tiny-1", "data.max_chars=400000",
-            "data.val_fraction=0.05", "train.seq_len=64", "train.batch_tokens=512",
-            "train.micro_batch_size=8", "train.tokens=12288", "train.evals=2",
-            "train.val_tokens=1024", "train.checkpoints=2", "train.log_every=4",
-            "train.progress=false", "wandb.mode=disabled"]
+UNSTABLE = {
+    "wall_s",
+    "device_s",
+    "tokens_per_s",
+    "code",
+    "host",
+    "hostname",
+    "started",
+    "finished",
+    "torch_threads",
+    "session_s",
+    "slurm_job_id",
+    "run_dir",
+    "trunk_s",
+    "mfu",
+    "tokens_per_s_per_device",
+    "device_name",
+    "wandb_run_id",
+}
+TINY_RUN = [
+    "model=attnres_block_s2",
+    "size=tiny-1",
+    "data.max_chars=400000",
+    "data.val_fraction=0.05",
+    "train.seq_len=64",
+    "train.batch_tokens=512",
+    "train.micro_batch_size=8",
+    "train.tokens=12288",
+    "train.evals=2",
+    "train.val_tokens=1024",
+    "train.checkpoints=2",
+    "train.log_every=4",
+    "train.progress=false",
+    "wandb.mode=disabled",
+]
 PLAN = ["-m", "sweeps=scaling_law", "plan=true", "require_real_corpus=false", "max_epochs=1000"]
 
 
 def compose(overrides: list[str]):
-    from hydra import compose as hydra_compose, initialize_config_dir
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     from andrea.config.schema import register_configs
@@ -55,9 +83,8 @@ def models() -> dict:
     import torch
 
     from andrea.config.resolve import ConfigError, resolve_run
-    from andrea.model.flops import flops_per_token
     from andrea.model import ANDREA, count_parameters
-
+    from andrea.model.flops import flops_per_token
     from andrea.model.residuals import registry
 
     # FlopsBreakdown lists every registered scheme's terms; an installed plug-in's (0 for every
@@ -77,20 +104,31 @@ def models() -> dict:
             out[f"{path.stem}@{size}"] = {
                 "label": spec.label,
                 "state_dict": [f"{k} {tuple(v.shape)}" for k, v in model.state_dict().items()],
-                "params": counts.total, "params_nonembedding": counts.non_embedding,
-                "flops_per_token": {k: v for k, v in
-                                    flops_per_token(spec.model, spec.seq_len).as_dict().items()
-                                    if k not in plugin_terms},
-                "tokens": spec.tokens, "steps": spec.steps,
+                "params": counts.total,
+                "params_nonembedding": counts.non_embedding,
+                "flops_per_token": {
+                    k: v
+                    for k, v in flops_per_token(spec.model, spec.seq_len).as_dict().items()
+                    if k not in plugin_terms
+                },
+                "tokens": spec.tokens,
+                "steps": spec.steps,
             }
     return out
 
 
 def run(cmd: list[str], env: dict | None = None) -> str:
-    done = subprocess.run([sys.executable, *cmd], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        [sys.executable, *cmd],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     if done.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+        raise SystemExit(
+            f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+        )
     return done.stdout
 
 
@@ -107,8 +145,10 @@ def stable(results: dict) -> dict:
 
 
 def tiny_run(out_dir: Path) -> dict:
-    run(["sweep.py", *TINY_RUN, f"out_dir={out_dir}", "sweep_name=golden"],
-        env={"OMP_NUM_THREADS": "1"})
+    run(
+        ["sweep.py", *TINY_RUN, f"out_dir={out_dir}", "sweep_name=golden"],
+        env={"OMP_NUM_THREADS": "1"},
+    )
     found = sorted(out_dir.glob("golden/**/results.json"))
     if len(found) != 1:
         raise SystemExit(f"expected one results.json under {out_dir}, found {found}")
@@ -129,8 +169,9 @@ def main() -> None:
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "models.json").write_text(json.dumps(models(), indent=1) + "\n")
     (a.out / "plan_scaling_law.txt").write_text(plan_text())
-    (a.out / "tiny_run.json").write_text(json.dumps(tiny_run(a.work / "tiny"), indent=1,
-                                                    sort_keys=True) + "\n")
+    (a.out / "tiny_run.json").write_text(
+        json.dumps(tiny_run(a.work / "tiny"), indent=1, sort_keys=True) + "\n"
+    )
     if a.demo is not None:
         table, csv = demo(a.demo, a.work / "demo_fit")
         (a.out / "demo_fit_table.md").write_text(table)

@@ -11,21 +11,25 @@ docs/ablations.md). The op itself: `depth_op.py`, `depth_variants.py`.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import torch
 import torch.nn as nn
 from torch import Tensor
 
+from andrea.model.residuals import depth_backend
 from andrea.model.residuals.common import layer_rms, record_routing
 from andrea.model.residuals.depth_op import (
     SourceStack,
     depth_attention_weights,
 )
-from andrea.model.residuals import depth_backend
-from andrea.model.residuals.depth_variants import block_phase1, block_phase2, depth_attention_general
+from andrea.model.residuals.depth_variants import (
+    block_phase1,
+    block_phase2,
+    depth_attention_general,
+)
 from andrea.model.residuals.scheme import Scheme
 
 GATES = ("softmax", "sigmoid")
@@ -64,8 +68,11 @@ def label_suffix(values: Mapping[str, Any]) -> str:
     """'+name' for each switch in `values` that differs from its default, in label order:
     the label of `model=attnres_full model.attnres_gate=sigmoid` is `attnres_full+sigmoid`.
     Missing fields count as defaults."""
-    return "".join(f"+{show(values[f])}" for f, show in SWITCH_LABELS.items()
-                   if f in values and values[f] != DEFAULTS[f])
+    return "".join(
+        f"+{show(values[f])}"
+        for f, show in SWITCH_LABELS.items()
+        if f in values and values[f] != DEFAULTS[f]
+    )
 
 
 def depth_block(cfg) -> int:
@@ -122,8 +129,12 @@ def check(cfg) -> None:
     def fail(field: str, why: str) -> None:
         raise ValueError(f"model.{field}={getattr(cfg, field)!r} {why}")
 
-    for field in ("attnres_key_norm", "attnres_input_query", "attnres_static_mix",
-                  "attnres_scale_eps"):
+    for field in (
+        "attnres_key_norm",
+        "attnres_input_query",
+        "attnres_static_mix",
+        "attnres_scale_eps",
+    ):
         if not isinstance(getattr(cfg, field), bool):
             fail(field, "is invalid: expected true or false")
     if cfg.attnres_gate not in GATES:
@@ -135,14 +146,19 @@ def check(cfg) -> None:
     if isinstance(h, bool) or not isinstance(h, int) or h < 1:
         fail("attnres_heads", "is invalid: expected an integer >= 1")
     if cfg.d_model % h:
-        fail("attnres_heads", f"does not divide d_model={cfg.d_model}: each head gets "
-                              f"d_model / H dimensions")
+        fail(
+            "attnres_heads",
+            f"does not divide d_model={cfg.d_model}: each head gets d_model / H dimensions",
+        )
     if cfg.attnres_static_mix:
         # Input-independent mixing has no keys and no query: switches about them are moot.
         for f in ("attnres_key_norm", "attnres_gate", "attnres_input_query", "attnres_heads"):
             if getattr(cfg, f) != DEFAULTS[f]:
-                fail(f, "has no effect with model.attnres_static_mix=true (learned logits, "
-                        "no keys or queries); leave it at its default")
+                fail(
+                    f,
+                    "has no effect with model.attnres_static_mix=true (learned logits, "
+                    "no keys or queries); leave it at its default",
+                )
 
 
 def n_params(cfg) -> int:
@@ -170,11 +186,12 @@ def flops(cfg, seq_len: int) -> dict[str, int]:
     scored = [n for n in source_counts(cfg) if n > 1 or gate == "sigmoid"]
     total = sum(scored)
     key_norm = getattr(cfg, "attnres_key_norm", True) and not static
-    return {"depth_score": 0 if static else 2 * d * total,
-            "depth_mix": 2 * d * total,
-            "depth_key_norm": 2 * d * total if key_norm else 0,
-            "depth_query": 2 * d * d * len(scored) if getattr(cfg, "attnres_input_query", False)
-            else 0}
+    return {
+        "depth_score": 0 if static else 2 * d * total,
+        "depth_mix": 2 * d * total,
+        "depth_key_norm": 2 * d * total if key_norm else 0,
+        "depth_query": 2 * d * d * len(scored) if getattr(cfg, "attnres_input_query", False) else 0,
+    }
 
 
 class DepthAttention(nn.Module):
@@ -211,8 +228,9 @@ class DepthAttention(nn.Module):
                 self.key_norm_weight.fill_(1.0)
 
     def forward(self, sources, extra: Tensor | None = None) -> Tensor:
-        return depth_backend.mix(self.depth_backend, sources, self.query, self.key_norm_weight,
-                                 self.eps, extra)
+        return depth_backend.mix(
+            self.depth_backend, sources, self.query, self.key_norm_weight, self.eps, extra
+        )
 
     def weights(self, sources, extra: Tensor | None = None) -> Tensor:
         if isinstance(sources, depth_backend.SourceList):
@@ -225,17 +243,24 @@ class DepthAttention(nn.Module):
         b_0) and the W most recent; an input-dependent query reads the newest source."""
         W = self.cfg.attnres_window
         if W is not None and len(sources) > 1 + W:
-            sources = [sources[0], *sources[len(sources) - W:]]
+            sources = [sources[0], *sources[len(sources) - W :]]
         return depth_attention_general(
-            sources, self.query, self.key_norm_weight, self.eps,
+            sources,
+            self.query,
+            self.key_norm_weight,
+            self.eps,
             query_proj=None if self.query_proj is None else self.query_proj.weight,
-            logits=self.logits, gate=self.cfg.attnres_gate, heads=self.cfg.attnres_heads)
+            logits=self.logits,
+            gate=self.cfg.attnres_gate,
+            heads=self.cfg.attnres_heads,
+        )
 
 
 def depth_modules(cfg) -> nn.ModuleList:
     """depth[l] for sublayer l = 0..L-1, depth[L] for the output aggregation."""
-    return nn.ModuleList(DepthAttention(cfg.d_model, cfg.key_eps, cfg, n)
-                         for n in source_counts(cfg))
+    return nn.ModuleList(
+        DepthAttention(cfg.d_model, cfg.key_eps, cfg, n) for n in source_counts(cfg)
+    )
 
 
 def reset_depth(depth: nn.ModuleList, cfg) -> None:
@@ -263,8 +288,9 @@ def attnres(x: Tensor, fs: list, depth: nn.ModuleList, cfg, stats: dict | None) 
     one extra source outside it.
     """
     S, L = depth_block(cfg), cfg.n_sublayers
-    completed = depth_backend.sources_for(depth[0].depth_backend, x, 1 + math.ceil(L / S),
-                                          cfg.key_eps)
+    completed = depth_backend.sources_for(
+        depth[0].depth_backend, x, 1 + math.ceil(L / S), cfg.key_eps
+    )
     partial: Tensor | None = None
     for l, f in enumerate(fs):
         if l % S == 0 and partial is not None:
@@ -341,13 +367,30 @@ def _forward(x: Tensor, model, depth: nn.ModuleList, stats: dict | None) -> Tens
 
 # its code in the self-contained Hugging Face export (Scheme.export)
 _EXPORT = str(Path(__file__).with_name("export") / "attnres.py")
-_COMMON = dict(export=_EXPORT,
-               forward=_forward, attribute="depth", build=depth_modules, reset=reset_depth,
-               n_params=n_params, flops=flops,
-               flop_terms=("depth_score", "depth_mix", "depth_key_norm", "depth_query"),
-               non_matmul=("depth_key_norm",), options=AttnResOptions, check=check,
-               label_suffix=label_suffix, ln_eps=ln_eps)
-FULL = Scheme(name="attnres_full", summary="Full AttnRes: each sublayer reads a softmax mix "
-              "of the embedding and all earlier outputs (Kimi Team 2026)", **_COMMON)
-BLOCK = Scheme(name="attnres_block", summary="Block AttnRes: the same over block sums of S "
-               "sublayers (Kimi Team 2026)", block_size=True, **_COMMON)
+_COMMON = dict(
+    export=_EXPORT,
+    forward=_forward,
+    attribute="depth",
+    build=depth_modules,
+    reset=reset_depth,
+    n_params=n_params,
+    flops=flops,
+    flop_terms=("depth_score", "depth_mix", "depth_key_norm", "depth_query"),
+    non_matmul=("depth_key_norm",),
+    options=AttnResOptions,
+    check=check,
+    label_suffix=label_suffix,
+    ln_eps=ln_eps,
+)
+FULL = Scheme(
+    name="attnres_full",
+    summary="Full AttnRes: each sublayer reads a softmax mix "
+    "of the embedding and all earlier outputs (Kimi Team 2026)",
+    **_COMMON,
+)
+BLOCK = Scheme(
+    name="attnres_block",
+    summary="Block AttnRes: the same over block sums of S sublayers (Kimi Team 2026)",
+    block_size=True,
+    **_COMMON,
+)

@@ -12,9 +12,9 @@ from torch import Tensor
 from andrea.model.residuals.common import layer_rms
 from andrea.model.residuals.scheme import Scheme
 
-
 # its code in the self-contained Hugging Face export (Scheme.export)
 EXPORT = str(Path(__file__).with_name("export") / "denseformer.py")
+
 
 def dwa_weights(n_layer: int) -> nn.ParameterList:
     """DWA weights after transformer block i over [embedding, X_1 .. X_{i+1}]: i + 2 scalars,
@@ -62,9 +62,15 @@ def flops(cfg, seq_len: int) -> dict[str, int]:
     return {"depth_mix": 2 * cfg.d_model * n_params(cfg)}
 
 
-DENSEFORMER = Scheme(export=EXPORT,
-    name="denseformer", summary="DenseFormer: a depth-weighted average after every block "
-    "(Pagliardini et al. 2024)", attribute="dwa",
+DENSEFORMER = Scheme(
+    export=EXPORT,
+    name="denseformer",
+    summary="DenseFormer: a depth-weighted average after every block (Pagliardini et al. 2024)",
+    attribute="dwa",
     forward=lambda x, model, dwa, stats: denseformer(x, model.blocks, dwa, stats),
-    build=lambda cfg: dwa_weights(cfg.n_layer), reset=lambda dwa, cfg: reset_dwa(dwa),
-    n_params=n_params, flops=flops, flop_terms=("depth_mix",))
+    build=lambda cfg: dwa_weights(cfg.n_layer),
+    reset=lambda dwa, cfg: reset_dwa(dwa),
+    n_params=n_params,
+    flops=flops,
+    flop_terms=("depth_mix",),
+)

@@ -32,13 +32,21 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from andrea.model.residuals.depth_op import SourceStack, common_dtype, compute_dtype, depth_attention
+from andrea.model.residuals.depth_op import (
+    SourceStack,
+    common_dtype,
+    compute_dtype,
+    depth_attention,
+)
 
 FUSED = ("fla", "liger", "flash_attn_res")
 NAMES = ("eager", "compile", *FUSED)
 CHOICES = (*NAMES, "auto")
-MODULES = {"fla": "fla.ops.attnres", "liger": "liger_kernel.ops.attn_res",
-           "flash_attn_res": "flash_attn_res"}
+MODULES = {
+    "fla": "fla.ops.attnres",
+    "liger": "liger_kernel.ops.attn_res",
+    "flash_attn_res": "flash_attn_res",
+}
 PACKAGES = {"fla": "fla-core", "liger": "liger-kernel", "flash_attn_res": "flash-attn-res"}
 
 
@@ -61,8 +69,9 @@ def resolve(asked: str, cuda: bool) -> tuple[str, str | None]:
     """(the backend to use, a note when `auto` fell back). Raises BackendError for an unknown
     name, or a fused backend without CUDA or without its package."""
     if asked not in CHOICES:
-        raise BackendError(f"model.depth_backend={asked!r} is not a backend; valid: "
-                           f"{', '.join(CHOICES)}")
+        raise BackendError(
+            f"model.depth_backend={asked!r} is not a backend; valid: {', '.join(CHOICES)}"
+        )
     if asked == "auto":
         if not cuda:
             return "eager", "auto: no CUDA device, the fused depth kernels are Triton/CUDA only"
@@ -75,13 +84,17 @@ def resolve(asked: str, cuda: bool) -> tuple[str, str | None]:
         return "eager", "auto: no fused backend imports: " + "; ".join(why)
     if asked in FUSED:
         if not cuda:
-            raise BackendError(f"model.depth_backend={asked} is a Triton kernel for CUDA and "
-                               f"this run has no CUDA device; use eager (the default), compile, "
-                               f"or auto (falls back to eager with a note in results.json)")
+            raise BackendError(
+                f"model.depth_backend={asked} is a Triton kernel for CUDA and "
+                f"this run has no CUDA device; use eager (the default), compile, "
+                f"or auto (falls back to eager with a note in results.json)"
+            )
         problem = importable(asked)
         if problem is not None:
-            raise BackendError(f"model.depth_backend={asked}: {problem}; pip install "
-                               f"{PACKAGES[asked]} (the `kernels` extra)")
+            raise BackendError(
+                f"model.depth_backend={asked}: {problem}; pip install "
+                f"{PACKAGES[asked]} (the `kernels` extra)"
+            )
     return asked, None
 
 
@@ -144,8 +157,14 @@ def _fused(name: str, items: Sequence[Tensor], query: Tensor, norm_weight: Tenso
     return out[0].to(V.dtype)
 
 
-def mix(backend: str, sources, query: Tensor, norm_weight: Tensor, eps: float,
-        extra: Tensor | None = None) -> Tensor:
+def mix(
+    backend: str,
+    sources,
+    query: Tensor,
+    norm_weight: Tensor,
+    eps: float,
+    extra: Tensor | None = None,
+) -> Tensor:
     """h [B, T, d] by `backend` over the sources (and Block's partial sum `extra`); andrea's
     stack (the no-grad two-phase path builds one whatever the backend) takes andrea's op."""
     if backend == "eager" or isinstance(sources, SourceStack):

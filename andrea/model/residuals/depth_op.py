@@ -146,8 +146,7 @@ class SourceStack:
         return st
 
 
-def _mix_stats(V: Tensor, extra: Tensor | None, qg: Tensor, eps: float,
-               r: Tensor | None = None):
+def _mix_stats(V: Tensor, extra: Tensor | None, qg: Tensor, eps: float, r: Tensor | None = None):
     """Scores, softmax and mix over V [k, B, T, d] (+ one extra source [B, T, d]), in the dtype
     of qg; r: V's key 1/RMS if already known. Returns (h, r, p, alpha) with r, p, alpha
     [n, B, T] (n = k or k + 1)."""
@@ -198,7 +197,8 @@ def weighted_sum(alpha: Tensor, V: Tensor) -> Tensor:
         if alpha.dim() == V.dim() - 1:
             return (alpha.unsqueeze(-1) * V).sum(0)
         return torch.einsum("kqbt,kbtd->qbtd", alpha.flatten(1, -3), V).reshape(
-            *alpha.shape[1:], V.shape[-1])
+            *alpha.shape[1:], V.shape[-1]
+        )
     h = alpha[0].unsqueeze(-1) * V[0]
     for i in range(1, V.shape[0]):
         h.addcmul_(alpha[i].unsqueeze(-1), V[i])
@@ -264,8 +264,10 @@ class _DepthAttentionFn(torch.autograd.Function):
         dquery = (dq * norm_weight.to(cdt)).to(query.dtype) if need[0] else None
         dnorm = (dq * query.to(cdt)).to(norm_weight.dtype) if need[1] else None
         dextra = dsource(k, e).to(extra.dtype) if e is not None and need[5] else None
-        dhandles = [g.to(dt) if need[6 + i] else None
-                    for i, (g, dt) in enumerate(zip(dV.unbind(0), ctx.dtypes))]
+        dhandles = [
+            g.to(dt) if need[6 + i] else None
+            for i, (g, dt) in enumerate(zip(dV.unbind(0), ctx.dtypes))
+        ]
         return (dquery, dnorm, None, None, None, dextra, *dhandles)
 
 

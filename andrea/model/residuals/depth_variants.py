@@ -19,6 +19,7 @@ from torch import Tensor
 
 from andrea.model.residuals.depth_op import common_dtype, compute_dtype, rms_inverse, weighted_sum
 
+
 # ---------------------------------------------------------------------------------------------
 # Two-phase Block AttnRes (report, "two-phase computation")
 # ---------------------------------------------------------------------------------------------

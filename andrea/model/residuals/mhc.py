@@ -48,8 +48,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 import torch
@@ -87,19 +87,25 @@ def check(cfg) -> None:
     if streams is None:  # the default, DEFAULT_STREAMS
         return
     if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
-        raise ValueError(f"model.mhc_streams={streams!r} is invalid: expected an integer >= 1 "
-                         f"(n residual streams; the papers use {DEFAULT_STREAMS}; n = 1 keeps "
-                         f"one stream, H_res = 1)")
+        raise ValueError(
+            f"model.mhc_streams={streams!r} is invalid: expected an integer >= 1 "
+            f"(n residual streams; the papers use {DEFAULT_STREAMS}; n = 1 keeps "
+            f"one stream, H_res = 1)"
+        )
     if cfg.residual == "mhc_lite" and streams > MAX_LITE_STREAMS:
-        raise ValueError(f"model.mhc_streams={streams} is too many for model=mhc_lite: its H_res "
-                         f"mixes all n! = {math.factorial(streams)} permutation matrices per "
-                         f"token; use n <= {MAX_LITE_STREAMS} or model=mhc")
+        raise ValueError(
+            f"model.mhc_streams={streams} is too many for model=mhc_lite: its H_res "
+            f"mixes all n! = {math.factorial(streams)} permutation matrices per "
+            f"token; use n <= {MAX_LITE_STREAMS} or model=mhc"
+        )
 
 
 def check_recompute(key: str, value) -> None:
     if not isinstance(value, bool):
-        raise ValueError(f"model.{key}={value!r} is invalid: expected true or false (recompute "
-                         f"the n-wide streams in the backward instead of storing them)")
+        raise ValueError(
+            f"model.{key}={value!r} is invalid: expected true or false (recompute "
+            f"the n-wide streams in the backward instead of storing them)"
+        )
 
 
 def permutation_matrices(n: int) -> Tensor:
@@ -147,7 +153,7 @@ class StreamMapping(nn.Module):
             self.gate.fill_(GATE_INIT)
             b = torch.full_like(self.bias, BIAS_OFF)
             b[self.layer % n] = b[n + self.layer % n] = BIAS_ON  # H_pre, H_post: stream l mod n
-            res = b[2 * n:]
+            res = b[2 * n :]
             res.fill_(RES_OFF)
             self.init_res_bias(res)
             self.bias.copy_(b)
@@ -199,12 +205,15 @@ class MHCMapping(StreamMapping):
 
 def mhc_mappings(cfg) -> nn.ModuleList:
     """mhc[l] for sublayer l = 0..L-1."""
-    return nn.ModuleList(MHCMapping(n_streams(cfg), cfg.d_model, cfg.residual == "mhc_lite", l)
-                         for l in range(2 * cfg.n_layer))
+    return nn.ModuleList(
+        MHCMapping(n_streams(cfg), cfg.d_model, cfg.residual == "mhc_lite", l)
+        for l in range(2 * cfg.n_layer)
+    )
 
 
-def mhc_forward(x: Tensor, fs: list, mappings: nn.ModuleList, stats: dict | None,
-                recompute: bool = False) -> Tensor:
+def mhc_forward(
+    x: Tensor, fs: list, mappings: nn.ModuleList, stats: dict | None, recompute: bool = False
+) -> Tensor:
     """Expand the embedding to n streams, run every sublayer as
     x_{l+1} = H_res x_l + H_post^T f(H_pre x_l), and merge the streams by their sum before the
     final LayerNorm. The streams stay in the embedding's dtype (fp32 under bf16 autocast, as the
@@ -213,8 +222,11 @@ def mhc_forward(x: Tensor, fs: list, mappings: nn.ModuleList, stats: dict | None
     not kept for the backward but rebuilt there (StreamTape), H_res from its logits; under
     torch.compile the compiler's own partitioner decides what to recompute instead."""
     n = mappings[0].n
-    tape = StreamTape(expand, update) if recompute and torch.is_grad_enabled() and \
-        not torch.compiler.is_compiling() else None
+    tape = (
+        StreamTape(expand, update)
+        if recompute and torch.is_grad_enabled() and not torch.compiler.is_compiling()
+        else None
+    )
     X = expand(x, n)  # [B, T, n, C]
     for l, (f, mapping) in enumerate(zip(fs, mappings)):
         with tape.stream(l, X) if tape else contextlib.nullcontext():
@@ -287,12 +299,28 @@ def _reset(mappings: nn.ModuleList, cfg) -> None:
 
 # its code in the self-contained Hugging Face export (Scheme.export)
 _EXPORT = str(Path(__file__).with_name("export") / "mhc.py")
-_COMMON = dict(export=_EXPORT,
-               forward=_forward, attribute="mhc", build=mhc_mappings, reset=_reset,
-               n_params=n_params, flops=flops,
-               flop_terms=("mhc_proj", "mhc_perm", "mhc_mix", "mhc_norm", "mhc_sinkhorn"),
-               non_matmul=("mhc_norm", "mhc_sinkhorn"), options=MHCOptions, check=check)
-MHC = Scheme(name="mhc", summary="mHC: n residual streams mixed by a Sinkhorn-projected doubly "
-             "stochastic matrix (Xie et al. 2025)", **_COMMON)
-MHC_LITE = Scheme(name="mhc_lite", summary="mHC-lite: H_res as a convex combination of the n! "
-                  "permutation matrices (Yang & Gao 2026)", **_COMMON)
+_COMMON = dict(
+    export=_EXPORT,
+    forward=_forward,
+    attribute="mhc",
+    build=mhc_mappings,
+    reset=_reset,
+    n_params=n_params,
+    flops=flops,
+    flop_terms=("mhc_proj", "mhc_perm", "mhc_mix", "mhc_norm", "mhc_sinkhorn"),
+    non_matmul=("mhc_norm", "mhc_sinkhorn"),
+    options=MHCOptions,
+    check=check,
+)
+MHC = Scheme(
+    name="mhc",
+    summary="mHC: n residual streams mixed by a Sinkhorn-projected doubly "
+    "stochastic matrix (Xie et al. 2025)",
+    **_COMMON,
+)
+MHC_LITE = Scheme(
+    name="mhc_lite",
+    summary="mHC-lite: H_res as a convex combination of the n! "
+    "permutation matrices (Yang & Gao 2026)",
+    **_COMMON,
+)

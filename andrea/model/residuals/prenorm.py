@@ -10,9 +10,9 @@ from torch import Tensor
 from andrea.model.residuals.common import layer_rms
 from andrea.model.residuals.scheme import Scheme
 
-
 # its code in the self-contained Hugging Face export (Scheme.export)
 EXPORT = str(Path(__file__).with_name("export") / "prenorm.py")
+
 
 def prenorm(x: Tensor, blocks, stats: dict | None) -> Tensor:
     """Run the blocks with their own residual adds (`Block.forward`); with `stats`, sublayer by
@@ -29,6 +29,9 @@ def prenorm(x: Tensor, blocks, stats: dict | None) -> Tensor:
     return x
 
 
-BASELINE = Scheme(name="baseline", summary="PreNorm residual: x = x + f(x) (GPT-2)",
-                  export=EXPORT,
-                  forward=lambda x, model, module, stats: prenorm(x, model.blocks, stats))
+BASELINE = Scheme(
+    name="baseline",
+    summary="PreNorm residual: x = x + f(x) (GPT-2)",
+    export=EXPORT,
+    forward=lambda x, model, module, stats: prenorm(x, model.blocks, stats),
+)

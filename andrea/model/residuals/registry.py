@@ -37,14 +37,17 @@ class SchemeError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Broken:
     """A plug-in left out of the registry: which distribution, which entry point, and why."""
+
     dist: str
     entry_point: str
     reason: str
 
     def remedy(self) -> str:
-        return (f"the residual-scheme plug-in {self.dist} ({self.entry_point}, entry-point group "
-                f"{ENTRY_POINTS}) is broken: {self.reason}; fix it, or remove it: "
-                f"pip uninstall {self.dist}")
+        return (
+            f"the residual-scheme plug-in {self.dist} ({self.entry_point}, entry-point group "
+            f"{ENTRY_POINTS}) is broken: {self.reason}; fix it, or remove it: "
+            f"pip uninstall {self.dist}"
+        )
 
 
 def _dist_name(ep) -> str:
@@ -100,8 +103,10 @@ def _check_options(schemes) -> None:
         for f in s.option_fields():
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
             if f.name in seen and seen[f.name][0] != default:
-                raise SchemeError(f"option {f.name} of {s.name} has default {default!r}, but "
-                                  f"{seen[f.name][1]} declares it with {seen[f.name][0]!r}")
+                raise SchemeError(
+                    f"option {f.name} of {s.name} has default {default!r}, but "
+                    f"{seen[f.name][1]} declares it with {seen[f.name][0]!r}"
+                )
             seen.setdefault(f.name, (default, s.name))
 
 

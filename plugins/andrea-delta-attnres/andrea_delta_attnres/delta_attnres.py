@@ -54,6 +54,7 @@ from andrea.model.residuals.common import layer_rms, record_routing
 from andrea.model.residuals.depth_op import SourceStack, depth_attention, depth_attention_weights
 from andrea.model.residuals.scheme import Scheme
 
+
 @dataclass
 class DeltaOptions:
     delta_blocks: Optional[int] = None  # None: Delta AttnRes; N: Delta Block with N blocks
@@ -89,8 +90,7 @@ class DeltaRouting(nn.Module):
 
 def build(cfg) -> nn.ModuleList:
     """delta[l - 1] routes sublayer l = 1..L-1 (sublayer 0 has no sources yet)."""
-    return nn.ModuleList(DeltaRouting(cfg.d_model, cfg.key_eps)
-                         for _ in range(2 * cfg.n_layer - 1))
+    return nn.ModuleList(DeltaRouting(cfg.d_model, cfg.key_eps) for _ in range(2 * cfg.n_layer - 1))
 
 
 def reset(routings: nn.ModuleList, cfg) -> None:
@@ -104,9 +104,11 @@ def check(cfg) -> None:
     if n is None:
         return
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= cfg.n_layer:
-        raise ValueError(f"model.delta_blocks={n!r} is invalid: expected null (Delta AttnRes, a "
-                         f"source per sublayer) or an integer from 1 to n_layer={cfg.n_layer} "
-                         f"(Delta Block: the number of blocks of layers)")
+        raise ValueError(
+            f"model.delta_blocks={n!r} is invalid: expected null (Delta AttnRes, a "
+            f"source per sublayer) or an integer from 1 to n_layer={cfg.n_layer} "
+            f"(Delta Block: the number of blocks of layers)"
+        )
 
 
 def layers_per_block(cfg) -> Optional[int]:
@@ -193,12 +195,24 @@ def label_suffix(values: Mapping) -> str:
 SCHEME = Scheme(
     name="delta_attnres",
     summary="Delta AttnRes / Delta Block: each sublayer reads the stream plus a softmax mix over "
-            "depth of the embedding and earlier sublayer (or block) deltas (Luo, Cai & Hu 2026)",
-    forward=forward, attribute="delta", build=build, reset=reset,
-    n_params=n_params, flops=flops,
-    flop_terms=("delta_score", "delta_mix", "delta_key_norm"), non_matmul=("delta_key_norm",),
-    options=DeltaOptions, check=check, label_suffix=label_suffix, export=EXPORT,
+    "depth of the embedding and earlier sublayer (or block) deltas (Luo, Cai & Hu 2026)",
+    forward=forward,
+    attribute="delta",
+    build=build,
+    reset=reset,
+    n_params=n_params,
+    flops=flops,
+    flop_terms=("delta_score", "delta_mix", "delta_key_norm"),
+    non_matmul=("delta_key_norm",),
+    options=DeltaOptions,
+    check=check,
+    label_suffix=label_suffix,
+    export=EXPORT,
     # `model=delta_attnres`: no conf/model/delta_attnres.yaml in andrea, so the entry is here
-    model_conf={"name": "delta_attnres", "block_size": None, "delta_blocks": None,
-                "label": "delta_attnres"},
+    model_conf={
+        "name": "delta_attnres",
+        "block_size": None,
+        "delta_blocks": None,
+        "label": "delta_attnres",
+    },
 )

@@ -23,8 +23,11 @@ class DeltaRouting(nn.Module):
         dt = sources[0].dtype
         cdt = torch.promote_types(dt, torch.float32)
         V = torch.stack([v.to(cdt) for v in sources])  # [n, B, T, d]
-        K = V * torch.rsqrt(V.pow(2).mean(-1, keepdim=True) + self.eps) \
+        K = (
+            V
+            * torch.rsqrt(V.pow(2).mean(-1, keepdim=True) + self.eps)
             * self.key_norm_weight.to(cdt)
+        )
         alpha = torch.softmax(torch.einsum("nbtd,d->nbt", K, self.query.to(cdt)), dim=0)
         return torch.einsum("nbt,nbtd->btd", alpha, V).to(dt)
 

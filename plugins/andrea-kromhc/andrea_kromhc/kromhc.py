@@ -50,8 +50,13 @@ import torch
 import torch.nn as nn
 from torch import Tensor
 
-from andrea.model.residuals.mhc import (MAX_LITE_STREAMS, StreamMapping, check_recompute,
-                                        mhc_forward, permutation_matrices)
+from andrea.model.residuals.mhc import (
+    MAX_LITE_STREAMS,
+    StreamMapping,
+    check_recompute,
+    mhc_forward,
+    permutation_matrices,
+)
 from andrea.model.residuals.scheme import Scheme
 
 DEFAULT_STREAMS = 4  # n = 4, the width mHC and mHC-lite train at; model.kromhc_streams=8 scales it
@@ -81,14 +86,18 @@ def check(cfg) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < lo:
             raise ValueError(f"model.{key}={value!r} is invalid: expected an integer >= {lo}")
     if i > MAX_LITE_STREAMS:
-        raise ValueError(f"model.kromhc_factor={i} is too large: each factor mixes all "
-                         f"{i}! = {math.factorial(i)} permutation matrices per token; use 2 to "
-                         f"{MAX_LITE_STREAMS} (the paper uses 2)")
+        raise ValueError(
+            f"model.kromhc_factor={i} is too large: each factor mixes all "
+            f"{i}! = {math.factorial(i)} permutation matrices per token; use 2 to "
+            f"{MAX_LITE_STREAMS} (the paper uses 2)"
+        )
     if n_factors(n, i) is None:
-        powers = ", ".join(str(i ** k) for k in range(5))
-        raise ValueError(f"model.kromhc_streams={n} is not a power of model.kromhc_factor={i}: "
-                         f"H_res is a Kronecker product of K factors of size {i}, so n = {i}^K "
-                         f"({powers}, ...)")
+        powers = ", ".join(str(i**k) for k in range(5))
+        raise ValueError(
+            f"model.kromhc_streams={n} is not a power of model.kromhc_factor={i}: "
+            f"H_res is a Kronecker product of K factors of size {i}, so n = {i}^K "
+            f"({powers}, ...)"
+        )
 
 
 def kron(a: Tensor, b: Tensor) -> Tensor:
@@ -128,8 +137,10 @@ class KromHCMapping(StreamMapping):
 
 def build(cfg) -> nn.ModuleList:
     """kromhc[l] for sublayer l = 0..L-1."""
-    return nn.ModuleList(KromHCMapping(cfg.kromhc_streams, cfg.d_model, cfg.kromhc_factor, l)
-                         for l in range(2 * cfg.n_layer))
+    return nn.ModuleList(
+        KromHCMapping(cfg.kromhc_streams, cfg.d_model, cfg.kromhc_factor, l)
+        for l in range(2 * cfg.n_layer)
+    )
 
 
 def reset(mappings: nn.ModuleList, cfg) -> None:
@@ -185,13 +196,25 @@ def label_suffix(values: Mapping) -> str:
 SCHEME = Scheme(
     name="kromhc",
     summary="KromHC: mHC with H_res a Kronecker product of small doubly stochastic factors "
-            "(Zhou et al. 2026)",
-    forward=forward, attribute="kromhc", build=build, reset=reset,
-    n_params=n_params, flops=flops,
+    "(Zhou et al. 2026)",
+    forward=forward,
+    attribute="kromhc",
+    build=build,
+    reset=reset,
+    n_params=n_params,
+    flops=flops,
     flop_terms=("kromhc_proj", "kromhc_perm", "kromhc_kron", "kromhc_mix", "kromhc_norm"),
     non_matmul=("kromhc_kron", "kromhc_norm"),
-    options=KromHCOptions, check=check, label_suffix=label_suffix,
+    options=KromHCOptions,
+    check=check,
+    label_suffix=label_suffix,
     # `model=kromhc`: no conf/model/kromhc.yaml in andrea, so the entry comes from here
-    model_conf={"name": "kromhc", "block_size": None, "kromhc_streams": DEFAULT_STREAMS,
-                "kromhc_factor": DEFAULT_FACTOR, "kromhc_recompute": True, "label": "kromhc_n${.kromhc_streams}"},
+    model_conf={
+        "name": "kromhc",
+        "block_size": None,
+        "kromhc_streams": DEFAULT_STREAMS,
+        "kromhc_factor": DEFAULT_FACTOR,
+        "kromhc_recompute": True,
+        "label": "kromhc_n${.kromhc_streams}",
+    },
 )

@@ -43,7 +43,7 @@ class DepthAttention(nn.Module):
     def forward(self, sources: list) -> torch.Tensor:
         cfg, W = self.cfg, self.cfg.attnres_window
         if W is not None and len(sources) > 1 + W:  # the embedding and the W most recent
-            sources = [sources[0], *sources[len(sources) - W:]]
+            sources = [sources[0], *sources[len(sources) - W :]]
         dt = sources[0].dtype
         cdt = torch.promote_types(dt, torch.float32)  # scores and softmax in fp32
         V = torch.stack([v.to(cdt) for v in sources])  # [n, B, T, d]
@@ -53,8 +53,11 @@ class DepthAttention(nn.Module):
         Vh = V.unflatten(-1, (H, d // H))  # [n, B, T, H, d/H]
         K = Vh
         if self.key_norm_weight is not None:
-            K = Vh * torch.rsqrt(Vh.pow(2).mean(-1, keepdim=True) + cfg.key_eps) \
+            K = (
+                Vh
+                * torch.rsqrt(Vh.pow(2).mean(-1, keepdim=True) + cfg.key_eps)
                 * self.key_norm_weight.to(cdt).unflatten(-1, (H, d // H))
+            )
         if self.query_proj is not None:  # q = W x, x = the newest source
             q = (V[-1] @ self.query_proj.weight.to(cdt).t()).unflatten(-1, (H, d // H))
             s = torch.einsum("nbthe,bthe->nbth", K, q)

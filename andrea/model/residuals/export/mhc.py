@@ -56,8 +56,10 @@ class MHCMapping(nn.Module):
 
 def build_residual(config):
     n = config.mhc_streams or MHC_STREAMS
-    return nn.ModuleList(MHCMapping(n, config.d_model, config.residual == "mhc_lite")
-                         for _ in range(2 * config.n_layer))
+    return nn.ModuleList(
+        MHCMapping(n, config.d_model, config.residual == "mhc_lite")
+        for _ in range(2 * config.n_layer)
+    )
 
 
 def residual_forward(x, model, mappings):
