@@ -1,4 +1,5 @@
-"""Scaling-law analysis: finished runs -> compute-vs-loss fits, compute multipliers, tables, figures.
+"""Scaling-law analysis: finished runs -> compute-vs-loss fits, compute multipliers, tables,
+figures.
 
 Torch-free, in floors that each import only those below (docs/architecture.md):
 

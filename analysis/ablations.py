@@ -7,9 +7,9 @@ loss over seeds with its Student-t interval, and the difference to the baseline 
 with the interval of the *paired* difference (seed s of the row minus seed s of the reference:
 the seeds share data order and initial weights where shapes match, so pairing removes that
 shared noise). Writes ablations.{md,csv,tex}, ablations.png (dot and interval per row, baseline
-and Full as vertical bands; beside it each row's paired differences to both) and, when the input has Block AttnRes at two or more S,
-block_size.png in Fig. 6's shape (S on a log axis from L down to 2, Full and the baseline as
-horizontal bands).
+and Full as vertical bands; beside it each row's paired differences to both) and, when the input has
+Block AttnRes at two or more S, block_size.png in Fig. 6's shape (S on a log axis from L down to 2,
+Full and the baseline as horizontal bands).
 """
 
 from __future__ import annotations

@@ -2,15 +2,15 @@
 (Kimi Team, arXiv:2603.15031, §5.4.1, Fig. 7) from finished runs (docs/architecture_sweep.md).
 
 The sweep holds parameters and tokens fixed and varies the shape through the shape rule
-(`size.aspect`, andrea/ladder/shapes.py), so each cell is a size label like `tiny-3@a21`. Per cell and
-variant: the mean final validation loss over seeds, the FLOPs actually spent, and the gap of each
-variant to the baseline with the Student-t interval of the gap paired by seed (seed s of the
+(`size.aspect`, andrea/ladder/shapes.py), so each cell is a size label like `tiny-3@a21`. Per cell
+and variant: the mean final validation loss over seeds, the FLOPs actually spent, and the gap of
+each variant to the baseline with the Student-t interval of the gap paired by seed (seed s of the
 variant minus seed s of the baseline: same data order). Per variant and row of the grid (one head
 ratio): the loss-optimal aspect ratio d_model / n_layer, the vertex of a parabola in log aspect
-(analysis.fits.parabola, the rule analysis.lr_select uses for the LR), with a seed-bootstrap interval
-(analysis.fits.replicates: seeds resampled within each cell, the same draw for every variant, widened
-to the t quantile; the parabola refitted on every draw). The x axis is the *realised* aspect of
-each cell's shape: n_layer is an integer, so it can differ from the one asked.
+(analysis.fits.parabola, the rule analysis.lr_select uses for the LR), with a seed-bootstrap
+interval (analysis.fits.replicates: seeds resampled within each cell, the same draw for every
+variant, widened to the t quantile; the parabola refitted on every draw). The x axis is the
+*realised* aspect of each cell's shape: n_layer is an integer, so it can differ from the one asked.
 
 Writes architecture.{md,csv,json}, heatmap.png (Fig. 7's layout: aspect across, head ratio down,
 one panel per variant and one for the gap) and aspect.png (loss against aspect, seeds, fits and

@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                 out_required=True,
                 baseline=True,
                 irreducible=True,
-                c_law_points="points the fit uses, as analysis.fit (default: %(default)s); every budget "
+                c_law_points="points the fit uses, as analysis.fit (default: %(default)s); "
+                "every budget "
                 "of the held-out size is predicted either way",
                 bootstrap=True,
                 level="--ci",

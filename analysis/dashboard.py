@@ -1,4 +1,5 @@
-"""W&B dashboards as code: one command gives every sweep a ready workspace (and optionally a report).
+"""W&B dashboards as code: one command gives every sweep a ready workspace (and optionally a
+report).
 
     python -m analysis.dashboard --entity E --project andrea --group <sweep_name> [--report]
     python -m analysis.dashboard ... --dry-run       # build and print the panels, no network

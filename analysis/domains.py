@@ -148,10 +148,12 @@ def render(
         for m, r in result.items()
     ]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
-    line = lambda cells: "  ".join(
-        c.ljust(w) if i < 2 else c.rjust(w)  # noqa: E731
-        for i, (c, w) in enumerate(zip(cells, widths))
-    )
+
+    def line(cells):
+        return "  ".join(
+            c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        )
+
     out = [
         f"Multiplier per metric and held-out domain vs {baseline} (C-law on every seed's final "
         f"point, {n_bootstrap} seed-bootstrap resamples, {ci:.0%} intervals) at C_ref = "
@@ -192,7 +194,8 @@ def main(argv=None) -> int:
         description=__doc__.split("\n\n")[0],
         parents=[
             common_parser(
-                inputs="sweep/run directories or CSVs (columns named val_loss, bpb, domain:<name>/loss, "
+                inputs="sweep/run directories or CSVs (columns named val_loss, bpb, "
+                "domain:<name>/loss, "
                 "domain:<name>/bpb)",
                 out="write domains.json there",
                 baseline=True,

@@ -196,8 +196,9 @@ def merge_label_warnings(warnings: list[str], labels) -> list[str]:
 
 
 def one_size_note(runs, baseline: str) -> str | None:
-    """The planner predicts no multiplier from a baseline at one size (analysis.estimates.power.report);
-    the fit still computes one from that size's budgets, so it says the same thing beside it."""
+    """The planner predicts no multiplier from a baseline at one size
+    (analysis.estimates.power.report); the fit still computes one from that size's budgets, so it
+    says the same thing beside it."""
     sizes = sorted({r.size for r in runs if r.label == baseline})
     if len(sizes) != 1:
         return None
@@ -559,7 +560,8 @@ def estimate_multipliers(args, c: Collected, f: Fitted) -> Estimated:
             m["warning"] = "; ".join(w for w in (m["warning"], note, cov) if w)
     elif len(fits) > 0:
         print(
-            f"warning: baseline {args.baseline!r} not fitted (labels: {', '.join(sorted(c.groups))});"
+            f"warning: baseline {args.baseline!r} not fitted "
+            f"(labels: {', '.join(sorted(c.groups))});"
             f" no multipliers; pick another with --baseline"
         )
     extra = extra_fits.run_all(

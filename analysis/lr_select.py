@@ -14,8 +14,8 @@ the lowest fitted loss wins.
 
 Where the scan also holds another variant's runs (`sweeps=lr_scan_cpu` scans Block AttnRes too),
 a robustness table gives that variant at its own best LR: its pick, its loss there and at the
-baseline's LR, and the gain (the report gives every variant the baseline's hyper-parameters; the gain
-says how much that choice costs the variant at each size). The hparams file is the baseline's
+baseline's LR, and the gain (the report gives every variant the baseline's hyper-parameters; the
+gain says how much that choice costs the variant at each size). The hparams file is the baseline's
 (every variant at the baseline's pick, the report's protocol); a second file,
 conf/hparams/<name>_own.yaml, gives each scanned variant its own pick per size by the same rule
 (`variants:`; `hparams=<name>_own` trains each variant at its own tuned LR). The multiplier both
@@ -125,7 +125,8 @@ def curves_of(runs: list[dict]) -> list[Curve]:
 
 
 def select(c: Curve) -> None:
-    """Set c.pick: the parabola's vertex in log LR, or the grid's best point (analysis.fits.parabola)."""
+    """Set c.pick: the parabola's vertex in log LR, or the grid's best point
+    (analysis.fits.parabola)."""
     v = parabola.vertex(np.log10(np.asarray(c.lrs)), c.losses)
     c.fit = v.fit
     c.pick, c.pick_loss = c.lrs[v.best], v.y

@@ -5,18 +5,18 @@ seeds — that shrink the predicted 95 % interval of the compute multiplier most
 prints the predicted half-width before and after, what adding seeds uniformly at the same cost
 would give, and the commands that launch the runs.
 
-Prediction: `analysis.estimates.power` (the delta method on the estimator `analysis.fit` uses, with the noise
-measured from the finished runs' seeds and the measured baseline exponent); its spread was checked
-against simulated sweeps (tests/test_analysis_power.py), and this proposal's realised width by
-`python -m bench.next_runs_check`. A proposal is a seed of every variant at one of the sweep's sizes
-(the interval pairs variants by seed, so a seed is added to all of them), with the points (budgets)
-its runs already have; sizes are chosen greedily by the reduction in the worst variant's half-width
-per GPU-hour, no size above MAX_SEED_RATIO times the fewest seeds (a design augmented a seed at a
-time, as sequential optimum designs are built: Atkinson, Donev & Tobias 2007, "Optimum Experimental
-Designs, with SAS"; once a size has many seeds, in steps of STEP_FRACTION of them, and once the
-finished seeds are a small part of the design, scaled to the budget in one step: any budget is
-allocated in at most a few hundred evaluations). New sizes are not proposed: their loss is not measured, so their effect on the
-fit is a guess.
+Prediction: `analysis.estimates.power` (the delta method on the estimator `analysis.fit` uses, with
+the noise measured from the finished runs' seeds and the measured baseline exponent); its spread was
+checked against simulated sweeps (tests/test_analysis_power.py), and this proposal's realised width
+by `python -m bench.next_runs_check`. A proposal is a seed of every variant at one of the sweep's
+sizes (the interval pairs variants by seed, so a seed is added to all of them), with the points
+(budgets) its runs already have; sizes are chosen greedily by the reduction in the worst variant's
+half-width per GPU-hour, no size above MAX_SEED_RATIO times the fewest seeds (a design augmented a
+seed at a time, as sequential optimum designs are built: Atkinson, Donev & Tobias 2007, "Optimum
+Experimental Designs, with SAS"; once a size has many seeds, in steps of STEP_FRACTION of them, and
+once the finished seeds are a small part of the design, scaled to the budget in one step: any budget
+is allocated in at most a few hundred evaluations). New sizes are not proposed: their loss is not
+measured, so their effect on the fit is a guess.
 
 Cost: a run's FLOPs (its final point) at a speed. For runs on a CPU (or a device without a known
 peak), the speed they measured (median FLOPs per device-second over the finished runs), so
@@ -107,8 +107,8 @@ def finished_grid(runs) -> list[power.PlannedRun]:
 
 class Design:
     """A finished grid and seeds added to it, priced without one row per run: the delta method
-    needs each (label, size)'s count of runs (analysis.estimates.power.Group), so a budget that buys a
-    million seeds is evaluated as fast as one that buys three."""
+    needs each (label, size)'s count of runs (analysis.estimates.power.Group), so a budget that buys
+    a million seeds is evaluated as fast as one that buys three."""
 
     def __init__(self, grid: list[power.PlannedRun], baseline: str, at_flops: float | None = None):
         by = defaultdict(list)
@@ -163,7 +163,8 @@ class Design:
 
 
 def worst_half_width(grid, baseline, noise, alpha, multiplier=power.DEFAULT_MULTIPLIER) -> float:
-    """The largest predicted 95 % relative half-width over the variants (analysis.estimates.power)."""
+    """The largest predicted 95 % relative half-width over the variants
+    (analysis.estimates.power)."""
     return Design(grid, baseline).half_width({}, alpha, noise, multiplier)
 
 
@@ -466,7 +467,8 @@ def main(argv=None) -> int:
         print(f"{s:<10} {now:>9} {prop['cost_per_seed'][s]:>15.3g} {prop['added'].get(s, 0):>4}")
     where = f" at {at_flops:.3g} FLOPs" if at_flops is not None else ""
     print(
-        f"Predicted 95 % half-width of the multiplier{where} (worst variant): {_pm(prop['before'])} "
+        f"Predicted 95 % half-width of the multiplier{where} (worst variant): "
+        f"{_pm(prop['before'])} "
         f"now → {_pm(prop['after'])} with the proposal ({prop['spent_gpu_hours']:.3g} of "
         f"{args.gpu_hours:g} {unit})"
     )

@@ -264,7 +264,8 @@ def main(argv=None) -> int:
         description=__doc__.split("\n\n")[0].split(": ", 1)[1],
         parents=[
             common_parser(
-                inputs="sweep directories of an LR scan holding several variants (every results.json "
+                inputs="sweep directories of an LR scan holding several variants "
+                "(every results.json "
                 "below them is read; each records its lr)",
                 out="writes tuning.json and tuning.md",
                 out_required=True,

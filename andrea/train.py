@@ -10,9 +10,10 @@ The loop is a `Trainer` whose phases are its methods: set-up (`_setup`, `_resume
 (`_train_step`, `_after_step`), evaluate (`_evaluate`), checkpoint (`_checkpoint`), the budgets'
 cooldown branches (`_cooldown`, see andrea/components/schedule.py and docs/budgets.md) and finish
 (`_finish`). `run()` strings them together. Its helpers live beside it: the process's device,
-signals and early ends in andrea/components/runtime.py, the loss and validation in andrea/components/evaluate.py, the
-wall-clock in andrea/components/clock.py. (Past ~400 lines on purpose: the Trainer is one loop, read top to
-bottom, whose phases share its state; split across files it would not be easier to follow.)
+signals and early ends in andrea/components/runtime.py, the loss and validation in
+andrea/components/evaluate.py, the wall-clock in andrea/components/clock.py. (Past ~400 lines on
+purpose: the Trainer is one loop, read top to bottom, whose phases share its state; split across
+files it would not be easier to follow.)
 """
 
 from __future__ import annotations

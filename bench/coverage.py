@@ -1,11 +1,12 @@
 """Do the 95 % multiplier intervals hold their coverage? `python -m bench.coverage`
 
 Synthetic sweeps from known laws per variant (a pure power law, and one with an irreducible term,
-L = E + A·C^-alpha), with the run noise measured on the CPU demo (`analysis.inputs.synthetic.simulate_runs`:
-per-run noise of log loss 1.2 %, correlated 0.3 across variants by seed, so the paired gap's run
-noise is 1.4 %; 0.3 % per point), are analysed exactly as `python -m analysis.fit` analyses a sweep
-(`analysis.estimates.estimate.fit_variants`, default C_ref). Over the replicates it counts how often each
-variant's interval contains the true multiplier at that C_ref, and the median interval width.
+L = E + A·C^-alpha), with the run noise measured on the CPU demo
+(`analysis.inputs.synthetic.simulate_runs`: per-run noise of log loss 1.2 %, correlated 0.3 across
+variants by seed, so the paired gap's run noise is 1.4 %; 0.3 % per point), are analysed exactly as
+`python -m analysis.fit` analyses a sweep (`analysis.estimates.estimate.fit_variants`, default
+C_ref). Over the replicates it counts how often each variant's interval contains the true multiplier
+at that C_ref, and the median interval width.
 
 Variants: `shift` reaches every loss with 1.25x less compute (M = 1.25 everywhere); `steeper` has a
 10 % steeper exponent, with M = 1.25 at the middle of the compute range.

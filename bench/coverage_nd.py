@@ -26,11 +26,12 @@ asked at f times the largest compute of the data for (1) the baseline's loss on 
 final tokens-per-parameter ray, against the true (noise-free) L(N, D) there, with the interval
 `analysis.predict` gives, and (2) the multiplier, against M, with the interval of
 `analysis.fit --at-compute`. Neither law is the truth's form with these parameters; the power law
-in C is not even its family. The rule built on this table (`analysis.estimates.law_fits.COVERED_UP_TO`):
-an interval is given up to the largest factor at which every measured coverage of that law held
->= 90 %, and withheld past it.
+in C is not even its family. The rule built on this table
+(`analysis.estimates.law_fits.COVERED_UP_TO`): an interval is given up to the largest factor at
+which every measured coverage of that law held >= 90 %, and withheld past it.
 
-    python -m bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu --truths kaplan --reps 100 --bootstrap 200
+    python -m bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu --truths kaplan \\
+        --reps 100 --bootstrap 200
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ def laws(truth: str = "besiroglu", M: float = M_TRUE) -> dict:
 
 
 def _chin_interval(runs, c_ref, n_boot, seed, ci=0.95):
-    """(multiplier, lo, hi) of the compute-optimal L(N, D) multiplier, as analysis.estimates.extra_fits."""
+    """(multiplier, lo, hi) of the compute-optimal L(N, D) multiplier, as
+    analysis.estimates.extra_fits."""
     reps = arrange(runs)
     boot, _ = seed_bootstrap(reps, sorted(reps), n_boot, seed, "baseline")
     fits = {}

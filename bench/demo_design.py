@@ -1,5 +1,6 @@
-"""What demo grid resolves the multiplier how well: `python -m bench.demo_design` (analysis.estimates.power.predict
-on the demo's planned computes, tiny-1..4 and tiny-1..3, at the planner's default noise and at twice it)."""
+"""What demo grid resolves the multiplier how well: `python -m bench.demo_design`
+(analysis.estimates.power.predict on the demo's planned computes, tiny-1..4 and tiny-1..3, at the
+planner's default noise and at twice it)."""
 
 import math
 
@@ -27,7 +28,8 @@ def plan(seeds, sizes, budgets=None):
 
 def main():
     print(
-        "sizes seeds budgets | FLOPs rel. to today | default noise: ±, log-width | 2x noise: ±, log-width"
+        "sizes seeds budgets | FLOPs rel. to today | default noise: ±, log-width | "
+        "2x noise: ±, log-width"
     )
     for sizes in (DEMO, DEMO[:3]):
         for seeds in (1, 3, 4, 6, 8):
@@ -38,7 +40,9 @@ def main():
                     0
                 ]["half_width"]
                 print(
-                    f"{len(sizes)} {seeds} {len(budgets or [1])} | {cost:.2f}x | ±{100 * a:.0f}% {2 * math.asinh(a):.2f} | ±{100 * b:.0f}% {2 * math.asinh(b):.2f}"
+                    f"{len(sizes)} {seeds} {len(budgets or [1])} | {cost:.2f}x | "
+                    f"±{100 * a:.0f}% {2 * math.asinh(a):.2f} | "
+                    f"±{100 * b:.0f}% {2 * math.asinh(b):.2f}"
                 )
 
 

@@ -1,6 +1,6 @@
-"""analysis/architecture.py and analysis/fits/parabola.py: the optimum finder recovers a known optimum
-from synthetic losses (and its seed-bootstrap interval holds it), the paired per-cell gap equals
-a hand computation, an optimum at the grid's edge is flagged, and the outputs are written."""
+"""analysis/architecture.py and analysis/fits/parabola.py: the optimum finder recovers a known
+optimum from synthetic losses (and its seed-bootstrap interval holds it), the paired per-cell gap
+equals a hand computation, an optimum at the grid's edge is flagged, and the outputs are written."""
 
 from __future__ import annotations
 

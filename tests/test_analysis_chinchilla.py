@@ -1,4 +1,5 @@
-"""analysis.fits.chinchilla: L(N, D) recovers known parameters; L*(C) and its multiplier in closed form."""
+"""analysis.fits.chinchilla: L(N, D) recovers known parameters; L*(C) and its multiplier in closed
+form."""
 
 import numpy as np
 import pytest

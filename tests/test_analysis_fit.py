@@ -299,7 +299,8 @@ def test_multi_point_seeds_sweep_with_device_seconds(tmp_path, capsys):
     rep = _strict_json(out / "fits.json")
     assert rep["settings"]["interval"] == {"baseline": "seeds", "attnres_full": "seeds"}
     f = rep["fits"]["baseline"]
-    # the C-law is fitted on each run's final point (analysis.estimates.estimate.C_LAW_POINTS); L(N, D) on all
+    # the C-law is fitted on each run's final point (analysis.estimates.estimate.C_LAW_POINTS);
+    # L(N, D) on all
     assert (f["n_points"], f["n_runs"]) == (4, 8) and rep["settings"]["c_law_points"] == "final"
     assert rep["chinchilla"]["fits"]["baseline"]["n_points"] == 32
     assert len(rep["seed_noise"]) == 8 and all(r["std_log_loss"] > 0 for r in rep["seed_noise"])

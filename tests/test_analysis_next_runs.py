@@ -74,8 +74,8 @@ def test_cli(tmp_path, capsys):
 
 
 def test_grouped_prediction_is_the_one_of_every_run():
-    # the Design prices counts of runs; materialised run by run (analysis.estimates.power's rows), the
-    # half-width is the same
+    # the Design prices counts of runs; materialised run by run (analysis.estimates.power's rows),
+    # the half-width is the same
     runs = _finished()
     prop = propose(runs, 40 * _round_cost(runs), "baseline", PEAK, MFU, noise=NOISE, alpha=0.07)
     grid = with_added(prop["finished"], prop["added"])

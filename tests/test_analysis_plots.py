@@ -229,11 +229,12 @@ def test_many_bands_move_to_one_panel_per_variant_beside_the_baseline():
     res = fit_variants(final_points(runs), "baseline", n_bootstrap=100)
     fig = plots.scaling_figure(by_label(aggregate(runs)[0]), res.fits, 3e-9)
     main, *panels = fig.axes
-    bands = lambda ax: sorted(
-        c.get_gid()
-        for c in ax.collections  # noqa: E731
-        if (c.get_gid() or "").startswith("band:")
-    )
+
+    def bands(ax):
+        return sorted(
+            c.get_gid() for c in ax.collections if (c.get_gid() or "").startswith("band:")
+        )
+
     assert bands(main) == [] and len(panels) == 4
     assert {frozenset(bands(ax)) for ax in panels} == {
         frozenset(("band:baseline", f"band:{lb}")) for lb in laws if lb != "baseline"

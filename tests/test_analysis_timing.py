@@ -1,5 +1,5 @@
-"""analysis.inputs.timing: the device-seconds multiplier is withheld when the machine's load moved the
-times (tokens/s across seeds of one variant and size spread beyond SPREAD_LIMIT)."""
+"""analysis.inputs.timing: the device-seconds multiplier is withheld when the machine's load moved
+the times (tokens/s across seeds of one variant and size spread beyond SPREAD_LIMIT)."""
 
 import json
 

@@ -149,7 +149,8 @@ def test_sdpa_check_tells_fused_kernels_from_the_math_fallback():
         "false, cutlass::bfloat16_t>, false, true>(pytorch_flash::Flash_fwd_params)": "flash",
         "cudnn_generated_fort_native_sdpa_sm90_knob_7_64x128x64_4x1x1_kernel0_0": "cudnn",
         "fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel"
-        "<cutlass::bfloat16_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)": "efficient",
+        "<cutlass::bfloat16_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>"
+        "::Params)": "efficient",
     }
     math_fallback = [
         "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1",

@@ -32,7 +32,8 @@ def test_ladder_has_the_five_scaling_sizes_the_published_480m_and_tiny_sizes():
 
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: s.name)
 def test_size_files_follow_the_one_rule(shape):
-    """conf/size/*.yaml are exactly what andrea/ladder/sizes.py's rule gives (no hand-tuned drift)."""
+    """conf/size/*.yaml are exactly what andrea/ladder/sizes.py's rule gives (no hand-tuned
+    drift)."""
     assert (REPO / "conf" / "size" / f"{shape.name}.yaml").read_text() == size_yaml(shape)
 
 

@@ -22,7 +22,8 @@ V = 8449
 
 def fake_module(i: int) -> str:
     body = "\n".join(
-        f"    def method_{j}(self, value_{j}):\n        return value_{j} * {i} + {j}  # note {i}.{j}\n"
+        f"    def method_{j}(self, value_{j}):\n"
+        f"        return value_{j} * {i} + {j}  # note {i}.{j}\n"
         for j in range(12)
     )
     return f'"""Module {i}: fake standard library source."""\n\nclass Thing{i}:\n{body}\n'

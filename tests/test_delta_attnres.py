@@ -20,16 +20,17 @@ from conftest import require_plugin
 
 require_plugin("delta_attnres", "andrea-delta-attnres")
 
+# imported after require_plugin, which skips (or fails under CI) without the plug-in
 from conftest import compose_run  # noqa: E402
 from test_mhc import idx, outputs_and_grads  # noqa: E402
 
 from andrea.config.resolve import resolve_run  # noqa: E402
 from andrea.model.flops import flops_per_token  # noqa: E402
 from andrea.model.residuals.registry import is_mixing_parameter  # noqa: E402
-from andrea.model.transformer import (
+from andrea.model.transformer import (  # noqa: E402
     ANDREA,
     ModelConfig,
-    count_parameters,  # noqa: E402
+    count_parameters,
     param_count_formula,
 )
 from andrea_delta_attnres.delta_attnres import source_counts  # noqa: E402

@@ -7,7 +7,8 @@ what can be compared is each package's own pure-torch reference, where it ships 
 without triton:
 - fla-core: `fla/ops/attnres/naive.py` (`naive_attnres`) imports only torch and einops, but its
   package's __init__ imports triton; the file is loaded by its path. It computes in fp32 whatever
-  its inputs (`stacked.float()`), so the fp64 comparison holds to fp32 round-off (2e-5 of the largest entry).
+  its inputs (`stacked.float()`), so the fp64 comparison holds to fp32 round-off (2e-5 of the
+  largest entry).
 - liger-kernel and flash-attn-res: no importable pure-torch reference (see the skip reasons).
 """
 

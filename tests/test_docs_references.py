@@ -36,8 +36,8 @@ REPO_FOLDERS = (
     "sweeps",
     "tests",
 )
-# Braces and angle brackets are kept in the match so that `docs/x.{md,csv}` or `tests/test_<name>.py`
-# read as patterns and are skipped whole.
+# Braces and angle brackets are kept in the match so that `docs/x.{md,csv}` or
+# `tests/test_<name>.py` read as patterns and are skipped whole.
 PATH_RE = re.compile(r"(?<![\w./<-])((?:%s)/[\w./{},<>*-]*[\w}>*])" % "|".join(REPO_FOLDERS))
 # Dotted names rooted at one of our packages: `andrea.run.results`, `analysis.fit`,
 # `andrea.config.resolve.resolve_run`. A `<placeholder>` or `X` in a name is a pattern, not a name.

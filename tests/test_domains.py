@@ -1,4 +1,5 @@
-"""Bits per byte and held-out domains (eval.domains): counting, bad input, and a run that scores them."""
+"""Bits per byte and held-out domains (eval.domains): counting, bad input, and a run that scores
+them."""
 
 from __future__ import annotations
 

@@ -25,11 +25,12 @@ from andrea.model.residuals import registry
 
 require_plugin("kromhc", "andrea-kromhc")
 
+# imported after require_plugin, which skips (or fails under CI) without the plug-in
 from conftest import REPO, TINY_RUN, compose_run  # noqa: E402
-from test_mhc import (
+from test_mhc import (  # noqa: E402
     idx,
     naive_h_res_lite,
-    outputs_and_grads,  # noqa: E402
+    outputs_and_grads,
     recompute_outputs_and_grads,
     streams_kept,
 )
@@ -37,10 +38,10 @@ from test_mhc import (
 from andrea.config.resolve import ConfigError, resolve_run  # noqa: E402
 from andrea.model.flops import flops_per_token  # noqa: E402
 from andrea.model.residuals.registry import is_mixing_parameter  # noqa: E402
-from andrea.model.transformer import (
+from andrea.model.transformer import (  # noqa: E402
     ANDREA,
     ModelConfig,
-    count_parameters,  # noqa: E402
+    count_parameters,
     param_count_formula,
 )
 
@@ -425,7 +426,8 @@ def test_its_export_is_refused_in_one_line(tmp_path, capsys):
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_resume_is_exact(tmp_path, data_cache):
-    """A tiny n = 8 KromHC run interrupted and resumed ends bit-identical to an uninterrupted one."""
+    """A tiny n = 8 KromHC run interrupted and resumed ends bit-identical to an uninterrupted
+    one."""
     from test_train import final_weights, run
 
     from andrea.train import Interrupted

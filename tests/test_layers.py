@@ -2,11 +2,11 @@
 
 andrea/: run < model, data < ladder < components < config < train < launch, eval: a module
 imports only from its own layer or the layers below (`model` and `data` stand side by side and
-import neither each other, as do `launch` and `eval`). analysis/: inputs < fits < estimates < report < the commands, no command
-imports another, and the analysis reads andrea only through `andrea.run`, so it never imports
-torch. Nowhere does a module import another module's private (`_name`) names. Imports under
-`if TYPE_CHECKING:` are annotations, not dependencies, and are skipped; `__main__.py` files are
-commands and sit on top.
+import neither each other, as do `launch` and `eval`). analysis/: inputs < fits < estimates < report
+< the commands, no command imports another, and the analysis reads andrea only through `andrea.run`,
+so it never imports torch. Nowhere does a module import another module's private (`_name`) names.
+Imports under `if TYPE_CHECKING:` are annotations, not dependencies, and are skipped; `__main__.py`
+files are commands and sit on top.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""andrea/components/optim.py: which parameters Muon takes, its settings, the combined optimizer, and a Muon
-run end to end (results, exact resume, the reuse check)."""
+"""andrea/components/optim.py: which parameters Muon takes, its settings, the combined optimizer,
+and a Muon run end to end (results, exact resume, the reuse check)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""andrea/launch/scheduler.py and slurm.py: a run queued by an earlier launch is neither submitted again nor counted as
-failed (Ctrl-C on a Slurm sweep, then the same command, resubmitted pending tasks)."""
+"""andrea/launch/scheduler.py and slurm.py: a run queued by an earlier launch is neither submitted
+again nor counted as failed (Ctrl-C on a Slurm sweep, then the same command, resubmitted pending
+tasks)."""
 
 from __future__ import annotations
 

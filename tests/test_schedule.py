@@ -1,5 +1,6 @@
 """The LR schedule at every phase boundary, with and without budgets, against formulas written
-out here (andrea/components/schedule.py's docstring states the convention), and the budgets' validation."""
+out here (andrea/components/schedule.py's docstring states the convention), and the budgets'
+validation."""
 
 from __future__ import annotations
 

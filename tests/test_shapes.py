@@ -1,6 +1,6 @@
-"""andrea/ladder/shapes.py, the shape rule: every derived shape is within PARAM_TOL of its target with a
-valid head_dim, near the aspect asked, counts what the built model counts; bad input is refused
-naming the key; resolve_run labels the size and gives every cell the same tokens."""
+"""andrea/ladder/shapes.py, the shape rule: every derived shape is within PARAM_TOL of its target
+with a valid head_dim, near the aspect asked, counts what the built model counts; bad input is
+refused naming the key; resolve_run labels the size and gives every cell the same tokens."""
 
 from __future__ import annotations
 
@@ -117,7 +117,8 @@ def test_bad_shapes_are_refused_naming_the_key(args, expect):
                 "1.75 (n_head=7, n_layer=4)",
             ),
         ),
-        # one head is the fewest: n_head / n_layer >= 1/4, 25x the ratio asked (it trained, n_head=1)
+        # one head is the fewest: n_head / n_layer >= 1/4, 25x the ratio asked (it trained,
+        # n_head=1)
         (
             0.01,
             (

@@ -182,7 +182,8 @@ def test_launcher_reports_a_running_task_within_one_poll_of_sacct(slurm_cluster,
         printed.append(capsys.readouterr().out)
         if i == 20:
             subprocess.run(["scontrol", "release", str(job.job_id)], check=True, timeout=60)
-        # sacct itself, not job_state(): that forces submitit's shared cache, which the launcher reads
+        # sacct itself, not job_state(): that forces submitit's shared cache, which the launcher
+        # reads
         sacct_running.append("RUNNING" in sacct_attempts(job.job_id))
         if any("running" in p for p in printed) or i > 2000:  # seen (or a hang): end the job
             job.cancel(check=False)

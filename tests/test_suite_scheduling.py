@@ -32,7 +32,8 @@ def test_slurm_test_files_run_on_one_worker_in_order(tmp_path):
     suite.mkdir()
     (suite / "conftest.py").write_text(
         "import importlib.util\n"
-        f"spec = importlib.util.spec_from_file_location('andrea_conftest', {str(TESTS / 'conftest.py')!r})\n"
+        "spec = importlib.util.spec_from_file_location("
+        f"'andrea_conftest', {str(TESTS / 'conftest.py')!r})\n"
         "mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)\n"
         "pytest_xdist_make_scheduler = mod.pytest_xdist_make_scheduler\n"
     )

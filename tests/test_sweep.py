@@ -1,4 +1,5 @@
-"""Sweeps through the real CLI: validation before launch, plan mode, skip/resume, launchers agree."""
+"""Sweeps through the real CLI: validation before launch, plan mode, skip/resume, launchers
+agree."""
 
 from __future__ import annotations
 

@@ -143,10 +143,10 @@ def test_resume_is_exact(tmp_path, data_cache, monkeypatch):
 
     resumed = run(tmp_path / "split", *args)
     assert resumed["val_loss"] == full["val_loss"] and resumed["val_bpb"] == full["val_bpb"]
-    untimed = lambda points: [
-        {k: v for k, v in p.items() if not k.endswith("_s")}  # noqa: E731
-        for p in points
-    ]
+
+    def untimed(points):
+        return [{k: v for k, v in p.items() if not k.endswith("_s")} for p in points]
+
     assert untimed(resumed["points"]) == untimed(full["points"])
     a, b = final_weights(tmp_path / "full"), final_weights(tmp_path / "split")
     assert a.keys() == b.keys()

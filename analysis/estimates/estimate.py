@@ -1,10 +1,10 @@
 """From runs to fits and multipliers, with the interval method chosen by the coverage check.
 
-Every point of every seed is fitted. The interval resamples what is random (`analysis.fits.replicates`):
-with at least two seeds at every size, the runs within each size, paired across variants by seed,
-each run's points together ("seeds"). With one seed somewhere it falls back to the old paired
-bootstrap over sizes ("sizes"), whose 95 % intervals covered the truth in only 78-88 % of
-simulated sweeps (`bench/coverage.py` measures both): it says so.
+Every point of every seed is fitted. The interval resamples what is random
+(`analysis.fits.replicates`): with at least two seeds at every size, the runs within each size,
+paired across variants by seed, each run's points together ("seeds"). With one seed somewhere it
+falls back to the old paired bootstrap over sizes ("sizes"), whose 95 % intervals covered the truth
+in only 78-88 % of simulated sweeps (`bench/coverage.py` measures both): it says so.
 
 The default reference compute is the geometric middle of the compute range all fitted variants
 share with the baseline: there the multiplier is interpolated (no fit extrapolates), the prediction
@@ -99,7 +99,8 @@ def fit_variants(
         why = "; ".join(f"{l}: {reps[l].why_not}" for l in size_labels if reps[l].why_not)
         out.warnings.append(
             f"{', '.join(size_labels)}: intervals resample sizes, not seeds ({why}); such 95 % "
-            f"intervals covered the truth in only ~80-88 % of simulated sweeps (bench/coverage.py): "
+            f"intervals covered the truth in only ~80-88 % of simulated sweeps "
+            f"(bench/coverage.py): "
             f"run >= 2 seeds per size"
         )
     for label in labels:

@@ -54,8 +54,8 @@ def _fmt_m(m, lo=None, hi=None) -> str:
 
 def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw, c_law_runs=None) -> Extra:
     """runs: every point (L(N, D) uses them all); c_law_runs: the points the primary C-law was
-    fitted on (`analysis.estimates.estimate.C_LAW_POINTS`), which the other form and device-seconds use too,
-    so that they compare like with like."""
+    fitted on (`analysis.estimates.estimate.C_LAW_POINTS`), which the other form and device-seconds
+    use too, so that they compare like with like."""
     ex = Extra()
     c_law_runs = runs if c_law_runs is None else c_law_runs
     baseline = args.baseline

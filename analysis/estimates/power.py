@@ -3,21 +3,21 @@
 For a planned grid (label, size, seed, compute, points per run) this predicts the expected 95 %
 half-width of each variant's compute multiplier over the baseline, as `python -m analysis.fit`
 will estimate it (least squares on log L of each run's final point, `fitted_points`, as
-analysis.estimates.estimate.C_LAW_POINTS says; the seed bootstrap; default C_ref at the geometric middle of
-the baseline's compute), and how many seeds per size would bring it to ±10 %. A grid whose
+analysis.estimates.estimate.C_LAW_POINTS says; the seed bootstrap; default C_ref at the geometric
+middle of the baseline's compute), and how many seeds per size would bring it to ±10 %. A grid whose
 baseline trains at one compute (an architecture sweep's shapes) has no multiplier to predict.
 
 The prediction is the delta method on that estimator under the noise model the coverage check
-simulates (`analysis.inputs.synthetic.simulate_runs`): log M ≈ (ŷ_b(x_ref) - ŷ_v(x_ref)) / alpha_b with
-x = log C, each fit a straight line in x; a run shifts all its points' log loss by sigma_run (the
-same seed shifts two variants' runs with correlation rho), each point has sigma_point of its own.
-The interval's quantile is the t quantile with the pooled within-size degrees of freedom, as the
-fit's expanded percentile interval uses. `tests/test_analysis_power.py` checks the prediction
+simulates (`analysis.inputs.synthetic.simulate_runs`): log M ≈ (ŷ_b(x_ref) - ŷ_v(x_ref)) / alpha_b
+with x = log C, each fit a straight line in x; a run shifts all its points' log loss by sigma_run
+(the same seed shifts two variants' runs with correlation rho), each point has sigma_point of its
+own. The interval's quantile is the t quantile with the pooled within-size degrees of freedom, as
+the fit's expanded percentile interval uses. `tests/test_analysis_power.py` checks the prediction
 against the spread of simulated sweeps' estimates.
 
 The noise comes from the sweep's finished runs when their seeds give at least MIN_NOISE_DF degrees
-of freedom (`analysis.fits.replicates.noise_components`), else from DEFAULT_NOISE, the run-to-run noise measured on the CPU demo
-measured on the demo (paired log-loss gap 1.2-1.8 % per run).
+of freedom (`analysis.fits.replicates.noise_components`), else from DEFAULT_NOISE, the run-to-run
+noise measured on the CPU demo measured on the demo (paired log-loss gap 1.2-1.8 % per run).
 """
 
 from __future__ import annotations
@@ -211,7 +211,8 @@ def _c_law_points() -> str:
 
 def fitted_points(planned: list[PlannedRun]) -> list[PlannedRun]:
     """The runs as the C-law sees them: `analysis.fit` fits each run's final point only
-    (analysis.estimates.estimate.C_LAW_POINTS), so a run's earlier budgets are not in its interval."""
+    (analysis.estimates.estimate.C_LAW_POINTS), so a run's earlier budgets are not in its
+    interval."""
     if _c_law_points() == "all":
         return list(planned)
     return [PlannedRun(r.label, r.size, r.seed, r.flops) for r in planned]

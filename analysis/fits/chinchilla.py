@@ -3,9 +3,9 @@
 Method: Hoffmann et al. 2022, Approach 3, as redone by Besiroglu et al. 2024 ("Chinchilla Scaling:
 A replication attempt"): the log of the prediction is written as a log-sum-exp,
 log L̂ = LSE(e, A' - a·(log N - n0), B' - b·(log D - d0)), with E = exp(e); minimise a loss of the
-log-loss residuals (Huber with delta 1e-3 in the paper; here whichever `analysis.estimates.estimate` chose
-by the coverage check) with L-BFGS-B from a grid of starts and keep the best. log N and log D are
-centred (n0, d0) so the coefficients are well conditioned at any scale.
+log-loss residuals (Huber with delta 1e-3 in the paper; here whichever `analysis.estimates.estimate`
+chose by the coverage check) with L-BFGS-B from a grid of starts and keep the best. log N and log D
+are centred (n0, d0) so the coefficients are well conditioned at any scale.
 
 N is the non-embedding parameter count, D the tokens trained. N and D must vary independently
 (several token budgets per size, or sizes trained at different tokens per parameter); on a
@@ -15,7 +15,8 @@ Compute-optimal loss: with C = k·N·D (k ≈ 6; here the median FLOPs/(N·D) of
 so attention and embedding FLOPs the project counts are in it), minimising L over N at fixed C
 gives N_opt = G·(C/k)^(b/(a+b)), G = (a·A / (b·B))^(1/(a+b)), and
 L*(C) = E + K·(C/k)^(-a·b/(a+b)), K = A·G^-a + B·G^b: a power law in C with an irreducible term,
-so the multiplier over the baseline inverts it in closed form (`analysis.fits.powerlaw.compute_to_reach`).
+so the multiplier over the baseline inverts it in closed form
+(`analysis.fits.powerlaw.compute_to_reach`).
 """
 
 from __future__ import annotations

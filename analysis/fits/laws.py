@@ -314,7 +314,7 @@ def compute_to_reach(fit: LawFit, theta, loss) -> np.ndarray:
     return out
 
 
-# --- the generic fit -------------------------------------------------------------------------------
+# --- the generic fit ------------------------------------------------------------------------------
 def _objective(theta, law, X, y, delta):
     with np.errstate(all="ignore"):
         r = law.log_predict(theta, X) - y

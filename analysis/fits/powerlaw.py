@@ -1,4 +1,5 @@
-"""Compute-vs-loss power-law fits: `L = A·C^-alpha` or, with an irreducible term, `L = E + A·C^-alpha`.
+"""Compute-vs-loss power-law fits: `L = A·C^-alpha` or, with an irreducible term,
+`L = E + A·C^-alpha`.
 
 Method (Epoch AI's Chinchilla replication, Besiroglu et al. 2024): minimise the Huber loss
 (delta ≈ 1e-3) of the residuals of log L with L-BFGS-B, started from a grid of initial points, keep
@@ -6,8 +7,9 @@ the best. Plain least squares on log L is fitted too as a cross-check. Uncertain
 seeded bootstrap over the points.
 
 Internally log C is centred at x0 = mean(log C) and the power term is written exp(b - alpha·(x-x0)),
-so the intercept b is well conditioned whatever unit C has (CPU demo runs sit near 1e-9 PFLOP/s-days);
-A = exp(b + alpha·x0) is the reported coefficient at C = 1 PFLOP/s-day. E is fitted as log E.
+so the intercept b is well conditioned whatever unit C has (CPU demo runs sit near 1e-9
+PFLOP/s-days); A = exp(b + alpha·x0) is the reported coefficient at C = 1 PFLOP/s-day. E is fitted
+as log E.
 
 Bootstrap refits are warm-started from the full-data fit rather than the grid and solved all at
 once by the batched solvers of `analysis.fits.bootstrap` (same Huber objective): milliseconds for a

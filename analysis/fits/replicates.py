@@ -157,9 +157,10 @@ def _pooled_std(y: np.ndarray) -> float | None:
 
 
 def noise_components(reps: dict[str, Replicates], baseline: str) -> dict | None:
-    """The noise model of `analysis.estimates.power` measured from finished runs, or None without seeds:
-    sigma_run (a run's shared deviation of log loss), sigma_point (a point's own, around its run's)
-    and rho (correlation of two variants' runs with the same seed), pooled over labels and sizes."""
+    """The noise model of `analysis.estimates.power` measured from finished runs, or None without
+    seeds: sigma_run (a run's shared deviation of log loss), sigma_point (a point's own, around its
+    run's) and rho (correlation of two variants' runs with the same seed), pooled over labels and
+    sizes."""
     run_ss = pt_ss = 0.0
     run_df = pt_df = 0
     for rep in reps.values():

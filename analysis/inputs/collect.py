@@ -122,7 +122,8 @@ class Run:
 
 @dataclass
 class Point:
-    """All seeds of one (variant, S, size): the mean loss is the fitted point, the std its spread."""
+    """All seeds of one (variant, S, size): the mean loss is the fitted point, the std its
+    spread."""
 
     label: str
     variant: str
@@ -371,7 +372,8 @@ def _collect_csv(path: Path, metric: str = DEFAULT_METRIC) -> Collection:
         if missing:
             raise InputError(
                 f"{path}: missing required column(s) {', '.join(missing)}; found "
-                f"{', '.join(columns) or 'no header'}; need at least {','.join(REQUIRED_CSV_COLUMNS)} "
+                f"{', '.join(columns) or 'no header'}; "
+                f"need at least {','.join(REQUIRED_CSV_COLUMNS)} "
                 f"(optional {','.join(OPTIONAL_CSV_COLUMNS)})"
             )
         by_run: dict[tuple, list[Run]] = defaultdict(list)

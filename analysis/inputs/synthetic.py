@@ -1,8 +1,8 @@
 """A fake sweep on disk — run directories with results.json and dynamics.json — from known power
 laws, for tests, the speed benchmark and trying the analysis without training anything.
 
-The default laws are of the size the report plots (baseline ≈ 1.891·C^-0.057, Block ≈ 1.870·C^-0.058);
-they are test inputs, not measurements.
+The default laws are of the size the report plots (baseline ≈ 1.891·C^-0.057, Block ≈
+1.870·C^-0.058); they are test inputs, not measurements.
 """
 
 from __future__ import annotations

@@ -90,7 +90,8 @@ def plain_log_ticks(axis, lo: float, hi: float) -> None:
 
 
 # Overlapping series stay distinguishable in black and white and when two variants coincide:
-# each label gets its own marker, fit line style and band hatch (in the order the legend lists them).
+# each label gets its own marker, fit line style and band hatch (in the order the legend lists
+# them).
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">"]
 _LINESTYLES = ["-", "--", "-.", ":"]
 _HATCHES = ["", "////", "\\\\\\\\", "||||", "----", "xxxx", "...."]
@@ -144,10 +145,10 @@ def scaling_figure(
     ylabel: str | None = None,
 ):
     """Points of every budget; each fit (and its band) only over the compute of the points it was
-    fitted on (each run's final point, analysis.estimates.estimate.C_LAW_POINTS): below them, a cooled-down
-    early budget of a size lies on another tokens-per-parameter ray, far from the C-law. A fit
-    that the multiplier extends to C_ref beyond its data is drawn there thin and dotted, marked
-    as extrapolated."""
+    fitted on (each run's final point, analysis.estimates.estimate.C_LAW_POINTS): below them, a
+    cooled-down early budget of a size lies on another tokens-per-parameter ray, far from the C-law.
+    A fit that the multiplier extends to C_ref beyond its data is drawn there thin and dotted,
+    marked as extrapolated."""
     col = colours(by_label, baseline)
     allc = np.array([p.compute for ps in by_label.values() for p in ps])
     span = (allc.min() / 1.5, max(allc.max(), c_ref or 0) * 1.5)
@@ -359,11 +360,10 @@ def multiplier_figure(
     first = {}
     for m in at_ref:
         first.setdefault(m["variant"], m)
-    fin = lambda v: np.where(
-        np.isfinite(np.asarray(v, float)) & (np.asarray(v, float) > 0),  # noqa: E731
-        v,
-        np.nan,
-    )
+
+    def fin(v):
+        return np.where(np.isfinite(np.asarray(v, float)) & (np.asarray(v, float) > 0), v, np.nan)
+
     est = (
         [1.0]
         + [float(v) for cv in curves.values() for v in fin(cv["multiplier"]) if np.isfinite(v)]

@@ -5,10 +5,15 @@ Same conventions as `analysis.report.plots` (its colours, headless Agg, atomic w
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 from analysis.report.plots import colours, plain_log_y, plt, save_figure
+
+if TYPE_CHECKING:
+    from analysis.estimates.extra_fits import Extra
 
 
 def plot_frontier(

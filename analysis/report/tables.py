@@ -1,4 +1,5 @@
-"""The fit table in four renderings: terminal, Markdown, CSV (one number per cell) and LaTeX (booktabs).
+"""The fit table in four renderings: terminal, Markdown, CSV (one number per cell) and LaTeX
+(booktabs).
 
 Every rendering is built from the same rows (`table_rows`), so they cannot disagree.
 """
@@ -104,10 +105,12 @@ def _display(rows, ci_level):
 def terminal_table(rows, ci_level) -> str:
     header, body = _display(rows, ci_level)
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
-    line = lambda cells: "  ".join(
-        c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
-        for i, (c, w) in enumerate(zip(cells, widths))
-    )
+
+    def line(cells):
+        return "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        )
+
     return "\n".join([line(header), "  ".join("-" * w for w in widths), *map(line, body)])
 
 
@@ -180,7 +183,8 @@ def latex_table(rows, ci_level, c_ref=None) -> str:
         cells.append(
             "1 (ref.)"
             if r["multiplier"] is None
-            else rf"{_m(r['multiplier'])}$\times$ [{_m(r['multiplier_lo'])}, {_m(r['multiplier_hi'])}]"
+            else rf"{_m(r['multiplier'])}$\times$ "
+            rf"[{_m(r['multiplier_lo'])}, {_m(r['multiplier_hi'])}]"
         )
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]

@@ -20,7 +20,8 @@ def _clock(seconds: float) -> str:
 
 
 class Progress:
-    """`[tiny-1/baseline] step 120/2000 (6%) | loss 3.2104 | 12.3k tok/s | 00:42 elapsed | ETA 10:51`
+    """
+    `[tiny-1/baseline] step 120/2000 (6%) | loss 3.2104 | 12.3k tok/s | 00:42 elapsed | ETA 10:51`
 
     On a terminal the line updates in place; otherwise (Slurm logs, pipes) a line is printed
     at most every `every_s` seconds, so logs stay readable.

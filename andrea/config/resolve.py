@@ -1,10 +1,10 @@
 """The one place where a run's configuration is validated and resolved into what it trains.
 
-Hydra composes `conf/` into the typed schema of andrea/config/schema.py (`RunConfig`). `resolve_run()`
-then checks the cross-field rules (block size against depth, batch arithmetic, token budget, data)
-and turns the config into a `RunSpec` of plain values the training code uses. The sweeper calls
-it for every job before anything is submitted, so one bad combination stops the whole sweep with a
-message that names it.
+Hydra composes `conf/` into the typed schema of andrea/config/schema.py (`RunConfig`).
+`resolve_run()` then checks the cross-field rules (block size against depth, batch arithmetic, token
+budget, data) and turns the config into a `RunSpec` of plain values the training code uses. The
+sweeper calls it for every job before anything is submitted, so one bad combination stops the whole
+sweep with a message that names it.
 """
 
 from __future__ import annotations
@@ -269,7 +269,8 @@ def _batch(
         raise fail(
             f"impossible batch: batch_tokens={batch_tokens} is not a positive multiple of "
             f"micro_batch_size x seq_len x world_size = {micro} x {seq_len} x {world_size} = "
-            f"{per_micro}; pick batch_tokens among {per_micro}, {2 * per_micro}, {4 * per_micro}, ..."
+            f"{per_micro}; pick batch_tokens among {per_micro}, {2 * per_micro}, "
+            f"{4 * per_micro}, ..."
         )
     return batch_tokens, micro, batch_tokens // per_micro
 
@@ -487,7 +488,8 @@ def spec_summary(spec: RunSpec) -> dict[str, Any]:
         keys.CONFIG_BLOCK_SIZE: spec.model.block_size if spec.model.scheme.block_size else None,
         "n_blocks": spec.n_blocks,  # N when the run was asked by model.n_blocks, else null
         keys.CONFIG_SIZE: spec.size,
-        "n_layer": spec.model.n_layer,  # the shape, which a shaped size derives (andrea/ladder/shapes.py)
+        # the shape, which a shaped size derives (andrea/ladder/shapes.py)
+        "n_layer": spec.model.n_layer,
         "n_head": spec.model.n_head,
         "d_model": spec.model.d_model,
         "seed": spec.train.seed,
@@ -499,7 +501,8 @@ def spec_summary(spec: RunSpec) -> dict[str, Any]:
         "beta2": spec.train.beta2,
         "hparams": spec.hparams,
         **optimizer_summary(spec.train.optimizer, spec.train.muon),
-        "torch_threads": spec.threads,  # results.json: the count the run set (andrea/launch/threads.py)
+        # results.json: the count the run set (andrea/launch/threads.py)
+        "torch_threads": spec.threads,
     }
 
 

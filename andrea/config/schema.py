@@ -2,8 +2,8 @@
 
 Hydra composes `conf/` (+ `sweeps/`, `slurm/`) against this schema (registered as `run_schema`);
 struct mode rejects unknown keys and wrong types at composition. The cross-field rules and the
-numbers a run derives from its config are andrea/config/resolve.py's (`resolve_run`). The resolvers below
-name each run's directory from its config (conf/config.yaml's hydra.sweep.subdir).
+numbers a run derives from its config are andrea/config/resolve.py's (`resolve_run`). The resolvers
+below name each run's directory from its config (conf/config.yaml's hydra.sweep.subdir).
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ class ModelChoiceBase:
     n_blocks: Optional[int] = None
     tie_embeddings: bool = True
     # which kernel computes AttnRes' depth op in training: eager (andrea's own) | compile |
-    # fla | liger | flash_attn_res (Triton, CUDA only) | auto (andrea/model/residuals/depth_backend.py)
+    # fla | liger | flash_attn_res (Triton, CUDA only) | auto
+    # (andrea/model/residuals/depth_backend.py)
     depth_backend: str = "eager"
     # Label of the run directory, W&B run and plot legend: the variant, plus S (attnres_block_s4)
     # or N (attnres_block_n8) for block runs; every non-default scheme option whose scheme shows
@@ -76,9 +77,9 @@ class SizeConfig:
     tokens_per_param: float = 20.0  # budget = tokens_per_param x non-embedding parameters
     gpus: int = 1  # GPUs per job on a cluster
     time_min: int = 60  # Slurm time limit per job (requeue continues past it)
-    # The shape rule (andrea/ladder/shapes.py; report §5.4.1): set aspect = d_model / n_layer to derive
-    # n_layer, n_head, d_model from target_params (default: this size's non-embedding count) and
-    # head_ratio = n_head / n_layer (default: keep this size's head_dim). The size is then
+    # The shape rule (andrea/ladder/shapes.py; report §5.4.1): set aspect = d_model / n_layer to
+    # derive n_layer, n_head, d_model from target_params (default: this size's non-embedding count)
+    # and head_ratio = n_head / n_layer (default: keep this size's head_dim). The size is then
     # labelled `<name>@a<aspect>` in run dirs, results and tables.
     aspect: Optional[float] = None
     head_ratio: Optional[float] = None
@@ -129,7 +130,8 @@ class TrainConfig:
     # (a reduction split across threads sums in another order): one thread everywhere, so the
     # same job gives the same losses in-process, under submitit_local and on Slurm (whose jobs
     # get cpus_per_task: 1), on any machine. null: follow the CPUs the job is given
-    # (andrea/launch/threads.py). Recorded (results.json torch_threads) and compared by the reuse check.
+    # (andrea/launch/threads.py). Recorded (results.json torch_threads) and compared by the reuse
+    # check.
     threads: Optional[int] = 1
     precision: str = "auto"  # auto (bf16 on CUDA, fp32 on CPU) | fp32 | bf16
     compile: bool = False
@@ -219,13 +221,15 @@ class RunConfig:
     out_dir: str = "runs"
     plan: bool = False  # print the job grid and stop
     # -m: also wait for the runs that jobs of an earlier launch train or have queued (a detached
-    # Slurm or Ray sweep), printing their states as they change, until they end (andrea/launch/scheduler.py)
+    # Slurm or Ray sweep), printing their states as they change, until they end
+    # (andrea/launch/scheduler.py)
     wait: bool = False
     plan_gpu: str = "H100"  # GPU assumed by the plan's GPU-hour estimate
     plan_mfu: float = 0.35  # MFU assumed by the plan's GPU-hour estimate
-    # Data sufficiency, checked by the sweeper (andrea/launch/sufficiency.py): planned tokens / unique
-    # training tokens of the corpus must not exceed max_epochs (Muennighoff et al. 2023: repeated
-    # data stops helping past ~4 epochs); require_real_corpus refuses the built-in stdlib corpus.
+    # Data sufficiency, checked by the sweeper (andrea/launch/sufficiency.py): planned tokens /
+    # unique training tokens of the corpus must not exceed max_epochs (Muennighoff et al. 2023:
+    # repeated data stops helping past ~4 epochs); require_real_corpus refuses the built-in stdlib
+    # corpus.
     max_epochs: float = 4.0
     require_real_corpus: bool = False
 

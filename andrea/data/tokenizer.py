@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from tokenizers.pre_tokenizers import ByteLevel
 
 from andrea.run.rundir import atomic_write_bytes
+
+if TYPE_CHECKING:
+    import numpy as np
 
 EOT = "<|endoftext|>"
 N_BYTES = 256

@@ -130,7 +130,8 @@ def derive(
     smallest = non_embedding(1, 1, min_hd)
     if target < smallest * (1 - PARAM_TOL):
         raise ShapeError(
-            f"size.target_params={target:,} is too small for one layer: the smallest shape (n_layer=1, "
+            f"size.target_params={target:,} is too small for one layer: "
+            f"the smallest shape (n_layer=1, "
             f"n_head=1, head_dim={min_hd}) has {smallest:,} non-embedding parameters"
         )
 
@@ -173,7 +174,8 @@ def derive(
     if best is None:
         raise ShapeError(
             f"no shape of {target:,} non-embedding parameters (within {PARAM_TOL:.0%}) with "
-            f"head_dim a multiple of {q} near size.aspect={aspect:g}: lower size.head_dim_multiple or "
+            f"head_dim a multiple of {q} near size.aspect={aspect:g}: "
+            f"lower size.head_dim_multiple or "
             f"pick another aspect; aspects near it: {near}"
         )
     raise ShapeError(
@@ -278,8 +280,8 @@ def size_label(
 
 
 def of_size(size) -> Optional[Shape]:
-    """The derived shape of a `SizeConfig` (andrea.config.resolve), or None when size.aspect is unset
-    (the named size's own shape). ShapeError names the size.* key at fault."""
+    """The derived shape of a `SizeConfig` (andrea.config.resolve), or None when size.aspect is
+    unset (the named size's own shape). ShapeError names the size.* key at fault."""
     if size.aspect is None:
         for key in ("target_params", "head_ratio"):
             if getattr(size, key) is not None:

@@ -1,4 +1,5 @@
-"""The one rule that sets every size's training defaults (conf/size/*.yaml follow it; a test checks).
+"""The one rule that sets every size's training defaults (conf/size/*.yaml follow it; a test
+checks).
 
 Sizes are named presets (OLMo ladder style). These defaults are a *rule*, not a tuning: the
 report selects hyper-parameters on the baseline and shares them with every variant of a size;
@@ -46,8 +47,8 @@ class SizeShape:
 
     @property
     def head_dim_multiple(self) -> int:
-        """What a shape derived from this size (andrea/ladder/shapes.py) rounds head_dim to: 8 on GPU
-        (fused attention kernels want it), 1 on the tiny CPU sizes, whose d_model ~ 50-100 would
+        """What a shape derived from this size (andrea/ladder/shapes.py) rounds head_dim to: 8 on
+        GPU (fused attention kernels want it), 1 on the tiny CPU sizes, whose d_model ~ 50-100 would
         otherwise move the parameter count by >5 % per step."""
         return 1 if self.cpu else 8
 
@@ -85,7 +86,8 @@ def compute_deepseek(shape: SizeShape) -> float:
 
 
 def size_defaults(shape: SizeShape) -> dict:
-    """lr, batch_tokens, micro_batch_size, beta2 and tokens_per_param of a size, by the rule above."""
+    """lr, batch_tokens, micro_batch_size, beta2 and tokens_per_param of a size, by the rule
+    above."""
     c = compute_deepseek(shape)
     lr = min(LR_CAP, 0.3118 * c**-0.1250)
     batch = 2 ** round(math.log2(0.2920 * c**0.3271))
@@ -108,7 +110,8 @@ def size_yaml(shape: SizeShape) -> str:
     """The conf/size/<name>.yaml text for a shape (used to write and to check those files)."""
     d = size_defaults(shape)
     return (
-        f"# {shape.name}: training defaults from andrea/ladder/sizes.py (a rule, not tuned: see hparams=)\n"
+        f"# {shape.name}: training defaults from andrea/ladder/sizes.py "
+        f"(a rule, not tuned: see hparams=)\n"
         f"name: {shape.name}\n"
         f"n_layer: {shape.n_layer}\n"
         f"n_head: {shape.n_head}\n"

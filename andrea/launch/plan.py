@@ -180,7 +180,8 @@ def _mark_queued(jobs: list[PlannedJob]) -> None:
 
 def reusable_results(run_dir: RunDir, spec: RunSpec) -> dict | None:
     """The results of the completed run in `run_dir`, which `spec` may reuse; None if it is not
-    completed; ConfigError if it was completed with other settings (andrea.run.results.REUSE_KEYS)."""
+    completed; ConfigError if it was completed with other settings
+    (andrea.run.results.REUSE_KEYS)."""
     results = run_dir.completed_results()
     stale = reuse_mismatches(results, spec) if results is not None else []
     if stale:
@@ -210,10 +211,12 @@ def format_table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [
         max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
     ]
-    line = lambda cells: "  ".join(
-        c.rjust(w) if i else c.ljust(w)  # noqa: E731
-        for i, (c, w) in enumerate(zip(cells, widths))
-    )
+
+    def line(cells):
+        return "  ".join(
+            c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        )
+
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 

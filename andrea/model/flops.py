@@ -1,4 +1,5 @@
-"""Compute accounting: ANDREA's FLOPs per token and 6·N·D (units, peaks and MFU: andrea/run/units.py).
+"""Compute accounting: ANDREA's FLOPs per token and 6·N·D (units, peaks and MFU:
+andrea/run/units.py).
 
 The formula is written once, in `flops_per_token`, with a comment per factor. Conventions:
 

@@ -51,10 +51,10 @@ class ModelConfigBase:
                 f"ModelConfig.{field}={getattr(self, field)!r} is invalid: expected {valid}"
             )
 
-        for field in ("n_layer", "n_head", "d_model", "vocab_size", "context_length", "block_size"):
-            v = getattr(self, field)
+        for name in ("n_layer", "n_head", "d_model", "vocab_size", "context_length", "block_size"):
+            v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                fail(field, "an integer >= 1")
+                fail(name, "an integer >= 1")
         if self.d_model % self.n_head != 0:
             raise ValueError(
                 f"ModelConfig.d_model={self.d_model} is not divisible by "
@@ -64,10 +64,10 @@ class ModelConfigBase:
             raise ValueError(registry.unknown(self.residual))
         if self.residual not in registry.SCHEMES:
             fail("residual", f"one of {', '.join(RESIDUALS)}")
-        for field in ("ln_eps", "key_eps"):
-            v = getattr(self, field)
+        for name in ("ln_eps", "key_eps"):
+            v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-                fail(field, "a float > 0")
+                fail(name, "a float > 0")
         # Another scheme's option set away from its default is a mistake, not a no-op.
         own = self.scheme.option_names()
         for name, default in registry.option_defaults().items():
@@ -187,7 +187,8 @@ class ANDREA(nn.Module):
     def reset_parameters(self) -> None:
         """GPT-2 init: N(0, 0.02), zero biases, output projections scaled by 1/sqrt(2 n_layer)
         (one per sublayer writing into the residual stream); LayerNorm 1/0; then the residual
-        scheme's own init (AttnRes pseudo-queries 0, DWA the identity mix, mHC docs/ablations.md)."""
+        scheme's own init (AttnRes pseudo-queries 0, DWA the identity mix, mHC
+        docs/ablations.md)."""
         for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(m.weight, mean=0.0, std=0.02)

@@ -90,7 +90,8 @@ def _plain(value: Any) -> Any:
 
 
 class MetricsLogger:
-    """`metrics.jsonl` + `dynamics.json` + W&B for one run. On ranks other than 0 it does nothing."""
+    """`metrics.jsonl` + `dynamics.json` + W&B for one run. On ranks other than 0 it does
+    nothing."""
 
     def __init__(
         self,

@@ -1,8 +1,8 @@
 """The `andrea` sweeper: Hydra's basic grid sweeper, plus what a scaling-law sweep needs before
 and after launching — every job validated and planned first (one bad job stops the sweep before
 anything is submitted), each distinct corpus checked and prepared once with the epochs each job
-would spend on it (andrea/launch/sufficiency.py), completed runs skipped, `plan=true` as a dry run, and
-a summary of each run's outcome at the end, where a failed run is reported and never stops the
+would spend on it (andrea/launch/sufficiency.py), completed runs skipped, `plan=true` as a dry run,
+and a summary of each run's outcome at the end, where a failed run is reported and never stops the
 others."""
 
 import logging
@@ -132,7 +132,8 @@ class AndreaSweeper(BasicSweeper):
             refuse = sufficiency_problems(jobs)
         # out_dir=runs/ (as `make demo` passes it) would print runs//demo
         print(
-            f"sweep '{self.config.sweep_name}' -> {os.path.normpath(str(self.config.hydra.sweep.dir))}"
+            f"sweep '{self.config.sweep_name}' -> "
+            f"{os.path.normpath(str(self.config.hydra.sweep.dir))}"
         )
         sweep_dir = os.path.normpath(str(self.config.hydra.sweep.dir))
         print_plan(

@@ -79,7 +79,8 @@ def compose(overrides: list[str]):
 
 
 def models() -> dict:
-    """Every conf/model/*.yaml at each of SIZES: keys, counts and FLOPs, as the run resolves them."""
+    """Every conf/model/*.yaml at each of SIZES: keys, counts and FLOPs, as the run resolves
+    them."""
     import torch
 
     from andrea.config.resolve import ConfigError, resolve_run
