@@ -70,11 +70,12 @@ def test_ctrl_c_detaches_a_rerun_submits_nothing_twice_and_a_killed_job_resumes(
 ):
     from ray.job_submission import JobSubmissionClient
 
-    # 192 steps, a checkpoint every 24: the job is stopped after its first one, long before its end
+    # 768 steps, a checkpoint every 96: the job is stopped after its first one, long before its
+    # end (on an idle machine 192 steps ended before the re-run below had finished planning)
     grid = [
         "model=baseline",
         *TINY_RUN,
-        "train.tokens=98304",
+        "train.tokens=393216",
         "train.checkpoints=8",
         *ray(ray_cluster),
     ]
@@ -112,12 +113,14 @@ def test_ctrl_c_detaches_a_rerun_submits_nothing_twice_and_a_killed_job_resumes(
     job = (run / ".queued").read_text().split('"job_id": "')[1].split("@")[0]
     client = JobSubmissionClient(ray_cluster.address)
     client.stop_job(job)  # the worker killed mid-run
-    while str(client.get_job_status(job)) not in (
-        "JobStatus.STOPPED",
+    deadline = time.time() + 120  # a stop takes seconds; any end state ends the wait
+    while (status := str(client.get_job_status(job)).rsplit(".", 1)[-1]) not in (
         "STOPPED",
-        "JobStatus.SUCCEEDED",
-    ):
+        "SUCCEEDED",
+        "FAILED",
+    ) and time.time() < deadline:
         time.sleep(0.5)
+    assert status == "STOPPED", f"job {job} ended {status}, not stopped mid-run"
     assert (
         not (run / "results.json").exists() or "completed" not in (run / "results.json").read_text()
     )
