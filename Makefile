@@ -12,10 +12,11 @@ TORCH ?= torch==2.13.0
 TORCH_INDEX ?=
 DEMO_DIR ?= runs/demo
 PYTEST_ARGS ?=
-# Two pytest-xdist workers: one takes the Slurm tests in order (one shared cluster; the scheduler
-# is in tests/conftest.py), the other the rest. Most tests are one process waiting on another, so
-# two workers nearly halve the wall time on 2 cores. TEST_WORKERS=0 runs all in one process.
-TEST_WORKERS ?= 2
+# Four pytest-xdist workers: one takes the Slurm tests in order and one the Ray tests (one shared
+# cluster each; the scheduler is in tests/conftest.py), the others the rest. Most tests are one
+# process waiting on another (a Slurm or Ray job, a sweep's subprocess): with two workers a clean
+# clone's suite kept the 2 cores about 40 % busy. TEST_WORKERS=0 runs all in one process.
+TEST_WORKERS ?= 4
 
 # The example residual-scheme plug-ins (docs/residual_schemes.md), installed after andrea so
 # that `model=kromhc` and `model=delta_attnres` exist and their tests run.
