@@ -142,11 +142,12 @@ def compose_run(overrides: list[str], return_hydra_config: bool = False):
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist; inert when it is not installed
 def pytest_xdist_make_scheduler(config, log):
-    """`make test` runs two pytest-xdist workers. The Slurm tests (tests/test_slurm_*.py) are one
+    """`make test` runs four pytest-xdist workers. The Slurm tests (tests/test_slurm_*.py) are one
     unit of work for one worker, run in order: the local cluster is one machine-wide service that
-    some of them restart (two nodes) or fill with jobs. Being the longest serial chain, the unit
-    goes out first (xdist sends the largest scopes first) while the other worker takes the rest,
-    one test at a time. (xdist's own `--dist loadgroup` marks would do this, but xdist 3.8 sets
+    some of them restart (two nodes) or fill with jobs; the Ray tests (tests/test_ray_*.py) are
+    another, for their one cluster. Being the longest serial chains, the units go out first
+    (xdist sends the largest scopes first) while the other workers take the rest, one test at a
+    time. (xdist's own `--dist loadgroup` marks would do this, but xdist 3.8 sets
     the group on `item._nodeid`, which pytest 9 no longer reads.)"""
     if config.getvalue("dist") not in ("load", "loadgroup"):
         return None  # another --dist asked for by hand: xdist's own
