@@ -70,8 +70,8 @@ def test_ctrl_c_detaches_a_rerun_submits_nothing_twice_and_a_killed_job_resumes(
 ):
     from ray.job_submission import JobSubmissionClient
 
-    # 768 steps, a checkpoint every 96: the job is stopped after its first one, long before its
-    # end (on an idle machine 192 steps ended before the re-run below had finished planning)
+    client = JobSubmissionClient(ray_cluster.address)
+    # 768 steps, a checkpoint every 96: the job is stopped after its first one, long before its end
     grid = [
         "model=baseline",
         *TINY_RUN,
@@ -79,47 +79,65 @@ def test_ctrl_c_detaches_a_rerun_submits_nothing_twice_and_a_killed_job_resumes(
         "train.checkpoints=8",
         *ray(ray_cluster),
     ]
-    cmd = [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={tmp_path / 'runs'}", *grid]
-    proc = subprocess.Popen(
-        cmd,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=sigint_as_in_a_terminal,
-    )
-    try:
-        for line in proc.stdout:
-            if line.startswith("submitted 1 job(s) to ray"):
-                proc.send_signal(signal.SIGINT)
-                break
-        _, err = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, err[-2000:]
+
+    def submit_then_ctrl_c(*extra) -> str:
+        cmd = [sys.executable, str(REPO / "sweep.py"), "-m", f"out_dir={tmp_path / 'runs'}"]
+        proc = subprocess.Popen(
+            [*cmd, *grid, *extra],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=sigint_as_in_a_terminal,
+        )
+        try:
+            for line in proc.stdout:
+                if line.startswith("submitted 1 job(s) to ray"):
+                    proc.send_signal(signal.SIGINT)
+                    break
+            _, err = proc.communicate(timeout=120)
+        finally:
+            proc.kill()
+        assert proc.returncode == 130, err[-2000:]
+        return err
+
+    def queued_job(seed: int) -> str:
+        run = next((tmp_path / "runs").rglob(f"seed{seed}*"))
+        return (run / ".queued").read_text().split('"job_id": "')[1].split("@")[0]
+
+    def stop(job: str) -> str:
+        client.stop_job(job)
+        deadline = time.time() + 120  # a stop takes seconds; any end state ends the wait
+        while (status := str(client.get_job_status(job)).rsplit(".", 1)[-1]) not in (
+            "STOPPED",
+            "SUCCEEDED",
+            "FAILED",
+        ) and time.time() < deadline:
+            time.sleep(0.5)
+        return status
+
+    # A job waiting in Ray's queue (it asks for more CPUs than the cluster's 2, so it stays
+    # there however fast the machine is) holds its run: Ctrl-C detaches, a re-run submits nothing.
+    # (Ray cannot stop a job it never placed; it waits until the cluster stops, on its own seed.)
+    waiting = ["hydra.launcher.cpus_per_task=4", "train.seed=1"]
+    err = submit_then_ctrl_c(*waiting)
     assert "the Ray jobs keep running" in err and "ray job status andrea-" in err
     assert "ray job stop andrea-" in err and "dashboard" in err
-
-    again = sweep(tmp_path, *grid)  # while its job runs: nothing submitted twice
+    again = sweep(tmp_path, *grid, *waiting)
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
     assert "job(s) to ray" not in again.stdout
     assert "1 queued or running under an earlier launch" in again.stdout
+    assert str(client.get_job_status(queued_job(1))).rsplit(".", 1)[-1] == "PENDING"
 
+    # A job stopped after its first checkpoint (the worker killed mid-run) resumes from it.
+    submit_then_ctrl_c()
     run = next((tmp_path / "runs").rglob("seed0*"))
     deadline = time.time() + 600
     while not list((run / "checkpoints").glob("step_*.pt")) and time.time() < deadline:
         time.sleep(0.1)
-    job = (run / ".queued").read_text().split('"job_id": "')[1].split("@")[0]
-    client = JobSubmissionClient(ray_cluster.address)
-    client.stop_job(job)  # the worker killed mid-run
-    deadline = time.time() + 120  # a stop takes seconds; any end state ends the wait
-    while (status := str(client.get_job_status(job)).rsplit(".", 1)[-1]) not in (
-        "STOPPED",
-        "SUCCEEDED",
-        "FAILED",
-    ) and time.time() < deadline:
-        time.sleep(0.5)
+    job = queued_job(0)
+    status = stop(job)
     assert status == "STOPPED", f"job {job} ended {status}, not stopped mid-run"
     assert (
         not (run / "results.json").exists() or "completed" not in (run / "results.json").read_text()
