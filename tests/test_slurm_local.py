@@ -130,15 +130,18 @@ def test_scontrol_requeue_restarts_job(slurm_cluster, tmp_path):
 
 
 def test_time_limit_requeues_and_completes(slurm_cluster, tmp_path):
-    """A real Slurm time limit: --time=1 with --signal=USR2@55. slurmctld checks time limits
-    every 30 s and sends the warning signal at the check before it would be late, so USR2
-    arrives 5-35 s into the job (measured: 11-35 s). Nothing in the test signals the job.
-    The Checkpointable job checkpoints, requeues (using the one timeout max_num_timeout=1
-    allows) and the second attempt completes well before its own limit."""
+    """A real Slurm time limit: --time=1 with --signal=USR2@10. slurmctld checks time limits
+    every 30 s and sends the warning at the first check at least 60-10-30 = 20 s into the job
+    (measured with a trap: USR2@10 after 39 s, USR2@30 after 8 s; the kill after 68 s). A
+    larger delay sends it at the first check, which can come before a busy machine's Python has
+    installed submitit's handler: the default action then kills the job (seen with @55, in CI).
+    Nothing in the test signals the job. The Checkpointable job checkpoints, requeues (using the
+    one timeout max_num_timeout=1 allows) and the second attempt completes well before its own
+    warning."""
     progress = tmp_path / "progress.jsonl"
-    ex = make_executor(tmp_path / "jobs", timeout_min=1, slurm_signal_delay_s=55, max_num_timeout=1)
+    ex = make_executor(tmp_path / "jobs", timeout_min=1, slurm_signal_delay_s=10, max_num_timeout=1)
     job = ex.submit(
-        ResumableCounter(), str(progress), total=5, step_s=0.2, pause_at=2, pause_max_s=50
+        ResumableCounter(), str(progress), total=5, step_s=0.2, pause_at=2, pause_max_s=120
     )
     result = job.result()
 

@@ -24,8 +24,6 @@ from slurm_cluster import (  # noqa: F401 (fixtures)
     two_node_cluster,
 )
 
-from andrea.run import logkeys as keys
-
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 ON_SLURM = ["slurm=localhost", "hydra.launcher.poll_s=1"]
@@ -148,53 +146,39 @@ def test_requeued_job_resumes_from_its_checkpoint_with_the_same_final_loss(
     assert slurm_result["val_loss"] == ref_result["val_loss"]
 
 
-def steady_tokens_for(run_root: Path, seconds: float) -> int:
-    """Tokens that take `seconds` at the run's median logged training speed (not its average,
-    which start-up and evaluation dominate in a run this short), in whole 512-token steps."""
-    (metrics,) = run_root.rglob("metrics.jsonl")
-    speeds = sorted(
-        json.loads(line)[keys.TOKENS_PER_S]
-        for line in metrics.read_text().splitlines()
-        if keys.TOKENS_PER_S in line
-    )
-    return max(1, int(seconds * speeds[len(speeds) // 2]) // 512) * 512
-
-
 def test_job_hitting_its_time_limit_is_requeued_and_completes(slurm_cluster, tmp_path, data_cache):
-    """A 1-minute limit and a run that needs more than a minute: Slurm's USR2 before the limit
-    makes the job checkpoint and requeue, as often as needed, until it completes."""
-    # The run is sized by this machine's speed, so a fast machine trains many epochs of the tiny
-    # corpus: this test is about time limits, not data sufficiency, so the epoch limit is lifted.
-    base = ["model=baseline", *TINY_RUN, "train.checkpoints=0", "train.evals=1", "max_epochs=1e9"]
-    # Size the run to this machine: ~90 s of training, more than one 60 s attempt can hold.
-    (tmp_path / "calibrate").mkdir()
-    calib = run_sweep(tmp_path / "calibrate", *base, "train.tokens=20480")
-    assert calib.returncode == 0, calib.stderr[-2000:]
-    tokens = steady_tokens_for(tmp_path / "calibrate" / "runs", 90)
-    # A machine that was busy while calibrating can run the job several times faster, and finish
-    # it within one attempt; then size again by that job's own speed (at most twice).
-    for attempt in range(3):
-        cwd = tmp_path / f"attempt{attempt}"
-        cwd.mkdir()
-        out = run_sweep(
-            cwd,
-            *base,
-            f"train.tokens={tokens}",
-            *ON_SLURM,
-            "hydra.launcher.timeout_min=1",
-            "hydra.launcher.signal_delay_s=15",
-            "hydra.launcher.max_num_timeout=30",
-            timeout=1200,
-        )  # ~4 attempts of 1 min
-        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-        (result,) = results_of(cwd / "runs").values()
-        assert result["status"] == "completed" and result["tokens"] == tokens
-        logs = job_logs(cwd / "runs")
-        if "this job is timed-out" in logs:  # submitit's handler saw the time limit coming
-            break
-        tokens = steady_tokens_for(cwd / "runs", 90)
-    else:
-        pytest.fail(f"3 runs sized to ~90 s each finished within one 60 s attempt: {logs[-2000:]}")
+    """A 1-minute limit and a run that needs more: Slurm's warning signal makes the job
+    checkpoint and requeue, as often as needed, until it completes. slurmctld checks limits
+    every 30 s and sends USR2@15 at the first check at least 60-15-30 = 15 s into an attempt
+    (measured with a trap: USR2@10 after 39 s, USR2@30 after 8 s, the kill after 68 s), so a
+    job has 15 s to start before the signal and 30 s after it to checkpoint. Each of the run's
+    24 steps sleeps 3 s first (tests/slow_steps, a sitecustomize the job inherits): the run
+    then outlasts its first attempt on any machine, without sizing it by this one's speed."""
+    slow = {
+        "PYTHONPATH": os.pathsep.join(
+            [str(REPO / "tests" / "slow_steps"), os.environ.get("PYTHONPATH", "")]
+        ),
+        "ANDREA_TEST_STEP_SLEEP_S": "3",
+    }
+    out = run_sweep(
+        tmp_path,
+        "model=baseline",
+        *TINY_RUN,
+        "train.checkpoints=0",
+        "train.evals=1",
+        *ON_SLURM,
+        "hydra.launcher.timeout_min=1",
+        "hydra.launcher.signal_delay_s=15",
+        "hydra.launcher.max_num_timeout=30",
+        env_extra=slow,
+        timeout=1200,
+    )  # 72 s of sleeps: 2-3 attempts
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    (result,) = results_of(tmp_path / "runs").values()
+    tokens = int(next(a for a in TINY_RUN if a.startswith("train.tokens=")).split("=")[1])
+    assert result["status"] == "completed" and result["tokens"] == tokens
+    logs = job_logs(tmp_path / "runs")
+    assert "this job is timed-out" in logs, logs[-3000:]  # submitit's handler saw the limit coming
     assert re.search(r"resumed from .*step_\d+\.pt at step [1-9]", logs), logs[-3000:]
 
 
