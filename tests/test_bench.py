@@ -100,7 +100,7 @@ def test_gpu_check_smoke_runs_every_step_on_cpu(tmp_path, data_cache):
     """The one-call GPU script, at toy sizes on the CPU: preflight, SDPA check (a no-op without
     CUDA), both benchmark steps, the depth-op backends (eager), a real 9-run sweep with its
     throughput measurement, and its fit -- so the script a GPU session
-    spends its minutes on cannot rot unseen. ~2 minutes on 2 cores alone. No speed check: the
+    spends its minutes on cannot rot unseen. ~1 minute on 2 cores alone. No speed check: the
     script sets no step limits in smoke mode, and this test's limit (30x the time alone) only
     stops a hang."""
     out = tmp_path / "out"
