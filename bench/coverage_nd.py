@@ -119,26 +119,11 @@ def _chin_interval(runs, c_ref, n_boot, seed, ci=0.95):
     return m, lo, hi
 
 
-def run_design(
-    design: str,
-    reps: int,
-    n_boot: int,
-    seed: int = 0,
-    estimators=ESTIMATORS,
-    noise: str = "t3",
-    truth: str = "besiroglu",
-    sigma_run: float = 0.012,
-    rho: float = 0.3,
-    sigma_point: float = 0.003,
-) -> dict:
+def _replicates(design, reps, true_laws, rng, noise, sigma_run, rho, sigma_point):
+    """Each replicate's simulated sweep of `design` and the seed of its bootstrap, both drawn
+    from `rng` in this order, so a caller's own draws never shift the replicates."""
     N, seeds, budgets, tpp = DESIGNS[design]
     compute = design_compute(N, tpp)
-    true_laws = laws(truth)
-    rng = np.random.default_rng([seed, sum(map(ord, design)), len(noise), len(truth)])
-    hits = {e: 0 for e in estimators}
-    width = {e: [] for e in estimators}
-    bias = {e: [] for e in estimators}
-    r2 = []
     for _ in range(reps):
         runs = simulate_runs(
             true_laws,
@@ -153,7 +138,35 @@ def run_design(
             of_nd=True,
             noise=noise,
         )
-        bseed = int(rng.integers(1 << 30))
+        yield runs, int(rng.integers(1 << 30))
+
+
+def _binomial_se(hits: int, reps: int) -> float:
+    """Standard error of a coverage of hits / reps (floored so a 0 or 1 coverage is not 0)."""
+    return math.sqrt(max(hits / reps * (1 - hits / reps), 1e-12) / reps)
+
+
+def run_design(
+    design: str,
+    reps: int,
+    n_boot: int,
+    seed: int = 0,
+    estimators=ESTIMATORS,
+    noise: str = "t3",
+    truth: str = "besiroglu",
+    sigma_run: float = 0.012,
+    rho: float = 0.3,
+    sigma_point: float = 0.003,
+) -> dict:
+    true_laws = laws(truth)
+    rng = np.random.default_rng([seed, sum(map(ord, design)), len(noise), len(truth)])
+    hits = {e: 0 for e in estimators}
+    width = {e: [] for e in estimators}
+    bias = {e: [] for e in estimators}
+    r2 = []
+    for runs, bseed in _replicates(
+        design, reps, true_laws, rng, noise, sigma_run, rho, sigma_point
+    ):
         res = fit_variants(runs, "baseline", n_bootstrap=n_boot, seed=bseed)
         c_ref, _ = default_c_ref(res.fits, "baseline")
         r2.append(res.fits["baseline"].r2)
@@ -182,10 +195,7 @@ def run_design(
         "noise": noise,
         "r2_baseline": float(np.median(r2)),
         "coverage": {e: hits[e] / reps for e in estimators},
-        "se": {
-            e: math.sqrt(max(hits[e] / reps * (1 - hits[e] / reps), 1e-12) / reps)
-            for e in estimators
-        },
+        "se": {e: _binomial_se(hits[e], reps) for e in estimators},
         "median_log_width": {e: float(np.median(width[e])) for e in estimators},
         "median_log_bias": {e: float(np.nanmedian(bias[e])) for e in estimators},
     }
@@ -205,29 +215,16 @@ def run_extrapolation(
     sigma_point: float = 0.003,
 ) -> dict:
     """Coverage of the loss and multiplier intervals at f x the largest compute (module doc)."""
-    N, seeds, budgets, tpp = DESIGNS[design]
-    compute = design_compute(N, tpp)
+    _, _, budgets, tpp = DESIGNS[design]
     true_laws = laws(truth)
     rng = np.random.default_rng([seed, sum(map(ord, design)), len(noise), len(truth), 0xE7])
     ray = tpp * max(budgets)  # tokens per parameter of each run's final point
     keys = [(law, f, q) for law in laws_ for f in factors for q in ("loss", "multiplier")]
     hits = dict.fromkeys(keys, 0)
     width = {k: [] for k in keys}
-    for _ in range(reps):
-        runs = simulate_runs(
-            true_laws,
-            compute,
-            seeds,
-            budgets,
-            sigma_run,
-            rho,
-            sigma_point,
-            rng,
-            tokens_per_param=tpp,
-            of_nd=True,
-            noise=noise,
-        )
-        bseed = int(rng.integers(1 << 30))
+    for runs, bseed in _replicates(
+        design, reps, true_laws, rng, noise, sigma_run, rho, sigma_point
+    ):
         c_max = max(r.compute for r in runs)
         for name in laws_:
             with warnings.catch_warnings():
@@ -271,7 +268,7 @@ def run_extrapolation(
                 "factor": k[1],
                 "quantity": k[2],
                 "coverage": hits[k] / reps,
-                "se": math.sqrt(max(hits[k] / reps * (1 - hits[k] / reps), 1e-12) / reps),
+                "se": _binomial_se(hits[k], reps),
                 "median_log_width": float(np.median(width[k])),
             }
             for k in keys
@@ -323,10 +320,7 @@ def main(argv=None) -> int:
             print("error: --factors are multiples of the largest compute, >= 1", file=sys.stderr)
             return 2
         return _extrapolation_main(args)
-    print(
-        f"truth L(N, D), variant N, D x sqrt({M_TRUE}); {args.noise} seed noise; {args.reps} "
-        f"replicates, {args.bootstrap} resamples; nominal 95 %; ±se: binomial standard error"
-    )
+    _print_preamble(args)
     print(
         f"{'design':<8} {'truth':<10} {'estimator':<9} {'coverage':>8} {'±se':>6} "
         f"{'median log-width':>16} {'median log bias':>15} {'R² (C-law)':>10}"
@@ -348,11 +342,15 @@ def main(argv=None) -> int:
     return 0
 
 
-def _extrapolation_main(args) -> int:
+def _print_preamble(args) -> None:
     print(
         f"truth L(N, D), variant N, D x sqrt({M_TRUE}); {args.noise} seed noise; {args.reps} "
         f"replicates, {args.bootstrap} resamples; nominal 95 %; ±se: binomial standard error"
     )
+
+
+def _extrapolation_main(args) -> int:
+    _print_preamble(args)
     print(
         f"{'design':<8} {'truth':<10} {'law':<11} {'factor':>6} {'quantity':<10} "
         f"{'coverage':>8} {'±se':>6} {'median log-width':>16}"
