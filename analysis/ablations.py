@@ -14,7 +14,6 @@ Full and the baseline as horizontal bands).
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import math
@@ -28,8 +27,7 @@ import numpy as np
 
 from analysis.fits.replicates import paired, t_interval
 from analysis.inputs.collect import collect_or_report, final_points
-from analysis.report.arguments import common_parser
-from analysis.report.files import out_dir_refused
+from analysis.report.arguments import parse_or_refuse, sweep_report_parser
 from andrea.run.rundir import atomic_write_bytes
 
 BLOCK_LABEL = re.compile(r"^attnres_block_s(\d+)$")  # Block at one S, no switches
@@ -322,27 +320,12 @@ def _n_sublayers(runs, size) -> int | None:
 
 # --- command line ------------------------------------------------------------------------------
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m analysis.ablations",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[
-            common_parser(
-                inputs="sweep directories (or results.json files)",
-                metric=True,
-                out="output directory (default: <first input>/analysis)",
-                level="--level",
-                baseline=True,
-            )
-        ],
-    )
+    p = sweep_report_parser("python -m analysis.ablations", __doc__)
     p.add_argument("--size", help="the size to tabulate (default: the one with most labels)")
     p.add_argument("--full", default="attnres_full")
-    a = p.parse_args(argv)
-    if out_dir_refused(a.out):
+    a = parse_or_refuse(p, argv, level="level")
+    if a is None:
         return 2
-    if not 0 < a.level < 1:
-        p.error(f"--level={a.level} must lie in (0, 1)")
     col = collect_or_report(a.inputs, a.metric)
     if col is None:
         return 2
