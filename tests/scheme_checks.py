@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from andrea.model.flops import flops_per_token
 from andrea.model.residuals.registry import is_mixing_parameter
-from andrea.model.transformer import ANDREA, count_parameters, param_count_formula
+from andrea.model.transformer import ANDREA, ModelConfig, count_parameters, param_count_formula
 
 # the tiny model every scheme's tests build: 2 layers (4 sublayers), d 8, vocab 32, context 12
 BASE = dict(n_layer=2, n_head=2, d_model=8, vocab_size=32, context_length=12)
@@ -236,3 +236,31 @@ def resolve_on_the_baselines_budget(model, *overrides):
     base = resolve_run(compose_run(["model=baseline", "size=tiny-1"]))
     assert spec.tokens == base.tokens and spec.params > base.params  # the baseline's budget
     return spec
+
+
+def assert_one_stream_is_the_baseline_with_unit_gates(make_model, off_init, mappings):
+    """One stream (n = 1) of an mHC-style scheme: H_res = 1 whatever the mappings, so x_{l+1} =
+    x_l + H_post f(H_pre x_l); with the gates pinned to 1 (no dynamic part, b_pre -> +inf,
+    b_post = 0) the model is the baseline, same weights, same logits; at the init (gates not 1)
+    it is not. `make_model()` builds the fp64 model, `off_init` moves its mappings off their
+    init, `mappings(model)` are its stream mappings."""
+    torch.manual_seed(0)
+    one = off_init(make_model())
+    for m in mappings(one):
+        assert torch.equal(
+            m(torch.randn(2, 3, 1, BASE["d_model"], dtype=torch.float64))[2],
+            torch.ones(2, 3, 1, 1, dtype=torch.float64),
+        )
+    torch.manual_seed(0)
+    base = ANDREA(ModelConfig(**BASE)).double()
+    missing, unexpected = one.load_state_dict(base.state_dict(), strict=False)
+    assert not unexpected and missing and all(is_mixing_parameter(k) for k in missing)
+    with torch.no_grad():
+        for m in mappings(one):
+            m.gate.zero_()
+            # sigma(50) = 1 in, 2 sigma(0) = 1 out; H_res's logits (if any) left at 0
+            m.bias.copy_(torch.tensor([50.0, 0.0] + [0.0] * (len(m.bias) - 2)))
+    torch.testing.assert_close(one(idx()), base(idx()), atol=1e-12, rtol=0)
+    fresh = make_model()
+    fresh.load_state_dict(base.state_dict(), strict=False)
+    assert (fresh(idx()) - base(idx())).abs().max() > 1e-3

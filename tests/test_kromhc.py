@@ -31,7 +31,6 @@ from conftest import REPO, TINY_RUN  # noqa: E402
 from scheme_checks import BASE, idx  # noqa: E402
 
 from andrea.model.flops import flops_per_token  # noqa: E402
-from andrea.model.residuals.registry import is_mixing_parameter  # noqa: E402
 from andrea.model.transformer import ANDREA, ModelConfig, count_parameters  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -141,25 +140,9 @@ def test_one_stream_is_the_identity_residual_and_with_unit_gates_the_baseline():
     """n = 1: K = 0 factors, H_res = 1 whatever the mappings, so x_{l+1} = x_l + H_post
     f(H_pre x_l); with the gates pinned to 1 (no dynamic part, b_pre -> +inf, b_post = 0) the
     model is the baseline: same weights, same logits (as mHC's n = 1)."""
-    torch.manual_seed(0)
-    one = randomise(ANDREA(cfg_of(1)).double())
-    for m in one.kromhc:
-        assert torch.equal(
-            m(torch.randn(2, 3, 1, BASE["d_model"], dtype=torch.float64))[2],
-            torch.ones(2, 3, 1, 1, dtype=torch.float64),
-        )
-    torch.manual_seed(0)
-    base = ANDREA(ModelConfig(**BASE)).double()
-    missing, unexpected = one.load_state_dict(base.state_dict(), strict=False)
-    assert not unexpected and missing and all(is_mixing_parameter(k) for k in missing)
-    with torch.no_grad():
-        for m in one.kromhc:
-            m.gate.zero_()
-            m.bias.copy_(torch.tensor([50.0, 0.0]))  # sigma(50) = 1 in, 2 sigma(0) = 1 out
-    torch.testing.assert_close(one(idx()), base(idx()), atol=1e-12, rtol=0)
-    fresh = ANDREA(cfg_of(1)).double()  # at the init the gates are not 1
-    fresh.load_state_dict(base.state_dict(), strict=False)
-    assert (fresh(idx()) - base(idx())).abs().max() > 1e-3
+    checks.assert_one_stream_is_the_baseline_with_unit_gates(
+        lambda: ANDREA(cfg_of(1)).double(), randomise, lambda model: model.kromhc
+    )
 
 
 def test_recompute_keeps_the_loss_and_every_gradient_bit_for_bit_and_no_stream(monkeypatch):

@@ -18,7 +18,6 @@ from scheme_checks import BASE, idx
 from andrea.config.resolve import resolve_run
 from andrea.model.flops import flops_per_token
 from andrea.model.residuals.mhc import n_streams, permutation_matrices, sinkhorn
-from andrea.model.residuals.registry import is_mixing_parameter
 from andrea.model.transformer import ANDREA, ModelConfig, count_parameters
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -146,26 +145,9 @@ def test_one_stream_is_the_identity_residual_and_with_unit_gates_the_baseline(re
     gates H_pre in (0, 1), H_post in (0, 2). With the gates pinned to 1 (no dynamic part,
     b_pre -> +inf, b_post = 0) and the merge of one stream being that stream, the model is the
     baseline: same weights, same logits."""
-    torch.manual_seed(0)
-    one = randomise(ANDREA(cfg_of(residual, 1)).double())
-    for m in one.mhc:
-        assert torch.equal(
-            m(torch.randn(2, 3, 1, BASE["d_model"], dtype=torch.float64))[2],
-            torch.ones(2, 3, 1, 1, dtype=torch.float64),
-        )
-    torch.manual_seed(0)
-    base = ANDREA(ModelConfig(**BASE)).double()
-    missing, unexpected = one.load_state_dict(base.state_dict(), strict=False)
-    assert not unexpected and all(is_mixing_parameter(k) for k in missing)
-    with torch.no_grad():
-        for m in one.mhc:
-            m.gate.zero_()
-            m.bias.copy_(torch.tensor([50.0, 0.0] + [0.0] * (len(m.bias) - 2)))  # sigma(50) = 1
-    torch.testing.assert_close(one(idx()), base(idx()), atol=1e-12, rtol=0)
-    # at the default init the gates are not 1 (sigma(1) = 0.73 in, 2 sigma(1) = 1.46 out)
-    fresh = ANDREA(cfg_of(residual, 1)).double()
-    fresh.load_state_dict(base.state_dict(), strict=False)
-    assert (fresh(idx()) - base(idx())).abs().max() > 1e-3
+    checks.assert_one_stream_is_the_baseline_with_unit_gates(
+        lambda: ANDREA(cfg_of(residual, 1)).double(), randomise, lambda model: model.mhc
+    )
 
 
 def test_init_follows_the_documented_choices():
