@@ -320,54 +320,53 @@ def main(argv=None) -> int:
             print("error: --factors are multiples of the largest compute, >= 1", file=sys.stderr)
             return 2
         return _extrapolation_main(args)
-    _print_preamble(args)
-    print(
+    return _print_tables(
+        args,
         f"{'design':<8} {'truth':<10} {'estimator':<9} {'coverage':>8} {'±se':>6} "
-        f"{'median log-width':>16} {'median log bias':>15} {'R² (C-law)':>10}"
-    )
-    for d in args.designs:
-        for truth in args.truths:
-            t0 = time.time()
-            r = run_design(
-                d, args.reps, args.bootstrap, args.seed, args.estimators, args.noise, truth
-            )
-            for e in args.estimators:
-                print(
-                    f"{d:<8} {truth:<10} {e:<9} {r['coverage'][e]:>8.1%} {r['se'][e]:>6.1%} "
-                    f"{r['median_log_width'][e]:>16.3f} {r['median_log_bias'][e]:>+15.3f} "
-                    f"{r['r2_baseline']:>10.3f}",
-                    flush=True,
-                )
-            print(f"{'':<8} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
-    return 0
-
-
-def _print_preamble(args) -> None:
-    print(
-        f"truth L(N, D), variant N, D x sqrt({M_TRUE}); {args.noise} seed noise; {args.reps} "
-        f"replicates, {args.bootstrap} resamples; nominal 95 %; ±se: binomial standard error"
+        f"{'median log-width':>16} {'median log bias':>15} {'R² (C-law)':>10}",
+        lambda d, truth: run_design(
+            d, args.reps, args.bootstrap, args.seed, args.estimators, args.noise, truth
+        ),
+        lambda d, truth, r: (
+            f"{d:<8} {truth:<10} {e:<9} {r['coverage'][e]:>8.1%} {r['se'][e]:>6.1%} "
+            f"{r['median_log_width'][e]:>16.3f} {r['median_log_bias'][e]:>+15.3f} "
+            f"{r['r2_baseline']:>10.3f}"
+            for e in args.estimators
+        ),
     )
 
 
 def _extrapolation_main(args) -> int:
-    _print_preamble(args)
-    print(
+    return _print_tables(
+        args,
         f"{'design':<8} {'truth':<10} {'law':<11} {'factor':>6} {'quantity':<10} "
-        f"{'coverage':>8} {'±se':>6} {'median log-width':>16}"
+        f"{'coverage':>8} {'±se':>6} {'median log-width':>16}",
+        lambda d, truth: run_extrapolation(
+            d, args.reps, args.bootstrap, args.factors, args.laws, args.seed, truth, args.noise
+        ),
+        lambda d, truth, r: (
+            f"{d:<8} {truth:<10} {row['law']:<11} {row['factor']:>5g}x "
+            f"{row['quantity']:<10} {row['coverage']:>8.1%} {row['se']:>6.1%} "
+            f"{row['median_log_width']:>16.3f}"
+            for row in r["rows"]
+        ),
     )
+
+
+def _print_tables(args, header: str, measure, lines) -> int:
+    """The preamble and `header`, then for each design and truth `measure(design, truth)`'s
+    `lines(design, truth, result)` as they come, and its time on stderr."""
+    print(
+        f"truth L(N, D), variant N, D x sqrt({M_TRUE}); {args.noise} seed noise; {args.reps} "
+        f"replicates, {args.bootstrap} resamples; nominal 95 %; ±se: binomial standard error"
+    )
+    print(header)
     for d in args.designs:
         for truth in args.truths:
             t0 = time.time()
-            r = run_extrapolation(
-                d, args.reps, args.bootstrap, args.factors, args.laws, args.seed, truth, args.noise
-            )
-            for row in r["rows"]:
-                print(
-                    f"{d:<8} {truth:<10} {row['law']:<11} {row['factor']:>5g}x "
-                    f"{row['quantity']:<10} {row['coverage']:>8.1%} {row['se']:>6.1%} "
-                    f"{row['median_log_width']:>16.3f}",
-                    flush=True,
-                )
+            r = measure(d, truth)
+            for line in lines(d, truth, r):
+                print(line, flush=True)
             print(f"{'':<8} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
     return 0
 

@@ -1,7 +1,7 @@
 """The checks the residual schemes' tests share (mHC and mHC-lite, the KromHC and Delta AttnRes
 plug-ins; the AttnRes ablations use the formula comparison): a tiny model's logits and gradients
 against the scheme's formula written out in fp64, causality, determinism, one compiled graph,
-the FLOP counter, the parameter counts, recompute and exact resume. Each scheme's formula stays
+the FLOP counter, the parameter counts, recompute, one stream and exact resume. Each formula stays
 in its own test module, written out from its paper independently of the code it checks; a
 plug-in's module calls conftest's `require_plugin` before it imports anything of the plug-in."""
 
