@@ -46,10 +46,11 @@ import numpy as np
 
 from analysis.estimates import law_fits
 from analysis.estimates.estimate import default_c_ref, final_points, fit_variants
+from analysis.estimates.extra_fits import fit_chinchilla_replicates
 from analysis.estimates.multiplier import multiplier_at
 from analysis.fits import chinchilla, law_registry
 from analysis.fits.bootstrap import percentile_ci
-from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
+from analysis.fits.replicates import arrange, seed_bootstrap
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 from analysis.inputs.synthetic import chinchilla_law, simulate_runs
 
@@ -99,20 +100,10 @@ def _chin_interval(runs, c_ref, n_boot, seed, ci=0.95):
     analysis.estimates.extra_fits."""
     reps = arrange(runs)
     boot, _ = seed_bootstrap(reps, sorted(reps), n_boot, seed, "baseline")
-    fits = {}
-    for label, rep in reps.items():
-        rs = [r for c in rep.cells for pts in c.runs for r in pts]
-        fits[label] = chinchilla.fit_chinchilla(
-            label,
-            [r.params for r in rs],
-            [r.tokens for r in rs],
-            [r.flops for r in rs],
-            [r.val_loss for r in rs],
-            huber_delta=None,
-            boot_loss=boot[label],
-            ci=ci,
-            boot_level=expanded_level(ci, rep.df),
-        )
+    fits = {
+        label: fit_chinchilla_replicates(label, rep, boot[label], ci, huber_delta=None)
+        for label, rep in reps.items()
+    }
     b, v = fits["baseline"], fits["variant"]
     m = float(chinchilla.multiplier(b, v, c_ref))
     lo, hi = percentile_ci(chinchilla.multiplier(b, v, c_ref, boot=True).ravel(), v.boot_level)
