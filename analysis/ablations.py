@@ -14,9 +14,6 @@ Full and the baseline as horizontal bands).
 
 from __future__ import annotations
 
-import argparse
-import csv
-import io
 import math
 import re
 import sys
@@ -28,8 +25,8 @@ import numpy as np
 
 from analysis.fits.replicates import paired, t_interval
 from analysis.inputs.collect import collect_or_report, final_points
-from analysis.report.arguments import common_parser
-from analysis.report.files import out_dir_refused
+from analysis.report.arguments import parse_or_refuse, sweep_report_parser
+from analysis.report.tables import csv_rows
 from andrea.run.rundir import atomic_write_bytes
 
 BLOCK_LABEL = re.compile(r"^attnres_block_s(\d+)$")  # Block at one S, no switches
@@ -117,28 +114,11 @@ def markdown(rows, level, size) -> str:
 
 
 def csv_text(rows) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(
-        [
-            "label",
-            "size",
-            "n_seeds",
-            "seeds",
-            "loss_mean",
-            "loss_lo",
-            "loss_hi",
-            "d_baseline",
-            "d_baseline_lo",
-            "d_baseline_hi",
-            "d_full",
-            "d_full_lo",
-            "d_full_hi",
-        ]
-    )
-    for r in rows:
-        d = [x for dd in (r.d_base, r.d_full) for x in ((dd or (None,) * 4)[:3])]
-        w.writerow(
+    header = ["label", "size", "n_seeds", "seeds", "loss_mean", "loss_lo", "loss_hi"]
+    header += [f"{d}{end}" for d in ("d_baseline", "d_full") for end in ("", "_lo", "_hi")]
+    return csv_rows(
+        header,
+        (
             [
                 r.label,
                 r.size,
@@ -147,10 +127,11 @@ def csv_text(rows) -> str:
                 r.mean,
                 r.lo,
                 r.hi,
-                *("" if x is None else x for x in d),
+                *(x for dd in (r.d_base, r.d_full) for x in (dd or (None,) * 4)[:3]),
             ]
-        )
-    return buf.getvalue()
+            for r in rows
+        ),
+    )
 
 
 def latex(rows, level, size) -> str:
@@ -322,27 +303,12 @@ def _n_sublayers(runs, size) -> int | None:
 
 # --- command line ------------------------------------------------------------------------------
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m analysis.ablations",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[
-            common_parser(
-                inputs="sweep directories (or results.json files)",
-                metric=True,
-                out="output directory (default: <first input>/analysis)",
-                level="--level",
-                baseline=True,
-            )
-        ],
-    )
+    p = sweep_report_parser("python -m analysis.ablations", __doc__)
     p.add_argument("--size", help="the size to tabulate (default: the one with most labels)")
     p.add_argument("--full", default="attnres_full")
-    a = p.parse_args(argv)
-    if out_dir_refused(a.out):
+    a = parse_or_refuse(p, argv, level="level")
+    if a is None:
         return 2
-    if not 0 < a.level < 1:
-        p.error(f"--level={a.level} must lie in (0, 1)")
     col = collect_or_report(a.inputs, a.metric)
     if col is None:
         return 2

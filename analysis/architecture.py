@@ -19,9 +19,6 @@ optima). Exit 2 on unusable input.
 
 from __future__ import annotations
 
-import argparse
-import csv
-import io
 import json
 import math
 import re
@@ -35,8 +32,8 @@ import numpy as np
 from analysis.fits import parabola
 from analysis.fits.replicates import arrange, expanded_level, paired, seed_bootstrap
 from analysis.inputs.collect import collect_or_report, final_points
-from analysis.report.arguments import common_parser
-from analysis.report.files import out_dir_refused
+from analysis.report.arguments import parse_or_refuse, sweep_report_parser
+from analysis.report.tables import csv_rows
 from andrea.run.rundir import atomic_write_bytes
 
 # andrea.ladder.shapes.size_label writes `<name>@a<aspect>[_h<head ratio>][_p<target>]`; read here
@@ -310,32 +307,12 @@ def markdown(cells, optima, gap, baseline, level) -> str:
 
 
 def csv_text(cells, gap, baseline) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(
-        [
-            "label",
-            "size",
-            "row",
-            "aspect_asked",
-            "head_ratio_asked",
-            "n_layer",
-            "n_head",
-            "d_model",
-            "aspect",
-            "params_nonembedding",
-            "tokens",
-            "flops",
-            "n_seeds",
-            "loss_mean",
-            f"gap_vs_{baseline}",
-            "gap_lo",
-            "gap_hi",
-        ]
-    )
-    for c in cells:
-        g = gap.get((c.label, c.size)) or (None,) * 4
-        w.writerow(
+    header = ["label", "size", "row", "aspect_asked", "head_ratio_asked", "n_layer", "n_head"]
+    header += ["d_model", "aspect", "params_nonembedding", "tokens", "flops", "n_seeds"]
+    header += ["loss_mean", f"gap_vs_{baseline}", "gap_lo", "gap_hi"]
+    return csv_rows(
+        header,
+        (
             [
                 c.label,
                 c.size,
@@ -351,10 +328,11 @@ def csv_text(cells, gap, baseline) -> str:
                 c.flops,
                 len(c.losses),
                 c.mean,
-                *("" if x is None else x for x in g[:3]),
+                *(gap.get((c.label, c.size)) or (None,) * 4)[:3],
             ]
-        )
-    return buf.getvalue()
+            for c in cells
+        ),
+    )
 
 
 # --- figures -----------------------------------------------------------------------------------
@@ -510,27 +488,10 @@ def plot_aspect(cells, optima, path, baseline, level) -> None:
 
 # --- command line ------------------------------------------------------------------------------
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m analysis.architecture",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[
-            common_parser(
-                inputs="sweep directories (or results.json files)",
-                metric=True,
-                out="output directory (default: <first input>/analysis)",
-                level="--level",
-                baseline=True,
-                bootstrap=True,
-                seed=True,
-            )
-        ],
-    )
-    a = p.parse_args(argv)
-    if out_dir_refused(a.out):
+    p = sweep_report_parser("python -m analysis.architecture", __doc__, bootstrap=True, seed=True)
+    a = parse_or_refuse(p, argv, level="level")
+    if a is None:
         return 2
-    if not 0 < a.level < 1:
-        p.error(f"--level={a.level} must lie in (0, 1)")
     col = collect_or_report(a.inputs, a.metric)
     if col is None:
         return 2

@@ -42,8 +42,8 @@ from analysis.fits.replicates import arrange
 from analysis.inputs import metrics
 from analysis.inputs.collect import collect_for_metric
 from analysis.inputs.metrics import DEFAULT_METRIC, metric_axis_label
-from analysis.report.arguments import common_parser
-from analysis.report.files import jsonable, out_dir_refused
+from analysis.report.arguments import common_parser, parse_or_refuse
+from analysis.report.files import jsonable
 from andrea.run.rundir import atomic_write_bytes, atomic_write_json
 
 # A multiplier interval wider than a factor of 10 (hi / lo) predicts nothing: it holds every
@@ -361,8 +361,8 @@ def backtest_figure(bt: dict, baseline: str = "baseline", metric: str = DEFAULT_
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    if out_dir_refused(args.out):
+    args = parse_or_refuse(build_parser(), argv)
+    if args is None:
         return 2
     if args.bootstrap < 0 or not 0 < args.ci < 1:
         print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)

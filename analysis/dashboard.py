@@ -97,35 +97,28 @@ def _require_workspaces() -> None:
 
 
 # --- panels, grouped by the question they answer ------------------------------------------------
+_LOSS_AXIS = "val loss (nats/token)"
+# (title, x, x title, y, y title): each a log-log line against compute; bits per byte is
+# tokenizer-free, comparable with other ladders (docs/metrics.md)
+_SCALING_PLOTS = (
+    ("val loss vs training compute", keys.FLOPS, "training FLOPs", keys.VAL_LOSS, _LOSS_AXIS),
+    ("val loss vs PF-days", keys.PFLOPS_DAYS, "PF-days", keys.VAL_LOSS, _LOSS_AXIS),
+    (
+        "val bits per byte vs training compute",
+        keys.FLOPS,
+        "training FLOPs",
+        keys.VAL_BPB,
+        "val bits per byte",
+    ),
+)
+
+
 def scaling_panels() -> list:
     return [
         wr.LinePlot(
-            title="val loss vs training compute",
-            x=keys.FLOPS,
-            y=[keys.VAL_LOSS],
-            log_x=True,
-            log_y=True,
-            title_x="training FLOPs",
-            title_y="val loss (nats/token)",
-        ),
-        wr.LinePlot(
-            title="val loss vs PF-days",
-            x=keys.PFLOPS_DAYS,
-            y=[keys.VAL_LOSS],
-            log_x=True,
-            log_y=True,
-            title_x="PF-days",
-            title_y="val loss (nats/token)",
-        ),
-        wr.LinePlot(  # tokenizer-free, comparable with other ladders (docs/metrics.md)
-            title="val bits per byte vs training compute",
-            x=keys.FLOPS,
-            y=[keys.VAL_BPB],
-            log_x=True,
-            log_y=True,
-            title_x="training FLOPs",
-            title_y="val bits per byte",
-        ),
+            title=title, x=x, y=[y], log_x=True, log_y=True, title_x=title_x, title_y=title_y
+        )
+        for title, x, title_x, y, title_y in _SCALING_PLOTS
     ]
 
 
@@ -165,19 +158,12 @@ def dynamics_panels() -> list:
     # Baseline runs log no depth weights, so the heatmap browsers show only the runs with depth
     # routing (AttnRes, Delta AttnRes).
     return [
-        wr.MediaBrowser(
-            title="depth attention (latest eval)", media_keys=[keys.DEPTH_WEIGHTS], num_columns=3
-        ),
-        wr.MediaBrowser(
-            title="per-layer output RMS (latest eval)",
-            media_keys=[keys.LAYER_RMS_PLOT],
-            num_columns=3,
-        ),
-        wr.MediaBrowser(
-            title="depth routing: max weight and entropy (latest eval)",
-            media_keys=[keys.DEPTH_SHARPNESS],
-            num_columns=3,
-        ),
+        wr.MediaBrowser(title=title, media_keys=[key], num_columns=3)
+        for title, key in (
+            ("depth attention (latest eval)", keys.DEPTH_WEIGHTS),
+            ("per-layer output RMS (latest eval)", keys.LAYER_RMS_PLOT),
+            ("depth routing: max weight and entropy (latest eval)", keys.DEPTH_SHARPNESS),
+        )
     ]
 
 

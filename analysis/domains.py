@@ -35,8 +35,7 @@ from analysis.estimates.multiplier import boot_multipliers, multiplier_at
 from analysis.fits.bootstrap import percentile_ci
 from analysis.inputs.collect import collect_or_report, final_points
 from analysis.inputs.metrics import domain_of, is_domain_loss, is_domain_metric, with_metric
-from analysis.report.arguments import common_parser
-from analysis.report.files import out_dir_refused
+from analysis.report.arguments import common_parser, parse_or_refuse
 from andrea.run.rundir import atomic_write_json
 
 UNITS = {"loss": "nats/token", "bpb": "bits/byte"}
@@ -205,8 +204,8 @@ def main(argv=None) -> int:
             )
         ],
     )
-    args = p.parse_args(argv)
-    if out_dir_refused(args.out):
+    args = parse_or_refuse(p, argv)
+    if args is None:
         return 2
     if args.bootstrap < 0 or not 0 < args.ci < 1:
         print("error: need --bootstrap >= 0 and 0 < --ci < 1", file=sys.stderr)

@@ -37,8 +37,8 @@ from analysis.inputs.collect import (
     variant_label,
 )
 from analysis.report import plots_extra, tables
-from analysis.report.arguments import common_parser
-from analysis.report.files import jsonable, out_dir_refused
+from analysis.report.arguments import common_parser, parse_or_refuse
+from analysis.report.files import jsonable
 from andrea.run import results as results_file
 from andrea.run.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json
 
@@ -791,8 +791,8 @@ def print_summary(
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    if out_dir_refused(args.out):
+    args = parse_or_refuse(build_parser(), argv)
+    if args is None:
         return 2
     problem = check_args(args)
     if problem:

@@ -41,8 +41,7 @@ import numpy as np
 from analysis.fits import parabola
 from analysis.fits.parabola import HALF_WINDOW
 from analysis.inputs.metrics import DEFAULT_METRIC, check_metric, record_value
-from analysis.report.arguments import common_parser
-from analysis.report.files import out_dir_refused
+from analysis.report.arguments import common_parser, parse_or_refuse
 from andrea.run import results as results_file
 from andrea.run.rundir import atomic_write_bytes, atomic_write_json, find_run_dirs
 
@@ -383,8 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--variant", default="baseline", help="the variant selected on (default: %(default)s)"
     )
-    args = p.parse_args(argv)
-    if out_dir_refused(args.out):
+    args = parse_or_refuse(p, argv)
+    if args is None:
         return 2
     dirs = [Path(d) for d in args.sweeps]
     name = args.name or dirs[0].resolve().name

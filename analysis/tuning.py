@@ -40,8 +40,8 @@ from analysis.estimates.multiplier import multiplier_at
 from analysis.fits.bootstrap import percentile_ci
 from analysis.fits.powerlaw import compute_to_reach, predict
 from analysis.inputs.collect import Run, collect_or_report
-from analysis.report.arguments import common_parser
-from analysis.report.files import jsonable, out_dir_refused
+from analysis.report.arguments import common_parser, parse_or_refuse
+from analysis.report.files import jsonable
 from andrea.run.rundir import atomic_write_bytes, atomic_write_json
 
 OWN = " @own-LR"  # label suffix of a variant's runs at its own grid-best LR
@@ -283,8 +283,8 @@ def main(argv=None) -> int:
         help="reference compute in PFLOP/s-days "
         "(default: the geometric middle of the shared compute range, as analysis.fit)",
     )
-    args = p.parse_args(argv)
-    if out_dir_refused(args.out):
+    args = parse_or_refuse(p, argv)
+    if args is None:
         return 2
     if args.bootstrap < 0 or not 0 < args.ci < 1 or (args.c_ref is not None and not args.c_ref > 0):
         print("error: need --bootstrap >= 0, 0 < --ci < 1, --c-ref > 0", file=sys.stderr)

@@ -46,10 +46,11 @@ import numpy as np
 
 from analysis.estimates import law_fits
 from analysis.estimates.estimate import default_c_ref, final_points, fit_variants
+from analysis.estimates.extra_fits import fit_chinchilla_replicates
 from analysis.estimates.multiplier import multiplier_at
 from analysis.fits import chinchilla, law_registry
 from analysis.fits.bootstrap import percentile_ci
-from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
+from analysis.fits.replicates import arrange, seed_bootstrap
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 from analysis.inputs.synthetic import chinchilla_law, simulate_runs
 
@@ -99,46 +100,21 @@ def _chin_interval(runs, c_ref, n_boot, seed, ci=0.95):
     analysis.estimates.extra_fits."""
     reps = arrange(runs)
     boot, _ = seed_bootstrap(reps, sorted(reps), n_boot, seed, "baseline")
-    fits = {}
-    for label, rep in reps.items():
-        rs = [r for c in rep.cells for pts in c.runs for r in pts]
-        fits[label] = chinchilla.fit_chinchilla(
-            label,
-            [r.params for r in rs],
-            [r.tokens for r in rs],
-            [r.flops for r in rs],
-            [r.val_loss for r in rs],
-            huber_delta=None,
-            boot_loss=boot[label],
-            ci=ci,
-            boot_level=expanded_level(ci, rep.df),
-        )
+    fits = {
+        label: fit_chinchilla_replicates(label, rep, boot[label], ci, huber_delta=None)
+        for label, rep in reps.items()
+    }
     b, v = fits["baseline"], fits["variant"]
     m = float(chinchilla.multiplier(b, v, c_ref))
     lo, hi = percentile_ci(chinchilla.multiplier(b, v, c_ref, boot=True).ravel(), v.boot_level)
     return m, lo, hi
 
 
-def run_design(
-    design: str,
-    reps: int,
-    n_boot: int,
-    seed: int = 0,
-    estimators=ESTIMATORS,
-    noise: str = "t3",
-    truth: str = "besiroglu",
-    sigma_run: float = 0.012,
-    rho: float = 0.3,
-    sigma_point: float = 0.003,
-) -> dict:
+def _replicates(design, reps, true_laws, rng, noise, sigma_run, rho, sigma_point):
+    """Each replicate's simulated sweep of `design` and the seed of its bootstrap, both drawn
+    from `rng` in this order, so a caller's own draws never shift the replicates."""
     N, seeds, budgets, tpp = DESIGNS[design]
     compute = design_compute(N, tpp)
-    true_laws = laws(truth)
-    rng = np.random.default_rng([seed, sum(map(ord, design)), len(noise), len(truth)])
-    hits = {e: 0 for e in estimators}
-    width = {e: [] for e in estimators}
-    bias = {e: [] for e in estimators}
-    r2 = []
     for _ in range(reps):
         runs = simulate_runs(
             true_laws,
@@ -153,7 +129,35 @@ def run_design(
             of_nd=True,
             noise=noise,
         )
-        bseed = int(rng.integers(1 << 30))
+        yield runs, int(rng.integers(1 << 30))
+
+
+def _binomial_se(hits: int, reps: int) -> float:
+    """Standard error of a coverage of hits / reps (floored so a 0 or 1 coverage is not 0)."""
+    return math.sqrt(max(hits / reps * (1 - hits / reps), 1e-12) / reps)
+
+
+def run_design(
+    design: str,
+    reps: int,
+    n_boot: int,
+    seed: int = 0,
+    estimators=ESTIMATORS,
+    noise: str = "t3",
+    truth: str = "besiroglu",
+    sigma_run: float = 0.012,
+    rho: float = 0.3,
+    sigma_point: float = 0.003,
+) -> dict:
+    true_laws = laws(truth)
+    rng = np.random.default_rng([seed, sum(map(ord, design)), len(noise), len(truth)])
+    hits = {e: 0 for e in estimators}
+    width = {e: [] for e in estimators}
+    bias = {e: [] for e in estimators}
+    r2 = []
+    for runs, bseed in _replicates(
+        design, reps, true_laws, rng, noise, sigma_run, rho, sigma_point
+    ):
         res = fit_variants(runs, "baseline", n_bootstrap=n_boot, seed=bseed)
         c_ref, _ = default_c_ref(res.fits, "baseline")
         r2.append(res.fits["baseline"].r2)
@@ -182,10 +186,7 @@ def run_design(
         "noise": noise,
         "r2_baseline": float(np.median(r2)),
         "coverage": {e: hits[e] / reps for e in estimators},
-        "se": {
-            e: math.sqrt(max(hits[e] / reps * (1 - hits[e] / reps), 1e-12) / reps)
-            for e in estimators
-        },
+        "se": {e: _binomial_se(hits[e], reps) for e in estimators},
         "median_log_width": {e: float(np.median(width[e])) for e in estimators},
         "median_log_bias": {e: float(np.nanmedian(bias[e])) for e in estimators},
     }
@@ -205,29 +206,16 @@ def run_extrapolation(
     sigma_point: float = 0.003,
 ) -> dict:
     """Coverage of the loss and multiplier intervals at f x the largest compute (module doc)."""
-    N, seeds, budgets, tpp = DESIGNS[design]
-    compute = design_compute(N, tpp)
+    _, _, budgets, tpp = DESIGNS[design]
     true_laws = laws(truth)
     rng = np.random.default_rng([seed, sum(map(ord, design)), len(noise), len(truth), 0xE7])
     ray = tpp * max(budgets)  # tokens per parameter of each run's final point
     keys = [(law, f, q) for law in laws_ for f in factors for q in ("loss", "multiplier")]
     hits = dict.fromkeys(keys, 0)
     width = {k: [] for k in keys}
-    for _ in range(reps):
-        runs = simulate_runs(
-            true_laws,
-            compute,
-            seeds,
-            budgets,
-            sigma_run,
-            rho,
-            sigma_point,
-            rng,
-            tokens_per_param=tpp,
-            of_nd=True,
-            noise=noise,
-        )
-        bseed = int(rng.integers(1 << 30))
+    for runs, bseed in _replicates(
+        design, reps, true_laws, rng, noise, sigma_run, rho, sigma_point
+    ):
         c_max = max(r.compute for r in runs)
         for name in laws_:
             with warnings.catch_warnings():
@@ -271,7 +259,7 @@ def run_extrapolation(
                 "factor": k[1],
                 "quantity": k[2],
                 "coverage": hits[k] / reps,
-                "se": math.sqrt(max(hits[k] / reps * (1 - hits[k] / reps), 1e-12) / reps),
+                "se": _binomial_se(hits[k], reps),
                 "median_log_width": float(np.median(width[k])),
             }
             for k in keys
@@ -323,53 +311,53 @@ def main(argv=None) -> int:
             print("error: --factors are multiples of the largest compute, >= 1", file=sys.stderr)
             return 2
         return _extrapolation_main(args)
-    print(
-        f"truth L(N, D), variant N, D x sqrt({M_TRUE}); {args.noise} seed noise; {args.reps} "
-        f"replicates, {args.bootstrap} resamples; nominal 95 %; ±se: binomial standard error"
-    )
-    print(
+    return _print_tables(
+        args,
         f"{'design':<8} {'truth':<10} {'estimator':<9} {'coverage':>8} {'±se':>6} "
-        f"{'median log-width':>16} {'median log bias':>15} {'R² (C-law)':>10}"
+        f"{'median log-width':>16} {'median log bias':>15} {'R² (C-law)':>10}",
+        lambda d, truth: run_design(
+            d, args.reps, args.bootstrap, args.seed, args.estimators, args.noise, truth
+        ),
+        lambda d, truth, r: (
+            f"{d:<8} {truth:<10} {e:<9} {r['coverage'][e]:>8.1%} {r['se'][e]:>6.1%} "
+            f"{r['median_log_width'][e]:>16.3f} {r['median_log_bias'][e]:>+15.3f} "
+            f"{r['r2_baseline']:>10.3f}"
+            for e in args.estimators
+        ),
     )
-    for d in args.designs:
-        for truth in args.truths:
-            t0 = time.time()
-            r = run_design(
-                d, args.reps, args.bootstrap, args.seed, args.estimators, args.noise, truth
-            )
-            for e in args.estimators:
-                print(
-                    f"{d:<8} {truth:<10} {e:<9} {r['coverage'][e]:>8.1%} {r['se'][e]:>6.1%} "
-                    f"{r['median_log_width'][e]:>16.3f} {r['median_log_bias'][e]:>+15.3f} "
-                    f"{r['r2_baseline']:>10.3f}",
-                    flush=True,
-                )
-            print(f"{'':<8} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
-    return 0
 
 
 def _extrapolation_main(args) -> int:
+    return _print_tables(
+        args,
+        f"{'design':<8} {'truth':<10} {'law':<11} {'factor':>6} {'quantity':<10} "
+        f"{'coverage':>8} {'±se':>6} {'median log-width':>16}",
+        lambda d, truth: run_extrapolation(
+            d, args.reps, args.bootstrap, args.factors, args.laws, args.seed, truth, args.noise
+        ),
+        lambda d, truth, r: (
+            f"{d:<8} {truth:<10} {row['law']:<11} {row['factor']:>5g}x "
+            f"{row['quantity']:<10} {row['coverage']:>8.1%} {row['se']:>6.1%} "
+            f"{row['median_log_width']:>16.3f}"
+            for row in r["rows"]
+        ),
+    )
+
+
+def _print_tables(args, header: str, measure, lines) -> int:
+    """The preamble and `header`, then for each design and truth `measure(design, truth)`'s
+    `lines(design, truth, result)` as they come, and its time on stderr."""
     print(
         f"truth L(N, D), variant N, D x sqrt({M_TRUE}); {args.noise} seed noise; {args.reps} "
         f"replicates, {args.bootstrap} resamples; nominal 95 %; ±se: binomial standard error"
     )
-    print(
-        f"{'design':<8} {'truth':<10} {'law':<11} {'factor':>6} {'quantity':<10} "
-        f"{'coverage':>8} {'±se':>6} {'median log-width':>16}"
-    )
+    print(header)
     for d in args.designs:
         for truth in args.truths:
             t0 = time.time()
-            r = run_extrapolation(
-                d, args.reps, args.bootstrap, args.factors, args.laws, args.seed, truth, args.noise
-            )
-            for row in r["rows"]:
-                print(
-                    f"{d:<8} {truth:<10} {row['law']:<11} {row['factor']:>5g}x "
-                    f"{row['quantity']:<10} {row['coverage']:>8.1%} {row['se']:>6.1%} "
-                    f"{row['median_log_width']:>16.3f}",
-                    flush=True,
-                )
+            r = measure(d, truth)
+            for line in lines(d, truth, r):
+                print(line, flush=True)
             print(f"{'':<8} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
     return 0
 

@@ -97,23 +97,13 @@ def data_cache(tmp_path_factory) -> Path:
         os.environ["ANDREA_DATA"] = old
 
 
-# Overrides for a run that trains in seconds on CPU: the stdlib corpus capped at 400k chars,
-# tiny-1 (2 blocks, d 32, vocab 2049, context 128), 24 steps of 8 x 64 tokens.
-TINY_RUN = [
-    "size=tiny-1",
-    "data.max_chars=400000",
-    "data.val_fraction=0.05",
-    "train.seq_len=64",
-    "train.batch_tokens=512",
-    "train.micro_batch_size=8",
-    "train.tokens=12288",
-    "train.evals=2",
-    "train.val_tokens=1024",
-    "train.checkpoints=2",
-    "train.log_every=4",
-    "train.progress=false",
-    "wandb.mode=offline",
-]
+# The overrides of a run that trains in seconds on CPU (tests/tiny_run.py). tests/ is on sys.path
+# in this suite; a session that loads this file as a plug-in (`-p tests.conftest`) has the repo's
+# root there instead.
+try:
+    from tiny_run import TINY_RUN  # noqa: F401 (tests import it from here)
+except ModuleNotFoundError:
+    from tests.tiny_run import TINY_RUN  # noqa: F401
 
 
 def sigint_as_in_a_terminal() -> None:

@@ -8,7 +8,7 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
+from scheme_checks import assert_matches_the_formula, outputs_and_grads
 
 from andrea.model.residuals import attnres as attnres_module
 from andrea.model.residuals.attnres import depth_ablated, depth_block
@@ -135,24 +135,9 @@ def naive_denseformer_logits(model, x):
     return model.lm_head(model.ln_f(y))
 
 
-def outputs_and_grads(model, logits_fn, x, y):
-    model.zero_grad()
-    logits = logits_fn(x)
-    F.cross_entropy(logits.flatten(0, 1), y.flatten()).backward()
-    return logits.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}
-
-
 def assert_matches_naive(model, naive_fn):
-    x, y = idx(), idx(seed=2)
-    out, grads = outputs_and_grads(model, model, x, y)
-    ref, ref_grads = outputs_and_grads(model, lambda t: naive_fn(model, t), x, y)
-    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
-    assert grads.keys() == ref_grads.keys()
-    for n in grads:
-        torch.testing.assert_close(grads[n], ref_grads[n], atol=1e-10, rtol=1e-8, msg=n)
-    model.eval()
-    with torch.no_grad():  # inference runs the same general path
-        torch.testing.assert_close(model(x), ref, atol=1e-10, rtol=1e-10)
+    """In fp64, in training and in inference (which runs the same general path)."""
+    assert_matches_the_formula(model, lambda t: naive_fn(model, t), idx(), idx(seed=2))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -99,3 +99,20 @@ def test_every_command_parses_the_shared_arguments_with_their_defaults(command):
     with contextlib.redirect_stdout(io.StringIO()) as out, pytest.raises(SystemExit):
         p.parse_args(["--help"])
     assert "--metric" in out.getvalue() or command in ("tuning", "domains")
+
+
+@pytest.mark.parametrize("command", ["ablations", "architecture"])
+@pytest.mark.parametrize("level", ["0", "1.5"])
+def test_a_level_outside_zero_one_is_the_parsers_usage_error(command, level, capsys):
+    import importlib
+
+    main = importlib.import_module(f"analysis.{command}").main
+    with pytest.raises(SystemExit) as stop:
+        main(["no_such_sweep", "--level", level])
+    assert stop.value.code == 2
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .splitlines()[-1]
+        .endswith(f"error: --level={float(level)} must lie in (0, 1)")
+    )

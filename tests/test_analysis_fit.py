@@ -267,27 +267,11 @@ def test_few_sizes_warn_once_for_all_variants_that_share_them(tmp_path, capsys):
 def test_multi_point_seeds_sweep_with_device_seconds(tmp_path, capsys):
     """A sweep of WSD runs (4 budgets each, 2 seeds) written as results.json with `points`:
     the seed bootstrap, seed noise, L(N, D), frontier, isoFLOP figure and device-seconds."""
-    import numpy as np
+    from test_analysis_laws import nd_sweep_runs
 
-    from analysis.inputs.synthetic import chinchilla_law, simulate_runs, write_runs
+    from analysis.inputs.synthetic import write_runs
 
-    base = (1.69, 406.4, 0.34, 410.7, 0.28)
-    laws = {
-        "baseline": chinchilla_law(*base),
-        "attnres_full": chinchilla_law(
-            base[0], base[1] * 1.1 ** -base[2], base[2], base[3] * 1.1 ** -base[4], base[4]
-        ),
-    }
-    runs = simulate_runs(
-        laws,
-        (1e-4, 1e-3, 1e-2, 1e-1),
-        (0, 1),
-        (0.25, 0.5, 1.0, 2.0),
-        sigma_run=0.004,
-        sigma_point=0.001,
-        rng=np.random.default_rng(0),
-        of_nd=True,
-    )
+    runs = nd_sweep_runs()
     write_runs(tmp_path / "sweep", runs, {"baseline": 1e-12, "attnres_full": 1.05e-12})
     out = tmp_path / "out"
     assert main([str(tmp_path / "sweep"), "--out", str(out), "--bootstrap", "100"]) == 0

@@ -170,18 +170,17 @@ def test_a_law_refuses_points_without_its_inputs():
 
 
 # --- analysis.fit --law / --at-compute ------------------------------------------------------------
-@pytest.fixture(scope="module")
-def nd_sweep(tmp_path_factory):
-    """A WSD sweep from Chinchilla's L(N, D): 4 sizes, 2 seeds, 4 budgets; the variant's N and D
-    count 1.1x (a multiplier of 1.21 at every compute)."""
-    from analysis.inputs.synthetic import chinchilla_law, simulate_runs, write_runs
+def nd_sweep_runs() -> list:
+    """The runs of a WSD sweep from Chinchilla's L(N, D): 4 sizes, 2 seeds, 4 budgets; the
+    variant's N and D count 1.1x (a multiplier of 1.21 at every compute)."""
+    from analysis.inputs.synthetic import chinchilla_law, simulate_runs
 
     E, A, a, B, b = TRUTH
     laws = {
         "baseline": chinchilla_law(*TRUTH),
         "attnres_full": chinchilla_law(E, A * 1.1**-a, a, B * 1.1**-b, b),
     }
-    runs = simulate_runs(
+    return simulate_runs(
         laws,
         (1e-4, 1e-3, 1e-2, 1e-1),
         (0, 1),
@@ -191,9 +190,25 @@ def nd_sweep(tmp_path_factory):
         rng=np.random.default_rng(0),
         of_nd=True,
     )
+
+
+@pytest.fixture(scope="module")
+def nd_sweep(tmp_path_factory):
+    """`nd_sweep_runs` written as a sweep directory."""
+    from analysis.inputs.synthetic import write_runs
+
     root = tmp_path_factory.mktemp("nd") / "sweep"
-    write_runs(root, runs)
+    write_runs(root, nd_sweep_runs())
     return root
+
+
+def fit_sweep(sweep, out, bootstrap, *extra) -> int:
+    """`python -m analysis.fit <sweep> --out <out> --bootstrap <n> --no-plots <extra>`."""
+    from analysis.fit import main
+
+    return main(
+        [str(sweep), "--out", str(out), "--bootstrap", str(bootstrap), "--no-plots", *extra]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -202,27 +217,15 @@ def chin_fit(nd_sweep, tmp_path_factory):
     import contextlib
     import io
 
-    from analysis.fit import main
-
     out = tmp_path_factory.mktemp("chin") / "o"
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         assert (
-            main(
-                [
-                    str(nd_sweep),
-                    "--out",
-                    str(out),
-                    "--bootstrap",
-                    "50",
-                    "--no-plots",
-                    "--law",
-                    "chinchilla",
-                    "--law-bootstrap",
-                    "20",
-                    "--at-compute",
-                    "0.3PF-days",
-                ]
+            fit_sweep(
+                nd_sweep,
+                out,
+                50,
+                *"--law chinchilla --law-bootstrap 20 --at-compute 0.3PF-days".split(),
             )
             == 0
         )
@@ -317,25 +320,7 @@ def test_predict_says_when_the_fit_dir_has_no_fit(tmp_path, capsys):
 
 
 def test_law_auto_says_which_law_won_and_by_how_much(nd_sweep, tmp_path, capsys):
-    from analysis.fit import main
-
-    assert (
-        main(
-            [
-                str(nd_sweep),
-                "--out",
-                str(tmp_path / "o"),
-                "--bootstrap",
-                "0",
-                "--no-plots",
-                "--law",
-                "auto",
-                "--law-bootstrap",
-                "0",
-            ]
-        )
-        == 0
-    )
+    assert fit_sweep(nd_sweep, tmp_path / "o", 0, "--law", "auto", "--law-bootstrap", "0") == 0
     text = capsys.readouterr().out
     (line,) = [l for l in text.splitlines() if l.startswith("--law auto: ")]
     rep = json.loads((tmp_path / "o" / "fits.json").read_text())
@@ -429,25 +414,9 @@ def test_the_data_constrained_law_recovers_the_worth_of_repeated_tokens():
 
 
 def test_at_compute_with_the_default_law_is_the_c_laws_multiplier_there(nd_sweep, tmp_path, capsys):
-    from analysis.fit import main
-
     out = tmp_path / "o"
     assert (
-        main(
-            [
-                str(nd_sweep),
-                "--out",
-                str(out),
-                "--bootstrap",
-                "50",
-                "--no-plots",
-                "--c-ref",
-                "0.01",
-                "--at-compute",
-                "0.01PF-days",
-                "1PF-days",
-            ]
-        )
+        fit_sweep(nd_sweep, out, 50, "--c-ref", "0.01", "--at-compute", "0.01PF-days", "1PF-days")
         == 0
     )
     text = capsys.readouterr().out

@@ -83,6 +83,19 @@ def make_sweep(root, seeds=3, n_docs=400, noise=0.01, step_of_record=None):
     return root
 
 
+def fit(sweep, out, metric, bootstrap, plots=False) -> int:
+    """`python -m analysis.fit <sweep> --out <out> --metric <metric> --bootstrap <n>`."""
+    args = [str(sweep), "--out", str(out), "--metric", metric, "--bootstrap", str(bootstrap)]
+    return fit_cli.main(args + ([] if plots else ["--no-plots"]))
+
+
+def backtest(sweep, out, metric, bootstrap) -> int:
+    """`python -m analysis.backtest <sweep> --out <out> --metric <metric> --bootstrap <n>`."""
+    return backtest_cli.main(
+        [str(sweep), "--out", str(out), "--metric", metric, "--bootstrap", str(bootstrap)]
+    )
+
+
 def test_the_final_point_carries_the_task_metrics(tmp_path):
     coll = collect([make_sweep(tmp_path / "s", seeds=1)])
     r = coll.runs[0]
@@ -116,21 +129,7 @@ def test_metric_names():
 
 def test_fit_of_a_task_bpb_recovers_the_multiplier(tmp_path, capsys):
     sweep = make_sweep(tmp_path / "s")
-    assert (
-        fit_cli.main(
-            [
-                str(sweep),
-                "--out",
-                str(tmp_path / "out"),
-                "--no-plots",
-                "--metric",
-                "task:ladder_local/bpb",
-                "--bootstrap",
-                "200",
-            ]
-        )
-        == 0
-    )
+    assert fit(sweep, tmp_path / "out", "task:ladder_local/bpb", 200) == 0
     out = capsys.readouterr().out
     assert "Metric: task:ladder_local/bpb" in out and "with L = task:ladder_local/bpb" in out
     report = json.loads((tmp_path / "out" / "fits.json").read_text())
@@ -143,21 +142,7 @@ def test_fit_of_a_task_bpb_recovers_the_multiplier(tmp_path, capsys):
 
 def test_accuracy_is_fitted_in_two_steps_and_chance_is_said(tmp_path, capsys):
     sweep = make_sweep(tmp_path / "s")
-    assert (
-        fit_cli.main(
-            [
-                str(sweep),
-                "--out",
-                str(tmp_path / "out"),
-                "--no-plots",
-                "--metric",
-                "task:ladder_local/acc",
-                "--bootstrap",
-                "200",
-            ]
-        )
-        == 0
-    )
+    assert fit(sweep, tmp_path / "out", "task:ladder_local/acc", 200) == 0
     out = capsys.readouterr().out
     assert "fitted in two steps" in out and "Two-step prediction of ladder_local/acc" in out
     ts = json.loads((tmp_path / "out" / "fits.json").read_text())["metric"]["two_step"]
@@ -165,21 +150,7 @@ def test_accuracy_is_fitted_in_two_steps_and_chance_is_said(tmp_path, capsys):
     assert ts["sigmoid"]["L0"] == pytest.approx(L0, rel=0.05)
     assert "sits at chance" not in out
 
-    assert (
-        fit_cli.main(
-            [
-                str(sweep),
-                "--out",
-                str(tmp_path / "out2"),
-                "--no-plots",
-                "--metric",
-                "task:copa_local/acc",
-                "--bootstrap",
-                "0",
-            ]
-        )
-        == 0
-    )
+    assert fit(sweep, tmp_path / "out2", "task:copa_local/acc", 0) == 0
     out = capsys.readouterr().out
     assert "copa_local/acc sits at chance at these sizes" in out
     assert "an accuracy multiplier means nothing here" in out
@@ -187,40 +158,14 @@ def test_accuracy_is_fitted_in_two_steps_and_chance_is_said(tmp_path, capsys):
 
 def test_two_step_backtest_predicts_the_held_out_size(tmp_path, capsys):
     sweep = make_sweep(tmp_path / "s")
-    assert (
-        backtest_cli.main(
-            [
-                str(sweep),
-                "--out",
-                str(tmp_path / "bt"),
-                "--metric",
-                "task:ladder_local/acc",
-                "--bootstrap",
-                "200",
-            ]
-        )
-        == 0
-    )
+    assert backtest(sweep, tmp_path / "bt", "task:ladder_local/acc", 200) == 0
     out = capsys.readouterr().out
     bt = json.loads((tmp_path / "bt" / "backtest.json").read_text())
     assert {r["size"] for r in bt["rows"]} == {"tiny-4"}
     assert all(r["inside"] for r in bt["rows"]), out
     assert "Two-step backtest of ladder_local/acc" in out
     # a loss-like task metric goes through the ordinary backtest
-    assert (
-        backtest_cli.main(
-            [
-                str(sweep),
-                "--out",
-                str(tmp_path / "bt2"),
-                "--metric",
-                "task:ladder_local/bpb",
-                "--bootstrap",
-                "100",
-            ]
-        )
-        == 0
-    )
+    assert backtest(sweep, tmp_path / "bt2", "task:ladder_local/bpb", 100) == 0
     assert "Metric: task:ladder_local/bpb" in capsys.readouterr().out
 
 
@@ -262,20 +207,7 @@ def test_accuracy_figures_and_one_metric_line(tmp_path, capsys, monkeypatch):
 
     drawn = _figures(monkeypatch)
     sweep = make_sweep(tmp_path / "s")
-    assert (
-        fit_cli.main(
-            [
-                str(sweep),
-                "--out",
-                str(tmp_path / "out"),
-                "--metric",
-                "task:ladder_local/acc",
-                "--bootstrap",
-                "50",
-            ]
-        )
-        == 0
-    )
+    assert fit(sweep, tmp_path / "out", "task:ladder_local/acc", 50, plots=True) == 0
     out = capsys.readouterr().out
     metric_lines = [line for line in out.splitlines() if line.startswith("Metric:")]
     assert metric_lines == [

@@ -974,7 +974,15 @@ def write_table(path: Path) -> None:
             gap = " **gap**" if case.exit is None else ""
             lines.append(f"| `{case.what}` | {code}{gap} | {message[:300]} |")
         lines.append("")
-    Path(path).write_text("\n".join(lines))
+    path = Path(path)
+    old = path.read_text() if path.exists() else ""
+    kept = old[old.index(BY_HAND) :] if BY_HAND in old else ""  # written by hand: kept as it is
+    path.write_text("\n".join(lines) + ("\n" + kept if kept else ""))
+
+
+# the heading of docs/bad_input.md's last section, which lists by hand the commands checked in
+# other tests (a Ray cluster, a sweep or a fit to run: not fast cases); write_table keeps it
+BY_HAND = "## Commands checked in their own tests"
 
 
 if __name__ == "__main__":

@@ -14,6 +14,9 @@ from bench.throughput import TARGETS, allow_recompiles, check_targets
 from bench.throughput import main as throughput_main
 from tests.conftest import REPO
 
+# bench.throughput at its smallest, on the CPU: the tiny size, one sequence of 32 tokens, one step
+TINY_CPU = ["--device", "cpu", "--size", "tiny", "--batch", "1", "--seq", "32", "--steps", "1"]
+
 
 def test_cpu_targets_pass_and_fail_on_their_bounds(capsys):
     results = {
@@ -60,18 +63,9 @@ def test_throughput_reports_ratios_to_the_baseline(tmp_path, one_thread, capsys)
     out = tmp_path / "bench.jsonl"
     throughput_main(
         [
-            "--device",
-            "cpu",
-            "--size",
-            "tiny",
-            "--batch",
-            "1",
-            "--seq",
-            "32",
+            *TINY_CPU,
             "--trials",
             "2",
-            "--steps",
-            "1",
             "--variants",
             "baseline,attnres_full,attnres_block:4",
             "--json",
@@ -164,17 +158,8 @@ def test_a_warm_up_budget_skips_later_variants_but_still_reports(tmp_path, one_t
     out = tmp_path / "bench.jsonl"
     rc = throughput_main(
         [
-            "--device",
-            "cpu",
-            "--size",
-            "tiny",
-            "--batch",
-            "1",
-            "--seq",
-            "32",
+            *TINY_CPU,
             "--trials",
-            "1",
-            "--steps",
             "1",
             "--variants",
             "baseline,attnres_full",
@@ -195,11 +180,8 @@ def test_a_warm_up_budget_skips_later_variants_but_still_reports(tmp_path, one_t
 
 def test_the_memory_measurement_prints_no_profiler_noise(tmp_path):
     """Kineto's `USDT: ... profiler_start` lines, once per measured step, went to stderr."""
-    code = (
-        "from bench.throughput import main; main(['--device', 'cpu', '--size', 'tiny', "
-        "'--batch', '1', '--seq', '32', '--trials', '1', '--steps', '1', '--variants', "
-        "'baseline'])"
-    )
+    args = [*TINY_CPU, "--trials", "1", "--variants", "baseline"]
+    code = f"from bench.throughput import main; main({args!r})"
     env = {k: v for k, v in os.environ.items() if k != "KINETO_LOG_LEVEL"}
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
@@ -221,16 +203,7 @@ def test_pack_measures_the_aggregate_of_k_processes_and_writes_the_plans_file(tm
     out.write_text(json.dumps({"other": 1}))
     rc = throughput_main(
         [
-            "--device",
-            "cpu",
-            "--size",
-            "tiny",
-            "--batch",
-            "1",
-            "--seq",
-            "32",
-            "--steps",
-            "1",
+            *TINY_CPU,
             "--trials",
             "2",
             "--pack",

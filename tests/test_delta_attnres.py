@@ -21,23 +21,14 @@ from conftest import require_plugin
 require_plugin("delta_attnres", "andrea-delta-attnres")
 
 # imported after require_plugin, which skips (or fails under CI) without the plug-in
-from conftest import compose_run  # noqa: E402
-from test_mhc import idx, outputs_and_grads  # noqa: E402
+import scheme_checks as checks  # noqa: E402
+from scheme_checks import BASE, idx  # noqa: E402
 
-from andrea.config.resolve import resolve_run  # noqa: E402
 from andrea.model.flops import flops_per_token  # noqa: E402
-from andrea.model.residuals.registry import is_mixing_parameter  # noqa: E402
-from andrea.model.transformer import (  # noqa: E402
-    ANDREA,
-    ModelConfig,
-    count_parameters,
-    param_count_formula,
-)
+from andrea.model.transformer import ANDREA, ModelConfig, count_parameters  # noqa: E402
 from andrea_delta_attnres.delta_attnres import source_counts  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-BASE = dict(n_layer=2, n_head=2, d_model=8, vocab_size=32, context_length=12)
 
 
 def cfg_of(**kw):
@@ -113,18 +104,11 @@ SHAPES = [(1, None), (2, None), (3, None), (3, 1), (3, 2), (3, 3), (4, 2)]  # (n
 def test_matches_the_formula_fp64_outputs_and_grads(n_layer, blocks):
     torch.manual_seed(0)
     model = randomise(ANDREA(cfg_of(n_layer=n_layer, delta_blocks=blocks)).double())
-    x, y = idx(B=2, T=6), idx(B=2, T=6, seed=2)
-    out, grads = outputs_and_grads(model, model, x, y)
-    ref, ref_grads = outputs_and_grads(model, lambda t: naive_logits(model, t), x, y)
-    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
-    assert grads.keys() == ref_grads.keys()
-    for k in grads:
-        torch.testing.assert_close(grads[k], ref_grads[k], atol=1e-10, rtol=1e-8, msg=k)
+    grads = checks.assert_matches_the_formula(
+        model, lambda t: naive_logits(model, t), idx(B=2, T=6), idx(B=2, T=6, seed=2)
+    )
     scored = [l for l, n in enumerate(source_counts(model.cfg)) if n > 1]
     assert all(grads[f"delta.{l}.query"].abs().sum() > 0 for l in scored)
-    model.eval()
-    with torch.no_grad():  # inference runs the same path
-        torch.testing.assert_close(model(x), ref, atol=1e-10, rtol=1e-10)
 
 
 def test_delta_blocks_sources_by_hand():
@@ -173,56 +157,27 @@ def test_the_added_mix_changes_the_baseline():
 # ---------------------------------------------------------------------------------------------
 def test_causal():
     torch.manual_seed(0)
-    model = randomise(ANDREA(cfg_of()))
-    a = idx(B=1)
-    b = a.clone()
-    b[0, 6:] = (b[0, 6:] + 1) % BASE["vocab_size"]
-    la, lb = model(a), model(b)
-    torch.testing.assert_close(la[0, :6], lb[0, :6], atol=0, rtol=0)
-    assert (la[0, 6:] - lb[0, 6:]).abs().max() > 1e-4
+    checks.assert_causal(randomise(ANDREA(cfg_of())))
 
 
 def test_same_seed_same_model_same_logits_and_grads():
-    runs = []
-    for _ in range(2):
-        torch.manual_seed(7)
-        model = ANDREA(cfg_of())
-        runs.append(outputs_and_grads(model, model, idx(), idx(seed=2)))
-    (a, ga), (b, gb) = runs
-    assert torch.equal(a, b) and all(torch.equal(ga[k], gb[k]) for k in ga)
+    checks.assert_same_seed_same_logits_and_grads(lambda: ANDREA(cfg_of()))
 
 
 def test_one_graph_for_torch_compile_and_bf16_autocast_close_to_fp32():
-    import torch._dynamo as dynamo
-    import torch.nn.functional as F
-
     torch.manual_seed(0)
-    model = randomise(ANDREA(cfg_of()))
-    x = idx()
-    ref = model(x)
-    dynamo.reset()
-    with torch.autocast("cpu", torch.bfloat16):
-        explained = dynamo.explain(model)(x)
-        logits = model(x)
-        F.cross_entropy(logits.float().flatten(0, 1), x.flatten()).backward()
-    dynamo.reset()
-    assert explained.graph_count == 1 and explained.graph_break_count == 0, explained.break_reasons
-    torch.testing.assert_close(logits.float(), ref, atol=0.05, rtol=0)
-    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+    checks.assert_one_graph_under_bf16_autocast(randomise(ANDREA(cfg_of())))
 
 
 @pytest.mark.parametrize("n_layer,blocks", [(1, None), (2, None), (3, None), (3, 2)], ids=str)
 def test_parameter_count_formula(n_layer, blocks):
     cfg = cfg_of(n_layer=n_layer, delta_blocks=blocks)
-    model = ANDREA(cfg)
-    assert count_parameters(model) == param_count_formula(cfg) == count_parameters(cfg)
+    checks.assert_parameter_counts_agree(cfg, "delta.", 2 * (2 * n_layer - 1))
     extra = (
         count_parameters(cfg).total
         - count_parameters(ModelConfig(**{**BASE, "n_layer": n_layer})).total
     )
     assert extra == 2 * 8 * (2 * n_layer - 1)  # w_l and g_l, d = 8 each, sublayers 1..L-1
-    names = [name for name, _ in model.named_parameters() if is_mixing_parameter(name)]
-    assert len(names) == 2 * (2 * n_layer - 1) and all(n.startswith("delta.") for n in names)
 
 
 # FLOPs per token, by hand, d = 8, L = 4 sublayers: sublayers 1, 2, 3 score 2 + 3 + 4 = 9
@@ -241,11 +196,7 @@ def test_flops_by_hand():
     "n_layer,blocks", [(1, None), (2, None), (3, None), (3, 2), (4, 2)], ids=str
 )
 def test_flops_match_flop_counter_mode(n_layer, blocks):
-    from test_flops import _measured_forward_per_token as measured_forward_per_token
-
-    torch.manual_seed(0)
-    cfg = cfg_of(n_layer=n_layer, delta_blocks=blocks)
-    assert measured_forward_per_token(ANDREA(cfg), 2, 12) == flops_per_token(cfg, 12).matmul
+    checks.assert_flop_counter_sees_every_matmul(cfg_of(n_layer=n_layer, delta_blocks=blocks))
 
 
 def test_the_routing_statistics_are_logged_as_attnres_logs_them():
@@ -284,11 +235,9 @@ def test_the_routing_statistics_are_logged_as_attnres_logs_them():
     [([], "delta_attnres", None), (["model.delta_blocks=2"], "delta_attnres+blocks2", 2)],
 )
 def test_reaches_the_model_with_its_label(over, label, blocks):
-    spec = resolve_run(compose_run(["model=delta_attnres", "size=tiny-1", *over]))
+    spec = checks.resolve_on_the_baselines_budget("delta_attnres", *over)
     assert spec.variant == "delta_attnres" and spec.label == label
     assert spec.model.delta_blocks == blocks
-    base = resolve_run(compose_run(["model=baseline", "size=tiny-1"]))
-    assert spec.tokens == base.tokens and spec.params > base.params  # the baseline's budget
 
 
 @pytest.mark.parametrize(
@@ -300,10 +249,7 @@ def test_reaches_the_model_with_its_label(over, label, blocks):
     ],
 )
 def test_bad_input_fails_before_launch_naming_the_key(overrides, message):
-    from andrea.config.resolve import ConfigError
-
-    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
-        resolve_run(compose_run([*overrides, "size=tiny-1"]))
+    checks.assert_refused_naming_the_key(overrides, message)
 
 
 def test_the_rivals_sweep_and_the_throughput_benchmark_know_it():
@@ -323,14 +269,11 @@ def test_the_export_loads_with_the_same_logits(tmp_path, blocks):
     """Through the scheme's export module (residual_andrea.py): standalone with transformers
     hidden, as tests/test_eval_export.py checks every built-in scheme."""
     pytest.importorskip("safetensors")
-    from test_eval_export import VOCAB, fake_run, import_modeling
+    from test_eval_export import VOCAB, fake_run, import_modeling, save_small_tokenizer
 
-    from andrea.data.tokenizer import save_tokenizer, train_tokenizer
     from andrea.eval.export import export_run
 
-    tok = tmp_path / "tokenizer.json"
-    text = open(torch.__file__.replace("__init__.py", "functional.py")).read()[:60000]
-    save_tokenizer(train_tokenizer([text], VOCAB), tok)
+    tok = save_small_tokenizer(tmp_path / "tokenizer.json")
     run, model = fake_run(
         tmp_path / "run", dict(residual="delta_attnres", delta_blocks=blocks), tok
     )
@@ -349,15 +292,6 @@ def test_the_export_loads_with_the_same_logits(tmp_path, blocks):
 def test_resume_is_exact(tmp_path, data_cache):
     """A tiny Delta AttnRes run interrupted and resumed ends bit-identical to an uninterrupted
     one."""
-    from test_train import final_weights, run
-
-    from andrea.train import Interrupted
-
-    full = run(tmp_path / "full", "model=delta_attnres")
-    with pytest.raises(Interrupted):
-        run(tmp_path / "split", "model=delta_attnres", "train.stop_after_steps=10")
-    resumed = run(tmp_path / "split", "model=delta_attnres")
-    assert resumed["val_loss"] == full["val_loss"] and full["label"] == "delta_attnres"
-    a, b = final_weights(tmp_path / "full"), final_weights(tmp_path / "split")
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    assert any(k.startswith("delta.") for k in a)
+    checks.assert_resume_is_exact(
+        tmp_path / "full", tmp_path / "split", ["model=delta_attnres"], "delta_attnres", "delta."
+    )

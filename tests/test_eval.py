@@ -131,6 +131,15 @@ def test_adapter_scores_are_the_models_own(env):
     assert gen == lm.tok_decode(ids[len(lm.tok_encode("def f(x):")) :]).split("\n\n")[0]
 
 
+def evaluate(target, tasks, include_path, *extra) -> int:
+    """`python -m andrea.eval <target> --tasks <tasks> --include-path <path> --no-registry
+    <extra>`: the local test tasks only."""
+    from andrea.eval.__main__ import main
+
+    argv = [str(target), "--tasks", tasks, "--include-path", str(include_path), "--no-registry"]
+    return main(argv + list(extra))
+
+
 def test_evaluate_writes_the_metrics_into_the_run_and_skips_a_repeat(env, capsys):
     from andrea.eval.__main__ import main
 
@@ -181,26 +190,10 @@ def test_evaluate_writes_the_metrics_into_the_run_and_skips_a_repeat(env, capsys
 
 
 def test_the_sweep_form_skips_unfinished_runs(env, tmp_path, capsys):
-    from andrea.eval.__main__ import main
-
     sweep = tmp_path / "sweep"
     shutil.copytree(env["run"], sweep / "a" / "seed0", ignore=shutil.ignore_patterns("tasks"))
     (sweep / "b" / "seed0" / ".hydra").mkdir(parents=True)  # launched, nothing trained yet
-    assert (
-        main(
-            [
-                str(sweep),
-                "--tasks",
-                "mc_local",
-                "--include-path",
-                str(env["tasks"]),
-                "--no-registry",
-                "--limit",
-                "1",
-            ]
-        )
-        == 0
-    )
+    assert evaluate(sweep, "mc_local", env["tasks"], "--limit", "1") == 0
     out = capsys.readouterr().out
     assert f"skipped {sweep / 'b' / 'seed0'}: not finished" in out
     assert "1 run(s) evaluated" in out
@@ -218,28 +211,13 @@ def error_line(capsys) -> str:
 
 
 def test_unknown_task(env, capsys):
-    from andrea.eval.__main__ import main
-
-    assert (
-        main(
-            [
-                str(env["run"]),
-                "--tasks",
-                "mc_locl",
-                "--include-path",
-                str(env["tasks"]),
-                "--no-registry",
-            ]
-        )
-        == 2
-    )
+    assert evaluate(env["run"], "mc_locl", env["tasks"]) == 2
     line = error_line(capsys)
     assert "unknown task 'mc_locl'" in line and "did you mean mc_local" in line
 
 
 def test_a_task_whose_documents_do_not_load(env, tmp_path, capsys):
     """As a registry task does on a machine without network: one line, nothing evaluated."""
-    from andrea.eval.__main__ import main
 
     folder = tmp_path / "tasks"
     folder.mkdir()
@@ -249,10 +227,7 @@ def test_a_task_whose_documents_do_not_load(env, tmp_path, capsys):
             str(env["tasks"] / "mc.jsonl"), str(tmp_path / "missing.jsonl")
         )
     )
-    assert (
-        main([str(env["run"]), "--tasks", "gone", "--include-path", str(folder), "--no-registry"])
-        == 2
-    )
+    assert evaluate(env["run"], "gone", folder) == 2
     line = error_line(capsys)
     assert "the tasks gone did not load their documents" in line and "FileNotFoundError" in line
 
@@ -269,41 +244,20 @@ def test_a_device_torch_does_not_know_is_one_line_first(tmp_path, capsys):
 
 
 def test_run_without_checkpoint(env, tmp_path, capsys):
-    from andrea.eval.__main__ import main
 
     run = tmp_path / "run"
     shutil.copytree(env["run"], run, ignore=shutil.ignore_patterns("checkpoints", "tasks"))
-    assert (
-        main(
-            [str(run), "--tasks", "mc_local", "--include-path", str(env["tasks"]), "--no-registry"]
-        )
-        == 2
-    )
+    assert evaluate(run, "mc_local", env["tasks"]) == 2
     assert "has no checkpoint" in error_line(capsys)
     assert not (run / "tasks").exists()
 
 
 def test_tokenizer_mismatch(env, tmp_path, capsys):
     from andrea.data.tokenizer import save_tokenizer, train_tokenizer
-    from andrea.eval.__main__ import main
 
     other = tmp_path / "other.json"
     save_tokenizer(train_tokenizer(["def f(x): return x\n" * 50, "import os\n" * 50], 270), other)
-    assert (
-        main(
-            [
-                str(env["run"]),
-                "--tasks",
-                "mc_local",
-                "--include-path",
-                str(env["tasks"]),
-                "--no-registry",
-                "--tokenizer",
-                str(other),
-            ]
-        )
-        == 2
-    )
+    assert evaluate(env["run"], "mc_local", env["tasks"], "--tokenizer", str(other)) == 2
     assert "tokenizer mismatch" in error_line(capsys)
     # a run whose own tokenizer.json does not fit its model
     run = tmp_path / "run"

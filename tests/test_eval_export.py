@@ -48,12 +48,16 @@ SCHEMES = [  # every residual scheme, and the ablation switches that change its 
 ]
 
 
-@pytest.fixture(scope="module")
-def tokenizer_file(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("tok") / "tokenizer.json"
+def save_small_tokenizer(path: Path) -> Path:
+    """A VOCAB-token tokenizer trained on 60k characters of torch's own source, saved to path."""
     text = open(Path(torch.__file__).with_name("functional.py")).read()[:60000]
     save_tokenizer(train_tokenizer([text], VOCAB), path)
     return path
+
+
+@pytest.fixture(scope="module")
+def tokenizer_file(tmp_path_factory) -> Path:
+    return save_small_tokenizer(tmp_path_factory.mktemp("tok") / "tokenizer.json")
 
 
 def fake_run(root: Path, scheme: dict, tokenizer: Path) -> tuple[Path, ANDREA]:

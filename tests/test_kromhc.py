@@ -26,28 +26,15 @@ from andrea.model.residuals import registry
 require_plugin("kromhc", "andrea-kromhc")
 
 # imported after require_plugin, which skips (or fails under CI) without the plug-in
-from conftest import REPO, TINY_RUN, compose_run  # noqa: E402
-from test_mhc import (  # noqa: E402
-    idx,
-    naive_h_res_lite,
-    outputs_and_grads,
-    recompute_outputs_and_grads,
-    streams_kept,
-)
+import scheme_checks as checks  # noqa: E402
+from conftest import REPO, TINY_RUN  # noqa: E402
+from scheme_checks import BASE, idx  # noqa: E402
 
-from andrea.config.resolve import ConfigError, resolve_run  # noqa: E402
 from andrea.model.flops import flops_per_token  # noqa: E402
-from andrea.model.residuals.registry import is_mixing_parameter  # noqa: E402
-from andrea.model.transformer import (  # noqa: E402
-    ANDREA,
-    ModelConfig,
-    count_parameters,
-    param_count_formula,
-)
+from andrea.model.transformer import ANDREA, ModelConfig, count_parameters  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-BASE = dict(n_layer=2, n_head=2, d_model=8, vocab_size=32, context_length=12)
 # (n, factor size i): n = i^K, K = 0 .. 3; 9 = 3^2 takes the factors the authors' code leaves out
 SHAPES = [(1, 2), (2, 2), (4, 2), (8, 2), (9, 3)]
 IDS = [f"n{n}_i{i}" for n, i in SHAPES]
@@ -60,12 +47,7 @@ def cfg_of(n, i=2, **kw):
 
 def randomise(model, seed=3):
     """Move the mappings off their init (phi = 0 would hide the dynamic part)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in model.kromhc:
-            m.phi.copy_(0.5 * torch.randn(m.phi.shape, generator=g, dtype=m.phi.dtype))
-            m.bias.add_(torch.randn(m.bias.shape, generator=g, dtype=m.bias.dtype))
-            m.gate.copy_(0.5 + torch.rand(3, generator=g, dtype=m.gate.dtype))
+    checks.randomise_stream_mappings(model.kromhc, seed)
     return model
 
 
@@ -97,42 +79,26 @@ def naive_mappings(m, streams, n, i):
     for k in range(K):  # U^1 (x) U^2 (x) ... (x) U^K
         logits = res[..., k * f : (k + 1) * f]
         e = torch.exp(logits - logits.max(-1, keepdim=True).values)
-        h_res = naive_kron(h_res, naive_h_res_lite(e / e.sum(-1, keepdim=True), i))
+        h_res = naive_kron(h_res, checks.naive_h_res_lite(e / e.sum(-1, keepdim=True), i))
     return h_pre, h_post, h_res
 
 
 def naive_logits(model, x):
-    """x_{l+1} = H_res x_l + H_post^T f(H_pre x_l), stream by stream; n copies of the
-    embedding in, their sum out."""
+    """mHC's stream update with KromHC's mappings (`naive_mappings`) for every sublayer."""
     n, i = model.cfg.kromhc_streams, model.cfg.kromhc_factor
-    h0 = model.wte(x) + model.wpe(torch.arange(x.shape[1]))
-    streams = [h0] * n
-    for f, m in zip(model.sublayers(), model.kromhc):
-        h_pre, h_post, h_res = naive_mappings(m, streams, n, i)
-        v = f(sum(h_pre[..., j : j + 1] * streams[j] for j in range(n)))
-        streams = [
-            sum(h_res[..., r, j : j + 1] * streams[j] for j in range(n))
-            + h_post[..., r : r + 1] * v
-            for r in range(n)
-        ]
-    return model.lm_head(model.ln_f(sum(streams)))
+    return checks.naive_stream_logits(
+        model, x, n, lambda l, streams: naive_mappings(model.kromhc[l], streams, n, i)
+    )
 
 
 @pytest.mark.parametrize("n,i", SHAPES, ids=IDS)
 def test_matches_the_formula_fp64_outputs_and_grads(n, i):
     torch.manual_seed(0)
     model = randomise(ANDREA(cfg_of(n, i)).double())
-    x, y = idx(), idx(seed=2)
-    out, grads = outputs_and_grads(model, model, x, y)
-    ref, ref_grads = outputs_and_grads(model, lambda t: naive_logits(model, t), x, y)
-    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
-    assert grads.keys() == ref_grads.keys()
+    grads = checks.assert_matches_the_formula(
+        model, lambda t: naive_logits(model, t), idx(), idx(seed=2)
+    )
     assert all(grads[f"kromhc.{l}.phi"].abs().sum() > 0 for l in range(4))  # the dynamic part
-    for k in grads:
-        torch.testing.assert_close(grads[k], ref_grads[k], atol=1e-10, rtol=1e-8, msg=k)
-    model.eval()
-    with torch.no_grad():  # inference runs the same path
-        torch.testing.assert_close(model(x), ref, atol=1e-10, rtol=1e-10)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,41 +140,18 @@ def test_one_stream_is_the_identity_residual_and_with_unit_gates_the_baseline():
     """n = 1: K = 0 factors, H_res = 1 whatever the mappings, so x_{l+1} = x_l + H_post
     f(H_pre x_l); with the gates pinned to 1 (no dynamic part, b_pre -> +inf, b_post = 0) the
     model is the baseline: same weights, same logits (as mHC's n = 1)."""
-    torch.manual_seed(0)
-    one = randomise(ANDREA(cfg_of(1)).double())
-    for m in one.kromhc:
-        assert torch.equal(
-            m(torch.randn(2, 3, 1, BASE["d_model"], dtype=torch.float64))[2],
-            torch.ones(2, 3, 1, 1, dtype=torch.float64),
-        )
-    torch.manual_seed(0)
-    base = ANDREA(ModelConfig(**BASE)).double()
-    missing, unexpected = one.load_state_dict(base.state_dict(), strict=False)
-    assert not unexpected and missing and all(is_mixing_parameter(k) for k in missing)
-    with torch.no_grad():
-        for m in one.kromhc:
-            m.gate.zero_()
-            m.bias.copy_(torch.tensor([50.0, 0.0]))  # sigma(50) = 1 in, 2 sigma(0) = 1 out
-    torch.testing.assert_close(one(idx()), base(idx()), atol=1e-12, rtol=0)
-    fresh = ANDREA(cfg_of(1)).double()  # at the init the gates are not 1
-    fresh.load_state_dict(base.state_dict(), strict=False)
-    assert (fresh(idx()) - base(idx())).abs().max() > 1e-3
+    checks.assert_one_stream_is_the_baseline_with_unit_gates(
+        lambda: ANDREA(cfg_of(1)).double(), randomise, lambda model: model.kromhc
+    )
 
 
 def test_recompute_keeps_the_loss_and_every_gradient_bit_for_bit_and_no_stream(monkeypatch):
     """model.kromhc_recompute (the default), mHC's: at n = 4 the logits and all gradients equal
     storing the streams exactly (same machine), and no stream is kept for the backward."""
-    (a, ga), (b, gb) = recompute_outputs_and_grads(
-        cfg_of(4, n_layer=3), "kromhc_recompute", randomise
+    checks.assert_recompute_is_bit_for_bit(cfg_of(4, n_layer=3), "kromhc_recompute", randomise)
+    checks.assert_recompute_keeps_no_stream(
+        lambda on: ANDREA(cfg_of(4, kromhc_recompute=on)), monkeypatch
     )
-    assert torch.equal(a, b) and ga.keys() == gb.keys()
-    assert all(torch.equal(ga[k], gb[k]) for k in ga)
-    kept = {
-        on: streams_kept(ANDREA(cfg_of(4, kromhc_recompute=on)), monkeypatch)
-        for on in (False, True)
-    }
-    assert kept[False] == [True] * (2 * BASE["n_layer"] - 1) + [False]
-    assert kept[True] == [False] * (2 * BASE["n_layer"])
     with pytest.raises(ValueError, match=r"model\.kromhc_recompute=1 is invalid"):
         cfg_of(4, kromhc_recompute=1)
 
@@ -234,57 +177,28 @@ def test_init_follows_the_authors_code():
 # ---------------------------------------------------------------------------------------------
 def test_causal():
     torch.manual_seed(0)
-    model = randomise(ANDREA(cfg_of(8)))
-    a = idx(B=1)
-    b = a.clone()
-    b[0, 6:] = (b[0, 6:] + 1) % BASE["vocab_size"]
-    la, lb = model(a), model(b)
-    torch.testing.assert_close(la[0, :6], lb[0, :6], atol=0, rtol=0)
-    assert (la[0, 6:] - lb[0, 6:]).abs().max() > 1e-4
+    checks.assert_causal(randomise(ANDREA(cfg_of(8))))
 
 
 def test_same_seed_same_model_same_logits_and_grads():
-    runs = []
-    for _ in range(2):
-        torch.manual_seed(7)
-        model = ANDREA(cfg_of(8))
-        runs.append(outputs_and_grads(model, model, idx(), idx(seed=2)))
-    (a, ga), (b, gb) = runs
-    assert torch.equal(a, b) and all(torch.equal(ga[k], gb[k]) for k in ga)
+    checks.assert_same_seed_same_logits_and_grads(lambda: ANDREA(cfg_of(8)))
 
 
 def test_one_graph_for_torch_compile_and_bf16_autocast_close_to_fp32():
     """The factors' loop unrolls into one graph under bf16 autocast (how GPU runs train); the
     coefficients and streams stay fp32 there (StreamMapping, shared with mHC), so the logits
     are within 0.05 of fp32 and every gradient is finite."""
-    import torch._dynamo as dynamo
-    import torch.nn.functional as F
-
     torch.manual_seed(0)
-    model = randomise(ANDREA(cfg_of(8)))
-    x = idx()
-    ref = model(x)
-    dynamo.reset()
-    with torch.autocast("cpu", torch.bfloat16):
-        explained = dynamo.explain(model)(x)
-        logits = model(x)
-        F.cross_entropy(logits.float().flatten(0, 1), x.flatten()).backward()
-    dynamo.reset()
-    assert explained.graph_count == 1 and explained.graph_break_count == 0, explained.break_reasons
-    torch.testing.assert_close(logits.float(), ref, atol=0.05, rtol=0)
-    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+    checks.assert_one_graph_under_bf16_autocast(randomise(ANDREA(cfg_of(8))))
 
 
 @pytest.mark.parametrize("n,i", SHAPES, ids=IDS)
 def test_parameter_count_formula(n, i):
     cfg = cfg_of(n, i)
-    model = ANDREA(cfg)
-    assert count_parameters(model) == param_count_formula(cfg) == count_parameters(cfg)
     d, L, k = BASE["d_model"], 4, LOGITS[(n, i)]
+    checks.assert_parameter_counts_agree(cfg, "kromhc.", 3 * L)
     extra = count_parameters(cfg).total - count_parameters(ModelConfig(**BASE)).total
     assert extra == L * (n * d * (2 * n + k) + 2 * n + k + 3)
-    names = [name for name, _ in model.named_parameters() if is_mixing_parameter(name)]
-    assert len(names) == 3 * L and all(name.startswith("kromhc.") for name in names)
 
 
 def test_eight_streams_cost_less_than_mhc_and_mhc_lite_cannot():
@@ -317,11 +231,7 @@ def test_flops_match_flop_counter_mode(n, i):
     """Every KromHC matmul (projection, the factors' permutation combinations, H_pre/H_res/
     H_post) is one FlopCounterMode sees: the measured forward equals the predicted matmul
     FLOPs exactly (the RMS and the Kronecker products are elementwise, counted by hand above)."""
-    from test_flops import _measured_forward_per_token as measured_forward_per_token
-
-    torch.manual_seed(0)
-    cfg = cfg_of(n, i)
-    assert measured_forward_per_token(ANDREA(cfg), 2, 12) == flops_per_token(cfg, 12).matmul
+    checks.assert_flop_counter_sees_every_matmul(cfg_of(n, i))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,11 +249,9 @@ def test_reaches_the_model_with_its_label(over, label, n):
     """`model=kromhc` comes from the plug-in's model_conf (andrea has no conf/model file for it),
     its options from the command line."""
     assert not (REPO / "conf" / "model" / "kromhc.yaml").exists()
-    spec = resolve_run(compose_run(["model=kromhc", "size=tiny-1", *over]))
+    spec = checks.resolve_on_the_baselines_budget("kromhc", *over)
     assert spec.variant == "kromhc" and spec.label == label
     assert spec.model.residual == "kromhc" and spec.model.kromhc_streams == n
-    base = resolve_run(compose_run(["model=baseline", "size=tiny-1"]))
-    assert spec.tokens == base.tokens and spec.params > base.params  # the baseline's budget
 
 
 @pytest.mark.parametrize(
@@ -368,8 +276,7 @@ def test_reaches_the_model_with_its_label(over, label, n):
     ],
 )
 def test_bad_input_fails_before_launch_naming_the_key(overrides, message):
-    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
-        resolve_run(compose_run([*overrides, "size=tiny-1"]))
+    checks.assert_refused_naming_the_key(overrides, message)
 
 
 def test_the_command_lines_precheck_knows_the_plugins_model_entry():
@@ -406,14 +313,11 @@ def test_its_export_is_refused_in_one_line(tmp_path, capsys):
     """KromHC gives no export module (`Scheme.export` is None): `python -m andrea.eval.export`
     refuses its run with one line and writes nothing (it wrote a folder that did not load)."""
     pytest.importorskip("safetensors")
-    from test_eval_export import VOCAB, fake_run
+    from test_eval_export import fake_run, save_small_tokenizer
 
-    from andrea.data.tokenizer import save_tokenizer, train_tokenizer
     from andrea.eval.export import main
 
-    tok = tmp_path / "tokenizer.json"
-    text = open(torch.__file__.replace("__init__.py", "functional.py")).read()[:60000]
-    save_tokenizer(train_tokenizer([text], VOCAB), tok)
+    tok = save_small_tokenizer(tmp_path / "tokenizer.json")
     run, _ = fake_run(tmp_path / "run", dict(residual="kromhc"), tok)
     assert main([str(run), str(tmp_path / "export")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -428,23 +332,13 @@ def test_its_export_is_refused_in_one_line(tmp_path, capsys):
 def test_resume_is_exact(tmp_path, data_cache):
     """A tiny n = 8 KromHC run interrupted and resumed ends bit-identical to an uninterrupted
     one."""
-    from test_train import final_weights, run
-
-    from andrea.train import Interrupted
-
-    full = run(tmp_path / "full", "model=kromhc", "model.kromhc_streams=8")
-    with pytest.raises(Interrupted):
-        run(
-            tmp_path / "split",
-            "model=kromhc",
-            "model.kromhc_streams=8",
-            "train.stop_after_steps=10",
-        )
-    resumed = run(tmp_path / "split", "model=kromhc", "model.kromhc_streams=8")
-    assert resumed["val_loss"] == full["val_loss"] and full["label"] == "kromhc_n8"
-    a, b = final_weights(tmp_path / "full"), final_weights(tmp_path / "split")
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    assert any(k.startswith("kromhc.") for k in a)
+    checks.assert_resume_is_exact(
+        tmp_path / "full",
+        tmp_path / "split",
+        ["model=kromhc", "model.kromhc_streams=8"],
+        "kromhc_n8",
+        "kromhc.",
+    )
 
 
 @pytest.mark.slow

@@ -7,24 +7,21 @@ n! permutation matrices spelled out entry by entry (Yang & Gao 2026)."""
 
 from __future__ import annotations
 
-import itertools
 import math
-from dataclasses import replace
 
 import pytest
+import scheme_checks as checks
 import torch
-import torch.nn.functional as F
 from conftest import compose_run
+from scheme_checks import BASE, idx
 
-from andrea.config.resolve import ConfigError, resolve_run
+from andrea.config.resolve import resolve_run
 from andrea.model.flops import flops_per_token
 from andrea.model.residuals.mhc import n_streams, permutation_matrices, sinkhorn
-from andrea.model.residuals.registry import is_mixing_parameter
-from andrea.model.transformer import ANDREA, ModelConfig, count_parameters, param_count_formula
+from andrea.model.transformer import ANDREA, ModelConfig, count_parameters
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-BASE = dict(n_layer=2, n_head=2, d_model=8, vocab_size=32, context_length=12)
 VARIANTS = [("mhc", 4), ("mhc_lite", 4), ("mhc", 2), ("mhc_lite", 3), ("mhc", 1), ("mhc_lite", 1)]
 IDS = [f"{r}_n{n}" for r, n in VARIANTS]
 
@@ -35,19 +32,8 @@ def cfg_of(residual, n, **kw):
 
 def randomise(model, seed=3):
     """Move the mappings off their init (phi = 0 would hide the dynamic part)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in model.mhc:
-            m.phi.copy_(0.5 * torch.randn(m.phi.shape, generator=g, dtype=m.phi.dtype))
-            m.bias.add_(torch.randn(m.bias.shape, generator=g, dtype=m.bias.dtype))
-            m.gate.copy_(0.5 + torch.rand(3, generator=g, dtype=m.gate.dtype))
+    checks.randomise_stream_mappings(model.mhc, seed)
     return model
-
-
-def idx(B=2, T=10, seed=1):
-    return torch.randint(
-        0, BASE["vocab_size"], (B, T), generator=torch.Generator().manual_seed(seed)
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,20 +55,6 @@ def naive_sinkhorn(M, iters=20):
     return M
 
 
-def naive_h_res_lite(w, n):
-    """sum_k w_k P_k with P_k[i, j] = 1 iff pi_k(i) = j, the permutations in itertools' order."""
-    perms = list(itertools.permutations(range(n)))
-    return torch.stack(
-        [
-            torch.stack(
-                [sum(w[..., k] for k, p in enumerate(perms) if p[i] == j) for j in range(n)], -1
-            )
-            for i in range(n)
-        ],
-        -2,
-    )
-
-
 def naive_mappings(m, streams):
     """H_pre [.., n], H_post [.., n], H_res [.., n, n] for one sublayer from its n streams."""
     n = m.n
@@ -96,51 +68,27 @@ def naive_mappings(m, streams):
     h_post = 2 / (1 + torch.exp(-post))
     if m.lite:
         e = torch.exp(res - res.max(-1, keepdim=True).values)
-        h_res = naive_h_res_lite(e / e.sum(-1, keepdim=True), n)
+        h_res = checks.naive_h_res_lite(e / e.sum(-1, keepdim=True), n)
     else:
         h_res = naive_sinkhorn(res.reshape(*res.shape[:-1], n, n))
     return h_pre, h_post, h_res
 
 
 def naive_logits(model, x):
-    """x_{l+1} = H_res x_l + H_post^T f(H_pre x_l), stream by stream; n copies of the
-    embedding in, their sum out."""
-    n = n_streams(model.cfg)
-    h0 = model.wte(x) + model.wpe(torch.arange(x.shape[1]))
-    streams = [h0] * n
-    for f, m in zip(model.sublayers(), model.mhc):
-        h_pre, h_post, h_res = naive_mappings(m, streams)
-        v = f(sum(h_pre[..., j : j + 1] * streams[j] for j in range(n)))
-        streams = [
-            sum(h_res[..., i, j : j + 1] * streams[j] for j in range(n))
-            + h_post[..., i : i + 1] * v
-            for i in range(n)
-        ]
-    return model.lm_head(model.ln_f(sum(streams)))
-
-
-def outputs_and_grads(model, fn, x, y):
-    model.zero_grad()
-    logits = fn(x)
-    F.cross_entropy(logits.flatten(0, 1), y.flatten()).backward()
-    return logits.detach(), {k: p.grad.clone() for k, p in model.named_parameters()}
+    """The stream update with mHC's mappings (`naive_mappings`) for every sublayer."""
+    return checks.naive_stream_logits(
+        model, x, n_streams(model.cfg), lambda l, streams: naive_mappings(model.mhc[l], streams)
+    )
 
 
 @pytest.mark.parametrize("residual,n", VARIANTS, ids=IDS)
 def test_matches_the_papers_formula_fp64_outputs_and_grads(residual, n):
     torch.manual_seed(0)
     model = randomise(ANDREA(cfg_of(residual, n)).double())
-    x, y = idx(), idx(seed=2)
-    out, grads = outputs_and_grads(model, model, x, y)
-    ref, ref_grads = outputs_and_grads(model, lambda t: naive_logits(model, t), x, y)
-    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
-    assert grads.keys() == ref_grads.keys()
+    grads = checks.assert_matches_the_formula(
+        model, lambda t: naive_logits(model, t), idx(), idx(seed=2)
+    )
     assert all(grads[f"mhc.{l}.phi"].abs().sum() > 0 for l in range(4))  # the dynamic part learns
-    for k in grads:
-        torch.testing.assert_close(grads[k], ref_grads[k], atol=1e-10, rtol=1e-8, msg=k)
-    model.eval()
-    with torch.no_grad():  # inference runs the same path
-        torch.testing.assert_close(model(x), ref, atol=1e-10, rtol=1e-10)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,26 +145,9 @@ def test_one_stream_is_the_identity_residual_and_with_unit_gates_the_baseline(re
     gates H_pre in (0, 1), H_post in (0, 2). With the gates pinned to 1 (no dynamic part,
     b_pre -> +inf, b_post = 0) and the merge of one stream being that stream, the model is the
     baseline: same weights, same logits."""
-    torch.manual_seed(0)
-    one = randomise(ANDREA(cfg_of(residual, 1)).double())
-    for m in one.mhc:
-        assert torch.equal(
-            m(torch.randn(2, 3, 1, BASE["d_model"], dtype=torch.float64))[2],
-            torch.ones(2, 3, 1, 1, dtype=torch.float64),
-        )
-    torch.manual_seed(0)
-    base = ANDREA(ModelConfig(**BASE)).double()
-    missing, unexpected = one.load_state_dict(base.state_dict(), strict=False)
-    assert not unexpected and all(is_mixing_parameter(k) for k in missing)
-    with torch.no_grad():
-        for m in one.mhc:
-            m.gate.zero_()
-            m.bias.copy_(torch.tensor([50.0, 0.0] + [0.0] * (len(m.bias) - 2)))  # sigma(50) = 1
-    torch.testing.assert_close(one(idx()), base(idx()), atol=1e-12, rtol=0)
-    # at the default init the gates are not 1 (sigma(1) = 0.73 in, 2 sigma(1) = 1.46 out)
-    fresh = ANDREA(cfg_of(residual, 1)).double()
-    fresh.load_state_dict(base.state_dict(), strict=False)
-    assert (fresh(idx()) - base(idx())).abs().max() > 1e-3
+    checks.assert_one_stream_is_the_baseline_with_unit_gates(
+        lambda: ANDREA(cfg_of(residual, 1)).double(), randomise, lambda model: model.mhc
+    )
 
 
 def test_init_follows_the_documented_choices():
@@ -237,56 +168,12 @@ def test_init_follows_the_documented_choices():
 @pytest.mark.parametrize("residual", ["mhc", "mhc_lite"])
 def test_causal(residual):
     torch.manual_seed(0)
-    model = randomise(ANDREA(cfg_of(residual, 4)))
-    a = idx(B=1)
-    b = a.clone()
-    b[0, 6:] = (b[0, 6:] + 1) % BASE["vocab_size"]
-    la, lb = model(a), model(b)
-    torch.testing.assert_close(la[0, :6], lb[0, :6], atol=0, rtol=0)
-    assert (la[0, 6:] - lb[0, 6:]).abs().max() > 1e-4
+    checks.assert_causal(randomise(ANDREA(cfg_of(residual, 4))))
 
 
 @pytest.mark.parametrize("residual", ["mhc", "mhc_lite"])
 def test_same_seed_same_model_same_logits_and_grads(residual):
-    runs = []
-    for _ in range(2):
-        torch.manual_seed(7)
-        model = ANDREA(cfg_of(residual, 4))
-        runs.append(outputs_and_grads(model, model, idx(), idx(seed=2)))
-    (a, ga), (b, gb) = runs
-    assert torch.equal(a, b) and all(torch.equal(ga[k], gb[k]) for k in ga)
-
-
-def recompute_outputs_and_grads(cfg, key, off_init=randomise):
-    """The logits and every gradient of one model with its mappings off their init, without and
-    with `model.<key>` (the streams rebuilt in the backward)."""
-    runs = []
-    for on in (False, True):
-        torch.manual_seed(7)
-        model = off_init(ANDREA(replace(cfg, **{key: on})))
-        runs.append(outputs_and_grads(model, model, idx(), idx(seed=2)))
-    return runs
-
-
-def streams_kept(model, monkeypatch):
-    """After a training forward: for each stream x_1 .. x_L the update made, whether it is still
-    alive (kept for the backward: nothing else holds it once the forward moves on)."""
-    import weakref
-
-    import andrea.model.residuals.mhc as mhc
-
-    made, update = [], mhc.update
-
-    def tracked(*args):
-        out = update(*args)
-        made.append(weakref.ref(out))
-        return out
-
-    monkeypatch.setattr(mhc, "update", tracked)
-    logits = model(idx())
-    kept = [ref() is not None for ref in made]
-    del logits
-    return kept
+    checks.assert_same_seed_same_logits_and_grads(lambda: ANDREA(cfg_of(residual, 4)))
 
 
 @pytest.mark.parametrize("residual", ["mhc", "mhc_lite"])
@@ -294,11 +181,11 @@ def test_recompute_keeps_the_loss_and_every_gradient_bit_for_bit(residual):
     """model.mhc_recompute (the default) rebuilds the streams and H_res in the backward with the
     forward's own operations: the logits and all gradients equal storing them exactly (same
     machine), at n = 4 with the mappings off their init."""
-    (a, ga), (b, gb) = recompute_outputs_and_grads(
-        ModelConfig(**{**BASE, "n_layer": 3}, residual=residual, mhc_streams=4), "mhc_recompute"
+    checks.assert_recompute_is_bit_for_bit(
+        ModelConfig(**{**BASE, "n_layer": 3}, residual=residual, mhc_streams=4),
+        "mhc_recompute",
+        randomise,
     )
-    assert torch.equal(a, b) and ga.keys() == gb.keys()
-    assert all(torch.equal(ga[k], gb[k]) for k in ga)
 
 
 def test_recompute_takes_true_or_false_only():
@@ -311,12 +198,9 @@ def test_recompute_takes_true_or_false_only():
 def test_recompute_keeps_no_stream_for_the_backward(residual, monkeypatch):
     """Without recompute the backward keeps every x_l but the last (n·C per token each); with
     it none: the saves inside the tape are notes of a view, the streams rebuilt when needed."""
-    kept = {
-        on: streams_kept(ANDREA(cfg_of(residual, 4, mhc_recompute=on)), monkeypatch)
-        for on in (False, True)
-    }
-    assert kept[False] == [True] * (2 * BASE["n_layer"] - 1) + [False]
-    assert kept[True] == [False] * (2 * BASE["n_layer"])
+    checks.assert_recompute_keeps_no_stream(
+        lambda on: ANDREA(cfg_of(residual, 4, mhc_recompute=on)), monkeypatch
+    )
 
 
 @pytest.mark.parametrize("residual", ["mhc", "mhc_lite"])
@@ -325,34 +209,18 @@ def test_one_graph_for_torch_compile_and_bf16_autocast_close_to_fp32(residual):
     autocast (how GPU runs train); the coefficients and streams stay fp32 there, so the logits
     are within 0.05 of fp32 (logits ~1; the sublayers' bf16 matmuls set this) and every
     gradient is finite."""
-    import torch._dynamo as dynamo
-
     torch.manual_seed(0)
-    model = randomise(ANDREA(cfg_of(residual, 4, n_layer=3)))
-    x = idx()
-    ref = model(x)
-    dynamo.reset()
-    with torch.autocast("cpu", torch.bfloat16):
-        explained = dynamo.explain(model)(x)
-        logits = model(x)
-        F.cross_entropy(logits.float().flatten(0, 1), x.flatten()).backward()
-    dynamo.reset()
-    assert explained.graph_count == 1 and explained.graph_break_count == 0, explained.break_reasons
-    torch.testing.assert_close(logits.float(), ref, atol=0.05, rtol=0)
-    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.parameters())
+    checks.assert_one_graph_under_bf16_autocast(randomise(ANDREA(cfg_of(residual, 4, n_layer=3))))
 
 
 @pytest.mark.parametrize("residual,n", VARIANTS, ids=IDS)
 def test_parameter_count_formula(residual, n):
     cfg = cfg_of(residual, n)
-    model = ANDREA(cfg)
-    assert count_parameters(model) == param_count_formula(cfg) == count_parameters(cfg)
     d, L = BASE["d_model"], 4
+    checks.assert_parameter_counts_agree(cfg, "mhc.", 3 * L)
     k = math.factorial(n) if residual == "mhc_lite" else n * n
     extra = count_parameters(cfg).total - count_parameters(ModelConfig(**BASE)).total
     assert extra == L * (n * d * (2 * n + k) + 2 * n + k + 3)
-    names = [k for k, _ in model.named_parameters() if is_mixing_parameter(k)]
-    assert len(names) == 3 * L and all(k.startswith("mhc.") for k in names)
 
 
 # FLOPs per token, by hand, for d = 8, L = 4 sublayers, n = 2 (k = 4 for mHC, 2! = 2 for lite):
@@ -375,11 +243,7 @@ def test_flops_match_flop_counter_mode(residual, n):
     """Every mHC matmul (projection, H_pre/H_res/H_post, mHC-lite's permutation combination) is
     one FlopCounterMode sees: the measured forward equals the predicted matmul FLOPs exactly
     (the RMS and Sinkhorn terms are elementwise, counted by hand above)."""
-    from test_flops import _measured_forward_per_token as measured_forward_per_token
-
-    torch.manual_seed(0)
-    cfg = cfg_of(residual, n)
-    assert measured_forward_per_token(ANDREA(cfg), 2, 12) == flops_per_token(cfg, 12).matmul
+    checks.assert_flop_counter_sees_every_matmul(cfg_of(residual, n))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,13 +254,10 @@ def test_flops_match_flop_counter_mode(residual, n):
     [("mhc", None, "mhc_n4"), ("mhc_lite", None, "mhc_lite_n4"), ("mhc", 2, "mhc_n2")],
 )
 def test_reaches_the_model_with_its_label(model, n, label):
-    over = [f"model={model}", "size=tiny-1"] + ([f"model.mhc_streams={n}"] if n else [])
-    spec = resolve_run(compose_run(over))
+    # the budget counts the baseline's parameters, as for every variant
+    spec = checks.resolve_on_the_baselines_budget(model, *([f"model.mhc_streams={n}"] if n else []))
     assert spec.variant == model and spec.label == label
     assert spec.model.residual == model and n_streams(spec.model) == (n or 4)
-    # the budget counts the baseline's parameters, as for every variant
-    base = resolve_run(compose_run(["model=baseline", "size=tiny-1"]))
-    assert spec.tokens == base.tokens and spec.params > base.params
 
 
 @pytest.mark.parametrize(
@@ -411,8 +272,7 @@ def test_reaches_the_model_with_its_label(model, n, label):
     ],
 )
 def test_bad_input_fails_before_launch_naming_the_key(overrides, key):
-    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
-        resolve_run(compose_run([*overrides, "size=tiny-1"]))
+    checks.assert_refused_naming_the_key(overrides, key)
 
 
 def test_rivals_sweep_composes():
@@ -431,16 +291,9 @@ def test_rivals_sweep_composes():
 def test_resume_is_exact_and_the_analysis_groups_by_its_label(tmp_path, data_cache):
     """A tiny mHC-lite run interrupted and resumed ends bit-identical to an uninterrupted one;
     analysis.inputs.collect reads its label from results.json."""
-    from test_train import final_weights, run
-
     from analysis.inputs.collect import collect_dir
-    from andrea.train import Interrupted
 
-    full = run(tmp_path / "sweep" / "full", "model=mhc_lite")
-    with pytest.raises(Interrupted):
-        run(tmp_path / "split", "model=mhc_lite", "train.stop_after_steps=10")
-    resumed = run(tmp_path / "split", "model=mhc_lite")
-    assert resumed["val_loss"] == full["val_loss"] and full["label"] == "mhc_lite_n4"
-    a, b = final_weights(tmp_path / "sweep" / "full"), final_weights(tmp_path / "split")
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    checks.assert_resume_is_exact(
+        tmp_path / "sweep" / "full", tmp_path / "split", ["model=mhc_lite"], "mhc_lite_n4", "mhc."
+    )
     assert {r.label for r in collect_dir(tmp_path / "sweep").runs} == {"mhc_lite_n4"}

@@ -140,6 +140,29 @@ def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw, c_law_runs=N
     return ex
 
 
+def replicate_points(rep) -> list:
+    """Every point of every run of a variant's replicates (`analysis.fits.replicates.arrange`)."""
+    return [r for c in rep.cells for pts in c.runs for r in pts]
+
+
+def fit_chinchilla_replicates(label, rep, boot_loss, ci, huber_delta):
+    """Chinchilla's L(N, D) on every point of a variant's replicates; with `boot_loss` (the seed
+    bootstrap's resampled losses) its intervals at the level expanded for the cells' degrees of
+    freedom (`expanded_level`). ChinchillaError where it cannot be fitted."""
+    rs = replicate_points(rep)
+    return chinchilla.fit_chinchilla(
+        label,
+        [r.params for r in rs],
+        [r.tokens for r in rs],
+        [r.flops for r in rs],
+        [r.val_loss for r in rs],
+        huber_delta=huber_delta,
+        boot_loss=boot_loss,
+        ci=ci,
+        boot_level=expanded_level(ci, rep.df) if boot_loss is not None else None,
+    )
+
+
 def _chinchilla(runs, fits, c_refs, args, fit_kw, ex) -> dict:
     baseline = args.baseline
     reps = arrange(runs)
@@ -150,24 +173,13 @@ def _chinchilla(runs, fits, c_refs, args, fit_kw, ex) -> dict:
     delta = None if fit_kw.get("loss", "lsq") == "lsq" else fit_kw.get("huber_delta", 1e-3)
     out = {"fits": {}, "not_fitted": {}, "multipliers": [], "curves": {}}
     for label, rep in reps.items():
-        rs = [r for c in rep.cells for pts in c.runs for r in pts]
-        if any(r.params is None or r.tokens is None for r in rs):
+        if any(r.params is None or r.tokens is None for r in replicate_points(rep)):
             out["not_fitted"][label] = "runs without params or tokens"
             continue
         try:
             with _warnings.catch_warnings():
                 _warnings.simplefilter("ignore", RuntimeWarning)
-                f = chinchilla.fit_chinchilla(
-                    label,
-                    [r.params for r in rs],
-                    [r.tokens for r in rs],
-                    [r.flops for r in rs],
-                    [r.val_loss for r in rs],
-                    huber_delta=delta,
-                    boot_loss=boot.get(label),
-                    ci=args.ci,
-                    boot_level=expanded_level(args.ci, rep.df) if label in boot else None,
-                )
+                f = fit_chinchilla_replicates(label, rep, boot.get(label), args.ci, delta)
         except chinchilla.ChinchillaError as e:
             out["not_fitted"][label] = str(e)
             continue

@@ -3,7 +3,8 @@
 Every command (fit, backtest, next_runs, ablations, architecture, lr_select, tuning, domains)
 builds its parser on `common_parser(...)` (argparse's `parents=`), naming the shared arguments it
 takes; only what the command alone takes is added there. A shared argument keeps one flag, one
-default and one help text in every command.
+default and one help text in every command. Each parses with `parse_or_refuse`, which refuses an
+--out a file is in the way of before any run is read.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from analysis.estimates.estimate import C_LAW_POINTS
 from analysis.inputs.metrics import DEFAULT_METRIC, METRIC_HELP
+from analysis.report.files import out_dir_refused
 
 DEFAULT_BASELINE = "baseline"
 DEFAULT_BOOTSTRAP = 1000
@@ -83,3 +85,38 @@ def common_parser(
             "--seed", type=int, default=DEFAULT_SEED, help="bootstrap seed (default: %(default)s)"
         )
     return p
+
+
+def sweep_report_parser(prog: str, description: str, **shared) -> argparse.ArgumentParser:
+    """The parser of a command that reports on sweep directories (ablations, architecture): its
+    description printed as written, the inputs, --metric, --out beside the first input, --level
+    and --baseline, and the other shared arguments `shared` asks for (as common_parser)."""
+    return argparse.ArgumentParser(
+        prog=prog,
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[
+            common_parser(
+                inputs="sweep directories (or results.json files)",
+                metric=True,
+                out="output directory (default: <first input>/analysis)",
+                level="--level",
+                baseline=True,
+                **shared,
+            )
+        ],
+    )
+
+
+def parse_or_refuse(
+    parser: argparse.ArgumentParser, argv, level: str | None = None
+) -> argparse.Namespace | None:
+    """`parser`'s arguments; None, after one `error:` line, when --out cannot be made a
+    directory (out_dir_refused: checked before any run is read). With `level` (the dest of the
+    interval level, e.g. "level"), a level outside (0, 1) is the parser's usage error."""
+    args = parser.parse_args(argv)
+    if out_dir_refused(args.out):
+        return None
+    if level is not None and not 0 < getattr(args, level) < 1:
+        parser.error(f"--{level}={getattr(args, level)} must lie in (0, 1)")
+    return args

@@ -136,6 +136,15 @@ def markdown_table(rows, ci_level, c_ref=None, loss="huber", interval=None) -> s
     return "\n".join(out) + "\n" + note + "\n"
 
 
+def csv_rows(header, rows) -> str:
+    """CSV text of a header and rows of cells ('\n' line ends; None is an empty cell)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
 def csv_table(rows) -> str:
     buf = io.StringIO()
     fields = list(rows[0]) if rows else ["variant"]

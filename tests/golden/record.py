@@ -24,6 +24,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+if str(REPO / "tests") not in sys.path:  # run as a script: tests/ is not on the path
+    sys.path.insert(0, str(REPO / "tests"))
+from tiny_run import TINY_RUN as TINY_TRAINING  # noqa: E402
+
 SIZES = ("tiny-1", "andrea-120m")
 # results.json keys that measure time, load or the machine, or name the run's absolute path (the
 # W&B id hashes it): they differ between two runs of the same config; the rest is compared.
@@ -46,20 +50,10 @@ UNSTABLE = {
     "device_name",
     "wandb_run_id",
 }
+# the suite's tiny run (tests/tiny_run.py) with Block AttnRes, S = 2, and no W&B at all
 TINY_RUN = [
     "model=attnres_block_s2",
-    "size=tiny-1",
-    "data.max_chars=400000",
-    "data.val_fraction=0.05",
-    "train.seq_len=64",
-    "train.batch_tokens=512",
-    "train.micro_batch_size=8",
-    "train.tokens=12288",
-    "train.evals=2",
-    "train.val_tokens=1024",
-    "train.checkpoints=2",
-    "train.log_every=4",
-    "train.progress=false",
+    *(o for o in TINY_TRAINING if not o.startswith("wandb.mode=")),
     "wandb.mode=disabled",
 ]
 PLAN = ["-m", "sweeps=scaling_law", "plan=true", "require_real_corpus=false", "max_epochs=1000"]
