@@ -355,6 +355,13 @@ def _solve(law, theta0, X, y, delta, tight):
     )
 
 
+def bound_arrays(law: Law) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) of the law's parameters as arrays, -inf / inf where unbounded."""
+    lo = np.array([-np.inf if b[0] is None else b[0] for b in law.bounds], float)
+    hi = np.array([np.inf if b[1] is None else b[1] for b in law.bounds], float)
+    return lo, hi
+
+
 class _Solved:
     """What `_solve` returns, whichever solver ran: x, the objective `fun` (as `_objective`
     scores it, so starts and solvers compare), and whether the solver reported convergence."""
@@ -372,8 +379,7 @@ def _solve_least_squares(law, theta0, X, y, delta, tight):
     (s·N^q with N ~ 1e9), and with delta below the typical log residual (~2e-3 on the active-sl
     runs) the objective is nearly piecewise linear, so a quasi-Newton curvature model learns
     little; from the same starts it reached an RMSE twice the least-squares optimum's."""
-    lo = np.array([-np.inf if b[0] is None else b[0] for b in law.bounds], float)
-    hi = np.array([np.inf if b[1] is None else b[1] for b in law.bounds], float)
+    lo, hi = bound_arrays(law)
     width = np.where(np.isfinite(hi - lo), hi - lo, 1.0)
     x0 = np.clip(np.asarray(theta0, float), lo + 1e-10 * width, hi - 1e-10 * width)
     tol = 1e-12 if tight else 1e-8
