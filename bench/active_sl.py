@@ -10,9 +10,10 @@ Their baselines choose runs one at a time; a run that would overshoot the fracti
 deferred to the next fraction, and the benchmark counts it there.
 
 Replayed here: their random and cheapest baselines (as a check of this harness against their
-table), andrea's planner (`analysis.estimates.design`: the target-variance reduction per unit
-cost, from a bootstrap ensemble, in rounds), and the fit to the whole pool, beside the rows the
-paper publishes (its Table 2). Data: bench/data/active_sl/ (CC-BY-4.0, source in its README).
+table), andrea's planner (`analysis.estimates.design`: the target-variance reduction per
+cost^0.4, from the fit's Laplace covariance, in rounds), and the fit to the whole pool, beside
+the rows the paper publishes (its Table 2). Data: bench/data/active_sl/ (CC-BY-4.0, source in
+its README).
 
 Farseer is scored exactly so: its law (the registry's `farseer`, the same form) with the
 benchmark's bounds, least squares of the loss from 32 uniform random starts in them (solved with

@@ -1,18 +1,22 @@
 """Which runs to add: sequential experimental design over a pool of candidate runs.
 
 The question is a prediction the user names, here the loss at a set of target runs (a high-cost
-region: the size and tokens the user is about to train). Its uncertainty is read off a bootstrap
-ensemble of fitted laws: refit the law to the finished runs resampled with replacement, predict
-every candidate and every target with each refit. Treating the ensemble's predictions as jointly
-Gaussian, measuring candidate j (with the noise variance sigma^2 of a run about the law) reduces
-the summed target variance by sum_t Cov(t, j)^2 / (Var(j) + sigma^2): a linear-Gaussian (Kalman)
-update, the ensemble form of V-optimal design (the expected reduction of the prediction variance
-where it is wanted; Atkinson, Donev & Tobias 2007, ch. 10). Candidates are picked greedily by that
-reduction per unit of cost, updating the ensemble covariance after each pick, so a batch does not
-pick the same information twice; a new size whose loss was never measured is just a candidate
-whose prediction the ensemble spreads. Then the picked runs are measured, the law refitted, and
-the next round planned (`replay` replays this on a pool whose losses are known, as the active-sl
-benchmark scores selection methods: Li et al. 2026, arXiv 2604.22753).
+region: the size and tokens the user is about to train). Its uncertainty, jointly with every
+candidate's, is the fit's: for a law with a Jacobian, the Laplace approximation at the fit (the
+parameters' covariance from the Jacobian at the finished runs and the run noise, with a weak
+prior from the law's bounds, mapped to the losses through their Jacobian); otherwise a bootstrap
+ensemble of fitted laws (refit the law to the finished runs resampled with replacement, predict
+every candidate and every target with each refit). Treating the predictions as jointly Gaussian,
+measuring candidate j (with the noise variance sigma^2 of a run about the law) reduces the summed
+target variance by sum_t Cov(t, j)^2 / (Var(j) + sigma^2): a linear-Gaussian (Kalman) update,
+V-optimal design (the expected reduction of the prediction variance where it is wanted;
+Atkinson, Donev & Tobias 2007, ch. 10). Candidates are picked greedily by that reduction per
+cost^COST_POWER, updating the covariance after each pick, so a batch does not pick the same
+information twice; a new size whose loss was never measured is just a candidate whose prediction
+the fit spreads. Then the picked runs are measured, the law refitted, and the next round planned
+(`replay` replays this on a pool whose losses are known, as the active-sl benchmark scores
+selection methods: Li et al. 2026, arXiv 2604.22753, whose V-optimal and MSPE methods use the
+same Laplace covariance and a cost exponent of 0.3-0.4).
 
 Before the law can be fitted (fewer runs than its parameters, plus one) the design starts with a
 cheap space-filling pilot: the runs spread widest in (log params, log tokens) among the cheapest.
@@ -93,7 +97,7 @@ def greedy_picks(
     budget: float,
 ) -> tuple[list[int], float, float]:
     """(picks, target variance before, after): candidates chosen one at a time by the
-    reduction of the summed target variance per unit cost, within `budget`.
+    reduction of the summed target variance per cost^COST_POWER, within `budget`.
 
     pred_cand [B, M] and pred_target [B, T] are the ensemble's predictions."""
     M = pred_cand.shape[1]
@@ -179,8 +183,9 @@ def plan_round(
     seed: int = 0,
     n_boot: int = N_BOOT,
 ) -> Round:
-    """Fit the finished runs with their bootstrap, and pick candidates (indices into X_cand)
-    within `budget` by expected target-variance reduction per unit cost."""
+    """Fit the finished runs (with their bootstrap, for a law without a Jacobian), and pick
+    candidates (indices into X_cand) within `budget` by expected target-variance reduction per
+    cost^COST_POWER."""
     y_obs, cost = np.asarray(y_obs, float), np.asarray(cost, float)
     if len(y_obs) < law.needs:
         picks = pilot(X_cand, law.inputs, cost, law.needs - len(y_obs), budget)
