@@ -476,3 +476,25 @@ def test_farseer_fitted_with_huber_reaches_the_least_squares_optimum_on_real_run
     assert f.rmse_log < 0.0025  # the least-squares optimum: 0.0020
     pred = f.predict({k: te[k] for k in ("params", "tokens")})
     assert np.max(np.abs(pred / te["loss"] - 1)) < 0.01
+
+
+def test_the_scaled_huber_fit_sets_delta_in_the_units_of_the_residuals():
+    """A fixed delta of 1e-3 under log residuals of ~3 % is least absolute deviations; the
+    scaled fit puts delta at 1.345 robust sd of the residuals, and fits as well as least
+    squares there."""
+    from analysis.fits.laws import HUBER_K, fit_law_scaled_huber
+
+    E, A, a, B, b = TRUTH
+    th = np.array([np.log(E), np.log(A), a, np.log(B), b, np.log(15.0)])
+    N = np.repeat([1e7, 3e7, 1e8, 3e8], 6)
+    X = {
+        "params": N,
+        "tokens": N * np.tile([5.0, 20.0, 80.0], 8),
+        "unique_tokens": np.tile([2e8, 1e9], 12),
+    }
+    rng = np.random.default_rng(0)
+    L = np.exp(DATA_CONSTRAINED.log_predict(th, X) + 0.03 * rng.standard_normal(N.size))
+    f = fit_law_scaled_huber(DATA_CONSTRAINED, "v", X, L)
+    assert 0.01 < f.huber_delta < 2 * HUBER_K * 0.03  # not 1e-3: of the order of the noise
+    ls = fit_law(DATA_CONSTRAINED, "v", X, L, huber_delta=None)
+    assert f.rmse_log < 1.05 * ls.rmse_log

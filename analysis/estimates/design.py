@@ -28,10 +28,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.fits.laws import Law, LawError, bound_arrays, fit_law
+from analysis.fits.laws import Law, LawError, bound_arrays, fit_law_scaled_huber
 
 N_BOOT = 16  # ensemble members (refits of resampled runs)
-HUBER_DELTA = 1e-3  # the fit's loss on log residuals (None: least squares); fit_law's default
 PILOT_SHARE = 0.3  # at most this share of the first budget goes to the pilot
 ROUNDS = 2  # rounds per budget: each refits the law before it chooses
 # Candidates are ranked by reduction / cost**COST_POWER. Per GPU-hour (1.0) filled the active-sl
@@ -197,14 +196,8 @@ def plan_round(
         )
     laplace = COVARIANCE == "laplace" and law.jacobian is not None
     try:
-        fit = fit_law(
-            law,
-            "pool",
-            X_obs,
-            y_obs,
-            huber_delta=HUBER_DELTA,
-            n_bootstrap=0 if laplace else n_boot,
-            seed=seed,
+        fit = fit_law_scaled_huber(
+            law, "pool", X_obs, y_obs, n_bootstrap=0 if laplace else n_boot, seed=seed
         )
     except LawError as e:
         return Round([], f"no fit: {e}")
