@@ -414,15 +414,20 @@ def test_a_laws_gradient_matches_finite_differences(law, th, X):
     np.testing.assert_allclose(J, num, rtol=1e-5, atol=1e-8)
 
 
-def test_the_data_constrained_law_recovers_the_worth_of_repeated_tokens():
+def _repeated_tokens_world():
+    """(theta, X): Hoffmann et al.'s law with R* = 15, 24 runs, some of them past one epoch."""
     E, A, a, B, b = TRUTH
     th = np.array([np.log(E), np.log(A), a, np.log(B), b, np.log(15.0)])
     N = np.repeat([1e7, 3e7, 1e8, 3e8], 6)
-    X = {
+    return th, {
         "params": N,
         "tokens": N * np.tile([5.0, 20.0, 80.0], 8),
         "unique_tokens": np.tile([2e8, 1e9], 12),
     }
+
+
+def test_the_data_constrained_law_recovers_the_worth_of_repeated_tokens():
+    th, X = _repeated_tokens_world()
     L = np.exp(DATA_CONSTRAINED.log_predict(th, X))
     f = fit_law(DATA_CONSTRAINED, "v", X, L, huber_delta=None)
     assert f.rmse_log < 1e-5 and np.exp(f.params()["log_Rstar"]) == pytest.approx(15.0, rel=1e-3)
@@ -484,16 +489,9 @@ def test_the_scaled_huber_fit_sets_delta_in_the_units_of_the_residuals():
     squares there."""
     from analysis.fits.laws import HUBER_K, fit_law_scaled_huber
 
-    E, A, a, B, b = TRUTH
-    th = np.array([np.log(E), np.log(A), a, np.log(B), b, np.log(15.0)])
-    N = np.repeat([1e7, 3e7, 1e8, 3e8], 6)
-    X = {
-        "params": N,
-        "tokens": N * np.tile([5.0, 20.0, 80.0], 8),
-        "unique_tokens": np.tile([2e8, 1e9], 12),
-    }
+    th, X = _repeated_tokens_world()
     rng = np.random.default_rng(0)
-    L = np.exp(DATA_CONSTRAINED.log_predict(th, X) + 0.03 * rng.standard_normal(N.size))
+    L = np.exp(DATA_CONSTRAINED.log_predict(th, X) + 0.03 * rng.standard_normal(24))
     f = fit_law_scaled_huber(DATA_CONSTRAINED, "v", X, L)
     assert 0.01 < f.huber_delta < 2 * HUBER_K * 0.03  # not 1e-3: of the order of the noise
     ls = fit_law(DATA_CONSTRAINED, "v", X, L, huber_delta=None)
