@@ -559,7 +559,7 @@ def pool_main(args) -> int:
 
     from analysis.estimates.design import plan_round, replay, take
     from analysis.fits.law_registry import laws as all_laws
-    from analysis.fits.laws import LawError, fit_law
+    from analysis.fits.laws import LawError, fit_law_scaled_huber
     from analysis.inputs.collect import InputError
     from analysis.inputs.pool import read_table
 
@@ -607,7 +607,7 @@ def pool_main(args) -> int:
         for k, r in enumerate(rounds, 1):
             print(f"  round {k}: {r.reason}: {', '.join(pool.names[j] for j in r.picks) or 'none'}")
         try:
-            pred = fit_law(law, "replay", take(X, chosen), loss[chosen]).predict(X_t)
+            pred = fit_law_scaled_huber(law, "replay", take(X, chosen), loss[chosen]).predict(X_t)
         except LawError as e:
             print(f"The runs chosen do not fit the law: {e}")
             return 0

@@ -10,17 +10,19 @@ Their baselines choose runs one at a time; a run that would overshoot the fracti
 deferred to the next fraction, and the benchmark counts it there.
 
 Replayed here: their random and cheapest baselines (as a check of this harness against their
-table), andrea's planner (`analysis.estimates.design`: the target-variance reduction per unit
-cost, from a bootstrap ensemble, in rounds), and the fit to the whole pool, beside the rows the
-paper publishes (its Table 2). Data: bench/data/active_sl/ (CC-BY-4.0, source in its README).
+table), andrea's planner (`analysis.estimates.design`: the target-variance reduction per
+cost^0.4, from the fit's Laplace covariance, in rounds), and the fit to the whole pool, beside
+the rows the paper publishes (its Table 2). Data: bench/data/active_sl/ (CC-BY-4.0, source in
+its README).
 
 Farseer is scored exactly so: its law (the registry's `farseer`, the same form) with the
 benchmark's bounds, least squares of the loss from 32 uniform random starts in them (solved with
 trust-region reflective least squares, not their L-BFGS-B). The data-constrained split has ten law
 instances in the benchmark, none of them the registry's `data_constrained` form (Muennighoff et
 al. 2023, with one decay for repeated tokens); it is scored with that law and andrea's own fit
-(`fit_law`: log-space Huber from the law's grid), the same for every method here. The published
-data_con rows average the benchmark's ten instances, so that comparison is indicative only.
+(`fit_law_scaled_huber`: log-space Huber from the law's grid, its delta scaled to the
+residuals), the same for every method here. The published data_con rows average the benchmark's
+ten instances, so that comparison is indicative only.
 """
 
 from __future__ import annotations
@@ -35,10 +37,9 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
-from analysis.estimates import design
 from analysis.estimates.design import replay, take
 from analysis.fits.law_registry import get as get_law
-from analysis.fits.laws import LawError, fit_law
+from analysis.fits.laws import LawError, fit_law_scaled_huber
 
 DATA = Path(__file__).parent / "data" / "active_sl"
 FRACTIONS = (0.01, 0.05, 0.10)
@@ -149,7 +150,9 @@ class Split:
         self.X_test = {c: te[c] for c in self.law.inputs}
         self.cost = 6 * tr["params"] * tr["tokens"]
         self.budgets = [f * self.cost.sum() for f in FRACTIONS]
-        self.scorer = "the benchmark's fit" if name == "farseer" else "andrea's fit (fit_law)"
+        self.scorer = (
+            "the benchmark's fit" if name == "farseer" else "andrea's fit (fit_law_scaled_huber)"
+        )
 
     def score(self, chosen, rng, own_fit: bool = False) -> float:
         """The fit of the chosen runs, scored on the target region (`own_fit`: andrea's fit,
@@ -164,7 +167,7 @@ class Split:
                 return -1.0
             return r_squared(self.y_test, np.exp(self.law.log_predict(theta, self.X_test)))
         try:
-            f = fit_law(self.law, self.name, X, y, huber_delta=design.HUBER_DELTA)
+            f = fit_law_scaled_huber(self.law, self.name, X, y)
         except LawError:
             return -1.0
         return r_squared(self.y_test, f.predict(self.X_test))

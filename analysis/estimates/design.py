@@ -1,18 +1,22 @@
 """Which runs to add: sequential experimental design over a pool of candidate runs.
 
 The question is a prediction the user names, here the loss at a set of target runs (a high-cost
-region: the size and tokens the user is about to train). Its uncertainty is read off a bootstrap
-ensemble of fitted laws: refit the law to the finished runs resampled with replacement, predict
-every candidate and every target with each refit. Treating the ensemble's predictions as jointly
-Gaussian, measuring candidate j (with the noise variance sigma^2 of a run about the law) reduces
-the summed target variance by sum_t Cov(t, j)^2 / (Var(j) + sigma^2): a linear-Gaussian (Kalman)
-update, the ensemble form of V-optimal design (the expected reduction of the prediction variance
-where it is wanted; Atkinson, Donev & Tobias 2007, ch. 10). Candidates are picked greedily by that
-reduction per unit of cost, updating the ensemble covariance after each pick, so a batch does not
-pick the same information twice; a new size whose loss was never measured is just a candidate
-whose prediction the ensemble spreads. Then the picked runs are measured, the law refitted, and
-the next round planned (`replay` replays this on a pool whose losses are known, as the active-sl
-benchmark scores selection methods: Li et al. 2026, arXiv 2604.22753).
+region: the size and tokens the user is about to train). Its uncertainty, jointly with every
+candidate's, is the fit's: for a law with a Jacobian, the Laplace approximation at the fit (the
+parameters' covariance from the Jacobian at the finished runs and the run noise, with a weak
+prior from the law's bounds, mapped to the losses through their Jacobian); otherwise a bootstrap
+ensemble of fitted laws (refit the law to the finished runs resampled with replacement, predict
+every candidate and every target with each refit). Treating the predictions as jointly Gaussian,
+measuring candidate j (with the noise variance sigma^2 of a run about the law) reduces the summed
+target variance by sum_t Cov(t, j)^2 / (Var(j) + sigma^2): a linear-Gaussian (Kalman) update,
+V-optimal design (the expected reduction of the prediction variance where it is wanted;
+Atkinson, Donev & Tobias 2007, ch. 10). Candidates are picked greedily by that reduction per
+cost^COST_POWER, updating the covariance after each pick, so a batch does not pick the same
+information twice; a new size whose loss was never measured is just a candidate whose prediction
+the fit spreads. Then the picked runs are measured, the law refitted, and the next round planned
+(`replay` replays this on a pool whose losses are known, as the active-sl benchmark scores
+selection methods: Li et al. 2026, arXiv 2604.22753, whose V-optimal and MSPE methods use the
+same Laplace covariance and a cost exponent of 0.3-0.4).
 
 Before the law can be fitted (fewer runs than its parameters, plus one) the design starts with a
 cheap space-filling pilot: the runs spread widest in (log params, log tokens) among the cheapest.
@@ -24,13 +28,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.fits.laws import Law, LawError, fit_law
+from analysis.fits.laws import Law, LawError, bound_arrays, fit_law_scaled_huber
 
 N_BOOT = 16  # ensemble members (refits of resampled runs)
-HUBER_DELTA = 1e-3  # the fit's loss on log residuals (None: least squares); fit_law's default
 PILOT_SHARE = 0.3  # at most this share of the first budget goes to the pilot
 ROUNDS = 2  # rounds per budget: each refits the law before it chooses
-COST_POWER = 1.0  # candidates ranked by reduction / cost**COST_POWER: per GPU-hour
+# Candidates are ranked by reduction / cost**COST_POWER. Per GPU-hour (1.0) filled the active-sl
+# Farseer budgets with the cheapest runs (216 of them at 10 %: target R² 0.82); Li et al. 2026
+# rank by cost^0.3 (V-optimal) and cost^0.4 (their MSPE method), which keeps buying runs near
+# the target's size (docs/planner.md has the measurements).
+COST_POWER = 0.4
+# "laplace": the target covariance from the fit's Jacobian (`laplace_covariance`) for a law that
+# has one, else the bootstrap ensemble; "bootstrap": the ensemble always.
+COVARIANCE = "laplace"
 
 
 @dataclass
@@ -86,11 +96,18 @@ def greedy_picks(
     budget: float,
 ) -> tuple[list[int], float, float]:
     """(picks, target variance before, after): candidates chosen one at a time by the
-    reduction of the summed target variance per unit cost, within `budget`.
+    reduction of the summed target variance per cost^COST_POWER, within `budget`.
 
     pred_cand [B, M] and pred_target [B, T] are the ensemble's predictions."""
     M = pred_cand.shape[1]
     S = np.atleast_2d(np.cov(np.hstack([pred_cand, pred_target]), rowvar=False, ddof=1))
+    return greedy_on_covariance(S, M, cost, noise_var, budget)
+
+
+def greedy_on_covariance(S, M, cost, noise_var, budget):
+    """`greedy_picks` given the joint covariance S [M+T, M+T] of the candidates' and the
+    targets' predictions (candidates first)."""
+    S = np.array(S, float)
     tgt = slice(M, S.shape[0])
     before = float(np.trace(S[tgt, tgt]))
     picks, spent, left = [], 0.0, np.ones(M, bool)
@@ -111,12 +128,47 @@ def greedy_picks(
     return picks, before, float(np.trace(S[tgt, tgt]))
 
 
-def noise_variance(fit, y) -> float:
-    """A run's variance about the law, in loss units: the fit's log residuals with their
-    degrees of freedom, floored at (1e-3 of the loss)^2 while there are few."""
+def noise_log_variance(fit) -> float:
+    """A run's variance about the law in log L: the fit's log residuals with their degrees of
+    freedom, floored at (1e-3)^2 while there are few."""
     n, k = fit.n_points, len(fit.theta)
     s2_log = fit.rmse_log**2 * n / (n - k) if n > k else fit.rmse_log**2
-    return max(s2_log, 1e-6) * float(np.median(y)) ** 2
+    return max(s2_log, 1e-6)
+
+
+def noise_variance(fit, y) -> float:
+    """A run's variance about the law, in loss units (`noise_log_variance` at the median
+    loss)."""
+    return noise_log_variance(fit) * float(np.median(y)) ** 2
+
+
+def laplace_covariance(fit, X_obs, X_cand, X_target) -> np.ndarray:
+    """Joint covariance [M+T, M+T] of the candidates' and the targets' losses (candidates
+    first) under the Laplace approximation at the fit: Sigma = (J'J / s2 + P)^-1, with J the
+    law's Jacobian of log L at the finished runs, s2 the run noise in log units and P a weak
+    prior from the law's bounds (sd a quarter of each bounded range, as Li et al. 2026 do), then
+    G Sigma G' with G the Jacobian of the loss at the candidates and targets: the linearised
+    covariance of V-optimal design (Atkinson, Donev & Tobias 2007; Li et al. 2026, arXiv
+    2604.22753). Unlike an ensemble of 16 refits it has every direction of the parameters
+    (an ensemble's covariance has rank 15 over hundreds of candidates) and costs one Jacobian."""
+    law, th = fit.law, fit.theta
+    s2_log = noise_log_variance(fit)
+    with np.errstate(all="ignore"):
+        J = law.jacobian(th, {k: np.asarray(X_obs[k], float) for k in law.inputs})
+    J = np.where(np.isfinite(J), J, 0.0)
+    lo, hi = bound_arrays(law)
+    width = hi - lo
+    precision = np.where(np.isfinite(width), 1.0 / np.square(width / 4.0), 0.0)
+    w, V = np.linalg.eigh(J.T @ J / s2_log + np.diag(precision))
+    w = np.maximum(w, max(1e-10 * w[-1], 1e-300))  # a flat direction: bounded, not infinite
+    X_all = {
+        k: np.concatenate([np.asarray(X_cand[k], float), np.asarray(X_target[k], float)])
+        for k in law.inputs
+    }
+    with np.errstate(all="ignore"):
+        G = np.exp(law.log_predict(th, X_all))[:, None] * law.jacobian(th, X_all)
+    G = np.where(np.isfinite(G), G, 0.0) @ V
+    return (G / w) @ G.T
 
 
 def plan_round(
@@ -130,8 +182,9 @@ def plan_round(
     seed: int = 0,
     n_boot: int = N_BOOT,
 ) -> Round:
-    """Fit the finished runs with their bootstrap, and pick candidates (indices into X_cand)
-    within `budget` by expected target-variance reduction per unit cost."""
+    """Fit the finished runs (with their bootstrap, for a law without a Jacobian), and pick
+    candidates (indices into X_cand) within `budget` by expected target-variance reduction per
+    cost^COST_POWER."""
     y_obs, cost = np.asarray(y_obs, float), np.asarray(cost, float)
     if len(y_obs) < law.needs:
         picks = pilot(X_cand, law.inputs, cost, law.needs - len(y_obs), budget)
@@ -141,26 +194,38 @@ def plan_round(
             f"{', '.join(law.inputs)}, so the {len(law.params)}-parameter {law.name} "
             "law can be fitted",
         )
+    laplace = COVARIANCE == "laplace" and law.jacobian is not None
     try:
-        fit = fit_law(
-            law, "pool", X_obs, y_obs, huber_delta=HUBER_DELTA, n_bootstrap=n_boot, seed=seed
+        fit = fit_law_scaled_huber(
+            law, "pool", X_obs, y_obs, n_bootstrap=0 if laplace else n_boot, seed=seed
         )
     except LawError as e:
         return Round([], f"no fit: {e}")
-    pc, pt = fit.predict_boot(X_cand), fit.predict_boot(X_target)
-    ok = np.all(np.isfinite(pc), axis=1) & np.all(np.isfinite(pt), axis=1)
-    if ok.sum() < 3:
-        return Round([], "fewer than 3 resampled fits predict every run: nothing to rank", fit=fit)
     sigma2 = noise_variance(fit, y_obs)
-    picks, before, after = greedy_picks(pc[ok], pt[ok], cost, sigma2, budget)
+    if laplace:
+        S = laplace_covariance(fit, X_obs, X_cand, X_target)
+        how = "the fit's Laplace covariance"
+    else:
+        pc, pt = fit.predict_boot(X_cand), fit.predict_boot(X_target)
+        ok = np.all(np.isfinite(pc), axis=1) & np.all(np.isfinite(pt), axis=1)
+        if ok.sum() < 3:
+            return Round(
+                [], "fewer than 3 resampled fits predict every run: nothing to rank", fit=fit
+            )
+        S = np.atleast_2d(np.cov(np.hstack([pc[ok], pt[ok]]), rowvar=False, ddof=1))
+        how = f"{ok.sum()} resampled fits"
+    picks, before, after = greedy_on_covariance(S, len(cost), cost, sigma2, budget)
     return Round(
         picks,
-        f"target-variance reduction per unit cost ({ok.sum()} resampled "
-        f"fits, run noise sd {np.sqrt(sigma2):.2g})",
+        f"target-variance reduction per {_per_cost()} ({how}, run noise sd {np.sqrt(sigma2):.2g})",
         before,
         after,
         fit,
     )
+
+
+def _per_cost() -> str:
+    return "unit cost" if COST_POWER == 1 else f"unit cost^{COST_POWER:g}"
 
 
 def replay(
