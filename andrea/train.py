@@ -374,7 +374,8 @@ class Trainer:
     # ---- training state (checkpoints and cooldown branches) -------------------------------
     def _state(self) -> dict[str, Any]:
         """The training state at this step (references to live tensors: save or copy it).
-        Under FSDP a collective: every rank gathers the whole model and optimizer state."""
+        A collective (every rank calls it): the logging window's mean, and under FSDP every
+        rank gathers the whole model and optimizer state."""
         if self.sharded:
             model, optimizer = fsdp.state(self.model, self.optimizer)
         else:
@@ -393,8 +394,12 @@ class Trainer:
             **self.clock.state(),
             "schedule": {"kind": self.t.schedule, "lr": self.spec.lr, "steps": self.spec.steps},
             # the logging window's running sum: a window that straddles a resume then logs the
-            # same train/loss as without one. With DDP it is rank 0's share.
-            "interval": {"loss": float(self.interval_loss), "count": self.interval_count},
+            # same train/loss as without one. The ranks' mean (every rank resumes with it: the
+            # mean of it plus each rank's later share is the window's mean).
+            "interval": {
+                "loss": float(all_reduce_mean(self.interval_loss, self.dist)),
+                "count": self.interval_count,
+            },
         }
 
     def _parallel(self) -> dict[str, Any]:
@@ -627,7 +632,7 @@ class Trainer:
     def _checkpoint(self, **extra: Any) -> None:
         """Save the training state (rank 0). Inside a branch it carries the trunk's state at
         the branch's start, so a resumed branch can hand back to the trunk."""
-        state = self._state() if self.is_main or self.sharded else None  # FSDP: a collective
+        state = self._state()  # a collective: every rank
         if self.is_main:
             state = {**extra, **state}
             if self.branch is not None:
