@@ -39,7 +39,13 @@ def test_fsdp_is_accepted_where_the_world_size_divides_the_model():
 
 # ---- 2 gloo ranks: the sharding itself, then the training loop ------------------------------
 # One spawned pair of processes does both (starting one costs seconds on a loaded machine).
-RUN = ["model=attnres_block", "model.block_size=2", "train.tokens=6144", "train.evals=1"]
+RUN = [
+    "model=attnres_block",
+    "model.block_size=2",
+    "train.tokens=6144",
+    "train.evals=1",
+    "train.budgets=[0.5,1]",  # a cooldown branch: the trunk snapshot and its reload, sharded
+]
 
 
 def _step(model, opt, x, y, fsdp):
@@ -177,6 +183,9 @@ def test_fsdp_on_two_ranks_trains_as_one_process_resumes_exactly_and_refuses_ano
     assert losses(two) == pytest.approx(losses(one), abs=TOL)
     single = json.loads((one / "results.json").read_text())
     assert results["val_loss"] == pytest.approx(single["val_loss"], abs=TOL)
+    assert [p["budget"] for p in results["points"]] == [0.5, 1.0]  # a branch's and the trunk's
+    point_loss = lambda r: [p["val_loss"] for p in r["points"]]  # noqa: E731
+    assert point_loss(results) == pytest.approx(point_loss(single), abs=TOL)
     want = load_latest_checkpoint(RunDir(one))[0]["model"]
     state = load_latest_checkpoint(RunDir(two))[0]
     assert state["parallel"] == {"kind": "fsdp", "world_size": 2}

@@ -95,10 +95,22 @@ def full_cpu(obj: Any) -> Any:
     return obj
 
 
+def _reshard(model: nn.Module) -> None:
+    """Free every unit's gathered weights: after a no-grad forward (an evaluation) the root's
+    unit stays gathered (FSDP frees it after the backward), and its parameters are then plain
+    tensors, which the state-dict functions below cannot mix with the other units' shards."""
+    from torch.distributed.fsdp import FSDPModule
+
+    for m in model.modules():
+        if isinstance(m, FSDPModule):
+            m.reshard()
+
+
 def state(model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
     """(model, optimizer) state, whole, on the CPU of every rank."""
     from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
 
+    _reshard(model)
     return full_cpu(model.state_dict()), full_cpu(get_optimizer_state_dict(model, optimizer))
 
 
@@ -114,6 +126,7 @@ def load(
     )
 
     whole = StateDictOptions(full_state_dict=True)
+    _reshard(model)
     set_model_state_dict(model, model_sd, options=whole)
     set_optimizer_state_dict(model, optimizer, optim_sd, options=whole)
 
