@@ -19,7 +19,6 @@ files it would not be easier to follow.)
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import math
 import time
@@ -90,18 +89,6 @@ log = logging.getLogger(__name__)
 # --------------------------------------------------------------------------------------------
 # The loop
 # --------------------------------------------------------------------------------------------
-
-
-def _cpu_copy(obj: Any) -> Any:
-    """A deep copy with every tensor cloned to the CPU: a snapshot that later in-place updates
-    of the live model and optimizer cannot touch."""
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().to("cpu", copy=True)
-    if isinstance(obj, dict):
-        return {k: _cpu_copy(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_cpu_copy(v) for v in obj)
-    return copy.deepcopy(obj)
 
 
 def train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any]) -> dict[str, Any]:
@@ -647,7 +634,7 @@ class Trainer:
         point, then put the trunk back exactly as it was (model, optimizer, data position, RNG),
         so the trunk continues as if the branch had never run."""
         if self.trunk is None:  # a fresh branch (a resumed one has its trunk from the checkpoint)
-            self.trunk = _cpu_copy(self._state())  # with the trunk's logging window
+            self.trunk = fsdp.cpu_copy(self._state())  # with the trunk's logging window
             self.branch, self.clock.in_branch, self.clock.branch_s = c, True, 0.0
             self.interval_loss.zero_()
             self.interval_count = 0

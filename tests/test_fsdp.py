@@ -34,7 +34,9 @@ def _resolve(*extra: str, world_size: int = 1):
 def test_fsdp_is_accepted_where_the_world_size_divides_the_model():
     spec = _resolve("train.parallel=fsdp", "train.micro_batch_size=4", world_size=2)
     assert spec.train.parallel == "fsdp"
-    assert _resolve().train.parallel == "ddp"  # DDP stays the default
+    from andrea.config.schema import TrainConfig
+
+    assert TrainConfig().parallel == "ddp"  # DDP stays the default
 
 
 # ---- 2 gloo ranks: the sharding itself, then the training loop ------------------------------

@@ -30,6 +30,7 @@ the checkpoint records its strategy and world size, and a resume under others is
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import torch
@@ -78,10 +79,11 @@ def is_sharded(model: nn.Module) -> bool:
     return isinstance(model, FSDPModule)
 
 
-def full_cpu(obj: Any) -> Any:
-    """`obj` with every sharded tensor gathered whole and every tensor copied to the CPU; a
-    collective (all ranks call it), one tensor at a time so the device never holds the whole
-    model at once."""
+def cpu_copy(obj: Any) -> Any:
+    """A deep copy with every tensor cloned to the CPU, a sharded one gathered whole first: a
+    snapshot that later in-place updates of the live model and optimizer cannot touch. With
+    sharded tensors a collective (all ranks call it), one tensor at a time so that the device
+    never holds the whole model at once."""
     from torch.distributed.tensor import DTensor
 
     if isinstance(obj, DTensor):
@@ -89,10 +91,10 @@ def full_cpu(obj: Any) -> Any:
     if isinstance(obj, torch.Tensor):
         return obj.detach().to("cpu", copy=True)
     if isinstance(obj, dict):
-        return {k: full_cpu(v) for k, v in obj.items()}
+        return {k: cpu_copy(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return type(obj)(full_cpu(v) for v in obj)
-    return obj
+        return type(obj)(cpu_copy(v) for v in obj)
+    return copy.deepcopy(obj)
 
 
 def _reshard(model: nn.Module) -> None:
@@ -111,7 +113,7 @@ def state(model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict, dic
     from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict
 
     _reshard(model)
-    return full_cpu(model.state_dict()), full_cpu(get_optimizer_state_dict(model, optimizer))
+    return cpu_copy(model.state_dict()), cpu_copy(get_optimizer_state_dict(model, optimizer))
 
 
 def load(
