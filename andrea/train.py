@@ -221,7 +221,7 @@ class Trainer:
         # is built, so that it holds the shards. One process has nothing to shard with.
         self.sharded = t.parallel == "fsdp" and dist.enabled
         if self.sharded:
-            fsdp.shard_model(self.model)
+            fsdp.shard_model(self.model, self.device.type)
         self.optimizer = build_optimizer(self.model, spec, self.device)
         self.flops_per_token = training_flops_per_token(spec.model, spec.seq_len)
         # fp32 on CUDA runs its matmuls in TF32 (enabled in train()): the peak to compare with.

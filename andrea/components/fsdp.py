@@ -59,17 +59,22 @@ def check_parallel(parallel: str, world_size: int, d_model: int, optimizer: str)
         )
 
 
-def shard_model(model: nn.Module) -> None:
-    """Apply `fully_shard` to an ANDREA model in place (units as the module docstring says).
-    Call it after the model is initialised (each rank keeps its rows of the same weights) and
-    before the optimizer is built (it must hold the sharded parameters)."""
+def shard_model(model: nn.Module, device_type: str = "cpu") -> None:
+    """Apply `fully_shard` to an ANDREA model in place (units as the module docstring says),
+    over all ranks of the process group on `device_type` (the training device's: a CPU run on a
+    machine with a GPU shards on the CPU). Call it after the model is initialised (each rank
+    keeps its rows of the same weights) and before the optimizer is built (it must hold the
+    sharded parameters)."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
+    mesh = init_device_mesh(device_type, (dist.get_world_size(),))
     for block in model.blocks:
-        fully_shard([block.attn, block.mlp])
+        fully_shard([block.attn, block.mlp], mesh=mesh)
     if model.lm_head.weight is not model.wte.weight:
-        fully_shard([model.ln_f, model.lm_head])
-    fully_shard(model)
+        fully_shard([model.ln_f, model.lm_head], mesh=mesh)
+    fully_shard(model, mesh=mesh)
 
 
 def is_sharded(model: nn.Module) -> bool:
