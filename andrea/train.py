@@ -19,7 +19,6 @@ files it would not be easier to follow.)
 from __future__ import annotations
 
 import contextlib
-import copy
 import logging
 import math
 import time
@@ -28,6 +27,7 @@ from typing import Any, Optional
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
+from andrea.components import fsdp
 from andrea.components.checkpoint import (
     drop_checkpoints_after,
     load_latest_checkpoint,
@@ -89,18 +89,6 @@ log = logging.getLogger(__name__)
 # --------------------------------------------------------------------------------------------
 # The loop
 # --------------------------------------------------------------------------------------------
-
-
-def _cpu_copy(obj: Any) -> Any:
-    """A deep copy with every tensor cloned to the CPU: a snapshot that later in-place updates
-    of the live model and optimizer cannot touch."""
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().to("cpu", copy=True)
-    if isinstance(obj, dict):
-        return {k: _cpu_copy(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_cpu_copy(v) for v in obj)
-    return copy.deepcopy(obj)
 
 
 def train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any]) -> dict[str, Any]:
@@ -229,6 +217,11 @@ class Trainer:
         torch.manual_seed(t.seed)
         self.model = ANDREA(spec.model).to(self.device)
         self.depth_backend = self._use_depth_backend(spec.depth_backend)
+        # FSDP shards the initialised weights (each rank keeps its rows) before the optimizer
+        # is built, so that it holds the shards. One process has nothing to shard with.
+        self.sharded = t.parallel == "fsdp" and dist.enabled
+        if self.sharded:
+            fsdp.shard_model(self.model, self.device.type)
         self.optimizer = build_optimizer(self.model, spec, self.device)
         self.flops_per_token = training_flops_per_token(spec.model, spec.seq_len)
         # fp32 on CUDA runs its matmuls in TF32 (enabled in train()): the peak to compare with.
@@ -242,7 +235,7 @@ class Trainer:
         self.interval_count = 0  # (set before _resume, which restores a straddling window)
         resumed = self._resume()
         self.run_model: torch.nn.Module = self.model
-        if dist.enabled:
+        if dist.enabled and not self.sharded:
             self.run_model = DistributedDataParallel(
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None
             )
@@ -367,11 +360,20 @@ class Trainer:
 
     # ---- training state (checkpoints and cooldown branches) -------------------------------
     def _state(self) -> dict[str, Any]:
-        """The training state at this step (references to live tensors: save or copy it)."""
+        """The training state at this step (references to live tensors: save or copy it).
+        A collective (every rank calls it): the logging window's mean, and under FSDP every
+        rank gathers the whole model and optimizer state."""
+        if self.sharded:
+            model, optimizer = fsdp.state(self.model, self.optimizer)
+        else:
+            model, optimizer = self.model.state_dict(), self.optimizer.state_dict()
         return {
             "step": self.step,
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
+            "model": model,
+            "optimizer": optimizer,
+            # FSDP's optimizer state is keyed by parameter name, DDP's by position: a run
+            # resumes under the strategy and world size that wrote it (_load checks)
+            "parallel": self._parallel(),
             "loader": self.loader.state_dict(),
             "rng": rng_state(),
             "tokens": self.step * self.spec.batch_tokens,
@@ -379,13 +381,32 @@ class Trainer:
             **self.clock.state(),
             "schedule": {"kind": self.t.schedule, "lr": self.spec.lr, "steps": self.spec.steps},
             # the logging window's running sum: a window that straddles a resume then logs the
-            # same train/loss as without one. With DDP it is rank 0's share.
-            "interval": {"loss": float(self.interval_loss), "count": self.interval_count},
+            # same train/loss as without one. The ranks' mean (every rank resumes with it: the
+            # mean of it plus each rank's later share is the window's mean).
+            "interval": {
+                "loss": float(all_reduce_mean(self.interval_loss, self.dist)),
+                "count": self.interval_count,
+            },
         }
 
+    def _parallel(self) -> dict[str, Any]:
+        return {"kind": self.t.parallel, "world_size": self.dist.world_size}
+
     def _load(self, state: dict[str, Any], clock: bool = True) -> None:
-        self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        saved = state.get("parallel") or {"kind": "ddp", "world_size": None}  # older: DDP
+        now = self._parallel()
+        if "fsdp" in (saved["kind"], now["kind"]) and saved != now:
+            raise TrainingFailed(
+                f"the checkpoint was written by {saved['kind']} with world_size="
+                f"{saved['world_size']}; this run is {now['kind']} with world_size="
+                f"{now['world_size']}: resume it with the same train.parallel and number of "
+                f"processes, or delete {self.run_dir.checkpoints} to train it again"
+            )
+        if self.sharded:
+            fsdp.load(self.model, self.optimizer, state["model"], state["optimizer"])
+        else:
+            self.model.load_state_dict(state["model"])
+            self.optimizer.load_state_dict(state["optimizer"])
         self.loader.load_state_dict(state["loader"])
         set_rng_state(state["rng"])
         self.step = int(state["step"])
@@ -408,9 +429,11 @@ class Trainer:
             x, y = self.loader.next_batch()
             x, y = x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
             sync = micro == spec.grad_accum - 1
+            if self.sharded:  # FSDP: reduce-scatter the gradients at the last micro-batch only
+                self.model.set_requires_gradient_sync(sync)
             no_sync = (
                 self.run_model.no_sync()
-                if self.dist.enabled and not sync
+                if self.dist.enabled and not sync and not self.sharded
                 else contextlib.nullcontext()
             )
             with no_sync, autocast(self.device, self.amp_dtype):
@@ -419,7 +442,9 @@ class Trainer:
             (loss / spec.grad_accum).backward()
             self.interval_loss += loss.detach()
             self.interval_count += 1
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.t.grad_clip)
+        grad_norm = fsdp.plain(  # under FSDP a DTensor: the norm of all ranks' shards
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.t.grad_clip)
+        )
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
@@ -529,13 +554,14 @@ class Trainer:
     def _evaluate(self, **extra: Any) -> dict[str, Any]:
         """Validation scores of the trunk at this step, logged with the layer dynamics."""
         scores = self._score(**extra)
-        if self.is_main:
+        if self.is_main or self.sharded:  # a sharded model's forward needs every rank
             model, step = self.model, self.step
             x, _ = next(self.val.batches(self.eval_bs))
             model.eval()
             with torch.no_grad(), autocast(self.device, self.amp_dtype):
                 _, stats = model(x.to(self.device), return_stats=True)
             model.train()
+        if self.is_main:
             tokens = step * self.spec.batch_tokens
             logged = {
                 k: v
@@ -593,8 +619,9 @@ class Trainer:
     def _checkpoint(self, **extra: Any) -> None:
         """Save the training state (rank 0). Inside a branch it carries the trunk's state at
         the branch's start, so a resumed branch can hand back to the trunk."""
+        state = self._state()  # a collective: every rank
         if self.is_main:
-            state = {**extra, **self._state()}
+            state = {**extra, **state}
             if self.branch is not None:
                 state.update(cooldown=self.branch.budget, trunk=self.trunk)
             save_checkpoint(self.run_dir, self.step, state, keep=self.t.keep_checkpoints)
@@ -607,7 +634,7 @@ class Trainer:
         point, then put the trunk back exactly as it was (model, optimizer, data position, RNG),
         so the trunk continues as if the branch had never run."""
         if self.trunk is None:  # a fresh branch (a resumed one has its trunk from the checkpoint)
-            self.trunk = _cpu_copy(self._state())  # with the trunk's logging window
+            self.trunk = fsdp.cpu_copy(self._state())  # with the trunk's logging window
             self.branch, self.clock.in_branch, self.clock.branch_s = c, True, 0.0
             self.interval_loss.zero_()
             self.interval_count = 0

@@ -43,7 +43,7 @@ class Case:
 # ---- config ------------------------------------------------------------------------------------
 
 
-def config(*overrides: str) -> Callable[[Path], tuple[Optional[int], str]]:
+def config(*overrides: str, world_size: int = 1) -> Callable[[Path], tuple[Optional[int], str]]:
     """resolve_run on the composed config: a ConfigError is exit 2 in sweep.py (both modes);
     an unknown key is exit 2 with the nearest valid key, a value of the wrong type exit 2 with
     the type the key takes (sweep.py, andrea/config/overrides.py); any other Hydra composition error
@@ -61,7 +61,7 @@ def config(*overrides: str) -> Callable[[Path], tuple[Optional[int], str]]:
         if hints:
             return 2, " ".join(hints)
         try:
-            resolve_run(compose_run(list(overrides)))
+            resolve_run(compose_run(list(overrides)), world_size=world_size)
         except ConfigError as e:
             return 2, str(e)
         except (HydraException, OmegaConfBaseException) as e:
@@ -177,6 +177,27 @@ CONFIG_CASES = [
         "model.depth_backend=triton (no such backend)",
         config(*BASE, "model=attnres_full", "model.depth_backend=triton"),
         ("model.depth_backend='triton'", "flash_attn_res"),
+    ),
+    Case(
+        "fsdp_world_size_not_dividing_the_model",
+        "config",
+        "train.parallel=fsdp on 3 processes (tiny-1: d_model 32)",
+        config(*BASE, "train.parallel=fsdp", world_size=3),
+        ("train.parallel=fsdp", "d_model=32", "multiple of 3"),
+    ),
+    Case(
+        "fsdp_with_muon",
+        "config",
+        "train.parallel=fsdp train.optimizer=muon",
+        config(*BASE, "train.parallel=fsdp", "train.optimizer=muon"),
+        ("train.parallel=fsdp", "train.optimizer=adamw only"),
+    ),
+    Case(
+        "parallel_unknown",
+        "config",
+        "train.parallel=zero3",
+        config(*BASE, "train.parallel=zero3"),
+        ("train.parallel='zero3'", "ddp, fsdp"),
     ),
     Case(
         "sweep_option_typo",

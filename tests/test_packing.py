@@ -14,7 +14,14 @@ from conftest import compose_run
 
 from andrea.config.resolve import ConfigError, resolve_run
 from andrea.launch import scheduler
-from andrea.launch.packing import packing_factor, read_packing, resolve_pack, run_memory_bytes
+from andrea.launch.packing import (
+    GIB,
+    fsdp_note,
+    packing_factor,
+    read_packing,
+    resolve_pack,
+    run_memory_bytes,
+)
 
 
 def _spec(*overrides):
@@ -52,6 +59,31 @@ def test_the_memory_model_bounds_the_pack_and_sizes_auto():
             "T4",
             1,
         )
+
+
+def _rung(params: float, d_model: int = 4096) -> SimpleNamespace:
+    """A spec as the memory model reads it: a 7B-like shape, one sequence of 2048 per GPU."""
+    model = SimpleNamespace(d_model=d_model, n_head=32, n_layer=32, vocab_size=32768)
+    return SimpleNamespace(
+        model=model, params=params, micro_batch_size=1, seq_len=2048, label="baseline", size="7b"
+    )
+
+
+def test_the_plan_says_which_rungs_need_fsdp_and_on_how_many_gpus():
+    small, big = _rung(1e9), _rung(7e9)
+    assert fsdp_note(small, "H100") is None  # ~45 GiB fits 80 under DDP
+    # 16 bytes x 7e9 = 104 GiB of states, 28.5 GiB of activations: 134 GiB under DDP; FSDP on
+    # 2 GPUs leaves 83 GiB (activations are not sharded), on 4 GPUs 58 GiB
+    note = fsdp_note(big, "H100")
+    assert note == (
+        "note: baseline at 7b needs ~134 GiB per GPU under DDP, more than H100's 80 GiB: "
+        "train.parallel=fsdp on 4 GPUs needs ~58 GiB each"
+    )
+    assert run_memory_bytes(big, 2) / GIB > 80 >= run_memory_bytes(big, 4) / GIB
+    assert fsdp_note(big, "H200") is None and fsdp_note(big, "no-such-gpu") is None
+    assert "does not fit either" in fsdp_note(big, "T4")  # activations alone exceed 16 GiB
+    # the sharding rule: only world sizes that divide d_model
+    assert "does not fit either" in fsdp_note(_rung(7e9, d_model=4097), "H100")
 
 
 def test_the_plan_counts_gpu_hours_with_the_measured_packing_factor(tmp_path):

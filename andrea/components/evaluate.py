@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from andrea.components.distributed import DistInfo, agreed_max
+from andrea.components.fsdp import is_sharded
 from andrea.components.runtime import autocast
 from andrea.data import ValidationSet
 from andrea.run import logkeys as keys
@@ -58,7 +59,8 @@ def evaluate(
     Each rank scores its disjoint slice of the same window list (ValidationSet); the summed
     loss and target count are all-reduced, so the result does not depend on the batch size or
     the number of ranks (up to float rounding of differently shaped matmuls). Call it with the
-    bare module, not the DDP wrapper: ranks may run different numbers of forwards.
+    bare module, not the DDP wrapper: ranks may run different numbers of forwards (under FSDP
+    they run the same number).
 
     `stop` returns the signal this process received (0: none). It is asked after every batch,
     agreed between ranks (one scalar all-reduce per batch, nothing beside a forward), and a
@@ -66,10 +68,16 @@ def evaluate(
     model.eval()
     total = torch.zeros(2, dtype=torch.float64, device=device)
     mine = val.batches(batch_size, dist_info.rank, dist_info.world_size)
+    # A sharded model (FSDP) gathers its weights in every forward, with every rank: a rank
+    # whose slice is done runs an unscored one-token forward while the others score.
+    lockstep = is_sharded(model)
     try:
         with torch.no_grad():
             for _ in range(most_batches(val, batch_size, dist_info.world_size)):
                 batch = next(mine, None)  # None: this rank's slice is done, another's is not
+                if batch is None and lockstep:
+                    with autocast(device, amp_dtype):
+                        model(torch.zeros((1, 1), dtype=torch.long, device=device))
                 if batch is not None:
                     x, y = batch[0].to(device), batch[1].to(device)
                     with autocast(device, amp_dtype):

@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
+from andrea.components.fsdp import check_parallel
 from andrea.components.optim import check_optimizer, optimizer_summary
 from andrea.components.schedule import SHAPES, Cooldown, plan_cooldowns
 from andrea.config.schema import (
@@ -134,6 +135,10 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
     model_cfg, seq_len = _model(m, s, t, fail)
     counts = param_counts(model_cfg)
     _check_train_choices(t, fail)
+    try:  # before the batch: the world size is checked against the model first
+        check_parallel(t.parallel, world_size, model_cfg.d_model, t.optimizer)
+    except ValueError as e:
+        raise fail(str(e)) from None
     label = m.label + model_cfg.label_suffix
     hp = selected_hparams(run.hparams, s.name, fail, label=label)
     lr, t = _optimizer_settings(t, hp, s, fail)

@@ -135,6 +135,9 @@ class TrainConfig:
     threads: Optional[int] = 1
     precision: str = "auto"  # auto (bf16 on CUDA, fp32 on CPU) | fp32 | bf16
     compile: bool = False
+    # ddp | fsdp: replicate the model on every process (DDP), or shard its parameters, gradients
+    # and optimizer state across them (FSDP2, andrea/components/fsdp.py; docs/parallelism.md)
+    parallel: str = "ddp"
     stop_after_steps: Optional[int] = None  # checkpoint and exit early (time-sliced runs, tests)
     progress: bool = True
 

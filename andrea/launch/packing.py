@@ -11,6 +11,10 @@ here is an estimate, per process:
   (Korthikanti et al. 2022, arXiv:2205.05198, Table 2, no recomputation);
 - the logits and their gradient in fp32: 8*b*s*V bytes;
 - the CUDA context and allocator slack: CONTEXT_GIB.
+Under FSDP (train.parallel=fsdp, andrea/components/fsdp.py) over W processes the 16 bytes per
+parameter are divided by W, and one block's fp32 weights are held whole twice over (the block
+that runs and the next, which FSDP gathers ahead); activations and logits are per process as
+under DDP.
 """
 
 from __future__ import annotations
@@ -25,11 +29,12 @@ AUTO_CAP = 16  # launch.pack=auto never packs more runs than this into one job
 GIB = 2**30
 
 
-def run_memory_bytes(spec) -> float:
-    """The memory model's bytes of one run's process (module docstring)."""
+def run_memory_bytes(spec, shards: int = 1) -> float:
+    """The memory model's bytes of one run's process, its states sharded `shards` ways by FSDP
+    (module docstring)."""
     m = spec.model
     b, s, h, a, L = spec.micro_batch_size, spec.seq_len, m.d_model, m.n_head, m.n_layer
-    states = 16.0 * spec.params
+    states = 16.0 * spec.params / shards + (2 * 4.0 * (12 * h * h + 13 * h) if shards > 1 else 0)
     activations = L * s * b * h * (34 + 5 * a * s / h)
     logits = 8.0 * b * s * m.vocab_size
     return states + activations + logits + CONTEXT_GIB * GIB
@@ -118,3 +123,26 @@ def packing_factor(packing: dict | None, k: int) -> float | None:
     if not packing or k not in packing or not packing.get(1):
         return None
     return packing[k] / packing[1]
+
+
+def fsdp_note(spec, plan_gpu: str, most: int = 64) -> str | None:
+    """Whether one run needs FSDP on plan_gpu: None when a process fits under DDP (or the GPU's
+    memory is unknown); else the fewest GPUs (a power of two that divides d_model, the sharding
+    rule) whose shares fit, or that none up to `most` does."""
+    gib = device_memory_gib(plan_gpu)
+    need = run_memory_bytes(spec) / GIB
+    if gib is None or need <= gib:
+        return None
+    head = (
+        f"note: {spec.label} at {spec.size} needs ~{need:.0f} GiB per GPU under DDP, more than "
+        f"{plan_gpu}'s {gib:g} GiB"
+    )
+    w = 2
+    while w <= most:
+        share = run_memory_bytes(spec, w) / GIB
+        if spec.model.d_model % w == 0 and share <= gib:
+            return f"{head}: train.parallel=fsdp on {w} GPUs needs ~{share:.0f} GiB each"
+        w *= 2
+    return (
+        f"{head}, and FSDP on up to {most} GPUs does not fit either (lower train.micro_batch_size)"
+    )

@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from andrea.config.resolve import ConfigError, RunSpec, resolve_run, reuse_mismatches, to_dataclass
 from andrea.config.schema import RunConfig
 from andrea.launch import scheduler
-from andrea.launch.packing import pack_of, packing_factor, resolve_pack
+from andrea.launch.packing import fsdp_note, pack_of, packing_factor, resolve_pack
 from andrea.launch.threads import planned_threads
 from andrea.model.flops import training_flops_per_token
 from andrea.run.results import COMPLETED, FAILED
@@ -236,6 +236,13 @@ def _full_like_notes(jobs: list[PlannedJob]) -> list[str]:
     ]
 
 
+def _fsdp_notes(jobs: list[PlannedJob], plan_gpu: str) -> list[str]:
+    """The rungs whose process does not fit one plan_gpu under DDP (the memory model of
+    andrea/launch/packing.py), and how many GPUs FSDP needs for them; once per label and size."""
+    notes = {(j.spec.label, j.spec.size): fsdp_note(j.spec, plan_gpu) for j in jobs}
+    return [n for n in notes.values() if n]
+
+
 def print_plan(
     jobs: list[PlannedJob],
     plan_gpu: str,
@@ -295,7 +302,7 @@ def print_plan(
     factor = {j.pack: packing_factor(packing, j.pack) for j in todo}
     hours = [j.gpu_hours / (factor[j.pack] or 1.0) for j in todo if j.gpu_hours is not None]
     print(format_table(headers, rows), file=stream)
-    for note in _full_like_notes(jobs):
+    for note in _full_like_notes(jobs) + _fsdp_notes(jobs, plan_gpu):
         print(note, file=stream)
     if peak_flops(plan_gpu, "bf16") is None:
         from andrea.run.units import PEAK_FLOPS
