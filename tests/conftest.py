@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import runpy
 import shutil
 import tempfile
 from pathlib import Path
@@ -97,13 +98,10 @@ def data_cache(tmp_path_factory) -> Path:
         os.environ["ANDREA_DATA"] = old
 
 
-# The overrides of a run that trains in seconds on CPU (tests/tiny_run.py). tests/ is on sys.path
-# in this suite; a session that loads this file as a plug-in (`-p tests.conftest`) has the repo's
-# root there instead.
-try:
-    from tiny_run import TINY_RUN  # noqa: F401 (tests import it from here)
-except ModuleNotFoundError:
-    from tests.tiny_run import TINY_RUN  # noqa: F401
+# The overrides of a run that trains in seconds on CPU (tests/tiny_run.py), read by path: this
+# file is also loaded as a plug-in (`-p tests.conftest`) or from another folder, where neither
+# `tiny_run` nor `tests` is importable.
+TINY_RUN = runpy.run_path(str(Path(__file__).with_name("tiny_run.py")))["TINY_RUN"]
 
 
 def sigint_as_in_a_terminal() -> None:
