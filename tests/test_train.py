@@ -49,7 +49,7 @@ def test_learning_rate_schedule_shapes():
 
 
 def test_single_run_leaves_a_complete_consistent_run_directory(tmp_path, data_cache):
-    results = run(tmp_path / "r", "model=attnres_block", "model.block_size=2")
+    results = run(tmp_path / "r", "model=attnres_block", "model.block_size=2", "wandb.mode=offline")
     rd = RunDir(tmp_path / "r")
     on_disk = json.loads(rd.results.read_text())
     assert on_disk == json.loads(json.dumps(results))
