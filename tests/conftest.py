@@ -128,6 +128,28 @@ def compose_run(overrides: list[str], return_hydra_config: bool = False):
         )
 
 
+# The longest tests outside the Slurm and Ray chains (a clean clone's --durations), collected
+# first so that xdist hands them out first: short tests then fill the end of the run, instead of
+# one long test started late ending it alone.
+LONG_TESTS = (
+    "tests/test_faults.py::test_ten_faults",
+    "tests/test_bench.py::test_gpu_check_smoke",
+    "tests/test_sweep.py::test_basic_and_submitit_local",
+    "tests/test_model.py::test_compiled_model_matches_eager",
+    "tests/test_sweep.py::test_an_adaptive_design_trains",
+    "tests/test_kromhc.py::test_a_cpu_sweep_against_the_baseline",
+    "tests/test_train.py::test_sigusr2_checkpoints",
+    "tests/test_protocol_data.py::test_cpu_demo_states",
+    "tests/test_fsdp.py::test_fsdp_on_two_ranks",
+    "tests/test_sweep.py::test_a_failed_run_is_reported",
+    "tests/test_sweep_progress.py::test_sequential_sweep",
+)
+
+
+def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: not item.nodeid.startswith(LONG_TESTS))  # stable: else in order
+
+
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist; inert when it is not installed
 def pytest_xdist_make_scheduler(config, log):
     """`make test` runs four pytest-xdist workers. The Slurm tests (tests/test_slurm_*.py) are one
