@@ -171,9 +171,12 @@ def test_filtered_to_the_group_and_grouped_by_label_and_size(workspace, logged):
     assert [g.name for g in rs.groupby] == [keys.CONFIG_LABEL, keys.CONFIG_SIZE]
     assert all(isinstance(g, ws.Config) for g in rs.groupby)
     # The run carries the group and those config keys (checked in the file W&B wrote).
-    data = (logged["run"] / next(logged["run"].glob("run-*.wandb")).name).read_bytes()
+    # wandb-core writes the file after finish() returns: wait for it (test_metrics.run_file_bytes)
+    from test_metrics import run_file_bytes
+
+    run_id = next(logged["run"].glob("run-*.wandb")).name[len("run-") : -len(".wandb")]
     for needle in (GROUP, keys.CONFIG_LABEL, keys.CONFIG_SIZE, "attnres_block_s2"):
-        assert needle.encode() in data, needle
+        assert needle.encode() in run_file_bytes(logged["run"], run_id, needle.encode()), needle
 
 
 def test_workspace_serialises_without_network(workspace):
