@@ -6,6 +6,7 @@ import os
 import runpy
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,19 @@ def data_cache(tmp_path_factory) -> Path:
 # file is also loaded as a plug-in (`-p tests.conftest`) or from another folder, where neither
 # `tiny_run` nor `tests` is importable.
 TINY_RUN = runpy.run_path(str(Path(__file__).with_name("tiny_run.py")))["TINY_RUN"]
+
+
+def run_file_bytes(run: Path, run_id: str, needle: bytes, timeout_s: float = 300.0) -> bytes:
+    """The run file once it holds `needle`: `finish()` returns before wandb-core has flushed the
+    file (it does so when its stream closes, at the latest at process exit). The wait ends as soon
+    as the bytes are there; its limit only stops a hang, wide for a busy machine."""
+    path = run / f"run-{run_id}.wandb"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        data = path.read_bytes()
+        if needle in data or time.monotonic() > deadline:
+            return data
+        time.sleep(0.2)
 
 
 def sigint_as_in_a_terminal() -> None:

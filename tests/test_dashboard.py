@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import run_file_bytes
 
 from andrea.run import logkeys as keys
 from andrea.run.metrics import MetricsLogger, WandbConfig, run_id_for
@@ -171,9 +172,7 @@ def test_filtered_to_the_group_and_grouped_by_label_and_size(workspace, logged):
     assert [g.name for g in rs.groupby] == [keys.CONFIG_LABEL, keys.CONFIG_SIZE]
     assert all(isinstance(g, ws.Config) for g in rs.groupby)
     # The run carries the group and those config keys (checked in the file W&B wrote).
-    # wandb-core writes the file after finish() returns: wait for it (test_metrics.run_file_bytes)
-    from test_metrics import run_file_bytes
-
+    # wandb-core writes the file after finish() returns: wait for it
     run_id = next(logged["run"].glob("run-*.wandb")).name[len("run-") : -len(".wandb")]
     for needle in (GROUP, keys.CONFIG_LABEL, keys.CONFIG_SIZE, "attnres_block_s2"):
         assert needle.encode() in run_file_bytes(logged["run"], run_id, needle.encode()), needle

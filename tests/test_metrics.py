@@ -11,11 +11,11 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import run_file_bytes
 
 from andrea.run import logkeys as keys
 from andrea.run.metrics import MetricsLogger, WandbConfig, check_wandb_config, run_id_for
@@ -81,19 +81,6 @@ def read_jsonl(path: Path) -> list[dict]:
 
 def offline_runs(rd: RunDir) -> list[Path]:
     return sorted(rd.wandb_dir.glob("offline-run-*"))
-
-
-def run_file_bytes(run: Path, run_id: str, needle: bytes, timeout_s: float = 300.0) -> bytes:
-    """The run file once it holds `needle`: `finish()` returns before wandb-core has flushed the
-    file (it does so when its stream closes, at the latest at process exit). The wait ends as soon
-    as the bytes are there; its limit only stops a hang, wide for a busy machine."""
-    path = run / f"run-{run_id}.wandb"
-    deadline = time.monotonic() + timeout_s
-    while True:
-        data = path.read_bytes()
-        if needle in data or time.monotonic() > deadline:
-            return data
-        time.sleep(0.2)
 
 
 def new_logger(rd: RunDir, mode: str = "offline", **kw) -> MetricsLogger:
