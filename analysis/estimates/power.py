@@ -27,7 +27,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 # the measurement on the CPU demo: per-run noise of log loss ~1.2 %, paired gap 1.2-1.8 %
 # (rho 0.3 gives a gap of 1.2 %·sqrt(2·0.7) = 1.4 %); the point noise within a run is a guess
@@ -183,6 +182,10 @@ def _df(runs: list[PlannedRun]) -> int:
 
 def half_width(sd: float, df: int, level: float = 0.95) -> float:
     """Relative half-width of the interval exp(log M ± q·sd): (upper - lower) / 2 / M."""
+    # imported here: scipy.stats costs every sweep ~1 CPU-s at start, and a grid of one size
+    # (most sweeps a test or a user starts by hand) never gets this far
+    from scipy import stats
+
     q = stats.t.ppf(0.5 + level / 2, float(df)) if df > 0 else stats.norm.ppf(0.5 + level / 2)
     return float(math.sinh(q * sd))
 

@@ -37,13 +37,20 @@ def _read_text(path: Path, strict: bool) -> str:
         return data.decode("utf-8", errors="replace")
 
 
+def stdlib_files(root: Path) -> Iterator[Path]:
+    """The standard library's .py files under `root`, in no set order. Installed packages
+    (site-packages, dist-packages) are pruned from the walk, not filtered after it: they are most
+    of the files under a Python's lib folder (13k here), and the sweep's planning walks this too."""
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [d for d in subfolders if d not in ("site-packages", "dist-packages")]
+        for name in files:
+            if name.endswith(".py"):
+                yield Path(folder, name)
+
+
 def stdlib_documents() -> Iterator[Tuple[str, str]]:
     root = stdlib_root()
-    files = sorted(
-        (p.relative_to(root).as_posix(), p)
-        for p in root.rglob("*.py")
-        if not {"site-packages", "dist-packages"} & set(p.relative_to(root).parts)
-    )
+    files = sorted((p.relative_to(root).as_posix(), p) for p in stdlib_files(root))
     for rel, path in files:
         yield rel, _read_text(path, strict=False)
 

@@ -160,12 +160,7 @@ def _corpus_chars(data: DataConfig) -> Optional[int]:
     if data.source == "stdlib":
         from andrea.data.corpora import stdlib_root
 
-        root = stdlib_root()
-        return sum(
-            p.stat().st_size
-            for p in root.rglob("*.py")
-            if not {"site-packages", "dist-packages"} & set(p.relative_to(root).parts)
-        )
+        return _stdlib_chars(stdlib_root(), data.max_chars)
     if data.source == "text":
         return sum(p.stat().st_size for p in expand_paths(data.paths, "paths"))
     loc = os.path.expanduser(str(hf_location(data)))
@@ -174,6 +169,18 @@ def _corpus_chars(data: DataConfig) -> Optional[int]:
     if os.path.isdir(loc):
         return sum(p.stat().st_size for p in Path(loc).rglob("*") if p.is_file())
     return None  # a hub dataset: known after download
+
+
+def _stdlib_chars(root: Path, limit: Optional[int]) -> int:
+    """Bytes of the standard library's .py files, stopping once past `limit` (data.max_chars)."""
+    from andrea.data.corpora import stdlib_files
+
+    total = 0
+    for path in stdlib_files(root):
+        total += path.stat().st_size
+        if limit is not None and total >= limit:
+            break
+    return total
 
 
 def annotate_epochs(jobs, corpora: dict[str, CorpusTokens]) -> None:

@@ -14,6 +14,7 @@ parameter counting.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field, make_dataclass, replace
 from typing import NamedTuple
 
@@ -236,11 +237,29 @@ class ParamCount(NamedTuple):
     non_embedding: int  # without token and position embeddings (and an untied head)
 
 
+@contextmanager
+def _meta_normal_skipped():
+    """nn.init.normal_ as a no-op on meta tensors while a model is built there to be counted:
+    on a meta tensor it imports torch._dynamo (~2 CPU-s), a cost every sweep's planning process
+    paid though it never trains. Counting needs the shapes only; a real tensor (another thread's
+    model) is still initialised."""
+    normal = nn.init.normal_
+
+    def normal_unless_meta(tensor: Tensor, *args, **kwargs) -> Tensor:
+        return tensor if tensor.is_meta else normal(tensor, *args, **kwargs)
+
+    nn.init.normal_ = normal_unless_meta
+    try:
+        yield
+    finally:
+        nn.init.normal_ = normal
+
+
 def count_parameters(model_or_cfg: ANDREA | ModelConfig) -> ParamCount:
     """Count the parameters of a model, or of a config by building it on the meta device (no
     memory). Shared (tied) tensors are counted once."""
     if isinstance(model_or_cfg, ModelConfig):
-        with torch.device("meta"):
+        with torch.device("meta"), _meta_normal_skipped():
             model_or_cfg = ANDREA(model_or_cfg)
     model = model_or_cfg
     total = sum(p.numel() for p in model.parameters())  # parameters() dedups tied tensors
