@@ -52,6 +52,26 @@ def run_sweep(
     return out
 
 
+def start_sweep(cwd: Path, *args: str, env_extra: dict | None = None) -> subprocess.Popen:
+    """The sweep command in `cwd`, started: the slow tests run their sweeps side by side, each
+    mostly waiting on Slurm or on another process."""
+    return subprocess.Popen(
+        sweep_cmd(cwd / "runs", *args),
+        cwd=cwd,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env_extra or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def finish_sweep(proc: subprocess.Popen, timeout: int = 900) -> str:
+    """Its output once it has ended with 0 (`timeout` only stops a hang)."""
+    output, _ = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, output[-4000:]
+    return output
+
+
 def results_of(root: Path) -> dict[str, dict]:
     return {
         str(p.parent.relative_to(root)): json.loads(p.read_text())
@@ -113,18 +133,10 @@ def test_requeued_job_resumes_from_its_checkpoint_with_the_same_final_loss(
     ]
     (tmp_path / "ref").mkdir()
     (tmp_path / "slurm").mkdir()
-    ref = run_sweep(tmp_path / "ref", *args)  # uninterrupted, in-process
-    assert ref.returncode == 0, ref.stdout[-3000:] + ref.stderr[-3000:]
+    # the uninterrupted reference, in-process, trains while the Slurm job does
+    ref = start_sweep(tmp_path / "ref", *args)
 
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        sweep_cmd(tmp_path / "slurm" / "runs", *args, *ON_SLURM),
-        cwd=tmp_path / "slurm",
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = start_sweep(tmp_path / "slurm", *args, *ON_SLURM)
     run_root = tmp_path / "slurm" / "runs"
     # Wait for the first checkpoint however long it takes (a busy machine is slow); if the sweep
     # ends first, there is nothing to requeue and the test fails on that, not on a deadline.
@@ -134,12 +146,12 @@ def test_requeued_job_resumes_from_its_checkpoint_with_the_same_final_loss(
     job_dirs = [p for p in run_root.rglob(".submitit/*") if p.is_dir() and p.name[0].isdigit()]
     job_id = job_dirs[0].name
     requeue_job(job_id)
-    output, _ = proc.communicate(timeout=900)  # a hang guard: a requeue and a tiny run
-    assert proc.returncode == 0, output[-4000:]
+    finish_sweep(proc)
     assert "REQUEUED" in sacct_attempts(job_id.split("_")[0])
     logs = job_logs(run_root)
     assert re.search(r"resumed from .*step_\d+\.pt at step [1-9]", logs), logs[-3000:]
 
+    finish_sweep(ref)
     (ref_result,) = results_of(tmp_path / "ref" / "runs").values()
     (slurm_result,) = results_of(run_root).values()
     assert slurm_result["status"] == "completed"
@@ -149,11 +161,12 @@ def test_requeued_job_resumes_from_its_checkpoint_with_the_same_final_loss(
 def test_job_hitting_its_time_limit_is_requeued_and_completes(slurm_cluster, tmp_path, data_cache):
     """A 1-minute limit and a run that needs more: Slurm's warning signal makes the job
     checkpoint and requeue, as often as needed, until it completes. slurmctld checks limits
-    every 30 s and sends USR2@15 at the first check at least 60-15-30 = 15 s into an attempt
+    every 30 s and sends USR2@10 at the first check at least 60-10-30 = 20 s into an attempt
     (measured with a trap: USR2@10 after 39 s, USR2@30 after 8 s, the kill after 68 s), so a
-    job has 15 s to start before the signal and 30 s after it to checkpoint. Each of the run's
-    24 steps sleeps 3 s first (tests/slow_steps, a sitecustomize the job inherits): the run
-    then outlasts its first attempt on any machine, without sizing it by this one's speed."""
+    job has 20 s to start before the signal and 18 s or more after it to checkpoint. Each of the
+    run's 24 steps sleeps 3 s first in the first attempt (tests/slow_steps, a sitecustomize the
+    job inherits): that attempt then outlasts the limit on any machine, without sizing the run
+    by this one's speed; the attempt after the requeue runs at full speed."""
     slow = {
         "PYTHONPATH": os.pathsep.join(
             [str(REPO / "tests" / "slow_steps"), os.environ.get("PYTHONPATH", "")]
@@ -168,11 +181,11 @@ def test_job_hitting_its_time_limit_is_requeued_and_completes(slurm_cluster, tmp
         "train.evals=1",
         *ON_SLURM,
         "hydra.launcher.timeout_min=1",
-        "hydra.launcher.signal_delay_s=15",
+        "hydra.launcher.signal_delay_s=10",
         "hydra.launcher.max_num_timeout=30",
         env_extra=slow,
         timeout=1200,
-    )  # 72 s of sleeps: 2-3 attempts
+    )  # 72 s of sleeps in the first attempt: 2 attempts
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     (result,) = results_of(tmp_path / "runs").values()
     tokens = int(next(a for a in TINY_RUN if a.startswith("train.tokens=")).split("=")[1])
@@ -182,74 +195,47 @@ def test_job_hitting_its_time_limit_is_requeued_and_completes(slurm_cluster, tmp
     assert re.search(r"resumed from .*step_\d+\.pt at step [1-9]", logs), logs[-3000:]
 
 
-@pytest.fixture(scope="module")
-def one_process(tmp_path_factory, data_cache) -> dict:
-    """The in-process run that both DDP tests (2 tasks on one node, 1 task on each of 2 nodes)
-    compare with: the same global batch in one process. Trained once for the two."""
-    cwd = tmp_path_factory.mktemp("one_process")
-    one = run_sweep(cwd, "model=attnres_full", *TINY_RUN, "train.micro_batch_size=8")
-    assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
-    (single,) = results_of(cwd / "runs").values()
-    return single
-
-
-def test_two_tasks_per_job_train_with_ddp_and_match_one_process(
-    slurm_cluster, tmp_path, one_process
+def test_ddp_across_two_tasks_and_across_two_nodes_matches_one_process(
+    slurm_cluster, two_node_cluster, tmp_path, data_cache
 ):
-    """One Slurm job with 2 tasks runs DDP (gloo on CPU) from submitit's environment, and gives
-    the loss of one process with the same global batch."""
-    (tmp_path / "two").mkdir()
-    two = run_sweep(
-        tmp_path / "two",
-        "model=attnres_full",
-        *TINY_RUN,
-        "train.micro_batch_size=4",
-        *ON_SLURM,
-        "hydra.launcher.tasks_per_node=2",
-    )
-    assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
-    single = one_process
-    (ddp,) = results_of(tmp_path / "two" / "runs").values()
-    assert ddp["world_size"] == 2 and single["world_size"] == 1
-    assert ddp["val_loss"] == pytest.approx(single["val_loss"], rel=1e-5)
-
-
-def test_two_nodes_one_task_each_train_with_ddp_and_match_one_process(
-    two_node_cluster, tmp_path, one_process
-):
-    """A job with nodes=2 (one task per node, gloo over 127.0.0.1) on the two-node cluster
-    (two slurmd on this machine, slurm/local/twonode.sh) trains with DDP across the nodes and gives
-    the loss of one process with the same global batch, as the 2-task test does on one node."""
-    (tmp_path / "two").mkdir()
-    two = run_sweep(
-        tmp_path / "two",
-        "model=attnres_full",
-        *TINY_RUN,
-        "train.micro_batch_size=4",
-        *ON_SLURM,
+    """DDP (gloo on CPU) from submitit's environment, in one Slurm job with 2 tasks on one node
+    and in one job with one task on each node of the two-node cluster (two slurmd on this
+    machine, slurm/local/twonode.sh; gloo over 127.0.0.1), gives the loss of one process with
+    the same global batch. The three sweeps run side by side (two clusters, one in-process)."""
+    ddp = ["model=attnres_full", *TINY_RUN, "train.micro_batch_size=4", *ON_SLURM]
+    for name in ("one", "tasks", "nodes"):
+        (tmp_path / name).mkdir()
+    one = start_sweep(tmp_path / "one", "model=attnres_full", *TINY_RUN, "train.micro_batch_size=8")
+    tasks = start_sweep(tmp_path / "tasks", *ddp, "hydra.launcher.tasks_per_node=2")
+    nodes = start_sweep(
+        tmp_path / "nodes",
+        *ddp,
         "hydra.launcher.nodes=2",
         "hydra.launcher.tasks_per_node=1",
         env_extra=two_node_cluster,
     )
-    assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
-    single = one_process
-    (ddp,) = results_of(tmp_path / "two" / "runs").values()
-    assert ddp["world_size"] == 2 and single["world_size"] == 1
-    assert ddp["val_loss"] == pytest.approx(single["val_loss"], rel=1e-5)
+    for proc in (one, tasks, nodes):
+        finish_sweep(proc)
+    (single,) = results_of(tmp_path / "one" / "runs").values()
+    assert single["world_size"] == 1
+    for name in ("tasks", "nodes"):
+        (ddp_result,) = results_of(tmp_path / name / "runs").values()
+        assert ddp_result["world_size"] == 2, name
+        assert ddp_result["val_loss"] == pytest.approx(single["val_loss"], rel=1e-5), name
     # one task on each node: the job ran on both, by Slurm's record
     job_id = next(
         p.name
-        for p in (tmp_path / "two" / "runs").rglob(".submitit/*")
+        for p in (tmp_path / "nodes" / "runs").rglob(".submitit/*")
         if p.is_dir() and p.name[0].isdigit()
     )
-    nodes = subprocess.run(
+    node_list = subprocess.run(
         ["sacct", "-n", "-X", "-P", "-j", job_id.split("_")[0], "-o", "NodeList"],
         env={**os.environ, **two_node_cluster},
         capture_output=True,
         text=True,
         timeout=60,
     ).stdout.split()
-    assert nodes and nodes[-1] == "andrea-n[1-2]", nodes
+    assert node_list and node_list[-1] == "andrea-n[1-2]", node_list
 
 
 def test_pending_array_tasks_are_seen_as_queued(slurm_cluster):

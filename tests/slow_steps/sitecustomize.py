@@ -1,4 +1,5 @@
-"""Test-only: every training step of `andrea.train` sleeps ANDREA_TEST_STEP_SLEEP_S seconds first.
+"""Test-only: every training step of `andrea.train` sleeps ANDREA_TEST_STEP_SLEEP_S seconds first
+(in a Slurm job's first attempt only).
 
 Python imports `sitecustomize` at start-up from the path, so a test that puts this folder on
 PYTHONPATH slows the steps of every process it starts, Slurm jobs included (sbatch passes the
@@ -13,6 +14,10 @@ import sys
 import time
 
 SLEEP_S = float(os.environ.get("ANDREA_TEST_STEP_SLEEP_S") or 0)
+# Only a Slurm job's first attempt is slowed (a requeued job has SLURM_RESTART_COUNT >= 1): that
+# attempt must outlast the time limit; the attempts after the resume may run at full speed.
+if int(os.environ.get("SLURM_RESTART_COUNT") or 0) > 0:
+    SLEEP_S = 0.0
 
 
 class _SlowTrainSteps(importlib.abc.MetaPathFinder):
