@@ -167,6 +167,25 @@ def plan_requested(overrides: Iterable[str]) -> bool:
     return asked
 
 
+def submits_jobs(overrides: Iterable[str]) -> list[str]:
+    """The overrides that only a sweep honours: a launcher that submits jobs (`hydra/launcher=`
+    other than basic, a cluster profile `slurm=`) and runs per job (`launch.pack=` other than
+    1). In Hydra's run mode (no -m) the task runs here and they would be ignored."""
+    found = []
+    for item in overrides:
+        key, eq, value = str(item).lstrip("+").partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or key.startswith(("~", "-")):
+            continue
+        if (
+            (key == "hydra/launcher" and value not in ("basic", "", "null"))
+            or (key == "slurm" and value not in ("", "null"))
+            or (key == "launch.pack" and value != "1")
+        ):
+            found.append(str(item))
+    return found
+
+
 def group_options(group: str) -> list[str]:
     """The options of a config group: its conf/<group>/*.yaml, and for `model` the schemes that
     bring their entry themselves (a plug-in's `model_conf`, stored in Hydra's ConfigStore)."""
