@@ -913,6 +913,101 @@ def test_a_value_of_the_wrong_type_exits_2_with_one_line(tmp_path, data_cache, m
     assert not (tmp_path / "runs").exists()
 
 
+# ---- sweep.py in this process: what is refused before any corpus is prepared ----------------
+
+
+def sweep_here(tmp: Path, monkeypatch, capsys, *argv: str) -> tuple[int, list[str]]:
+    """`python sweep.py ARGV` run in this process (a subprocess costs ~8 s of imports): its exit
+    status and its stderr's lines. Preparing a corpus or training fails the test: each input
+    here must be refused before either."""
+    import logging
+    import runpy
+
+    import andrea.launch.sufficiency
+    import andrea.train
+
+    def heavy(*args, **kwargs):
+        raise AssertionError("heavy work began before the bad input was refused")
+
+    monkeypatch.setattr(andrea.launch.sufficiency, "prepare_corpora", heavy)
+    monkeypatch.setattr(andrea.train, "train", heavy)
+    monkeypatch.setattr(sys, "argv", ["sweep.py", *argv, f"out_dir={tmp / 'runs'}"])
+    monkeypatch.setenv("ANDREA_DATA", str(tmp / "data"))
+    handlers, level = logging.root.handlers[:], logging.root.level  # Hydra configures logging
+    try:
+        with pytest.raises(SystemExit) as ended:
+            runpy.run_path(str(REPO / "sweep.py"), run_name="__main__")
+    finally:
+        logging.root.handlers[:], logging.root.level = handlers, level
+    assert not list(tmp.rglob("results.json")) and not (tmp / "data").exists()
+    return ended.value.code, capsys.readouterr().err.splitlines()
+
+
+UNREACHABLE_RAY = ["hydra/launcher=ray", "hydra.launcher.address=http://127.0.0.1:9"]
+
+
+@pytest.mark.parametrize(
+    "argv,expect",
+    [
+        # the engine's check came after the corpus was prepared (minutes on a real corpus)
+        (
+            ["-m", "model=baseline", "size=tiny-1", *UNREACHABLE_RAY],
+            "hydra.launcher.address=http://127.0.0.1:9: no Ray cluster answers there",
+        ),
+        # without -m, Hydra's run mode trained here and ignored the launcher and the pack: they
+        # go to the sweeper, as with -m (as plan=true does)
+        (
+            ["model=baseline", "size=tiny-1", *UNREACHABLE_RAY],
+            "hydra.launcher.address=http://127.0.0.1:9: no Ray cluster answers there",
+        ),
+        (
+            ["model=baseline", "size=tiny-1", "launch.pack=2"],
+            "launch.pack=2: the in-process launcher runs one run per job",
+        ),
+        # an invalid job of a sweep: the error line, then two lines of overrides and reason
+        (
+            ["-m", "model=attnres_block", "size=tiny-1", "model.block_size=9", "plan=true"],
+            "jobs are invalid; nothing was launched: [size=tiny-1 model=attnres_block_s9] "
+            "model.block_size=9 does not fit",
+        ),
+    ],
+    ids=["ray_unreachable", "ray_without_-m", "pack_without_-m", "invalid_job_in_a_sweep"],
+)
+def test_a_bad_sweep_is_one_error_line_before_any_corpus_is_prepared(
+    tmp_path, monkeypatch, capsys, argv, expect
+):
+    code, err = sweep_here(tmp_path, monkeypatch, capsys, *argv)
+    assert code == 2, err
+    assert len(err) == 1 and err[0].startswith("error: ") and expect in err[0], err
+
+
+def test_a_single_run_refuses_a_launcher_its_config_file_asks_for(tmp_path):
+    """A launcher or pack that a config file (not the command line, which sweep.py sends to the
+    sweeper) gives a single run: one line saying to add -m, not a run trained here."""
+    from conftest import compose_run
+
+    from hydra_plugins.andrea_plugins.callbacks import SingleRunCheck
+
+    cfg = compose_run(
+        ["hydra/launcher=submitit_local", "launch.pack=2", f"out_dir={tmp_path}"],
+        return_hydra_config=True,
+    )
+    with pytest.raises(SystemExit) as ended:
+        SingleRunCheck().on_run_start(cfg)
+    assert ended.value.code == 2
+
+
+def test_only_a_launcher_that_submits_or_a_pack_needs_the_sweeper():
+    from andrea.config.overrides import submits_jobs
+
+    assert submits_jobs(["hydra/launcher=ray", "slurm=localhost", "launch.pack=auto"]) == [
+        "hydra/launcher=ray",
+        "slurm=localhost",
+        "launch.pack=auto",
+    ]
+    assert submits_jobs(["hydra/launcher=basic", "launch.pack=1", "slurm=null", "model=x"]) == []
+
+
 def test_the_type_precheck_passes_every_value_hydra_accepts():
     """precheck runs before Hydra: a valid value it refused would block a valid run."""
     from andrea.config.overrides import precheck
