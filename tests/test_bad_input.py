@@ -981,7 +981,7 @@ def test_a_bad_sweep_is_one_error_line_before_any_corpus_is_prepared(
     assert len(err) == 1 and err[0].startswith("error: ") and expect in err[0], err
 
 
-def test_a_single_run_refuses_a_launcher_its_config_file_asks_for(tmp_path):
+def test_a_single_run_refuses_a_launcher_its_config_file_asks_for(tmp_path, capsys):
     """A launcher or pack that a config file (not the command line, which sweep.py sends to the
     sweeper) gives a single run: one line saying to add -m, not a run trained here."""
     from conftest import compose_run
@@ -995,6 +995,33 @@ def test_a_single_run_refuses_a_launcher_its_config_file_asks_for(tmp_path):
     with pytest.raises(SystemExit) as ended:
         SingleRunCheck().on_run_start(cfg)
     assert ended.value.code == 2
+    assert capsys.readouterr().err == (
+        "error: hydra.launcher.engine=local and launch.pack=2: only a sweep submits jobs; "
+        "this single run would train here without them: run it with -m\n"
+    )
+    assert not (tmp_path / "default").exists()
+
+
+def test_the_invalid_jobs_of_a_grid_are_one_line_each_reason_once():
+    """The sweep's refusal of its invalid jobs (andrea.launch.plan.invalid_jobs): one line; a
+    reason shared by several runs once, after them; a reason that does not name its run after
+    the overrides that set its job apart."""
+    from andrea.launch.plan import invalid_jobs
+
+    grid = [["size=tiny-1", f"train.seed={s}", f"train.lr={lr}"] for s in (0, 1) for lr in (1, 2)]
+    errors = [
+        (grid[0], "[size=tiny-1 model=baseline] train.lr=-1.0 must be > 0"),
+        (grid[2], "[size=tiny-1 model=baseline] train.lr=-1.0 must be > 0"),
+        (grid[3], "ConfigCompositionException: a reason\n  on two lines"),
+    ]
+    assert invalid_jobs(errors, grid) == (
+        "3 of 4 jobs are invalid; nothing was launched: (1) [size=tiny-1 model=baseline] "
+        "train.lr=-1.0 must be > 0 (2) [train.seed=1 train.lr=2] ConfigCompositionException: "
+        "a reason on two lines"
+    )
+    assert invalid_jobs([(grid[0], "why")], grid[:1]) == (
+        "1 of 1 jobs are invalid; nothing was launched: why"
+    )
 
 
 def test_only_a_launcher_that_submits_or_a_pack_needs_the_sweeper():
