@@ -981,6 +981,37 @@ def test_a_bad_sweep_is_one_error_line_before_any_corpus_is_prepared(
     assert len(err) == 1 and err[0].startswith("error: ") and expect in err[0], err
 
 
+def test_a_ray_address_where_nothing_listens_is_refused_in_a_bounded_time():
+    """The engine's check probes the address with one TCP connect (CONNECT_TIMEOUT_S) before
+    Ray's client is asked: Ray's client waited ~30 s at a ray:// address nobody answered."""
+    import importlib.util
+    import socket
+    import time
+
+    from andrea.config.resolve import ConfigError
+    from andrea.launch import ray
+
+    assert ray.endpoint("http://10.0.0.5:8265") == ("10.0.0.5", 8265)
+    assert ray.endpoint("ray://head") == ("head", 10001) and ray.endpoint("head:1") == ("head", 1)
+    assert ray.endpoint("auto") is None and ray.endpoint("anyscale://cluster") is None
+    assert ray.effective_address("auto", {"RAY_ADDRESS": "ray://h:1"}) == "ray://h:1"
+    assert ray.effective_address("ray://a:1", {}) == "ray://a:1"
+    with socket.socket() as s:  # a port nothing listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        for address in (f"ray://127.0.0.1:{port}", f"http://127.0.0.1:{port}"):
+            t0 = time.monotonic()
+            with pytest.raises(ConfigError) as refused:
+                ray.check({"address": address}, env={})
+            assert time.monotonic() - t0 < ray.CONNECT_TIMEOUT_S
+            message = str(refused.value)
+            if importlib.util.find_spec("ray") is None:
+                assert "pip install -e '.[ray]'" in message
+            else:
+                assert message.startswith(f"hydra.launcher.address={address}: no Ray cluster")
+                assert f"127.0.0.1:{port}: " in message and "\n" not in message
+
+
 def test_a_single_run_refuses_a_launcher_its_config_file_asks_for(tmp_path, capsys):
     """A launcher or pack that a config file (not the command line, which sweep.py sends to the
     sweeper) gives a single run: one line saying to add -m, not a run trained here."""

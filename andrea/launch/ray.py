@@ -86,10 +86,8 @@ def _unreachable(address: str, why: str):
 def _ask(address: str) -> str | None:
     """Ray's job client at `address` lists the jobs within ANSWER_TIMEOUT_S: None, else why not
     (its first line). In a daemon thread, so a server that never answers does not hold the
-    sweep; Ray's log lines while it tries (a client's reconnect warnings) are kept off."""
+    sweep; Ray's log lines while it tries (the client's warnings) are kept off the console."""
     import threading
-
-    import ray  # noqa: F401 -- imported here, so that it sets up its loggers before the quiet
 
     answer: dict[str, Any] = {}
 
@@ -100,15 +98,16 @@ def _ask(address: str) -> str | None:
         except Exception as e:  # noqa: BLE001 -- ConnectionError, ValueError, RuntimeError ...
             answer["error"] = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
 
-    ray_log = logging.getLogger("ray")
-    level = ray_log.level
-    ray_log.setLevel(logging.ERROR)
-    thread = threading.Thread(target=ask, name="ray-address-check", daemon=True)
-    thread.start()
-    thread.join(ANSWER_TIMEOUT_S)
+    # process-wide (ray.init resets the "ray" logger's level): this thread only waits meanwhile
+    logging.disable(logging.WARNING)
+    try:
+        thread = threading.Thread(target=ask, name="ray-address-check", daemon=True)
+        thread.start()
+        thread.join(ANSWER_TIMEOUT_S)
+    finally:
+        logging.disable(logging.NOTSET)
     if thread.is_alive():
         return f"no answer within {ANSWER_TIMEOUT_S:g} s"
-    ray_log.setLevel(level)
     return None if answer.get("ok") else answer.get("error", "no answer")
 
 
