@@ -1010,6 +1010,10 @@ def test_a_ray_address_where_nothing_listens_is_refused_in_a_bounded_time():
             else:
                 assert message.startswith(f"hydra.launcher.address={address}: no Ray cluster")
                 assert f"127.0.0.1:{port}: " in message and "\n" not in message
+        # a recorded job at a cluster that is gone holds nothing, known as fast
+        t0 = time.monotonic()
+        assert ray.live_jobs([f"andrea-0123@ray://127.0.0.1:{port}"]) == {}
+        assert time.monotonic() - t0 < ray.CONNECT_TIMEOUT_S
 
 
 def test_a_single_run_refuses_a_launcher_its_config_file_asks_for(tmp_path, capsys):

@@ -21,6 +21,7 @@ A recorded job id is `<submission id>@<address>`, so a later launch knows where 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import uuid
 from dataclasses import dataclass, field
@@ -73,6 +74,22 @@ def endpoint(address: str) -> tuple[str, int] | None:
     return (parts.hostname, port) if parts.hostname and port else None
 
 
+def _nothing_listens(address: str) -> str | None:
+    """Why nothing listens at a dashboard or client address (one TCP connect, at most
+    CONNECT_TIMEOUT_S), or None: something does, or Ray resolves the address itself (auto)."""
+    import socket
+
+    where = endpoint(address)
+    if where is None:
+        return None
+    try:
+        socket.create_connection(where, timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+        return f"{where[0]}:{where[1]}: {why}"
+    return None
+
+
 def _unreachable(address: str, why: str):
     from andrea.config.resolve import ConfigError
 
@@ -115,8 +132,6 @@ def check(params: Mapping[str, Any], env: Mapping[str, str] | None = None) -> No
     """A Ray cluster answers at hydra.launcher.address, within CONNECT_TIMEOUT_S when nothing
     listens there and ANSWER_TIMEOUT_S at most; ConfigError (one line) otherwise."""
     import importlib.util
-    import os
-    import socket
 
     from andrea.config.resolve import ConfigError
 
@@ -129,13 +144,9 @@ def check(params: Mapping[str, Any], env: Mapping[str, str] | None = None) -> No
         if target == address
         else f"{address}, replaced by Ray's RAY_API_SERVER_ADDRESS or RAY_ADDRESS with {target}"
     )
-    where = endpoint(target)
-    if where is not None:  # nothing listening: known at once, without importing Ray (~2 s)
-        try:
-            socket.create_connection(where, timeout=CONNECT_TIMEOUT_S).close()
-        except OSError as e:
-            why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
-            raise _unreachable(shown, f"{where[0]}:{where[1]}: {why}") from None
+    why = _nothing_listens(target)  # known at once, without importing Ray (~2 s)
+    if why is not None:
+        raise _unreachable(shown, why)
     why = _ask(address)
     if why is not None:
         raise _unreachable(shown, why)
@@ -249,6 +260,8 @@ def live_jobs(job_ids: Iterable[str]) -> dict[str, str]:
             by_address.setdefault(address, []).append(str(j))
     live = {}
     for address, ids in by_address.items():
+        if _nothing_listens(effective_address(address, os.environ)):
+            continue  # a cluster that is gone holds nothing (and Ray's client would wait ~30 s)
         try:
             states = _statuses(address)
         except Exception as e:  # noqa: BLE001
@@ -288,8 +301,6 @@ def processes_per_job(params: Mapping[str, Any]) -> int:
 
 
 def _job_id() -> str:
-    import os
-
     return os.environ.get(JOB_VAR, "")
 
 
