@@ -938,7 +938,10 @@ def sweep_here(tmp: Path, monkeypatch, capsys, *argv: str) -> tuple[int, list[st
         with pytest.raises(SystemExit) as ended:
             runpy.run_path(str(REPO / "sweep.py"), run_name="__main__")
     finally:
+        from hydra.core.global_hydra import GlobalHydra
+
         logging.root.handlers[:], logging.root.level = handlers, level
+        GlobalHydra.instance().clear()  # as an in-process compose leaves it for the next test
     assert not list(tmp.rglob("results.json")) and not (tmp / "data").exists()
     return ended.value.code, capsys.readouterr().err.splitlines()
 
