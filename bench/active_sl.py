@@ -14,8 +14,8 @@ table), andrea's planner (`analysis.estimates.design`: the target-variance reduc
 cost^0.4, from the fit's Laplace covariance plus the law's own error, in rounds), and the fit to
 the whole pool, beside the rows the paper publishes (its Table 2). On Farseer every method is
 scored twice: with the benchmark's fit and with andrea's (a method that brings its own fit is
-scored with it, as the paper scores its V-opt and MSPE rows). Data: bench/data/active_sl/ (CC-BY-4.0, source in
-its README).
+scored with it, as the paper scores its V-opt and MSPE rows). Data: bench/data/active_sl/
+(CC-BY-4.0, source in its README).
 
 Farseer is scored exactly so: its law (the registry's `farseer`, the same form) with the
 benchmark's bounds, least squares of the loss from 32 uniform random starts in them (solved with

@@ -180,8 +180,7 @@ def laplace_covariance(fit, X_obs, X_cand, X_target) -> np.ndarray:
 
 def _discrepancy_kernel(XA, LA, XB, LB) -> np.ndarray:
     d2 = sum(
-        np.subtract.outer(np.log(np.asarray(XA[k], float)), np.log(np.asarray(XB[k], float)))
-        ** 2
+        np.subtract.outer(np.log(np.asarray(XA[k], float)), np.log(np.asarray(XB[k], float))) ** 2
         for k in ("params", "tokens")
     )
     return DISCREPANCY_SD**2 * np.outer(LA, LB) * np.exp(-0.5 * d2 / np.log(DISCREPANCY_SCALE) ** 2)
