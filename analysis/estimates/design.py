@@ -6,7 +6,10 @@ candidate's, is the fit's: for a law with a Jacobian, the Laplace approximation 
 parameters' covariance from the Jacobian at the finished runs and the run noise, with a weak
 prior from the law's bounds, mapped to the losses through their Jacobian); otherwise a bootstrap
 ensemble of fitted laws (refit the law to the finished runs resampled with replacement, predict
-every candidate and every target with each refit). Treating the predictions as jointly Gaussian,
+every candidate and every target with each refit). To either is added the law's own error (model
+discrepancy, Kennedy & O'Hagan 2001): a Gaussian process over log params and log tokens,
+conditioned on the finished runs, so a run near the target is worth what the law's form alone
+would not say (`discrepancy_covariance`). Treating the predictions as jointly Gaussian,
 measuring candidate j (with the noise variance sigma^2 of a run about the law) reduces the summed
 target variance by sum_t Cov(t, j)^2 / (Var(j) + sigma^2): a linear-Gaussian (Kalman) update,
 V-optimal design (the expected reduction of the prediction variance where it is wanted;
@@ -42,7 +45,7 @@ COST_POWER = 0.4
 # (log params, log tokens), its sd DISCREPANCY_SD of the loss, correlated over a factor
 # DISCREPANCY_SCALE in either. Without it the linearised covariance trusts the law's form far past
 # the runs, and on the active-sl Farseer split bought long token budgets at mid sizes instead of
-# runs near the target (docs/planner.md has the measurements).
+# runs near the target (sd and scale chosen on that split; docs/planner.md has the measurements).
 DISCREPANCY_SD = 0.005
 DISCREPANCY_SCALE = 8.0
 # "laplace": the target covariance from the fit's Jacobian (`laplace_covariance`) for a law that
@@ -179,6 +182,8 @@ def laplace_covariance(fit, X_obs, X_cand, X_target) -> np.ndarray:
 
 
 def _discrepancy_kernel(XA, LA, XB, LB) -> np.ndarray:
+    """Covariance of the law's error between runs XA and XB (losses LA, LB): sd DISCREPANCY_SD
+    of each loss, squared-exponential in log params and log tokens."""
     d2 = sum(
         np.subtract.outer(np.log(np.asarray(XA[k], float)), np.log(np.asarray(XB[k], float))) ** 2
         for k in ("params", "tokens")
