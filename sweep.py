@@ -24,7 +24,7 @@ def main(cfg: DictConfig) -> dict:
 if __name__ == "__main__":
     import sys
 
-    from andrea.config.overrides import implied_overrides, plan_requested, precheck
+    from andrea.config.overrides import implied_overrides, plan_requested, precheck, submits_jobs
 
     # typos, unknown options and values of the wrong type before Hydra: one `error:` line (with
     # the nearest valid name, or the type the key takes), exit 2, nothing composed or created
@@ -34,9 +34,13 @@ if __name__ == "__main__":
         print("\n".join(errors), file=sys.stderr)
         sys.exit(2)
     sys.argv += implied_overrides(sys.argv[1:])
-    if plan_requested(sys.argv[1:]) and not {"-m", "--multirun"} & set(sys.argv[1:]):
+    if (plan_requested(sys.argv[1:]) or submits_jobs(sys.argv[1:])) and not {
+        "-m",
+        "--multirun",
+    } & set(sys.argv[1:]):
         # plan=true plans one run as it plans a grid: the sweeper prints plans. Without -m Hydra
-        # calls the task itself, which would train it.
+        # calls the task itself, which would train it. So would it with a launcher that submits
+        # jobs (hydra/launcher=ray, slurm=<profile>) or launch.pack: only the sweeper submits.
         sys.argv.insert(1, "--multirun")
     try:
         main()

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from analysis.estimates.design import (
+    discrepancy_covariance,
     greedy_on_covariance,
     greedy_picks,
     laplace_covariance,
@@ -95,6 +96,35 @@ def test_laplace_covariance_is_least_squares_for_a_law_linear_in_its_parameters(
     # the pool planner uses it for a law with a Jacobian, and says so
     r = plan_round(law, X, y, cand, np.array([1.0]), target, 1.0)
     assert r.picks == [0] and "Laplace" in r.reason and "cost^0.4" in r.reason
+
+
+def test_the_laws_error_makes_a_run_near_the_target_worth_buying(monkeypatch):
+    """The discrepancy term (Kennedy & O'Hagan 2001): a law exact in its form, runs at small
+    sizes, a target at 1e10 params. The Laplace covariance alone prefers the run ten times past
+    the target (it pins the slope best); with the law's own error, which only a run near the
+    target measures, the run at the target wins. The error is the prior's sd far from the runs
+    and about the run noise at a run."""
+    import analysis.estimates.design as design
+
+    law = _log_linear_law()
+    rng = np.random.default_rng(0)
+    X = {"params": np.geomspace(1e7, 1e9, 12), "tokens": np.tile([1e9, 4e9, 2e10], 4)}
+    y = np.exp(3.0 - 0.05 * np.log(X["params"]) - 0.04 * np.log(X["tokens"]))
+    y = y * np.exp(0.003 * rng.standard_normal(12))
+    cand = {"params": np.array([1e11, 1e10]), "tokens": np.array([2e11, 2e11])}
+    target = {"params": np.array([1e10]), "tokens": np.array([2e11])}
+    cost = np.ones(2)
+    monkeypatch.setattr(design, "DISCREPANCY_SD", 0.0)
+    assert plan_round(law, X, y, cand, cost, target, 1.0).picks == [0]
+    monkeypatch.setattr(design, "DISCREPANCY_SD", 0.01)
+    r = plan_round(law, X, y, cand, cost, target, 1.0)
+    assert r.picks == [1] and "the law's error 1.0%" in r.reason
+    fit = fit_law(law, "v", X, y, huber_delta=None)
+    noise = noise_log_variance(fit) * float(np.median(y)) ** 2
+    far = {"params": np.array([1e13]), "tokens": np.array([1e14])}
+    K = discrepancy_covariance(fit, X, {k: X[k][:1] for k in X}, far, noise)
+    assert K[0, 0] < 1.01 * noise  # at a finished run: what that run says, its noise at most
+    assert K[1, 1] == pytest.approx((0.01 * fit.predict(far)[0]) ** 2, rel=1e-6)
 
 
 def test_pilot_spreads_within_budget():

@@ -913,6 +913,166 @@ def test_a_value_of_the_wrong_type_exits_2_with_one_line(tmp_path, data_cache, m
     assert not (tmp_path / "runs").exists()
 
 
+# ---- sweep.py in this process: what is refused before any corpus is prepared ----------------
+
+
+def sweep_here(tmp: Path, monkeypatch, capsys, *argv: str) -> tuple[int, list[str]]:
+    """`python sweep.py ARGV` run in this process (a subprocess costs ~8 s of imports): its exit
+    status and its stderr's lines. Preparing a corpus or training fails the test: each input
+    here must be refused before either."""
+    import logging
+    import runpy
+
+    import andrea.launch.sufficiency
+    import andrea.train
+
+    def heavy(*args, **kwargs):
+        raise AssertionError("heavy work began before the bad input was refused")
+
+    monkeypatch.setattr(andrea.launch.sufficiency, "prepare_corpora", heavy)
+    monkeypatch.setattr(andrea.train, "train", heavy)
+    monkeypatch.setattr(sys, "argv", ["sweep.py", *argv, f"out_dir={tmp / 'runs'}"])
+    monkeypatch.setenv("ANDREA_DATA", str(tmp / "data"))
+    handlers, level = logging.root.handlers[:], logging.root.level  # Hydra configures logging
+    try:
+        with pytest.raises(SystemExit) as ended:
+            runpy.run_path(str(REPO / "sweep.py"), run_name="__main__")
+    finally:
+        from hydra.core.global_hydra import GlobalHydra
+
+        logging.root.handlers[:], logging.root.level = handlers, level
+        GlobalHydra.instance().clear()  # as an in-process compose leaves it for the next test
+    assert not list(tmp.rglob("results.json")) and not (tmp / "data").exists()
+    return ended.value.code, capsys.readouterr().err.splitlines()
+
+
+UNREACHABLE_RAY = ["hydra/launcher=ray", "hydra.launcher.address=http://127.0.0.1:9"]
+
+
+@pytest.mark.parametrize(
+    "argv,expect",
+    [
+        # the engine's check came after the corpus was prepared (minutes on a real corpus)
+        (
+            ["-m", "model=baseline", "size=tiny-1", *UNREACHABLE_RAY],
+            "hydra.launcher.address=http://127.0.0.1:9: no Ray cluster answers there",
+        ),
+        # without -m, Hydra's run mode trained here and ignored the launcher and the pack: they
+        # go to the sweeper, as with -m (as plan=true does)
+        (
+            ["model=baseline", "size=tiny-1", *UNREACHABLE_RAY],
+            "hydra.launcher.address=http://127.0.0.1:9: no Ray cluster answers there",
+        ),
+        (
+            ["model=baseline", "size=tiny-1", "launch.pack=2"],
+            "launch.pack=2: the in-process launcher runs one run per job",
+        ),
+        # an invalid job of a sweep: the error line, then two lines of overrides and reason
+        (
+            ["-m", "model=attnres_block", "size=tiny-1", "model.block_size=9", "plan=true"],
+            "jobs are invalid; nothing was launched: [size=tiny-1 model=attnres_block_s9] "
+            "model.block_size=9 does not fit",
+        ),
+    ],
+    ids=["ray_unreachable", "ray_without_-m", "pack_without_-m", "invalid_job_in_a_sweep"],
+)
+def test_a_bad_sweep_is_one_error_line_before_any_corpus_is_prepared(
+    tmp_path, monkeypatch, capsys, argv, expect
+):
+    code, err = sweep_here(tmp_path, monkeypatch, capsys, *argv)
+    assert code == 2, err
+    assert len(err) == 1 and err[0].startswith("error: ") and expect in err[0], err
+
+
+def test_a_ray_address_where_nothing_listens_is_refused_in_a_bounded_time():
+    """The engine's check probes the address with one TCP connect (CONNECT_TIMEOUT_S) before
+    Ray's client is asked: Ray's client waited ~30 s at a ray:// address nobody answered."""
+    import importlib.util
+    import socket
+    import time
+
+    from andrea.config.resolve import ConfigError
+    from andrea.launch import ray
+
+    assert ray.endpoint("http://10.0.0.5:8265") == ("10.0.0.5", 8265)
+    assert ray.endpoint("ray://head") == ("head", 10001) and ray.endpoint("head:1") == ("head", 1)
+    assert ray.endpoint("auto") is None and ray.endpoint("anyscale://cluster") is None
+    assert ray.effective_address("auto", {"RAY_ADDRESS": "ray://h:1"}) == "ray://h:1"
+    assert ray.effective_address("ray://a:1", {}) == "ray://a:1"
+    with socket.socket() as s:  # a port nothing listens on: bound, never listening
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        for address in (f"ray://127.0.0.1:{port}", f"http://127.0.0.1:{port}"):
+            t0 = time.monotonic()
+            with pytest.raises(ConfigError) as refused:
+                ray.check({"address": address}, env={})
+            assert time.monotonic() - t0 < ray.CONNECT_TIMEOUT_S
+            message = str(refused.value)
+            if importlib.util.find_spec("ray") is None:
+                assert "pip install -e '.[ray]'" in message
+            else:
+                assert message.startswith(f"hydra.launcher.address={address}: no Ray cluster")
+                assert f"127.0.0.1:{port}: " in message and "\n" not in message
+        # a recorded job at a cluster that is gone holds nothing, known as fast
+        t0 = time.monotonic()
+        assert ray.live_jobs([f"andrea-0123@ray://127.0.0.1:{port}"]) == {}
+        assert time.monotonic() - t0 < ray.CONNECT_TIMEOUT_S
+
+
+def test_a_single_run_refuses_a_launcher_its_config_file_asks_for(tmp_path, capsys):
+    """A launcher or pack that a config file (not the command line, which sweep.py sends to the
+    sweeper) gives a single run: one line saying to add -m, not a run trained here."""
+    from conftest import compose_run
+
+    from hydra_plugins.andrea_plugins.callbacks import SingleRunCheck
+
+    cfg = compose_run(
+        ["hydra/launcher=submitit_local", "launch.pack=2", f"out_dir={tmp_path}"],
+        return_hydra_config=True,
+    )
+    with pytest.raises(SystemExit) as ended:
+        SingleRunCheck().on_run_start(cfg)
+    assert ended.value.code == 2
+    assert capsys.readouterr().err == (
+        "error: hydra.launcher.engine=local and launch.pack=2: only a sweep submits jobs; "
+        "this single run would train here without them: run it with -m\n"
+    )
+    assert not (tmp_path / "default").exists()
+
+
+def test_the_invalid_jobs_of_a_grid_are_one_line_each_reason_once():
+    """The sweep's refusal of its invalid jobs (andrea.launch.plan.invalid_jobs): one line; a
+    reason shared by several runs once, after them; a reason that does not name its run after
+    the overrides that set its job apart."""
+    from andrea.launch.plan import invalid_jobs
+
+    grid = [["size=tiny-1", f"train.seed={s}", f"train.lr={lr}"] for s in (0, 1) for lr in (1, 2)]
+    errors = [
+        (grid[0], "[size=tiny-1 model=baseline] train.lr=-1.0 must be > 0"),
+        (grid[2], "[size=tiny-1 model=baseline] train.lr=-1.0 must be > 0"),
+        (grid[3], "ConfigCompositionException: a reason\n  on two lines"),
+    ]
+    assert invalid_jobs(errors, grid) == (
+        "3 of 4 jobs are invalid; nothing was launched: (1) [size=tiny-1 model=baseline] "
+        "train.lr=-1.0 must be > 0 (2) [train.seed=1 train.lr=2] ConfigCompositionException: "
+        "a reason on two lines"
+    )
+    assert invalid_jobs([(grid[0], "why")], grid[:1]) == (
+        "1 of 1 jobs are invalid; nothing was launched: why"
+    )
+
+
+def test_only_a_launcher_that_submits_or_a_pack_needs_the_sweeper():
+    from andrea.config.overrides import submits_jobs
+
+    assert submits_jobs(["hydra/launcher=ray", "slurm=localhost", "launch.pack=auto"]) == [
+        "hydra/launcher=ray",
+        "slurm=localhost",
+        "launch.pack=auto",
+    ]
+    assert submits_jobs(["hydra/launcher=basic", "launch.pack=1", "slurm=null", "model=x"]) == []
+
+
 def test_the_type_precheck_passes_every_value_hydra_accepts():
     """precheck runs before Hydra: a valid value it refused would block a valid run."""
     from andrea.config.overrides import precheck

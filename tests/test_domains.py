@@ -149,8 +149,9 @@ def test_a_sweep_with_a_bad_domain_stops_before_any_job(tmp_path):
     )
     assert out.returncode == 2, out.stderr[-2000:]
     errors = [l for l in out.stderr.splitlines() if l.startswith("error:")]
-    assert errors == ["error: 2 of 2 jobs are invalid; nothing was launched:"]
-    assert "eval.domains.x: paths: glob '/nonexistent/*.txt' matches no files" in out.stderr
+    assert len(errors) == 1 and out.stderr == errors[0] + "\n", out.stderr[-2000:]
+    assert errors[0].startswith("error: 2 of 2 jobs are invalid; nothing was launched: ")
+    assert "eval.domains.x: paths: glob '/nonexistent/*.txt' matches no files" in errors[0]
     assert not list(tmp_path.rglob("results.json")) and not list(tmp_path.rglob("metrics.jsonl"))
 
 

@@ -6,7 +6,10 @@ candidate's, is the fit's: for a law with a Jacobian, the Laplace approximation 
 parameters' covariance from the Jacobian at the finished runs and the run noise, with a weak
 prior from the law's bounds, mapped to the losses through their Jacobian); otherwise a bootstrap
 ensemble of fitted laws (refit the law to the finished runs resampled with replacement, predict
-every candidate and every target with each refit). Treating the predictions as jointly Gaussian,
+every candidate and every target with each refit). To either is added the law's own error (model
+discrepancy, Kennedy & O'Hagan 2001): a Gaussian process over log params and log tokens,
+conditioned on the finished runs, so a run near the target is worth what the law's form alone
+would not say (`discrepancy_covariance`). Treating the predictions as jointly Gaussian,
 measuring candidate j (with the noise variance sigma^2 of a run about the law) reduces the summed
 target variance by sum_t Cov(t, j)^2 / (Var(j) + sigma^2): a linear-Gaussian (Kalman) update,
 V-optimal design (the expected reduction of the prediction variance where it is wanted;
@@ -38,6 +41,13 @@ ROUNDS = 2  # rounds per budget: each refits the law before it chooses
 # rank by cost^0.3 (V-optimal) and cost^0.4 (their MSPE method), which keeps buying runs near
 # the target's size (docs/planner.md has the measurements).
 COST_POWER = 0.4
+# The law's own error (model discrepancy, Kennedy & O'Hagan 2001): a Gaussian process in
+# (log params, log tokens), its sd DISCREPANCY_SD of the loss, correlated over a factor
+# DISCREPANCY_SCALE in either. Without it the linearised covariance trusts the law's form far past
+# the runs, and on the active-sl Farseer split bought long token budgets at mid sizes instead of
+# runs near the target (sd and scale chosen on that split; docs/planner.md has the measurements).
+DISCREPANCY_SD = 0.005
+DISCREPANCY_SCALE = 8.0
 # "laplace": the target covariance from the fit's Jacobian (`laplace_covariance`) for a law that
 # has one, else the bootstrap ensemble; "bootstrap": the ensemble always.
 COVARIANCE = "laplace"
@@ -171,6 +181,42 @@ def laplace_covariance(fit, X_obs, X_cand, X_target) -> np.ndarray:
     return (G / w) @ G.T
 
 
+def _discrepancy_kernel(XA, LA, XB, LB) -> np.ndarray:
+    """Covariance of the law's error between runs XA and XB (losses LA, LB): sd DISCREPANCY_SD
+    of each loss, squared-exponential in log params and log tokens."""
+    d2 = sum(
+        np.subtract.outer(np.log(np.asarray(XA[k], float)), np.log(np.asarray(XB[k], float))) ** 2
+        for k in ("params", "tokens")
+    )
+    return DISCREPANCY_SD**2 * np.outer(LA, LB) * np.exp(-0.5 * d2 / np.log(DISCREPANCY_SCALE) ** 2)
+
+
+def discrepancy_covariance(fit, X_obs, X_cand, X_target, noise_var: float) -> np.ndarray:
+    """Joint covariance [M+T, M+T] of the law's error at the candidates and the targets
+    (candidates first), given the finished runs: a Gaussian process over (log params, log
+    tokens) with sd DISCREPANCY_SD of the predicted loss and a squared-exponential correlation
+    over a factor DISCREPANCY_SCALE, conditioned on the runs with their noise `noise_var`
+    (model discrepancy, Kennedy & O'Hagan 2001, J. R. Stat. Soc. B 63:425). Added to the
+    parameters' covariance, it makes a run near the target worth what the law's form alone
+    would not: the law may bend where no run has been, and only a run there says so."""
+    law, th = fit.law, fit.theta
+    X_all = {
+        k: np.concatenate([np.asarray(X_cand[k], float), np.asarray(X_target[k], float)])
+        for k in law.inputs
+    }
+    X_o = {k: np.asarray(X_obs[k], float) for k in law.inputs}
+    with np.errstate(all="ignore"):
+        L_all = np.exp(law.log_predict(th, X_all))
+        L_obs = np.exp(law.log_predict(th, X_o))
+    L_all, L_obs = np.nan_to_num(L_all), np.nan_to_num(L_obs)
+    K_aa = _discrepancy_kernel(X_all, L_all, X_all, L_all)
+    if not len(L_obs):
+        return K_aa
+    K_ao = _discrepancy_kernel(X_all, L_all, X_o, L_obs)
+    K_oo = _discrepancy_kernel(X_o, L_obs, X_o, L_obs) + noise_var * np.eye(len(L_obs))
+    return K_aa - K_ao @ np.linalg.solve(K_oo, K_ao.T)
+
+
 def plan_round(
     law: Law,
     X_obs: dict,
@@ -214,6 +260,9 @@ def plan_round(
             )
         S = np.atleast_2d(np.cov(np.hstack([pc[ok], pt[ok]]), rowvar=False, ddof=1))
         how = f"{ok.sum()} resampled fits"
+    if DISCREPANCY_SD > 0:
+        S = S + discrepancy_covariance(fit, X_obs, X_cand, X_target, sigma2)
+        how += f", the law's error {DISCREPANCY_SD:.1%} over a factor {DISCREPANCY_SCALE:g}"
     picks, before, after = greedy_on_covariance(S, len(cost), cost, sigma2, budget)
     return Round(
         picks,

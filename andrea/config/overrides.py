@@ -167,6 +167,40 @@ def plan_requested(overrides: Iterable[str]) -> bool:
     return asked
 
 
+def _picks_a_launcher(group: str, option: str) -> bool:
+    """conf/<group>/<option>.yaml chooses a launcher in its defaults (`override
+    /hydra/launcher: ...`): a cluster profile."""
+    from omegaconf import OmegaConf
+
+    path = CONF / group / f"{option}.yaml"
+    if group in ("hydra", "") or not path.is_file():
+        return False
+    defaults = OmegaConf.to_container(OmegaConf.load(path)).get("defaults") or []
+    return any(
+        isinstance(d, dict) and any(str(k).endswith("/hydra/launcher") for k in d) for d in defaults
+    )
+
+
+def submits_jobs(overrides: Iterable[str]) -> list[str]:
+    """The overrides that only a sweep honours: a launcher that submits jobs (`hydra/launcher=`
+    other than basic, or a group option that picks one: a cluster profile) and runs per job
+    (`launch.pack=` other than 1). In Hydra's run mode (no -m) the task runs here, ignoring
+    them."""
+    found = []
+    for item in overrides:
+        key, eq, value = str(item).lstrip("+").partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or key.startswith(("~", "-")) or value in ("", "null"):
+            continue
+        if (
+            (key == "hydra/launcher" and value != "basic")
+            or (key == "launch.pack" and value != "1")
+            or (key in config_groups() and _picks_a_launcher(key, value))
+        ):
+            found.append(str(item))
+    return found
+
+
 def group_options(group: str) -> list[str]:
     """The options of a config group: its conf/<group>/*.yaml, and for `model` the schemes that
     bring their entry themselves (a plug-in's `model_conf`, stored in Hydra's ConfigStore)."""

@@ -9,6 +9,7 @@ an earlier launch, and estimates its cost; `print_plan` shows the grid. After th
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from dataclasses import dataclass, replace
 from functools import cached_property, partial
@@ -86,7 +87,7 @@ def plan_jobs(
     (the sweeper's JobComposer), that config serves only while its job is planned, and each
     job's own copy is composed when first read (PlannedJob.config)."""
     jobs: list[PlannedJob] = []
-    errors: list[str] = []
+    errors: list[tuple[Sequence[str], str]] = []  # (the job's overrides, why it is invalid)
     seen: dict[Path, list[str]] = {}
     peak = peak_flops(plan_gpu, "bf16")
     transient = getattr(load_job_config, "transient", None)
@@ -100,21 +101,23 @@ def plan_jobs(
             sched = scheduler.for_launcher(job_cfg.hydra.launcher)
             pack = resolve_pack(pack_of(job_cfg), spec, sched, plan_gpu, spec.world_size)
         except ConfigError as e:
-            errors.append(f"  {' '.join(overrides)}\n    {e}")
+            errors.append((overrides, str(e)))
             continue
         except Exception as e:  # Hydra composition errors name the bad key themselves
             from andrea.config.overrides import unknown_key_hints
 
-            hints = "".join(
-                f"\n    {h.removeprefix('error: ')}" for h in unknown_key_hints(overrides)
-            )
-            errors.append(f"  {' '.join(overrides)}\n    {type(e).__name__}: {e}{hints}")
+            hints = "".join(f"; {h.removeprefix('error: ')}" for h in unknown_key_hints(overrides))
+            errors.append((overrides, f"{type(e).__name__}: {e}{hints}"))
             continue
         path = job_run_dir(job_cfg).resolve()
         if path in seen:
             errors.append(
-                f"  {' '.join(overrides)}\n    writes to the same run directory {path} "
-                f"as: {' '.join(seen[path])} (an override that does not change the run?)"
+                (
+                    overrides,
+                    f"writes to the same run directory {path} as "
+                    f"[{_swept(seen[path], job_overrides)}] (an override that does not change "
+                    "the run?)",
+                )
             )
             continue
         seen[path] = list(overrides)
@@ -122,7 +125,7 @@ def plan_jobs(
         try:
             done = reusable_results(run_dir, spec)
         except ConfigError as e:
-            errors.append(f"  {' '.join(overrides)}\n    {e}")
+            errors.append((overrides, str(e)))
             continue
         if done is not None:
             state = COMPLETED
@@ -154,12 +157,37 @@ def plan_jobs(
             )
         )
     if errors:
-        raise ConfigError(
-            f"{len(errors)} of {len(job_overrides)} jobs are invalid; nothing was "
-            "launched:\n" + "\n".join(errors)
-        )
+        raise ConfigError(invalid_jobs(errors, job_overrides))
     _mark_queued(jobs)
     return jobs
+
+
+def _swept(overrides: Sequence[str], grid: Sequence[Sequence[str]]) -> str:
+    """The overrides that tell this job apart from the others of its grid (the command line's
+    own, shared by all, are left out)."""
+    shared = set(grid[0]).intersection(*grid[1:]) if grid else set()
+    return " ".join(o for o in overrides if o not in shared)
+
+
+def invalid_jobs(errors: Sequence[tuple[Sequence[str], str]], grid: Sequence[Sequence[str]]) -> str:
+    """The invalid jobs of a grid as one line (bad input is one `error:` line, however many jobs
+    share it): each distinct reason once, after the runs it applies to. resolve_run names its run
+    (`[size=tiny-1 model=baseline] ...`); other reasons get the overrides that set their job
+    apart from the grid's others."""
+    runs_of: dict[str, list[str]] = {}
+    for overrides, why in errors:
+        why = " ".join(str(why).split())  # a multi-line reason (Hydra's) on one line
+        named = re.match(r"\[([^\]]*)\] (.*)", why)
+        run, why = (named.group(1), named.group(2)) if named else (_swept(overrides, grid), why)
+        runs = runs_of.setdefault(why, [])
+        if run and run not in runs:
+            runs.append(run)
+    reasons = [f"[{', '.join(runs)}] {why}" if runs else why for why, runs in runs_of.items()]
+    if len(reasons) > 1:
+        reasons = [f"({k}) {r}" for k, r in enumerate(reasons, 1)]
+    return f"{len(errors)} of {len(grid)} jobs are invalid; nothing was launched: " + " ".join(
+        reasons
+    )
 
 
 def _same(cfg: DictConfig) -> DictConfig:

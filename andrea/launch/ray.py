@@ -21,6 +21,7 @@ A recorded job id is `<submission id>@<address>`, so a later launch knows where 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import uuid
 from dataclasses import dataclass, field
@@ -43,26 +44,112 @@ def client(address: str):
     return JobSubmissionClient(None if address == "auto" else address)
 
 
-def check(params: Mapping[str, Any]) -> None:
-    """A Ray cluster answers at hydra.launcher.address; ConfigError (one line) otherwise."""
+# An unreachable address must be one quick error, before the sweep prepares anything: a TCP
+# connect to it first (refused at once, or given up after this), then Ray's own question, bounded
+# too (Ray's client waits ~30 s for a server at a ray:// address that never answers).
+CONNECT_TIMEOUT_S = 3.0
+ANSWER_TIMEOUT_S = 20.0
+DEFAULT_PORTS = {"http": 80, "https": 443, "ray": 10001}
+
+
+def effective_address(address: str, env: Mapping[str, str]) -> str:
+    """The address Ray's job client goes to: RAY_API_SERVER_ADDRESS, else RAY_ADDRESS, replace
+    any address given to it (ray.dashboard.utils.get_address_for_submission_client)."""
+    return env.get("RAY_API_SERVER_ADDRESS") or env.get("RAY_ADDRESS") or address
+
+
+def endpoint(address: str) -> tuple[str, int] | None:
+    """The host and port a dashboard (http[s]://HOST:PORT) or client (ray://HOST:PORT) address
+    is reached at; None for `auto` and other forms, which Ray resolves itself."""
+    from urllib.parse import urlsplit
+
+    if address in ("", "auto"):
+        return None
+    parts = urlsplit(address if "://" in address else f"http://{address}")
+    default = DEFAULT_PORTS.get(parts.scheme)
+    try:
+        port = parts.port or default
+    except ValueError:  # a port that is not a number: Ray's own message
+        return None
+    return (parts.hostname, port) if parts.hostname and port else None
+
+
+def _nothing_listens(address: str) -> str | None:
+    """Why nothing listens at a dashboard or client address (one TCP connect, at most
+    CONNECT_TIMEOUT_S), or None: something does, or Ray resolves the address itself (auto)."""
+    import socket
+
+    where = endpoint(address)
+    if where is None:
+        return None
+    try:
+        socket.create_connection(where, timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+        return f"{where[0]}:{where[1]}: {why}"
+    return None
+
+
+def _unreachable(address: str, why: str):
+    from andrea.config.resolve import ConfigError
+
+    return ConfigError(
+        f"hydra.launcher.address={address}: no Ray cluster answers there ({why}); start "
+        "one with `ray start --head`, or give its dashboard (http://HOST:8265) or client "
+        "(ray://HOST:10001) address"
+    )
+
+
+def _ask(address: str) -> str | None:
+    """Ray's job client at `address` lists the jobs within ANSWER_TIMEOUT_S: None, else why not
+    (its first line). In a daemon thread, so a server that never answers does not hold the
+    sweep; Ray's log lines while it tries (the client's warnings) are kept off the console."""
+    import threading
+
+    answer: dict[str, Any] = {}
+
+    def ask() -> None:
+        try:
+            client(address).list_jobs()
+            answer["ok"] = True
+        except Exception as e:  # noqa: BLE001 -- ConnectionError, ValueError, RuntimeError ...
+            answer["error"] = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+
+    # process-wide (ray.init resets the "ray" logger's level): this thread only waits meanwhile
+    logging.disable(logging.WARNING)
+    try:
+        thread = threading.Thread(target=ask, name="ray-address-check", daemon=True)
+        thread.start()
+        thread.join(ANSWER_TIMEOUT_S)
+    finally:
+        logging.disable(logging.NOTSET)
+    if thread.is_alive():
+        return f"no answer within {ANSWER_TIMEOUT_S:g} s"
+    return None if answer.get("ok") else answer.get("error", "no answer")
+
+
+def check(params: Mapping[str, Any], env: Mapping[str, str] | None = None) -> None:
+    """A Ray cluster answers at hydra.launcher.address, within CONNECT_TIMEOUT_S when nothing
+    listens there and ANSWER_TIMEOUT_S at most; ConfigError (one line) otherwise."""
+    import importlib.util
+
     from andrea.config.resolve import ConfigError
 
     address = str(params.get("address", "auto"))
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        raise ConfigError(
-            "hydra/launcher=ray needs Ray's Jobs API: pip install -e '.[ray]'"
-        ) from None
-    try:
-        client(address).list_jobs()
-    except Exception as e:  # noqa: BLE001 -- ConnectionError, ValueError, TimeoutError ...
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
-        raise ConfigError(
-            f"hydra.launcher.address={address}: no Ray cluster answers there ({first}); start "
-            "one with `ray start --head`, or give its dashboard (http://HOST:8265) or client "
-            "(ray://HOST:10001) address"
-        ) from None
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError("hydra/launcher=ray needs Ray's Jobs API: pip install -e '.[ray]'")
+    target = effective_address(address, os.environ if env is None else env)
+    shown = (
+        address
+        if target == address
+        else f"{address}, replaced by Ray's RAY_API_SERVER_ADDRESS or RAY_ADDRESS with {target}"
+    )
+    why = _nothing_listens(target)  # known at once, without importing Ray (~2 s)
+    if why is not None:
+        raise _unreachable(shown, why)
+    why = _ask(address)
+    if why is not None:
+        raise _unreachable(shown, why)
 
 
 @dataclass
@@ -173,6 +260,8 @@ def live_jobs(job_ids: Iterable[str]) -> dict[str, str]:
             by_address.setdefault(address, []).append(str(j))
     live = {}
     for address, ids in by_address.items():
+        if _nothing_listens(effective_address(address, os.environ)):
+            continue  # a cluster that is gone holds nothing (and Ray's client would wait ~30 s)
         try:
             states = _statuses(address)
         except Exception as e:  # noqa: BLE001
@@ -212,8 +301,6 @@ def processes_per_job(params: Mapping[str, Any]) -> int:
 
 
 def _job_id() -> str:
-    import os
-
     return os.environ.get(JOB_VAR, "")
 
 

@@ -102,8 +102,8 @@ def prepare_corpora(jobs, stream=None) -> dict[str, CorpusTokens]:
             raise
         except Exception as e:  # a corpus problem, whatever raised it: one message, exit 2
             errors.append(
-                f"  {describe(data)} (used by {len(users)} job(s), e.g. "
-                f"{_job(users[0])}):\n    {type(e).__name__}: {e}"
+                f"{describe(data)} (used by {len(users)} job(s), e.g. "
+                f"{_job(users[0])}): {type(e).__name__}: {e}"
             )
             continue
         out[key] = CorpusTokens(describe(data), prepared.n_train_tokens, True, prepared)
@@ -114,8 +114,8 @@ def prepare_corpora(jobs, stream=None) -> dict[str, CorpusTokens]:
                 raise
             except Exception as e:
                 errors.append(
-                    f"  {describe(data)}, eval.domains (used by {len(ev_users)} job(s), "
-                    f"e.g. {_job(ev_users[0])}):\n    {type(e).__name__}: {e}"
+                    f"{describe(data)}, eval.domains (used by {len(ev_users)} job(s), "
+                    f"e.g. {_job(ev_users[0])}): {type(e).__name__}: {e}"
                 )
         for j in users:  # the corpus must hold one micro-batch of windows for every process
             try:
@@ -123,10 +123,11 @@ def prepare_corpora(jobs, stream=None) -> dict[str, CorpusTokens]:
                     prepared, j.spec.micro_batch_size, j.spec.seq_len, j.spec.world_size
                 )
             except ValueError as e:
-                errors.append(f"  {_job(j)}:\n    {describe(data)}: {e}")
-    if errors:
+                errors.append(f"{_job(j)}: {describe(data)}: {e}")
+    if errors:  # one line (bad input is one `error:` line), each problem in it
         raise ConfigError(
-            f"{len(errors)} corpus problem(s); nothing was launched:\n" + "\n".join(errors)
+            f"{len(errors)} corpus problem(s); nothing was launched: "
+            + "; ".join(" ".join(e.split()) for e in errors)
         )
     return out
 
@@ -220,16 +221,16 @@ def sufficiency_problems(jobs, epochs: bool = True) -> list[str]:
     ]
     if over:
         limit = float(over[0].run.max_epochs)
-        lines = [
-            f"    {_job(j)}: {format_epochs(j)} epochs = "
+        each = [
+            f"{_job(j)}: {format_epochs(j)} epochs = "
             f"{j.spec.tokens:,} tokens / {j.corpus.train_tokens:,} unique training tokens"
             + ("" if j.corpus.exact else " (estimated)")
             for j in over
         ]
-        problems.append(
+        problems.append(  # one line (one `error:` line per problem), the jobs in it
             f"{len(over)} of {len(jobs)} job(s) would see their training data more than "
             f"max_epochs={limit:g} times (Muennighoff et al. 2023: repeated tokens lose value past "
-            "~4 epochs):\n" + "\n".join(lines) + "\n  use a larger corpus, fewer tokens "
+            "~4 epochs): " + "; ".join(each) + "; use a larger corpus, fewer tokens "
             "(train.tokens_per_param), or raise max_epochs=... knowingly"
         )
     return problems

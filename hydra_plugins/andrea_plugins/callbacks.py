@@ -60,9 +60,21 @@ class SingleRunCheck(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         from andrea.config.resolve import ConfigError, resolve_run
         from andrea.data import check_split_sizes, prepare_data
+        from andrea.launch.packing import pack_of
         from andrea.launch.task import world_size_of_job
         from andrea.run.rundir import RunDir
 
+        # sweep.py sends a command line with hydra/launcher=, slurm= or launch.pack= to the
+        # sweeper (as with -m); one that gets them from a config file would train here, ignoring
+        # them
+        engine = (config.hydra.get("launcher") or {}).get("engine")
+        asked = [f"hydra.launcher.engine={engine}"] if engine else []
+        asked += [f"launch.pack={pack_of(config)}"] if pack_of(config) != "1" else []
+        if asked:
+            _fail(
+                f"{' and '.join(asked)}: only a sweep submits jobs; this single run would "
+                "train here without them: run it with -m"
+            )
         try:
             spec = resolve_run(config, world_size=world_size_of_job())
         except ConfigError as e:

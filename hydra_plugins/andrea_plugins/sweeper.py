@@ -105,6 +105,11 @@ class AndreaSweeper(BasicSweeper):
             print(f"error: {e}", file=sys.stderr)
             sys.exit(2)
         todo = [j for j in jobs if j.to_run]
+        launching = bool(todo) and not plan_only
+        if launching:
+            # the engine first (a Ray address nobody answers at: one bounded probe), before any
+            # corpus is prepared or anything else takes time
+            _refuse(_engine_problems(todo))
         if (
             self.config.get("sweep", {}).get("throughput", False)
             and not isinstance(self.launcher, BasicLauncher)
@@ -120,7 +125,6 @@ class AndreaSweeper(BasicSweeper):
         # Data: each distinct corpus checked and prepared once, here, before any job is
         # submitted (plan=true only estimates); then epochs per job (andrea/launch/sufficiency.py).
         annotate_epochs(jobs, estimate_corpora(jobs))
-        launching = bool(todo) and not plan_only
         # When launching, only exact counts (after preparation) can refuse a grid for epochs.
         refuse = sufficiency_problems(jobs, epochs=not launching)
         if not refuse and launching:
@@ -144,14 +148,7 @@ class AndreaSweeper(BasicSweeper):
             launchers=_engine_labels(jobs),
         )
         print("\n" + plan_power(jobs))
-        if not refuse and launching:
-            refuse = _engine_problems(todo)  # e.g. no Ray cluster at the address: before submitting
-        if refuse:
-            print(
-                "\nerror: " + "\n\nerror: ".join(refuse) + "\nnothing was launched.",
-                file=sys.stderr,
-            )
-            sys.exit(2)
+        _refuse(refuse)
         if plan_only:
             print("\nplan=true: nothing launched.")
             return []
@@ -288,6 +285,15 @@ class AndreaSweeper(BasicSweeper):
             durations.append(time.time() - start)
             works.append(j.flops)
         return returns
+
+
+def _refuse(problems: List[str]) -> None:
+    """Exit 2 with one `error:` line per problem (a problem's own details on its line), when
+    there are any."""
+    if problems:
+        for p in problems:
+            print(f"error: {' '.join(p.split())}; nothing was launched", file=sys.stderr)
+        sys.exit(2)
 
 
 def _launcher_params(job) -> dict:
