@@ -297,3 +297,24 @@ def test_interrupted_prepare_is_never_used(fake_stdlib, cache, monkeypatch):
     stale.mkdir()
     q = prepare_data(cfg, V)
     assert q == p and (q.directory / "COMPLETE").exists() and not stale.exists()
+
+
+def test_the_stdlib_walk_prunes_installed_packages_and_the_estimate_stops_at_max_chars():
+    """stdlib_files walks without entering site-packages; it must find exactly the files that
+    filtering every .py under the lib folder finds (the definition it replaced), and the plan's
+    size estimate may stop once data.max_chars is reached, never before."""
+    from andrea.data.corpora import stdlib_files, stdlib_root
+    from andrea.launch.sufficiency import _stdlib_chars
+
+    root = stdlib_root()
+    every = {
+        p
+        for p in root.rglob("*.py")
+        if not {"site-packages", "dist-packages"} & set(p.relative_to(root).parts)
+    }
+    walked = list(stdlib_files(root))
+    assert len(walked) == len(set(walked)) and set(walked) == every
+    total = sum(p.stat().st_size for p in every)
+    assert _stdlib_chars(root, None) == total
+    biggest = max(p.stat().st_size for p in every)
+    assert 400_000 <= _stdlib_chars(root, 400_000) < 400_000 + biggest

@@ -40,12 +40,17 @@ def _read_text(path: Path, strict: bool) -> str:
 def stdlib_files(root: Path) -> Iterator[Path]:
     """The standard library's .py files under `root`, in no set order. Installed packages
     (site-packages, dist-packages) are pruned from the walk, not filtered after it: they are most
-    of the files under a Python's lib folder (13k here), and the sweep's planning walks this too."""
-    for folder, subfolders, files in os.walk(root):
-        subfolders[:] = [d for d in subfolders if d not in ("site-packages", "dist-packages")]
-        for name in files:
-            if name.endswith(".py"):
-                yield Path(folder, name)
+    of the files under a Python's lib folder (13k here), and the sweep's planning walks this too.
+    Folders reached through a symlink are not entered (as pathlib's rglob does not)."""
+    folders = [root]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in ("site-packages", "dist-packages"):
+                        folders.append(Path(entry.path))
+                elif entry.name.endswith(".py"):
+                    yield Path(entry.path)
 
 
 def stdlib_documents() -> Iterator[Tuple[str, str]]:
