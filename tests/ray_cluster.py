@@ -112,6 +112,9 @@ def start() -> RayCluster:
             "--head",
             "--block",
             "--num-cpus=2",
+            # two GPUs in name only: a job with gpus_per_task=2 then runs under torchrun with
+            # two processes, which train with gloo on the CPU (the DDP path GPU jobs take)
+            "--num-gpus=2",
             "--node-ip-address=127.0.0.1",
             f"--port={_free_port()}",
             f"--dashboard-port={dash}",

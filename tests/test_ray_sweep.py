@@ -65,6 +65,31 @@ def test_a_ray_sweep_equals_the_in_process_one_packed_or_not(tmp_path, data_cach
         assert a[run]["val_loss"] == b[run]["val_loss"] == c[a[run]["label"]]["val_loss"], run
 
 
+def test_two_gpus_per_task_train_with_ddp_under_torchrun_and_match_one_process(
+    tmp_path, data_cache, ray_cluster
+):
+    """gpus_per_task=2 runs the job under torchrun, one process per GPU, as a multi-GPU run
+    would; the test cluster advertises two GPUs it does not have (tests/ray_cluster.py), so the
+    two processes train with DDP over gloo on the CPU and give the loss of one process with the
+    same global batch (as the Slurm DDP test does)."""
+    for d in ("one", "two"):
+        (tmp_path / d).mkdir()
+    one = sweep(tmp_path / "one", "model=attnres_full", *TINY_RUN, "train.micro_batch_size=8")
+    assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
+    two = sweep(
+        tmp_path / "two",
+        "model=attnres_full",
+        *TINY_RUN,
+        "train.micro_batch_size=4",
+        *ray(ray_cluster, "hydra.launcher.gpus_per_task=2"),
+    )
+    assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
+    (single,) = results_of(tmp_path / "one" / "runs").values()
+    (ddp,) = results_of(tmp_path / "two" / "runs").values()
+    assert single["world_size"] == 1 and ddp["world_size"] == 2
+    assert ddp["val_loss"] == pytest.approx(single["val_loss"], rel=1e-5)
+
+
 def test_ctrl_c_detaches_a_rerun_submits_nothing_twice_and_a_killed_job_resumes(
     tmp_path, data_cache, ray_cluster
 ):
