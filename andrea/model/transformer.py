@@ -14,7 +14,6 @@ parameter counting.
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass, field, make_dataclass, replace
 from typing import NamedTuple
 
@@ -22,6 +21,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
+from torch.overrides import TorchFunctionMode
 
 from andrea.model.residuals import registry
 from andrea.model.residuals.scheme import Scheme
@@ -237,29 +237,26 @@ class ParamCount(NamedTuple):
     non_embedding: int  # without token and position embeddings (and an untied head)
 
 
-@contextmanager
-def _meta_normal_skipped():
+class _NoNormalOnMeta(TorchFunctionMode):
     """nn.init.normal_ as a no-op on meta tensors while a model is built there to be counted:
     on a meta tensor it imports torch._dynamo (~2 CPU-s), a cost every sweep's planning process
-    paid though it never trains. Counting needs the shapes only; a real tensor (another thread's
-    model) is still initialised."""
-    normal = nn.init.normal_
+    paid though it never trains. Counting needs the shapes only. A mode is this thread's alone:
+    another thread's model (on a real device) is initialised as ever."""
 
-    def normal_unless_meta(tensor: Tensor, *args, **kwargs) -> Tensor:
-        return tensor if tensor.is_meta else normal(tensor, *args, **kwargs)
-
-    nn.init.normal_ = normal_unless_meta
-    try:
-        yield
-    finally:
-        nn.init.normal_ = normal
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is nn.init.normal_:
+            tensor = kwargs.get("tensor", args[0] if args else None)
+            if tensor is not None and tensor.is_meta:
+                return tensor
+        return func(*args, **kwargs)
 
 
 def count_parameters(model_or_cfg: ANDREA | ModelConfig) -> ParamCount:
     """Count the parameters of a model, or of a config by building it on the meta device (no
     memory). Shared (tied) tensors are counted once."""
     if isinstance(model_or_cfg, ModelConfig):
-        with torch.device("meta"), _meta_normal_skipped():
+        with torch.device("meta"), _NoNormalOnMeta():
             model_or_cfg = ANDREA(model_or_cfg)
     model = model_or_cfg
     total = sum(p.numel() for p in model.parameters())  # parameters() dedups tied tensors
