@@ -34,10 +34,8 @@ if __name__ == "__main__":
         print("\n".join(errors), file=sys.stderr)
         sys.exit(2)
     sys.argv += implied_overrides(sys.argv[1:])
-    if (plan_requested(sys.argv[1:]) or submits_jobs(sys.argv[1:])) and not {
-        "-m",
-        "--multirun",
-    } & set(sys.argv[1:]):
+    multirun = {"-m", "--multirun"} & set(sys.argv[1:])
+    if not multirun and (plan_requested(sys.argv[1:]) or submits_jobs(sys.argv[1:])):
         # plan=true plans one run as it plans a grid: the sweeper prints plans. Without -m Hydra
         # calls the task itself, which would train it. So would it with a launcher that submits
         # jobs (hydra/launcher=ray, slurm=<profile>) or launch.pack: only the sweeper submits.

@@ -967,7 +967,8 @@ UNREACHABLE_RAY = ["hydra/launcher=ray", "hydra.launcher.address=http://127.0.0.
             ["model=baseline", "size=tiny-1", "launch.pack=2"],
             "launch.pack=2: the in-process launcher runs one run per job",
         ),
-        # an invalid job of a sweep: the error line, then two lines of overrides and reason
+        # an invalid job of a sweep: it printed the error line, then two more lines (its
+        # overrides, its reason)
         (
             ["-m", "model=attnres_block", "size=tiny-1", "model.block_size=9", "plan=true"],
             "jobs are invalid; nothing was launched: [size=tiny-1 model=attnres_block_s9] "
@@ -984,15 +985,22 @@ def test_a_bad_sweep_is_one_error_line_before_any_corpus_is_prepared(
     assert len(err) == 1 and err[0].startswith("error: ") and expect in err[0], err
 
 
-def test_a_ray_address_where_nothing_listens_is_refused_in_a_bounded_time():
+def test_a_ray_address_where_nothing_listens_is_refused_in_a_bounded_time(monkeypatch):
     """The engine's check probes the address with one TCP connect (CONNECT_TIMEOUT_S) before
-    Ray's client is asked: Ray's client waited ~30 s at a ray:// address nobody answered."""
+    Ray's client is asked: Ray's client waited ~30 s at a ray:// address nobody answered. The
+    refusal must come from the probe, Ray's client never asked (no wall-clock limit here: a
+    busy machine would fail one)."""
     import importlib.util
     import socket
-    import time
 
     from andrea.config.resolve import ConfigError
     from andrea.launch import ray
+
+    def asked(*args, **kwargs):
+        raise AssertionError("Ray's client was asked: the TCP probe did not refuse first")
+
+    monkeypatch.setattr(ray, "_ask", asked)
+    monkeypatch.setattr(ray, "_statuses", asked)
 
     assert ray.endpoint("http://10.0.0.5:8265") == ("10.0.0.5", 8265)
     assert ray.endpoint("ray://head") == ("head", 10001) and ray.endpoint("head:1") == ("head", 1)
@@ -1003,20 +1011,16 @@ def test_a_ray_address_where_nothing_listens_is_refused_in_a_bounded_time():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
         for address in (f"ray://127.0.0.1:{port}", f"http://127.0.0.1:{port}"):
-            t0 = time.monotonic()
             with pytest.raises(ConfigError) as refused:
                 ray.check({"address": address}, env={})
-            assert time.monotonic() - t0 < ray.CONNECT_TIMEOUT_S
             message = str(refused.value)
             if importlib.util.find_spec("ray") is None:
                 assert "pip install -e '.[ray]'" in message
             else:
                 assert message.startswith(f"hydra.launcher.address={address}: no Ray cluster")
                 assert f"127.0.0.1:{port}: " in message and "\n" not in message
-        # a recorded job at a cluster that is gone holds nothing, known as fast
-        t0 = time.monotonic()
+        # a recorded job at a cluster that is gone holds nothing, known from the probe alone
         assert ray.live_jobs([f"andrea-0123@ray://127.0.0.1:{port}"]) == {}
-        assert time.monotonic() - t0 < ray.CONNECT_TIMEOUT_S
 
 
 def test_a_single_run_refuses_a_launcher_its_config_file_asks_for(tmp_path, capsys):

@@ -350,19 +350,20 @@ def test_compiled_model_matches_eager(residual, S, backend):
     model.zero_grad()
     torch._dynamo.reset()
     compiled = torch.compile(model, backend=backend)
-    # inductor's C++ builds in this process: a pool of compile workers each imports torch first
-    # (~10 CPU-s more on 2 cores, measured), for a handful of kernels
+    # inductor's C++ builds in this process, for training and for eval (a recompile): a pool of
+    # compile workers each imports torch first (~10 CPU-s more on 2 cores, measured), for a
+    # handful of kernels
     import torch._inductor.config as inductor_config
 
     with inductor_config.patch(compile_threads=1):
         loss_c = F.cross_entropy(compiled(x).flatten(0, 1), y.flatten())
         loss_c.backward()
-    torch.testing.assert_close(loss_c, loss, atol=1e-5, rtol=1e-5)
-    for n, p in model.named_parameters():
-        torch.testing.assert_close(p.grad, grads[n], atol=1e-4, rtol=1e-3, msg=n)
-    model.eval()
-    with torch.no_grad():
-        torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(loss_c, loss, atol=1e-5, rtol=1e-5)
+        for n, p in model.named_parameters():
+            torch.testing.assert_close(p.grad, grads[n], atol=1e-4, rtol=1e-3, msg=n)
+        model.eval()
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x), model(x), atol=1e-5, rtol=1e-5)
     torch._dynamo.reset()
 
 

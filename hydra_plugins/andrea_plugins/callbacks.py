@@ -68,8 +68,9 @@ class SingleRunCheck(Callback):
         # sweeper (as with -m); one that gets them from a config file would train here, ignoring
         # them
         engine = (config.hydra.get("launcher") or {}).get("engine")
+        pack = pack_of(config)
         asked = [f"hydra.launcher.engine={engine}"] if engine else []
-        asked += [f"launch.pack={pack_of(config)}"] if pack_of(config) != "1" else []
+        asked += [f"launch.pack={pack}"] if pack != "1" else []
         if asked:
             _fail(
                 f"{' and '.join(asked)}: only a sweep submits jobs; this single run would "
