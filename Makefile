@@ -31,8 +31,10 @@ STAMP := $(VENV)/.andrea-installed
 env: $(STAMP)
 
 # The `kernels` extra (model.depth_backend's fused kernels) goes in without its dependencies:
-# triton (a 286 MB wheel) is of no use without CUDA, and torch stays the build above; 2 MB of
-# wheels (22 MB installed), for fla's pure-torch reference in tests/test_depth_backends.py.
+# triton (a 286 MB wheel; `du -sh` of its installed folder: 999M) runs the kernels only on
+# CUDA, and torch stays the build above; 2 MB of wheels (22 MB installed), for fla's and
+# flash-attn-res's pure-torch references in tests/test_depth_backends.py. With triton added by
+# hand, that test also runs liger's kernels under Triton's CPU interpreter.
 $(STAMP): pyproject.toml $(KROMHC)/pyproject.toml $(DELTA_ATTNRES)/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q "$(TORCH)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))

@@ -41,9 +41,9 @@ The packages' Triton kernels need CUDA (bench/gpu_check.sh runs the same parity 
   their autograd function). Triton's interpreter (TRITON_INTERPRET=1, read when `@triton.jit` wraps
   a kernel) runs them on CPU tensors with numpy, so the kernels themselves, forward and backward,
   are compared through the seam's `liger` branch, fp32, to fp32 round-off (three tokens: ~3 s for
-  the three cases on 2 busy cores). Needs `triton` (pip, a 286 MB wheel, 1 GB installed: not in
-  the Makefile's env, so skipped there); `liger_interpreted` loads the file without liger_kernel's
-  __init__, which imports every op and torch._dynamo.
+  the three cases on 2 busy cores). Needs `triton` (pip, a 286 MB wheel, 999 MB installed: not
+  in the Makefile's env, so skipped there); `liger_interpreted` loads the file without
+  liger_kernel's __init__, which imports every op and torch._dynamo.
 """
 
 from __future__ import annotations
@@ -163,11 +163,12 @@ def far_reference(dtype: torch.dtype = torch.float64, block_size: int = 1) -> di
     Supplied: torch and F (torch.nn.functional), as it spells them; EPS, the package's own.
     BLOCK_SIZE is Block AttnRes's S in `paper_forward` (and the default S of the Triton path's
     `production_forward2`): the package's blockwise autograd function takes S as an argument
-    (experimental/autograd.py), none is a constant, so it is the S a test compares at. DTYPE is the dtype `naive_attention_residual` casts its output to: the package
-    defines none, and its kernels store their outputs in bf16 (ops/phase_1.py); a test supplies
-    the precision it compares in (fp64: the cast is the identity, and the reference's own fp64
-    arithmetic is compared; the bf16 store is no part of the function, and andrea's seam casts
-    a kernel's output back to the sources' dtype)."""
+    (experimental/autograd.py), none is a constant, so it is the S a test compares at. DTYPE is
+    the dtype `naive_attention_residual` casts its output to: the package defines none, and its
+    kernels store their outputs in bf16 (ops/phase_1.py); a test supplies the precision it
+    compares in (fp64: the cast is the identity, and the reference's own fp64 arithmetic is
+    compared; the bf16 store is no part of the function, and andrea's seam casts a kernel's
+    output back to the sources' dtype)."""
     code, eps = far_code()
     ns = {"torch": torch, "F": F, "EPS": eps, "BLOCK_SIZE": block_size, "DTYPE": dtype}
     exec(code, ns)
@@ -417,7 +418,7 @@ def liger_interpreted(monkeypatch):
         pytest.skip(
             "triton is not installed: liger-kernel's AttnRes is Triton kernels only "
             "(liger_kernel/ops/attn_res.py), which Triton's CPU interpreter runs; "
-            "pip install --no-deps triton (a 286 MB wheel, 1 GB installed; not in the Makefile's "
+            "pip install --no-deps triton (a 286 MB wheel, 999 MB installed; not in the Makefile's "
             "env). Its parity on CUDA: bench/gpu_check.sh"
         )
     root = package_dir("liger_kernel", "liger-kernel")
