@@ -53,8 +53,11 @@ DEFAULT_GPU, DEFAULT_MFU = "H100", 0.35  # plan=true's defaults (andrea/config/r
 # greedy step piles seeds on the cheapest size ([70, 2, 2] seeds for a 3-round budget): narrower
 # as predicted, but the seed bootstrap pools its degrees of freedom over sizes, and the 2-seed
 # sizes' noise, estimated from one df each, made its 95 % interval cover in only 85 % (±4.6) of
-# 60 simulated sweeps (bench.next_runs_check). Balanced-ish designs keep the coverage measured.
-MAX_SEED_RATIO = 2
+# 60 simulated sweeps. Measured with `python -m bench.next_runs_check --max-seed-ratio R --reps
+# 400` (docs/planner.md): at R = 4 the design that matches the uniform grid's width costs 0.41
+# of its GPU-hours (R = 2: 0.80) and covers in 90-93 % (seeds 0-3); at R = 5 and 8 coverage falls
+# to 87-89 % (±1.5) on some seeds.
+MAX_SEED_RATIO = 4
 # The narrowest interval worth buying: ±1 %. The tables print a multiplier to two decimals (a step
 # of 0.01 is 0.75 % of 1.32x), and what seeds do not measure is already that large: the demo's
 # Block multiplier is 1.32x trained on one CPU and 1.33x on another, and the cross-check form
@@ -204,6 +207,7 @@ def propose(
     alpha: float | None = None,
     floor: float = PRECISION_FLOOR,
     at_flops: float | None = None,
+    max_seed_ratio: float = MAX_SEED_RATIO,
 ) -> dict:
     """The greedy proposal and the uniform alternative at no more than `gpu_hours` (finite), and
     none past a worst half-width of `floor` (0: no floor). A run costs its FLOPs at `gpu_peak` x
@@ -250,7 +254,7 @@ def propose(
                 def grown(f):
                     n = {s: int(f * n_seeds[s]) for s in sizes}
                     low = min(n.values())
-                    return {s: min(k, MAX_SEED_RATIO * low) - now[s] for s, k in n.items()}
+                    return {s: min(k, int(max_seed_ratio * low)) - now[s] for s, k in n.items()}
 
                 if design.half_width(grown(f), alpha, noise) < floor:
                     # the budget overshoots the floor: the smallest scale that reaches it
@@ -269,10 +273,10 @@ def propose(
                 continue
         for s in sizes:
             step = min(max(1, int(n_seeds[s] * STEP_FRACTION)), int((budget - spent) / cost[s]))
-            # no size above MAX_SEED_RATIO times the fewest seeds (the minimum after this step)
+            # no size above max_seed_ratio times the fewest seeds (the minimum after this step)
             others = min([n for t, n in n_seeds.items() if t != s] or [math.inf])
             step = (
-                min(step, int(MAX_SEED_RATIO * others) - n_seeds[s]) if others < math.inf else step
+                min(step, int(max_seed_ratio * others) - n_seeds[s]) if others < math.inf else step
             )
             if step < 1:
                 continue

@@ -31,7 +31,7 @@ import numpy as np
 from analysis.estimates.estimate import default_c_ref, final_points, fit_variants
 from analysis.estimates.multiplier import multiplier_at
 from analysis.inputs.synthetic import power_law, shifted, simulate_runs
-from analysis.next_runs import propose, with_added, worst_half_width
+from analysis.next_runs import MAX_SEED_RATIO, propose, with_added, worst_half_width
 
 C_TOP = 1.17e-8  # the demo's tiny-3, PFLOP/s-days
 COMPUTE = (C_TOP / 18, C_TOP / 4.9, C_TOP)  # tiny-1..3
@@ -83,15 +83,23 @@ def main(argv=None) -> int:
     p.add_argument("--bootstrap", type=int, default=400)
     p.add_argument("--rounds", type=int, default=3, help="budget in uniform rounds")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--max-seed-ratio",
+        type=float,
+        default=MAX_SEED_RATIO,
+        help="the planner's cap on seeds of one size over the fewest (default: %(default)s)",
+    )
     args = p.parse_args(argv)
     rng = np.random.default_rng(args.seed)
+    cap = args.max_seed_ratio
     finished = simulate({0: 2, 1: 2, 2: 2}, rng)
     peak, mfu = 989e12, 0.35
     total = sum(r.flops for r in finished if r.point == len(BUDGETS) - 1)
     budget = args.rounds * total / 2 / (peak * mfu) / 3600  # per round: one seed everywhere
     print(
         f"finished: 3 sizes x 2 seeds x {len(BUDGETS)} points; budget {args.rounds} uniform "
-        f"rounds; {args.reps} replicates, {args.bootstrap} resamples"
+        f"rounds; {args.reps} replicates, {args.bootstrap} resamples; at most {cap:g}x the "
+        f"seeds of the least-seeded size"
     )
     print(
         f"{'planner noise':<14} {'design':<9} {'seeds/size':<14} {'predicted ±':>11} "
@@ -99,7 +107,7 @@ def main(argv=None) -> int:
     )
     ok = True
     for which, kw in (("true", {"noise": NOISE, "alpha": ALPHA}), ("measured", {})):
-        prop = propose(finished, budget, "baseline", peak, mfu, **kw)
+        prop = propose(finished, budget, "baseline", peak, mfu, max_seed_ratio=cap, **kw)
         for name, grid, pred in (
             ("proposal", with_added(prop["finished"], prop["added"]), prop["after"]),
             ("uniform", with_added(prop["finished"], prop["uniform_added"]), prop["uniform_after"]),
@@ -117,16 +125,16 @@ def main(argv=None) -> int:
                 flush=True,
             )
     # GPU-hours the planner needs for the uniform design's width (measured noise, as a user runs it)
-    prop_u = propose(finished, budget, "baseline", peak, mfu)
+    prop_u = propose(finished, budget, "baseline", peak, mfu, max_seed_ratio=cap)
     goal = prop_u["uniform_after"]
     lo, hi = 0.0, budget
     for _ in range(14):
         mid = 0.5 * (lo + hi)
-        if propose(finished, mid, "baseline", peak, mfu)["after"] <= goal:
+        if propose(finished, mid, "baseline", peak, mfu, max_seed_ratio=cap)["after"] <= goal:
             hi = mid
         else:
             lo = mid
-    reach = propose(finished, hi, "baseline", peak, mfu)
+    reach = propose(finished, hi, "baseline", peak, mfu, max_seed_ratio=cap)
     grid = with_added(reach["finished"], reach["added"])
     hw, cov = realised(_seeds(grid), args.reps, args.bootstrap, rng)
     se = math.sqrt(cov * (1 - cov) / args.reps)

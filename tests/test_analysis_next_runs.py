@@ -45,6 +45,11 @@ def test_proposal_spends_within_budget_and_beats_uniform():
     seeds = [len({r.seed for r in grid if r.size == s}) for s in prop["sizes"]]
     assert seeds == [prop["seeds"][s] for s in prop["sizes"]]
     assert max(seeds) <= MAX_SEED_RATIO * min(seeds), seeds  # no lopsided design (see module)
+    # the cap binds here (the cheap sizes would take more) and a tighter one is honoured
+    assert max(seeds) == MAX_SEED_RATIO * min(seeds), seeds
+    tight = propose(runs, budget, "baseline", PEAK, MFU, noise=NOISE, alpha=0.07, max_seed_ratio=2)
+    assert max(tight["seeds"].values()) <= 2 * min(tight["seeds"].values())
+    assert tight["after"] >= prop["after"]
     n_new = len(grid) - len(prop["finished"])
     assert n_new == 2 * sum(prop["added"].values())  # a seed of each of the 2 labels
     for c in commands(prop, "demo"):
