@@ -40,10 +40,11 @@ The packages' Triton kernels need CUDA (bench/gpu_check.sh runs the same parity 
 - liger-kernel: no pure-torch reference (`liger_kernel/ops/attn_res.py` is the Triton kernels and
   their autograd function). Triton's interpreter (TRITON_INTERPRET=1, read when `@triton.jit` wraps
   a kernel) runs them on CPU tensors with numpy, so the kernels themselves, forward and backward,
-  are compared through the seam's `liger` branch, fp32, to fp32 round-off (three tokens: ~3 s for
-  the three cases on 2 busy cores). Needs `triton` (pip, a 286 MB wheel, 999 MB installed: not
-  in the Makefile's env, so skipped there); `liger_interpreted` loads the file without
-  liger_kernel's __init__, which imports every op and torch._dynamo.
+  are compared through the seam's `liger` branch, fp32, to fp32 round-off (three tokens), in a
+  process of its own started with TRITON_INTERPRET=1 (`liger_interpreted` says why; ~5 s).
+  Needs `triton` (pip, a 286 MB wheel, 999 MB installed: not in the Makefile's env, so skipped
+  there; CI installs it); `liger_interpreted` loads the file without liger_kernel's __init__,
+  which imports every op and torch._dynamo.
 """
 
 from __future__ import annotations
@@ -403,53 +404,34 @@ def test_andreas_attnres_equals_flash_attn_res_paper_forward(residual, S):
         assert_close(b, a, f"d{name}")
 
 
-@pytest.fixture
-def liger_interpreted(monkeypatch):
-    """liger-kernel's AttnRes module with its Triton kernels run by Triton's CPU interpreter,
-    standing in sys.modules for `liger_kernel.ops.attn_res` while the test runs, so the seam's own
-    import takes it.
+LIGER_CASES = {"full-n3": (3, False), "full-n9": (9, False), "block-n4": (4, True)}
 
-    TRITON_INTERPRET=1 is read when `@triton.jit` wraps a kernel, so attn_res.py is executed here,
-    from its file under a name of its own (a copy imported earlier, compiled for a GPU, stays as
-    it is). Its one liger import, ops/utils.py, is reached through the two package folders without
-    their __init__s, which import every liger op and torch._dynamo (~3 s). What this adds to
-    sys.modules under liger_kernel is removed afterwards."""
-    if importlib.util.find_spec("triton") is None:
-        pytest.skip(
-            "triton is not installed: liger-kernel's AttnRes is Triton kernels only "
-            "(liger_kernel/ops/attn_res.py), which Triton's CPU interpreter runs; "
-            "pip install --no-deps triton (a 286 MB wheel, 999 MB installed; not in the Makefile's "
-            "env). Its parity on CUDA: bench/gpu_check.sh"
-        )
+
+def liger_interpreted():
+    """liger-kernel's AttnRes module with its Triton kernels run by Triton's CPU interpreter, put
+    in sys.modules as `liger_kernel.ops.attn_res`, so the seam's own import takes it. Only in a
+    process that set TRITON_INTERPRET=1 before triton was first imported: triton's own library
+    functions (tl.zeros, ...) are wrapped for the interpreter or for a GPU when triton.language is
+    imported, and torch.compile imports it, so in a test process that already compiled something
+    the interpreted kernel calls GPU-wrapped functions and fails. Its one liger import,
+    ops/utils.py, is reached through the two package folders without their __init__s, which import
+    every liger op and torch._dynamo (~3 s)."""
     root = package_dir("liger_kernel", "liger-kernel")
-    before = set(sys.modules)
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
     for name, folder in (("liger_kernel", root), ("liger_kernel.ops", root / "ops")):
-        if name not in sys.modules:
-            stub = types.ModuleType(name)
-            stub.__path__ = [str(folder)]
-            monkeypatch.setitem(sys.modules, name, stub)
+        stub = types.ModuleType(name)
+        stub.__path__ = [str(folder)]
+        sys.modules[name] = stub
     spec = importlib.util.spec_from_file_location(
-        "liger_attn_res_interpreted", root / "ops" / "attn_res.py"
+        "liger_kernel.ops.attn_res", root / "ops" / "attn_res.py"
     )
     mod = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(mod)
-        assert type(mod._attn_res_fwd_kernel).__name__ == "InterpretedFunction"
-        monkeypatch.setitem(sys.modules, "liger_kernel.ops.attn_res", mod)
-        yield mod
-    finally:
-        for name in set(sys.modules) - before:
-            if name.startswith("liger_kernel."):
-                del sys.modules[name]
+    spec.loader.exec_module(mod)
+    assert type(mod._attn_res_fwd_kernel).__name__ == "InterpretedFunction"
+    sys.modules["liger_kernel.ops.attn_res"] = mod
+    return mod
 
 
-@pytest.mark.parametrize(
-    "n, extra", [(3, False), (9, False), (4, True)], ids=["full-n3", "full-n9", "block-n4"]
-)
-def test_the_liger_backend_equals_andreas_op_under_tritons_cpu_interpreter(
-    n, extra, liger_interpreted
-):
+def liger_parity(n: int, extra: bool) -> None:
     """The seam's `liger` branch (the sources stacked, Block's partial sum last; query, key
     weight, eps) with liger's forward and backward kernels, fp32, against andrea's op in fp64 on
     the same values: fp32 round-off. Three tokens: the interpreter runs each token's program
@@ -471,6 +453,31 @@ def test_the_liger_backend_equals_andreas_op_under_tritons_cpu_interpreter(
         grads(ours, [*srcs64, q64, w64], torch.float32),
     ):
         assert_close(a, b, f"d{name}")
+
+
+def test_the_liger_backend_equals_andreas_op_under_tritons_cpu_interpreter():
+    """`liger_parity` for Full at 3 and 9 sources and Block at 4, in a process of its own
+    (`liger_interpreted` says why), started with TRITON_INTERPRET=1."""
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip(
+            "triton is not installed: liger-kernel's AttnRes is Triton kernels only "
+            "(liger_kernel/ops/attn_res.py), which Triton's CPU interpreter runs; "
+            "pip install --no-deps triton (a 286 MB wheel, 999 MB installed; not in the Makefile's "
+            "env). Its parity on CUDA: bench/gpu_check.sh"
+        )
+    package_dir("liger_kernel", "liger-kernel")  # skips when liger-kernel is not installed
+    import os
+    import subprocess
+
+    env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, __file__, "liger", *LIGER_CASES],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.split() == [f"{c}:ok" for c in LIGER_CASES]
 
 
 # ---- selection and refusal -------------------------------------------------------------------
@@ -531,3 +538,10 @@ def test_use_sets_every_depth_module_and_only_those():
     assert len(mods) == 5 and all(m.depth_backend == "compile" for m in mods)
     with torch.no_grad():  # inference: the two-phase path, andrea's own whatever the backend
         assert math.isfinite(model(torch.randint(0, 50, (1, 8))).sum().item())
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["liger"]:
+    liger_interpreted()
+    for name in sys.argv[2:]:
+        liger_parity(*LIGER_CASES[name])
+        print(f"{name}:ok", flush=True)
