@@ -25,7 +25,7 @@ import numpy as np
 
 from analysis.estimates.law_fits import withheld_interval
 from analysis.fits import law_registry
-from analysis.fits.laws import LawError, LawFit
+from analysis.fits.laws import LawError, LawFit, untrusted_frontier
 from analysis.report.arguments import common_parser
 from andrea.run.rundir import atomic_write_bytes, read_json
 from andrea.run.units import parse_compute, to_pflops_days
@@ -171,6 +171,8 @@ def predict_rows(fits: dict[str, LawFit], rows: list[dict]) -> list[dict]:
                 "note": note,
             }
             why = withheld_interval(r, "loss")
+            if f.law.inputs != ("compute",) and "compute" in X:  # an L(N, D) law's frontier
+                why = untrusted_frontier(f, r["compute_pflops_days"]) or why
             if why:
                 r["lo"] = r["hi"] = math.nan
                 r["note"] = "; ".join(n for n in (note, why) if n)
@@ -212,6 +214,8 @@ def main(argv=None) -> int:
             f"  {r['variant']:<24} C = {r['compute_pflops_days']:.4g} PF-days "
             f"({r['extrapolation']:.3g}x the data): loss {r['loss']:.4f}, {ci}"
         )
+        if "outside the sizes fitted" in r["note"]:  # untrusted_frontier's reason
+            print(f"      ! {r['note'].split('; ')[-1]}")
     print(f"Wrote {args.out}")
     return 0
 

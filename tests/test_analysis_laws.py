@@ -134,6 +134,38 @@ def test_chinchilla_as_a_law_answers_in_n_d_and_in_compute():
         f.predict({"unique_tokens": np.ones(1)})
 
 
+def test_a_frontier_outside_the_sizes_fitted_gives_no_multiplier():
+    """An L(N, D) law's compute-optimal loss is trusted only where its optimal N lies within
+    FRONTIER_SLACK of the sizes fitted (times the compute's own extrapolation); elsewhere the
+    multiplier is undefined with the reason, not a number read off the formula's extrapolation."""
+    from analysis.estimates.law_fits import law_multipliers
+    from analysis.fits.laws import FRONTIER_SLACK, optimal_log_loss, untrusted_frontier
+
+    E, A, a, B, b = TRUTH
+    L = E + A * N**-a + B * D**-b
+    base = fit_law(CHINCHILLA, "baseline", {"params": N, "tokens": D}, L, huber_delta=None)
+    var = fit_law(CHINCHILLA, "v", {"params": N, "tokens": D}, 0.98 * L, huber_delta=None)
+    c = float(np.sqrt(base.compute_min * base.compute_max))
+    n_opt = float(optimal_log_loss(base.law, base.theta, [c], 6.0)[1][0])
+    lo, hi = base.ranges["params"]
+    assert lo <= n_opt <= hi  # this design's frontier at C lies among its sizes
+    assert untrusted_frontier(base, c) is None
+    (row,) = law_multipliers({"baseline": base, "v": var}, "baseline", [c])
+    assert row["multiplier"] > 1 and "undefined" not in row
+    # the same fits, said to have seen only sizes far below that N
+    for f in (base, var):
+        f.ranges = {**f.ranges, "params": (lo / 1e4, hi / 1e4)}
+    why = untrusted_frontier(base, c)
+    assert why and "outside the sizes fitted" in why and f"{n_opt:.3g}" in why
+    (row,) = law_multipliers({"baseline": base, "v": var}, "baseline", [c])
+    assert np.isnan(row["multiplier"]) and "outside the sizes fitted" in row["undefined"]
+    # the bound: FRONTIER_SLACK times the largest size (C within the data: no extra allowance)
+    base.ranges["params"] = (lo, n_opt / FRONTIER_SLACK * 1.01)
+    assert untrusted_frontier(base, c) is None
+    base.ranges["params"] = (lo, n_opt / FRONTIER_SLACK / 1.01)
+    assert untrusted_frontier(base, c) is not None
+
+
 def test_farseer_reduces_to_its_formula():
     th = np.array([2.0, -0.2, 0.3, 1.5, 0.1, 4.0, 0.5, -0.05, -1.2])
     s, q, S, B, b, Q, A_, a, E = th

@@ -31,7 +31,7 @@ from analysis.estimates.multiplier import multiplier_at
 from analysis.fits import law_registry
 from analysis.fits.bootstrap import percentile_ci
 from analysis.fits.law_forms import IRREDUCIBLE, POWER, from_power_fit
-from analysis.fits.laws import COMPUTE, Law, LawError, LawFit, fit_law
+from analysis.fits.laws import COMPUTE, Law, LawError, LawFit, fit_law, untrusted_frontier
 from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
 from analysis.inputs.collect import Run
 from andrea.run.units import parse_compute
@@ -309,21 +309,40 @@ def at_compute_lines(rows: list[dict], c_ref_rows: list[dict], law: str) -> list
             f"{r['compute_pflops_days']:.4g} PFLOP/s-days, {r['extrapolation']:.3g}x past "
             f"the data{ref_txt}"
         )
-        if r.get("withheld"):
+        if r.get("undefined"):
+            out.append(f"      ! undefined: {r['undefined']}")
+        elif r.get("withheld"):
             out.append(f"      ! {r['withheld']}")
     return out
 
 
 def law_multipliers(lf: dict[str, LawFit], baseline: str, computes) -> list[dict]:
+    """`multiplier` of each variant at each compute; undefined (nan, with the reason in
+    "undefined") where a compute-optimal frontier it reads lies outside the sizes fitted
+    (`untrusted_frontier`: the variant's at C, the baseline's at M·C) or never reaches the
+    variant's loss."""
     base = lf.get(baseline)
     if base is None:
         return []
-    return [
-        multiplier(base, f, c)
-        for label, f in sorted(lf.items())
-        if label != baseline
-        for c in computes
-    ]
+    rows = []
+    for label, f in sorted(lf.items()):
+        if label == baseline:
+            continue
+        for c in computes:
+            row = multiplier(base, f, c)
+            m = row["multiplier"]
+            why = untrusted_frontier(f, c) or (
+                untrusted_frontier(base, m * c) if math.isfinite(m) else None
+            )
+            if why is None and not math.isfinite(m):
+                why = (
+                    f"{baseline}'s compute-optimal loss under {f.name} does not fall steadily "
+                    f"to {label}'s over the computes searched (1e-12 to 1e12 times the data's)"
+                )
+            if why:
+                row.update(multiplier=math.nan, ci=[math.nan, math.nan], undefined=why)
+            rows.append(row)
+    return rows
 
 
 def withheld_interval(row: dict, quantity: str) -> str | None:
@@ -455,8 +474,15 @@ def chosen_law(
             lines += [
                 f"    {m['variant']:<24} {_fmt(m['multiplier'], *m['ci']):>22}  at C_ref = "
                 f"{m['compute_pflops_days']:.4g}"
+                + (f"  (undefined: {m['undefined']})" if m.get("undefined") else "")
                 for m in mults
             ]
+            if any("outside the sizes fitted" in m.get("undefined", "") for m in mults):
+                lines.append(
+                    f"    ({chosen}'s losses at the runs' own sizes are what it was fitted and "
+                    f"backtested on; the C-law's table above gives the multiplier from the runs' "
+                    f"compute directly)"
+                )
         rows = law_multipliers(lf, args.baseline, computes)
     for r in rows:
         r["withheld"] = withheld_interval(r, "multiplier")

@@ -272,6 +272,32 @@ def optimal_log_loss(law: Law, theta, compute, k: float, span: float = 1e6):
     return best, (n_best if th.ndim == 1 else None)
 
 
+# An L(N, D) law's compute-optimal loss is the law read at the N that minimises it. Fitted on a few
+# sizes, a law can put that N far from every size it saw (Farseer on the CPU demo: N* = 1.1e10 at
+# C_ref, ~1e4x its largest size, where it predicts a loss of 0.003 nats): there the frontier is the
+# formula extrapolated in N, not anything the runs measured. It is trusted up to this factor
+# outside the sizes fitted, times how far the compute itself lies past the data.
+FRONTIER_SLACK = 4.0
+
+
+def untrusted_frontier(fit: LawFit, compute: float) -> str | None:
+    """Why the law's compute-optimal loss at `compute` (PFLOP/s-days) is not an answer (its
+    optimal N lies outside the sizes fitted: FRONTIER_SLACK), or None (also for a C law)."""
+    lo_hi = fit.ranges.get("params")
+    if fit.law.inputs == COMPUTE or not lo_hi or not fit.flops_per_param_token:
+        return None
+    _, n_opt = optimal_log_loss(fit.law, fit.theta, [compute], fit.flops_per_param_token)
+    n, (lo, hi) = float(n_opt[0]), lo_hi
+    past = max(1.0, compute / fit.compute_max)
+    if math.isfinite(n) and lo / FRONTIER_SLACK <= n <= hi * FRONTIER_SLACK * past:
+        return None
+    return (
+        f"{fit.label}'s compute-optimal N at {compute:.4g} PFLOP/s-days is {n:.3g} params, "
+        f"{max(n / hi, lo / n):.3g}x outside the sizes fitted ({lo:.3g}-{hi:.3g}): there the "
+        f"frontier is {fit.name}'s formula extrapolated in N, not the runs"
+    )
+
+
 def log_loss_curve(fit: LawFit, theta, compute) -> np.ndarray:
     """log of the loss the law reaches at each compute (the compute-optimal one for an L(N, D)
     law): [n] for theta [k], [B, n] for theta [B, k]."""
