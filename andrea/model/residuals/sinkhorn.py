@@ -9,11 +9,13 @@ of y_{k-1} along dim_k) its backward is
 
 and the output M = exp(y_{2 t_max}) starts it with dy = dM * M. `sinkhorn` is the plain loop
 (autograd records its 2 t_max logsumexps and keeps every iterate; the reference).
-`sinkhorn_knopp` runs the same iteration with the n x n matrices laid out [n, n, tokens] and
-that backward by hand. With `recompute` it keeps only the logits (and its output, which the
-caller keeps anyway) and rebuilds the iterates in the backward without autograd (mHC Sec. 4.3.2
-recomputes its kernels' intermediates likewise); without, it keeps the iterates. Both modes run
-the same operations on the same values, so their gradients are bit-identical.
+`sinkhorn_knopp` runs the same iteration (equal to rounding) with the n x n matrices laid out
+[n, n, tokens], keeps the P_k and runs that backward by hand. With `recompute` it keeps only the
+logits (and its output, which the caller keeps anyway) and rebuilds the P_k in the backward
+without autograd (mHC Sec. 4.3.2 recomputes its kernels' intermediates likewise): one more
+forward of it, where replaying it through torch.utils.checkpoint cost a forward and autograd's
+backward of 2 t_max logsumexps. Both modes run the same operations on the same values, so their
+gradients are bit-identical.
 """
 
 from __future__ import annotations
@@ -46,23 +48,32 @@ def _trailing(y: Tensor, shape: torch.Size) -> Tensor:
     return y.permute(2, 0, 1).reshape(shape)
 
 
-def _iterates(logits: Tensor, iters: int) -> list[Tensor]:
-    """y_1 .. y_{2 iters} in the [n, n, N] layout: columns (dim 0) then rows (dim 1)."""
-    ys, y = [], _leading(logits)
+def _normalised(logits: Tensor, iters: int, keep: bool) -> list[Tensor]:
+    """Sinkhorn-Knopp in the [n, n, N] layout: P_k = exp(y_k) for every half-round k if `keep`,
+    else only the last (M). Each half-round is y - logsumexp(y) spelled out, 6 operations: the
+    tensors are small, so time goes per operation, and P_k = e / s reuses the exponentials."""
+    y, Ps = _leading(logits), []
     for k in range(2 * iters):
-        y = y - torch.logsumexp(y, dim=k % 2, keepdim=True)
-        ys.append(y)
-    return ys
+        dim = k % 2  # columns (0) first, then rows (1)
+        z = y - y.amax(dim, keepdim=True)
+        e = z.exp()
+        s = e.sum(dim, keepdim=True)
+        last = k == 2 * iters - 1
+        if keep or last:
+            Ps.append(e.div_(s))
+        if not last:
+            y = z.sub_(s.log_())
+    return Ps
 
 
 class _SinkhornKnopp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits: Tensor, iters: int, recompute: bool) -> Tensor:
-        ys = _iterates(logits, iters)
-        M = _trailing(ys[-1].exp(), logits.shape)
+        Ps = _normalised(logits, iters, keep=not recompute)
+        M = _trailing(Ps[-1], logits.shape)
         ctx.iters, ctx.recompute = iters, recompute
-        # the output M (kept downstream anyway) and the iterates, or only the logits
-        ctx.save_for_backward(M, *([logits] if recompute else ys[:-1]))
+        # the output M (kept downstream anyway) and P_1 .. P_{2 iters - 1}, or the logits only
+        ctx.save_for_backward(M, *([logits] if recompute else Ps[:-1]))
         return M
 
     @staticmethod
@@ -71,13 +82,13 @@ class _SinkhornKnopp(torch.autograd.Function):
         M, *saved = ctx.saved_tensors
         # the forward's dtype (fp32 or fp64 coefficients), whatever autocast is active
         with torch.autocast(device_type=dM.device.type, enabled=False):
-            ys = _iterates(saved[0], ctx.iters)[:-1] if ctx.recompute else saved
-            P = _leading(M)
-            g = _leading(dM) * P
+            if ctx.recompute:  # the forward's own operations on the same logits: bit-identical
+                Ps = _normalised(saved[0], ctx.iters, keep=True)
+            else:
+                Ps = [*saved, _leading(M)]
+            g = _leading(dM) * Ps[-1]
             for k in reversed(range(2 * ctx.iters)):
-                if k < 2 * ctx.iters - 1:
-                    P = ys[k].exp()
-                g = g - P * g.sum(dim=k % 2, keepdim=True)
+                g = g.addcmul(Ps[k], g.sum(dim=k % 2, keepdim=True), value=-1)
         return _trailing(g, dM.shape), None, None
 
 
