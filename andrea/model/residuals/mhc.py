@@ -40,7 +40,8 @@ recomputed (mHC Sec. 4.3.2 discards the mHC kernels' intermediates and recompute
 backward without the sublayer f). `model.mhc_recompute` (default on; stream_recompute.py) keeps
 per sublayer only f's output and the small coefficients, and rebuilds the streams and
 Sinkhorn's iterates in the backward by the forward's own operations: the loss and every
-gradient are bit-identical to storing them.
+gradient are bit-identical to storing them. Sinkhorn-Knopp's backward is written by hand
+(sinkhorn.py), so rebuilding its iterates costs one forward of it, not an autograd replay.
 """
 
 from __future__ import annotations
@@ -58,10 +59,10 @@ from torch import Tensor
 
 from andrea.model.residuals.common import layer_rms
 from andrea.model.residuals.scheme import Scheme
+from andrea.model.residuals.sinkhorn import SINKHORN_ITERS, sinkhorn_knopp
 from andrea.model.residuals.stream_recompute import StreamTape, recomputed
 
 DEFAULT_STREAMS = 4  # n = 4 in every experiment of both papers (mHC Table 5)
-SINKHORN_ITERS = 20  # t_max, mHC Table 5
 GATE_INIT = 0.01  # gating factors a_pre, a_post, a_res at init, mHC Table 5
 RMS_EPS = 1e-6  # inside the RMS's square root: ROCm/aiter's mhc_torch reference (Eq. 15 has none)
 MAX_LITE_STREAMS = 6  # andrea's cap: mHC-lite scores n! permutations per token (720 at n = 6)
@@ -112,16 +113,6 @@ def permutation_matrices(n: int) -> Tensor:
     """[n!, n, n]: P_k[i, pi_k(i)] = 1, the identity first (itertools' order)."""
     perms = torch.tensor(list(itertools.permutations(range(n))), dtype=torch.long)
     return torch.eye(n)[perms]
-
-
-def sinkhorn(logits: Tensor, iters: int = SINKHORN_ITERS) -> Tensor:
-    """Sinkhorn-Knopp of exp(logits) over the last two dims (mHC Eq. 9, 19): `iters` rounds of
-    column then row normalisation, in the log domain. Rows sum to 1 up to rounding; columns to
-    the iteration's convergence."""
-    for _ in range(iters):
-        logits = logits - torch.logsumexp(logits, dim=-2, keepdim=True)  # T_c: columns
-        logits = logits - torch.logsumexp(logits, dim=-1, keepdim=True)  # T_r: rows
-    return logits.exp()
 
 
 class StreamMapping(nn.Module):
@@ -175,8 +166,12 @@ class StreamMapping(nn.Module):
             h_pre = torch.sigmoid(g[0] * pre + b_pre)
             h_post = 2 * torch.sigmoid(g[1] * post + b_post)
             logits = g[2] * res + b_res
-            h_res = recomputed(self.h_res, logits) if recompute else self.h_res(logits)
+            h_res = self.h_res_recomputed(logits) if recompute else self.h_res(logits)
         return h_pre, h_post, h_res
+
+    def h_res_recomputed(self, res: Tensor) -> Tensor:
+        """`h_res(res)`, keeping only its logits for the backward, which re-runs it."""
+        return recomputed(self.h_res, res)
 
 
 class MHCMapping(StreamMapping):
@@ -196,11 +191,16 @@ class MHCMapping(StreamMapping):
         else:
             res.view(self.n, self.n).fill_diagonal_(0.0)
 
-    def h_res(self, res: Tensor) -> Tensor:
+    def h_res(self, res: Tensor, recompute: bool = False) -> Tensor:
         n = self.n
         if self.lite:
             return (torch.softmax(res, dim=-1) @ self.perms.to(res.dtype)).unflatten(-1, (n, n))
-        return sinkhorn(res.unflatten(-1, (n, n)))
+        return sinkhorn_knopp(res.unflatten(-1, (n, n)), recompute)
+
+    def h_res_recomputed(self, res: Tensor) -> Tensor:
+        """mHC: Sinkhorn-Knopp's own backward rebuilds its iterates from the logits (no
+        autograd replay, sinkhorn.py); mHC-lite re-runs its softmax."""
+        return super().h_res_recomputed(res) if self.lite else self.h_res(res, recompute=True)
 
 
 def mhc_mappings(cfg) -> nn.ModuleList:

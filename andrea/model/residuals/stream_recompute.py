@@ -13,7 +13,9 @@ recomputes them in the backward by re-running the mixing alone, without the subl
   once the backward has gone below it. At that point the logits and their gradient, the largest
   tensors of a step, have been freed, so the rebuilt streams do not raise the step's peak.
 - H_res: `recomputed(fn, logits)` (torch.utils.checkpoint, non-reentrant) keeps only the logits
-  and re-runs fn in the backward; for mHC that drops Sinkhorn-Knopp's 2·t_max saved iterates.
+  and re-runs fn in the backward (mHC-lite, KromHC). mHC's Sinkhorn-Knopp does this itself
+  (sinkhorn.py): its hand-written backward rebuilds the 2·t_max iterates from the logits without
+  replaying an autograd graph.
 """
 
 from __future__ import annotations
