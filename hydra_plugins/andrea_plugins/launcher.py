@@ -326,7 +326,10 @@ class _AndreaLauncherMixin:
                 RunDir(run_dirs[i]).mark_queued(jobs[i].job_id, sched.name)
                 self._marked[i] = jobs[i].job_id
             log.info(
-                "submitted #%d as %s: %s",
+                "%s #%d as %s: %s",
+                "held back (submitted as earlier jobs end)"
+                if getattr(_handle(jobs[i]), "held", False)
+                else "submitted",
                 initial_job_idx + i,
                 jobs[i].job_id,
                 " ".join(filter_overrides(job_overrides[i])),
