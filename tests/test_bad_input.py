@@ -1040,7 +1040,7 @@ def test_a_ray_address_where_nothing_listens_is_refused_in_a_bounded_time(monkey
         assert ray.live_jobs([f"andrea-0123@ray://127.0.0.1:{port}"]) == {}
 
 
-def test_ray_jobs_in_flight_are_capped_by_what_the_cluster_can_start():
+def test_ray_jobs_in_flight_are_capped_by_what_the_cluster_can_start(tmp_path, monkeypatch):
     """hydra.launcher.max_in_flight: as given (an integer >= 1, else one ConfigError line),
     else derived from the cluster's resources (GPUs // gpus_per_task for GPU jobs, CPUs //
     cpus_per_task otherwise, at least 1), else the stated fallback; a job held back by a live
@@ -1080,6 +1080,33 @@ def test_ray_jobs_in_flight_are_capped_by_what_the_cluster_can_start():
     text = ray.detached_text([job.job_id, "andrea-00ff@http://127.0.0.1:9"], "runs")
     assert "ray job stop andrea-00ff --address" in text and "held-by" not in text
     assert "1 more job(s) were held back by this sweep" in text and "NOT in Ray" in text
+
+    # the throttle, against a stand-in for Ray's job client: 3 jobs, cap 1; each poll submits a
+    # held job once the one in Ray has ended, and its id becomes Ray's
+    in_ray: dict[str, str] = {}
+
+    class Client:
+        def submit_job(self, submission_id, **request):
+            in_ray[submission_id] = "PENDING"
+
+    def statuses(address):
+        return dict(in_ray)
+
+    monkeypatch.setattr(ray, "client", lambda address: Client())
+    monkeypatch.setattr(ray, "_statuses", statuses)
+    monkeypatch.setattr(ray, "_THROTTLES", {})
+    jobs = ray.submit(
+        print, [()] * 3, {"address": "a", "max_in_flight": 1, "submitit_folder": tmp_path}
+    )
+    assert [j.held for j in jobs] == [False, True, True] and len(in_ray) == 1
+    for n in (2, 3):
+        ray.refresh(jobs)  # the one in Ray still pending: nothing more submitted
+        assert len(in_ray) == n - 1
+        in_ray[jobs[n - 2].submission_id] = "SUCCEEDED"
+        ray.refresh(jobs)
+        assert len(in_ray) == n and not jobs[n - 1].held
+        assert jobs[n - 1].job_id == f"{jobs[n - 1].submission_id}@a"
+        assert sum(s in ray.LIVE for s in in_ray.values()) == 1
 
 
 def test_a_single_run_refuses_a_launcher_its_config_file_asks_for(tmp_path, capsys):
