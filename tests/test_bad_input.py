@@ -967,6 +967,17 @@ UNREACHABLE_RAY = ["hydra/launcher=ray", "hydra.launcher.address=http://127.0.0.
             ["model=baseline", "size=tiny-1", "launch.pack=2"],
             "launch.pack=2: the in-process launcher runs one run per job",
         ),
+        # refused before the address is asked (nothing listens there)
+        (
+            [
+                "-m",
+                "model=baseline",
+                "size=tiny-1",
+                *UNREACHABLE_RAY,
+                "hydra.launcher.max_in_flight=0",
+            ],
+            "hydra.launcher.max_in_flight=0: give an integer >= 1",
+        ),
         # an invalid job of a sweep: it printed the error line, then two more lines (its
         # overrides, its reason)
         (
@@ -975,7 +986,13 @@ UNREACHABLE_RAY = ["hydra/launcher=ray", "hydra.launcher.address=http://127.0.0.
             "model.block_size=9 does not fit",
         ),
     ],
-    ids=["ray_unreachable", "ray_without_-m", "pack_without_-m", "invalid_job_in_a_sweep"],
+    ids=[
+        "ray_unreachable",
+        "ray_without_-m",
+        "pack_without_-m",
+        "ray_max_in_flight_0",
+        "invalid_job_in_a_sweep",
+    ],
 )
 def test_a_bad_sweep_is_one_error_line_before_any_corpus_is_prepared(
     tmp_path, monkeypatch, capsys, argv, expect
@@ -1021,6 +1038,75 @@ def test_a_ray_address_where_nothing_listens_is_refused_in_a_bounded_time(monkey
                 assert f"127.0.0.1:{port}: " in message and "\n" not in message
         # a recorded job at a cluster that is gone holds nothing, known from the probe alone
         assert ray.live_jobs([f"andrea-0123@ray://127.0.0.1:{port}"]) == {}
+
+
+def test_ray_jobs_in_flight_are_capped_by_what_the_cluster_can_start(tmp_path, monkeypatch):
+    """hydra.launcher.max_in_flight: as given (an integer >= 1, else one ConfigError line),
+    else derived from the cluster's resources (GPUs // gpus_per_task for GPU jobs, CPUs //
+    cpus_per_task otherwise, at least 1), else the stated fallback; a job held back by a live
+    sweep process is held (a later launch must not submit it), one whose sweep ended is not."""
+    import os
+
+    from andrea.config.resolve import ConfigError
+    from andrea.launch import ray
+
+    two_cpus = {"CPU": 2.0, "GPU": 0.0}
+    assert ray.in_flight_cap(None, 1, 0, two_cpus) == (2, "the cluster's 2 CPUs // cpus_per_task=1")
+    assert ray.in_flight_cap(None, None, 0, {"CPU": 16.0, "GPU": 0.0})[0] == 16
+    assert ray.in_flight_cap(None, 3, 0, {"CPU": 16.0, "GPU": 0.0})[0] == 5
+    assert ray.in_flight_cap(None, 4, 0, two_cpus)[0] == 1  # a job bigger than the cluster
+    assert ray.in_flight_cap(None, 8, 2, {"CPU": 64.0, "GPU": 8.0}) == (
+        4,
+        "the cluster's 8 GPUs // gpus_per_task=2",
+    )
+    assert ray.in_flight_cap(3, 1, 0, two_cpus) == (3, "hydra.launcher.max_in_flight=3")
+    cap, why = ray.in_flight_cap(None, 1, 0, None, "no answer within 20 s")
+    assert cap == ray.FALLBACK_IN_FLIGHT and "no answer within 20 s" in why
+    for bad in (0, -1, "2", 1.5, True):
+        with pytest.raises(ConfigError) as refused:
+            ray.check({"address": "http://127.0.0.1:9", "max_in_flight": bad}, env={})
+        message = str(refused.value)
+        assert message.startswith(f"hydra.launcher.max_in_flight={bad}: give an integer >= 1")
+        assert "\n" not in message
+    ray.check_max_in_flight(None)
+    ray.check_max_in_flight(1)
+
+    # held back by this (live) process: held; by a process that ended: free (nothing in Ray)
+    job = ray.RayJob("http://127.0.0.1:9", "andrea-0123abcd", Path("x.call"), request={})
+    assert job.held and ray.state(job) == "HELD" and "+held-by-" in job.job_id
+    assert ray.live_jobs([job.job_id]) == {job.job_id: "HELD"}
+    dead = job.job_id.replace(f"-by-{os.getpid()}-", "-by-999999999-")
+    assert ray.live_jobs([dead]) == {}
+    text = ray.detached_text([job.job_id, "andrea-00ff@http://127.0.0.1:9"], "runs")
+    assert "ray job stop andrea-00ff --address" in text and "held-by" not in text
+    assert "1 more job(s) were held back by this sweep" in text and "NOT in Ray" in text
+
+    # the throttle, against a stand-in for Ray's job client: 3 jobs, cap 1; each poll submits a
+    # held job once the one in Ray has ended, and its id becomes Ray's
+    in_ray: dict[str, str] = {}
+
+    class Client:
+        def submit_job(self, submission_id, **request):
+            in_ray[submission_id] = "PENDING"
+
+    def statuses(address):
+        return dict(in_ray)
+
+    monkeypatch.setattr(ray, "client", lambda address: Client())
+    monkeypatch.setattr(ray, "_statuses", statuses)
+    monkeypatch.setattr(ray, "_THROTTLES", {})
+    jobs = ray.submit(
+        print, [()] * 3, {"address": "a", "max_in_flight": 1, "submitit_folder": tmp_path}
+    )
+    assert [j.held for j in jobs] == [False, True, True] and len(in_ray) == 1
+    for n in (2, 3):
+        ray.refresh(jobs)  # the one in Ray still pending: nothing more submitted
+        assert len(in_ray) == n - 1
+        in_ray[jobs[n - 2].submission_id] = "SUCCEEDED"
+        ray.refresh(jobs)
+        assert len(in_ray) == n and not jobs[n - 1].held
+        assert jobs[n - 1].job_id == f"{jobs[n - 1].submission_id}@a"
+        assert sum(s in ray.LIVE for s in in_ray.values()) == 1
 
 
 def test_a_single_run_refuses_a_launcher_its_config_file_asks_for(tmp_path, capsys):

@@ -32,6 +32,8 @@ def ray(cluster, *extra):
 
 
 def test_a_ray_sweep_equals_the_in_process_one_packed_or_not(tmp_path, data_cache, ray_cluster):
+    from ray.job_submission import JobSubmissionClient
+
     for d in "abc":
         (tmp_path / d).mkdir()
     plan = sweep(tmp_path / "b", *GRID, *ray(ray_cluster), "launch.pack=2", "plan=true")
@@ -40,9 +42,22 @@ def test_a_ray_sweep_equals_the_in_process_one_packed_or_not(tmp_path, data_cach
 
     inproc = sweep(tmp_path / "a", *GRID)
     assert inproc.returncode == 0, inproc.stdout[-3000:] + inproc.stderr[-3000:]
-    alone = sweep(tmp_path / "b", *GRID, *ray(ray_cluster))
+    # one job in Ray at a time: the second is submitted once the first has ended
+    alone = sweep(tmp_path / "b", *GRID, *ray(ray_cluster, "hydra.launcher.max_in_flight=1"))
     assert alone.returncode == 0, alone.stdout[-3000:] + alone.stderr[-3000:]
     assert "submitted 2 job(s) to ray at" in alone.stdout and "jobs: 2 completed" in alone.stdout
+    assert "1 of them held back until earlier ones end" in alone.stdout
+    assert "at most 1 of the sweep's jobs in Ray at once (hydra.launcher.max_in_flight=1)" in (
+        alone.stdout
+    )
+    client = JobSubmissionClient(ray_cluster.address)
+    markers = [(r / ".queued").read_text() for r in (tmp_path / "b" / "runs").rglob("seed*")]
+    assert len(markers) == 2 and not any("held-by" in m for m in markers), markers
+    spans = sorted(  # Ray's own times: from its submission to its end
+        (info.start_time, info.end_time)
+        for info in (client.get_job_info(m.split('"job_id": "')[1].split("@")[0]) for m in markers)
+    )
+    assert spans[0][1] <= spans[1][0], f"two jobs in Ray at once: {spans}"
     # packed two runs per job, with a member that fails (an eval batch larger than the
     # validation split is only found when the run starts; 8 is the default, micro_batch_size)
     packed = sweep(
@@ -50,6 +65,11 @@ def test_a_ray_sweep_equals_the_in_process_one_packed_or_not(tmp_path, data_cach
     )
     assert packed.returncode == 1, packed.stdout[-3000:] + packed.stderr[-3000:]
     assert "submitted 4 run(s) in 2 job(s) to ray at" in packed.stdout
+    # unset: what the test cluster (2 CPUs, tests/ray_cluster.py) can start at once
+    assert (
+        "at most 2 of the sweep's jobs in Ray at once (the cluster's 2 CPUs // cpus_per_task=1)"
+        in (packed.stdout)
+    )
     assert "FAILED job andrea-" in packed.stdout and "ray job logs andrea-" in packed.stdout
     assert "2 of 4 runs completed" in packed.stdout
 
@@ -118,7 +138,7 @@ def test_ctrl_c_detaches_a_rerun_submits_nothing_twice_and_a_killed_job_resumes(
         )
         try:
             for line in proc.stdout:
-                if line.startswith("submitted 1 job(s) to ray"):
+                if line.startswith("submitted ") and " job(s) to ray" in line:
                     proc.send_signal(signal.SIGINT)
                     break
             _, err = proc.communicate(timeout=120)
@@ -127,9 +147,11 @@ def test_ctrl_c_detaches_a_rerun_submits_nothing_twice_and_a_killed_job_resumes(
         assert proc.returncode == 130, err[-2000:]
         return err
 
+    def queued_marker(seed: int) -> str:
+        return (next((tmp_path / "runs").rglob(f"seed{seed}*")) / ".queued").read_text()
+
     def queued_job(seed: int) -> str:
-        run = next((tmp_path / "runs").rglob(f"seed{seed}*"))
-        return (run / ".queued").read_text().split('"job_id": "')[1].split("@")[0]
+        return queued_marker(seed).split('"job_id": "')[1].split("@")[0]
 
     def stop(job: str) -> str:
         client.stop_job(job)
@@ -145,15 +167,23 @@ def test_ctrl_c_detaches_a_rerun_submits_nothing_twice_and_a_killed_job_resumes(
     # A job waiting in Ray's queue (it asks for more CPUs than the cluster's 2, so it stays
     # there however fast the machine is) holds its run: Ctrl-C detaches, a re-run submits nothing.
     # (Ray cannot stop a job it never placed; it waits until the cluster stops, on its own seed.)
-    waiting = ["hydra.launcher.cpus_per_task=4", "train.seed=1"]
-    err = submit_then_ctrl_c(*waiting)
+    # With one job in Ray at a time, the other run's job is held back by the sweep, never in
+    # Ray: the message says so, and once the sweep has stopped a re-run would submit it.
+    waiting = ["hydra.launcher.cpus_per_task=4", "hydra.launcher.max_in_flight=1"]
+    err = submit_then_ctrl_c(*waiting, "train.seed=1,2")
     assert "the Ray jobs keep running" in err and "ray job status andrea-" in err
     assert "ray job stop andrea-" in err and "dashboard" in err
-    again = sweep(tmp_path, *grid, *waiting)
+    assert "1 more job(s) were held back by this sweep" in err and "NOT in Ray" in err
+    in_ray, held = sorted((1, 2), key=lambda seed: "held-by" in queued_marker(seed))
+    assert "held-by" in queued_marker(held) and "held-by" not in queued_marker(in_ray)
+    plan = sweep(tmp_path, *grid, *waiting, "train.seed=1,2", "plan=true")
+    assert plan.returncode == 0, plan.stdout[-2000:] + plan.stderr[-2000:]
+    assert "1 queued or running under an earlier launch, 1 to run" in plan.stdout
+    again = sweep(tmp_path, *grid, *waiting, f"train.seed={in_ray}")
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
     assert "job(s) to ray" not in again.stdout
     assert "1 queued or running under an earlier launch" in again.stdout
-    assert str(client.get_job_status(queued_job(1))).rsplit(".", 1)[-1] == "PENDING"
+    assert str(client.get_job_status(queued_job(in_ray))).rsplit(".", 1)[-1] == "PENDING"
 
     # A job stopped after its first checkpoint (the worker killed mid-run) resumes from it.
     submit_then_ctrl_c()

@@ -35,9 +35,11 @@ class Scheduler:
     # check the launcher's parameters before anything is submitted (an unreachable address...)
     check: Callable[[Mapping[str, Any]], None]
     # submit `call(*args)` once per args tuple with these launcher parameters: job handles with
-    # `.job_id`, `.done()`, `.results()` (a list) and `.paths.stderr`
+    # `.job_id`, `.done()`, `.results()` (a list) and `.paths.stderr`; an engine may hold some
+    # back (`.held`, an id that says so) and submit them from `refresh`, which changes the id
     submit: Callable[[Callable, Sequence[tuple], Mapping[str, Any]], list]
-    # refresh the states of these job handles (one call to the scheduler for all of them)
+    # refresh the states of these job handles (one call to the scheduler for all of them), and
+    # submit those held back that now fit
     refresh: Callable[[Sequence[Any]], None]
     # a handle's state as last refreshed: PENDING, RUNNING, ... (upper case)
     state: Callable[[Any], str]

@@ -16,12 +16,24 @@ gpus_per_task > 1 runs that function under torchrun, one process per GPU: the sa
 path as a multi-task Slurm job (andrea/components/distributed.py).
 
 A recorded job id is `<submission id>@<address>`, so a later launch knows where to ask.
+
+At most `max_in_flight` of a sweep's jobs are in Ray at once (pending or running); andrea holds
+the others back and submits them from the launcher's wait loop (`refresh`) as earlier ones end.
+Ray fails a job whose supervisor has not started within RAY_JOB_START_TIMEOUT_SECONDS (900 s by
+default), so a sweep larger than the cluster, submitted whole, loses the jobs that queue longest.
+Unset, the cap is what the cluster can start at once: its CPUs // cpus_per_task (GPUs //
+gpus_per_task), read through Ray's State API (`ray.util.state.list_nodes`, which takes the same
+address forms as the job client), else FALLBACK_IN_FLIGHT. A run held back is recorded as
+`<submission id>+held-by-<pid>-on-<host>@<address>` (not in Ray): a later launch counts it as
+held while that sweep's process lives, and the marker takes the real id once it is submitted.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
+import socket
 import sys
 import uuid
 from dataclasses import dataclass, field
@@ -36,6 +48,12 @@ log = logging.getLogger(__name__)
 JOB_VAR = "ANDREA_RAY_JOB"  # set in each job's environment: its submission id
 LIVE = {"PENDING", "RUNNING"}
 ENDED = {"SUCCEEDED", "FAILED", "STOPPED"}
+HELD = "HELD"  # held back by andrea, not yet submitted to Ray
+# jobs in Ray at once when the cluster's resources cannot be read: a few queued jobs of a
+# tiny cluster still start well within Ray's 900 s, and a large one is not starved
+FALLBACK_IN_FLIGHT = 8
+SUBMIT_TRIES = 3  # a held job's submission that fails this many polls in a row fails the job
+_HELD_ID = re.compile(r"^(andrea-[0-9a-f]+)\+held-by-(\d+)-on-(.+)$")
 
 
 def client(address: str):
@@ -100,32 +118,96 @@ def _unreachable(address: str, why: str):
     )
 
 
-def _ask(address: str) -> str | None:
-    """Ray's job client at `address` lists the jobs within ANSWER_TIMEOUT_S: None, else why not
-    (its first line). In a daemon thread, so a server that never answers does not hold the
-    sweep; Ray's log lines while it tries (the client's warnings) are kept off the console."""
+def _bounded(fn, name: str) -> tuple[Any, str | None]:
+    """fn() within ANSWER_TIMEOUT_S: (its value, None), else (None, why not: the error's first
+    line). In a daemon thread, so a server that never answers does not hold the sweep; Ray's
+    log lines while it tries (the client's warnings) are kept off the console."""
     import threading
 
     answer: dict[str, Any] = {}
 
     def ask() -> None:
         try:
-            client(address).list_jobs()
-            answer["ok"] = True
+            answer["value"] = fn()
         except Exception as e:  # noqa: BLE001 -- ConnectionError, ValueError, RuntimeError ...
             answer["error"] = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
 
     # process-wide (ray.init resets the "ray" logger's level): this thread only waits meanwhile
     logging.disable(logging.WARNING)
     try:
-        thread = threading.Thread(target=ask, name="ray-address-check", daemon=True)
+        thread = threading.Thread(target=ask, name=name, daemon=True)
         thread.start()
         thread.join(ANSWER_TIMEOUT_S)
     finally:
         logging.disable(logging.NOTSET)
     if thread.is_alive():
-        return f"no answer within {ANSWER_TIMEOUT_S:g} s"
-    return None if answer.get("ok") else answer.get("error", "no answer")
+        return None, f"no answer within {ANSWER_TIMEOUT_S:g} s"
+    return answer.get("value"), None if "value" in answer else answer.get("error", "no answer")
+
+
+def _ask(address: str) -> str | None:
+    """Ray's job client at `address` lists the jobs within ANSWER_TIMEOUT_S: None, else why."""
+    return _bounded(lambda: client(address).list_jobs(), "ray-address-check")[1]
+
+
+def cluster_resources(address: str) -> tuple[dict[str, float] | None, str]:
+    """The CPUs and GPUs of the cluster's live nodes, summed (Ray's State API, within
+    ANSWER_TIMEOUT_S), and None with why not where they cannot be read."""
+
+    def read() -> dict[str, float]:
+        from ray.util.state import list_nodes
+
+        nodes = list_nodes(
+            address=None if address == "auto" else address,
+            filters=[("state", "=", "ALIVE")],
+            timeout=int(ANSWER_TIMEOUT_S),
+        )
+        total: dict[str, float] = {"CPU": 0.0, "GPU": 0.0}
+        for n in nodes:
+            for k in total:
+                total[k] += float((n.resources_total or {}).get(k, 0.0))
+        return total
+
+    total, why = _bounded(read, "ray-resources")
+    return total, why or ""
+
+
+def in_flight_cap(
+    asked: Any, cpus: Any, gpus: Any, resources: Mapping[str, float] | None, why_not: str = ""
+) -> tuple[int, str]:
+    """How many of a sweep's jobs may be in Ray at once, and why: `asked`
+    (hydra.launcher.max_in_flight) when given, else the jobs the cluster can start at once
+    (its GPUs // gpus_per_task for GPU jobs, else its CPUs // cpus_per_task; at least 1), else
+    FALLBACK_IN_FLIGHT where the resources are unknown (`why_not`)."""
+    if asked is not None:
+        return int(asked), f"hydra.launcher.max_in_flight={asked}"
+    if resources is None:
+        return FALLBACK_IN_FLIGHT, (
+            f"the cluster's resources could not be read ({why_not or 'unknown'}); "
+            "set hydra.launcher.max_in_flight"
+        )
+    gpus, cpus = int(gpus or 0), float(cpus or 1)
+    kind, have, each = (
+        ("GPU", resources.get("GPU", 0.0), gpus)
+        if gpus
+        else ("CPU", resources.get("CPU", 0.0), cpus)
+    )
+    n = max(1, int(have // each))
+    name = "gpus_per_task" if gpus else "cpus_per_task"
+    return n, f"the cluster's {have:g} {kind}s // {name}={each:g}"
+
+
+def check_max_in_flight(value: Any) -> None:
+    """hydra.launcher.max_in_flight is unset or an integer >= 1; ConfigError otherwise."""
+    from andrea.config.resolve import ConfigError
+
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(
+            f"hydra.launcher.max_in_flight={value}: give an integer >= 1 (the sweep's jobs in "
+            "Ray at once), or leave it unset for what the cluster can start"
+        )
 
 
 def check(params: Mapping[str, Any], env: Mapping[str, str] | None = None) -> None:
@@ -136,6 +218,7 @@ def check(params: Mapping[str, Any], env: Mapping[str, str] | None = None) -> No
     from andrea.config.resolve import ConfigError
 
     address = str(params.get("address", "auto"))
+    check_max_in_flight(params.get("max_in_flight"))
     if importlib.util.find_spec("ray") is None:
         raise ConfigError("hydra/launcher=ray needs Ray's Jobs API: pip install -e '.[ray]'")
     target = effective_address(address, os.environ if env is None else env)
@@ -159,19 +242,31 @@ class _Paths:
 
 @dataclass
 class RayJob:
-    """A submitted Ray job, with the handle a launcher waits on (as submitit's jobs)."""
+    """A Ray job of the sweep, with the handle a launcher waits on (as submitit's jobs); `held`
+    until andrea submits it (`_Throttle`)."""
 
     address: str
     submission_id: str
     call: Path
     status: str = "PENDING"
     paths: _Paths = field(init=False)
+    request: dict | None = None  # submit_job's arguments while held back
+    failures: int = 0  # failed submissions of a held job, in a row
 
     def __post_init__(self) -> None:
         self.paths = _Paths(f"`ray job logs {self.submission_id} --address {self.address}`")
+        if self.request is not None:
+            self.status = HELD
+
+    @property
+    def held(self) -> bool:
+        return self.request is not None
 
     @property
     def job_id(self) -> str:
+        if self.held:  # not in Ray: whose sweep holds it back (live_jobs asks if it lives)
+            holder = f"held-by-{os.getpid()}-on-{socket.gethostname()}"
+            return f"{self.submission_id}+{holder}@{self.address}"
         return f"{self.submission_id}@{self.address}"
 
     def done(self) -> bool:
@@ -186,13 +281,72 @@ class RayJob:
                 f"result; its log: {self.paths.stderr}"
             ) from e
 
+    def submit(self) -> None:
+        """Hand the held job to Ray; a failure is retried at the next poll, SUBMIT_TRIES times."""
+        assert self.request is not None
+        try:
+            client(self.address).submit_job(**self.request)
+        except Exception as e:  # noqa: BLE001 -- a dashboard hiccup, or a job Ray refuses
+            if "already exists" not in str(e):  # an earlier try that Ray took after all
+                self.failures += 1
+                log.warning("submitting Ray job %s failed: %s", self.submission_id, e)
+                if self.failures >= SUBMIT_TRIES:
+                    self.request, self.status = None, "FAILED"
+                    self.paths.stderr = f"its submission to Ray failed {SUBMIT_TRIES} times: {e}"
+                return
+        self.request, self.status = None, "PENDING"
+
+
+@dataclass
+class _Throttle:
+    """A process's jobs at one address, in submission order: at most `cap` in Ray at once."""
+
+    cap: int
+    jobs: list[RayJob] = field(default_factory=list)
+
+    def release(self) -> None:
+        in_ray = sum(1 for j in self.jobs if not j.held and not j.done())
+        for j in self.jobs:
+            if in_ray >= self.cap:
+                return
+            if j.held:
+                j.submit()
+                in_ray += not j.held and not j.done()
+
+
+_THROTTLES: dict[str, _Throttle] = {}  # address -> this process's jobs there
+
+
+def _throttle(address: str, params: Mapping[str, Any]) -> _Throttle:
+    """The address's throttle, its cap the least any submission asked for (a resource group of
+    bigger jobs lowers it); printed when it is set or changes."""
+    asked = params.get("max_in_flight")
+    check_max_in_flight(asked)
+    resources, why_not = (None, "")
+    if asked is None:
+        resources, why_not = cluster_resources(address)
+    cap, why = in_flight_cap(
+        asked, params.get("cpus_per_task"), params.get("gpus_per_task"), resources, why_not
+    )
+    t = _THROTTLES.get(address)
+    if t is None or cap < t.cap:
+        print(
+            f"ray: at most {cap} of the sweep's jobs in Ray at once ({why}); the others are "
+            "submitted as earlier ones end",
+            flush=True,
+        )
+    if t is None:
+        t = _THROTTLES[address] = _Throttle(cap)
+    t.cap = min(t.cap, cap)
+    return t
+
 
 def submit(fn, args: Sequence[tuple], params: Mapping[str, Any]) -> list[RayJob]:
     address = str(params.get("address", "auto"))
     gpus = int(params.get("gpus_per_task") or 0)
     cpus = params.get("cpus_per_task")
     folder = Path(str(params["submitit_folder"]).replace("%j", "ray"))
-    c = client(address)
+    throttle = _throttle(address, params)
     jobs = []
     for a in args:
         sid = f"andrea-{uuid.uuid4().hex[:12]}"
@@ -207,14 +361,22 @@ def submit(fn, args: Sequence[tuple], params: Mapping[str, Any]) -> list[RayJob]
                 "-m",
                 "andrea.launch.calls",
             ]
-        c.submit_job(
+        request = dict(
             entrypoint=" ".join(map(_quote, runner)),
             submission_id=sid,
             entrypoint_num_cpus=float(cpus) if cpus else None,
             entrypoint_num_gpus=float(gpus) if gpus else None,
             runtime_env={"env_vars": {JOB_VAR: sid}},
         )
-        jobs.append(RayJob(address, sid, call))
+        jobs.append(RayJob(address, sid, call, request=request))
+    throttle.jobs += jobs
+    in_ray = sum(1 for j in throttle.jobs if not j.held and not j.done())
+    for j in jobs:  # the first ones now, with Ray's own error if it refuses them
+        if in_ray >= throttle.cap:
+            break
+        client(address).submit_job(**j.request)
+        j.request, j.status = None, "PENDING"
+        in_ray += 1
     return jobs
 
 
@@ -233,7 +395,8 @@ def _statuses(address: str) -> dict[str, str]:
 
 
 def refresh(jobs: Sequence[RayJob]) -> None:
-    """One list_jobs call per address for all the sweep's jobs."""
+    """One list_jobs call per address for all the sweep's jobs; then held jobs are submitted
+    as far as the cap allows."""
     jobs = [j for j in jobs if isinstance(j, RayJob)]
     for address in {j.address for j in jobs}:
         try:
@@ -244,21 +407,48 @@ def refresh(jobs: Sequence[RayJob]) -> None:
         for j in jobs:
             if j.address == address and j.submission_id in states:
                 j.status = states[j.submission_id]
+    for t in {id(t): t for t in (_THROTTLES.get(j.address) for j in jobs) if t}.values():
+        t.release()  # held jobs into the places that ended
 
 
-def state(job: RayJob) -> str:
+def state(job: RayJob) -> str:  # HELD: not yet submitted
     return {"SUCCEEDED": "COMPLETED"}.get(job.status, job.status)
 
 
+def _held(sid: str) -> tuple[str, int, str] | None:
+    """(submission id, pid, host) of a held job's recorded id (`RayJob.job_id`), else None."""
+    m = _HELD_ID.match(sid)
+    return (m.group(1), int(m.group(2)), m.group(3)) if m else None
+
+
+def _alive(pid: int, host: str) -> bool:
+    """The sweep process that holds a job back still lives: asked of this machine's kernel;
+    one on another machine cannot be asked, so its held runs count as free (the run's lock,
+    RunDir.exclusive, still keeps two trainers off one run)."""
+    if host != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def live_jobs(job_ids: Iterable[str]) -> dict[str, str]:
-    """Of recorded `<submission id>@<address>` ids, those Ray still holds (pending or running);
-    {} for an address that does not answer (nothing known queued)."""
+    """Of recorded `<submission id>@<address>` ids, those Ray still holds (pending or running),
+    and those a live sweep process still holds back (HELD); {} for an address that does not
+    answer (nothing known queued), but for the held ones."""
     by_address: dict[str, list[str]] = {}
+    live = {}
     for j in job_ids:
         sid, at, address = str(j).partition("@")
-        if at and sid.startswith("andrea-"):
+        held = _held(sid)
+        if held and _alive(held[1], held[2]):
+            live[str(j)] = HELD
+        elif at and sid.startswith("andrea-"):
             by_address.setdefault(address, []).append(str(j))
-    live = {}
     for address, ids in by_address.items():
         if _nothing_listens(effective_address(address, os.environ)):
             continue  # a cluster that is gone holds nothing (and Ray's client would wait ~30 s)
@@ -267,18 +457,21 @@ def live_jobs(job_ids: Iterable[str]) -> dict[str, str]:
         except Exception as e:  # noqa: BLE001
             log.debug("ray list_jobs at %s failed: %s", address, e)
             continue
-        live.update(
-            {j: states[j.split("@")[0]] for j in ids if states.get(j.split("@")[0]) in LIVE}
-        )
+        for j in ids:  # a held id whose sweep ended may have been submitted just before
+            sid = _held(j.split("@")[0])
+            state = states.get(sid[0] if sid else j.split("@")[0])
+            if state in LIVE:
+                live[j] = state
     return live
 
 
 def detached_text(job_ids: Sequence[str], sweep_dir: str) -> str:
-    ids = sorted({str(j).split("@")[0] for j in job_ids})
+    held = [h for h in (_held(str(j).split("@")[0]) for j in job_ids) if h]
+    ids = sorted({str(j).split("@")[0] for j in job_ids if not _held(str(j).split("@")[0])})
     addresses = sorted({str(j).partition("@")[2] for j in job_ids}) or ["auto"]
     at = f" --address {addresses[0]}" if addresses[0] != "auto" else ""
     one = ids[0] if ids else "ID"
-    return (
+    text = (
         f"the Ray jobs keep running on the cluster; watch them with `ray job list{at}`, "
         f"`ray job status {one}{at}` or the Ray dashboard (port 8265), and stop them with "
         f"`ray job stop {' '.join(ids) or 'ID'}{at}` (one id each), or read their runs' "
@@ -286,6 +479,22 @@ def detached_text(job_ids: Sequence[str], sweep_dir: str) -> str:
         "completed and submits none that a job still holds; add wait=true to wait there "
         "until they end."
     )
+    if not held:
+        return text
+    mine = sum(1 for _, pid, host in held if pid == os.getpid() and host == socket.gethostname())
+    others = len(held) - mine
+    if mine:
+        text += (
+            f" {mine} more job(s) were held back by this sweep (max_in_flight) and are NOT in "
+            "Ray: nothing runs them now; re-running the same command submits them."
+        )
+    if others:
+        text += (
+            f" {others} more job(s) are held back by the sweep that launched them (not yet in "
+            "Ray): it submits them as its earlier jobs end; if it stopped, re-running the same "
+            "command submits them."
+        )
+    return text
 
 
 def in_job(env: Mapping[str, str]) -> bool:

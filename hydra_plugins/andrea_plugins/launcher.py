@@ -10,6 +10,7 @@ seam); what a long sweep needs is here, once for all engines:
   cluster's jobs (andrea/launch/interrupts.py), and says how to follow them.
 """
 
+import contextlib
 import json
 import logging
 import time
@@ -59,6 +60,9 @@ class AndreaRayConf(BaseQueueConf):
     address: str = "auto"
     cpus_per_task: Optional[int] = 1
     gpus_per_task: int = 0  # >1: one process per GPU through torchrun (DDP/FSDP)
+    # the sweep's jobs in Ray at once; the rest are submitted as those end (unset: what the
+    # cluster can start at once, andrea/launch/ray.py)
+    max_in_flight: Optional[int] = None
     poll_s: float = POLL_S
 
 
@@ -93,14 +97,19 @@ def wait_for_jobs(
     overall: Callable[[], str] = lambda: "",
     *,
     engine,
+    refreshed: Callable[[], None] = lambda: None,
+    holding: Callable[[], Any] = contextlib.nullcontext,
 ) -> None:
     """Print the jobs' states whenever they change, asking their engine (its `refresh` and
     `state`) once every `poll_s`, until all jobs are done. A state is at most one poll old: each
-    poll asks afresh."""
+    poll asks afresh. An engine's refresh may submit jobs it held back: `refreshed` then records
+    them, both under `holding` (a stop waits until they are recorded)."""
     sched = _Engine(engine)
     last = None
     while True:
-        sched.refresh(jobs)
+        with holding():
+            sched.refresh(jobs)
+            refreshed()
         states = Counter(_job_status(sched, j, d) for j, d in zip(jobs, run_dirs))
         if states != last:
             summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(states.items()))
@@ -227,6 +236,7 @@ class _AndreaLauncherMixin:
         self.composed = {}  # not needed in the jobs: keep their pickles lean
         self.packs = {}
         jobs: List[Any] = [None] * len(job_overrides)
+        self._marked: Dict[int, str] = {}  # the job id each run's directory records
         n_jobs = 0
         # SIGINT and SIGTERM stop the watching from here on, at any moment (interrupts.py); the
         # same handler as the waiting, so no gap between submitting and the first poll
@@ -252,9 +262,12 @@ class _AndreaLauncherMixin:
                     else " Ctrl-C stops the local jobs too; the same command later resumes them."
                 )
                 runs = f"{len(jobs)} run(s) in " if n_jobs != len(jobs) else ""
+                handles = {id(h): h for h in map(_handle, jobs)}.values()
+                held = sum(bool(getattr(h, "held", False)) for h in handles)
+                later = f", {held} of them held back until earlier ones end" if held else ""
                 print(
                     f"submitted {runs}{n_jobs} job(s) to {sched.label(params_of[key])} in "
-                    f"{len(groups)} array(s); logs under {sweep_dir}/.submitit/.{detach}",
+                    f"{len(groups)} array(s){later}; logs under {sweep_dir}/.submitit/.{detach}",
                     flush=True,
                 )
                 # overall progress in the state lines: the jobs' training FLOPs (set by the sweeper)
@@ -269,6 +282,8 @@ class _AndreaLauncherMixin:
                     float(self.config.hydra.launcher.get("poll_s", POLL_S)),
                     overall=lambda: self._overall(jobs),
                     engine=sched,
+                    refreshed=lambda: self._mark(sched, jobs, run_dirs),
+                    holding=guard.holding,
                 )
             except KeyboardInterrupt as e:
                 self._detach([j for j in jobs if j is not None], e)
@@ -309,14 +324,27 @@ class _AndreaLauncherMixin:
         for i in members:
             if sched.outlives_the_sweep:
                 RunDir(run_dirs[i]).mark_queued(jobs[i].job_id, sched.name)
+                self._marked[i] = jobs[i].job_id
             log.info(
-                "submitted #%d as %s: %s",
+                "%s #%d as %s: %s",
+                "held back (submitted as earlier jobs end)"
+                if getattr(_handle(jobs[i]), "held", False)
+                else "submitted",
                 initial_job_idx + i,
                 jobs[i].job_id,
                 " ".join(filter_overrides(job_overrides[i])),
             )
         return n_jobs
-        return [self._result(job, job_overrides[i]) for i, job in enumerate(jobs)]
+
+    def _mark(self, sched, jobs: List[Any], run_dirs: List[Path]) -> None:
+        """Record a job's new id in its run's directory: a job the engine held back (its id
+        says so) that it has now submitted."""
+        from andrea.run.rundir import RunDir
+
+        for i, job in enumerate(jobs):
+            if i in self._marked and self._marked[i] != job.job_id:
+                RunDir(run_dirs[i]).mark_queued(job.job_id, sched.name)
+                self._marked[i] = job.job_id
 
     def _overall(self, jobs: List[Any]) -> str:
         """' (2 of 4 done, about 6 minutes left)' once a job has ended: the FLOPs of the ended
