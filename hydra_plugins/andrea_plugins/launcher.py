@@ -283,7 +283,13 @@ class _AndreaLauncherMixin:
                     overall=lambda: self._overall(jobs),
                     engine=sched,
                     refreshed=lambda: self._mark(sched, jobs, run_dirs),
-                    holding=guard.holding,
+                    # a stop waits only while the engine may still submit held-back jobs: a
+                    # poll with nothing to submit stays interruptible at once
+                    holding=lambda: (
+                        guard.holding()
+                        if any(getattr(_handle(j), "held", False) for j in jobs if j is not None)
+                        else contextlib.nullcontext()
+                    ),
                 )
             except KeyboardInterrupt as e:
                 self._detach([j for j in jobs if j is not None], e)
