@@ -281,12 +281,15 @@ class RayJob:
                 f"result; its log: {self.paths.stderr}"
             ) from e
 
-    def submit(self) -> None:
-        """Hand the held job to Ray; a failure is retried at the next poll, SUBMIT_TRIES times."""
+    def submit(self, retry: bool = True) -> None:
+        """Hand the held job to Ray; a failure is retried at the next poll, SUBMIT_TRIES times
+        (`retry`), or raised (a sweep's first submissions: Ray's own error, before any wait)."""
         assert self.request is not None
         try:
             client(self.address).submit_job(**self.request)
         except Exception as e:  # noqa: BLE001 -- a dashboard hiccup, or a job Ray refuses
+            if not retry:
+                raise
             if "already exists" not in str(e):  # an earlier try that Ray took after all
                 self.failures += 1
                 log.warning("submitting Ray job %s failed: %s", self.submission_id, e)
@@ -304,13 +307,15 @@ class _Throttle:
     cap: int
     jobs: list[RayJob] = field(default_factory=list)
 
-    def release(self) -> None:
+    def release(self, jobs: Sequence[RayJob] | None = None, retry: bool = True) -> None:
+        """Submit held `jobs` (default: all of this throttle's) in order while fewer than `cap`
+        are in Ray (`RayJob.submit`'s `retry`)."""
         in_ray = sum(1 for j in self.jobs if not j.held and not j.done())
-        for j in self.jobs:
+        for j in self.jobs if jobs is None else jobs:
             if in_ray >= self.cap:
                 return
             if j.held:
-                j.submit()
+                j.submit(retry)
                 in_ray += not j.held and not j.done()
 
 
@@ -370,13 +375,7 @@ def submit(fn, args: Sequence[tuple], params: Mapping[str, Any]) -> list[RayJob]
         )
         jobs.append(RayJob(address, sid, call, request=request))
     throttle.jobs += jobs
-    in_ray = sum(1 for j in throttle.jobs if not j.held and not j.done())
-    for j in jobs:  # the first ones now, with Ray's own error if it refuses them
-        if in_ray >= throttle.cap:
-            break
-        client(address).submit_job(**j.request)
-        j.request, j.status = None, "PENDING"
-        in_ray += 1
+    throttle.release(jobs, retry=False)  # the first ones now, with Ray's own error if it refuses
     return jobs
 
 
@@ -431,8 +430,8 @@ def _alive(pid: int, host: str) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except PermissionError:  # another user's process: alive
+        pass
     return True
 
 
@@ -466,8 +465,9 @@ def live_jobs(job_ids: Iterable[str]) -> dict[str, str]:
 
 
 def detached_text(job_ids: Sequence[str], sweep_dir: str) -> str:
-    held = [h for h in (_held(str(j).split("@")[0]) for j in job_ids) if h]
-    ids = sorted({str(j).split("@")[0] for j in job_ids if not _held(str(j).split("@")[0])})
+    sids = {str(j).split("@")[0] for j in job_ids}
+    held = [h for h in map(_held, sids) if h]
+    ids = sorted(sid for sid in sids if not _held(sid))
     addresses = sorted({str(j).partition("@")[2] for j in job_ids}) or ["auto"]
     at = f" --address {addresses[0]}" if addresses[0] != "auto" else ""
     one = ids[0] if ids else "ID"

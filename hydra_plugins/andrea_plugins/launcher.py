@@ -146,6 +146,11 @@ def _handle(job) -> Any:
     return job.job if isinstance(job, _Member) else job
 
 
+def _held(job) -> bool:
+    """The engine holds this job back, not yet submitted (engine.py: `.held`)."""
+    return bool(getattr(_handle(job), "held", False))
+
+
 class _AndreaLauncherMixin:
     @property
     def engine(self):
@@ -263,7 +268,7 @@ class _AndreaLauncherMixin:
                 )
                 runs = f"{len(jobs)} run(s) in " if n_jobs != len(jobs) else ""
                 handles = {id(h): h for h in map(_handle, jobs)}.values()
-                held = sum(bool(getattr(h, "held", False)) for h in handles)
+                held = sum(_held(h) for h in handles)
                 later = f", {held} of them held back until earlier ones end" if held else ""
                 print(
                     f"submitted {runs}{n_jobs} job(s) to {sched.label(params_of[key])} in "
@@ -287,7 +292,7 @@ class _AndreaLauncherMixin:
                     # poll with nothing to submit stays interruptible at once
                     holding=lambda: (
                         guard.holding()
-                        if any(getattr(_handle(j), "held", False) for j in jobs if j is not None)
+                        if any(_held(j) for j in jobs if j is not None)
                         else contextlib.nullcontext()
                     ),
                 )
@@ -333,9 +338,7 @@ class _AndreaLauncherMixin:
                 self._marked[i] = jobs[i].job_id
             log.info(
                 "%s #%d as %s: %s",
-                "held back (submitted as earlier jobs end)"
-                if getattr(_handle(jobs[i]), "held", False)
-                else "submitted",
+                "held back (submitted as earlier jobs end)" if _held(jobs[i]) else "submitted",
                 initial_job_idx + i,
                 jobs[i].job_id,
                 " ".join(filter_overrides(job_overrides[i])),
