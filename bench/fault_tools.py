@@ -259,7 +259,28 @@ def fill(out: Path) -> None:
         pass
 
 
-def damage(kind: str, out: Path, rng: random.Random, damaged: list[Path]) -> bool:
+def _digest(path: Path) -> str | None:
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def still_damaged(damaged: dict[Path, str]) -> list[Path]:
+    """The damaged checkpoints that still hold the campaign's damage: a run that rejected one
+    and trained again writes a good checkpoint under the same name, and resuming from that is
+    no trust in a damaged file."""
+    return [p for p, h in damaged.items() if _digest(p) == h]
+
+
+def trusted(paths: list[Path], text: str) -> list[str]:
+    """Those of `paths` that the console `text` says a run resumed from."""
+    return [str(p) for p in paths if re.search(rf"resumed from {re.escape(str(p))} ", text)]
+
+
+def damage(kind: str, out: Path, rng: random.Random, damaged: dict[Path, str]) -> bool:
     from andrea.run.rundir import RunDir
 
     runs = unfinished_runs(out)
@@ -280,5 +301,5 @@ def damage(kind: str, out: Path, rng: random.Random, damaged: list[Path]) -> boo
         i = rng.randrange(len(data))
         data[i] ^= 1 << rng.randrange(8)
     newest.write_bytes(bytes(data))
-    damaged.append(newest)
+    damaged[newest] = _digest(newest)
     return True

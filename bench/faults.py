@@ -40,7 +40,6 @@ import argparse
 import json
 import os
 import random
-import re
 import shutil
 import subprocess
 import sys
@@ -58,7 +57,9 @@ from bench.fault_tools import (
     run_states,
     sigint_default,
     steps_lost,
+    still_damaged,
     temp_files,
+    trusted,
     wait,
     wait_queue_empty,
     wait_ray_released,
@@ -205,6 +206,13 @@ def start_sweep(out: Path, log: Path, slurm: bool, reference: bool = False) -> s
 # ---- one trial: a chain of faults, then a clean re-run -------------------------------------------
 
 
+def checkpoint_writes(out: Path, steps: dict[str, int]) -> int:
+    """The most checkpoints an unfinished run of the sweep still writes."""
+    left = Aim.of(out, steps).resume.items()
+    every = int(OPTS["train.checkpoints"])
+    return max((checkpoint_writes_left(steps[r], c, every) for r, c in left), default=0)
+
+
 def inject(
     kind: str,
     out: Path,
@@ -215,7 +223,7 @@ def inject(
     step_s: float,
     sleep_s: float,
     tally: Tally,
-    damaged: list[Path],
+    damaged: dict[Path, str],
     limit_s: float,
 ) -> None:
     """Run the sweep once and hit it with `kind` (CPU kinds act on the training process)."""
@@ -223,11 +231,7 @@ def inject(
     hook = None
     if kind == "kill9_in_checkpoint_write":
         # the n-th write of a process comes if n is at most the checkpoints some run has left
-        most = max(
-            checkpoint_writes_left(steps[r], c, int(OPTS["train.checkpoints"]))
-            for r, c in aim.resume.items()
-        )
-        hook = f"step_:{rng.randint(1, max(1, most))}"
+        hook = f"step_:{rng.randint(1, max(1, checkpoint_writes(out, steps)))}"
     elif kind == "kill9_in_results_write":
         hook = "results.json:1"
     tmp_before = temp_files(out)
@@ -291,7 +295,7 @@ def trial(
             ).returncode
             == 0
         )
-    damaged: list[Path] = []
+    damaged: dict[Path, str] = {}  # damaged checkpoint: its damaged bytes' SHA-256
     try:
         states = run_states(out)
 
@@ -304,6 +308,7 @@ def trial(
         def invocation(fn) -> None:  # run one sweep invocation; count the steps it re-trained
             nonlocal states
             sizes = logs()
+            watched = still_damaged(damaged)
             fn()
             text = ""
             for f in logs():
@@ -317,9 +322,7 @@ def trial(
                 text += jobs
             after = run_states(out)
             tally.steps_recomputed += steps_lost(states, after, text)
-            for path in damaged:
-                if re.search(rf"resumed from {re.escape(str(path))} ", text):
-                    tally.trusted_damaged.append(str(path))
+            tally.trusted_damaged += trusted(watched, text)
             states = after
 
         for kind in kinds:
@@ -328,6 +331,8 @@ def trial(
                 g["results"].get("status") == COMPLETED for g in done.values()
             ):
                 break  # nothing left to hit: not an attempt
+            if kind == "kill9_in_checkpoint_write" and not checkpoint_writes(out, steps):
+                continue  # every unfinished run has its final checkpoint: not an attempt either
             tried.append(kind)
             if kind == "disk_full" and not mounted:
                 tally.missed[kind] += 1

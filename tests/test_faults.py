@@ -199,3 +199,23 @@ def test_every_kind_lands_about_equally_often_and_the_campaign_waits_for_the_rar
     both, _ = merged([tmp_path / "a", tmp_path / "b"])
     assert both.injected["kill9"] == 6 and both.runs == 8
     assert both.why_missed["kill9: the sweep ended first"] == 4
+
+
+def test_a_damaged_checkpoint_rewritten_by_its_run_is_no_longer_watched(tmp_path):
+    """A run that rejects a damaged checkpoint trains again and writes a good one under the
+    same name; resuming from that later is no trust in a damaged file (the campaign counted it
+    as one, by name: a packed campaign reported 1 trusted with every run equal)."""
+    from bench.fault_tools import damage, still_damaged, trusted
+
+    run = tmp_path / "s" / "tiny-1" / "b" / "seed0"
+    (run / "checkpoints").mkdir(parents=True)
+    ckpt = run / "checkpoints" / "step_00000004.pt"
+    ckpt.write_bytes(bytes(range(256)) * 8)
+    damaged: dict = {}
+    assert damage("bitflipped_checkpoint", tmp_path, random.Random(0), damaged)
+    assert list(damaged) == [ckpt]
+    text = f"resumed from {ckpt} at step 4/16\n"
+    assert trusted(still_damaged(damaged), text) == [str(ckpt)]  # still the damaged bytes
+    ckpt.write_bytes(bytes(range(256)) * 8)  # the run wrote step 4 again, whole
+    assert still_damaged(damaged) == []
+    assert trusted(still_damaged(damaged), text) == []
