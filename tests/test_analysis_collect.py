@@ -219,7 +219,8 @@ def test_a_sweep_and_its_copy_count_each_run_once(tmp_path):
         assert len({r.run_id for r in both.runs}) == 36
         assert len(both.duplicates) == 36
         note = both.duplicate_note()
-        assert note.startswith("36 run(s) found twice, each counted once: ")
+        assert note.startswith("36 run(s) found twice, each counted once (same sweep, ")
+        assert note.endswith(", and 35 more")
         points, warnings = aggregate(both.runs)
         assert not warnings and max(p.n_seeds for p in points) == 4
     assert one.duplicate_note() is None

@@ -195,9 +195,9 @@ class Collection:
         copy, kept = self.duplicates[0]
         more = len(self.duplicates) - 1
         return (
-            f"{len(self.duplicates)} run(s) found twice, each counted once: {copy} is {kept}"
-            + (f" (and {more} more)" if more else "")
-            + " (same sweep, label, size, seed, settings and results)"
+            f"{len(self.duplicates)} run(s) found twice, each counted once (same sweep, label, "
+            f"size, seed, settings and results): {copy} is {kept}"
+            + (f", and {more} more" if more else "")
         )
 
 
