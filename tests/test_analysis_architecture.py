@@ -213,8 +213,8 @@ def test_a_named_size_without_reshapes_beside_it_is_left_out(tmp_path, capsys):
 
 def test_heatmap_titles_fit_a_one_aspect_grid():
     from analysis.estimates.shape_optima import Cell
-    from analysis.report.shape_figures import heatmap_figure
     from analysis.report.plots import plt
+    from analysis.report.shape_figures import heatmap_figure
 
     cells = [
         Cell(
