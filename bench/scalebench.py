@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
-from analysis.estimates.design import replay
+from analysis.estimates.design import replay, take
 from analysis.fits.laws import LawError, bound_arrays, fit_law_scaled_huber
 from bench.scalebench_report import print_split, write_outputs
 from bench.scalebench_splits import DATA, SKIPPED, SPLITS, SplitError, load_split
@@ -200,16 +200,14 @@ class Scorer:
         return None
 
     def _benchmark(self, g, chosen, rng):
-        theta = benchmark_fit(self.form, self.bounds, _take(g.X, chosen), g.y[chosen], rng)
+        theta = benchmark_fit(self.form, self.bounds, take(g.X, chosen), g.y[chosen], rng)
         return None if theta is None else self.form[0](theta, g.X_test)
 
     def _andrea(self, g, chosen):
         key = (g.name, tuple(sorted(chosen)))
         if key not in self._own:
             try:
-                fit = fit_law_scaled_huber(
-                    self.split.law, "replay", _take(g.X, chosen), g.y[chosen]
-                )
+                fit = fit_law_scaled_huber(self.split.law, "replay", take(g.X, chosen), g.y[chosen])
                 self._own[key] = fit.predict(g.X_test)
             except LawError:
                 self._own[key] = None
@@ -225,10 +223,6 @@ class Scorer:
                 ys.append(g.y_test)
                 preds.append(p)
         return r_squared(np.concatenate(ys), np.concatenate(preds)) if ys else -1.0
-
-
-def _take(X, idx):
-    return {k: np.asarray(v)[idx] for k, v in X.items()}
 
 
 def fits_of(split, scorer) -> list[str]:
