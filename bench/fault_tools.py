@@ -34,18 +34,38 @@ def wait(proc: subprocess.Popen, limit_s: float) -> int | None:
         return None
 
 
-def training_pids(out: Path) -> list[int]:
-    """Pids of live processes training a run of the sweep: each run's .lock names its trainer;
-    the run must not be completed (in-process, the sweep outlives its runs). A live pid, not a
-    flock probe: probing would take the lock that a starting trainer needs."""
+def trainers(out: Path) -> dict[int, Path]:
+    """{pid: run directory} of the live processes training a run of the sweep: each run's .lock
+    names its trainer; the run must not be completed (in-process, the sweep outlives its runs).
+    A live pid, not a flock probe: probing would take the lock that a starting trainer needs."""
     from andrea.run.rundir import RunDir
 
-    pids = set()
+    live = {}
     for lock in out.rglob(".lock"):
         m = re.match(r"pid (\d+)", lock.read_text(errors="replace"))
         if m and Path(f"/proc/{m.group(1)}").exists() and not RunDir(lock.parent).is_completed():
-            pids.add(int(m.group(1)))
-    return sorted(pids)
+            live[int(m.group(1))] = lock.parent
+    return live
+
+
+def last_step(metrics: Path) -> int:
+    """The last step logged in a metrics.jsonl (0 if none; unparsable lines skipped)."""
+    last = 0
+    for line in metrics.read_text(errors="replace").splitlines() if metrics.exists() else []:
+        try:
+            last = max(last, int(json.loads(line).get("step", 0)))
+        except (json.JSONDecodeError, AttributeError, ValueError):
+            pass
+    return last
+
+
+def newest_checkpoint_step(run: Path) -> int:
+    """The step of a run's newest checkpoint (where a re-run resumes it), 0 if none."""
+    from andrea.run.rundir import RunDir
+
+    ckpts = RunDir(run).list_checkpoints()
+    m = re.search(r"(\d+)", ckpts[0].name) if ckpts else None
+    return int(m.group(1)) if m else 0
 
 
 def run_states(out: Path) -> dict[str, tuple[int, bool, bool]]:
@@ -54,14 +74,8 @@ def run_states(out: Path) -> dict[str, tuple[int, bool, bool]]:
 
     states = {}
     for m in out.rglob("metrics.jsonl"):
-        last = 0
-        for line in m.read_text(errors="replace").splitlines():
-            try:
-                last = max(last, int(json.loads(line).get("step", 0)))
-            except (json.JSONDecodeError, AttributeError, ValueError):
-                pass
         rd = RunDir(m.parent)
-        states[str(m.parent)] = (last, bool(rd.list_checkpoints()), rd.is_completed())
+        states[str(m.parent)] = (last_step(m), bool(rd.list_checkpoints()), rd.is_completed())
     return states
 
 
@@ -166,6 +180,47 @@ def wait_ray_released(out: Path, limit_s: float = 900) -> None:
         time.sleep(1)
 
 
+def ray_job_logs(out: Path, address: str, seen: set[str]) -> str:
+    """The output of the sweep's ended Ray jobs not read before (a Ray job's console is in Ray's
+    logs, not the sweep's): where the campaign reads which checkpoint a run resumed from."""
+    from andrea.launch import ray
+
+    c = ray.client(address)
+    text = []
+    for job in c.list_jobs():
+        sid, state = job.submission_id, str(getattr(job.status, "value", job.status)).upper()
+        if sid and sid not in seen and str(out) in (job.entrypoint or "") and state in ENDED:
+            seen.add(sid)
+            text.append(c.get_job_logs(sid))
+    return "\n".join(text)
+
+
+ENDED = {"SUCCEEDED", "FAILED", "STOPPED"}
+
+
+def ray_hook_missing(address: str, hook: Path, limit_s: float = 300) -> str | None:
+    """Why the head's jobs would not load the fault hook (None when they do): a Ray job gets the
+    head's environment, so the head must have been started with the hook on PYTHONPATH."""
+    from andrea.launch import ray
+
+    c = ray.client(address)
+    probe = f"{sys.executable} -c 'import sitecustomize; print(\"hook:\", sitecustomize.__file__)'"
+    sid = c.submit_job(entrypoint=probe, entrypoint_num_cpus=0.0)
+    end = time.monotonic() + limit_s
+    while str(getattr(c.get_job_status(sid), "value", "")).upper() not in ENDED:
+        if time.monotonic() > end:
+            c.stop_job(sid)
+            return f"the probe job {sid} did not end in {limit_s:.0f} s"
+        time.sleep(1)
+    logs = c.get_job_logs(sid)
+    if f"hook: {hook / 'sitecustomize.py'}" in logs:
+        return None
+    return (
+        f"its jobs load no {hook / 'sitecustomize.py'} (the probe printed {logs.strip()[-200:]!r});"
+        f" start the head with PYTHONPATH={hook}"
+    )
+
+
 def restart_slurmctld() -> bool:
     """Kill the two-node cluster's slurmctld (by its recorded pid) and start it again."""
     state = Path(os.environ.get("ANDREA_SLURM_STATE", "/var/lib/andrea-slurm")) / "twonode"
@@ -204,7 +259,28 @@ def fill(out: Path) -> None:
         pass
 
 
-def damage(kind: str, out: Path, rng: random.Random, damaged: list[Path]) -> bool:
+def _digest(path: Path) -> str | None:
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def still_damaged(damaged: dict[Path, str]) -> list[Path]:
+    """The damaged checkpoints that still hold the campaign's damage: a run that rejected one
+    and trained again writes a good checkpoint under the same name, and resuming from that is
+    no trust in a damaged file."""
+    return [p for p, h in damaged.items() if _digest(p) == h]
+
+
+def trusted(paths: list[Path], text: str) -> list[str]:
+    """Those of `paths` that the console `text` says a run resumed from."""
+    return [str(p) for p in paths if re.search(rf"resumed from {re.escape(str(p))} ", text)]
+
+
+def damage(kind: str, out: Path, rng: random.Random, damaged: dict[Path, str]) -> bool:
     from andrea.run.rundir import RunDir
 
     runs = unfinished_runs(out)
@@ -225,5 +301,5 @@ def damage(kind: str, out: Path, rng: random.Random, damaged: list[Path]) -> boo
         i = rng.randrange(len(data))
         data[i] ^= 1 << rng.randrange(8)
     newest.write_bytes(bytes(data))
-    damaged.append(newest)
+    damaged[newest] = _digest(newest)
     return True

@@ -15,9 +15,17 @@ last line of metrics.jsonl. On Slurm (`--slurm`, jobs through slurm=localhost) a
 `scontrol requeue` of array tasks and a restart of slurmctld while jobs run (only with the
 two-node cluster of slurm/local/twonode.sh, whose slurmctld this script may restart; on the
 shared single-node cluster that kind is left out). On Ray (`--ray ADDRESS`, jobs through
-hydra/launcher=ray) also `ray job stop` of a running job. `--pack K` packs K runs per job
-(launch.pack; with neither --slurm nor --ray, through submitit_local). The reference sweep
-always runs in-process, unpacked.
+hydra/launcher=ray) also `ray job stop` of a running job; a Ray job gets the head's
+environment, not the sweep's, so the head must be started with `PYTHONPATH=bench/fault_hook`
+(checked by a probe job first). `--pack K` packs K runs per job (launch.pack; with neither
+--slurm nor --ray, through submitit_local). The reference sweep always runs in-process, unpacked.
+
+Each fault is aimed at a random step of the work its invocation has left (bench/fault_aim.py),
+read from the runs' logged progress, so that it lands while a run trains whatever the engine's
+start-up time; `--step-sleep-s S` makes each step of the faulted invocations sleep S s first
+(bench/fault_hook), so that a tiny run outlasts its job's start. The kinds least landed so far
+are drawn first; `--min-per-kind N` goes on until each has landed N times; `--resume` goes on
+from the tally.json of a campaign cut short (written after every trial).
 
 Compared: every key of results.json and of each metrics.jsonl row, bit for bit (floats as
 written), except fields that measure time or depend on the run's path: TIMING_KEYS below.
@@ -32,29 +40,26 @@ import argparse
 import json
 import os
 import random
-import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from andrea.run.results import COMPLETED
+from bench.fault_aim import CONTROL, Aim, aim_and_fire, checkpoint_writes_left, write_control
+from bench.fault_tally import NEVER_LANDS, Tally, enough, merged, next_chain, read_tally, table
 from bench.fault_tools import (
     damage,
-    fill,
-    live_slurm_tasks,
-    restart_slurmctld,
+    ray_hook_missing,
+    ray_job_logs,
     run_states,
     sigint_default,
     steps_lost,
-    stop_a_ray_job,
+    still_damaged,
     temp_files,
-    training_pids,
+    trusted,
     wait,
     wait_queue_empty,
     wait_ray_released,
@@ -95,6 +100,9 @@ GRID = [
     "wandb.mode=disabled",
 ]
 
+OPTS = dict(o.split("=", 1) for o in GRID)
+LOG_EVERY = int(OPTS["train.log_every"])
+
 # log_every=3 with a checkpoint every 4 steps: logging windows (3, 6] and (6, 9] straddle the
 # checkpoints at 4 and 8, so a resume inside a window is compared too (with 2, no
 # window ever straddled one, and a resume that changed a logged train/loss went unseen).
@@ -113,26 +121,10 @@ CPU_KINDS = [
 ]
 SLURM_KINDS = ["scancel_task", "requeue_task", "restart_slurmctld"]
 RAY_KINDS = ["ray_stop_job"]
-# the engine of the trials (the reference is in-process): sweep arguments, and whether jobs
-# outlive the sweep on Ray (then each invocation waits until no Ray job holds a run)
-ENGINE: dict = {"args": [], "ray": False}
+# the engine of the trials (the reference is in-process): sweep arguments, and the Ray address
+# when jobs outlive the sweep on Ray (then each invocation waits until no Ray job holds a run)
+ENGINE: dict = {"args": [], "ray": None}
 DAMAGE = {"truncated_checkpoint", "bitflipped_checkpoint", "torn_metrics_line"}  # after a kill -9
-
-
-@dataclass
-class Tally:
-    injected: Counter = field(default_factory=Counter)
-    missed: Counter = field(default_factory=Counter)  # the sweep ended before the fault could land
-    runs: int = 0
-    completed: int = 0
-    differing: list = field(default_factory=list)
-    steps_recomputed: int = 0
-    steps_total: int = 0
-    trusted_damaged: list = field(default_factory=list)
-    reruns: int = 0
-
-
-# ---- comparing ---------------------------------------------------------------------------------
 
 
 def strip_timing(obj: Any) -> Any:
@@ -182,8 +174,8 @@ def settle(out: Path, slurm: bool) -> None:
         wait_ray_released(out)
 
 
-def sweep_env(hook: str | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "ANDREA_FAULT_KILL_IN_WRITE"}
+def sweep_env() -> dict[str, str]:
+    env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(HOOK), str(REPO), env.get("PYTHONPATH", "")]).rstrip(
         os.pathsep
     )
@@ -191,21 +183,19 @@ def sweep_env(hook: str | None = None) -> dict[str, str]:
     # One thread per process (reference and trials alike: CPU sums depend on the thread count);
     # a shared machine is faster this way, and nothing here needs more.
     env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = "1"
-    if hook:
-        env["ANDREA_FAULT_KILL_IN_WRITE"] = hook
     return env
 
 
-def start_sweep(
-    out: Path, log: Path, slurm: bool, hook: str | None = None, reference: bool = False
-) -> subprocess.Popen:
+def start_sweep(out: Path, log: Path, slurm: bool, reference: bool = False) -> subprocess.Popen:
+    control = out / CONTROL
     f = open(log, "ab")
-    f.write(f"\n==== {time.strftime('%H:%M:%S')} sweep (hook={hook})\n".encode())
+    hook = control.read_text() if control.exists() else "none"
+    f.write(f"\n==== {time.strftime('%H:%M:%S')} sweep (hook: {hook})\n".encode())
     f.flush()
     return subprocess.Popen(
         sweep_cmd(out, slurm, reference),
         cwd=out.parent,
-        env=sweep_env(hook),
+        env=sweep_env(),
         stdout=f,
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -216,78 +206,61 @@ def start_sweep(
 # ---- one trial: a chain of faults, then a clean re-run -------------------------------------------
 
 
+def checkpoint_writes(out: Path, steps: dict[str, int]) -> int:
+    """The most checkpoints an unfinished run of the sweep still writes."""
+    left = Aim.of(out, steps).resume.items()
+    every = int(OPTS["train.checkpoints"])
+    return max((checkpoint_writes_left(steps[r], c, every) for r, c in left), default=0)
+
+
 def inject(
     kind: str,
     out: Path,
     log: Path,
     rng: random.Random,
     slurm: bool,
-    total_steps: int,
+    steps: dict[str, int],
     step_s: float,
+    sleep_s: float,
     tally: Tally,
-    damaged: list[Path],
+    damaged: dict[Path, str],
     limit_s: float,
 ) -> None:
     """Run the sweep once and hit it with `kind` (CPU kinds act on the training process)."""
+    aim = Aim.of(out, steps)
     hook = None
     if kind == "kill9_in_checkpoint_write":
-        hook = f"step_:{rng.randint(1, 4)}"
+        # the n-th write of a process comes if n is at most the checkpoints some run has left
+        hook = f"step_:{rng.randint(1, max(1, checkpoint_writes(out, steps)))}"
     elif kind == "kill9_in_results_write":
         hook = "results.json:1"
-    base_kind = "kill9" if kind in DAMAGE else kind
     tmp_before = temp_files(out)
-    proc = start_sweep(out, log, slurm, hook)
-    landed = False
-    if hook:
-        wait(proc, limit_s)
-        settle(out, slurm)
-        landed = temp_files(out) > tmp_before  # the hook left its half-written temp file
-    else:
-        # A random moment of training, drawn in steps (not seconds, so the machine's speed does not
-        # move it): once the runs' logged steps reach a random target, plus up to one logging
-        # interval's time (2 steps), so faults also land between log lines, in evals and saves.
-        target = rng.randrange(total_steps)
-        while proc.poll() is None and sum(s[0] for s in run_states(out).values()) < target:
-            time.sleep(0.05)
-        end = time.monotonic() + rng.uniform(0.0, 2 * step_s)
-        while time.monotonic() < end and proc.poll() is None:
-            time.sleep(0.01)
-        pids = training_pids(out)
-        if proc.poll() is None and (pids or kind in ("sigint_sweeper", "restart_slurmctld")):
-            landed = True
-            if base_kind == "kill9":
-                os.kill(rng.choice(pids), signal.SIGKILL)
-            elif kind == "sigterm":
-                os.kill(rng.choice(pids), signal.SIGTERM)
-            elif kind == "sigusr2":
-                os.kill(rng.choice(pids), signal.SIGUSR2)
-            elif kind == "sigint_sweeper":
-                os.killpg(proc.pid, signal.SIGINT)
-            elif kind == "disk_full":
-                fill(out)
-            elif kind == "scancel_task":
-                live = live_slurm_tasks(out)
-                landed = (
-                    bool(live) and subprocess.run(["scancel", rng.choice(live)]).returncode == 0
-                )
-            elif kind == "requeue_task":
-                live = live_slurm_tasks(out)
-                landed = (
-                    bool(live)
-                    and subprocess.run(["scontrol", "requeue", rng.choice(live)]).returncode == 0
-                )
-            elif kind == "restart_slurmctld":
-                landed = restart_slurmctld()
-            elif kind == "ray_stop_job":
-                landed = stop_a_ray_job(out, rng)
-        wait(proc, limit_s)
-        settle(out, slurm)
-        if kind == "disk_full":
-            for f in out.glob("filler*"):
-                f.unlink()
+    write_control(out, {"kill_in_write": hook, "step_sleep_s": sleep_s})
+    aim.since = time.time()
+    proc = start_sweep(out, log, slurm)
+    landed, why = False, ""
+    try:
+        if hook:
+            wait(proc, limit_s)
+            settle(out, slurm)
+            landed = temp_files(out) > tmp_before  # the hook left its half-written temp file
+            why = "the write it waits for never came"
+        else:
+            landed, why = aim_and_fire(
+                kind, out, proc, rng, aim, step_s, LOG_EVERY, then_damage=kind in DAMAGE
+            )
+            wait(proc, limit_s)
+            settle(out, slurm)
+    finally:
+        write_control(out, None)
+        for f in out.glob("filler*"):
+            f.unlink()
     if landed and kind in DAMAGE:
         landed = damage(kind, out, rng, damaged)
+        why = "no unfinished run with a checkpoint to damage"
     (tally.injected if landed else tally.missed)[kind] += 1
+    if not landed:
+        tally.why_missed[f"{kind}: {why}"] += 1
 
 
 def trial(
@@ -298,11 +271,15 @@ def trial(
     rng: random.Random,
     slurm: bool,
     step_s: float,
+    sleep_s: float,
     tally: Tally,
     use_tmpfs: bool,
     limit_s: float,
-) -> None:
-    total_steps = sum(int(r["results"]["steps"]) for r in ref.values())
+) -> list[str]:
+    """A chain of `kinds`, one per invocation, then clean re-runs; the chain stops early when
+    every run has completed (nothing is left to hit). The kinds tried."""
+    steps = {name: int(r["results"]["steps"]) for name, r in ref.items()}
+    tried: list[str] = []
     out = work / f"trial{k:03d}"
     if os.path.ismount(out):  # left mounted by an interrupted campaign
         subprocess.run(["umount", str(out)], capture_output=True)
@@ -318,7 +295,7 @@ def trial(
             ).returncode
             == 0
         )
-    damaged: list[Path] = []
+    damaged: dict[Path, str] = {}  # damaged checkpoint: its damaged bytes' SHA-256
     try:
         states = run_states(out)
 
@@ -326,33 +303,54 @@ def trial(
             files = [log, *out.rglob(".submitit/*/*_log.*")]
             return {f: f.stat().st_size for f in files if f.exists()}
 
+        ray_seen: set[str] = set()  # Ray jobs whose output was read
+
         def invocation(fn) -> None:  # run one sweep invocation; count the steps it re-trained
             nonlocal states
             sizes = logs()
+            watched = still_damaged(damaged)
             fn()
             text = ""
             for f in logs():
                 with open(f, "rb") as fh:
                     fh.seek(sizes.get(f, 0))
                     text += fh.read().decode(errors="replace")
+            if ENGINE["ray"]:  # a Ray job's console is in Ray's logs: kept in the trial's log
+                jobs = ray_job_logs(out, ENGINE["ray"], ray_seen)
+                with open(log, "a") as f:
+                    f.write(jobs)
+                text += jobs
             after = run_states(out)
             tally.steps_recomputed += steps_lost(states, after, text)
-            for path in damaged:
-                if re.search(rf"resumed from {re.escape(str(path))} ", text):
-                    tally.trusted_damaged.append(str(path))
+            tally.trusted_damaged += trusted(watched, text)
             states = after
 
         for kind in kinds:
             done = run_files(out)
-            if (kind == "disk_full" and not mounted) or (
-                len(done) == len(ref)
-                and all(g["results"].get("status") == COMPLETED for g in done.values())
+            if len(done) == len(ref) and all(
+                g["results"].get("status") == COMPLETED for g in done.values()
             ):
-                tally.missed[kind] += 1  # nothing left to hit: every run already completed
+                break  # nothing left to hit: not an attempt
+            if kind == "kill9_in_checkpoint_write" and not checkpoint_writes(out, steps):
+                continue  # every unfinished run has its final checkpoint: not an attempt either
+            tried.append(kind)
+            if kind == "disk_full" and not mounted:
+                tally.missed[kind] += 1
+                tally.why_missed[f"{kind}: no tmpfs could be mounted"] += 1
                 continue
             invocation(
                 lambda: inject(
-                    kind, out, log, rng, slurm, total_steps, step_s, tally, damaged, limit_s
+                    kind,
+                    out,
+                    log,
+                    rng,
+                    slurm,
+                    steps,
+                    step_s,
+                    sleep_s,
+                    tally,
+                    damaged,
+                    limit_s,
                 )
             )
         # re-run the same command until every run completed (a requeue may still be running)
@@ -389,46 +387,7 @@ def trial(
                 out, kept, symlinks=True, ignore_dangling_symlinks=True, dirs_exist_ok=True
             )
             subprocess.run(["umount", str(out)], capture_output=True)
-
-
-def table(t: Tally, seconds: float) -> str:
-    kinds = sorted(set(t.injected) | set(t.missed))
-    rows = ["| fault | injected | missed (sweep ended first / not possible) |", "|---|---:|---:|"]
-    rows += [f"| {k} | {t.injected[k]} | {t.missed[k]} |" for k in kinds]
-    rows += [f"| **total** | **{sum(t.injected.values())}** | {sum(t.missed.values())} |", ""]
-    pct = 100 * t.steps_recomputed / max(t.steps_total, 1)
-    rows += [
-        "| outcome | value |",
-        "|---|---:|",
-        f"| runs (trials x grid) | {t.runs} |",
-        f"| runs completed after re-running | {t.completed} |",
-        f"| runs differing from the reference | {len(t.differing)} |",
-        f"| steps recomputed (GPU-time lost) | {t.steps_recomputed} of {t.steps_total} "
-        f"({pct:.1f} %) |",
-        f"| half-written or damaged files ever trusted | {len(t.trusted_damaged)} |",
-        f"| sweep invocations to finish (clean re-runs) | {t.reruns} |",
-        f"| campaign wall time | {seconds / 60:.1f} min |",
-    ]
-    if t.differing:
-        rows += ["", "differing: " + ", ".join(t.differing)]
-    if t.trusted_damaged:
-        rows += ["", "trusted: " + ", ".join(t.trusted_damaged)]
-    return "\n".join(rows)
-
-
-def merged(works: list[Path]) -> tuple[Tally, float]:
-    """One tally of several campaigns' tally.json (run side by side with different seeds)."""
-    total, seconds = Tally(), 0.0
-    for w in works:
-        d = json.loads((w / "tally.json").read_text())
-        total.injected.update(d["injected"])
-        total.missed.update(d["missed"])
-        for k in ("runs", "completed", "steps_recomputed", "steps_total", "reruns"):
-            setattr(total, k, getattr(total, k) + d[k])
-        total.differing += d["differing"]
-        total.trusted_damaged += d["trusted_damaged"]
-        seconds = max(seconds, d["seconds"])
-    return total, seconds  # side by side: the longest campaign's time
+    return tried
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -455,6 +414,24 @@ def main(argv: list[str] | None = None) -> int:
         "--max-chain", type=int, default=3, help="faults per trial before the clean re-run"
     )
     p.add_argument(
+        "--min-per-kind",
+        type=int,
+        default=0,
+        help="and go on until every kind has landed this many times",
+    )
+    p.add_argument(
+        "--step-sleep-s",
+        type=float,
+        default=0.0,
+        help="each training step of the faulted invocations sleeps this long first "
+        "(bench/fault_hook), so that a tiny run outlasts its engine's start-up",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on from the tally.json of an interrupted campaign in --work (same arguments)",
+    )
+    p.add_argument(
         "--limit-s",
         type=float,
         default=3600,
@@ -468,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
             f"hydra.launcher.address={args.ray}",
             "hydra.launcher.poll_s=1",
         ]
-        ENGINE["ray"] = True
+        ENGINE["ray"] = args.ray
         kinds.remove("sigusr2")  # Slurm's warning signal: a Ray job is not requeued by it
     if args.pack > 1:
         ENGINE["args"] += [f"launch.pack={args.pack}"]
@@ -484,7 +461,11 @@ def main(argv: list[str] | None = None) -> int:
     if not use_tmpfs and "disk_full" in kinds:
         kinds.remove("disk_full")
         print("disk_full left out: mounting a small tmpfs needs root")
-    rng = random.Random(args.seed)
+    if args.ray:
+        why = ray_hook_missing(args.ray, HOOK)
+        if why:
+            print(f"error: --ray {args.ray}: {why}")
+            return 2
     args.work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("ANDREA_DATA", str(args.work / "data"))
     t0 = time.monotonic()
@@ -505,18 +486,41 @@ def main(argv: list[str] | None = None) -> int:
         1, sum(int(r["steps"]) for r in raw)
     )
     print(f"reference: {len(ref)} runs, {step_s * 1000:.0f} ms per step", flush=True)
-    tally = Tally()
-    k = 0
-    while sum(tally.injected.values()) < args.faults:
-        chain = [rng.choice(kinds) for _ in range(rng.randint(1, args.max_chain))]
-        trial(k, args.work, ref, chain, rng, args.slurm, step_s, tally, use_tmpfs, args.limit_s)
+    step_s += args.step_sleep_s
+    tally, k, before_s = Tally(), 0, 0.0
+    if args.resume and (args.work / "tally.json").exists():
+        tally, before_s, k = read_tally(args.work / "tally.json")
+        print(f"resuming after trial {k - 1}", flush=True)
+    seconds = before_s
+    while not enough(tally, kinds, args.faults, args.min_per_kind):
+        never = [q for q in kinds if tally.missed[q] >= NEVER_LANDS and not tally.injected[q]]
+        if never:
+            print(f"stopped: {', '.join(never)} missed {NEVER_LANDS} times and never landed")
+            break
+        rng = random.Random(f"{args.seed}/{k}")  # per trial: a resumed campaign draws the same
+        chain = next_chain(kinds, tally, rng, args.max_chain)
+        tried = trial(
+            k,
+            args.work,
+            ref,
+            chain,
+            rng,
+            args.slurm,
+            step_s,
+            args.step_sleep_s,
+            tally,
+            use_tmpfs,
+            args.limit_s,
+        )
         print(
-            f"trial {k}: {' -> '.join(chain)}; faults so far {sum(tally.injected.values())}, "
-            f"differing {len(tally.differing)}, trusted {len(tally.trusted_damaged)}",
+            f"trial {k}: {' -> '.join(tried)}; faults so far {sum(tally.injected.values())}, "
+            f"missed {sum(tally.missed.values())}, differing {len(tally.differing)}, "
+            f"trusted {len(tally.trusted_damaged)}",
             flush=True,
         )
         k += 1
-        seconds = time.monotonic() - t0  # after every trial: --merge can read a campaign cut short
+        # after every trial: --merge and --resume can read a campaign cut short
+        seconds = before_s + time.monotonic() - t0
         (args.work / "tally.json").write_text(
             json.dumps({**tally.__dict__, "seconds": seconds, "trials": k}, indent=1)
         )
