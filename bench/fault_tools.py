@@ -38,18 +38,19 @@ def training_pids(out: Path) -> list[int]:
     """Pids of live processes training a run of the sweep: each run's .lock names its trainer;
     the run must not be completed (in-process, the sweep outlives its runs). A live pid, not a
     flock probe: probing would take the lock that a starting trainer needs."""
-    from andrea.run.rundir import RunDir
+    from andrea.run.results import is_completed
 
     pids = set()
     for lock in out.rglob(".lock"):
         m = re.match(r"pid (\d+)", lock.read_text(errors="replace"))
-        if m and Path(f"/proc/{m.group(1)}").exists() and not RunDir(lock.parent).is_completed():
+        if m and Path(f"/proc/{m.group(1)}").exists() and not is_completed(lock.parent):
             pids.add(int(m.group(1)))
     return sorted(pids)
 
 
 def run_states(out: Path) -> dict[str, tuple[int, bool, bool]]:
     """{run dir: (last logged step, has a checkpoint, completed)} of every started run."""
+    from andrea.run.results import is_completed
     from andrea.run.rundir import RunDir
 
     states = {}
@@ -61,7 +62,7 @@ def run_states(out: Path) -> dict[str, tuple[int, bool, bool]]:
             except (json.JSONDecodeError, AttributeError, ValueError):
                 pass
         rd = RunDir(m.parent)
-        states[str(m.parent)] = (last, bool(rd.list_checkpoints()), rd.is_completed())
+        states[str(m.parent)] = (last, bool(rd.list_checkpoints()), is_completed(rd))
     return states
 
 
@@ -87,14 +88,13 @@ def steps_lost(before: dict, after: dict, text: str) -> int:
 
 
 def unfinished_runs(out: Path) -> list[Path]:
+    from andrea.run.results import is_completed
     from andrea.run.rundir import RunDir
 
     return sorted(
         c.parent
         for c in out.rglob("checkpoints")
-        if c.is_dir()
-        and not RunDir(c.parent).is_completed()
-        and RunDir(c.parent).list_checkpoints()
+        if c.is_dir() and not is_completed(c.parent) and RunDir(c.parent).list_checkpoints()
     )
 
 
