@@ -1,4 +1,4 @@
-"""The sweep's planning of its jobs, and its summary after them.
+"""The sweep's planning of its jobs: what each is, where it runs, what it costs.
 
 Before anything runs, `plan_jobs` composes every job of the grid, validates it (`resolve_run`),
 finds its deterministic run directory and whether it is already completed or held by a job of
