@@ -7,6 +7,8 @@ results.py   results.json's fields: the one owner of what a finished run records
              status values (COMPLETED, FAILED), score names, and the Record the readers get
              (status, error, scores, the reuse rule)
 provenance.py  the plug-ins a run's code came from: name, version, digest of the source
+labels.py    a run's label (the variant, Block AttnRes' S or N, a scheme's suffix), built once
+             for the config and the analysis
 evaluations.py  the downstream task records (tasks/<settings-hash>.json): where, read, write
 units.py     compute units (PFLOP/s-days), per-GPU peak FLOP/s and MFU
 logkeys.py   every logged metric key, defined once
