@@ -66,7 +66,7 @@ from andrea.data import TokenLoader, ValidationSet, check_split_sizes, prepare_d
 from andrea.data.domains import describe_domain, load_training_tokenizer, prepare_domains
 from andrea.data.tokenizer import token_byte_lengths
 from andrea.model.flops import six_n_d, training_flops_per_token
-from andrea.model.residuals import depth_backend
+from andrea.model.residuals import depth_backend, registry
 from andrea.model.transformer import ANDREA
 from andrea.run import logkeys as keys
 from andrea.run import results as results_file
@@ -143,6 +143,7 @@ class Trainer:
         self.loggers = loggers
         self.is_main = dist_info.is_main
         self.summary = spec_summary(spec)
+        self.plugins = registry.plugins_of(spec.model.residual)  # recorded; reuse compares
         self.step = 0
         self.clock = Clock()
         self.final_val_loss: Optional[float] = None  # set when resuming from the final checkpoint
@@ -257,7 +258,7 @@ class Trainer:
         if resumed:
             self.logger.truncate_after(self.trunk_step)
         if self.is_main and not resumed:
-            self.run_dir.write_code_version()
+            self.run_dir.write_code_version(self.plugins)
         if self.is_main:  # what the run's checkpoints need to be read elsewhere (andrea/eval/)
             write_model_files(self.run_dir, spec.model, prepared.tokenizer_path, spec.seq_len)
 
@@ -544,7 +545,7 @@ class Trainer:
         def one(loss, bpb):
             return f"{loss:.4f}" + (f" ({bpb:.3f} bpb)" if bpb is not None else "")
 
-        parts = [one(scores["val_loss"], scores["val_bpb"])]
+        parts = [one(scores[results_file.VAL_LOSS], scores[results_file.VAL_BPB])]
         for key in scores:
             if key.startswith(keys.DOMAIN_PREFIX) and key.endswith("/loss"):
                 name = key[len(keys.DOMAIN_PREFIX) : -len("/loss")]
@@ -568,12 +569,12 @@ class Trainer:
                 for k, v in scores.items()
                 if k.startswith(keys.DOMAIN_PREFIX) and v is not None
             }
-            if scores["val_bpb"] is not None:
-                logged[keys.VAL_BPB] = scores["val_bpb"]
+            if scores[results_file.VAL_BPB] is not None:
+                logged[keys.VAL_BPB] = scores[results_file.VAL_BPB]
             self.logger.log(
                 step,
                 {
-                    keys.VAL_LOSS: scores["val_loss"],
+                    keys.VAL_LOSS: scores[results_file.VAL_LOSS],
                     **logged,
                     keys.TOKENS: tokens,
                     keys.FLOPS: tokens * self.flops_per_token,
@@ -601,10 +602,10 @@ class Trainer:
             step,
             tokens,
             tokens * self.flops_per_token,
-            scores["val_loss"],
+            scores[results_file.VAL_LOSS],
             wall_s,
             self.dist.world_size,
-            scores={k: v for k, v in scores.items() if k != "val_loss"},
+            scores={k: v for k, v in scores.items() if k != results_file.VAL_LOSS},
         )
 
     def _record_point(self, point: dict[str, Any]) -> None:
@@ -672,13 +673,16 @@ class Trainer:
             self._record_point(
                 self._point(budget, spec.steps, scores, wall_s=self.clock.state()["trunk_s"])
             )
-            self._checkpoint(final_val_loss=scores["val_loss"], final_scores=scores)
+            self._checkpoint(final_val_loss=scores[results_file.VAL_LOSS], final_scores=scores)
         else:  # a crash came between the final checkpoint and results.json: its eval is logged
             # (a checkpoint from before bpb and domains existed holds the loss alone)
-            scores = self.final_scores or {"val_loss": self.final_val_loss, "val_bpb": None}
+            scores = self.final_scores or {
+                results_file.VAL_LOSS: self.final_val_loss,
+                results_file.VAL_BPB: None,
+            }
             if budget not in self.points:  # a final checkpoint written before points.json
                 self._record_point(self._point(budget, spec.steps, scores, self.clock.trunk_s))
-        val_loss = scores["val_loss"]
+        val_loss = scores[results_file.VAL_LOSS]
         self.progress.close()
         self.clock.tick()
         session_s = time.time() - self.session_start
@@ -696,7 +700,7 @@ class Trainer:
             val_loss=val_loss,
             val_tokens=self.val.n_tokens,
             # bits per byte and each domain's scores at the final point (docs/metrics.md)
-            scores={k: v for k, v in scores.items() if k != "val_loss"},
+            scores={k: v for k, v in scores.items() if k != results_file.VAL_LOSS},
             eval_sets=self.scorer.describe(),
             eval_domains={n: describe_domain(d) for n, d in spec.eval.domains.items()},
             # Several budgets: every point, and what the whole run spent (trunk + branches).
@@ -718,6 +722,8 @@ class Trainer:
             device_name=device_name(self.device),
             code=code_version(),
             wandb_run_id=self.logger.run_id,
+            parallel=t.parallel,
+            plugins=self.plugins,
             # model.depth_backend, when not the default: asked, used, and why auto fell back
             **({"depth_backend": self.depth_backend} if spec.depth_backend != "eager" else {}),
         )

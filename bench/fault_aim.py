@@ -40,12 +40,10 @@ class Aim:
     def of(cls, out: Path, steps: dict[str, int]) -> Aim:
         """The unfinished runs of `steps` ({run dir relative to `out`: its steps}) and what
         they have left."""
-        from andrea.run.rundir import RunDir
+        from andrea.run.results import is_completed
 
         resume = {
-            rel: newest_checkpoint_step(out / rel)
-            for rel in steps
-            if not RunDir(out / rel).is_completed()
+            rel: newest_checkpoint_step(out / rel) for rel in steps if not is_completed(out / rel)
         }
         return cls(resume, sum(steps[r] - c for r, c in resume.items()), time.time())
 

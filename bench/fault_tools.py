@@ -38,12 +38,12 @@ def trainers(out: Path) -> dict[int, Path]:
     """{pid: run directory} of the live processes training a run of the sweep: each run's .lock
     names its trainer; the run must not be completed (in-process, the sweep outlives its runs).
     A live pid, not a flock probe: probing would take the lock that a starting trainer needs."""
-    from andrea.run.rundir import RunDir
+    from andrea.run.results import is_completed
 
     live = {}
     for lock in out.rglob(".lock"):
         m = re.match(r"pid (\d+)", lock.read_text(errors="replace"))
-        if m and Path(f"/proc/{m.group(1)}").exists() and not RunDir(lock.parent).is_completed():
+        if m and Path(f"/proc/{m.group(1)}").exists() and not is_completed(lock.parent):
             live[int(m.group(1))] = lock.parent
     return live
 
@@ -70,12 +70,13 @@ def newest_checkpoint_step(run: Path) -> int:
 
 def run_states(out: Path) -> dict[str, tuple[int, bool, bool]]:
     """{run dir: (last logged step, has a checkpoint, completed)} of every started run."""
+    from andrea.run.results import is_completed
     from andrea.run.rundir import RunDir
 
     states = {}
     for m in out.rglob("metrics.jsonl"):
         rd = RunDir(m.parent)
-        states[str(m.parent)] = (last_step(m), bool(rd.list_checkpoints()), rd.is_completed())
+        states[str(m.parent)] = (last_step(m), bool(rd.list_checkpoints()), is_completed(m.parent))
     return states
 
 
@@ -101,14 +102,13 @@ def steps_lost(before: dict, after: dict, text: str) -> int:
 
 
 def unfinished_runs(out: Path) -> list[Path]:
+    from andrea.run.results import is_completed
     from andrea.run.rundir import RunDir
 
     return sorted(
         c.parent
         for c in out.rglob("checkpoints")
-        if c.is_dir()
-        and not RunDir(c.parent).is_completed()
-        and RunDir(c.parent).list_checkpoints()
+        if c.is_dir() and not is_completed(c.parent) and RunDir(c.parent).list_checkpoints()
     )
 
 

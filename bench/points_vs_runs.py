@@ -57,12 +57,14 @@ class Missing(Exception):
 
 def train_one(out: Path, overrides: list[str], collect_only: bool = False) -> dict:
     from andrea.config.resolve import resolve_run
+    from andrea.run.results import completed_record
     from andrea.run.rundir import RunDir
     from andrea.train import train
 
     rd = RunDir(out)
-    if rd.is_completed():  # re-running the bench reuses finished runs
-        return rd.read_results()
+    done = completed_record(rd)
+    if done is not None:  # re-running the bench reuses finished runs
+        return dict(done)
     if collect_only:
         raise Missing(out)
     spec = resolve_run(compose(overrides))

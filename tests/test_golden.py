@@ -5,7 +5,8 @@ Every shipped model's state_dict keys, parameter and FLOP counts at a tiny and a
 plan of `sweeps=scaling_law`; one tiny run's results.json (times aside); the demo's fit table.
 Re-recorded since, on purpose: the plan (the size rule's new path, the thread count line, the
 power line that now models each run's final point) and the tiny run's results.json for the keys
-added beside the unchanged ones (val_bpb, eval_sets, eval_domains).
+added beside the unchanged ones (val_bpb, eval_sets, eval_domains; parallel and plugins, added by
+hand: the values a run of a built-in scheme records).
 
 The files were recorded on one CPU (an Intel Xeon). Another CPU sums floats in another order
 (its BLAS and torch kernels split a reduction for its own vector width), so a float is compared

@@ -60,7 +60,7 @@ def fake_launcher(tmp_path, executor: str = "slurm", on_submit=None, refresh=Non
         state=lambda job: "PENDING",
     )
 
-    class Fake(launcher._AndreaLauncherMixin):
+    class Fake(launcher.AndreaLauncher):
         engine = fake_engine
 
         def __init__(self):
@@ -69,7 +69,7 @@ def fake_launcher(tmp_path, executor: str = "slurm", on_submit=None, refresh=Non
             )
             self.hydra_context = object()
 
-        def _job_params(self, overrides):
+        def _job_params(self, overrides, plan=None):
             return {"partition": "debug"}, tmp_path / "runs" / overrides[0]
 
     return Fake()

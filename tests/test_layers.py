@@ -42,10 +42,11 @@ def _type_checking_lines(tree) -> set[int]:
     return lines
 
 
-def imports(path):
-    """(module, names) for every import of the file (relative imports resolved)."""
+def imports(path, annotations: bool = False):
+    """(module, names) for every import of the file (relative imports resolved); those under
+    `if TYPE_CHECKING:` only with `annotations`."""
     tree = ast.parse(path.read_text())
-    skip = _type_checking_lines(tree)
+    skip = set() if annotations else _type_checking_lines(tree)
     package = ".".join(path.relative_to(REPO).with_suffix("").parts[:-1])
     for node in ast.walk(tree):
         if getattr(node, "lineno", None) in skip:

@@ -87,7 +87,8 @@ def test_the_plan_says_which_rungs_need_fsdp_and_on_how_many_gpus():
 
 
 def test_the_plan_counts_gpu_hours_with_the_measured_packing_factor(tmp_path):
-    from andrea.launch.plan import PlannedJob, print_plan
+    from andrea.launch.plan import PlannedJob
+    from andrea.launch.plan_text import print_plan
     from andrea.run.rundir import RunDir
 
     (tmp_path / "throughput.json").write_text(json.dumps({"packing": {"1": 100.0, "4": 250.0}}))

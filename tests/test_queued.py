@@ -9,7 +9,7 @@ import subprocess
 from types import SimpleNamespace
 
 from andrea.launch import plan as launch
-from andrea.launch import scheduler
+from andrea.launch import plan_text, scheduler
 from andrea.launch import slurm as queued
 from andrea.launch.plan import PlannedJob
 from andrea.run.rundir import RunDir
@@ -43,7 +43,7 @@ def test_queued_run_is_planned_as_queued_and_not_counted_as_failed(tmp_path, mon
     launch._mark_queued([a, b])
     assert a.state == "queued (job 77_3, pending)" and not a.to_run and b.to_run
     out = io.StringIO()
-    assert launch.print_summary([a], 0, out) == 0
+    assert plan_text.print_summary([a], 0, out) == 0
     assert "queued" in out.getvalue() and "did not" not in out.getvalue()
     assert (
         "0 of 1 runs completed (0 were already complete and skipped), 1 queued or running "
@@ -104,7 +104,7 @@ def test_stopping_a_slurm_sweep_says_the_jobs_go_on_and_how_to_watch_them(tmp_pa
     )
     jobs = [SimpleNamespace(job_id=f"{a}_{i}") for a in ("981", "1002") for i in range(2)]
     with pytest.raises(SystemExit) as e:
-        launcher._AndreaLauncherMixin._detach(fake, jobs, KeyboardInterrupt())
+        launcher.AndreaLauncher._detach(fake, jobs, KeyboardInterrupt())
     assert e.value.code == 130
     err = capsys.readouterr().err
     assert "interrupted (Ctrl-C): the Slurm jobs keep running on the cluster" in err
@@ -115,7 +115,7 @@ def test_stopping_a_slurm_sweep_says_the_jobs_go_on_and_how_to_watch_them(tmp_pa
         "local"
     )  # local jobs stop with the sweep: sweep.py's message stands
     with pytest.raises(KeyboardInterrupt):
-        launcher._AndreaLauncherMixin._detach(fake, jobs, KeyboardInterrupt())
+        launcher.AndreaLauncher._detach(fake, jobs, KeyboardInterrupt())
 
 
 def test_wait_is_not_part_of_a_runs_directory():

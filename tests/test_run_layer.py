@@ -50,7 +50,7 @@ def test_the_record_carries_what_the_commands_read(tmp_path):
     assert failed.failed and not failed.completed and failed.lr is None
     assert results_file.record(root / "tiny-1/b/seed0") is None  # a list
     assert results_file.record(root / "tiny-1/b-x/seed0") is None  # no results.json
-    assert RunDir(root / "tiny-1/b/seed0").completed_results() is None  # a list, no traceback
+    assert results_file.completed_record(root / "tiny-1/b/seed0") is None  # a list, no traceback
 
 
 def test_the_evaluation_skips_unfinished_failed_and_unreadable_runs(tmp_path):

@@ -16,6 +16,7 @@ from andrea.components.fsdp import is_sharded
 from andrea.components.runtime import autocast
 from andrea.data import ValidationSet
 from andrea.run import logkeys as keys
+from andrea.run.results import VAL_BPB, VAL_LOSS
 
 
 def lm_loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
@@ -149,8 +150,8 @@ class Scorer:
         """Every set's scores; `stop` as in `evaluate` (EvaluationStopped between batches)."""
         loss = evaluate(model, self.val.val, batch_size, device, amp_dtype, dist_info, stop)
         out = {
-            "val_loss": loss,
-            "val_bpb": bits_per_byte(loss, self.val.val.n_tokens, self.val.n_bytes),
+            VAL_LOSS: loss,
+            VAL_BPB: bits_per_byte(loss, self.val.val.n_tokens, self.val.n_bytes),
         }
         for d in self.domains:
             v = d.val or self.val.val

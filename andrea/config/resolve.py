@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import astuple, dataclass, field, fields, replace
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -511,35 +511,19 @@ def spec_summary(spec: RunSpec) -> dict[str, Any]:
     }
 
 
-def reuse_mismatches(results: dict, spec: RunSpec) -> list[str]:
-    """`key=old (now new)` for every field where a completed run's results.json differs from
-    what `spec` would train (andrea.run.results.REUSE_KEYS); [] when it may be reused."""
+def reuse_mismatches(results: Mapping[str, Any], spec: RunSpec) -> list[str]:
+    """Why a re-run of `spec` may not reuse the completed run whose results.json is `results`
+    ([] when it may): the rule is andrea.run.results' (`Record.reuse_mismatches`); this says
+    what the re-run would train, in results.json's terms."""
     want = {
         **spec_summary(spec),
         "tokens": spec.steps * spec.batch_tokens,
         "budgets": sorted(spec.train.budgets) if spec.train.budgets is not None else None,
+        "eval_domains": {n: describe_domain(d) for n, d in spec.eval.domains.items()},
+        "plugins": registry.plugins_of(spec.model.residual),
     }
-    out = results_file.reuse_mismatches(results, want)
-    # A CPU run's losses follow its thread count (andrea/launch/threads.py): a run trained with
-    # another count is not this run. A GPU run's numerics do not depend on the CPU's threads.
-    have = results.get("torch_threads")
-    if (
-        results.get("device") == "cpu"
-        and have is not None
-        and spec.threads is not None
-        and have != spec.threads
-    ):
-        out.append(
-            f"torch_threads={have!r} (now {spec.threads!r}: train.threads; CPU runs are "
-            "bit-identical only at one thread count)"
-        )
-    # A reused run must have scored every domain asked for now, on the same source (a run that
-    # scored more domains is still this run).
-    had = results.get("eval_domains") or {}
-    for name, d in spec.eval.domains.items():
-        if had.get(name) != describe_domain(d):
-            out.append(f"eval.domains.{name}={had.get(name)!r} (now {describe_domain(d)!r})")
-    return out
+    record = results if isinstance(results, results_file.Record) else results_file.Record(results)
+    return record.reuse_mismatches(want)
 
 
 def steps_between(total_steps: int, count: int) -> int:

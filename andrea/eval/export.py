@@ -37,6 +37,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from andrea.eval.load import EvalError, load_run
+from andrea.run.results import Record
 from andrea.run.rundir import code_version
 
 MODELING_SOURCE = Path(__file__).with_name("hf_modeling.py")
@@ -61,7 +62,7 @@ def residual_source(cfg) -> Path:
 def provenance(run) -> dict:
     """What andrea_export.json records: portable (the run's name, not the exporting machine's
     path to it; the checkpoint relative to the run directory)."""
-    results = run.results or {}
+    results = run.results or Record({})
     root = run.run_dir.root.resolve()
     ckpt = Path(run.checkpoint).resolve()
     return {
@@ -70,10 +71,10 @@ def provenance(run) -> dict:
         "step": run.step,
         "final": run.final,
         "trained_seq_len": run.seq_len,
-        "val_loss": results.get("val_loss"),
-        "variant": results.get("variant"),
-        "label": results.get("label"),
-        "size": results.get("size"),
+        "val_loss": results.val_loss,
+        "variant": results.variant,
+        "label": results.label,
+        "size": results.size,
         "tokenizer_sha256": run.tokenizer_sha256,
         "andrea_code": code_version(),
     }

@@ -39,12 +39,12 @@ class LoadedRun:
     seq_len: int  # the sequence length it trained at: positions beyond it are untrained
     step: int  # the checkpoint's optimizer step
     checkpoint: Path
-    results: Optional[dict]  # results.json of a completed run, else None
+    results: Optional[results_file.Record]  # results.json of a completed run, else None
 
     @property
     def final(self) -> bool:
         """True when the checkpoint is the completed run's last step (its final point)."""
-        return self.results is not None and self.step == int(self.results.get("steps", -1))
+        return self.results is not None and self.step == self.results.steps
 
 
 def sha256_file(path: Path) -> str:
@@ -178,5 +178,5 @@ def load_run(
         seq_len=seq_len,
         step=int(state["step"]),
         checkpoint=ckpt,
-        results=rd.completed_results(),
+        results=results_file.completed_record(rd),
     )

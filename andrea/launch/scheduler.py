@@ -18,6 +18,7 @@ from collections import Counter
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 from andrea.launch.engine import Env, Scheduler
+from andrea.run import results as results_file
 
 ENGINES = {
     "local": "andrea.launch.local",
@@ -99,15 +100,7 @@ def _states(run_dirs: Sequence) -> list[tuple[str, bool]]:
         elif d.is_locked():
             out.append(("RUNNING", True))
         else:
-            results = d.read_results()
-            out.append(
-                (
-                    str(results.get("status", "ended")).upper()
-                    if isinstance(results, dict)
-                    else "ENDED",
-                    False,
-                )
-            )
+            out.append((results_file.ended_state(d), False))
     return out
 
 

@@ -65,7 +65,7 @@ def run_task(cfg: DictConfig) -> dict[str, Any]:
         done = reusable_results(run_dir, spec)
         if done is not None:
             log.info("already completed, skipping: %s", run_dir.root)
-            return done
+            return dict(done)  # the job's return value: its results, as train returns them
     except ConfigError as e:
         if HydraConfig.get().mode == RunMode.RUN:  # a single run: a message, not a traceback
             print(f"error: {e}", file=sys.stderr)

@@ -4,7 +4,9 @@ rundir.py    RunDir (the one object that knows a run directory's layout, its loc
              atomic writers every file goes through, and find_run_dirs (the one walk that
              finds the runs below a sweep directory)
 results.py   results.json's fields: the one owner of what a finished run records, its
-             status values (COMPLETED, FAILED) and the Record the readers get
+             status values (COMPLETED, FAILED), score names, and the Record the readers get
+             (status, error, scores, the reuse rule)
+provenance.py  the plug-ins a run's code came from: name, version, digest of the source
 labels.py    a run's label (the variant, Block AttnRes' S or N, a scheme's suffix), built once
              for the config and the analysis
 evaluations.py  the downstream task records (tasks/<settings-hash>.json): where, read, write

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence
 
 from andrea.run import logkeys as keys
-from andrea.run.results import COMPLETED
+from andrea.run.results import COMPLETED, Record
 from andrea.run.rundir import RunDir, atomic_write_bytes, atomic_write_json
 
 log = logging.getLogger(__name__)
@@ -303,7 +303,7 @@ class MetricsLogger:
         results = dict(results or {})
         try:
             run.summary.update({k: _plain(v) for k, v in results.items()})
-            run.finish(exit_code=0 if results.get("status", COMPLETED) == COMPLETED else 1)
+            run.finish(exit_code=0 if Record(results).status in (None, COMPLETED) else 1)
         except Exception as e:  # noqa: BLE001
             self._run = run
             self._wandb_failed("wandb.finish", e)

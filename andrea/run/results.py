@@ -1,7 +1,10 @@
 """results.json: what one run records when it ends, and the one owner of its fields.
 
-Training writes it (`completed`, `failed`), the launcher compares it with what a re-run would
-train (`reuse_mismatches`), and the analysis reads it (`Record`). Nothing else spells its keys.
+Training writes it (`completed`, `failed`, the score names `VAL_LOSS` and `VAL_BPB`), the
+planner asks a completed run whether a re-run may reuse it (`Record.reuse_mismatches`: the reuse
+rule, threads and held-out domains included), the planner, engines, launchers and callbacks read
+its status, error and scores through `Record`, `completed_record` and `ended_state`, and the
+analysis reads it (`Record`). Nothing else spells its keys.
 
 A completed run's file holds, in this order:
 - who the run is: `status`, the identity of `andrea.config.resolve.spec_summary` (variant, label,
@@ -15,7 +18,9 @@ A completed run's file holds, in this order:
 - what the whole run spent (trunk and cooldown branches): tokens_spent, flops_spent, wall_s,
   device_s (wall_s x devices), tokens_per_s;
 - where it ran: world_size, torch_threads, device, device_name, code (git SHA + dirty flag),
-  wandb_run_id.
+  wandb_run_id, parallel (`train.parallel`: ddp or fsdp) and plugins (each installed plug-in
+  the run's code came from: name, version and the digest of its source,
+  `andrea.run.provenance`).
 A failed run holds `status: failed`, `error`, the identity, `sweep`, and null val_loss, tokens
 and flops.
 """
@@ -30,6 +35,9 @@ from andrea.run.rundir import RunDir
 
 FILE = "results.json"
 COMPLETED, FAILED = "completed", "failed"
+# The scores of an evaluation (andrea/components/evaluate.py) under their results.json names; a
+# held-out domain's are `andrea.run.logkeys.domain_key(name, "loss" | "bpb")`.
+VAL_LOSS, VAL_BPB = "val_loss", "val_bpb"
 
 # The keys every `points` entry has; an entry's keys (these and its scores) override the run's
 # top-level values for that point.
@@ -75,7 +83,7 @@ def point(
         "budget": budget,
         "tokens": tokens,
         "flops": flops,
-        "val_loss": val_loss,
+        VAL_LOSS: val_loss,
         "step": step,
         "wall_s": wall_s,
         "device_s": wall_s * world_size,
@@ -109,6 +117,8 @@ def completed(
     device_name: str,
     code: dict,
     wandb_run_id: str | None,
+    parallel: str,
+    plugins: list[dict],
     **extra: Any,
 ) -> dict[str, Any]:
     """A completed run's results.json, keys in the documented order (`extra` after them)."""
@@ -121,7 +131,7 @@ def completed(
         "flops": flops,
         "flops_6nd": flops_6nd,
         "pflops_days": pflops_days,
-        "val_loss": val_loss,
+        VAL_LOSS: val_loss,
         "val_tokens": val_tokens,
         **(scores or {}),
         "eval_sets": eval_sets,
@@ -139,6 +149,8 @@ def completed(
         "device_name": device_name,
         "code": code,
         "wandb_run_id": wandb_run_id,
+        "parallel": parallel,
+        "plugins": plugins,
         **extra,
     }
 
@@ -150,33 +162,15 @@ def failed(identity: Mapping[str, Any], sweep: str, error: BaseException) -> dic
         "error": f"{type(error).__name__}: {error}",
         **identity,
         "sweep": sweep,
-        "val_loss": None,
+        VAL_LOSS: None,
         "tokens": None,
         "flops": None,
     }
 
 
-def reuse_mismatches(results: Mapping[str, Any], want: Mapping[str, Any]) -> list[str]:
-    """`key=old (now new)` for every REUSE_KEYS field where a completed run's results differ
-    from what a re-run would train (`want`, the same keys); [] when it may be reused. Keys an
-    older results.json lacks are not compared, except those of REUSE_DEFAULTS."""
-    out = []
-    for key in REUSE_KEYS:
-        if key not in results and key not in REUSE_DEFAULTS:
-            continue
-        have, new = results.get(key, REUSE_DEFAULTS.get(key)), want[key]
-        if isinstance(new, float) and isinstance(have, (int, float)):
-            same = math.isclose(float(have), new, rel_tol=1e-9)
-        else:
-            same = have == new
-        if not same:
-            out.append(f"{key}={have!r} (now {new!r})")
-    return out
-
-
 class Record(Mapping[str, Any]):
-    """A results.json as the analysis reads it: the raw mapping, plus the few readings that
-    several commands need (label, shape, points)."""
+    """A results.json as its readers see it: the raw mapping, plus the readings that several
+    of them need (status, error, scores, label, shape, points) and the reuse rule."""
 
     def __init__(self, data: Mapping[str, Any], path: Path | None = None):
         self._data = dict(data)
@@ -204,6 +198,29 @@ class Record(Mapping[str, Any]):
         return self._data.get("status") == FAILED
 
     @property
+    def error(self) -> str | None:
+        """A failed run's error (`Type: message`), else None."""
+        error = self._data.get("error")
+        return str(error) if error else None
+
+    @property
+    def error_line(self) -> str:
+        """The first line of the run's error; "unknown" when it recorded none."""
+        lines = (self.error or "").strip().splitlines()
+        return lines[0] if lines else "unknown"
+
+    @property
+    def val_loss(self) -> float | None:
+        """The final point's validation loss (nats per token); None for a failed run."""
+        loss = self._data.get(VAL_LOSS)
+        return float(loss) if isinstance(loss, (int, float)) else None
+
+    @property
+    def steps(self) -> int | None:
+        steps = self._data.get("steps")
+        return int(steps) if isinstance(steps, (int, float)) else None
+
+    @property
     def lr(self) -> float | None:
         """The run's peak learning rate; None when not recorded (a file from before it) or not
         a positive number."""
@@ -213,6 +230,14 @@ class Record(Mapping[str, Any]):
     @property
     def seed(self) -> Any:
         return self._data.get("seed")
+
+    @property
+    def variant(self) -> Any:
+        return self._data.get("variant")
+
+    @property
+    def size(self) -> Any:
+        return self._data.get("size")
 
     @property
     def label(self) -> str | None:
@@ -234,6 +259,86 @@ class Record(Mapping[str, Any]):
             points = [{}]
         return [{**self._data, **p} if isinstance(p, dict) else dict(self._data) for p in points]
 
+    def reuse_mismatches(self, want: Mapping[str, Any]) -> list[str]:
+        """Why a re-run may not reuse this completed run: one `key=old (now new)` (or a plug-in's
+        line) for each difference from what it would train (`want`: the REUSE_KEYS, and
+        `torch_threads`, `eval_domains`, `plugins` as a results.json holds them); [] when it
+        may. Keys an older results.json lacks are not compared, except those of REUSE_DEFAULTS.
+        andrea's own code (`code`) is recorded, not compared."""
+        return [
+            *self._setting_changes(want),
+            *self._thread_change(want.get("torch_threads")),
+            *self._domain_changes(want.get("eval_domains") or {}),
+            *self._plugin_changes(want.get("plugins") or []),
+        ]
+
+    def _setting_changes(self, want: Mapping[str, Any]) -> list[str]:
+        out = []
+        for key in REUSE_KEYS:
+            if key not in self._data and key not in REUSE_DEFAULTS:
+                continue
+            have, new = self._data.get(key, REUSE_DEFAULTS.get(key)), want[key]
+            if isinstance(new, float) and isinstance(have, (int, float)):
+                same = math.isclose(float(have), new, rel_tol=1e-9)
+            else:
+                same = have == new
+            if not same:
+                out.append(f"{key}={have!r} (now {new!r})")
+        return out
+
+    def _thread_change(self, threads: int | None) -> list[str]:
+        """A CPU run's losses follow its thread count (andrea/launch/threads.py): a run trained
+        with another count is not this run. A GPU run's numerics do not depend on the CPU's."""
+        have = self._data.get("torch_threads")
+        if self._data.get("device") != "cpu" or have is None or threads is None:
+            return []
+        if have == threads:
+            return []
+        return [
+            f"torch_threads={have!r} (now {threads!r}: train.threads; CPU runs are "
+            "bit-identical only at one thread count)"
+        ]
+
+    def _domain_changes(self, domains: Mapping[str, str]) -> list[str]:
+        """A reused run must have scored every domain asked for now, on the same source (a run
+        that scored more domains is still this run)."""
+        had = self._data.get("eval_domains") or {}
+        return [
+            f"eval.domains.{name}={had.get(name)!r} (now {source!r})"
+            for name, source in domains.items()
+            if had.get(name) != source
+        ]
+
+    def _plugin_changes(self, plugins: list[Mapping[str, Any]]) -> list[str]:
+        """Each plug-in whose code is not the one the run recorded, by name (a file from before
+        `plugins` was recorded is not compared)."""
+        if not isinstance(self._data.get("plugins"), list):
+            return []
+        had = {p.get("name"): p for p in self._data["plugins"] if isinstance(p, dict)}
+        now = {p["name"]: p for p in plugins}
+        out = []
+        for name in sorted(set(had) | set(now), key=str):
+            old, new = had.get(name), now.get(name)
+            if old is None or new is None:
+                how = "was not used by the run" if old is None else "is not used now"
+                out.append(f"plug-in {name} {how}")
+                continue
+            changed = [
+                f"{what} {_short(old.get(what))} → {_short(new.get(what))}"
+                for what in ("version", "digest")
+                if old.get(what) != new.get(what)
+            ]
+            if changed:
+                out.append(f"plug-in {name} changed since the run ({', '.join(changed)})")
+        return out
+
+
+def _short(value: Any) -> str:
+    """A digest's first 12 hex digits (enough to tell two apart in a message); other values as
+    they are."""
+    text = str(value)
+    return text[:12] if len(text) == 64 else text
+
 
 def read(run_dir: RunDir | Path) -> Record | dict | list | None:
     """The run's results as a Record; None when absent or not valid JSON; the parsed value as it
@@ -247,6 +352,23 @@ def record(run_dir: RunDir | Path) -> Record | None:
     """The run's results as a Record; None when absent, unreadable or not a JSON object."""
     res = read(run_dir)
     return res if isinstance(res, Record) else None
+
+
+def completed_record(run_dir: RunDir | Path) -> Record | None:
+    """The Record of a completed run; None if the run is not completed."""
+    res = record(run_dir)
+    return res if res is not None and res.completed else None
+
+
+def is_completed(run_dir: RunDir | Path) -> bool:
+    return completed_record(run_dir) is not None
+
+
+def ended_state(run_dir: RunDir | Path) -> str:
+    """How a run whose job ended stands: its status in capitals (COMPLETED, FAILED, ...), or
+    ENDED without a results.json (the job died before writing one)."""
+    res = record(run_dir)
+    return str(res._data.get("status", "ended")).upper() if res is not None else "ENDED"
 
 
 def write(run_dir: RunDir, results: Mapping[str, Any]) -> None:

@@ -2,7 +2,7 @@
 
 <run>/
   .hydra/                 Hydra's resolved config and overrides (written by Hydra)
-  code_version.json       git SHA + dirty flag of the code that trained the run
+  code_version.json       git SHA + dirty flag of the code that trained the run, its plug-ins
   metrics.jsonl           one JSON object per logged step
   dynamics.json           per-layer output RMS and depth-attention weights at the last eval
   checkpoints/step_XXXXXXXX.pt   written atomically; resume picks the newest complete one
@@ -169,18 +169,10 @@ class RunDir:
         return sorted(self.checkpoints.glob("step_*.pt"), reverse=True)
 
     # --- state -------------------------------------------------------------------------------
-    def read_results(self) -> dict | None:
+    def read_results(self) -> Any | None:
+        """results.json as parsed, for andrea.run.results (which says what it holds: a status,
+        a completed run) to read; None when missing or not valid JSON."""
         return read_json(self.results)
-
-    def completed_results(self) -> dict | None:
-        """results.json of a completed run; None if the run is not completed."""
-        from andrea.run.results import COMPLETED  # results.py builds on RunDir
-
-        results = self.read_results()
-        return results if isinstance(results, dict) and results.get("status") == COMPLETED else None
-
-    def is_completed(self) -> bool:
-        return self.completed_results() is not None
 
     def is_run(self) -> bool:
         """Whether the directory is a run's (it holds results.json, checkpoints or Hydra's
@@ -231,8 +223,11 @@ class RunDir:
             os.close(fd)
         return False
 
-    def write_code_version(self) -> None:
-        atomic_write_json(self.code_version, code_version())
+    def write_code_version(self, plugins: list[dict] | None = None) -> None:
+        """code_version.json: andrea's git SHA and dirty flag, and the plug-ins the run's code
+        came from (andrea.run.provenance) when given."""
+        extra = {"plugins": plugins} if plugins is not None else {}
+        atomic_write_json(self.code_version, {**code_version(), **extra})
 
 
 def find_run_dirs(root: Path) -> Iterator[RunDir]:

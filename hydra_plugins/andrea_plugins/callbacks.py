@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from andrea.run.results import COMPLETED
+from andrea.run.results import Record
 
 
 def _fail(message: str) -> None:
@@ -62,7 +62,7 @@ class SingleRunCheck(Callback):
         from andrea.data import check_split_sizes, prepare_data
         from andrea.launch.packing import pack_of
         from andrea.launch.task import world_size_of_job
-        from andrea.run.rundir import RunDir
+        from andrea.run.results import is_completed
 
         # sweep.py sends a command line with hydra/launcher=, slurm= or launch.pack= to the
         # sweeper (as with -m); one that gets them from a config file would train here, ignoring
@@ -80,7 +80,7 @@ class SingleRunCheck(Callback):
             spec = resolve_run(config, world_size=world_size_of_job())
         except ConfigError as e:
             _fail(str(e))
-        if RunDir(run_dir_of(config)).is_completed():
+        if is_completed(run_dir_of(config)):
             return  # the task reports it and skips; its data need not exist any more
         # Tokenizing once here (cached, lock-protected) turns an empty, non-UTF-8 or too small
         # corpus into one line before a directory exists; training then finds the cache.
@@ -105,11 +105,12 @@ class SingleRunCheck(Callback):
         if job_return.status != JobStatus.COMPLETED:
             return  # Hydra reports the exception next
         value = job_return.return_value
-        results = value if isinstance(value, dict) else {}
+        record = Record(value if isinstance(value, Mapping) else {})
         where = Path(str(config.hydra.run.dir))
-        status = results.get("status", "?")
-        loss = results.get("val_loss")
-        if status == COMPLETED and isinstance(loss, (int, float)):
-            print(f"done: final validation loss {loss:.4f} nats/token; run directory {where}")
+        if record.completed and record.val_loss is not None:
+            print(
+                f"done: final validation loss {record.val_loss:.4f} nats/token; run directory "
+                f"{where}"
+            )
         else:
-            print(f"{status}: run directory {where}")
+            print(f"{record.status or '?'}: run directory {where}")

@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.singleton import Singleton
@@ -30,6 +30,9 @@ from hydra_plugins.hydra_submitit_launcher.config import (
     LocalQueueConf,
     SlurmQueueConf,
 )
+
+if TYPE_CHECKING:
+    from andrea.launch.plan import LaunchPlan
 
 log = logging.getLogger(__name__)
 
@@ -83,10 +86,9 @@ def _job_status(sched, job, run_dir: Path) -> str:
     outcome (its results.json), since a job that ran to its end may still hold a failed run."""
     if not job.done():
         return sched.state(job)
-    from andrea.run.rundir import RunDir
+    from andrea.run.results import ended_state
 
-    results = RunDir(run_dir).read_results() or {}
-    return str(results.get("status", "ended")).upper()
+    return ended_state(run_dir)
 
 
 def wait_for_jobs(
@@ -151,7 +153,12 @@ def _held(job) -> bool:
     return bool(getattr(_handle(job), "held", False))
 
 
-class _AndreaLauncherMixin:
+class AndreaLauncher:
+    """What andrea's three launchers share: grouping, submission, watching, detaching."""
+
+    # (submission time, each job's training FLOPs) for the time-left lines, set by `launch`
+    _progress: Optional[Tuple[float, List[float]]] = None
+
     @property
     def engine(self):
         from andrea.launch import scheduler
@@ -186,13 +193,18 @@ class _AndreaLauncherMixin:
             job_subdir_key="hydra.sweep.subdir",
         )
 
-    def _job_params(self, overrides: Sequence[str]) -> Tuple[Dict[str, Any], Path]:
+    def _job_params(
+        self, overrides: Sequence[str], plan: Optional["LaunchPlan"] = None
+    ) -> Tuple[Dict[str, Any], Path]:
         """This job's launcher parameters, resolved against its own config (per-size resources),
-        and its run directory."""
+        and its run directory. Its config is the plan's when the plan holds the job (andrea's
+        sweeper composed it), else composed here."""
         from andrea.launch.plan import job_run_dir
 
-        job_cfg = getattr(self, "composed", {}).get(tuple(overrides))  # set by andrea's sweeper
-        if job_cfg is None:
+        planned = plan.job(overrides) if plan is not None else None
+        if planned is not None:
+            job_cfg = planned.config
+        else:
             job_cfg = self.hydra_context.config_loader.load_sweep_config(
                 self.config, list(overrides)
             )
@@ -217,41 +229,38 @@ class _AndreaLauncherMixin:
         return job.results()[0]
 
     def launch(
-        self, job_overrides: Sequence[Sequence[str]], initial_job_idx: int
+        self,
+        job_overrides: Sequence[Sequence[str]],
+        initial_job_idx: int,
+        plan: Optional["LaunchPlan"] = None,
     ) -> Sequence[JobReturn]:
+        """Submit the jobs, grouped by their resources, and watch them to their end. `plan`:
+        andrea's sweeper's LaunchPlan of these jobs (each one's composed config, training FLOPs
+        and runs per job); another sweeper gives none: each job is composed here, one run per
+        job. The plan is an argument, never kept: the jobs' pickles hold this launcher."""
         assert self.config is not None and self.hydra_context is not None
         sched = self.engine
         sweep_dir = Path(str(self.config.hydra.sweep.dir))
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        packs = getattr(self, "packs", {})  # runs per job (launch.pack), set by the sweeper
-
-        groups: Dict[str, List[int]] = {}
-        params_of: Dict[str, Dict[str, Any]] = {}
-        run_dirs: List[Path] = []
-        for i, overrides in enumerate(job_overrides):
-            params, run_dir = self._job_params(overrides)
-            params["pack"] = int(packs.get(tuple(overrides), 1))
-            run_dirs.append(run_dir)
-            key = json.dumps(params, sort_keys=True, default=str)
-            groups.setdefault(key, []).append(i)
-            params_of[key] = params
+        groups, run_dirs = self._groups(job_overrides, plan)
+        planned = [plan.job(o) if plan is not None else None for o in job_overrides]
+        # overall progress in the state lines: the jobs' training FLOPs
+        work = [p.flops if p is not None else 1.0 for p in planned]
 
         from andrea.launch.interrupts import stop_on_signals
 
-        self.composed = {}  # not needed in the jobs: keep their pickles lean
-        self.packs = {}
         jobs: List[Any] = [None] * len(job_overrides)
         self._marked: Dict[int, str] = {}  # the job id each run's directory records
-        n_jobs = 0
         # SIGINT and SIGTERM stop the watching from here on, at any moment (interrupts.py); the
         # same handler as the waiting, so no gap between submitting and the first poll
         with stop_on_signals() as guard:
             try:
-                for key, members in groups.items():
+                n_jobs = 0
+                for params, members in groups.values():
                     with guard.holding():  # jobs the engine took are recorded before a stop
                         n_jobs += self._submit(
                             sched,
-                            params_of[key],
+                            params,
                             members,
                             jobs,
                             job_overrides,
@@ -259,46 +268,66 @@ class _AndreaLauncherMixin:
                             initial_job_idx,
                             sweep_dir,
                         )
-                detach = (
-                    " Safe to interrupt (Ctrl-C): the jobs keep running, and the same "
-                    "command later skips completed runs (with wait=true it waits for the "
-                    "running ones)."
-                    if sched.outlives_the_sweep
-                    else " Ctrl-C stops the local jobs too; the same command later resumes them."
-                )
-                runs = f"{len(jobs)} run(s) in " if n_jobs != len(jobs) else ""
-                handles = {id(h): h for h in map(_handle, jobs)}.values()
-                held = sum(_held(h) for h in handles)
-                later = f", {held} of them held back until earlier ones end" if held else ""
-                print(
-                    f"submitted {runs}{n_jobs} job(s) to {sched.label(params_of[key])} in "
-                    f"{len(groups)} array(s){later}; logs under {sweep_dir}/.submitit/.{detach}",
-                    flush=True,
-                )
-                # overall progress in the state lines: the jobs' training FLOPs (set by the sweeper)
-                work = getattr(self, "work", {})
-                self._progress = (
-                    time.time(),
-                    [float(work.get(tuple(o), 1.0)) for o in job_overrides],
-                )
-                wait_for_jobs(
-                    jobs,
-                    run_dirs,
-                    float(self.config.hydra.launcher.get("poll_s", POLL_S)),
-                    overall=lambda: self._overall(jobs),
-                    engine=sched,
-                    refreshed=lambda: self._mark(sched, jobs, run_dirs),
-                    # a stop waits only while the engine may still submit held-back jobs: a
-                    # poll with nothing to submit stays interruptible at once
-                    holding=lambda: (
-                        guard.holding()
-                        if any(_held(j) for j in jobs if j is not None)
-                        else contextlib.nullcontext()
-                    ),
-                )
+                self._announce(sched, params, len(groups), jobs, n_jobs, sweep_dir)
+                self._progress = (time.time(), work)
+                self._watch(sched, jobs, run_dirs, guard)
             except KeyboardInterrupt as e:
                 self._detach([j for j in jobs if j is not None], e)
         return [self._result(job, job_overrides[i]) for i, job in enumerate(jobs)]
+
+    def _groups(
+        self, job_overrides: Sequence[Sequence[str]], plan: Optional["LaunchPlan"]
+    ) -> Tuple[Dict[str, Tuple[Dict[str, Any], List[int]]], List[Path]]:
+        """The jobs by their resolved launcher parameters (with `pack`, the runs per job that
+        the plan gives each: one submission per distinct group), and each job's run directory."""
+        groups: Dict[str, Tuple[Dict[str, Any], List[int]]] = {}
+        run_dirs: List[Path] = []
+        for i, overrides in enumerate(job_overrides):
+            params, run_dir = self._job_params(overrides, plan)
+            planned = plan.job(overrides) if plan is not None else None
+            params["pack"] = int(planned.pack) if planned is not None else 1
+            run_dirs.append(run_dir)
+            key = json.dumps(params, sort_keys=True, default=str)
+            groups.setdefault(key, (params, []))[1].append(i)
+        return groups, run_dirs
+
+    def _announce(self, sched, params, n_groups: int, jobs, n_jobs: int, sweep_dir: Path) -> None:
+        """The submission line: how many jobs went where, how many the engine holds back, where
+        their logs are, and what a Ctrl-C does now."""
+        detach = (
+            " Safe to interrupt (Ctrl-C): the jobs keep running, and the same "
+            "command later skips completed runs (with wait=true it waits for the "
+            "running ones)."
+            if sched.outlives_the_sweep
+            else " Ctrl-C stops the local jobs too; the same command later resumes them."
+        )
+        runs = f"{len(jobs)} run(s) in " if n_jobs != len(jobs) else ""
+        handles = {id(h): h for h in map(_handle, jobs)}.values()
+        held = sum(_held(h) for h in handles)
+        later = f", {held} of them held back until earlier ones end" if held else ""
+        print(
+            f"submitted {runs}{n_jobs} job(s) to {sched.label(params)} in "
+            f"{n_groups} array(s){later}; logs under {sweep_dir}/.submitit/.{detach}",
+            flush=True,
+        )
+
+    def _watch(self, sched, jobs: List[Any], run_dirs: List[Path], guard) -> None:
+        """Wait for the jobs, printing their states as they change (`wait_for_jobs`)."""
+        wait_for_jobs(
+            jobs,
+            run_dirs,
+            float(self.config.hydra.launcher.get("poll_s", POLL_S)),
+            overall=lambda: self._overall(jobs),
+            engine=sched,
+            refreshed=lambda: self._mark(sched, jobs, run_dirs),
+            # a stop waits only while the engine may still submit held-back jobs: a poll with
+            # nothing to submit stays interruptible at once
+            holding=lambda: (
+                guard.holding()
+                if any(_held(j) for j in jobs if j is not None)
+                else contextlib.nullcontext()
+            ),
+        )
 
     def _submit(
         self, sched, params, members, jobs, job_overrides, run_dirs, initial_job_idx, sweep_dir
@@ -358,7 +387,7 @@ class _AndreaLauncherMixin:
     def _overall(self, jobs: List[Any]) -> str:
         """' (2 of 4 done, about 6 minutes left)' once a job has ended: the FLOPs of the ended
         jobs over the time since submission (queue waits included, so it errs long)."""
-        t0, weights = getattr(self, "_progress", (time.time(), [1.0] * len(jobs)))
+        t0, weights = self._progress or (time.time(), [1.0] * len(jobs))
         ended = [j.done() for j in jobs]
         n = sum(ended)
         if n == 0 or n == len(jobs):
@@ -425,13 +454,13 @@ class _Engine:
         return self.sched.state(_handle(job))
 
 
-class AndreaLocalLauncher(_AndreaLauncherMixin, upstream.LocalLauncher):
+class AndreaLocalLauncher(AndreaLauncher, upstream.LocalLauncher):
     pass
 
 
-class AndreaSlurmLauncher(_AndreaLauncherMixin, upstream.SlurmLauncher):
+class AndreaSlurmLauncher(AndreaLauncher, upstream.SlurmLauncher):
     pass
 
 
-class AndreaRayLauncher(_AndreaLauncherMixin, upstream.BaseSubmititLauncher):
+class AndreaRayLauncher(AndreaLauncher, upstream.BaseSubmititLauncher):
     pass

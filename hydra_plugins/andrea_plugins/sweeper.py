@@ -9,9 +9,8 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from hydra._internal.core_plugins.basic_launcher import BasicLauncher
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
@@ -20,6 +19,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from andrea.run.results import COMPLETED
 from hydra_plugins.andrea_plugins.compose import JobComposer
+from hydra_plugins.andrea_plugins.launcher import AndreaLauncher
 
 log = logging.getLogger(__name__)
 
@@ -34,23 +34,6 @@ class AndreaSweeperConf:
 ConfigStore.instance().store(
     group="hydra/sweeper", name="andrea", node=AndreaSweeperConf, provider="andrea"
 )
-
-
-class _Composed(Mapping):
-    """Each job's composed config by its overrides, composed when a launcher asks (the
-    submitit launchers read its resources; the basic launcher composes each job itself)."""
-
-    def __init__(self, jobs: Dict[tuple, Any]) -> None:
-        self.jobs = jobs
-
-    def __getitem__(self, overrides: tuple) -> Any:
-        return self.jobs[overrides].config
-
-    def __iter__(self):
-        return iter(self.jobs)
-
-    def __len__(self) -> int:
-        return len(self.jobs)
 
 
 class AndreaSweeper(BasicSweeper):
@@ -75,45 +58,73 @@ class AndreaSweeper(BasicSweeper):
 
     def sweep_round(self, arguments: List[str]) -> Any:
         """The grid `arguments` give (with the config's sweep parameters): plan, skip, launch."""
-        from andrea.config.resolve import ConfigError
-        from andrea.launch.packing import read_packing
-        from andrea.launch.plan import plan_jobs, print_plan, print_summary
-        from andrea.launch.sufficiency import (
-            annotate_epochs,
-            estimate_corpora,
-            prepare_corpora,
-            sufficiency_problems,
-        )
+        from andrea.launch.plan_text import print_summary
 
         assert self.config is not None and self.launcher is not None
         assert self.hydra_context is not None
         # matplotlib announces building its font cache at INFO in the middle of the progress
         logging.getLogger("matplotlib").setLevel(logging.WARNING)
+        plan_only = bool(self.config.get("plan", False))
+        jobs = self._plan(self._grid(arguments))
+        todo = [j for j in jobs if j.to_run]
+        launching = bool(todo) and not plan_only
+        self._check_launch(todo, launching)
+        refuse = self._prepare_data(jobs, launching)
+        self._print_plan(jobs)
+        _refuse(refuse)
+        if plan_only:
+            print("\nplan=true: nothing launched.")
+            return []
+        skipped = self._say_skipped(jobs, todo)
+        returns = self._launch(jobs, todo) if todo else []
+        elsewhere = [j for j in jobs if j.elsewhere]
+        if elsewhere and self.config.get("wait", False):
+            self._wait_for_earlier(elsewhere)
+        failed = print_summary(jobs, skipped)
+        if self._throughput:
+            failed = self._measure_throughput(jobs) or failed
+        if failed:
+            sys.exit(1)
+        return [returns]
+
+    @property
+    def _throughput(self) -> bool:
+        return bool(self.config.get("sweep", {}).get("throughput", False))
+
+    def _pricing(self) -> Tuple[str, float]:
+        """(plan_gpu, plan_mfu): what the plan prices GPU-hours at."""
+        return str(self.config.get("plan_gpu", "H100")), float(self.config.get("plan_mfu", 0.35))
+
+    def _grid(self, arguments: List[str]) -> List[List[str]]:
+        """Every job's overrides: the config's sweep parameters and the command line's, swept."""
         overrides = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         parsed = overrides.parse_overrides([*self._parse_config(), *arguments])
-        grid = [job for batch in self.split_arguments(parsed, None) for job in batch]
+        return [job for batch in self.split_arguments(parsed, None) for job in batch]
 
-        plan_only = bool(self.config.get("plan", False))
-        plan_gpu = str(self.config.get("plan_gpu", "H100"))
-        plan_mfu = float(self.config.get("plan_mfu", 0.35))
-        # One full composition per distinct set of group choices; seeds, LRs, budgets are
-        # applied to a copy of it (compose.py: the same config as composing each job).
+    def _plan(self, grid: List[List[str]]) -> list:
+        """Every job composed, validated and planned (andrea/launch/plan.py); one `error:` line
+        and exit 2 when any is invalid. One full composition per distinct set of group choices;
+        seeds, LRs, budgets are applied to a copy of it (compose.py: the same config as
+        composing each job)."""
+        from andrea.config.resolve import ConfigError
+        from andrea.launch.plan import plan_jobs
+
         load = JobComposer(self.hydra_context.config_loader, self.config)
         try:
-            jobs = plan_jobs(load, grid, plan_gpu, plan_mfu)
+            return plan_jobs(load, grid, *self._pricing())
         except ConfigError as e:
             print(f"error: {e}", file=sys.stderr)
             sys.exit(2)
-        todo = [j for j in jobs if j.to_run]
-        launching = bool(todo) and not plan_only
+
+    def _check_launch(self, todo: list, launching: bool) -> None:
+        """What must hold before anything takes time: the engine answers (a Ray address nobody
+        answers at: one bounded probe), and sweep.throughput has a launcher that can run it."""
         if launching:
-            # the engine first (a Ray address nobody answers at: one bounded probe), before any
-            # corpus is prepared or anything else takes time
             _refuse(_engine_problems(todo))
         if (
-            self.config.get("sweep", {}).get("throughput", False)
+            self._throughput
             and not isinstance(self.launcher, BasicLauncher)
-            and not hasattr(self.launcher, "run_command")
+            and not isinstance(self.launcher, AndreaLauncher)
         ):
             print(
                 f"error: sweep.throughput=true needs the basic launcher or andrea's submitit "
@@ -122,10 +133,21 @@ class AndreaSweeper(BasicSweeper):
                 file=sys.stderr,
             )
             sys.exit(2)
-        # Data: each distinct corpus checked and prepared once, here, before any job is
-        # submitted (plan=true only estimates); then epochs per job (andrea/launch/sufficiency.py).
+
+    def _prepare_data(self, jobs: list, launching: bool) -> List[str]:
+        """Each distinct corpus checked and prepared once, here, before any job is submitted
+        (plan=true only estimates), then the epochs of each job (andrea/launch/sufficiency.py);
+        the problems that refuse the grid. When launching, only exact counts (after preparation)
+        can refuse a grid for epochs."""
+        from andrea.config.resolve import ConfigError
+        from andrea.launch.sufficiency import (
+            annotate_epochs,
+            estimate_corpora,
+            prepare_corpora,
+            sufficiency_problems,
+        )
+
         annotate_epochs(jobs, estimate_corpora(jobs))
-        # When launching, only exact counts (after preparation) can refuse a grid for epochs.
         refuse = sufficiency_problems(jobs, epochs=not launching)
         if not refuse and launching:
             try:
@@ -134,66 +156,57 @@ class AndreaSweeper(BasicSweeper):
                 print(f"error: {e}", file=sys.stderr)
                 sys.exit(2)
             refuse = sufficiency_problems(jobs)
+        return refuse
+
+    def _print_plan(self, jobs: list) -> None:
+        """Where the sweep goes, its plan (andrea/launch/plan_text.py) and its power lines."""
+        from andrea.launch.packing import read_packing
+        from andrea.launch.plan_text import print_plan
+
         # out_dir=runs/ (as `make demo` passes it) would print runs//demo
-        print(
-            f"sweep '{self.config.sweep_name}' -> "
-            f"{os.path.normpath(str(self.config.hydra.sweep.dir))}"
-        )
         sweep_dir = os.path.normpath(str(self.config.hydra.sweep.dir))
+        print(f"sweep '{self.config.sweep_name}' -> {sweep_dir}")
         print_plan(
-            jobs,
-            plan_gpu,
-            plan_mfu,
-            packing=read_packing(sweep_dir),
-            launchers=_engine_labels(jobs),
+            jobs, *self._pricing(), packing=read_packing(sweep_dir), launchers=_engine_labels(jobs)
         )
         print("\n" + plan_power(jobs))
-        _refuse(refuse)
-        if plan_only:
-            print("\nplan=true: nothing launched.")
-            return []
 
+    def _say_skipped(self, jobs: list, todo: list) -> int:
+        """Say which runs this launch leaves alone; the number of completed ones."""
         skipped = sum(j.state == COMPLETED for j in jobs)
         running = len(jobs) - len(todo) - skipped
         if skipped:
             print(f"\nskipping {skipped} completed run(s); re-running a sweep never redoes them.")
-        wait = bool(self.config.get("wait", False))
         if running:
             print(
                 f"skipping {running} run(s) that a job of an earlier invocation is training "
                 "or has queued; "
                 + (
                     "waiting for them after the others (wait=true)."
-                    if wait
+                    if self.config.get("wait", False)
                     else "run the command again once they end, or with wait=true to wait for them."
                 )
             )
-        returns = []
-        if todo:
-            from analysis.dashboard import maybe_create_dashboard
-            from andrea.config.resolve import to_dataclass
+        return skipped
 
-            maybe_create_dashboard(
-                to_dataclass(self.config).wandb,
-                str(self.config.sweep_name),
-                labels=sorted({j.spec.label for j in jobs}),
-            )
-            # Our launchers reuse the configs composed here instead of composing each job again.
-            self.launcher.composed = _Composed({tuple(j.overrides): j for j in todo})
-            self.launcher.work = {tuple(j.overrides): j.flops for j in todo}  # for time-left lines
-            self.launcher.packs = {tuple(j.overrides): j.pack for j in todo}  # launch.pack
-            if isinstance(self.launcher, BasicLauncher) and len(todo) > 1:
-                returns = self._launch_in_turn(todo)
-            else:
-                returns = self.launcher.launch([j.overrides for j in todo], initial_job_idx=0)
-        if running and wait:
-            self._wait_for_earlier([j for j in jobs if j.elsewhere])
-        failed = print_summary(jobs, skipped)
-        if self.config.get("sweep", {}).get("throughput", False):
-            failed = self._measure_throughput(jobs) or failed
-        if failed:
-            sys.exit(1)
-        return [returns]
+    def _launch(self, jobs: list, todo: list) -> list:
+        """The jobs to run, through the launcher: andrea's get the plan (the configs composed
+        here, the FLOPs, the runs per job); the basic launcher runs them in turn here."""
+        from analysis.dashboard import maybe_create_dashboard
+        from andrea.config.resolve import to_dataclass
+        from andrea.launch.plan import LaunchPlan
+
+        maybe_create_dashboard(
+            to_dataclass(self.config).wandb,
+            str(self.config.sweep_name),
+            labels=sorted({j.spec.label for j in jobs}),
+        )
+        plan = LaunchPlan(todo)
+        if isinstance(self.launcher, AndreaLauncher):
+            return list(self.launcher.launch(plan.overrides, initial_job_idx=0, plan=plan))
+        if isinstance(self.launcher, BasicLauncher) and len(todo) > 1:
+            return self._launch_in_turn(todo)
+        return list(self.launcher.launch(plan.overrides, initial_job_idx=0))
 
     def _measure_throughput(self, jobs) -> bool:
         """sweep.throughput=true: one extra short job per device type times the sweep's

@@ -17,6 +17,7 @@ from typing import Any
 
 from andrea.model.residuals import attnres, denseformer, mhc, prenorm
 from andrea.model.residuals.scheme import Scheme
+from andrea.run import provenance
 
 ENTRY_POINTS = "andrea.residuals"
 
@@ -71,10 +72,22 @@ def _load(ep, taken: dict[str, Scheme]) -> list[Scheme]:
     return items
 
 
-def _build() -> tuple[dict[str, Scheme], dict[str, Broken]]:
+@dataclasses.dataclass(frozen=True)
+class Origin:
+    """Where a plug-in scheme comes from: its distribution and the module its entry point names."""
+
+    dist: str
+    version: str | None
+    module: str
+
+
+def _build(
+    origins: dict[str, Origin] | None = None,
+) -> tuple[dict[str, Scheme], dict[str, Broken]]:
     """The built-in schemes, then each plug-in that loads and fits; a plug-in that does not is
     skipped with one warning (one broken package must not stop every command) and remembered
-    under its entry point's name, so that asking for it is refused with the reason."""
+    under its entry point's name, so that asking for it is refused with the reason. `origins`
+    gets each plug-in scheme's Origin."""
     schemes: dict[str, Scheme] = {}
     for s in BUILT_IN:
         if s.name in schemes:
@@ -93,6 +106,10 @@ def _build() -> tuple[dict[str, Scheme], dict[str, Broken]]:
             print(f"warning: skipped {b.remedy()}", file=sys.stderr)
             continue
         schemes.update((s.name, s) for s in items)
+        if origins is not None:
+            dist = getattr(ep, "dist", None)
+            origin = Origin(_dist_name(ep), dist.version if dist is not None else None, ep.module)
+            origins.update((s.name, origin) for s in items)
     return schemes, broken
 
 
@@ -110,7 +127,8 @@ def _check_options(schemes) -> None:
             seen.setdefault(f.name, (default, s.name))
 
 
-SCHEMES, BROKEN = _build()
+ORIGINS: dict[str, Origin] = {}
+SCHEMES, BROKEN = _build(ORIGINS)
 NAMES: tuple[str, ...] = tuple(SCHEMES)
 
 
@@ -119,6 +137,13 @@ def unknown(name: str) -> str:
     if name in BROKEN:
         return f"model={name} is unavailable: {BROKEN[name].remedy()}"
     return f"no residual scheme named {name!r}; known: {', '.join(NAMES)}"
+
+
+def plugins_of(name: str) -> list[dict]:
+    """The installed plug-ins the scheme `name` comes from, as a run records them (name, version,
+    digest of the source, andrea.run.provenance): [] for a built-in scheme."""
+    origin = ORIGINS.get(name)
+    return [] if origin is None else [provenance.plugin(origin.dist, origin.version, origin.module)]
 
 
 def get(name: str) -> Scheme:
