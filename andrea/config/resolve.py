@@ -16,8 +16,8 @@ from typing import Any, Optional
 from omegaconf import DictConfig, OmegaConf
 
 from andrea.components.fsdp import check_parallel
-from andrea.components.optim import check_optimizer, optimizer_summary
-from andrea.components.schedule import SHAPES, Cooldown, plan_cooldowns
+from andrea.components.optim import OptimizerConfig, check_optimizer, optimizer_summary
+from andrea.components.schedule import SHAPES, Cooldown, ScheduleConfig, plan_cooldowns
 from andrea.config.schema import (
     HParamsConfig,
     ModelChoice,
@@ -88,6 +88,35 @@ class RunSpec:
     @property
     def tokens_spent(self) -> int:
         return self.steps_spent * self.batch_tokens
+
+    @property
+    def optim(self) -> OptimizerConfig:
+        """The optimizer's own settings (andrea/components/optim.py)."""
+        t = self.train
+        return OptimizerConfig(
+            lr=self.lr,
+            weight_decay=t.weight_decay,
+            beta1=t.beta1,
+            beta2=t.beta2,
+            name=t.optimizer,
+            muon=t.muon,
+        )
+
+    @property
+    def schedule(self) -> ScheduleConfig:
+        """The LR schedule's own settings (andrea/components/schedule.py)."""
+        t = self.train
+        return ScheduleConfig(
+            lr=self.lr,
+            steps=self.steps,
+            warmup_steps=self.warmup_steps,
+            min_lr_ratio=t.min_lr_ratio,
+            kind=t.schedule,
+            decay_frac=t.decay_frac,
+            cooldown_frac=t.cooldown_frac,
+            cooldown_shape=t.cooldown_shape,
+            cooldowns=self.cooldowns,
+        )
 
     n_blocks: Optional[int] = None  # model.n_blocks as asked (block_size holds S = ceil(L / N))
     hparams: str = "rule"  # the hparams file the LR/batch/beta2 came from
