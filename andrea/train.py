@@ -121,10 +121,7 @@ def train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any]) -> dict[str, A
             return Trainer(spec, run_dir, config, device, amp_dtype, dist_info, flag, loggers).run()
     except Exception as e:  # not SystemExit/KeyboardInterrupt: an interrupted run resumes later
         if dist_info.is_main and not isinstance(e, RunLocked):
-            results = failed_results(spec, e)
-            run_dir.write_results(results)
-            for lg in loggers:
-                lg.finish(results)
+            _record_failure(spec, run_dir, loggers, e)
         raise
     finally:
         flag.restore()
@@ -764,6 +761,21 @@ class Trainer:
             self.run_dir.write_results(results)
         self.logger.finish(results)
         return results
+
+
+def _record_failure(
+    spec: RunSpec, run_dir: RunDir, loggers: list[MetricsLogger], error: BaseException
+) -> None:
+    """results.json says "failed" with the reason, and the loggers finish. On a full disk the
+    record may not fit either: the run stays as its last checkpoint left it (it resumes from
+    there) and the disk's error is the one reported, not a second one chained to it."""
+    results = failed_results(spec, error)
+    try:
+        run_dir.write_results(results)
+        for lg in loggers:
+            lg.finish(results)
+    except OSError as e:
+        log.warning("could not record the failure in %s: %s", run_dir.results, e)
 
 
 def failed_results(spec: RunSpec, error: BaseException) -> dict[str, Any]:

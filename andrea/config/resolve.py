@@ -34,6 +34,7 @@ from andrea.model.transformer import RESIDUALS, ModelConfig, ParamCount, count_p
 from andrea.run import logkeys as keys
 from andrea.run import results as results_file
 from andrea.run.metrics import WandbConfig, check_wandb_config
+from andrea.run.units import check_gpu
 
 VARIANTS = RESIDUALS  # the variant names are the registered residual schemes
 
@@ -181,6 +182,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         steps = cooldowns[-1].end
     val_tokens = _val_tokens(t, seq_len, fail)
     _check_services(run, s, fail)
+    _check_plan_settings(run, fail)
     check_depth_backend(m.depth_backend, t.device, fail)
 
     return RunSpec(
@@ -372,6 +374,18 @@ def _check_services(run: RunConfig, s, fail) -> None:
         validate_eval_config(run.eval, run.data)
     except ValueError as e:
         raise fail(str(e)) from None
+
+
+def _check_plan_settings(run: RunConfig, fail) -> None:
+    """What plan=true prices the grid at: a GPU andrea knows, a utilisation in (0, 1]."""
+    why = check_gpu(run.plan_gpu)
+    if why:
+        raise fail(f"plan_gpu={why}")
+    if not 0.0 < run.plan_mfu <= 1.0:
+        raise fail(
+            f"plan_mfu={run.plan_mfu} must lie in (0, 1]: the fraction of plan_gpu's peak the "
+            "runs reach (0.35 is usual; 1 is the peak itself)"
+        )
 
 
 _COUNTS: dict[tuple, ParamCount] = {}
