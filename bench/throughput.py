@@ -35,7 +35,7 @@ import time
 
 import torch
 
-from andrea.launch.throughput import Runner, Variant
+from andrea.launch.throughput import Runner, Variant, device_defaults
 from andrea.model.flops import training_flops_per_token
 from andrea.model.residuals import registry
 from andrea.model.transformer import ModelConfig
@@ -396,15 +396,7 @@ def parse(argv=None):
     args = p.parse_args(argv)
     if args.batch is None:
         args.batch = 4
-    if args.dtype is None:
-        args.dtype = "bf16" if args.device.startswith("cuda") else "fp32"
-    on_cpu = not args.device.startswith("cuda")
-    if args.threads is None:
-        args.threads = 1 if on_cpu else 0
-    if args.clock is None:
-        args.clock = "cpu" if on_cpu else "wall"
-    if args.quick:
-        args.trials, args.steps = 3, 1
+    device_defaults(args)
     if args.variants[0] != "baseline":
         p.error("--variants must start with baseline (the reference of every ratio)")
     for name in args.variants:  # every variant's config checked before the first is timed

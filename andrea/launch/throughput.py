@@ -315,10 +315,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse(argv=None) -> argparse.Namespace:
-    """The arguments, with the device's defaults filled in (a CPU is timed on one thread by its
-    process's CPU time, steadier than wall time on a shared machine)."""
-    args = build_parser().parse_args(argv)
+def device_defaults(args: argparse.Namespace) -> None:
+    """Fill in what the timing left unset from the device (also bench.throughput's): a CPU is
+    timed in fp32 on one thread by its process's CPU time, steadier than wall time on a shared
+    machine; CUDA in bf16 by wall time. --quick: 3 trials of 1 step."""
     on_cpu = not args.device.startswith("cuda")
     if args.dtype is None:
         args.dtype = "fp32" if on_cpu else "bf16"
@@ -328,6 +328,11 @@ def parse(argv=None) -> argparse.Namespace:
         args.clock = "cpu" if on_cpu else "wall"
     if args.quick:
         args.trials, args.steps = 3, 1
+
+
+def parse(argv=None) -> argparse.Namespace:
+    args = build_parser().parse_args(argv)
+    device_defaults(args)
     args.compiled = args.compile == "on"
     return args
 
