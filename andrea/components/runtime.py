@@ -37,6 +37,8 @@ def disk_error_line(e: BaseException) -> str | None:
     name on the error); None for any other error."""
     if not isinstance(e, OSError) or e.errno not in DISK_ERRNOS:
         return None
+    if e.errno in (errno.EACCES, errno.EPERM) and not e.filename:
+        return None  # not a file's: a signal to another user's process, say
     where = f" writing {e.filename}" if e.filename else ""
     return (
         f"error: {e.strerror or errno.errorcode.get(e.errno, e.errno)}{where}; nothing is "
