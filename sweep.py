@@ -7,9 +7,14 @@ python sweep.py -m sweeps=scaling_law slurm=example plan=true      # a named gri
 python sweep.py --help                                           # config groups and options
 """
 
+import sys
+
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
+from andrea.components.runtime import disk_error_line
 from andrea.config.schema import register_configs
 from andrea.launch.task import run_task
 
@@ -18,18 +23,32 @@ register_configs()
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> dict:
-    return run_task(cfg)
+    try:
+        return run_task(cfg)
+    except OSError as e:
+        # One run here (a sweep's runs fail one by one, each reported in its summary): a full
+        # disk is one line naming the file, not Hydra's traceback (and the one chained to it).
+        line = disk_error_line(e)
+        if line is None or HydraConfig.get().mode != RunMode.RUN:
+            raise
+        print(line, file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
-    import sys
-
-    from andrea.config.overrides import implied_overrides, plan_requested, precheck, submits_jobs
+    from andrea.config.overrides import (
+        implied_overrides,
+        out_dir_problem,
+        plan_requested,
+        precheck,
+        submits_jobs,
+    )
 
     # typos, unknown options and values of the wrong type before Hydra: one `error:` line (with
     # the nearest valid name, or the type the key takes), exit 2, nothing composed or created
     # (Hydra's own errors come as a block of lines, exit 1)
     errors = precheck(sys.argv[1:])
+    errors = errors or [e for e in [out_dir_problem(sys.argv[1:])] if e]
     if errors:
         print("\n".join(errors), file=sys.stderr)
         sys.exit(2)

@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE",
         help="measured throughput for the device-seconds multiplier (default: an "
-        "input directory's throughput.json, written by python -m bench.throughput "
+        "input directory's throughput.json, written by python -m andrea.launch.throughput "
         "--sweep; 'none': the runs' own timings)",
     )
     p.add_argument("--no-plots", action="store_true", help="skip the figures")

@@ -6,7 +6,8 @@ from the newest good checkpoint in the run directory, and ends by writing `resul
 limit or on preemption, SIGTERM) finishes the current step, or stops an evaluation at its next
 batch, checkpoints, then hands over to submitit's handler (which requeues the job) or exits.
 
-The loop is a `Trainer` whose phases are its methods: set-up (`_setup`, `_resume`), step
+The loop is a `Trainer` whose phases are its methods: set-up (`_setup`: data, model with its
+shards and optimizer, the resumed state, the wrapped model, logging, timers; `_resume`), step
 (`_train_step`, `_after_step`), evaluate (`_evaluate`), checkpoint (`_checkpoint`), the budgets'
 cooldown branches (`_cooldown`, see andrea/components/schedule.py and docs/budgets.md) and finish
 (`_finish`). `run()` strings them together. Its helpers live beside it: the process's device,
@@ -62,7 +63,13 @@ from andrea.components.runtime import (
 )
 from andrea.components.schedule import Cooldown, learning_rate
 from andrea.config.resolve import RunSpec, spec_summary, steps_between
-from andrea.data import TokenLoader, ValidationSet, check_split_sizes, prepare_data
+from andrea.data import (
+    PreparedData,
+    TokenLoader,
+    ValidationSet,
+    check_split_sizes,
+    prepare_data,
+)
 from andrea.data.domains import describe_domain, load_training_tokenizer, prepare_domains
 from andrea.data.tokenizer import token_byte_lengths
 from andrea.model.flops import six_n_d, training_flops_per_token
@@ -114,10 +121,7 @@ def train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any]) -> dict[str, A
             return Trainer(spec, run_dir, config, device, amp_dtype, dist_info, flag, loggers).run()
     except Exception as e:  # not SystemExit/KeyboardInterrupt: an interrupted run resumes later
         if dist_info.is_main and not isinstance(e, RunLocked):
-            results = failed_results(spec, e)
-            run_dir.write_results(results)
-            for lg in loggers:
-                lg.finish(results)
+            _record_failure(spec, run_dir, loggers, e)
         raise
     finally:
         flag.restore()
@@ -169,19 +173,29 @@ class Trainer:
             for c in self.spec.cooldowns[:-1]:  # the last one is the trunk's own end
                 if c.start == self.step and c.budget not in self.points:
                     self._cooldown(c)
-            lr = learning_rate(self.step, self.spec)
+            lr = learning_rate(self.step, self.schedule)
             grad_norm = self._train_step(lr)
             self._after_step(lr, grad_norm, end=self.spec.steps)
         return self._finish()
 
     # ---- set-up ---------------------------------------------------------------------------
     def _setup(self) -> None:
+        """Data, model (sharded, with its optimizer), the resumed state, the model as the loop
+        runs it, logging, the loop's timers: in this order (the seed is set before the model's
+        init, the logging window before a resume restores it)."""
+        prepared = self._build_data()
+        self._build_model()
+        resumed = self._resume_state()
+        self._wrap_model()
+        self._build_logging(prepared, resumed)
+        self._build_timers()
+
+    def _build_data(self) -> PreparedData:
+        """The corpus (prepared once per corpus, shared by every run: the cache is
+        lock-protected), the training loader, the validation set and the scorer."""
         spec, t, dist = self.spec, self.t, self.dist
-        # Data: prepared once per corpus, shared by every run (the cache is lock-protected).
         prepared = prepare_data(spec.data, spec.model.vocab_size)
-        if (
-            prepared.vocab_size > spec.model.vocab_size
-        ):  # a smaller tokenizer only leaves rows unused
+        if prepared.vocab_size > spec.model.vocab_size:  # a smaller one only leaves rows unused
             raise TrainingFailed(
                 f"vocabulary mismatch: the data's tokens need vocab_size={prepared.vocab_size} "
                 f"but the model has vocab_size={spec.model.vocab_size} (size.vocab_size / "
@@ -199,31 +213,40 @@ class Trainer:
             dist.world_size,
         )
         self.val = ValidationSet(prepared.val_shards, spec.seq_len, spec.val_tokens)
+        self._note_validation_size()
+        self.scorer = self._scorer(prepared)
+        return prepared
+
+    def _note_validation_size(self) -> None:
+        t = self.t
         if t.eval_batches is not None and self.is_main:
             log.warning(
                 "train.eval_batches is obsolete and ignored: validation scores a fixed "
                 "list of %d tokens (train.val_tokens, docs/validation.md)",
                 self.val.n_tokens,
             )
-        if self.val.n_tokens < spec.val_tokens and self.is_main:  # loud only when asked for
+        if self.val.n_tokens < self.spec.val_tokens and self.is_main:  # loud only when asked
             log.log(
                 logging.WARNING if t.val_tokens is not None else logging.INFO,
                 "validation scores %d tokens: the split holds fewer than train.val_tokens=%d",
                 self.val.n_tokens,
-                spec.val_tokens,
+                self.spec.val_tokens,
             )
-        self.scorer = self._scorer(prepared)
 
-        # Model and optimizer.
-        torch.manual_seed(t.seed)
+    def _build_model(self) -> None:
+        """The model from the run's seed, its depth kernel, its shards under FSDP, the
+        optimizer over them, and the FLOPs and device peak that MFU compares."""
+        spec = self.spec
+        torch.manual_seed(self.t.seed)
         self.model = ANDREA(spec.model).to(self.device)
         self.depth_backend = self._use_depth_backend(spec.depth_backend)
         # FSDP shards the initialised weights (each rank keeps its rows) before the optimizer
         # is built, so that it holds the shards. One process has nothing to shard with.
-        self.sharded = t.parallel == "fsdp" and dist.enabled
+        self.sharded = self.t.parallel == "fsdp" and self.dist.enabled
         if self.sharded:
             fsdp.shard_model(self.model, self.device.type)
-        self.optimizer = build_optimizer(self.model, spec, self.device)
+        self.optimizer = build_optimizer(self.model, spec.optim, self.device)
+        self.schedule = spec.schedule
         self.flops_per_token = training_flops_per_token(spec.model, spec.seq_len)
         # fp32 on CUDA runs its matmuls in TF32 (enabled in train()): the peak to compare with.
         self.peak = (
@@ -232,17 +255,27 @@ class Trainer:
             else None
         )
 
+    def _resume_state(self) -> bool:
+        """An empty logging window, then the newest good checkpoint's state over it."""
         self.interval_loss = torch.zeros((), device=self.device)  # the logging window's sum
-        self.interval_count = 0  # (set before _resume, which restores a straddling window)
-        resumed = self._resume()
+        self.interval_count = 0
+        return self._resume()
+
+    def _wrap_model(self) -> None:
+        """The module the loop runs: DDP's wrapper over several processes (FSDP shards in
+        place), compiled with train.compile."""
         self.run_model: torch.nn.Module = self.model
-        if dist.enabled and not self.sharded:
+        if self.dist.enabled and not self.sharded:
             self.run_model = DistributedDataParallel(
                 self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None
             )
-        if t.compile:  # compile the DDP module: DDPOptimizer overlaps all-reduce with backward
+        if self.t.compile:  # compile the DDP module: DDPOptimizer overlaps all-reduce/backward
             self.run_model = torch.compile(self.run_model)
 
+    def _build_logging(self, prepared: PreparedData, resumed: bool) -> None:
+        """metrics.jsonl and W&B (cut back to the resumed step), the code version of a fresh
+        run, the files a checkpoint is read with elsewhere, and the progress line."""
+        spec, t = self.spec, self.t
         self.logger = MetricsLogger(
             self.run_dir,
             spec.wandb,
@@ -251,7 +284,7 @@ class Trainer:
             group=spec.sweep_name,
             tags=[spec.variant, spec.size, spec.label],
             config={**self.summary, "run": self.config},
-            rank=dist.rank,
+            rank=self.dist.rank,
             resume=resumed,
         )
         self.loggers.append(self.logger)
@@ -261,9 +294,6 @@ class Trainer:
             self.run_dir.write_code_version(self.plugins)
         if self.is_main:  # what the run's checkpoints need to be read elsewhere (andrea/eval/)
             write_model_files(self.run_dir, spec.model, prepared.tokenizer_path, spec.seq_len)
-
-        self.eval_every = steps_between(spec.steps, t.evals)
-        self.ckpt_every = steps_between(spec.steps, t.checkpoints)
         self.progress = Progress(
             spec.steps,
             start=self.trunk_step,
@@ -272,7 +302,13 @@ class Trainer:
             # train.log keeps the progress and validation lines
             log_file=self.run_dir.log if self.is_main else None,
         )
-        self.session_start = self.clock.mark = time.time()  # set-up is not training time
+
+    def _build_timers(self) -> None:
+        """Evaluation and checkpoint intervals; the clocks start here (set-up is not
+        training time)."""
+        self.eval_every = steps_between(self.spec.steps, self.t.evals)
+        self.ckpt_every = steps_between(self.spec.steps, self.t.checkpoints)
+        self.session_start = self.clock.mark = time.time()
         self.interval_start = time.time()
 
     def _use_depth_backend(self, asked: str) -> dict:
@@ -641,7 +677,7 @@ class Trainer:
             self.interval_count = 0
         self.progress.note(f"cooldown to budget {c.budget:g}: steps {self.step}..{c.end}")
         while self.step < c.end:
-            lr = learning_rate(self.step, self.spec, end=c.end)
+            lr = learning_rate(self.step, self.schedule, end=c.end)
             grad_norm = self._train_step(lr)
             self._after_step(lr, grad_norm, end=c.end)
         scores = self._score()
@@ -731,6 +767,21 @@ class Trainer:
             self.run_dir.write_results(results)
         self.logger.finish(results)
         return results
+
+
+def _record_failure(
+    spec: RunSpec, run_dir: RunDir, loggers: list[MetricsLogger], error: BaseException
+) -> None:
+    """results.json says "failed" with the reason, and the loggers finish. On a full disk the
+    record may not fit either: the run stays as its last checkpoint left it (it resumes from
+    there) and the disk's error is the one reported, not a second one chained to it."""
+    results = failed_results(spec, error)
+    try:
+        run_dir.write_results(results)
+        for lg in loggers:
+            lg.finish(results)
+    except OSError as e:
+        log.warning("could not record the failure in %s: %s", run_dir.results, e)
 
 
 def failed_results(spec: RunSpec, error: BaseException) -> dict[str, Any]:

@@ -29,7 +29,8 @@ def member(args, folder: Path, k: int, index: int) -> None:
     """One of K processes: warm up, wait for the others, time the steps, write tokens/s."""
     import torch
 
-    from bench.throughput import Runner, variants
+    from andrea.launch.throughput import Runner
+    from bench.throughput import variants
 
     device = torch.device(args.device)
     if args.threads:

@@ -4,6 +4,8 @@
     python -m bench.throughput --quick               # fewer trials, ~1 minute
     python -m bench.throughput --device cuda --size andrea-120m --batch 16 --seq 1024 \
         --dtype bf16 --compile both                  # GPU (see bench/gpu_check.sh)
+    python -m bench.throughput --sweep runs/demo     # a sweep's own pairs -> its throughput.json
+                                                     # (python -m andrea.launch.throughput)
 
 What is measured, per variant (baseline, attnres_full, attnres_block with S = 2, 4, 8, and the
 rivals mhc / mhc_lite with n = 4 streams, whose residual is n times wider; `mhc:2` sets n; any
@@ -30,14 +32,13 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
+from andrea.launch.throughput import Runner, Variant, device_defaults
 from andrea.model.flops import training_flops_per_token
 from andrea.model.residuals import registry
-from andrea.model.transformer import ANDREA, ModelConfig
+from andrea.model.transformer import ModelConfig
 from andrea.run.units import mfu, peak_flops
 
 SIZES = {  # (n_layer, n_head, d_model); vocab 8449, context 1024 (docs/andrea.md)
@@ -83,12 +84,6 @@ def check_targets(results: dict, device_type: str) -> int:
         failed += not ok
         print(f"{'PASS' if ok else 'FAIL'}  {kind:<7}{n:<18} {got:.3f} {op} {target}")
     return failed
-
-
-@dataclass
-class Variant:
-    name: str  # as given: scheme[:value] or scheme:option=value[:option=value...]
-    cfg: ModelConfig
 
 
 def _value(text: str):
@@ -151,111 +146,37 @@ def variants(names: list[str], size: str, vocab: int) -> list[Variant]:
     return [Variant(name, variant_config(name, size, vocab)) for name in names]
 
 
-class Runner:
-    """One model + optimiser + a fixed batch; timed train step and inference forward."""
+def persistent_bytes(r: Runner) -> int:
+    """Parameters and AdamW state: what the runner holds between steps."""
+    n = sum(p.numel() * p.element_size() for p in r.model.parameters())
+    for state in r.opt.state.values():
+        n += sum(t.numel() * t.element_size() for t in state.values() if torch.is_tensor(t))
+    return n
 
-    def __init__(self, v: Variant, args, device):
-        torch.manual_seed(0)
-        self.v = v
-        self.device = device
-        self.model = ANDREA(v.cfg).to(device)
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, fused=device.type == "cuda")
-        g = torch.Generator().manual_seed(1)
-        self.x = torch.randint(0, v.cfg.vocab_size, (args.batch, args.seq), generator=g).to(device)
-        self.y = torch.randint(0, v.cfg.vocab_size, (args.batch, args.seq), generator=g).to(device)
-        self.amp = args.dtype == "bf16"
-        self.compiled = args.compiled
-        # fullgraph: a graph break (which would silently leave parts eager) fails at once...
-        self.fwd = torch.compile(self.model, fullgraph=True) if args.compiled else self.model
 
-    def warm_up(self, steps: int) -> float:
-        """Run `steps` train steps and inference calls (compiling both graphs); seconds taken."""
-        t0 = time.perf_counter()
-        try:
-            self.train_step()
-            self.infer()
-        except Exception as e:  # noqa: BLE001
-            if not self.compiled:
-                raise
-            # ...and is reported here; the variant is then measured with the breaks, as users
-            # would run it, rather than not at all.
-            print(
-                f"  {self.v.name}: no single graph ({type(e).__name__}: "
-                f"{str(e).splitlines()[0][:200]}); compiling with graph breaks",
-                flush=True,
-            )
-            torch._dynamo.reset()
-            self.fwd = torch.compile(self.model)
-            self.train_step()
-            self.infer()
-        for _ in range(steps - 1):
-            self.train_step()
-            self.infer()
-        self.sync()
-        return time.perf_counter() - t0
-
-    def _autocast(self):
-        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp)
-
-    def train_step(self) -> None:
-        self.model.train()
-        with self._autocast():
-            logits = self.fwd(self.x)
-        loss = F.cross_entropy(logits.float().flatten(0, 1), self.y.flatten())
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        self.opt.step()
-
-    def infer(self) -> None:
-        self.model.eval()
-        with torch.no_grad(), self._autocast():
-            self.fwd(self.x)
-
-    def sync(self) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize()
-
-    def timed(self, fn, steps: int, clock) -> float:
-        """Median seconds per call over `steps` calls."""
-        ts = []
-        for _ in range(steps):
-            self.sync()
-            t0 = clock()
-            fn()
-            self.sync()
-            ts.append(clock() - t0)
-        return statistics.median(ts)
-
-    def persistent_bytes(self) -> int:
-        """Parameters and AdamW state: what the runner holds between steps."""
-        n = sum(p.numel() * p.element_size() for p in self.model.parameters())
-        for state in self.opt.state.values():
-            n += sum(t.numel() * t.element_size() for t in state.values() if torch.is_tensor(t))
-        return n
-
-    def peak_memory(self) -> int:
-        """Peak bytes of one training step (see module docstring): this runner's persistent
-        state plus the step's high-water mark above what was allocated before it, so the other
-        variants' models in the same process do not count."""
-        self.train_step()  # optimiser state exists from here on
-        self.opt.zero_grad(set_to_none=True)
-        if self.device.type == "cuda":
-            torch.cuda.synchronize()
-            before = torch.cuda.memory_allocated()
-            torch.cuda.reset_peak_memory_stats()
-            self.train_step()
-            torch.cuda.synchronize()
-            peak = self.persistent_bytes() + torch.cuda.max_memory_allocated() - before
-        else:
-            peak = _cpu_peak_bytes(self)
-        self.opt.zero_grad(set_to_none=True)
-        return peak
+def peak_memory(r: Runner) -> int:
+    """Peak bytes of one training step (see module docstring): this runner's persistent state
+    plus the step's high-water mark above what was allocated before it, so the other variants'
+    models in the same process do not count."""
+    r.train_step()  # optimiser state exists from here on
+    r.opt.zero_grad(set_to_none=True)
+    if r.device.type == "cuda":
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        r.train_step()
+        torch.cuda.synchronize()
+        peak = persistent_bytes(r) + torch.cuda.max_memory_allocated() - before
+    else:
+        peak = _cpu_peak_bytes(r)
+    r.opt.zero_grad(set_to_none=True)
+    return peak
 
 
 def _cpu_peak_bytes(r: Runner) -> int:
     from torch.profiler import ProfilerActivity, profile
 
-    persistent = r.persistent_bytes()
+    persistent = persistent_bytes(r)
     # Kineto, torch's profiler backend, prints `USDT: ... profiler_start/stop` (and STAGE lines)
     # to stderr at every start and stop whatever its log level, except above its highest level,
     # which it reads when the first profiler starts: 14 lines of noise in a --quick run.
@@ -354,7 +275,7 @@ def run(args) -> int:
     memory = {}
     if not args.no_memory:
         for r in runners:
-            memory[r.v.name] = r.peak_memory()
+            memory[r.v.name] = peak_memory(r)
 
     base = vs[0].name
     results = {"train": {}, "infer": {}, "memory": {}}
@@ -472,32 +393,10 @@ def parse(argv=None):
         help="with --pack: write the aggregates to this "
         "throughput.json (its key `packing`), where the plan reads them",
     )
-    p.add_argument(
-        "--sweep",
-        default=None,
-        metavar="SWEEP_DIR",
-        help="time the sweep's own (variant, size) pairs, built from its runs' "
-        "model.json, and write SWEEP_DIR/throughput.json (bench/throughput_sweep.py); "
-        "--batch then defaults to the runs' per-device batch, at most 16",
-    )
-    p.add_argument(
-        "--baseline",
-        default="baseline",
-        help="with --sweep: the label of the reference of every ratio",
-    )
     args = p.parse_args(argv)
-    args.batch_override = args.batch  # --sweep: None takes the runs' batch
     if args.batch is None:
         args.batch = 4
-    if args.dtype is None:
-        args.dtype = "bf16" if args.device.startswith("cuda") else "fp32"
-    on_cpu = not args.device.startswith("cuda")
-    if args.threads is None:
-        args.threads = 1 if on_cpu else 0
-    if args.clock is None:
-        args.clock = "cpu" if on_cpu else "wall"
-    if args.quick:
-        args.trials, args.steps = 3, 1
+    device_defaults(args)
     if args.variants[0] != "baseline":
         p.error("--variants must start with baseline (the reference of every ratio)")
     for name in args.variants:  # every variant's config checked before the first is timed
@@ -509,17 +408,17 @@ def parse(argv=None):
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if any(a == "--sweep" or a.startswith("--sweep=") for a in argv):
+        # a sweep's own (variant, size) pairs: the installed package's measurement
+        from andrea.launch.throughput import main as sweep_main
+
+        return sweep_main(argv)
     args = parse(argv)
     if args.pack:
         from bench import packing
 
-        argv = sys.argv[1:] if argv is None else list(argv)
         return packing.run(args, packing.member_argv(argv))
-    if args.sweep:
-        from bench.throughput_sweep import run_sweep
-
-        args.compiled = args.compile == "on"
-        return run_sweep(args)
     rc = 0
     for compiled in [False, True] if args.compile == "both" else [args.compile == "on"]:
         args.compiled = compiled

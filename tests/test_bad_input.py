@@ -404,7 +404,54 @@ CONFIG_CASES = [
         ),
         ("data.val_paths is empty",),
     ),
+    Case(
+        "plan_mfu_over_one",
+        "config",
+        "plan_mfu=1.5",
+        config(*BASE, "plan_mfu=1.5"),
+        ("plan_mfu=1.5", "(0, 1]"),
+    ),
+    Case(
+        "plan_gpu_unknown",
+        "config",
+        "plan_gpu=H200x",
+        config(*BASE, "plan_gpu=H200x"),
+        ("plan_gpu='H200x' is not a GPU andrea knows", "H100 SXM"),
+    ),
+    Case(
+        "seed_sweep_empty_value",
+        "config",
+        "train.seed=0,,1",
+        config(*BASE, "train.seed=0,,1"),
+        ("train.seed=0,,1", "single commas"),
+    ),
+    Case(
+        "out_dir_non_ascii",
+        "config",
+        "out_dir=/tmp/résumé (unquoted)",
+        config(*BASE, "out_dir=/tmp/résumé"),
+        ("out_dir=/tmp/résumé", "ASCII", "\"out_dir='/tmp/résumé'\""),
+    ),
+    Case(
+        "out_dir_comma",
+        "config",
+        "out_dir=/tmp/a,b (unquoted)",
+        config(*BASE, "out_dir=/tmp/a,b"),
+        ("out_dir=/tmp/a,b", "a sweep over out_dir", "\"out_dir='/tmp/a,b'\""),
+    ),
+    Case(
+        "text_path_split_at_a_comma",
+        "config",
+        "data.source=text data.paths=[<tmp>/a,b.txt] (unquoted: two paths)",
+        lambda tmp: config(*BASE, "data.source=text", f"data.paths=[{_comma_file(tmp)}]")(tmp),
+        ("does not exist", "a,b.txt' exists", "quote the path"),
+    ),
 ]
+
+
+def _comma_file(tmp: Path) -> Path:
+    (tmp / "a,b.txt").write_text("some text\n")
+    return tmp / "a,b.txt"
 
 
 # ---- data (shows in prepare_data: in the job today, in the sweeper) --------------------
@@ -1052,6 +1099,85 @@ def test_a_ray_address_where_nothing_listens_is_refused_in_a_bounded_time(monkey
                 assert f"127.0.0.1:{port}: " in message and "\n" not in message
         # a recorded job at a cluster that is gone holds nothing, known from the probe alone
         assert ray.live_jobs([f"andrea-0123@ray://127.0.0.1:{port}"]) == {}
+
+
+def _read_only(folder: Path) -> Optional[Callable[[], None]]:
+    """Make `folder` unwritable for this process (chmod, or for root the immutable flag);
+    returns how to undo it, None when this machine cannot."""
+    import os
+
+    folder.mkdir()
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        undo = lambda: folder.chmod(0o755)  # noqa: E731
+    elif subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode == 0:
+        undo = lambda: subprocess.run(["chattr", "-i", str(folder)], check=True)  # noqa: E731
+    else:
+        return None
+    try:
+        (folder / "probe").mkdir()
+    except OSError:
+        return undo
+    (folder / "probe").rmdir()
+    undo()
+    return None
+
+
+@pytest.mark.parametrize("multirun", [[], ["-m"]], ids=["one_run", "sweep"])
+def test_an_out_dir_that_cannot_be_written_is_one_line_before_anything_starts(
+    tmp_path, monkeypatch, capsys, multirun
+):
+    """A read-only out_dir ended in Hydra's traceback (exit 1) as it created the run folder; a
+    file in its place likewise. Now one `error:` line, exit 2, before any folder is made."""
+    (tmp_path / "afile").write_text("")  # sweep_here's out_dir is <its folder>/runs
+    code, err = sweep_here(tmp_path / "afile", monkeypatch, capsys, *multirun, "size=tiny-1")
+    assert (code, err) == (
+        2,
+        [f"error: out_dir={tmp_path}/afile/runs: {tmp_path}/afile is a file, not a folder"],
+    )
+    undo = _read_only(tmp_path / "ro")
+    if undo is None:
+        pytest.skip("no way to make a folder read-only for this user here")
+    try:
+        code, err = sweep_here(tmp_path / "ro", monkeypatch, capsys, *multirun, "size=tiny-1")
+    finally:
+        undo()
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: out_dir={tmp_path}/ro/runs: {tmp_path}/ro is not writable")
+    assert not (tmp_path / "ro" / "runs").exists()
+
+
+def test_a_full_disk_is_one_line_naming_the_file_and_nothing_is_half_written(tmp_path, data_cache):
+    """A full disk printed Hydra's traceback and, when results.json could not be written either,
+    a second one chained to it. Every write here fails as a full disk fails (fsync: ENOSPC)."""
+    import os
+
+    from conftest import TINY_RUN, compose_run
+
+    from andrea.config.resolve import resolve_run
+    from andrea.data import prepare_data
+
+    spec = resolve_run(compose_run(TINY_RUN))
+    prepare_data(spec.data, spec.model.vocab_size)  # the corpus is in the cache: no write there
+    code = (
+        "import errno, os, runpy, sys\n"
+        "def full(fd): raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))\n"
+        "os.fsync = full\n"
+        f"sys.argv = ['sweep.py', *{TINY_RUN!r}, 'out_dir={tmp_path}/runs']\n"
+        f"runpy.run_path({str(REPO / 'sweep.py')!r}, run_name='__main__')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "ANDREA_DATA": str(data_cache)},
+    )  # fmt: skip
+    assert out.returncode == 1, out.stderr[-3000:]
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-3000:]
+    assert lines[0].startswith("error: No space left on device writing " + str(tmp_path / "runs"))
+    assert "run the same command again to resume" in lines[0]
+    written = [p for p in (tmp_path / "runs").rglob("*") if p.is_file()]
+    assert not [p for p in written if p.name.endswith(".tmp")]  # nothing half-written
+    assert not [p for p in written if p.name == "results.json"]  # it could not be written
 
 
 def test_ray_jobs_in_flight_are_capped_by_what_the_cluster_can_start(tmp_path, monkeypatch):

@@ -143,8 +143,9 @@ def test_concurrent_prepare_builds_once(fake_stdlib, tmp_path):
     lines = log.read_text().split()
     assert lines.count("build") == 1
     assert len(set(lines) - {"build"}) == 1
-    dirs = [d.name for d in (tmp_path / "c").iterdir() if d.is_dir()]
+    dirs = [d.name for d in (tmp_path / "c").iterdir() if d.is_dir() and d.name != "corpus-index"]
     assert len(dirs) == 1 and dirs[0].startswith("stdlib-")  # no temp dirs left behind
+    assert len(list((tmp_path / "c" / "corpus-index").iterdir())) == 1  # the plan's entry
 
 
 def test_text_source(tmp_path, cache):
@@ -318,3 +319,28 @@ def test_the_stdlib_walk_prunes_installed_packages_and_the_estimate_stops_at_max
     assert _stdlib_chars(root, None) == total
     biggest = max(p.stat().st_size for p in every)
     assert 400_000 <= _stdlib_chars(root, 400_000) < 400_000 + biggest
+
+
+def test_the_plan_finds_a_prepared_corpus_in_the_cache_without_reading_it(
+    tmp_path, cache, monkeypatch
+):
+    """plan=true said "estimated from its size; not tokenized yet" of a corpus already in the
+    cache: it now finds it (andrea/data/cache_index.py) and gives its exact count, and an edited
+    file makes it an estimate again."""
+    from andrea.data import find_prepared
+    from andrea.launch.sufficiency import estimate
+
+    part = tmp_path / "part.txt"
+    part.write_text("".join(fake_module(j) for j in range(24)))  # several 16k-char documents
+    cfg = DataConfig(source="text", paths=[str(part)], vocab_size=280, val_fraction=0.3)
+    assert find_prepared(cfg, V) is None
+    assert estimate(cfg, V).exact is False  # never tokenized: an estimate
+    p = prepare_data(cfg, V)
+    monkeypatch.setattr(corpora, "documents", lambda *a: pytest.fail("read the corpus"))
+    assert find_prepared(cfg, V) == p
+    found = estimate(cfg, V)
+    assert found.exact and found.train_tokens == p.n_train_tokens
+    other = DataConfig(source="text", paths=[str(part)], vocab_size=290, val_fraction=0.3)
+    assert find_prepared(other, V) is None  # another recipe: another corpus
+    part.write_text(part.read_text() + "# one more line\n")
+    assert find_prepared(cfg, V) is None and estimate(cfg, V).exact is False

@@ -359,13 +359,19 @@ def test_bad_model_args_on_the_harness_command_line_are_one_error_line(monkeypat
     assert err[0].startswith("error: model_args: expected key=value") and "'runs/x'" in err[0]
 
 
-def test_the_export_docstring_loads_the_tokenizer_with_trust_remote_code():
-    """Without trust_remote_code=True, AutoTokenizer.from_pretrained(OUT) of an export asks on
-    stdin whether to run the folder's code."""
+def test_the_export_docstring_loads_without_a_question_on_stdin():
+    """Without trust_remote_code, an Auto class's from_pretrained(OUT) of an export asks on stdin
+    whether to run the folder's code: the docstring passes it to each (True for the model;
+    False for the tokenizer, which needs no code: tests/test_eval_export.py)."""
     import andrea.eval.export as export
 
-    lines = [line for line in export.__doc__.splitlines() if "from_pretrained(OUT" in line]
-    assert lines and all("trust_remote_code=True" in line for line in lines), lines
+    lines = [
+        line
+        for line in export.__doc__.splitlines()
+        if "Auto" in line and "from_pretrained(OUT" in line
+    ]
+    assert len(lines) == 2 and all("trust_remote_code=" in line for line in lines), lines
+    assert "AutoTokenizer.from_pretrained(OUT, trust_remote_code=False)" in lines[1]
 
 
 def test_importing_andrea_does_not_import_lm_eval():

@@ -179,6 +179,61 @@ def test_export_through_transformers_auto_classes(tmp_path, tokenizer_file):
     assert tok.eos_token_id == VOCAB - 1
 
 
+def test_generate_is_andreas_own_greedy_decode(tmp_path, tokenizer_file):
+    """transformers >= 4.50 gives generate() only to a GenerationMixin: the export had none.
+    Greedy, past the context window (32: the last 32 tokens each step), it gives the tokens of
+    andrea's own greedy decode (the harness adapter's generate_until)."""
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("lm_eval")
+    from lm_eval.api.instance import Instance
+
+    from andrea.eval.adapter import AndreaLM
+
+    run, _ = fake_run(
+        tmp_path / "run", dict(residual="attnres_block", block_size=2), tokenizer_file
+    )
+    out = export_run(run, tmp_path / "export")
+    hf = transformers.AutoModelForCausalLM.from_pretrained(str(out), trust_remote_code=True)
+    tok = transformers.AutoTokenizer.from_pretrained(str(out), trust_remote_code=False)
+    prompt = "def f(x):"
+    ids = tok(prompt, return_tensors="pt").input_ids
+    new = hf.generate(ids, max_new_tokens=40, do_sample=False)[0, ids.shape[1] :].tolist()
+    loaded = load_run(run)
+    lm = AndreaLM(loaded=loaded, device="cpu", max_length=loaded.cfg.context_length)
+    asked = Instance("generate_until", doc={}, arguments=(prompt, {"max_gen_toks": 40}), idx=0)
+    (want,) = lm.generate_until([asked])
+    eot = loaded.tokenizer.token_to_id("<|endoftext|>")
+    ours = new[: new.index(eot)] if eot in new else new
+    assert ids.shape[1] + len(ours) > 32  # the window slid
+    assert tok.decode(ours) == want
+
+
+def test_the_tokenizer_loads_without_remote_code_or_a_prompt(tmp_path, tokenizer_file):
+    """The tokenizer is a standard one (tokenizer.json; tokenizer_config.json names
+    PreTrainedTokenizerFast): it loads with trust_remote_code=False, or by its class, in a
+    process whose stdin is closed, with no `[y/N]` question and andrea's own ids."""
+    import subprocess
+
+    pytest.importorskip("transformers")
+    run, _ = fake_run(tmp_path / "run", dict(residual="baseline"), tokenizer_file)
+    out = export_run(run, tmp_path / "export")
+    text = "def f(x):\n    return x + 1\n"
+    code = (
+        "import transformers\n"
+        f"a = transformers.AutoTokenizer.from_pretrained({str(out)!r}, trust_remote_code=False)\n"
+        f"b = transformers.PreTrainedTokenizerFast.from_pretrained({str(out)!r})\n"
+        f"print(a({text!r})['input_ids'] == b({text!r})['input_ids'], a({text!r})['input_ids'])\n"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code], stdin=subprocess.DEVNULL, cwd=tmp_path,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "[y/N]" not in res.stdout + res.stderr
+    same, ids = res.stdout.strip().split(" ", 1)
+    assert same == "True" and json.loads(ids) == load_run(run).tokenizer.encode(text).ids
+
+
 def test_an_existing_export_folder_is_refused(tmp_path, tokenizer_file, capsys):
     run, _ = fake_run(tmp_path / "run", dict(residual="baseline"), tokenizer_file)
     out = tmp_path / "export"

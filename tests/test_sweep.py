@@ -323,3 +323,27 @@ def test_an_adaptive_design_trains_a_round_plans_the_next_and_resumes(tmp_path, 
     )
     assert plan.returncode == 0, plan.stderr[-2000:]
     assert "next round: size=" in plan.stdout and results_of(tmp_path / "runs") == runs
+
+
+def test_a_path_with_a_space_a_comma_and_an_accent_runs_quoted_as_the_error_says(
+    tmp_path, data_cache
+):
+    """Hydra's grammar refused `out_dir=<a path with é>` with its four-line lexer error (and read
+    a comma as a sweep): one `error:` line now gives the quoting, and that quoting, passed as a
+    POSIX shell passes it, trains the run there."""
+    import shlex
+
+    where = tmp_path / "my runs é, x"
+    cmd = [sys.executable, str(REPO / "sweep.py"), "-m", *TINY_RUN]
+    bad = subprocess.run(
+        [*cmd, f"out_dir={where}"], cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert bad.returncode == 2, bad.stderr[-2000:]
+    (line,) = bad.stderr.splitlines()
+    assert line.startswith(f"error: out_dir={where}: ") and not where.exists()
+    (quoted,) = shlex.split(line.split("write it as ", 1)[1])  # as the shell hands it over
+    assert quoted == f"out_dir='{where}'"
+    out = subprocess.run([*cmd, quoted], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    (done,) = where.rglob("results.json")
+    assert json.loads(done.read_text())["status"] == "completed"

@@ -1,5 +1,6 @@
-"""bench.throughput --sweep (bench/throughput_sweep.py): the sweep's variants timed interleaved
-into <sweep>/throughput.json, with ratios that a busy machine does not move."""
+"""python -m andrea.launch.throughput (also bench.throughput --sweep): the sweep's variants timed
+interleaved into <sweep>/throughput.json, with ratios that a busy machine does not move; the
+measurement is the installed package's, so a sweep outside the repository makes it too."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import subprocess
 import sys
 import time
 
+import pytest
 import torch
+from conftest import REPO, TINY_RUN
 
+from andrea.launch import throughput as ts
 from andrea.model import ModelConfig
-from bench import throughput_sweep as ts
 
 CFG = dict(n_layer=2, n_head=2, d_model=32, vocab_size=257, context_length=64)
 # Two identical models timed as two variants: their true ratio is 1. The band the median
@@ -109,3 +112,47 @@ def test_a_sweep_without_a_baseline_at_a_size_is_one_error_line(tmp_path, capsys
     out = capsys.readouterr().out.strip().splitlines()
     assert out == [out[0]] and out[0].startswith("error: ") and "no completed baseline" in out[0]
     assert not (tmp_path / "sw" / "throughput.json").exists()
+
+
+def test_the_measurement_imports_from_outside_the_repository(tmp_path):
+    """sweep.throughput=true ran `python -m bench.throughput`, which only a clone's folder holds:
+    outside it, `No module named 'bench'` after every run had finished."""
+    out = subprocess.run(
+        [sys.executable, "-m", "andrea.launch.throughput", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0 and "--sweep" in out.stdout, out.stderr[-2000:]
+    assert ts.command("runs/x", "cpu")[1:] == [
+        "-m",
+        "andrea.launch.throughput",
+        "--sweep",
+        "runs/x",
+        "--device",
+        "cpu",
+    ]
+
+
+@pytest.mark.slow
+def test_a_sweep_outside_the_repository_measures_its_throughput(tmp_path, data_cache):
+    """The sweep's throughput step, run from another folder: the runs, then throughput.json."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "sweep.py"),
+            "-m",
+            f"out_dir={tmp_path / 'runs'}",
+            "model=baseline,attnres_full",
+            *TINY_RUN,
+            "sweep.throughput=true",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    data = json.loads((tmp_path / "runs" / "default" / "throughput.json").read_text())
+    assert {e["label"] for e in data["entries"]} == {"baseline", "attnres_full"}

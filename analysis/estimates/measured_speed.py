@@ -3,7 +3,7 @@
 Each run's device time is recomputed from the file, not read from the run: a point's device-s =
 its training tokens / the tokens/s the file measured for its (variant, size), where a variant's
 tokens/s is the baseline's of that size times its median per-trial ratio
-(bench/throughput_sweep.py). The laws are then fitted on device-seconds as on FLOPs, with the same
+(andrea/launch/throughput.py). The laws are then fitted on device-seconds as on FLOPs, with the same
 seed bootstrap, and the multiplier is read at T_ref, the middle of the device time the variants
 share.
 

@@ -1,5 +1,5 @@
 """A sweep's measured throughput: `<sweep>/throughput.json`, written by
-`python -m bench.throughput --sweep SWEEP` (or the sweep's `sweep.throughput=true` job).
+`python -m andrea.launch.throughput --sweep SWEEP` (or the sweep's `sweep.throughput=true` job).
 
 The runs' own timings are taken one run at a time, each under its moment's load; this file times
 every (variant, size) of the sweep interleaved in one process, with each variant's tokens/s a
@@ -56,7 +56,7 @@ def load(path: Path) -> Throughput:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ThroughputError(
             f"{path}: not a throughput file of format {FORMAT} (write it with "
-            f"python -m bench.throughput --sweep SWEEP)"
+            f"python -m andrea.launch.throughput --sweep SWEEP)"
         )
     try:
         entries = {(e["label"], e["size"]): e for e in data["entries"]}
@@ -84,8 +84,8 @@ def check(tp: Throughput, runs, baseline: str) -> None:
         raise ThroughputError(
             f"{tp.path} was measured on {tp.device_name!r} ({tp.device}), the runs ran on "
             f"{', '.join(repr(n) for n in names)}: a device's speed says nothing about another's; "
-            f"measure on the runs' device (python -m bench.throughput --sweep SWEEP) or move the "
-            f"file away"
+            "measure on the runs' device (python -m andrea.launch.throughput --sweep SWEEP) or "
+            "move the file away"
         )
     if tp.baseline != baseline:
         raise ThroughputError(

@@ -39,14 +39,11 @@ decoupled weight decay (W <- W - lr * wd * W, with the unscaled lr, as Moonlight
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional, Protocol, Union
 
 import torch
 from torch import nn
-
-if TYPE_CHECKING:  # config imports this module
-    from andrea.config.resolve import RunSpec
 
 OPTIMIZERS = ("adamw", "muon")
 ADJUST_LR = ("match_rms_adamw", "original")  # torch.optim.Muon's adjust_lr_fn choices
@@ -67,6 +64,26 @@ class MuonConfig:
     # q, k and v of the fused qkv weight orthogonalised apart (Moonlight, Megatron-LM's
     # --muon-split-qkv default, modded-nanogpt, nanochat); false: one 3d x d matrix
     split_qkv: bool = True
+
+
+@dataclass(frozen=True)
+class OptimizerConfig:
+    """What the optimizer needs, resolved from train.*, the hparams and the size
+    (andrea/config/resolve.py, `RunSpec.optim`)."""
+
+    lr: float  # the peak; the schedule sets each step's through `param_groups`
+    weight_decay: float
+    beta1: float
+    beta2: float
+    name: str = "adamw"  # train.optimizer: adamw | muon
+    muon: MuonConfig = field(default_factory=MuonConfig)  # train.optimizer=muon only
+
+
+class CarriesOptimizer(Protocol):
+    """A run's spec, which carries its optimizer's settings (`RunSpec.optim`)."""
+
+    @property
+    def optim(self) -> OptimizerConfig: ...
 
 
 def check_optimizer(optimizer: str, muon: MuonConfig, hparams_optimizer: Optional[str]) -> None:
@@ -181,16 +198,17 @@ class Muon(torch.optim.Muon):
         return loss
 
 
-def _adamw(params: list[nn.Parameter], spec: RunSpec, device: torch.device) -> torch.optim.AdamW:
+def _adamw(
+    params: list[nn.Parameter], cfg: OptimizerConfig, device: torch.device
+) -> torch.optim.AdamW:
     # Matrices (and embeddings) decay; biases, norm gains and pseudo-queries do not (nanoGPT).
-    t = spec.train
     return torch.optim.AdamW(
         [
-            {"params": [p for p in params if p.dim() >= 2], "weight_decay": t.weight_decay},
+            {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
             {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
         ],
-        lr=spec.lr,
-        betas=(t.beta1, t.beta2),
+        lr=cfg.lr,
+        betas=(cfg.beta1, cfg.beta2),
         fused=device.type == "cuda",
     )
 
@@ -231,26 +249,29 @@ class MuonWithAdamW:
             opt.load_state_dict(state[name])
 
 
-def build_optimizer(model: nn.Module, spec: RunSpec, device: torch.device):
-    """AdamW, or MuonWithAdamW, for `model` (the bare module, not a DDP wrapper)."""
-    t = spec.train
+def build_optimizer(
+    model: nn.Module, cfg: Union[OptimizerConfig, CarriesOptimizer], device: torch.device
+):
+    """AdamW, or MuonWithAdamW, for `model` (the bare module, not a DDP wrapper). `cfg`: the
+    optimizer's settings, or a run's spec that carries them."""
+    c = cfg if isinstance(cfg, OptimizerConfig) else cfg.optim
     params = [p for p in model.parameters() if p.requires_grad]
-    if t.optimizer == "adamw":
-        return _adamw(params, spec, device)
+    if c.name == "adamw":
+        return _adamw(params, c, device)
     matrices = hidden_matrices(model)
     on_muon = {id(p) for p in matrices}
-    m = t.muon
+    m = c.muon
     split = {id(p) for p in qkv_weights(model)} & on_muon if m.split_qkv else set()
     groups = [{"params": [p for p in matrices if id(p) not in split]}]
     if split:
         groups.append({"params": [p for p in matrices if id(p) in split], "split": 3})
     muon = Muon(
         groups,
-        lr=spec.lr,
-        weight_decay=t.weight_decay,
+        lr=c.lr,
+        weight_decay=c.weight_decay,
         momentum=m.momentum,
         nesterov=m.nesterov,
         ns_steps=m.ns_steps,
         adjust_lr_fn=m.adjust_lr,
     )
-    return MuonWithAdamW(muon, _adamw([p for p in params if id(p) not in on_muon], spec, device))
+    return MuonWithAdamW(muon, _adamw([p for p in params if id(p) not in on_muon], c, device))

@@ -7,6 +7,7 @@ Split out of andrea/train.py, whose Trainer uses these; nothing here knows about
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import platform
 import signal
@@ -25,6 +26,25 @@ class TrainingFailed(RuntimeError):
 class Interrupted(SystemExit):
     """Checkpointed after a signal (or train.stop_after_steps); the run resumes when started
     again. Code 0 is a planned stop, 128 + signal a signal."""
+
+
+# A write the disk refused: no space, over quota, a read-only file system, no permission.
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM})
+
+
+def disk_error_line(e: BaseException) -> str | None:
+    """One `error:` line for a write the disk refused, naming the file (andrea's writers put its
+    name on the error); None for any other error."""
+    if not isinstance(e, OSError) or e.errno not in DISK_ERRNOS:
+        return None
+    if e.errno in (errno.EACCES, errno.EPERM) and not e.filename:
+        return None  # not a file's: a signal to another user's process, say
+    where = f" writing {e.filename}" if e.filename else ""
+    return (
+        f"error: {e.strerror or errno.errorcode.get(e.errno, e.errno)}{where}; nothing is "
+        "lost (every file is written whole or not at all): free space or fix the folder, then "
+        "run the same command again to resume from the last checkpoint"
+    )
 
 
 # --------------------------------------------------------------------------------------------

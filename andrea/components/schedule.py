@@ -28,10 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Sequence
-
-if TYPE_CHECKING:
-    from andrea.config.resolve import RunSpec
+from typing import Optional, Protocol, Sequence, Union
 
 SHAPES = ("linear", "1-sqrt")
 
@@ -47,6 +44,29 @@ class Cooldown:
     @property
     def steps(self) -> int:
         return self.end - self.start
+
+
+@dataclass(frozen=True)
+class ScheduleConfig:
+    """What the schedule needs, resolved from train.*, the hparams and the token budget
+    (andrea/config/resolve.py, `RunSpec.schedule`)."""
+
+    lr: float  # the peak
+    steps: int  # the trunk's optimizer steps (with budgets: the largest budget's end)
+    warmup_steps: int
+    min_lr_ratio: float  # the floor is lr x min_lr_ratio
+    kind: str = "cosine"  # train.schedule: cosine | wsd (without budgets)
+    decay_frac: float = 0.2  # wsd: the fraction of the steps spent decaying
+    cooldown_frac: float = 0.2
+    cooldown_shape: str = "linear"  # of every decay: the cooldowns' and wsd's
+    cooldowns: tuple[Cooldown, ...] = ()  # train.budgets, sorted by length; () without
+
+
+class CarriesSchedule(Protocol):
+    """A run's spec, which carries its schedule's settings (`RunSpec.schedule`)."""
+
+    @property
+    def schedule(self) -> ScheduleConfig: ...
 
 
 def cooldown_start(end: int, frac: float) -> int:
@@ -74,26 +94,29 @@ def decay(progress: float, peak: float, floor: float, shape: str) -> float:
     return peak + (floor - peak) * progress
 
 
-def learning_rate(step: int, spec: "RunSpec", end: Optional[int] = None) -> float:
+def learning_rate(
+    step: int, schedule: Union[ScheduleConfig, CarriesSchedule], end: Optional[int] = None
+) -> float:
     """LR of optimizer step `step` (0-based). With budgets, `end` picks the cooldown being
-    trained (a branch's end); None means the trunk, whose cooldown ends at `spec.steps`."""
-    t = spec.train
-    peak, floor = spec.lr, spec.lr * t.min_lr_ratio
-    warmup = spec.warmup_steps
+    trained (a branch's end); None means the trunk, whose cooldown ends at `schedule.steps`.
+    `schedule`: the settings, or a run's spec that carries them."""
+    s = schedule if isinstance(schedule, ScheduleConfig) else schedule.schedule
+    peak, floor = s.lr, s.lr * s.min_lr_ratio
+    warmup = s.warmup_steps
     if step < warmup:
         return peak * (step + 1) / warmup
-    if spec.cooldowns:  # WSD trunk or branch
-        end = spec.steps if end is None else end
-        start = cooldown_start(end, t.cooldown_frac)
+    if s.cooldowns:  # WSD trunk or branch
+        end = s.steps if end is None else end
+        start = cooldown_start(end, s.cooldown_frac)
         if step < start:
             return peak
-        return decay((step - start + 1) / (end - start), peak, floor, t.cooldown_shape)
-    if t.schedule == "cosine":
-        progress = (step - warmup) / max(1, spec.steps - warmup)
+        return decay((step - start + 1) / (end - start), peak, floor, s.cooldown_shape)
+    if s.kind == "cosine":
+        progress = (step - warmup) / max(1, s.steps - warmup)
         return floor + 0.5 * (peak - floor) * (1 + math.cos(math.pi * min(progress, 1.0)))
-    decay_start = cooldown_start(spec.steps, t.decay_frac)  # wsd
+    decay_start = cooldown_start(s.steps, s.decay_frac)  # wsd
     if step < decay_start:
         return peak
     return decay(
-        (step - decay_start + 1) / max(1, spec.steps - decay_start), peak, floor, t.cooldown_shape
+        (step - decay_start + 1) / max(1, s.steps - decay_start), peak, floor, s.cooldown_shape
     )

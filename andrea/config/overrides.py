@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 import typing
 from functools import lru_cache
 from pathlib import Path
@@ -256,8 +257,116 @@ def precheck(overrides: Iterable[str]) -> list[str]:
     return (
         unknown
         + unknown_option_hints(overrides)
+        + grammar_hints(overrides)
         + (wrong_type_hints(overrides) if not unknown else [])
     )
+
+
+# Keys whose value is one path: a comma there is part of the path, never a sweep's separator.
+PATH_KEYS = ("out_dir", "data.cache_dir", "data.tokenizer", "data.hf_name")
+_SWEEP_FUNCTIONS = ("choice(", "range(", "interval(", "glob(")
+
+
+def grammar_hints(overrides: Iterable[str]) -> list[str]:
+    """One line per override Hydra's grammar refuses (its own report is four lines: the error,
+    a caret, a link and the HYDRA_FULL_ERROR advice) or misreads: a path with a comma given to a
+    one-path key is a sweep of two values there. Each line says how to quote the value, in a
+    form that Hydra parses to the value meant and a POSIX shell passes unchanged."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    lines = []
+    for item in (str(i) for i in overrides):
+        if "=" not in item or item.startswith("-"):
+            continue
+        key, _, value = item.partition("=")
+        try:
+            parsed = parser.parse_override(item)
+        except HydraException as e:
+            lines.append(f"error: {item}: {_grammar_reason(key, value, e)}")
+            continue
+        bare = key.strip().lstrip("+~")
+        if (
+            bare in PATH_KEYS
+            and parsed.is_sweep_override()
+            and not value.strip().startswith(_SWEEP_FUNCTIONS)
+        ):
+            lines.append(
+                f"error: {item}: Hydra reads each comma as a separator (a sweep over {bare}); a "
+                f"path with a comma is one quoted value: {_shell_quoted(key, value) or QUOTING}"
+            )
+    return lines
+
+
+QUOTING = "quote the value for Hydra inside the shell's quotes, e.g. \"out_dir='/data/my runs'\""
+
+
+def _grammar_reason(key: str, value: str, error: Exception) -> str:
+    """Why Hydra refused `value`, and what to write instead."""
+    if ",," in value or value.rstrip().endswith(",") or value.lstrip().startswith(","):
+        return (
+            "an empty value between commas; a sweep is values separated by single commas, "
+            "e.g. train.seed=0,1"
+        )
+    typed = _leaf_type(key.strip().lstrip("+~")) in (int, float, bool)
+    fix = None if typed else _shell_quoted(key, value)
+    reason = (
+        "Hydra's override grammar takes only ASCII letters in an unquoted value"
+        if not value.isascii()
+        else f"Hydra's override grammar cannot read it ({str(error).splitlines()[0][:80]})"
+    )
+    if typed:  # a number or a boolean: quoting would make it a string
+        return reason
+    return f"{reason}; write it as {fix}" if fix else f"{reason}; {QUOTING}"
+
+
+def _quoted(value: str) -> str:
+    """The value quoted for Hydra: a string as one quoted string, a list [a,b] element by
+    element (each already quoted element kept)."""
+
+    def one(text: str) -> str:
+        text = text.strip()
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+            return text
+        return f'"{text}"' if "'" in text else f"'{text}'"
+
+    v = value.strip()
+    if v.startswith("[") and v.endswith("]"):
+        return "[" + ",".join(one(e) for e in _split_top(v[1:-1]) if e.strip()) + "]"
+    return one(v)
+
+
+def _split_top(text: str) -> list[str]:
+    """`text` split at its commas outside quotes."""
+    parts, cur, quote = [], "", None
+    for ch in text:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == ",":
+            parts.append(cur)
+            cur = ""
+            continue
+        cur += ch
+    return parts + [cur]
+
+
+def _shell_quoted(key: str, value: str) -> str | None:
+    """`"key='value'"`: the override with its value quoted for Hydra, inside the quotes a POSIX
+    shell passes as one argument; None when Hydra would not parse even that."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    override = f"{key}={_quoted(value)}"
+    try:
+        OverridesParser.create().parse_override(override)
+    except HydraException:
+        return None
+    if '"' not in override:
+        return f'"{override}"'
+    return f"'{override}'" if "'" not in override else None
 
 
 def _leaf_type(key: str):
@@ -321,3 +430,45 @@ def wrong_type_hints(overrides: Iterable[str]) -> list[str]:
                 shown = item.split("=", 1)[1].strip() if len(values) == 1 else v
                 lines.append(f"error: {key}={shown}: {key} takes {_TYPE_WORDS[tp]}")
     return lines
+
+
+# Flags after which Hydra composes another config (whose out_dir this module cannot know) or
+# runs nothing.
+_NO_OUT_DIR_CHECK = ("--config-dir", "-cd", "--config-path", "-cp", "--config-name", "-cn")
+_NO_RUN = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "-i", "--shell-completion")
+
+
+def out_dir_problem(overrides: Iterable[str]) -> Optional[str]:
+    """An `error:` line when the run directories cannot be written: the command line's out_dir
+    (else the default, runs/ under the current directory) lies below a file or in a folder
+    that is not writable (permissions, a read-only file system). Checked before Hydra creates
+    any folder, so no run starts, and none fails one by one; None for plan=true, which writes
+    nothing."""
+    overrides = [str(o) for o in overrides]
+    if plan_requested(overrides) or any(o.split("=")[0] in _NO_RUN for o in overrides):
+        return None
+    given = [v for k, v in _assignments(overrides) if k == "out_dir"]
+    if given:
+        values = _values(f"out_dir={given[-1]}")
+        if not values or len(values) != 1:
+            return None  # a sweep over out_dir, or a value precheck refuses
+        out_dir = str(values[0])
+    elif any(o.split("=")[0] in _NO_OUT_DIR_CHECK for o in overrides):
+        return None
+    else:
+        from andrea.config.schema import RunConfig
+
+        out_dir = RunConfig.out_dir
+    probe = Path(os.path.expanduser(out_dir)).absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent  # the folder the missing ones would be created in
+    if not probe.is_dir():
+        return f"error: out_dir={out_dir}: {probe} is a file, not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        read_only = bool(os.statvfs(probe).f_flag & os.ST_RDONLY)
+        why = "on a read-only file system" if read_only else "not writable by this user"
+        return (
+            f"error: out_dir={out_dir}: {probe} is {why}; nothing was launched: give "
+            "out_dir=<a folder you can write>"
+        )
+    return None

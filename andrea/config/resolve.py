@@ -16,8 +16,8 @@ from typing import Any, Mapping, Optional
 from omegaconf import DictConfig, OmegaConf
 
 from andrea.components.fsdp import check_parallel
-from andrea.components.optim import check_optimizer, optimizer_summary
-from andrea.components.schedule import SHAPES, Cooldown, plan_cooldowns
+from andrea.components.optim import OptimizerConfig, check_optimizer, optimizer_summary
+from andrea.components.schedule import SHAPES, Cooldown, ScheduleConfig, plan_cooldowns
 from andrea.config.schema import (
     HParamsConfig,
     ModelChoice,
@@ -34,6 +34,7 @@ from andrea.model.transformer import RESIDUALS, ModelConfig, ParamCount, count_p
 from andrea.run import logkeys as keys
 from andrea.run import results as results_file
 from andrea.run.metrics import WandbConfig, check_wandb_config
+from andrea.run.units import check_gpu
 
 VARIANTS = RESIDUALS  # the variant names are the registered residual schemes
 
@@ -88,6 +89,35 @@ class RunSpec:
     @property
     def tokens_spent(self) -> int:
         return self.steps_spent * self.batch_tokens
+
+    @property
+    def optim(self) -> OptimizerConfig:
+        """The optimizer's own settings (andrea/components/optim.py)."""
+        t = self.train
+        return OptimizerConfig(
+            lr=self.lr,
+            weight_decay=t.weight_decay,
+            beta1=t.beta1,
+            beta2=t.beta2,
+            name=t.optimizer,
+            muon=t.muon,
+        )
+
+    @property
+    def schedule(self) -> ScheduleConfig:
+        """The LR schedule's own settings (andrea/components/schedule.py)."""
+        t = self.train
+        return ScheduleConfig(
+            lr=self.lr,
+            steps=self.steps,
+            warmup_steps=self.warmup_steps,
+            min_lr_ratio=t.min_lr_ratio,
+            kind=t.schedule,
+            decay_frac=t.decay_frac,
+            cooldown_frac=t.cooldown_frac,
+            cooldown_shape=t.cooldown_shape,
+            cooldowns=self.cooldowns,
+        )
 
     n_blocks: Optional[int] = None  # model.n_blocks as asked (block_size holds S = ceil(L / N))
     hparams: str = "rule"  # the hparams file the LR/batch/beta2 came from
@@ -152,6 +182,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
         steps = cooldowns[-1].end
     val_tokens = _val_tokens(t, seq_len, fail)
     _check_services(run, s, fail)
+    _check_plan_settings(run, fail)
     check_depth_backend(m.depth_backend, t.device, fail)
 
     return RunSpec(
@@ -343,6 +374,18 @@ def _check_services(run: RunConfig, s, fail) -> None:
         validate_eval_config(run.eval, run.data)
     except ValueError as e:
         raise fail(str(e)) from None
+
+
+def _check_plan_settings(run: RunConfig, fail) -> None:
+    """What plan=true prices the grid at: a GPU andrea knows, a utilisation in (0, 1]."""
+    why = check_gpu(run.plan_gpu)
+    if why:
+        raise fail(f"plan_gpu={why}")
+    if not 0.0 < run.plan_mfu <= 1.0:
+        raise fail(
+            f"plan_mfu={run.plan_mfu} must lie in (0, 1]: the fraction of plan_gpu's peak the "
+            "runs reach (0.35 is usual; 1 is the peak itself)"
+        )
 
 
 _COUNTS: dict[tuple, ParamCount] = {}

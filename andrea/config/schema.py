@@ -191,7 +191,7 @@ class SweepOptions:
 
     # after the runs: time the sweep's (variant, size) pairs interleaved on its device, as one
     # extra short job per device type -> <sweep>/throughput.json, which analysis.fit uses for the
-    # device-seconds multiplier (bench/throughput_sweep.py, docs/metrics.md)
+    # device-seconds multiplier (andrea/launch/throughput.py, docs/metrics.md)
     throughput: bool = False
 
 

@@ -10,7 +10,13 @@ for x, y in val.batches(batch_size, rank, world_size): ...
 
 from andrea.data.config import SOURCES, DataConfig, resolve_cache_dir, validate_data_config
 from andrea.data.loader import TokenLoader, ValidationSet, val_batches
-from andrea.data.prepare import PreparedData, check_split_sizes, n_windows, prepare_data
+from andrea.data.prepare import (
+    PreparedData,
+    check_split_sizes,
+    find_prepared,
+    n_windows,
+    prepare_data,
+)
 from andrea.data.shards import read_header, read_shard, write_shard
 from andrea.data.tokenizer import EOT, load_tokenizer, train_tokenizer
 
@@ -22,6 +28,7 @@ __all__ = [
     "TokenLoader",
     "ValidationSet",
     "check_split_sizes",
+    "find_prepared",
     "load_tokenizer",
     "n_windows",
     "prepare_data",

@@ -22,7 +22,7 @@ import os
 import sys
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m andrea.data", description=__doc__.split("\n\n")[0])
     p.add_argument("--source", choices=("stdlib", "text", "hf", "shards"), default="text")
     p.add_argument(
@@ -51,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
         default=4.0,
         help="for the printed size guide (default: %(default)s)",
     )
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.workers is not None:
         if args.workers < 1:
             print(f"error: --workers={args.workers} must be >= 1", file=sys.stderr)
@@ -92,13 +96,19 @@ def main(argv: list[str] | None = None) -> int:
             )
         print(f"error: {type(e).__name__}: {e}{hint}", file=sys.stderr)
         return 2
+    _report(prepared, cfg, args.max_epochs)
+    return 0
+
+
+def _report(prepared, cfg, max_epochs: float) -> None:
+    """What was prepared, the sizes it can train, and the overrides that use it."""
     print(
         f"prepared: {prepared.n_train_tokens:,} unique training tokens, "
         f"{prepared.n_val_tokens:,} validation tokens, vocab {prepared.vocab_size}"
     )
     if prepared.directory is not None:
         print(f"in: {prepared.directory}")
-    print(_size_guide(prepared.n_train_tokens, args.max_epochs))
+    print(_size_guide(prepared.n_train_tokens, max_epochs))
     print("use it with the same data settings, e.g.\n  " + " ".join(_overrides(cfg)))
     if prepared.directory is not None:
         d = prepared.directory
@@ -106,7 +116,6 @@ def main(argv: list[str] | None = None) -> int:
             f"or as shards:\n  data=shards data.paths='[{d}/train_*.bin]' "
             f"data.val_paths='[{d}/val_*.bin]' data.vocab_size={prepared.vocab_size}"
         )
-    return 0
 
 
 def _vocab_of(size: str | None, vocab_size: int | None) -> int | str:

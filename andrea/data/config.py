@@ -56,12 +56,15 @@ def expand_paths(patterns: List[str], field_name: str) -> List[Path]:
     Raises ValueError naming the field for a missing file, an empty glob or a directory.
     """
     out: List[Path] = []
-    for pattern in patterns:
+    for i, pattern in enumerate(patterns):
         pat = os.path.expandvars(os.path.expanduser(str(pattern)))
         if glob.has_magic(pat):
             matches = sorted(p for p in glob.glob(pat, recursive=True) if os.path.isfile(p))
             if not matches:
-                raise ValueError(f"data.{field_name}: glob {pattern!r} matches no files")
+                raise ValueError(
+                    f"data.{field_name}: glob {pattern!r} matches no files"
+                    + _comma_hint(patterns, i, field_name)
+                )
             out.extend(Path(m) for m in matches)
         elif os.path.isdir(pat):
             raise ValueError(
@@ -69,11 +72,28 @@ def expand_paths(patterns: List[str], field_name: str) -> List[Path]:
                 f"such as {os.path.join(pattern, '*.txt')!r}"
             )
         elif not os.path.isfile(pat):
-            raise ValueError(f"data.{field_name}: file {pattern!r} does not exist")
+            raise ValueError(
+                f"data.{field_name}: file {pattern!r} does not exist"
+                + _comma_hint(patterns, i, field_name)
+            )
         else:
             out.append(Path(pat))
     seen: set = set()
     return [p for p in out if not (p in seen or seen.add(p))]
+
+
+def _comma_hint(patterns: List[str], i: int, field_name: str) -> str:
+    """When patterns[i] and the ones after it, joined by commas, name a file: Hydra split one
+    unquoted path at its commas ([/a,b.txt] is the list of /a and b.txt). Say how to quote it."""
+    for j in range(i + 2, len(patterns) + 1):
+        joined = ",".join(str(p) for p in patterns[i:j])
+        pat = os.path.expandvars(os.path.expanduser(joined))
+        if os.path.isfile(pat) or (glob.has_magic(pat) and glob.glob(pat, recursive=True)):
+            return (
+                f"; {joined!r} exists: Hydra splits an unquoted list element at its commas, "
+                f"so quote the path: \"data.{field_name}=['{joined}']\""
+            )
+    return ""
 
 
 def effective_vocab_size(cfg: DataConfig, model_vocab_size: int) -> int:

@@ -13,6 +13,10 @@ Cache layout (root = cache_dir argument, else data.cache_dir, else $ANDREA_DATA,
     <root>/.tmp-<name>-<pid>-<random>/       work dir, renamed to <name>/ when complete
     <root>/shard-index/<hash>.json           source=shards: max token id per shard file,
                                              keyed by path, size and mtime
+    <root>/corpus-index/<hash>.json          the directory a config prepares into, keyed by
+                                             its files' paths, sizes and mtimes (the plan finds
+                                             a prepared corpus without reading it:
+                                             andrea/data/cache_index.py)
 
 source=shards writes no corpus directory: its files are used in place.
 
@@ -41,7 +45,7 @@ from typing import Iterator, List, Optional
 import numpy as np
 import tokenizers
 
-from andrea.data import corpora
+from andrea.data import cache_index, corpora
 from andrea.data.config import (
     DataConfig,
     effective_vocab_size,
@@ -118,18 +122,8 @@ def prepare_data(
         + (f" data.paths={list(data_cfg.paths)}" if data_cfg.paths else "")
         + (f" data.hf_name={data_cfg.hf_name!r}" if data_cfg.hf_name else ""),
     )
-    inputs = {
-        "format_version": FORMAT_VERSION,
-        "source": data_cfg.source,
-        "python": corpora.python_version() if data_cfg.source == "stdlib" else None,
-        "content_sha256": corpus.content_hash,
-        "vocab_size": vocab,
-        "max_chars": data_cfg.max_chars,
-        "val_fraction": data_cfg.val_fraction,
-        "shard_tokens": data_cfg.shard_tokens,
-        "tokenizer": TOKENIZER_SETTINGS,
-        "tokenizers_version": tokenizers.__version__,
-    }
+    recipe = _recipe(data_cfg, vocab)
+    inputs = {**recipe, "content_sha256": corpus.content_hash}
     fingerprint = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
     name = f"{data_cfg.source}-{fingerprint[:16]}"
     final = root / name
@@ -140,7 +134,43 @@ def prepare_data(
         with locked(root / f"{name}.lock"):
             if not (final / COMPLETE).exists():  # another process may have finished meanwhile
                 _build(final, corpus, vocab, data_cfg, inputs, fingerprint, read_s)
-    return _load_prepared(final, fingerprint)
+    prepared = _load_prepared(final, fingerprint)
+    cache_index.record(root, data_cfg, recipe, name)
+    return prepared
+
+
+def _recipe(cfg: DataConfig, vocab: int) -> dict:
+    """Everything the fingerprint hashes except the documents' content."""
+    return {
+        "format_version": FORMAT_VERSION,
+        "source": cfg.source,
+        "python": corpora.python_version() if cfg.source == "stdlib" else None,
+        "vocab_size": vocab,
+        "max_chars": cfg.max_chars,
+        "val_fraction": cfg.val_fraction,
+        "shard_tokens": cfg.shard_tokens,
+        "tokenizer": TOKENIZER_SETTINGS,
+        "tokenizers_version": tokenizers.__version__,
+    }
+
+
+def find_prepared(
+    data_cfg: DataConfig, vocab_size: int, cache_dir: Optional[str] = None
+) -> Optional[PreparedData]:
+    """The corpus as prepared in the cache, found without reading or tokenizing it; None when it
+    is not there (or not known to be: andrea/data/cache_index.py). Shards are read in place."""
+    if data_cfg.source == "shards":
+        return None
+    vocab = effective_vocab_size(data_cfg, vocab_size)
+    root = resolve_cache_dir(cache_dir or data_cfg.cache_dir)
+    name = cache_index.lookup(root, data_cfg, _recipe(data_cfg, vocab))
+    final = root / name if name else None
+    if final is None or not (final / COMPLETE).exists():
+        return None
+    meta = read_json(final / "meta.json")
+    if not isinstance(meta, dict) or "fingerprint" not in meta:
+        return None
+    return _load_prepared(final, meta["fingerprint"])
 
 
 @contextmanager

@@ -132,72 +132,87 @@ def main(argv=None) -> int:
         return 2
     if not args.verbose:
         datasets.disable_progress_bars()
-    from andrea.eval.adapter import resolve_device
-    from andrea.eval.load import check_run
-    from andrea.eval.tasks import evaluate_run, load_tasks, task_manager
-
     try:
-        resolve_device(args.device)  # a device torch does not know, before any run is read
-        if not tasks:
-            raise EvalError("--tasks is empty: give task names, e.g. --tasks copa_local")
-        if args.limit is not None and args.limit < 1:
-            raise EvalError(f"--limit={args.limit} must be >= 1")
-        if args.batch_size < 1:
-            raise EvalError(f"--batch-size={args.batch_size} must be >= 1")
-        targets: list[RunDir] = []
-        skipped: list[tuple[str, str]] = []
-        for path in args.paths:
-            if not path.is_dir():
-                raise EvalError(f"{path} is not a directory")
-            if is_run_dir(path):
-                targets.append(RunDir(path))
-            else:
-                found, why = find_runs(path)
-                if not found and not why:
-                    raise EvalError(f"{path} holds no andrea run directories")
-                targets += found
-                skipped += why
-        for rd in targets:  # every run readable before any evaluation starts
-            check_run(rd.root, args.tokenizer)
-        manager = task_manager(tasks, args.include_path, registry=not args.no_registry)
-        load_tasks(manager, tasks)  # every task's documents readable before any evaluation
+        targets, skipped, manager = _check_inputs(args, tasks)
     except EvalError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-
     for src, why in skipped:
         print(f"skipped {src}: {why}")
     n_new = 0
     for rd in targets:
         try:
-            record, new = evaluate_run(
-                rd.root,
-                tasks,
-                args.include_path,
-                args.num_fewshot,
-                args.limit,
-                args.batch_size,
-                args.device,
-                args.precision,
-                args.max_length,
-                args.tokenizer,
-                args.force,
-                manager=manager,
-            )
+            n_new += _evaluate_one(rd, args, tasks, manager)
         except EvalError as e:
             print(f"error: {rd.root}: {e}", file=sys.stderr)
             return 2
-        n_new += new
-        where = evaluations.path(rd, record["settings_hash"])
-        state = "" if record["final"] else " (not the run's final step: the analysis skips it)"
-        verb = "evaluated" if new else "already evaluated, skipped"
-        print(f"{rd.root} step {record['step']}{state}: {verb} -> {where}")
-        print(f"  {_summary(record)}")
     print(
         f"{n_new} run(s) evaluated, {len(targets) - n_new} already evaluated with these "
         f"settings, {len(skipped)} not finished or failed"
     )
     return 0
+
+
+def _check_inputs(args, tasks: list[str]):
+    """(the runs to evaluate, [(run, why it is skipped)], the task manager): the device, the
+    settings, every run and every task's documents readable before any evaluation starts.
+    Raises EvalError."""
+    from andrea.eval.adapter import resolve_device
+    from andrea.eval.load import check_run
+    from andrea.eval.tasks import load_tasks, task_manager
+
+    resolve_device(args.device)  # a device torch does not know, before any run is read
+    if not tasks:
+        raise EvalError("--tasks is empty: give task names, e.g. --tasks copa_local")
+    if args.limit is not None and args.limit < 1:
+        raise EvalError(f"--limit={args.limit} must be >= 1")
+    if args.batch_size < 1:
+        raise EvalError(f"--batch-size={args.batch_size} must be >= 1")
+    targets: list[RunDir] = []
+    skipped: list[tuple[str, str]] = []
+    for path in args.paths:
+        if not path.is_dir():
+            raise EvalError(f"{path} is not a directory")
+        if is_run_dir(path):
+            targets.append(RunDir(path))
+        else:
+            found, why = find_runs(path)
+            if not found and not why:
+                raise EvalError(f"{path} holds no andrea run directories")
+            targets += found
+            skipped += why
+    for rd in targets:
+        check_run(rd.root, args.tokenizer)
+    manager = task_manager(tasks, args.include_path, registry=not args.no_registry)
+    load_tasks(manager, tasks)
+    return targets, skipped, manager
+
+
+def _evaluate_one(rd: RunDir, args, tasks: list[str], manager) -> bool:
+    """Evaluate one run (or find it evaluated with these settings) and print where its record
+    lies; True when it was evaluated now."""
+    from andrea.eval.tasks import evaluate_run
+
+    record, new = evaluate_run(
+        rd.root,
+        tasks,
+        args.include_path,
+        args.num_fewshot,
+        args.limit,
+        args.batch_size,
+        args.device,
+        args.precision,
+        args.max_length,
+        args.tokenizer,
+        args.force,
+        manager=manager,
+    )
+    where = evaluations.path(rd, record["settings_hash"])
+    state = "" if record["final"] else " (not the run's final step: the analysis skips it)"
+    verb = "evaluated" if new else "already evaluated, skipped"
+    print(f"{rd.root} step {record['step']}{state}: {verb} -> {where}")
+    print(f"  {_summary(record)}")
+    return bool(new)
 
 
 if __name__ == "__main__":

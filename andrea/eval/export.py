@@ -13,8 +13,14 @@ OUT gets what the Hugging Face ecosystem expects of a custom-code model:
 and loads with
 
     AutoModelForCausalLM.from_pretrained(OUT, trust_remote_code=True)      # transformers
-    AutoTokenizer.from_pretrained(OUT, trust_remote_code=True)
+    AutoTokenizer.from_pretrained(OUT, trust_remote_code=False)  # a standard fast tokenizer
     modeling_andrea.load_exported(OUT)                                       # torch only
+
+The model generates with transformers' `generate()` (greedy or sampled; no KV cache: each token
+runs the window again). The tokenizer runs no custom code: tokenizer.json with a
+tokenizer_config.json naming PreTrainedTokenizerFast. Only `trust_remote_code=False` (or
+`PreTrainedTokenizerFast.from_pretrained(OUT)`) spares the question transformers >= 5 asks of
+AutoTokenizer: it reads the folder's config.json first, whose AutoConfig is the modeling file's.
 
 The modeling file is a copy of andrea/eval/hf_modeling.py and the residual file a copy of the
 scheme's export module; neither imports anything from andrea: users of an exported model need
@@ -173,6 +179,7 @@ def main(argv=None) -> int:
         f"{MODELING_NAME}, {RESIDUAL_NAME}, tokenizer.json)"
     )
     print(f"  load: AutoModelForCausalLM.from_pretrained({str(out)!r}, trust_remote_code=True)")
+    print(f"        AutoTokenizer.from_pretrained({str(out)!r}, trust_remote_code=False)")
     return 0
 
 

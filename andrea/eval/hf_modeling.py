@@ -25,7 +25,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 try:  # transformers is optional: the folder loads with torch and safetensors alone
-    from transformers import PretrainedConfig, PreTrainedModel
+    from transformers import GenerationMixin, PretrainedConfig, PreTrainedModel
     from transformers.modeling_outputs import CausalLMOutput
 
     HAVE_TRANSFORMERS = True
@@ -158,8 +158,8 @@ class _AndreaCore:
 
 
 if HAVE_TRANSFORMERS:
-
-    class AndreaForCausalLM(_AndreaCore, PreTrainedModel):
+    # GenerationMixin: transformers >= 4.50 gives `generate()` only to models that inherit it.
+    class AndreaForCausalLM(_AndreaCore, PreTrainedModel, GenerationMixin):
         config_class = AndreaConfig
         base_model_prefix = "andrea"
         _no_split_modules = ["Block"]
@@ -185,6 +185,16 @@ if HAVE_TRANSFORMERS:
                     logits[:, :-1].flatten(0, 1).float(), labels[:, 1:].flatten(), ignore_index=-100
                 )
             return CausalLMOutput(loss=loss, logits=logits)
+
+        def generate(self, *args, **kwargs):
+            """transformers' generate() without a KV cache (the model keeps none): each new
+            token runs the model again on the last context_length tokens, as andrea's own
+            greedy decode does (andrea/eval/adapter.py)."""
+            kwargs.setdefault("use_cache", False)
+            return super().generate(*args, **kwargs)
+
+        def prepare_inputs_for_generation(self, input_ids, **kwargs):
+            return {"input_ids": input_ids[:, -self.config.context_length :]}
 else:  # pragma: no cover
 
     class AndreaForCausalLM(_AndreaCore, nn.Module):

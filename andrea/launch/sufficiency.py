@@ -27,7 +27,7 @@ from typing import Optional
 from andrea.config.resolve import ConfigError
 from andrea.data.config import DataConfig, effective_vocab_size, expand_paths, hf_location
 from andrea.data.domains import check_domains
-from andrea.data.prepare import PreparedData, check_split_sizes, prepare_data
+from andrea.data.prepare import PreparedData, check_split_sizes, find_prepared, prepare_data
 
 # Characters per token of andrea's byte-level BPE: 3.26 measured on the stdlib corpus capped at
 # 3 M characters at vocab 2049 (sweeps=demo's preparation: 3,007,712 chars -> 922,254 tokens). A
@@ -139,6 +139,8 @@ def estimate_corpora(jobs) -> dict[str, CorpusTokens]:
 
 def estimate(data: DataConfig, vocab: int) -> CorpusTokens:
     what = describe(data)
+    if (cached := find_prepared(data, vocab)) is not None:  # in the cache: its exact count
+        return CorpusTokens(what, cached.n_train_tokens, True)
     try:
         if data.source == "shards":
             from andrea.data.config import split_shard_paths

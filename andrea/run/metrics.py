@@ -209,8 +209,11 @@ class MetricsLogger:
         if keys.FLOPS in values:
             line[keys.JSONL_FLOPS] = values[keys.FLOPS]
         line.update(values)
-        with open(self.run_dir.metrics, "a") as f:
-            f.write(json.dumps(line) + "\n")
+        try:
+            with open(self.run_dir.metrics, "a") as f:
+                f.write(json.dumps(line) + "\n")
+        except OSError as e:  # a full disk: name the file (the resume drops a torn line)
+            raise OSError(e.errno, e.strerror, str(self.run_dir.metrics)) from None
         self._wandb_log(int(step), values)
 
     def truncate_after(self, step: int) -> None:

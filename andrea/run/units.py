@@ -186,6 +186,17 @@ def match_device(device_name: str | None) -> str | None:
     return None
 
 
+def check_gpu(name: str) -> str | None:
+    """None when `name` is a GPU andrea knows (a PEAK_FLOPS key, or a device name that matches
+    one, such as torch's 'NVIDIA H100 80GB HBM3'); else why not, with the names it knows."""
+    if match_device(name) is not None:
+        return None
+    return (
+        f"{name!r} is not a GPU andrea knows; known: {', '.join(PEAK_FLOPS)} (a device name "
+        "such as 'NVIDIA H100 80GB HBM3' also matches)"
+    )
+
+
 def peak_flops(device_name: str | None, dtype: Any = "bf16") -> float | None:
     """Dense peak FLOP/s of one device for matmuls in `dtype` (torch dtype or "bf16", "fp16",
     "tf32", "fp32"). None for CPU, an unknown device, or a dtype without a peak on that device:

@@ -129,7 +129,7 @@ class AndreaSweeper(BasicSweeper):
             print(
                 f"error: sweep.throughput=true needs the basic launcher or andrea's submitit "
                 f"launchers, not {type(self.launcher).__name__}; or run python -m "
-                f"bench.throughput --sweep SWEEP_DIR on the runs' device after the sweep",
+                f"andrea.launch.throughput --sweep SWEEP_DIR on the runs' device after the sweep",
                 file=sys.stderr,
             )
             sys.exit(2)
@@ -210,7 +210,7 @@ class AndreaSweeper(BasicSweeper):
 
     def _measure_throughput(self, jobs) -> bool:
         """sweep.throughput=true: one extra short job per device type times the sweep's
-        (variant, size) pairs interleaved (`python -m bench.throughput --sweep`), writing
+        (variant, size) pairs interleaved (`python -m andrea.launch.throughput`), writing
         <sweep>/throughput.json; through the same launcher as the runs (in this process's
         machine for the basic launcher, a submitit job with the first such run's resources
         otherwise). Returns True when a measurement failed."""
@@ -223,13 +223,14 @@ class AndreaSweeper(BasicSweeper):
                 "(delete it to measure again)"
             )
             return False
+        from andrea.launch.throughput import command as throughput_command
+
         by_device: Dict[str, Any] = {}
         for j in jobs:
             by_device.setdefault(j.spec.train.device, j)
         failed = False
         for device, first in by_device.items():
-            cmd = [sys.executable, "-m", "bench.throughput", "--sweep", sweep_dir]
-            cmd += [] if device == "auto" else ["--device", device]
+            cmd = throughput_command(sweep_dir, device)
             print(
                 f"\nsweep.throughput: timing the sweep's variants on {device} "
                 f"({' '.join(cmd[1:])})",

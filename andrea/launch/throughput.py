@@ -1,6 +1,6 @@
 """Timing a sweep's variants as a measurement of its own: `<sweep>/throughput.json`.
 
-    python -m bench.throughput --sweep runs/demo          # the sweep's sizes and variants
+    python -m andrea.launch.throughput --sweep runs/demo  # the sweep's sizes and variants
     python sweep.py -m sweeps=demo sweep.throughput=true  # the same, as the sweep's last job
 
 A sweep's runs time themselves, but each run is timed alone, at its own moment: on a shared
@@ -13,20 +13,24 @@ spread of those per-trial ratios is the timing's own uncertainty, which `analysi
 into the device-seconds multiplier's interval (docs/statistics.md).
 
 What is timed: one training step (forward + backward + AdamW step) of the run's model at the run's
-sequence length. The file's format is in docs/metrics.md ("throughput.json").
+sequence length (`Runner`, which `python -m bench.throughput` times too). The file's format is in
+docs/metrics.md ("throughput.json"). It is part of the installed package, so a sweep run outside
+the repository measures too.
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 
-from andrea.model.transformer import ModelConfig
+from andrea.model.transformer import ANDREA, ModelConfig
 from andrea.run import results as results_file
 from andrea.run.rundir import atomic_write_json, find_run_dirs, read_json
 
@@ -34,6 +38,101 @@ FORMAT = 1
 FILE_NAME = "throughput.json"
 
 
+def command(sweep_dir: str, device: str = "auto") -> list[str]:
+    """The command that measures `sweep_dir` on `device` (auto: this machine's default)."""
+    cmd = [sys.executable, "-m", __name__, "--sweep", sweep_dir]
+    return cmd if device == "auto" else [*cmd, "--device", device]
+
+
+# --------------------------------------------------------------------------------------------
+# One model's timed training step
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Variant:
+    name: str  # as the benchmark names it: scheme[:value], or the run's label
+    cfg: ModelConfig
+
+
+class Runner:
+    """One model + optimiser + a fixed batch; timed train step and inference forward. `args`:
+    batch, seq, dtype (fp32 | bf16) and compiled."""
+
+    def __init__(self, v: Variant, args, device):
+        torch.manual_seed(0)
+        self.v = v
+        self.device = device
+        self.model = ANDREA(v.cfg).to(device)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, fused=device.type == "cuda")
+        g = torch.Generator().manual_seed(1)
+        self.x = torch.randint(0, v.cfg.vocab_size, (args.batch, args.seq), generator=g).to(device)
+        self.y = torch.randint(0, v.cfg.vocab_size, (args.batch, args.seq), generator=g).to(device)
+        self.amp = args.dtype == "bf16"
+        self.compiled = args.compiled
+        # fullgraph: a graph break (which would silently leave parts eager) fails at once...
+        self.fwd = torch.compile(self.model, fullgraph=True) if args.compiled else self.model
+
+    def warm_up(self, steps: int) -> float:
+        """Run `steps` train steps and inference calls (compiling both graphs); seconds taken."""
+        t0 = time.perf_counter()
+        try:
+            self.train_step()
+            self.infer()
+        except Exception as e:  # noqa: BLE001
+            if not self.compiled:
+                raise
+            # ...and is reported here; the variant is then measured with the breaks, as users
+            # would run it, rather than not at all.
+            print(
+                f"  {self.v.name}: no single graph ({type(e).__name__}: "
+                f"{str(e).splitlines()[0][:200]}); compiling with graph breaks",
+                flush=True,
+            )
+            torch._dynamo.reset()
+            self.fwd = torch.compile(self.model)
+            self.train_step()
+            self.infer()
+        for _ in range(steps - 1):
+            self.train_step()
+            self.infer()
+        self.sync()
+        return time.perf_counter() - t0
+
+    def _autocast(self):
+        return torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.amp)
+
+    def train_step(self) -> None:
+        self.model.train()
+        with self._autocast():
+            logits = self.fwd(self.x)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), self.y.flatten())
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+
+    def infer(self) -> None:
+        self.model.eval()
+        with torch.no_grad(), self._autocast():
+            self.fwd(self.x)
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def timed(self, fn, steps: int, clock) -> float:
+        """Median seconds per call over `steps` calls."""
+        ts = []
+        for _ in range(steps):
+            self.sync()
+            t0 = clock()
+            fn()
+            self.sync()
+            ts.append(clock() - t0)
+        return statistics.median(ts)
+
+
+# --------------------------------------------------------------------------------------------
+# The sweep's entries, timed interleaved
+# --------------------------------------------------------------------------------------------
 @dataclass
 class Entry:
     """One (label, size) of the sweep: what is built and timed, and what the file records."""
@@ -93,9 +192,8 @@ def sweep_entries(sweep: Path, batch: int | None, baseline: str) -> list[Entry]:
 
 def measure(entries: list[Entry], args, device: torch.device, clock) -> None:
     """Warm every entry up, then `args.trials` trials, each timing every entry `args.steps`
-    times in a rotated order (as `bench.throughput` does); fills each entry's step_s."""
-    from bench.throughput import Runner, Variant
-
+    times in a rotated order (as `bench.throughput` does); fills each entry's step_s. `args`:
+    trials, steps, warmup, dtype and compiled."""
     runners = []
     for e in entries:
         run_args = argparse.Namespace(
@@ -155,11 +253,13 @@ def report(
 
 
 def run_sweep(args) -> int:
+    """Time the sweep `args.sweep` and write its throughput.json; 2 with one `error:` line when
+    it has nothing to time."""
     from andrea.components.runtime import device_name as name_of
 
     sweep = Path(args.sweep)
     try:
-        entries = sweep_entries(sweep, args.batch_override, args.baseline)
+        entries = sweep_entries(sweep, args.batch, args.baseline)
     except ValueError as e:
         print(f"error: {e}")
         return 2
@@ -184,3 +284,62 @@ def run_sweep(args) -> int:
         )
     print(f"-> {sweep / FILE_NAME}")
     return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=f"python -m {__name__}",
+        description="Time a sweep's (variant, size) pairs interleaved -> SWEEP_DIR/throughput.json",
+    )
+    p.add_argument("--sweep", required=True, metavar="SWEEP_DIR")
+    p.add_argument("--baseline", default="baseline", help="the reference label of every ratio")
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument(
+        "--batch", type=int, default=None, help="default: the runs' per-device batch, at most 16"
+    )
+    p.add_argument(
+        "--dtype", default=None, choices=["fp32", "bf16"], help="default: bf16 on CUDA, else fp32"
+    )
+    p.add_argument("--compile", default="off", choices=["off", "on"])
+    p.add_argument("--trials", type=int, default=5)
+    p.add_argument("--steps", type=int, default=2, help="timed calls per variant per trial")
+    p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--threads", type=int, default=None, help="default: 1 on CPU, torch's on CUDA")
+    p.add_argument(
+        "--clock",
+        default=None,
+        choices=["cpu", "wall"],
+        help="default: process CPU time on CPU, wall time on CUDA",
+    )
+    p.add_argument("--quick", action="store_true", help="3 trials x 1 step")
+    return p
+
+
+def device_defaults(args: argparse.Namespace) -> None:
+    """Fill in what the timing left unset from the device (also bench.throughput's): a CPU is
+    timed in fp32 on one thread by its process's CPU time, steadier than wall time on a shared
+    machine; CUDA in bf16 by wall time. --quick: 3 trials of 1 step."""
+    on_cpu = not args.device.startswith("cuda")
+    if args.dtype is None:
+        args.dtype = "fp32" if on_cpu else "bf16"
+    if args.threads is None:
+        args.threads = 1 if on_cpu else 0
+    if args.clock is None:
+        args.clock = "cpu" if on_cpu else "wall"
+    if args.quick:
+        args.trials, args.steps = 3, 1
+
+
+def parse(argv=None) -> argparse.Namespace:
+    args = build_parser().parse_args(argv)
+    device_defaults(args)
+    args.compiled = args.compile == "on"
+    return args
+
+
+def main(argv=None) -> int:
+    return run_sweep(parse(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
