@@ -18,10 +18,10 @@ from analysis.fits import law_registry
 from analysis.fits.settings import FitSettings
 from analysis.inputs import metrics
 from analysis.inputs.collect import collect_for_metric, final_points
+from analysis.report import plots
 from analysis.report.arguments import common_parser, parse_or_refuse
 from analysis.report.backtest_report import backtest_figure, markdown
 from analysis.report.files import jsonable
-from analysis.report import plots
 from andrea.run.rundir import atomic_write_bytes, atomic_write_json
 
 
