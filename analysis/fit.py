@@ -20,6 +20,7 @@ from typing import Any
 from analysis.estimates import extra_fits, law_choice, law_fits, task_accuracy
 from analysis.estimates.estimate import FitResult, Sweep, default_c_ref, fit_arranged
 from analysis.estimates.multiplier import multiplier_at, multiplier_curve
+from analysis.estimates.notes import coverage_note, merge_label_warnings, one_size_note
 from analysis.fits import law_registry
 from analysis.fits.laws import Law
 from analysis.fits.replicates import seed_noise
@@ -34,7 +35,7 @@ from analysis.inputs.collect import (
     final_points,
     variant_label,
 )
-from analysis.report import plots_extra, tables
+from analysis.report import plots_extra, tables, wandb_log
 from analysis.report.arguments import common_parser, parse_or_refuse
 from analysis.report.files import jsonable
 from andrea.run import results as results_file
@@ -180,59 +181,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def merge_label_warnings(warnings: list[str], labels) -> list[str]:
-    """One line for a warning that several variants share word for word after their "label: "
-    prefix (e.g. every variant fitted on the same few sizes), in first-seen order."""
-    merged: dict[str, list[str]] = {}  # text -> the labels it came with ([] for plain ones)
-    for w in warnings:
-        label, sep, rest = w.partition(": ")
-        if sep and label in labels:
-            merged.setdefault(rest, []).append(label)
-        else:
-            merged.setdefault(w, [])
-    return [f"{', '.join(labs)}: {w}" if labs else w for w, labs in merged.items()]
-
-
-def one_size_note(runs, baseline: str) -> str | None:
-    """The planner predicts no multiplier from a baseline at one size
-    (analysis.estimates.power.report); the fit still computes one from that size's budgets, so it
-    says the same thing beside it."""
-    sizes = sorted({r.size for r in runs if r.label == baseline})
-    if len(sizes) != 1:
-        return None
-    return (
-        f"the {baseline} runs span one size ({sizes[0]}): this multiplier compares token "
-        "budgets of one model size, not a scaling law over sizes; a compute multiplier needs "
-        "two or more sizes (plan=true predicts none)"
-    )
-
-
-# The designs docs/statistics.md's coverage checks measured the seed-bootstrap interval on
-# (bench.coverage, bench.coverage_nd): 3-5 sizes with 3-4 seeds per size, where the nominal 95 %
-# held the truth in 91.5-97.5 % of simulated sweeps. With fewer sizes or seeds the interval rests
-# on few degrees of freedom and its coverage is unknown.
-MEASURED_SIZES, MEASURED_SEEDS = 3, 3
-
-
-def coverage_note(reps, baseline: str, label: str, interval: str) -> str | None:
-    """A warning for a multiplier whose interval comes from a design no coverage check measured,
-    or None. (One seed somewhere falls back to the bootstrap over sizes, which has its own,
-    measured, warning.)"""
-    if interval != "seeds" or baseline not in reps or label not in reps:
-        return None
-    cells = [c for lb in (baseline, label) for c in reps[lb].cells]
-    sizes = min(len(reps[lb].cells) for lb in (baseline, label))
-    seeds = min(len(c.seeds) for c in cells)
-    if sizes >= MEASURED_SIZES and seeds >= MEASURED_SEEDS:
-        return None
-    return (
-        f"the coverage of this interval was never measured for a design of {sizes} sizes "
-        f"with {seeds} seed(s) per size (docs/statistics.md's checks: 3-5 sizes with 3-4 seeds, "
-        "91.5-97.5 % for a nominal 95 %); read it as indicative: add sizes or seeds "
-        "(plan=true predicts the width)"
-    )
-
-
 def _section(title, items, fmt):
     if items:
         print(f"{title} ({len(items)}):")
@@ -283,61 +231,6 @@ def _take(cands, chosen, msgs, spec):
     msgs.append(f"dynamics: no readable dynamics.json for {spec}")
 
 
-def _log_wandb(args, rows, report, figures) -> str:
-    """One job_type=analysis run in the sweep's group, under the keys the dashboard reads."""
-    try:
-        import wandb
-    except ImportError:
-        return "W&B: wandb is not installed; skipped"
-    from andrea.run import logkeys as keys
-
-    image_keys = {
-        "scaling": keys.ANALYSIS_SCALING,
-        "multiplier": keys.ANALYSIS_MULTIPLIER,
-        "ablation": keys.ANALYSIS_ABLATION,
-        "dynamics": keys.ANALYSIS_DYNAMICS,
-    }
-    group = args.wandb_group or Path(args.inputs[0]).resolve().name
-    try:
-        run = wandb.init(
-            project=args.wandb_project,
-            group=group,
-            job_type=keys.JOB_ANALYSIS,
-            mode=args.wandb_mode,
-            dir=str(args.out),
-            config=report["settings"],
-            tags=[keys.JOB_ANALYSIS] + sorted(report["fits"]),
-            settings=wandb.Settings(init_timeout=30, silent=True),
-        )
-        cols = list(rows[0])
-        table = wandb.Table(columns=cols, data=[[r[c] for c in cols] for r in rows])
-        run.log(
-            {
-                keys.ANALYSIS_FIT_TABLE: table,
-                **{
-                    image_keys[p.stem]: wandb.Image(str(p))
-                    for p in figures
-                    if p.suffix == ".png" and p.stem in image_keys
-                },
-            }
-        )
-        for m in report["multipliers"]["at_c_ref"]:
-            run.summary[f"multiplier/{m['variant']}@{m['c_ref_pflops_days']:.3g}"] = m["multiplier"]
-        for label, f in report["fits"].items():
-            run.summary[f"alpha/{label}"] = f["alpha"]
-            run.summary[f"A/{label}"] = f["A"]
-        where = Path(run.dir).parent if args.wandb_mode == "offline" and run.dir else None
-        run.finish()
-    except Exception as e:  # the analysis on disk is the product; W&B is a copy of it
-        return f"W&B: logging failed ({type(e).__name__}: {e}); outputs on disk are complete"
-    msg = f"W&B: logged to project {args.wandb_project}, group {group} (mode {args.wandb_mode})"
-    if where:
-        msg += f"; upload later with `wandb sync {where}`"
-    return msg
-
-
-# --- main, in phases: check -> collect -> choose the law -> fit -> estimate -> fit the chosen law
-# -> write -> draw -> log -> print ---------------------------------------------------------------
 @dataclass
 class Collected:
     """What the collect phase found: the runs to fit (under a task metric, each run's final point
@@ -825,6 +718,14 @@ def print_summary(
     print(f"Wrote {len(written)} files to {args.out}/: " + ", ".join(p.name for p in written))
 
 
+def log_wandb(args, rows, report: dict, written: list[Path]) -> str:
+    """The table and figures as one W&B run in the sweep's group; the line that says where."""
+    group = args.wandb_group or Path(args.inputs[0]).resolve().name
+    return wandb_log.log_analysis(
+        args.wandb_project, group, args.wandb_mode, args.out, rows, jsonable(report), written
+    )
+
+
 def main(argv=None) -> int:
     args = parse_or_refuse(build_parser(), argv)
     if args is None:
@@ -847,7 +748,7 @@ def main(argv=None) -> int:
     report = {**build_report(args, collected, fitted, estimated), "law": law}
     written = write_tables(args, rows, report, fitted, estimated)
     figure_msgs = [] if args.no_plots else draw_figures(args, collected, fitted, estimated, written)
-    wandb_msg = _log_wandb(args, rows, jsonable(report), written) if args.wandb and rows else None
+    wandb_msg = log_wandb(args, rows, report, written) if args.wandb and rows else None
     print_summary(args, collected, fitted, estimated, rows, figure_msgs, written, wandb_msg)
     return 0 if fitted.fits else 1
 
