@@ -26,7 +26,6 @@ import itertools
 import math
 
 import numpy as np
-from scipy.optimize import minimize
 
 from analysis.fits.blas import single_blas_thread
 from analysis.fits.bootstrap import huber
@@ -39,6 +38,7 @@ from analysis.fits.laws import (
     param_columns,
     refit_resamples,
 )
+from analysis.fits.solve import lbfgsb
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 
 N_PARAMS = 5
@@ -136,15 +136,7 @@ def _solve(theta0, dn, dd, y, delta, tight):
         if tight
         else {"ftol": 1e-10, "gtol": 1e-7, "maxiter": 2000}
     )
-    return minimize(
-        _objective,
-        np.asarray(theta0, float),
-        args=(dn, dd, y, delta),
-        jac=True,
-        method="L-BFGS-B",
-        bounds=_bounds(y),
-        options=opts,
-    )
+    return lbfgsb(_objective, theta0, (dn, dd, y, delta), _bounds(y), opts, jac=True)
 
 
 def _grid(y):

@@ -25,7 +25,6 @@ import itertools
 import math
 
 import numpy as np
-from scipy.optimize import minimize
 
 from analysis.fits.blas import single_blas_thread
 from analysis.fits.bootstrap import (
@@ -37,6 +36,7 @@ from analysis.fits.bootstrap import (
     rng_for,
 )
 from analysis.fits.laws import COMPUTE, Law, LawError, LawFit, Solution, param_columns
+from analysis.fits.solve import lbfgsb
 
 FORMS = ("power", "irreducible")
 N_PARAMS = {"power": 2, "irreducible": 3}
@@ -109,15 +109,7 @@ def _minimise(starts, dx, y, form, delta, tight=True):
     loose = {"ftol": 1e-12, "gtol": 1e-8, "maxiter": 500}
 
     def run(t0, opts):
-        return minimize(
-            _objective,
-            np.asarray(t0, float),
-            args=(dx, y, form, delta),
-            jac=True,
-            method="L-BFGS-B",
-            bounds=_bounds(form, y),
-            options=opts,
-        )
+        return lbfgsb(_objective, t0, (dx, y, form, delta), _bounds(form, y), opts, jac=True)
 
     best = None
     for t0 in starts:
@@ -377,35 +369,42 @@ def _describe(fit: LawFit) -> dict:
     return d
 
 
-POWER = Law(
-    name="power",
-    inputs=COMPUTE,
-    params=("A", "alpha"),
-    bounds=((1e-300, None), (0.0, 5.0)),
-    log_predict=_log_power,
-    grid=_c_grid("power"),
-    formula="L = A·C^-alpha, C in PFLOP/s-days (Kaplan et al. 2020)",
-    equation="L = A·C^-alpha",
-    fitter=_fitter("power"),
-    power_form=_power_as_power,
-    describe=_describe,
-    legend=lambda p: rf"$L = {p['A']:.3f}\,C^{{-{p['alpha']:.3f}}}$",
-    alternative="irreducible",
-    min_points=2,
+def _c_law(form: str, params, bounds, log_predict, power_form, legend, source: str) -> Law:
+    """One of the two C laws; each is fitted beside the other as a check of its curvature."""
+    equation = "L = A·C^-alpha" if form == "power" else "L = E + A·C^-alpha"
+    return Law(
+        name=form,
+        inputs=COMPUTE,
+        params=params,
+        bounds=bounds,
+        log_predict=log_predict,
+        grid=_c_grid(form),
+        formula=f"{equation}, C in PFLOP/s-days ({source})",
+        equation=equation,
+        fitter=_fitter(form),
+        power_form=power_form,
+        describe=_describe,
+        legend=legend,
+        alternative=next(f for f in FORMS if f != form),
+        min_points=N_PARAMS[form],
+    )
+
+
+POWER = _c_law(
+    "power",
+    ("A", "alpha"),
+    ((1e-300, None), (0.0, 5.0)),
+    _log_power,
+    _power_as_power,
+    lambda p: rf"$L = {p['A']:.3f}\,C^{{-{p['alpha']:.3f}}}$",
+    "Kaplan et al. 2020",
 )
-IRREDUCIBLE = Law(
-    name="irreducible",
-    inputs=COMPUTE,
-    params=("E", "A", "alpha"),
-    bounds=((0.0, None), (1e-300, None), (0.0, 5.0)),
-    log_predict=_log_irreducible,
-    grid=_c_grid("irreducible"),
-    formula="L = E + A·C^-alpha, C in PFLOP/s-days (Hoffmann et al. 2022)",
-    equation="L = E + A·C^-alpha",
-    fitter=_fitter("irreducible"),
-    power_form=_irreducible_as_power,
-    describe=_describe,
-    legend=lambda p: rf"$L = {p['E']:.3f} + {p['A']:.3f}\,C^{{-{p['alpha']:.3f}}}$",
-    alternative="power",
-    min_points=3,
+IRREDUCIBLE = _c_law(
+    "irreducible",
+    ("E", "A", "alpha"),
+    ((0.0, None), (1e-300, None), (0.0, 5.0)),
+    _log_irreducible,
+    _irreducible_as_power,
+    lambda p: rf"$L = {p['E']:.3f} + {p['A']:.3f}\,C^{{-{p['alpha']:.3f}}}$",
+    "Hoffmann et al. 2022",
 )

@@ -26,6 +26,21 @@ def _objective(theta, law, X, y, delta):
     return float(huber(r, delta)[0].sum())
 
 
+def lbfgsb(fun, theta0, extra: tuple, bounds, options: dict, jac: bool = False):
+    """scipy's L-BFGS-B on fun(theta, *extra) from theta0 within `bounds`, at the tolerances of
+    `options` (every fit here minimises its objective so: the generic one, the C laws',
+    Chinchilla's)."""
+    return minimize(
+        fun,
+        np.asarray(theta0, float),
+        args=extra,
+        jac=jac,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options=options,
+    )
+
+
 def _solve(law, theta0, X, y, delta, tight):
     if law.jacobian is not None:
         return _solve_least_squares(law, theta0, X, y, delta, tight)
@@ -34,15 +49,7 @@ def _solve(law, theta0, X, y, delta, tight):
         if tight
         else {"ftol": 1e-11, "gtol": 1e-8, "maxiter": 1000}
     )
-    return minimize(
-        _objective,
-        np.asarray(theta0, float),
-        args=(law, X, y, delta),
-        jac=False,
-        method="L-BFGS-B",
-        bounds=law.bounds,
-        options=opts,
-    )
+    return lbfgsb(_objective, theta0, (law, X, y, delta), law.bounds, opts)
 
 
 def bound_arrays(law) -> tuple[np.ndarray, np.ndarray]:
