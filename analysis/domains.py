@@ -33,6 +33,7 @@ import numpy as np
 from analysis.estimates.estimate import default_c_ref, fit_variants
 from analysis.estimates.multiplier import boot_multipliers, multiplier_at
 from analysis.fits.bootstrap import percentile_ci
+from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import collect_or_report, final_points
 from analysis.inputs.metrics import domain_of, is_domain_loss, is_domain_metric, with_metric
 from analysis.report.arguments import common_parser, parse_or_refuse
@@ -63,13 +64,12 @@ def analyse(runs, baseline: str, n_bootstrap: int, ci: float, seed: int) -> dict
     """{metric: {"fits", "c_ref", "multipliers": {label: multiplier_at dict}, "boot": {label:
     array}}}, all metrics at one C_ref."""
     finals = final_points(runs)
+    settings = FitSettings(n_bootstrap=n_bootstrap, ci=ci, seed=seed)
     out, c_ref = {}, None
     for metric in metrics_of(finals):
         with _warnings.catch_warnings():
             _warnings.simplefilter("ignore", RuntimeWarning)
-            res = fit_variants(
-                with_metric(finals, metric)[0], baseline, n_bootstrap=n_bootstrap, ci=ci, seed=seed
-            )
+            res = fit_variants(with_metric(finals, metric)[0], baseline, settings)
         fits = res.fits
         if baseline not in fits:
             continue

@@ -17,16 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.estimates import extra_fits, law_fits, task_accuracy
-from analysis.estimates.estimate import (
-    DEFAULT_LOSS,
-    default_c_ref,
-    final_points,
-    fit_variants,
-)
+from analysis.estimates import extra_fits, law_choice, law_fits, task_accuracy
+from analysis.estimates.estimate import FitResult, Sweep, default_c_ref, fit_arranged
 from analysis.estimates.multiplier import multiplier_at, multiplier_curve
+from analysis.estimates.notes import coverage_note, merge_label_warnings, one_size_note
 from analysis.fits import law_registry
-from analysis.fits.replicates import arrange, seed_noise
+from analysis.fits.laws import Law
+from analysis.fits.replicates import seed_noise
+from analysis.fits.settings import DEFAULT_LOSS, FitSettings
 from analysis.inputs import metrics, throughput_file
 from analysis.inputs.collect import (
     FLOPS_PER_PFLOPS_DAY,
@@ -34,9 +32,10 @@ from analysis.inputs.collect import (
     aggregate,
     by_label,
     collect_for_metric,
+    final_points,
     variant_label,
 )
-from analysis.report import plots_extra, tables
+from analysis.report import plots_extra, tables, wandb_log
 from analysis.report.arguments import common_parser, parse_or_refuse
 from analysis.report.files import jsonable
 from andrea.run import results as results_file
@@ -182,59 +181,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def merge_label_warnings(warnings: list[str], labels) -> list[str]:
-    """One line for a warning that several variants share word for word after their "label: "
-    prefix (e.g. every variant fitted on the same few sizes), in first-seen order."""
-    merged: dict[str, list[str]] = {}  # text -> the labels it came with ([] for plain ones)
-    for w in warnings:
-        label, sep, rest = w.partition(": ")
-        if sep and label in labels:
-            merged.setdefault(rest, []).append(label)
-        else:
-            merged.setdefault(w, [])
-    return [f"{', '.join(labs)}: {w}" if labs else w for w, labs in merged.items()]
-
-
-def one_size_note(runs, baseline: str) -> str | None:
-    """The planner predicts no multiplier from a baseline at one size
-    (analysis.estimates.power.report); the fit still computes one from that size's budgets, so it
-    says the same thing beside it."""
-    sizes = sorted({r.size for r in runs if r.label == baseline})
-    if len(sizes) != 1:
-        return None
-    return (
-        f"the {baseline} runs span one size ({sizes[0]}): this multiplier compares token "
-        "budgets of one model size, not a scaling law over sizes; a compute multiplier needs "
-        "two or more sizes (plan=true predicts none)"
-    )
-
-
-# The designs docs/statistics.md's coverage checks measured the seed-bootstrap interval on
-# (bench.coverage, bench.coverage_nd): 3-5 sizes with 3-4 seeds per size, where the nominal 95 %
-# held the truth in 91.5-97.5 % of simulated sweeps. With fewer sizes or seeds the interval rests
-# on few degrees of freedom and its coverage is unknown.
-MEASURED_SIZES, MEASURED_SEEDS = 3, 3
-
-
-def coverage_note(reps, baseline: str, label: str, interval: str) -> str | None:
-    """A warning for a multiplier whose interval comes from a design no coverage check measured,
-    or None. (One seed somewhere falls back to the bootstrap over sizes, which has its own,
-    measured, warning.)"""
-    if interval != "seeds" or baseline not in reps or label not in reps:
-        return None
-    cells = [c for lb in (baseline, label) for c in reps[lb].cells]
-    sizes = min(len(reps[lb].cells) for lb in (baseline, label))
-    seeds = min(len(c.seeds) for c in cells)
-    if sizes >= MEASURED_SIZES and seeds >= MEASURED_SEEDS:
-        return None
-    return (
-        f"the coverage of this interval was never measured for a design of {sizes} sizes "
-        f"with {seeds} seed(s) per size (docs/statistics.md's checks: 3-5 sizes with 3-4 seeds, "
-        "91.5-97.5 % for a nominal 95 %); read it as indicative: add sizes or seeds "
-        "(plan=true predicts the width)"
-    )
-
-
 def _section(title, items, fmt):
     if items:
         print(f"{title} ({len(items)}):")
@@ -285,61 +231,6 @@ def _take(cands, chosen, msgs, spec):
     msgs.append(f"dynamics: no readable dynamics.json for {spec}")
 
 
-def _log_wandb(args, rows, report, figures) -> str:
-    """One job_type=analysis run in the sweep's group, under the keys the dashboard reads."""
-    try:
-        import wandb
-    except ImportError:
-        return "W&B: wandb is not installed; skipped"
-    from andrea.run import logkeys as keys
-
-    image_keys = {
-        "scaling": keys.ANALYSIS_SCALING,
-        "multiplier": keys.ANALYSIS_MULTIPLIER,
-        "ablation": keys.ANALYSIS_ABLATION,
-        "dynamics": keys.ANALYSIS_DYNAMICS,
-    }
-    group = args.wandb_group or Path(args.inputs[0]).resolve().name
-    try:
-        run = wandb.init(
-            project=args.wandb_project,
-            group=group,
-            job_type=keys.JOB_ANALYSIS,
-            mode=args.wandb_mode,
-            dir=str(args.out),
-            config=report["settings"],
-            tags=[keys.JOB_ANALYSIS] + sorted(report["fits"]),
-            settings=wandb.Settings(init_timeout=30, silent=True),
-        )
-        cols = list(rows[0])
-        table = wandb.Table(columns=cols, data=[[r[c] for c in cols] for r in rows])
-        run.log(
-            {
-                keys.ANALYSIS_FIT_TABLE: table,
-                **{
-                    image_keys[p.stem]: wandb.Image(str(p))
-                    for p in figures
-                    if p.suffix == ".png" and p.stem in image_keys
-                },
-            }
-        )
-        for m in report["multipliers"]["at_c_ref"]:
-            run.summary[f"multiplier/{m['variant']}@{m['c_ref_pflops_days']:.3g}"] = m["multiplier"]
-        for label, f in report["fits"].items():
-            run.summary[f"alpha/{label}"] = f["alpha"]
-            run.summary[f"A/{label}"] = f["A"]
-        where = Path(run.dir).parent if args.wandb_mode == "offline" and run.dir else None
-        run.finish()
-    except Exception as e:  # the analysis on disk is the product; W&B is a copy of it
-        return f"W&B: logging failed ({type(e).__name__}: {e}); outputs on disk are complete"
-    msg = f"W&B: logged to project {args.wandb_project}, group {group} (mode {args.wandb_mode})"
-    if where:
-        msg += f"; upload later with `wandb sync {where}`"
-    return msg
-
-
-# --- main, in phases: check -> collect -> choose the law -> fit -> estimate -> fit the chosen law
-# -> write -> draw -> log -> print ---------------------------------------------------------------
 @dataclass
 class Collected:
     """What the collect phase found: the runs to fit (under a task metric, each run's final point
@@ -352,18 +243,19 @@ class Collected:
     n_completed: int  # completed runs, before a task metric filtered them
     task: tuple[str, str] | None  # (task, metric) of a task metric, else None
     fitted: str  # the metric fitted (a task accuracy is fitted as its bpb)
+    sweep: Sweep | None = None  # coll.runs arranged once, with the C law's points
+    throughput: Any = None  # the sweep's measured throughput, checked against its runs
     two_step_of: tuple[str, str] | None = None  # (task, accuracy) fitted in two steps
     task_runs: list = field(default_factory=list)  # every run's final point (a task metric)
 
 
 @dataclass
 class Fitted:
-    """The primary law per variant."""
+    """The fit table's law per variant."""
 
-    form: str
-    fit_kw: dict
-    fit_runs: list  # the points the C-law was fitted on (--c-law-points)
-    result: Any  # analysis.estimates.estimate.fit_variants' result
+    law: Law
+    settings: FitSettings
+    result: FitResult
     noise: Any  # the baseline's seed noise
 
     @property
@@ -391,41 +283,73 @@ def check_args(args) -> str | None:
         return "need --bootstrap >= 0, 0 < --ci < 1, --huber-delta > 0"
     if args.c_ref and any(not (c > 0 and math.isfinite(c)) for c in args.c_ref):
         return f"--c-ref must be positive PFLOP/s-days, got {args.c_ref}"
-    return law_fits.check_law_args(args)  # --law, --law-bootstrap, --at-compute
+    return check_law_args(args)
+
+
+def check_law_args(args) -> str | None:
+    """The --law / --at-compute mistakes found before any run is read; sets
+    args.at_compute_pfd (PFLOP/s-days)."""
+    args.at_compute_pfd = []
+    if args.law is not None and args.law != "auto":
+        try:
+            law = law_registry.get(args.law)
+        except ValueError as e:
+            return f"--law: {e}"
+        if args.irreducible and law is not law_registry.table_law(irreducible=True):
+            return f"--irreducible asks for the irreducible law, --law for {args.law}: give one"
+    if getattr(args, "law_bootstrap", 0) < 0:
+        return "--law-bootstrap must be >= 0"
+    try:
+        args.at_compute_pfd = law_fits.parse_computes(args.at_compute)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def settings_of(args) -> FitSettings:
+    """The fit's settings, from the command line."""
+    return FitSettings(
+        loss=args.loss,
+        huber_delta=args.huber_delta,
+        n_bootstrap=args.bootstrap,
+        ci=args.ci,
+        seed=args.seed,
+        paired=args.paired_bootstrap,
+        interval=args.interval,
+    )
 
 
 @dataclass
 class LawChoice:
-    """The law --law names (or --law auto chose) and the primary C-law's form it implies."""
+    """The law --law names (or --law auto chose) and the fit table's law it implies."""
 
-    chosen: str
-    form: str  # "power" or "irreducible": the primary table's law
+    chosen: Law
+    table: Law  # the fit table's: power, or irreducible (--irreducible, or chosen)
     lines: list[str] = field(default_factory=list)  # what --law auto says
 
 
 def choose_law(args, c: Collected) -> LawChoice | str:
     """The law to fit, or the `error:` message for one these runs cannot take (a law whose
     inputs they do not record, an --at-compute below them), before any fit."""
-    problem = law_fits.check_law_data(args, c.coll.runs)
+    named = law_registry.get(args.law) if args.law not in (None, "auto") else None
+    problem = law_fits.check_law_data(named, args.at_compute_pfd, c.coll.runs)
     if problem:
         return problem
-    form = "irreducible" if args.irreducible else "power"
-    choice = LawChoice(chosen=args.law or form, form=form)
-    if choice.chosen == "auto":
-        fit_runs = final_points(c.coll.runs) if args.c_law_points == "final" else c.coll.runs
-        sel = law_fits.select_law(
+    table = law_registry.table_law(args.irreducible)
+    choice = LawChoice(chosen=named or table, table=table)
+    if args.law == "auto":
+        sel = law_choice.select_law(
             list(law_registry.laws().values()),
-            c.coll.runs,
-            fit_runs,
+            c.sweep.runs,
+            c.sweep.c_law_runs,
             args.baseline,
-            args.loss,
-            args.huber_delta,
-            args.seed,
+            settings_of(args),
         )
-        choice.lines = law_fits.selection_lines(sel)
-        choice.chosen = sel["ranking"][0]["law"] if sel["ranking"] else form
-    if choice.chosen in ("power", "irreducible"):
-        choice.form = choice.chosen
+        choice.lines = law_choice.selection_lines(sel)
+        if sel["ranking"]:
+            choice.chosen = law_registry.get(sel["ranking"][0]["law"])
+    if law_registry.tabled(choice.chosen):
+        choice.table = choice.chosen
     return choice
 
 
@@ -483,7 +407,7 @@ def collect_runs(args) -> Collected | int:
         )
         return 1
     try:  # the measured throughput, checked against these runs before any fit
-        args.throughput = throughput_file.for_runs(
+        throughput = throughput_file.for_runs(
             args.throughput, args.inputs, coll.runs, args.baseline
         )
     except throughput_file.ThroughputError as e:
@@ -497,34 +421,24 @@ def collect_runs(args) -> Collected | int:
         n_completed=n_completed,
         task=parsed,
         fitted=fitted,
+        sweep=Sweep.of(coll.runs, args.c_law_points),
+        throughput=throughput,
         two_step_of=two_step_of,
         task_runs=task_runs,
     )
 
 
-def fit_laws(args, c: Collected, form: str) -> Fitted:
-    """Each variant's primary law, L = A·C^-alpha (or with E), on the --c-law-points."""
-    fit_kw = dict(
-        loss=args.loss,
-        huber_delta=args.huber_delta,
-        n_bootstrap=args.bootstrap,
-        ci=args.ci,
-        seed=args.seed,
-        paired=args.paired_bootstrap,
-        interval=args.interval,
-    )
-    fit_runs = final_points(c.coll.runs) if args.c_law_points == "final" else c.coll.runs
-    res = fit_variants(fit_runs, args.baseline, form=form, **fit_kw)
+def fit_laws(args, c: Collected, law: Law) -> Fitted:
+    """Each variant's fit of the table's law, L = A·C^-alpha (or with E), on the
+    --c-law-points."""
+    settings = settings_of(args)
+    res = fit_arranged(c.sweep.for_law(law), args.baseline, settings, law)
     for label, why in res.skipped.items():
         print(f"warning: not fitted: {why}")
     for w in merge_label_warnings(res.warnings, c.groups):
         print(f"warning: {w}")
     return Fitted(
-        form=form,
-        fit_kw=fit_kw,
-        fit_runs=fit_runs,
-        result=res,
-        noise=seed_noise(arrange(c.coll.runs), args.baseline),
+        law=law, settings=settings, result=res, noise=seed_noise(c.sweep.every, args.baseline)
     )
 
 
@@ -552,7 +466,7 @@ def estimate_multipliers(args, c: Collected, f: Fitted) -> Estimated:
                 at_ref.append(multiplier_at(base, fits[label], c_ref))
             curves[label] = multiplier_curve(base, fits[label])
         note = one_size_note(c.coll.runs, args.baseline)
-        fit_reps = arrange(f.fit_runs)
+        fit_reps = c.sweep.for_law(f.law)
         for m in at_ref:
             cov = coverage_note(
                 fit_reps, args.baseline, m["variant"], f.result.interval.get(m["variant"], "none")
@@ -564,9 +478,16 @@ def estimate_multipliers(args, c: Collected, f: Fitted) -> Estimated:
             f"(labels: {', '.join(sorted(c.groups))});"
             f" no multipliers; pick another with --baseline"
         )
-    extra = extra_fits.run_all(
-        c.coll.runs, c.points, fits, at_ref, c_refs, args, f.form, f.fit_kw, c_law_runs=f.fit_runs
+    asked = extra_fits.Asked(
+        table=f.result,
+        at_ref=at_ref,
+        c_refs=c_refs,
+        settings=f.settings,
+        baseline=args.baseline,
+        chinchilla_bootstrap=args.chinchilla_bootstrap,
+        throughput=c.throughput,
     )
+    extra = extra_fits.run_all(c.sweep, c.points, asked)
     est = Estimated(c_refs=c_refs, c_ref_why=c_ref_why, at_ref=at_ref, curves=curves, extra=extra)
     if c.task is not None:
         acc_name = c.two_step_of[1] if c.two_step_of else "acc"
@@ -591,7 +512,14 @@ def fit_chosen_law(args, c: Collected, f: Fitted, e: Estimated, choice: LawChoic
     multipliers at C_ref and at --at-compute; what fits.json keeps of it for analysis.predict.
     Its lines print after the extra fits'."""
     saved, lines = law_fits.chosen_law(
-        choice.chosen, f.form, f.fits, e.at_ref, c.coll.runs, f.fit_runs, e.c_refs, args, f.fit_kw
+        choice.chosen,
+        f.result,
+        c.sweep,
+        e.c_refs,
+        args.at_compute_pfd,
+        f.settings,
+        args.law_bootstrap,
+        args.baseline,
     )
     e.extra.lines += choice.lines + lines
     return saved
@@ -605,7 +533,7 @@ def build_report(args, c: Collected, f: Fitted, e: Estimated) -> dict:
         "inputs": [str(p) for p in args.inputs],
         "settings": {
             "metric": args.metric,
-            "form": f.form,
+            "form": f.law.name,
             "huber_delta": args.huber_delta,
             "bootstrap": args.bootstrap,
             "ci_level": args.ci,
@@ -630,7 +558,7 @@ def build_report(args, c: Collected, f: Fitted, e: Estimated) -> dict:
             "invalid": [{"run": s, "reason": r} for s, r in c.coll.invalid],
         },
         "points": [p.to_json() for p in c.points],
-        "fits": {label: fit.to_json() for label, fit in f.fits.items()},
+        "fits": {label: fit.summary() for label, fit in f.fits.items()},
         "not_fitted": f.result.skipped,
         "multipliers": {
             "baseline": args.baseline,
@@ -669,14 +597,14 @@ def write_tables(args, rows, report: dict, f: Fitted, e: Estimated) -> list[Path
 
 def draw_figures(args, c: Collected, f: Fitted, e: Estimated, written: list[Path]) -> list[str]:
     """The figures in --out (appended to `written`); the lines that say what was drawn."""
-    from analysis.report import plots
+    from analysis.report import plots, plots_multiplier, plots_scaling
 
     out, figure_msgs = args.out, []
     shown = args.metric if c.task is None else c.fitted  # what the figures draw
     ylabel = metrics.metric_axis_label(shown)
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore", RuntimeWarning)
-        plots.plot_scaling(
+        plots_scaling.plot_scaling(
             c.groups,
             f.fits,
             e.c_refs[0],
@@ -686,7 +614,7 @@ def draw_figures(args, c: Collected, f: Fitted, e: Estimated, written: list[Path
         )
         written += [out / "scaling.png", out / "scaling.pdf"]
         if e.curves:
-            plots.plot_multiplier(
+            plots_multiplier.plot_multiplier(
                 e.curves,
                 e.at_ref,
                 [out / "multiplier.png"],
@@ -743,7 +671,7 @@ def print_summary(
         print(tables.terminal_noise(f.noise, args.baseline))
         print()
     if rows:
-        form_txt = "L = E + A·C^-alpha" if f.form == "irreducible" else "L = A·C^-alpha"
+        form_txt = f.law.shown
         loss_txt = (
             f"Huber on log L (delta={args.huber_delta:g})"
             if args.loss == "huber"
@@ -790,6 +718,14 @@ def print_summary(
     print(f"Wrote {len(written)} files to {args.out}/: " + ", ".join(p.name for p in written))
 
 
+def log_wandb(args, rows, report: dict, written: list[Path]) -> str:
+    """The table and figures as one W&B run in the sweep's group; the line that says where."""
+    group = args.wandb_group or Path(args.inputs[0]).resolve().name
+    return wandb_log.log_analysis(
+        args.wandb_project, group, args.wandb_mode, args.out, rows, jsonable(report), written
+    )
+
+
 def main(argv=None) -> int:
     args = parse_or_refuse(build_parser(), argv)
     if args is None:
@@ -805,14 +741,14 @@ def main(argv=None) -> int:
     if isinstance(choice, str):
         print(f"error: {choice}", file=sys.stderr)
         return 2
-    fitted = fit_laws(args, collected, choice.form)
+    fitted = fit_laws(args, collected, choice.table)
     estimated = estimate_multipliers(args, collected, fitted)
     law = fit_chosen_law(args, collected, fitted, estimated, choice)
     rows = tables.table_rows(fitted.fits, estimated.at_ref, args.baseline)
     report = {**build_report(args, collected, fitted, estimated), "law": law}
     written = write_tables(args, rows, report, fitted, estimated)
     figure_msgs = [] if args.no_plots else draw_figures(args, collected, fitted, estimated, written)
-    wandb_msg = _log_wandb(args, rows, jsonable(report), written) if args.wandb and rows else None
+    wandb_msg = log_wandb(args, rows, report, written) if args.wandb and rows else None
     print_summary(args, collected, fitted, estimated, rows, figure_msgs, written, wandb_msg)
     return 0 if fitted.fits else 1
 

@@ -35,11 +35,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from analysis.estimates.estimate import DEFAULT_LOSS, default_c_ref, final_points, fit_variants
-from analysis.estimates.multiplier import multiplier_at
+from analysis.estimates.estimate import default_c_ref, fit_variants
+from analysis.estimates.multiplier import boot_multipliers, multiplier_at
 from analysis.fits.bootstrap import percentile_ci
-from analysis.fits.powerlaw import compute_to_reach, predict
-from analysis.inputs.collect import Run, collect_or_report
+from analysis.fits.settings import DEFAULT_LOSS, FitSettings
+from analysis.inputs.collect import Run, collect_or_report, final_points
 from analysis.report.arguments import common_parser, parse_or_refuse
 from analysis.report.files import jsonable
 from andrea.run.rundir import atomic_write_bytes, atomic_write_json
@@ -123,12 +123,6 @@ def not_an_lr_scan(choice: dict, baseline: str) -> str | None:
     )
 
 
-def _ratio_boot(c_ref: float, fit_v, fit_b) -> np.ndarray:
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        loss = predict(c_ref, fit_v.boot["A"], fit_v.boot["alpha"], fit_v.boot["E"])
-        return compute_to_reach(loss, fit_b.boot["A"], fit_b.boot["alpha"], fit_b.boot["E"]) / c_ref
-
-
 def sensitivity(
     runs: list[Run],
     lrs: dict[str, float],
@@ -145,15 +139,14 @@ def sensitivity(
     why = not_an_lr_scan(choice, baseline)
     if why or problems:
         raise ValueError(why or "; ".join(problems))
-    res = fit_variants(
-        picked,
-        baseline,
+    settings = FitSettings(
         loss=loss,
         n_bootstrap=n_bootstrap,
         ci=ci,
         seed=seed,
         interval="seeds" if n_bootstrap else "auto",
     )
+    res = fit_variants(picked, baseline, settings)
     fits = res.fits
     if baseline not in fits:
         raise ValueError(f"{baseline} could not be fitted: {res.skipped.get(baseline, 'no runs')}")
@@ -171,7 +164,7 @@ def sensitivity(
             "at_own_lr": at_own,
             "ratio": at_own["multiplier"] / at_base["multiplier"],
             "ratio_ci": [float("nan")] * 2,
-            "interval": fits[label].interval,
+            "interval": fits[label].resampled,
             "lrs": {
                 s: {
                     "baseline": choice[(baseline, s)]["best"],
@@ -187,13 +180,10 @@ def sensitivity(
                 for s in sorted({r.size for r in runs if r.label == baseline})
             },
         }
-        if (
-            n_bootstrap
-            and fits[label].n_bootstrap == fits[label + OWN].n_bootstrap == base.n_bootstrap
-        ):
-            ratio = _ratio_boot(c_ref, fits[label + OWN], base) / _ratio_boot(
-                c_ref, fits[label], base
-            )
+        own, at = (boot_multipliers(base, fits[lab], c_ref) for lab in (label + OWN, label))
+        if n_bootstrap and own is not None and at is not None and len(own) == len(at):
+            with np.errstate(all="ignore"):
+                ratio = own / at
             # the two conditions share the seed draws; a variant whose own LR is the baseline's
             # at every size has the same runs in both, so every resample's ratio is exactly 1
             row["ratio_ci"] = list(percentile_ci(ratio, fits[label].boot_level or ci))

@@ -17,7 +17,8 @@ import sys
 
 import numpy as np
 
-from analysis.backtest import backtest
+from analysis.estimates.held_out import backtest
+from analysis.fits.settings import FitSettings
 from analysis.inputs.synthetic import power_law, shifted, simulate_runs
 
 C_TOP = 1.17e-8  # the demo's tiny-3, PFLOP/s-days
@@ -34,9 +35,8 @@ def run(design: str, reps: int, n_boot: int, seed: int = 0) -> dict:
     rng = np.random.default_rng([seed, len(design)])
     final = loss = n_loss = mult = 0
     for i in range(reps):
-        bt = backtest(
-            simulate_runs(laws, compute, seeds, (0.25, 0.5, 1.0), rng=rng), n_boot=n_boot, seed=i
-        )
+        runs = simulate_runs(laws, compute, seeds, (0.25, 0.5, 1.0), rng=rng)
+        bt = backtest(runs, settings=FitSettings(n_bootstrap=n_boot, seed=i))
         final += sum(r["inside"] for r in bt["losses"] if r["budget"] == 1.0)
         loss += sum(r["inside"] for r in bt["losses"])
         n_loss += len(bt["losses"])

@@ -29,7 +29,7 @@ import numpy as np
 
 from analysis.estimates.estimate import default_c_ref, fit_variants
 from analysis.estimates.multiplier import multiplier_at
-from analysis.fits.powerlaw import compute_to_reach
+from analysis.fits.settings import FitSettings
 from analysis.inputs.synthetic import power_law, simulate_runs
 
 DEMO_COMPUTE = tuple(np.geomspace(1.165e-7 / 120, 1.165e-7, 4))  # the demo's tiny-1..4 span
@@ -71,8 +71,8 @@ def laws_for(compute, kind: str) -> dict:
 def true_multiplier(laws, label, c_ref) -> float:
     A, a, E = laws[label]
     Ab, ab, Eb = laws["baseline"]
-    loss = E + A * c_ref**-a
-    return float(compute_to_reach(loss, Ab, ab, Eb)) / c_ref
+    gap = E + A * c_ref**-a - Eb  # the baseline's law E + A·C^-a, inverted at the loss
+    return (Ab / gap) ** (1.0 / ab) / c_ref if gap > 0 else math.inf
 
 
 def run_design(
@@ -96,14 +96,10 @@ def run_design(
     est = {k: [] for k in hits}
     for _ in range(reps):
         runs = simulate_runs(fns, compute, seeds, budgets, sigma_run, rho, sigma_point, rng)
-        res = fit_variants(
-            runs,
-            "baseline",
-            loss=loss,
-            n_bootstrap=n_boot,
-            seed=int(rng.integers(1 << 30)),
-            interval=interval,
+        settings = FitSettings(
+            loss=loss, n_bootstrap=n_boot, seed=int(rng.integers(1 << 30)), interval=interval
         )
+        res = fit_variants(runs, "baseline", settings)
         c_ref, _ = default_c_ref(res.fits, "baseline")
         for label in hits:
             m = multiplier_at(res.fits["baseline"], res.fits[label], c_ref)

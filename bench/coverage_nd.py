@@ -45,13 +45,14 @@ import warnings
 import numpy as np
 
 from analysis.estimates import law_fits
-from analysis.estimates.estimate import default_c_ref, final_points, fit_variants
+from analysis.estimates.estimate import default_c_ref, fit_variants, points_for
 from analysis.estimates.extra_fits import fit_chinchilla_replicates
-from analysis.estimates.multiplier import multiplier_at
-from analysis.fits import chinchilla, law_registry
+from analysis.estimates.multiplier import boot_multipliers, multiplier_at, ratio
+from analysis.fits import law_registry
 from analysis.fits.bootstrap import percentile_ci
 from analysis.fits.replicates import arrange, seed_bootstrap
-from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
+from analysis.fits.settings import FitSettings
+from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY, final_points
 from analysis.inputs.synthetic import chinchilla_law, simulate_runs
 
 # E, A, a, B, b. Hoffmann et al. 2022's Approach 3 fit, and Besiroglu et al. 2024's refit of the
@@ -105,8 +106,8 @@ def _chin_interval(runs, c_ref, n_boot, seed, ci=0.95):
         for label, rep in reps.items()
     }
     b, v = fits["baseline"], fits["variant"]
-    m = float(chinchilla.multiplier(b, v, c_ref))
-    lo, hi = percentile_ci(chinchilla.multiplier(b, v, c_ref, boot=True).ravel(), v.boot_level)
+    m = float(ratio(b, v, c_ref))
+    lo, hi = percentile_ci(boot_multipliers(b, v, c_ref), v.level)
     return m, lo, hi
 
 
@@ -158,7 +159,8 @@ def run_design(
     for runs, bseed in _replicates(
         design, reps, true_laws, rng, noise, sigma_run, rho, sigma_point
     ):
-        res = fit_variants(runs, "baseline", n_bootstrap=n_boot, seed=bseed)
+        settings = FitSettings(n_bootstrap=n_boot, seed=bseed)
+        res = fit_variants(runs, "baseline", settings)
         c_ref, _ = default_c_ref(res.fits, "baseline")
         r2.append(res.fits["baseline"].r2)
         for e in estimators:
@@ -168,9 +170,7 @@ def run_design(
                     m = multiplier_at(res.fits["baseline"], res.fits["variant"], c_ref)
                     est, (lo, hi) = m["multiplier"], m["ci"]
                 elif e == "final":
-                    rf = fit_variants(
-                        final_points(runs), "baseline", n_bootstrap=n_boot, seed=bseed
-                    )
+                    rf = fit_variants(final_points(runs), "baseline", settings)
                     c_f, _ = default_c_ref(rf.fits, "baseline")
                     m = multiplier_at(rf.fits["baseline"], rf.fits["variant"], c_f)
                     est, (lo, hi) = m["multiplier"], m["ci"]
@@ -220,13 +220,12 @@ def run_extrapolation(
         for name in laws_:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                res = law_fits.fit_law_variants(
-                    law_registry.get(name),
-                    runs,
-                    final_points(runs),
+                law = law_registry.get(name)
+                res = fit_variants(
+                    points_for(law, runs, final_points(runs)),
                     "baseline",
-                    n_bootstrap=n_boot,
-                    seed=bseed,
+                    FitSettings(n_bootstrap=n_boot, seed=bseed),
+                    law,
                 )
             base, var = res.fits["baseline"], res.fits["variant"]
             for f in factors:

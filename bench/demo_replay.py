@@ -18,9 +18,10 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from analysis.estimates.estimate import default_c_ref, final_points, fit_variants
+from analysis.estimates.estimate import default_c_ref, fit_variants
 from analysis.estimates.multiplier import multiplier_at
-from analysis.inputs.collect import collect_or_report
+from analysis.fits.settings import FitSettings
+from analysis.inputs.collect import collect_or_report, final_points
 from analysis.next_runs import finished_grid, propose, worst_half_width
 
 DEMO = Path(__file__).resolve().parent.parent / "tests" / "golden" / "demo_runs"
@@ -33,7 +34,7 @@ def subset(runs, seeds: dict[str, int]):
 
 def intervals(runs, n_boot: int) -> dict[str, tuple[float, float, float]]:
     """Each variant's (multiplier, lo, hi) as analysis.fit estimates it."""
-    res = fit_variants(final_points(runs), "baseline", n_bootstrap=n_boot, seed=0)
+    res = fit_variants(final_points(runs), "baseline", FitSettings(n_bootstrap=n_boot, seed=0))
     c_ref, _ = default_c_ref(res.fits, "baseline")
     out = {}
     for lb, f in res.fits.items():

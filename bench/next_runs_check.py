@@ -28,8 +28,10 @@ from collections import defaultdict
 
 import numpy as np
 
-from analysis.estimates.estimate import default_c_ref, final_points, fit_variants
+from analysis.estimates.estimate import default_c_ref, fit_variants
 from analysis.estimates.multiplier import multiplier_at
+from analysis.fits.settings import FitSettings
+from analysis.inputs.collect import final_points
 from analysis.inputs.synthetic import power_law, shifted, simulate_runs
 from analysis.next_runs import MAX_SEED_RATIO, propose, with_added, worst_half_width
 
@@ -59,9 +61,8 @@ def realised(seeds_per_size, reps, n_boot, rng) -> tuple[float, float]:
     hws, hits = [], 0
     for _ in range(reps):
         runs = simulate(seeds_per_size, rng)
-        res = fit_variants(
-            final_points(runs), "baseline", n_bootstrap=n_boot, seed=int(rng.integers(1 << 30))
-        )
+        settings = FitSettings(n_bootstrap=n_boot, seed=int(rng.integers(1 << 30)))
+        res = fit_variants(final_points(runs), "baseline", settings)
         c_ref, _ = default_c_ref(res.fits, "baseline")
         m = multiplier_at(res.fits["baseline"], res.fits["variant"], c_ref)
         lo, hi = m["ci"]

@@ -5,7 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from analysis.backtest import backtest, main
+from analysis.backtest import main
+from analysis.estimates.held_out import backtest
+from analysis.fits.settings import FitSettings
 from analysis.inputs.synthetic import power_law, shifted, simulate_runs, write_runs
 
 COMPUTE = (1e-4, 1e-3, 1e-2, 1e-1)
@@ -19,7 +21,7 @@ def _runs(law, seed=1):
 
 
 def test_a_power_law_extrapolates_inside_its_intervals():
-    bt = backtest(_runs(power_law(2.0, 0.06)), n_boot=300)
+    bt = backtest(_runs(power_law(2.0, 0.06)), settings=FitSettings(n_bootstrap=300))
     assert {r["size"] for r in bt["losses"]} == {"s4"} and len(bt["losses"]) == 6
     assert all(r["inside"] for r in bt["losses"]), bt["losses"]
     assert all(abs(r["error_pct"]) < 3 for r in bt["losses"])
@@ -30,7 +32,7 @@ def test_a_power_law_extrapolates_inside_its_intervals():
 def test_curvature_the_c_law_misses_is_reported_as_a_miss():
     """E + A·C^-0.5 bends flat above the fitted sizes: a pure power law fitted below predicts the
     held-out size's loss far too low, outside its interval, at every budget."""
-    bt = backtest(_runs(power_law(1.0, 0.5, E=1.5)), n_boot=300)
+    bt = backtest(_runs(power_law(1.0, 0.5, E=1.5)), settings=FitSettings(n_bootstrap=300))
     base = [r for r in bt["losses"] if r["variant"] == "baseline"]
     assert base and not any(r["inside"] for r in base)
     assert all(r["predicted"] < r["lo"] or r["predicted"] < r["observed"] for r in base)
@@ -53,10 +55,12 @@ def test_cli_writes_the_table_and_refuses_too_few_sizes(tmp_path, capsys):
 
 
 def test_figure_draws_predicted_against_observed_with_intervals(tmp_path):
-    from analysis.backtest import backtest_figure
+    from analysis.report.backtest_report import backtest_figure
     from analysis.report.plots import plt
 
-    bt = backtest(_runs(power_law(1.0, 0.5, E=1.5)), n_boot=100)  # misses: drawn as crosses
+    bt = backtest(
+        _runs(power_law(1.0, 0.5, E=1.5)), settings=FitSettings(n_bootstrap=100)
+    )  # misses: drawn as crosses
     fig = backtest_figure(bt)
     loss_ax, mult_ax = fig.axes[:2]
     first = {}
@@ -90,7 +94,8 @@ def test_an_interval_too_wide_to_predict_is_no_prediction_and_the_figure_stays_r
 
     from conftest import REPO
 
-    from analysis.backtest import NO_PREDICTION_RATIO, backtest_figure, is_prediction
+    from analysis.estimates.held_out import NO_PREDICTION_RATIO, is_prediction
+    from analysis.report.backtest_report import backtest_figure
     from analysis.report.plots import plt
 
     assert is_prediction(0.8, 2.0) and is_prediction(1.0, NO_PREDICTION_RATIO)

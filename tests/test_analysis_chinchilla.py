@@ -4,8 +4,21 @@ form."""
 import numpy as np
 import pytest
 
-from analysis.fits.chinchilla import ChinchillaError, fit_chinchilla, multiplier, optimal
+from analysis.estimates.multiplier import ratio
+from analysis.fits.chinchilla import CHINCHILLA, no_optimum, optimal
+from analysis.fits.laws import LawError, LawFit, fit_law
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
+
+
+def fit_chinchilla(label, N, D, flops, L, **kw):
+    return fit_law(CHINCHILLA, label, {"params": N, "tokens": D}, L, flops=flops, **kw)
+
+
+def chinchilla_at(E, A, a, B, b, k=6.0) -> LawFit:
+    """A LawFit of Chinchilla's law at these parameters."""
+    theta = np.array([E, A, a, B, b])
+    return LawFit(CHINCHILLA, "baseline", theta, None, 9, 0.01, None, True, {}, 1.0, k)
+
 
 N = np.repeat([1e6, 3e6, 1e7, 3e7, 1e8], 4)
 D = N * np.tile([5.0, 10.0, 20.0, 40.0], 5)
@@ -25,7 +38,7 @@ def test_recovers_known_parameters_from_noiseless_data(truth, delta):
     L = E + A * N**-a + B * D**-b
     f = fit_chinchilla("x", N, D, 6 * N * D, L, huber_delta=delta)
     assert (f.E, f.A, f.a, f.B, f.b) == pytest.approx(truth, rel=1e-3)
-    assert f.k == pytest.approx(6.0) and f.rmse_log < 1e-5
+    assert f.flops_per_param_token == pytest.approx(6.0) and f.rmse_log < 1e-5
 
 
 def test_compute_optimal_loss_is_the_minimum_over_n():
@@ -45,18 +58,21 @@ def test_multiplier_of_a_variant_with_more_effective_compute():
     M = 1.3
     L_b = E + A * N**-a + B * D**-b
     L_v = E + A * (np.sqrt(M) * N) ** -a + B * (np.sqrt(M) * D) ** -b
-    fb = fit_chinchilla("baseline", N, D, 6 * N * D, L_b)
-    fv = fit_chinchilla("variant", N, D, 6 * N * D, L_v)
+    fb = fit_chinchilla("baseline", N, D, 6 * N * D, L_b, huber_delta=None)
+    fv = fit_chinchilla("variant", N, D, 6 * N * D, L_v, huber_delta=None)
     for c_pfd in (1e-3, 0.1, 10.0):
-        assert float(multiplier(fb, fv, c_pfd)) == pytest.approx(M, rel=1e-3)
+        assert float(ratio(fb, fv, c_pfd)) == pytest.approx(M, rel=1e-3)
     # and L*_v(C) = L*_b(M·C) directly
-    C = 0.1 * FLOPS_PER_PFLOPS_DAY
-    assert fv.optimal(C)[2] == pytest.approx(fb.optimal(M * C)[2], rel=1e-6)
+    C = 0.1
+    assert fv.predict(C) == pytest.approx(fb.predict(M * C), rel=1e-6)
+    assert fv.predict(C) == pytest.approx(
+        optimal(C * FLOPS_PER_PFLOPS_DAY, *fv.theta, fv.flops_per_param_token)[2], rel=1e-12
+    )
 
 
 def test_collinear_n_and_d_are_refused():
     n = np.array([1e6, 3e6, 1e7, 3e7, 1e8, 3e8])
-    with pytest.raises(ChinchillaError, match="do not vary independently"):
+    with pytest.raises(LawError, match="do not vary independently"):
         fit_chinchilla("x", n, 20 * n, 120 * n * n, 2 + 400 * n**-0.3)
 
 
@@ -64,34 +80,11 @@ def test_isoflop_is_not_drawn_when_the_fit_has_no_compute_optimal_n(tmp_path):
     """the demo's fit (E = 0, a = 0) drew a broken isoflop.png with no stars. A fit
     without a compute-optimal N is left out, and the log says why."""
     from analysis.estimates.extra_fits import Extra
-    from analysis.fits.chinchilla import ChinchillaFit
     from analysis.report.plots_extra import extra_figures as figures
 
-    flat = ChinchillaFit(
-        "baseline",
-        E=0.0,
-        A=3.0,
-        a=0.0,
-        B=40.0,
-        b=0.3,
-        k=6.0,
-        n_points=9,
-        rmse_log=0.01,
-        converged=True,
-    )
-    good = ChinchillaFit(
-        "baseline",
-        E=1.7,
-        A=406.4,
-        a=0.34,
-        B=410.7,
-        b=0.28,
-        k=6.0,
-        n_points=9,
-        rmse_log=0.01,
-        converged=True,
-    )
-    assert "a = 0" in flat.no_optimum() and good.no_optimum() is None
+    flat = chinchilla_at(E=0.0, A=3.0, a=0.0, B=40.0, b=0.3)
+    good = chinchilla_at(E=1.7, A=406.4, a=0.34, B=410.7, b=0.28)
+    assert "a = 0" in no_optimum(flat) and no_optimum(good) is None
     written = []
     msgs = figures(Extra(chinchilla={"baseline": flat}), {}, tmp_path, written, "baseline")
     assert not (tmp_path / "isoflop.png").exists()

@@ -7,7 +7,7 @@ import numpy as np
 
 from analysis.fit import main
 from analysis.inputs.synthetic import make_sweep
-from analysis.report import plots
+from analysis.report import plots_multiplier, plots_scaling
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -54,12 +54,13 @@ def test_multiplier_interval_a_rounding_error_beside_its_point(tmp_path):
         }
     ]
     curve = {"compute_pflops_days": [0.1, 0.3], "multiplier": [m, m], "lo": [m, m], "hi": [m, m]}
-    plots.plot_multiplier({"attnres_full": curve}, at_ref, [tmp_path / "m.png"])
+    plots_multiplier.plot_multiplier({"attnres_full": curve}, at_ref, [tmp_path / "m.png"])
     assert (tmp_path / "m.png").read_bytes()[:8] == PNG
 
 
 def test_scaling_title_tells_what_is_drawn(tmp_path):
-    from analysis.fits.powerlaw import fit_power_law
+    from test_analysis_powerlaw import fit_power_law
+
     from analysis.inputs.collect import aggregate, by_label, collect
 
     def title(seeds, n_boot):
@@ -73,7 +74,7 @@ def test_scaling_title_tells_what_is_drawn(tmp_path):
             for lb, ps in groups.items()
         }
         banded = n_boot > 10
-        return plots._scaling_title(groups, fits, banded)
+        return plots_scaling._scaling_title(groups, fits, banded)
 
     one = title((0,), 50)
     assert "std" not in one and "one seed per point, no error bars" in one
@@ -84,7 +85,7 @@ def test_scaling_title_tells_what_is_drawn(tmp_path):
 
 def test_dodge_is_centred_and_separates_series():
     n = 3
-    xs = [plots._dodge(k, n, decades=2.0) for k in range(n)]
+    xs = [plots_scaling._dodge(k, n, decades=2.0) for k in range(n)]
     assert np.isclose(xs[1], 1.0) and xs[0] < 1 < xs[2]
     assert np.isclose(xs[0] * xs[2], 1.0)  # symmetric on a log axis
     assert np.isclose(np.log10(xs[2] / xs[1]), 0.008 * 2.0)  # 0.8% of a 2-decade axis apart
@@ -128,8 +129,8 @@ def test_two_sizes_two_seeds_warn_of_unmeasured_coverage_and_say_why_a_line_is_m
         "seed(s) per size"
     ) in text
     assert (
-        "Cross-check with L = E + A·C^-alpha: not fitted (baseline: 2 point(s); the "
-        "irreducible law has 3 parameters and needs at least 3 sizes)"
+        "Cross-check with L = E + A·C^-alpha: not fitted (baseline: 2 distinct compute "
+        "value(s); the irreducible law has 3 parameters and needs at least 3 sizes)"
     ) in text
     # a design the coverage tables hold (3 sizes x 3 seeds) gets neither
     write_runs(

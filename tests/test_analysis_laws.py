@@ -2,22 +2,17 @@
 
 import csv
 import json
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from analysis.fits import law_registry
-from analysis.fits.chinchilla import fit_chinchilla, optimal
-from analysis.fits.law_forms import (
-    CHINCHILLA,
-    DATA_CONSTRAINED,
-    FARSEER,
-    from_chinchilla_fit,
-    from_power_fit,
-)
+from analysis.fits.chinchilla import CHINCHILLA, optimal
+from analysis.fits.law_forms import DATA_CONSTRAINED, FARSEER
 from analysis.fits.laws import COMPUTE, Law, LawError, LawFit, fit_law
-from analysis.fits.powerlaw import compute_to_reach, fit_power_law
+from analysis.fits.powerlaw import POWER
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 
 N = np.repeat([1e6, 3e6, 1e7, 3e7, 1e8], 4)
@@ -71,7 +66,7 @@ def test_a_user_law_joins_through_the_entry_point_group(monkeypatch):
     assert list(laws)[-1] == "mine"
     # the generic fit and bootstrap come with the protocol
     f = fit_law(laws["mine"], "v", {"compute": C}, _noisy_power(), huber_delta=None, n_bootstrap=30)
-    ref = fit_power_law("v", C, _noisy_power(), huber_delta=None, n_bootstrap=0)
+    ref = fit_law(POWER, "v", {"compute": C}, _noisy_power(), huber_delta=None)
     assert f.params() == pytest.approx({"A": ref.A, "alpha": ref.alpha}, rel=1e-4)
     assert f.boot.shape == (30, 2) and np.isfinite(f.boot).all()
     bad = SimpleNamespace(name="bad", value="pkg:X", load=lambda: object())
@@ -83,22 +78,26 @@ def test_a_user_law_joins_through_the_entry_point_group(monkeypatch):
         law_registry.build()
 
 
-def test_the_power_law_is_todays_fit_not_a_copy():
+def test_the_power_law_s_own_fit_and_closed_form_agree_with_the_generic_ones():
+    """power brings its batched fit and its closed-form inverse; the same law without them (the
+    generic fit, the inverse read off a grid) reaches the same answers."""
     L = _noisy_power()
-    old = fit_power_law("v", C, L, n_bootstrap=50, seed=3)
-    new = fit_law(law_registry.get("power"), "v", {"compute": C}, L, n_bootstrap=50, seed=3)
-    assert new.params() == {"A": old.A, "alpha": old.alpha}
-    np.testing.assert_array_equal(new.boot[:, 1], old.boot["alpha"])
-    conv = from_power_fit(old)
-    np.testing.assert_array_equal(conv.theta, new.theta)
+    own = fit_law(law_registry.get("power"), "v", {"compute": C}, L, n_bootstrap=50, seed=3)
+    generic = replace(POWER, name="power_generic", fitter=None, power_form=None)
+    gen = fit_law(generic, "v", {"compute": C}, L)
+    assert gen.params() == pytest.approx(own.params(), rel=1e-4)
     q = {"compute": np.array([1e-2, 1e-1])}
-    np.testing.assert_allclose(new.predict(q), old.predict(q["compute"]), rtol=1e-12)
-    assert new.extrapolation(q) == pytest.approx([10.0, 100.0])
-    # the generic inversion on its grid agrees with the closed form
-    loss = new.predict(q)
-    assert new.compute_to_reach(loss) == pytest.approx(q["compute"], rel=1e-3)
-    b = new.compute_to_reach(np.full(50, loss[0]), new.boot)
-    want = compute_to_reach(loss[0], old.boot["A"], old.boot["alpha"])
+    A, alpha = own.theta
+    np.testing.assert_allclose(own.predict(q), A * q["compute"] ** -alpha, rtol=1e-12)
+    np.testing.assert_allclose(own.predict(q["compute"]), own.predict(q), rtol=0)
+    assert own.extrapolation(q) == pytest.approx([10.0, 100.0])
+    loss = own.predict(q)
+    assert own.compute_to_reach(loss) == pytest.approx(q["compute"], rel=1e-12)
+    on_grid = replace(own, law=generic)  # the same parameters, inverted on the grid
+    assert on_grid.compute_to_reach(loss) == pytest.approx(q["compute"], rel=1e-3)
+    b = on_grid.compute_to_reach(np.full(50, loss[0]), own.boot)
+    want = (own.boot[:, 0] / loss[0]) ** (1 / own.boot[:, 1])
+    np.testing.assert_allclose(own.compute_to_reach(np.full(50, loss[0]), own.boot), want)
     np.testing.assert_allclose(b, want, rtol=1e-3)
 
 
@@ -123,11 +122,12 @@ def test_chinchilla_as_a_law_answers_in_n_d_and_in_compute():
     c = np.array([1e21, 1e23]) / FLOPS_PER_PFLOPS_DAY
     want = optimal(c * FLOPS_PER_PFLOPS_DAY, *TRUTH, 6.0)[2]
     np.testing.assert_allclose(f.predict({"compute": c}), want, rtol=1e-4)
-    # the same as the module's own fit turned into a law
-    old = fit_chinchilla("v", N, D, 6 * N * D, L)
-    conv = from_chinchilla_fit(old, N, D)
-    np.testing.assert_allclose(conv.predict({"compute": c}), want, rtol=1e-4)
-    assert conv.compute_max == pytest.approx(f.compute_max)
+    # the closed-form frontier is the minimum over N a grid search finds
+    exact = optimal(c * FLOPS_PER_PFLOPS_DAY, *f.theta, f.flops_per_param_token)[2]
+    np.testing.assert_allclose(f.predict({"compute": c}), exact, rtol=1e-12)
+    on_grid = replace(f, law=replace(CHINCHILLA, power_form=None))
+    np.testing.assert_allclose(on_grid.predict({"compute": c}), exact, rtol=1e-5)
+    assert f.compute_max == pytest.approx(float((6 * N * D).max()) / FLOPS_PER_PFLOPS_DAY)
     with pytest.raises(
         LawError, match="law chinchilla needs params, tokens \\(or compute alone\\)"
     ):

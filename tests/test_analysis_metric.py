@@ -219,7 +219,7 @@ def test_domains_agree_or_disagree_beyond_the_paired_interval(tmp_path, capsys):
 def _figures(monkeypatch) -> dict:
     """Every figure the analysis saves, by file name: (y label, title, y tick labels, x label)
     per axes."""
-    from analysis.report import plots, plots_extra
+    from analysis.report import plots, plots_extra, plots_multiplier, plots_scaling
 
     drawn = {}
 
@@ -242,7 +242,8 @@ def _figures(monkeypatch) -> dict:
         plots.plt.close(fig)
 
     monkeypatch.setattr(plots, "save_figure", keep)
-    monkeypatch.setattr(plots_extra, "save_figure", keep)
+    for module in (plots_extra, plots_scaling, plots_multiplier):
+        monkeypatch.setattr(module, "save_figure", keep)
     return drawn
 
 

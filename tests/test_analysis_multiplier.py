@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
+from test_analysis_powerlaw import c_law, fit_power_law
 
 from analysis.estimates.multiplier import multiplier_at, multiplier_curve
-from analysis.fits.powerlaw import compute_to_reach, fit_power_law
 
 
 def test_closed_form_on_report_sized_fits():
@@ -12,7 +12,7 @@ def test_closed_form_on_report_sized_fits():
     loss_v = 1.870 * c_ref**-0.058
     closed = (1.891 / loss_v) ** (1 / 0.057) / c_ref
     assert closed == pytest.approx(1.25, abs=0.01)
-    assert compute_to_reach(loss_v, 1.891, 0.057) / c_ref == pytest.approx(closed)
+    assert c_law(None, 1.891, 0.057).compute_to_reach(loss_v) / c_ref == pytest.approx(closed)
 
 
 def test_multiplier_on_exact_points_equals_closed_form():

@@ -1,11 +1,11 @@
 import numpy as np
 import pytest
+from test_analysis_powerlaw import fit_power_law
 
 from analysis.estimates.multiplier import multiplier_at, multiplier_curve
-from analysis.fits.powerlaw import fit_power_law
 from analysis.inputs.collect import aggregate, by_label, collect
 from analysis.inputs.synthetic import make_sweep
-from analysis.report import plots
+from analysis.report import plots, plots_multiplier, plots_scaling
 from andrea.run.rundir import RunDir, read_json
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -30,12 +30,12 @@ def test_every_figure_renders(tmp_path):
     curves = {lb: multiplier_curve(base, f) for lb, f in fits.items() if lb != "baseline"}
     out = tmp_path / "figs"
 
-    plots.plot_scaling(groups, fits, 5.6, [out / "scaling.png", out / "scaling.pdf"])
+    plots_scaling.plot_scaling(groups, fits, 5.6, [out / "scaling.png", out / "scaling.pdf"])
     assert _is_png(out / "scaling.png")
     pdf = (out / "scaling.pdf").read_bytes()
     assert pdf[:5] == b"%PDF-" and len(pdf) > 5000
 
-    plots.plot_multiplier(curves, at_ref, [out / "multiplier.png"])
+    plots_multiplier.plot_multiplier(curves, at_ref, [out / "multiplier.png"])
     assert _is_png(out / "multiplier.png")
 
     msg = plots.plot_ablation(points, [out / "ablation.png"])
@@ -71,14 +71,14 @@ def test_figures_survive_unfitted_and_infinite_values(tmp_path):
             n_bootstrap=20,
         )
     }
-    plots.plot_scaling(groups, fits, None, [tmp_path / "a.png"])
+    plots_scaling.plot_scaling(groups, fits, None, [tmp_path / "a.png"])
     curve = {
         "compute_pflops_days": [0.1, 1.0],
         "multiplier": [np.inf, 1.2],
         "lo": [np.nan, 1.1],
         "hi": [np.inf, 1.3],
     }
-    plots.plot_multiplier({"attnres_full": curve}, [], [tmp_path / "m.png"])
+    plots_multiplier.plot_multiplier({"attnres_full": curve}, [], [tmp_path / "m.png"])
     assert _is_png(tmp_path / "a.png") and _is_png(tmp_path / "m.png", 1000)
 
 
@@ -158,18 +158,18 @@ def test_multiplier_axis_is_log_and_a_wide_interval_is_clipped_with_a_mark():
         "c_ref_pflops_days": 2e-9,
         "ci_level": 0.95,
     }
-    fig = plots.multiplier_figure({"attnres_full": curve}, [m])
+    fig = plots_multiplier.multiplier_figure({"attnres_full": curve}, [m])
     ax = fig.axes[0]
     assert ax.get_yscale() == "log"
     lo, hi = ax.get_ylim()
-    assert hi < 10 and lo < 0.92 and 1.52 / lo < 2 * plots.MULTIPLIER_SPAN
+    assert hi < 10 and lo < 0.92 and 1.52 / lo < 2 * plots_multiplier.MULTIPLIER_SPAN
     assert any(ln.get_gid() == "clipped:attnres_full" for ln in ax.lines)
     assert any("553.7 (clipped)" in t.get_text() for t in ax.texts)
     assert "clipped" in ax.get_title()
     plots.plt.close(fig)
     # a narrow interval: nothing clipped, the whole band shown
     narrow = {**curve, "lo": [1.2, 1.3, 1.4], "hi": [1.7, 1.8, 1.9]}
-    fig = plots.multiplier_figure({"attnres_full": narrow}, [{**m, "ci": (1.3, 1.8)}])
+    fig = plots_multiplier.multiplier_figure({"attnres_full": narrow}, [{**m, "ci": (1.3, 1.8)}])
     ax = fig.axes[0]
     assert ax.get_ylim()[1] > 1.9 and not any(ln.get_gid() for ln in ax.lines if ln.get_gid())
     assert "clipped" not in ax.get_title()
@@ -179,7 +179,9 @@ def test_multiplier_axis_is_log_and_a_wide_interval_is_clipped_with_a_mark():
 def test_scaling_fits_are_drawn_over_their_data_and_an_extrapolation_is_marked(tmp_path):
     # each run's final point is fitted; its 1/4-budget point lies 4x lower in compute, and the
     # fit drawn there sat far above the measured points
-    from analysis.estimates.estimate import final_points, fit_variants
+    from analysis.estimates.estimate import fit_variants
+    from analysis.fits.settings import FitSettings
+    from analysis.inputs.collect import final_points
     from analysis.inputs.synthetic import power_law, shifted, simulate_runs
 
     b = power_law(3.0, 0.05)
@@ -190,10 +192,10 @@ def test_scaling_fits_are_drawn_over_their_data_and_an_extrapolation_is_marked(t
         (0.25, 0.5, 1.0),
         rng=np.random.default_rng(0),
     )
-    res = fit_variants(final_points(runs), "baseline", n_bootstrap=100)
+    res = fit_variants(final_points(runs), "baseline", FitSettings(n_bootstrap=100))
     groups = by_label(aggregate(runs)[0])
     for c_ref, extrapolated in ((3e-9, False), (1e-7, True)):
-        fig = plots.scaling_figure(groups, res.fits, c_ref)
+        fig = plots_scaling.scaling_figure(groups, res.fits, c_ref)
         ax = fig.axes[0]
         for label, f in res.fits.items():
             lo, hi = f.compute_range
@@ -214,7 +216,9 @@ def test_scaling_fits_are_drawn_over_their_data_and_an_extrapolation_is_marked(t
 
 def test_many_bands_move_to_one_panel_per_variant_beside_the_baseline():
     # the rivals' sweep: five fitted labels' hatched bands on one axis were unreadable
-    from analysis.estimates.estimate import final_points, fit_variants
+    from analysis.estimates.estimate import fit_variants
+    from analysis.fits.settings import FitSettings
+    from analysis.inputs.collect import final_points
     from analysis.inputs.synthetic import power_law, shifted, simulate_runs
 
     b = power_law(3.0, 0.05)
@@ -226,8 +230,8 @@ def test_many_bands_move_to_one_panel_per_variant_beside_the_baseline():
         "mhc_lite": shifted(b, 1.05),
     }
     runs = simulate_runs(laws, (1e-9, 3e-9, 9e-9), (0, 1, 2), rng=np.random.default_rng(0))
-    res = fit_variants(final_points(runs), "baseline", n_bootstrap=100)
-    fig = plots.scaling_figure(by_label(aggregate(runs)[0]), res.fits, 3e-9)
+    res = fit_variants(final_points(runs), "baseline", FitSettings(n_bootstrap=100))
+    fig = plots_scaling.scaling_figure(by_label(aggregate(runs)[0]), res.fits, 3e-9)
     main, *panels = fig.axes
 
     def bands(ax):
@@ -244,8 +248,8 @@ def test_many_bands_move_to_one_panel_per_variant_beside_the_baseline():
     # three bands still share one axis
     three = {k: laws[k] for k in ("baseline", "attnres_full", "attnres_block_n2")}
     runs = simulate_runs(three, (1e-9, 3e-9, 9e-9), (0, 1, 2), rng=np.random.default_rng(0))
-    res = fit_variants(final_points(runs), "baseline", n_bootstrap=100)
-    fig = plots.scaling_figure(by_label(aggregate(runs)[0]), res.fits, 3e-9)
+    res = fit_variants(final_points(runs), "baseline", FitSettings(n_bootstrap=100))
+    fig = plots_scaling.scaling_figure(by_label(aggregate(runs)[0]), res.fits, 3e-9)
     assert len(fig.axes) == 1 and len(bands(fig.axes[0])) == 3
     plots.plt.close(fig)
 

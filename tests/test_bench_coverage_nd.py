@@ -3,8 +3,7 @@ is biased low in a demo-like design; on each run's final point (the default) it 
 
 import numpy as np
 
-from analysis.estimates.estimate import final_points
-from analysis.inputs.collect import Run
+from analysis.inputs.collect import Run, final_points
 from bench.coverage_nd import DESIGNS, design_compute, laws, run_design, run_extrapolation
 
 

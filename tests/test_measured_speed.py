@@ -12,9 +12,14 @@ from pathlib import Path
 import pytest
 
 from analysis import fit
-from analysis.estimates.measured_speed import combine, timed
+from analysis.estimates.estimate import fit_variants
+from analysis.estimates.measured_speed import combine, device_seconds_multipliers, measured_timing
+from analysis.estimates.multiplier import multiplier_at
+from analysis.fits.powerlaw import POWER
+from analysis.fits.replicates import arrange
+from analysis.fits.settings import FitSettings
 from analysis.inputs import throughput_file
-from analysis.inputs.collect import collect
+from analysis.inputs.collect import collect, final_points
 
 GOLDEN = Path(__file__).parent / "golden" / "demo_runs"
 DEVICE = "Intel(R) Xeon(R) Processor"  # the golden runs' device_name
@@ -88,9 +93,9 @@ def test_device_time_is_tokens_over_the_measured_rate(sweep, tmp_path):
     tp = throughput_file.load(sweep / "throughput.json")
     runs = collect([sweep]).runs
     r = next(r for r in runs if r.label == "attnres_full")
-    t = timed([r], tp)[0]
-    assert t.device_s == pytest.approx(r.tokens / (2000.0 * 0.80))
-    assert timed([r], tp, "ratio_min")[0].device_s > t.device_s
+    t = measured_timing(tp)(r)
+    assert t == pytest.approx(r.tokens / (2000.0 * 0.80))
+    assert measured_timing(tp, "ratio_min")(r) > t
 
 
 def test_fit_prints_the_measured_multiplier_with_the_timing_in_its_interval(
@@ -110,6 +115,25 @@ def test_fit_prints_the_measured_multiplier_with_the_timing_in_its_interval(
     # FLOP one by about that factor (timing at the median ratio, same fits otherwise)
     full = next(r for r in rep["multipliers"] if r["variant"] == "attnres_full")
     assert full["timing_range"][0] < full["multiplier"] < full["timing_range"][1]
+
+
+def test_the_timing_range_is_the_estimate_at_the_slowest_and_fastest_trial(sweep):
+    """The timing range's ends are, by definition, the device-seconds multiplier at T_ref with
+    every variant at its slowest (fastest) trial's ratio: the same estimator as the estimate,
+    only the x axis moved. It was refitted on other points than the estimate (without a
+    bootstrap the fit took the seeds' means instead of every seed's final point): on these
+    known speeds, 0.1 % off its definition."""
+    (sweep / "throughput.json").write_text(json.dumps(throughput()))
+    tp = throughput_file.load(sweep / "throughput.json")
+    runs = final_points(collect([sweep]).runs)
+    settings = FitSettings(n_bootstrap=60)
+    res = device_seconds_multipliers(arrange(runs), tp, "baseline", POWER, settings)
+    assert len(res["multipliers"]) == 2
+    for i, which in enumerate(("ratio_min", "ratio_max")):
+        fits = fit_variants(runs, "baseline", settings, POWER, measured_timing(tp, which)).fits
+        for r in res["multipliers"]:
+            m = multiplier_at(fits["baseline"], fits[r["variant"]], r["t_ref_device_s"])
+            assert r["timing_range"][i] == pytest.approx(m["multiplier"], rel=1e-9), which
 
 
 def test_no_file_keeps_the_runs_own_timings_and_their_check(sweep, tmp_path, capsys):

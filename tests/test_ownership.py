@@ -349,6 +349,52 @@ def test_only_the_results_module_reads_results_json():
     assert not found, "\n".join(found)
 
 
+# the law's own modules: its protocol, the built-in laws and the registry (docs/laws.md)
+LAW_MODULES = {
+    "analysis/fits/laws.py",
+    "analysis/fits/law_forms.py",
+    "analysis/fits/law_registry.py",
+    "analysis/fits/powerlaw.py",
+    "analysis/fits/chinchilla.py",
+}
+
+
+def _law_name_branches(tree, names: set[str]):
+    """Comparisons that branch on a law's name: a string of `names` compared (==, !=, in) with
+    anything, or a `form` compared at all (`form == ...`, `f.form in ...`)."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        texts = []
+        for o in operands:
+            elts = o.elts if isinstance(o, (ast.Tuple, ast.List, ast.Set)) else [o]
+            texts += [e.value for e in elts if isinstance(e, ast.Constant)]
+        form = any(
+            (isinstance(o, ast.Name) and o.id == "form")
+            or (isinstance(o, ast.Attribute) and o.attr == "form")
+            for o in operands
+        )
+        if form or names & {t for t in texts if isinstance(t, str)}:
+            yield node
+
+
+def test_only_the_law_modules_branch_on_a_laws_name():
+    """Every law is a `Law` that answers for itself (its fit, prediction, equation, multiplier and
+    inverse): nothing outside the law's modules compares a law's name or a C law's `form`, so a
+    table, a figure, the backtest or an extra fit works for a law it has never heard of."""
+    from analysis.fits import law_registry
+
+    names = set(law_registry.names())
+    found = [
+        f"{_rel(path)}:{node.lineno}: {ast.unparse(node)}"
+        for path, tree in _trees("analysis", "hydra_plugins")
+        if _rel(path) not in LAW_MODULES
+        for node in _law_name_branches(tree, names)
+    ]
+    assert not found, "\n".join(found)
+
+
 def test_the_score_keys_are_named_once_for_the_trainer_and_the_scorer():
     """val_loss and val_bpb are andrea.run.results.VAL_LOSS and VAL_BPB in the loop and the
     evaluation that produce them."""
@@ -430,6 +476,54 @@ def test_the_run_record_and_the_launch_path_import_no_circle():
     mine = ("andrea.run", "andrea.launch", "hydra_plugins")
     cycles = [c for top in ("andrea", "hydra_plugins") for c in import_cycles(top)]
     assert not [c for c in cycles if any(m.startswith(mine) for m in c)], cycles
+
+
+# the library below the commands: a command parses its arguments and hands the library values
+LIBRARY = ("analysis/fits", "analysis/estimates", "analysis/report")
+PARSER_MODULE = "analysis/report/arguments.py"  # builds and parses the shared arguments
+
+
+def test_the_analysis_library_takes_no_command_line():
+    """Nothing under analysis/fits, estimates or report takes or reads an argparse namespace
+    (`args.x`, `getattr(args, ...)`, a parameter named args): the commands build `FitSettings`
+    and pass the values."""
+    found = []
+    for path, tree in _trees(*LIBRARY):
+        if _rel(path) == PARSER_MODULE:
+            continue
+        for node in ast.walk(tree):
+            bad = (
+                (isinstance(node, ast.Attribute) and ast.unparse(node.value) == "args")
+                or (
+                    isinstance(node, ast.Call)
+                    and ast.unparse(node.func) == "getattr"
+                    and node.args
+                    and ast.unparse(node.args[0]) == "args"
+                )
+                or (isinstance(node, ast.arg) and node.arg == "args")
+            )
+            if bad:
+                found.append(f"{_rel(path)}:{node.lineno}: {ast.unparse(node)[:60]}")
+    assert not found, "\n".join(found)
+
+
+LONGEST = 80  # lines of a function, its docstring included
+# split later (issue: commands as short scripts of named steps), each by its owner
+TOO_LONG_YET = {("analysis/estimates/power.py", "report")}
+
+
+def test_the_analysis_library_s_functions_fit_on_a_screen():
+    """No function of analysis/fits, estimates or report is longer than LONGEST lines: a fit's
+    three bootstrap modes, a figure's panels and the extra fits are named steps."""
+    found = [
+        f"{_rel(path)}:{node.lineno}: {node.name} is {node.end_lineno - node.lineno + 1} lines"
+        for path, tree in _trees(*LIBRARY)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno - node.lineno + 1 > LONGEST
+        and (_rel(path), node.name) not in TOO_LONG_YET
+    ]
+    assert not found, "\n".join(found)
 
 
 SHORT_COMMANDS = ("lr_select", "architecture", "ablations", "tuning")

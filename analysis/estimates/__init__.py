@@ -1,2 +1,5 @@
-"""What the fits answer: estimate.py (a fit per variant), multiplier.py (the compute multiplier
-with its interval), extra_fits.py (the cross-checks) and power.py (what a design will resolve)."""
+"""What the fits answer: estimate.py (a law per variant, on the runs arranged once),
+multiplier.py (the compute multiplier with its interval, under any law), law_fits.py (the chosen
+law and --at-compute), law_choice.py (--law auto), held_out.py (the held-out-size backtest),
+extra_fits.py (the cross-checks), measured_speed.py (the device-seconds multiplier) and
+power.py (what a design will resolve)."""

@@ -1,10 +1,18 @@
-"""From runs to fits and multipliers, with the interval method chosen by the coverage check.
+"""From runs to each variant's fit of a law, with the interval method chosen by the coverage
+check.
 
 Every point of every seed is fitted. The interval resamples what is random
 (`analysis.fits.replicates`): with at least two seeds at every size, the runs within each size,
-paired across variants by seed, each run's points together ("seeds"). With one seed somewhere it
-falls back to the old paired bootstrap over sizes ("sizes"), whose 95 % intervals covered the truth
-in only 78-88 % of simulated sweeps (`bench/coverage.py` measures both): it says so.
+paired across variants by seed, each run's points together ("seeds"). With one seed somewhere a
+law in compute falls back to the old paired bootstrap over sizes on the seed means ("sizes"),
+whose 95 % intervals covered the truth in only 78-88 % of simulated sweeps (`bench/coverage.py`
+measures both): it says so; a law in (params, tokens) then resamples its points ("points").
+Which points a variant is fitted on depends on its seeds, never on how many resamples its
+interval draws: a fit without a bootstrap is the same point estimate.
+
+The runs are arranged once (`arrange`); a fit may read them along another axis than compute
+(`axis`: device-seconds, `analysis.estimates.measured_speed`), which re-orders the arranged cells
+and rebuilds nothing.
 
 The default reference compute is the geometric middle of the compute range all fitted variants
 share with the baseline: there the multiplier is interpolated (no fit extrapolates), the prediction
@@ -18,16 +26,16 @@ from __future__ import annotations
 import math
 import warnings as _warnings
 from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
 
 from analysis.fits.bootstrap import paired_indices
-from analysis.fits.powerlaw import N_PARAMS, Fit, FitError, fit_power_law
-from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
-from analysis.inputs.collect import Run, aggregate, by_label
-
-# The loss the coverage check chose (bench/coverage.py, docs/statistics.md): least squares on log L
-# covers as Huber does under the seed bootstrap and gives narrower intervals, since with run
-# noise of ~1.5 % a Huber delta of 1e-3 makes every residual an "outlier" (a median fit).
-DEFAULT_LOSS = "lsq"
+from analysis.fits.laws import COMPUTE, Law, LawError, LawFit, fit_law
+from analysis.fits.powerlaw import POWER
+from analysis.fits.replicates import Replicates, arrange, expanded_level, seed_bootstrap
+from analysis.fits.settings import FitSettings
+from analysis.inputs.collect import Run, final_points
 
 # Which points enter the C-law. L = A·C^-alpha says loss depends on compute
 # alone, which holds along one tokens-per-parameter ray but not across rays: loss depends on N and
@@ -39,118 +47,211 @@ DEFAULT_LOSS = "lsq"
 # final point, 92.3 % (±1.5), bias +0.1 %, 14 % wider (GPU-like: 93.3 % and 92.7 %, both). The
 # other points still feed L(N, D), the frontier and the figures.
 C_LAW_POINTS = "final"
+OPTIONAL_INPUTS = ("params", "tokens", "unique_tokens")
 
 
-def final_points(runs: list[Run]) -> list[Run]:
-    """Each run's last point (its largest budget), in input order."""
-    last: dict[str, Run] = {}
-    for r in runs:
-        if r.run_id not in last or r.point > last[r.run_id].point:
-            last[r.run_id] = r
-    keep = {id(r) for r in last.values()}
-    return [r for r in runs if id(r) in keep]
+def fitted_points(runs: list[Run], which: str = C_LAW_POINTS) -> list[Run]:
+    """The points a C law is fitted on (--c-law-points): each run's final point, or "all"."""
+    return final_points(runs) if which == "final" else runs
+
+
+def points_for(law: Law, runs: list[Run], c_law_runs: list[Run]) -> list[Run]:
+    """A law in compute fits the C-law's points; a law in (params, tokens) every point of every
+    seed (a run's earlier budgets are other (N, D) pairs, which such a law is written for)."""
+    return c_law_runs if law.inputs == COMPUTE else runs
 
 
 @dataclass
+class Sweep:
+    """A sweep's runs, arranged once (`analysis.fits.replicates.arrange`): every point, which a
+    law in (params, tokens) fits, and the C law's points (--c-law-points)."""
+
+    runs: list[Run]
+    c_law_runs: list[Run]
+    every: dict[str, Replicates]
+    c_law: dict[str, Replicates]
+
+    @classmethod
+    def of(cls, runs: list[Run], c_law_points: str = C_LAW_POINTS) -> "Sweep":
+        c_runs = fitted_points(runs, c_law_points)
+        every = arrange(runs)
+        return cls(runs, c_runs, every, every if c_runs is runs else arrange(c_runs))
+
+    def for_law(self, law: Law) -> dict[str, Replicates]:
+        """The arranged points `law` is fitted on (`points_for`)."""
+        return self.c_law if law.inputs == COMPUTE else self.every
+
+
+# --- what the runs record of a law's inputs -----------------------------------------------------
+def inputs_of(runs: list[Run]) -> dict[str, np.ndarray]:
+    """The law inputs every run records: compute (PFLOP/s-days) always; params, tokens and
+    unique_tokens where no run lacks them."""
+    X = {"compute": np.array([r.compute for r in runs], float)}
+    for k in OPTIONAL_INPUTS:
+        vals = [getattr(r, k) for r in runs]
+        if runs and all(v is not None for v in vals):
+            X[k] = np.array(vals, float)
+    return X
+
+
+def missing_inputs(law: Law, runs: list[Run]) -> list[str]:
+    have = inputs_of(runs)
+    return [k for k in law.inputs if k not in have]
+
+
+def why_unusable(law: Law, runs: list[Run]) -> str | None:
+    """Why `law` cannot be fitted to these runs (inputs they do not record), or None."""
+    lack = missing_inputs(law, runs)
+    if not lack:
+        return None
+    return (
+        f"law {law.name} needs {', '.join(law.inputs)}; the runs do not record "
+        f"{', '.join(lack)}"
+        + (
+            " (results.json records params and tokens, not the unique "
+            "tokens of the corpus: give a CSV with a unique_tokens column)"
+            if "unique_tokens" in lack
+            else ""
+        )
+    )
+
+
+# --- the fits ------------------------------------------------------------------------------------
+@dataclass
 class FitResult:
-    fits: dict[str, Fit] = field(default_factory=dict)
+    law: Law
+    fits: dict[str, LawFit] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    interval: dict[str, str] = field(default_factory=dict)  # label → "seeds" | "sizes" | "none"
+    interval: dict[str, str] = field(default_factory=dict)  # label → "seeds" | "sizes" | ...
 
 
 def fit_variants(
     runs: list[Run],
     baseline: str,
-    form: str = "power",
-    loss: str = DEFAULT_LOSS,
-    huber_delta: float = 1e-3,
-    n_bootstrap: int = 1000,
-    ci: float = 0.95,
-    seed: int = 0,
-    paired: bool = True,
-    interval: str = "auto",
-    polish: bool = True,
+    settings: FitSettings = FitSettings(),
+    law: Law = POWER,
+    axis: Callable[[Run], float] | None = None,
 ) -> FitResult:
-    """Fit every label's points; `interval`: "auto" (seeds where every size has >= 2 seeds, else
-    sizes), "seeds" or "sizes"."""
-    delta = None if loss == "lsq" else huber_delta
-    out = FitResult()
-    reps = arrange(runs)
+    """`law` fitted to every label's runs (module docstring: which points, which bootstrap)."""
+    return fit_arranged(arrange(runs), baseline, settings, law, axis)
+
+
+def fit_arranged(
+    reps: dict[str, Replicates],
+    baseline: str,
+    settings: FitSettings = FitSettings(),
+    law: Law = POWER,
+    axis: Callable[[Run], float] | None = None,
+) -> FitResult:
+    """`fit_variants` on runs already arranged; `axis(run)` in place of each point's compute."""
+    if axis is not None:
+        reps = {label: rep.along(axis) for label, rep in reps.items()}
+    out = FitResult(law)
     labels = sorted(reps)
     for rep in reps.values():
         out.warnings += rep.warnings
-    want_seeds = interval in ("auto", "seeds") and n_bootstrap > 0
-    boot, bw = seed_bootstrap(reps, labels, n_bootstrap, seed, baseline) if want_seeds else ({}, [])
-    out.warnings += bw
-    if interval == "seeds":
-        for label in labels:
-            if label not in boot and n_bootstrap:
-                out.warnings.append(f"{label}: {reps[label].why_not}; its interval resamples sizes")
-    points, _ = aggregate(runs)
-    groups = by_label(points)
-    size_labels = [l for l in labels if l not in boot]
-    pairing = (
-        _size_pairing(groups, size_labels, baseline, form, n_bootstrap, seed, out.warnings)
-        if paired and n_bootstrap and size_labels
-        else {}
+    n = settings.n_bootstrap
+    by_seeds = settings.interval in ("auto", "seeds")
+    seeded = {l for l in labels if by_seeds and reps[l].balanced}
+    boot, bw = (
+        seed_bootstrap(reps, labels, n, settings.seed, baseline) if by_seeds and n else ({}, [])
     )
-    if n_bootstrap and size_labels and interval == "auto":
-        why = "; ".join(f"{l}: {reps[l].why_not}" for l in size_labels if reps[l].why_not)
+    out.warnings += bw
+    if settings.interval == "seeds" and n:
+        for label in labels:
+            if label not in seeded:
+                out.warnings.append(f"{label}: {reps[label].why_not}; its interval resamples sizes")
+    rest = [l for l in labels if l not in seeded]
+    by_means = law.inputs == COMPUTE
+    pairing = _size_pairing(reps, rest, baseline, law, settings, out.warnings) if by_means else {}
+    if n and rest and by_means and settings.interval == "auto":
+        why = "; ".join(f"{l}: {reps[l].why_not}" for l in rest if reps[l].why_not)
         out.warnings.append(
-            f"{', '.join(size_labels)}: intervals resample sizes, not seeds ({why}); such 95 % "
+            f"{', '.join(rest)}: intervals resample sizes, not seeds ({why}); such 95 % "
             f"intervals covered the truth in only ~80-88 % of simulated sweeps "
             f"(bench/coverage.py): "
             f"run >= 2 seeds per size"
         )
     for label in labels:
+        rep = reps[label]
         kw = dict(
-            form=form, huber_delta=delta, n_bootstrap=n_bootstrap, ci=ci, seed=seed, polish=polish
+            huber_delta=settings.delta,
+            n_bootstrap=n,
+            ci=settings.ci,
+            seed=settings.seed,
+            polish=settings.polish,
         )
-        if label in boot:
-            C, L = reps[label].flat()
-            kw.update(boot_loss=boot[label], boot_level=expanded_level(ci, reps[label].df))
-            out.interval[label] = "seeds"
+        if label in seeded or not by_means:
+            X, L, kw["flops"] = _every_point(law, rep)
+            if label in boot:
+                kw.update(boot_loss=boot[label], boot_level=expanded_level(settings.ci, rep.df))
+            kind = "seeds" if label in boot else ("points" if n and label not in seeded else "none")
         else:
-            pts = groups[label]
-            if label in pairing:
-                order, resample = pairing[label]
-                pts = [pts[i] for i in order]
-                kw["resample"] = resample
-            C, L = [p.compute for p in pts], [p.val_loss for p in pts]
-            out.interval[label] = "sizes" if n_bootstrap else "none"
+            X, L, resample = _seed_means(rep, pairing.get(label))
+            kw["resample"] = resample
+            kind = "sizes" if n else "none"
+        why = why_unusable(law, rep.points())
         try:
+            if why:
+                raise LawError(why)
             with _warnings.catch_warnings():
                 _warnings.simplefilter("ignore", RuntimeWarning)
-                f = fit_power_law(label, C, L, **kw)
-        except FitError as e:
-            srcs = sorted({r.source for r in runs if r.label == label})
+                f = fit_law(law, label, X, L, **kw)
+        except LawError as e:
+            srcs = sorted({r.source for r in rep.points()})
             out.skipped[label] = f"{e} (runs: {', '.join(srcs)})"
             continue
         # n_points: the distinct (size, budget) points; every seed's run of them is fitted
-        rep = reps[label]
-        f.n_points = sum(c.y.shape[1] for c in rep.cells) if label in boot else len(C)
+        f.n_points = sum(c.y.shape[1] for c in rep.cells)
         f.n_runs = sum(len(c.seeds) for c in rep.cells)
+        f.resampled = out.interval[label] = kind
         out.fits[label] = f
         out.warnings += f.warnings
     return out
 
 
-def _size_pairing(groups, labels, baseline, form, n_bootstrap, seed, warnings) -> dict:
+def _every_point(law: Law, rep: Replicates) -> tuple[dict, np.ndarray, np.ndarray]:
+    """(inputs, losses, FLOPs) of every point of every seed, in `Replicates.flat` order (the
+    seed bootstrap's), with the cells' compute (which may be another axis)."""
+    C, L = rep.flat()
+    pts = rep.points()
+    X = {**inputs_of(pts), "compute": C}
+    return {k: v for k, v in X.items() if k in law.inputs}, L, np.array([r.flops for r in pts])
+
+
+def _seed_means(rep: Replicates, paired) -> tuple[dict, np.ndarray, np.ndarray | None]:
+    """(inputs, losses, shared resample or None) of the seed means, one per size and budget,
+    in the order the shared resample indexes them."""
+    means = rep.means()
+    resample = None
+    if paired is not None:
+        order, resample = paired
+        means = [means[i] for i in order]
+    return (
+        {"compute": np.array([m[1] for m in means])},
+        np.array([m[2] for m in means]),
+        resample,
+    )
+
+
+def _size_pairing(reps, labels, baseline, law, settings, warnings) -> dict:
     """label → (point order, shared resample of sizes) for the bootstrap over sizes."""
-    base = groups.get(baseline)
-    if base is None:
+    if not (settings.paired and settings.n_bootstrap and labels):
+        return {}
+    if baseline not in reps:
         warnings.append(f"--paired-bootstrap: no {baseline!r} points; bootstrap unpaired")
         return {}
-    sizes = [p.size for p in base]  # ordered by compute
-    if len(set(sizes)) < N_PARAMS[form] or len(set(sizes)) != len(sizes):
+    sizes = [m[0] for m in reps[baseline].means()]  # ordered by compute
+    k = len(law.params)
+    if len(set(sizes)) < k or len(set(sizes)) != len(sizes):
         return {}
-    idx = paired_indices(len(sizes), n_bootstrap, N_PARAMS[form], seed)
+    idx = paired_indices(len(sizes), settings.n_bootstrap, k, settings.seed)
     out = {}
     for label in labels:
-        pts = groups[label]
-        by_size = {p.size: i for i, p in enumerate(pts)}
-        if sorted(by_size) != sorted(sizes) or len(by_size) != len(pts):
+        means = reps[label].means()
+        by_size = {m[0]: i for i, m in enumerate(means)}
+        if sorted(by_size) != sorted(sizes) or len(by_size) != len(means):
             warnings.append(
                 f"--paired-bootstrap: {label} has sizes {sorted(by_size)}, the baseline "
                 f"{sorted(sizes)}; its bootstrap is unpaired"
@@ -160,7 +261,7 @@ def _size_pairing(groups, labels, baseline, form, n_bootstrap, seed, warnings) -
     return out
 
 
-def default_c_ref(fits: dict[str, Fit], baseline: str) -> tuple[float, str]:
+def default_c_ref(fits: dict[str, LawFit], baseline: str) -> tuple[float, str]:
     """(C_ref, why): the geometric middle of the compute range every fit shares with the
     baseline's (module docstring); the baseline's own middle when they share none."""
     if baseline not in fits:
@@ -175,17 +276,3 @@ def default_c_ref(fits: dict[str, Fit], baseline: str) -> tuple[float, str]:
     return math.sqrt(lo * hi), (
         "geometric middle of the baseline's compute (the variants' ranges do not overlap it)"
     )
-
-
-def fit_device_seconds(runs: list[Run], baseline: str, **kw) -> FitResult | None:
-    """The same fits with device-seconds in place of compute, when every run
-    records them; None otherwise. Hardware-specific: the time of this machine's kernels."""
-    if not runs or any(r.device_s is None or not r.device_s > 0 for r in runs):
-        return None
-    # device-seconds in place of FLOPs; Run.compute divides by the PFLOP/s-day, which only
-    # rescales the axis (the multiplier is a ratio)
-    from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
-
-    timed = [Run(**{**r.__dict__, "flops": r.device_s * FLOPS_PER_PFLOPS_DAY}) for r in runs]
-    res = fit_variants(timed, baseline, **kw)
-    return res

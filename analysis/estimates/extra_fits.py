@@ -1,12 +1,15 @@
-"""The fits `python -m analysis.fit` reports beside the primary power law:
+"""The fits `python -m analysis.fit` reports beside the table's law:
 
-- the other form (L = A·C^-alpha vs L = E + A·C^-alpha) and whether its multiplier disagrees;
+- the table law's `alternative` (L = A·C^-alpha vs L = E + A·C^-alpha) and whether its multiplier
+  disagrees: the same points and the same estimator, point estimates;
 - per variant, the compute-efficient frontier: the lower envelope of all its (mean) points;
 - Chinchilla's L(N, D) with the compute-optimal loss L*(C) and the multiplier it implies
   (`analysis.fits.chinchilla`), at C_ref and as a curve;
-- the multiplier in device-seconds: from the sweep's measured throughput.json when it has one
-  (`analysis.estimates.measured_speed`), else from the runs' own timings (hardware-specific),
-  withheld when tokens/s varies across seeds by more than `analysis.inputs.timing.SPREAD_LIMIT`.
+- the multiplier in device-seconds: from the sweep's measured throughput.json when it has one,
+  else from the runs' own timings (hardware-specific), withheld when tokens/s varies across seeds
+  by more than `analysis.inputs.timing.SPREAD_LIMIT` (`analysis.estimates.measured_speed`).
+
+Every fit here reads the runs as the sweep arranged them once (`analysis.estimates.estimate.Sweep`).
 """
 
 from __future__ import annotations
@@ -17,21 +20,38 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.estimates.estimate import fit_device_seconds, fit_variants
-from analysis.estimates.measured_speed import device_seconds_multipliers
-from analysis.estimates.multiplier import multiplier_at
-from analysis.fits import chinchilla
+from analysis.estimates.estimate import FitResult, Sweep, default_c_ref, fit_arranged
+from analysis.estimates.measured_speed import device_seconds_multipliers, fit_own_timings
+from analysis.estimates.multiplier import boot_multipliers, multiplier_at, ratio
+from analysis.fits import chinchilla, law_registry
 from analysis.fits.bootstrap import percentile_ci
-from analysis.fits.replicates import arrange, expanded_level, seed_bootstrap
+from analysis.fits.laws import LawError, LawFit, fit_law
+from analysis.fits.replicates import expanded_level, seed_bootstrap
+from analysis.fits.settings import FitSettings
 from analysis.inputs import timing
+from analysis.inputs.collect import by_label
 
 
 @dataclass
 class Extra:
     report: dict = field(default_factory=dict)  # merged into fits.json
     lines: list[str] = field(default_factory=list)  # printed after the multipliers
-    chinchilla: dict = field(default_factory=dict)  # label → ChinchillaFit
+    chinchilla: dict = field(default_factory=dict)  # label → LawFit of Chinchilla's L(N, D)
     frontier: dict = field(default_factory=dict)  # label → list of points on it
+
+
+@dataclass
+class Asked:
+    """What the extra fits are asked for besides the sweep: the table's fits and multipliers, and
+    the settings every fit shares."""
+
+    table: FitResult  # the fit table's law per variant
+    at_ref: list[dict]  # its multipliers at C_ref (`multiplier_at`)
+    c_refs: list[float]
+    settings: FitSettings
+    baseline: str
+    chinchilla_bootstrap: int = 0  # seed-bootstrap resamples of the L(N, D) fits
+    throughput: object | None = None  # the sweep's measured throughput, if any
 
 
 def frontier(points) -> list:
@@ -52,71 +72,82 @@ def _fmt_m(m, lo=None, hi=None) -> str:
     return s
 
 
-def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw, c_law_runs=None) -> Extra:
-    """runs: every point (L(N, D) uses them all); c_law_runs: the points the primary C-law was
-    fitted on (`analysis.estimates.estimate.C_LAW_POINTS`), which the other form and device-seconds
-    use too, so that they compare like with like."""
+def run_all(sweep: Sweep, points, asked: Asked) -> Extra:
+    """Every extra fit, in the order they print; `points`: the seed-averaged points."""
     ex = Extra()
-    c_law_runs = runs if c_law_runs is None else c_law_runs
-    baseline = args.baseline
-    from analysis.inputs.collect import by_label
+    _alternative(sweep, asked, ex)
+    _frontier(points, ex)
+    ex.report["chinchilla"] = _chinchilla(sweep, asked, ex)
+    ex.report["device_seconds"] = _device_seconds(sweep, asked, ex)
+    return ex
 
-    groups = by_label(points)
 
-    # --- the other form ---
-    other = "irreducible" if form == "power" else "power"
+# --- the other C law --------------------------------------------------------------------------
+def _alternative(sweep: Sweep, asked: Asked, ex: Extra) -> None:
+    """The table law's alternative on the same points (point estimates), and whether its
+    multiplier lies inside the table's interval."""
+    law = asked.table.law
+    if law.alternative is None:
+        return
+    other = law_registry.get(law.alternative)
+    baseline = asked.baseline
     with _warnings.catch_warnings():
         _warnings.simplefilter("ignore")
-        alt = fit_variants(
-            c_law_runs, baseline, form=other, **{**fit_kw, "n_bootstrap": 0}, polish=False
+        alt = fit_arranged(
+            sweep.for_law(other), baseline, asked.settings.but(n_bootstrap=0, polish=False), other
         )
-    alt_rows = []
+    rows = []
     if baseline in alt.fits:
-        for m in at_ref:
+        for m in asked.at_ref:
             if m["variant"] not in alt.fits:
                 continue
             a = multiplier_at(alt.fits[baseline], alt.fits[m["variant"]], m["c_ref_pflops_days"])
             lo, hi = m["ci"]
-            disagree = bool(math.isfinite(lo) and not lo <= a["multiplier"] <= hi)
-            alt_rows.append(
+            rows.append(
                 {
                     "variant": m["variant"],
                     "c_ref_pflops_days": m["c_ref_pflops_days"],
-                    "form": other,
+                    "form": other.name,
                     "multiplier": a["multiplier"],
-                    "disagrees": disagree,
+                    "disagrees": bool(math.isfinite(lo) and not lo <= a["multiplier"] <= hi),
                 }
             )
     missing = {}  # variant -> why its cross-check is not printed
-    for m in at_ref:
-        if m["variant"] not in {r["variant"] for r in alt_rows}:
+    for m in asked.at_ref:
+        if m["variant"] not in {r["variant"] for r in rows}:
             lb = baseline if baseline not in alt.fits else m["variant"]
             missing[m["variant"]] = alt.skipped.get(lb, f"{lb}: not fitted").split(" (runs: ")[0]
     ex.report["other_form"] = {
-        "form": other,
-        "multipliers": alt_rows,
-        "fits": {k: f.to_json() for k, f in alt.fits.items()},
+        "form": other.name,
+        "multipliers": rows,
+        "fits": {k: f.summary() for k, f in alt.fits.items()},
         "not_fitted": missing,
     }
-    txt = "L = E + A·C^-alpha" if other == "irreducible" else "L = A·C^-alpha"
-    if missing and not alt_rows and len(set(missing.values())) == 1:
-        # say why the line is missing rather than dropping it (2 sizes cannot fit 3 parameters)
-        ex.lines.append(f"  Cross-check with {txt}: not fitted ({next(iter(missing.values()))})")
-    elif alt_rows or missing:
-        ex.lines.append(f"  Cross-check with {txt} (point estimates):")
-        for r in alt_rows:
-            note = (
-                "  ! outside the interval above: the two forms disagree; the curvature of "
-                "the law matters at this C_ref"
-                if r["disagrees"]
-                else "  (agrees)"
-            )
-            ex.lines.append(f"    {r['variant']:<24} {_fmt_m(r['multiplier']):>7}{note}")
-        for v, why in missing.items():
-            ex.lines.append(f"    {v:<24} {'–':>7}  (not fitted: {why})")
+    ex.lines += _alternative_lines(other.shown, rows, missing)
 
-    # --- frontier ---
-    for label, pts in groups.items():
+
+def _alternative_lines(equation: str, rows: list[dict], missing: dict) -> list[str]:
+    if missing and not rows and len(set(missing.values())) == 1:
+        # say why the line is missing rather than dropping it (2 sizes cannot fit 3 parameters)
+        return [f"  Cross-check with {equation}: not fitted ({next(iter(missing.values()))})"]
+    if not (rows or missing):
+        return []
+    lines = [f"  Cross-check with {equation} (point estimates):"]
+    for r in rows:
+        note = (
+            "  ! outside the interval above: the two forms disagree; the curvature of "
+            "the law matters at this C_ref"
+            if r["disagrees"]
+            else "  (agrees)"
+        )
+        lines.append(f"    {r['variant']:<24} {_fmt_m(r['multiplier']):>7}{note}")
+    for v, why in missing.items():
+        lines.append(f"    {v:<24} {'–':>7}  (not fitted: {why})")
+    return lines
+
+
+def _frontier(points, ex: Extra) -> None:
+    for label, pts in by_label(points).items():
         ex.frontier[label] = frontier(pts)
     ex.report["frontier"] = {
         label: [
@@ -132,59 +163,44 @@ def run_all(runs, points, fits, at_ref, c_refs, args, form, fit_kw, c_law_runs=N
         for label, f in ex.frontier.items()
     }
 
-    # --- Chinchilla L(N, D) ---
-    ex.report["chinchilla"] = _chinchilla(runs, fits, c_refs, args, fit_kw, ex)
 
-    # --- device-seconds ---
-    ex.report["device_seconds"] = _device_seconds(c_law_runs, fits, args, fit_kw, ex)
-    return ex
-
-
-def replicate_points(rep) -> list:
-    """Every point of every run of a variant's replicates (`analysis.fits.replicates.arrange`)."""
-    return [r for c in rep.cells for pts in c.runs for r in pts]
-
-
-def fit_chinchilla_replicates(label, rep, boot_loss, ci, huber_delta):
+# --- Chinchilla's L(N, D) ---------------------------------------------------------------------
+def fit_chinchilla_replicates(label, rep, boot_loss, ci, huber_delta) -> LawFit:
     """Chinchilla's L(N, D) on every point of a variant's replicates; with `boot_loss` (the seed
     bootstrap's resampled losses) its intervals at the level expanded for the cells' degrees of
-    freedom (`expanded_level`). ChinchillaError where it cannot be fitted."""
-    rs = replicate_points(rep)
-    return chinchilla.fit_chinchilla(
+    freedom (`expanded_level`). LawError where it cannot be fitted."""
+    rs = rep.points()
+    return fit_law(
+        chinchilla.CHINCHILLA,
         label,
-        [r.params for r in rs],
-        [r.tokens for r in rs],
-        [r.flops for r in rs],
+        {"params": [r.params for r in rs], "tokens": [r.tokens for r in rs]},
         [r.val_loss for r in rs],
         huber_delta=huber_delta,
         boot_loss=boot_loss,
         ci=ci,
         boot_level=expanded_level(ci, rep.df) if boot_loss is not None else None,
+        flops=[r.flops for r in rs],
     )
 
 
-def _chinchilla(runs, fits, c_refs, args, fit_kw, ex) -> dict:
-    baseline = args.baseline
-    reps = arrange(runs)
-    n_boot = getattr(args, "chinchilla_bootstrap", 0) or 0
-    boot, _ = (
-        seed_bootstrap(reps, sorted(reps), n_boot, args.seed, baseline) if n_boot else ({}, [])
-    )
-    delta = None if fit_kw.get("loss", "lsq") == "lsq" else fit_kw.get("huber_delta", 1e-3)
+def _chinchilla(sweep: Sweep, asked: Asked, ex: Extra) -> dict:
+    reps, s, baseline = sweep.every, asked.settings, asked.baseline
+    n_boot = asked.chinchilla_bootstrap
+    boot, _ = seed_bootstrap(reps, sorted(reps), n_boot, s.seed, baseline) if n_boot else ({}, [])
     out = {"fits": {}, "not_fitted": {}, "multipliers": [], "curves": {}}
     for label, rep in reps.items():
-        if any(r.params is None or r.tokens is None for r in replicate_points(rep)):
+        if any(r.params is None or r.tokens is None for r in rep.points()):
             out["not_fitted"][label] = "runs without params or tokens"
             continue
         try:
             with _warnings.catch_warnings():
                 _warnings.simplefilter("ignore", RuntimeWarning)
-                f = fit_chinchilla_replicates(label, rep, boot.get(label), args.ci, delta)
-        except chinchilla.ChinchillaError as e:
+                f = fit_chinchilla_replicates(label, rep, boot.get(label), s.ci, s.delta)
+        except LawError as e:
             out["not_fitted"][label] = str(e)
             continue
         ex.chinchilla[label] = f
-        out["fits"][label] = f.to_json()
+        out["fits"][label] = f.summary()
     if out["not_fitted"] and not out["fits"]:
         why = sorted(set(out["not_fitted"].values()))
         ex.lines.append(f"  Chinchilla L(N, D): not fitted ({why[0].split(': ', 1)[-1]})")
@@ -198,53 +214,48 @@ def _chinchilla(runs, fits, c_refs, args, fit_kw, ex) -> dict:
         + ("" if n_boot else " (point estimates; --chinchilla-bootstrap N for intervals)")
         + ":"
     )
+    fits = asked.table.fits
     lo_c = min(f.compute_range[0] for f in fits.values()) if fits else None
     hi_c = max(f.compute_range[1] for f in fits.values()) if fits else None
     for label, f in sorted(ex.chinchilla.items()):
         if label == baseline:
             continue
-        for c in c_refs:
-            m = float(chinchilla.multiplier(base, f, c))
-            ci = [math.nan, math.nan]
-            if base.boot is not None and f.boot is not None:
-                ci = list(
-                    percentile_ci(
-                        chinchilla.multiplier(base, f, c, boot=True).ravel(),
-                        f.boot_level or args.ci,
-                    )
-                )
-            out["multipliers"].append(
-                {"variant": label, "c_ref_pflops_days": c, "multiplier": m, "ci": ci}
-            )
-            why = ""
-            if not math.isfinite(m):
-                # L*(C) needs both terms to fall: with a or b at 0 no compute-optimal size exists
-                flat = [
-                    f"{f_.label} {k} = {v:.2g}"
-                    for f_ in (base, f)
-                    for k, v in (("a", f_.a), ("b", f_.b))
-                    if v < 1e-3
-                ]
-                why = (
-                    "  (undefined: " + ", ".join(flat) + "; the fit gives loss no dependence "
-                    "on that term, so no compute-optimal split exists)"
-                    if flat
-                    else ""
-                )
-            ex.lines.append(f"    {label:<24} {_fmt_m(m, *ci):>7}  at C_ref = {c:.4g}{why}")
+        for c in asked.c_refs:
+            out["multipliers"].append(_chinchilla_row(base, f, c, ex))
         if lo_c and hi_c:
             grid = np.logspace(math.log10(lo_c), math.log10(hi_c), 40)
             out["curves"][label] = {
                 "compute_pflops_days": grid.tolist(),
-                "multiplier": chinchilla.multiplier(base, f, grid).tolist(),
+                "multiplier": ratio(base, f, grid).tolist(),
             }
     return out
 
 
-def _measured_device_seconds(runs, tp, args, fit_kw, ex) -> dict | None:
+def _chinchilla_row(base: LawFit, f: LawFit, c: float, ex: Extra) -> dict:
+    """The compute-optimal multiplier at c, and its printed line."""
+    m = float(ratio(base, f, c))
+    boot = boot_multipliers(base, f, c)
+    ci = [math.nan, math.nan] if boot is None else list(percentile_ci(boot, f.level))
+    why = ""
+    if not math.isfinite(m):
+        # L*(C) needs both terms to fall: with a or b at 0 no compute-optimal size exists
+        flat = chinchilla.flat_terms(base, f)
+        why = (
+            "  (undefined: " + ", ".join(flat) + "; the fit gives loss no dependence "
+            "on that term, so no compute-optimal split exists)"
+            if flat
+            else ""
+        )
+    ex.lines.append(f"    {f.label:<24} {_fmt_m(m, *ci):>7}  at C_ref = {c:.4g}{why}")
+    return {"variant": f.label, "c_ref_pflops_days": c, "multiplier": m, "ci": ci}
+
+
+# --- device-seconds ---------------------------------------------------------------------------
+def _measured_device_seconds(reps, asked: Asked, ex: Extra) -> dict | None:
     """With the sweep's throughput.json (analysis.inputs.throughput_file): the runs' device time
     from the interleaved measurement, the interval with the timing's spread in it."""
-    res = device_seconds_multipliers(runs, tp, args.baseline, fit_kw)
+    tp = asked.throughput
+    res = device_seconds_multipliers(reps, tp, asked.baseline, asked.table.law, asked.settings)
     if res is None:
         return None
     s = tp.settings
@@ -274,10 +285,12 @@ def _measured_device_seconds(runs, tp, args, fit_kw, ex) -> dict | None:
     }
 
 
-def _device_seconds(runs, fits, args, fit_kw, ex) -> dict | None:
-    if getattr(args, "throughput", None) is not None:
-        return _measured_device_seconds(runs, args.throughput, args, fit_kw, ex)
-    res = fit_device_seconds(runs, args.baseline, **fit_kw)
+def _device_seconds(sweep: Sweep, asked: Asked, ex: Extra) -> dict | None:
+    reps = sweep.for_law(asked.table.law)
+    if asked.throughput is not None:
+        return _measured_device_seconds(reps, asked, ex)
+    runs, baseline = [r for rep in reps.values() for r in rep.points()], asked.baseline
+    res = fit_own_timings(reps, baseline, asked.table.law, asked.settings)
     if res is None:
         missing = sum(r.device_s is None for r in runs)
         if runs and missing < len(runs):
@@ -304,20 +317,18 @@ def _device_seconds(runs, fits, args, fit_kw, ex) -> dict | None:
             f"or with bench.throughput)"
         )
         return out
-    if args.baseline not in res.fits:
+    if baseline not in res.fits:
         return out
-    from analysis.estimates.estimate import default_c_ref
-
-    t_ref, why = default_c_ref(res.fits, args.baseline)
+    t_ref, why = default_c_ref(res.fits, baseline)
     ex.lines.append(
         f"  Multiplier in device-seconds (hardware-specific: measured on "
         f"{', '.join(names)}; > 1: the variant reaches the loss in less device time), "
         f"at T_ref = {t_ref:.4g} device-s ({why}):"
     )
     for label in sorted(res.fits):
-        if label == args.baseline:
+        if label == baseline:
             continue
-        m = multiplier_at(res.fits[args.baseline], res.fits[label], t_ref)
+        m = multiplier_at(res.fits[baseline], res.fits[label], t_ref)
         out["multipliers"].append(
             {
                 "variant": label,

@@ -1,13 +1,14 @@
-"""The multiplier in device-seconds from a measured throughput file (`throughput.json`).
+"""The multiplier in device-seconds: the laws refitted with a run's device time on the x axis in
+place of its compute, on the runs arranged once (`analysis.estimates.estimate.fit_arranged`,
+`axis`), with the same estimator as the compute multiplier.
 
-Each run's device time is recomputed from the file, not read from the run: a point's device-s =
-its training tokens / the tokens/s the file measured for its (variant, size), where a variant's
-tokens/s is the baseline's of that size times its median per-trial ratio
-(andrea/launch/throughput.py). The laws are then fitted on device-seconds as on FLOPs, with the same
-seed bootstrap, and the multiplier is read at T_ref, the middle of the device time the variants
-share.
+With a measured throughput file (`throughput.json`) each point's device time is recomputed from
+the file, not read from the run: its training tokens / the tokens/s the file measured for its
+(variant, size), where a variant's tokens/s is the baseline's of that size times its median
+per-trial ratio (andrea/launch/throughput.py). Without one, the runs' own timings (`device_s`). The
+multiplier is read at T_ref, the middle of the device time the variants share.
 
-The interval carries two independent uncertainties (docs/statistics.md):
+The measured interval carries two independent uncertainties (docs/statistics.md):
 - the fit's: the seed bootstrap's interval [lo, hi] around the estimate m;
 - the timing's: the same point estimate refitted with every variant at its slowest trial's ratio
   (m_slow) and at its fastest (m_fast), the range the per-trial ratios span.
@@ -19,15 +20,30 @@ They are combined on the log scale as independent errors add, in quadrature:
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
-from analysis.estimates.estimate import default_c_ref, fit_device_seconds
+from analysis.estimates.estimate import FitResult, default_c_ref, fit_arranged
 from analysis.estimates.multiplier import multiplier_at
+from analysis.fits.laws import Law
+from analysis.fits.settings import FitSettings
 
 
-def timed(runs, tp, which: str = "ratio_median") -> list:
-    """The runs with device_s = tokens / measured tokens/s (the file's `which` ratio)."""
-    return [replace(r, device_s=r.tokens / tp.tokens_per_s(r.label, r.size, which)) for r in runs]
+def own_timing(run) -> float:
+    """A point's device-seconds as the run recorded them."""
+    return run.device_s
+
+
+def measured_timing(tp, which: str = "ratio_median"):
+    """A point's device-seconds = its tokens / the file's tokens/s (its `which` ratio)."""
+    return lambda r: r.tokens / tp.tokens_per_s(r.label, r.size, which)
+
+
+def fit_own_timings(reps, baseline: str, law: Law, settings: FitSettings) -> FitResult | None:
+    """The fits on the runs' own device-seconds when every point records them; None otherwise.
+    Hardware-specific: the time of this machine's kernels."""
+    pts = [r for rep in reps.values() for r in rep.points()]
+    if not pts or any(r.device_s is None or not r.device_s > 0 for r in pts):
+        return None
+    return fit_arranged(reps, baseline, settings, law, axis=own_timing)
 
 
 def combine(m: float, ci, m_slow: float, m_fast: float) -> list[float]:
@@ -43,17 +59,19 @@ def combine(m: float, ci, m_slow: float, m_fast: float) -> list[float]:
     ]
 
 
-def device_seconds_multipliers(runs, tp, baseline: str, fit_kw: dict) -> dict | None:
+def device_seconds_multipliers(
+    reps, tp, baseline: str, law: Law, settings: FitSettings
+) -> dict | None:
     """Per variant: the multiplier in device-seconds at T_ref, the fit's interval, the timing's
     range and the combined interval; None when the baseline cannot be fitted."""
-    if any(r.tokens is None for r in runs):
+    if any(r.tokens is None for rep in reps.values() for r in rep.points()):
         return None
-    res = fit_device_seconds(timed(runs, tp), baseline, **fit_kw)
-    if res is None or baseline not in res.fits:
+    res = fit_arranged(reps, baseline, settings, law, axis=measured_timing(tp))
+    if baseline not in res.fits:
         return None
-    point_kw = {**fit_kw, "n_bootstrap": 0}
-    slow = fit_device_seconds(timed(runs, tp, "ratio_min"), baseline, **point_kw)
-    fast = fit_device_seconds(timed(runs, tp, "ratio_max"), baseline, **point_kw)
+    point = settings.but(n_bootstrap=0)  # the same estimator, without its resamples
+    slow = fit_arranged(reps, baseline, point, law, axis=measured_timing(tp, "ratio_min"))
+    fast = fit_arranged(reps, baseline, point, law, axis=measured_timing(tp, "ratio_max"))
     t_ref, why = default_c_ref(res.fits, baseline)
     rows = []
     for label in sorted(res.fits):

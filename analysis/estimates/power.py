@@ -296,6 +296,7 @@ def measured(finished_runs) -> tuple[dict | None, float | None, str]:
     """(noise, alpha, where from) measured from finished runs (analysis.inputs.collect `Run`s)."""
     from analysis.estimates.estimate import C_LAW_POINTS, final_points, fit_variants
     from analysis.fits.replicates import arrange, noise_components
+    from analysis.fits.settings import FitSettings
 
     if not finished_runs:
         return None, None, "no finished runs"
@@ -337,7 +338,7 @@ def measured(finished_runs) -> tuple[dict | None, float | None, str]:
     # fit every seed's point where the seeds allow it (with none, fit_variants fits the seeds'
     # means): one resample gives that point estimate at the cost of one more fit
     fit_runs = final_points(finished_runs) if C_LAW_POINTS == "final" else finished_runs
-    res = fit_variants(fit_runs, baseline, n_bootstrap=1)
+    res = fit_variants(fit_runs, baseline, FitSettings(n_bootstrap=1))
     f = res.fits.get(baseline)
     if f is not None and len(reps[baseline].cells) >= 3 and f.alpha > 0:
         alpha = f.alpha

@@ -11,10 +11,11 @@ import math
 
 import numpy as np
 
-from analysis.estimates.estimate import final_points, fit_variants
+from analysis.estimates.estimate import fit_variants
 from analysis.fits.bootstrap import percentile_ci
-from analysis.fits.powerlaw import predict
 from analysis.fits.replicates import arrange
+from analysis.fits.settings import FitSettings
+from analysis.inputs.collect import final_points
 from analysis.inputs.metrics import task_key, with_metric
 
 Z95 = 1.959963984540054
@@ -128,9 +129,9 @@ def predicted_accuracy(fit, sig: dict, C: float, level: float) -> tuple[float, f
     bpb = float(fit.predict(C))
     acc = float(sigmoid_acc(bpb, sig["k"], sig["L0"], sig["chance"]))
     lo = hi = float("nan")
-    if fit.boot and len(fit.boot.get("A", [])):
-        with np.errstate(all="ignore"):
-            curves = predict(C, fit.boot["A"], fit.boot["alpha"], fit.boot.get("E", 0.0))
+    boot = fit.predict_boot(C)
+    if boot is not None:
+        curves = boot[:, 0]
         accs = sigmoid_acc(curves[np.isfinite(curves)], sig["k"], sig["L0"], sig["chance"])
         if len(accs):
             lo, hi = (float(v) for v in percentile_ci(np.asarray(accs), level))
@@ -230,7 +231,7 @@ def backtest_two_step(
         if label not in held
     }
     train = [r for r in bpb_runs if r.label in held and held[r.label] != r.size]
-    fitted = fit_variants(train, baseline, n_bootstrap=n_boot, ci=ci, seed=seed)
+    fitted = fit_variants(train, baseline, FitSettings(n_bootstrap=n_boot, ci=ci, seed=seed))
     skipped.update(fitted.skipped)
     _, _, used = pair_bpb_acc(train, task, metric)
     chance = chance_verdict(used, task, metric)
@@ -279,10 +280,10 @@ def backtest_two_step(
 def predict_with_noise(fit, sig, C, obs, n_docs, level, rng):
 
     acc = float(sigmoid_acc(float(fit.predict(C)), sig["k"], sig["L0"], sig["chance"]))
-    if not (fit.boot and len(fit.boot.get("A", []))):
+    boot = fit.predict_boot(C)
+    if boot is None:
         return acc, float("nan"), float("nan")
-    with np.errstate(all="ignore"):
-        curves = predict(C, fit.boot["A"], fit.boot["alpha"], fit.boot.get("E", 0.0))
+    curves = boot[:, 0]
     accs = sigmoid_acc(curves[np.isfinite(curves)], sig["k"], sig["L0"], sig["chance"])
     p = min(max(obs, 1e-3), 1 - 1e-3)
     accs = accs + rng.normal(0.0, math.sqrt(p * (1 - p) / max(n_docs, 1)), size=accs.shape)

@@ -1,9 +1,10 @@
-"""Chinchilla's L(N, D) = E + A/N^a + B/D^b per variant, and the compute-optimal loss L*(C).
+"""Chinchilla's L(N, D) = E + A/N^a + B/D^b per variant (the `chinchilla` law), and its
+compute-optimal loss L*(C).
 
 Method: Hoffmann et al. 2022, Approach 3, as redone by Besiroglu et al. 2024 ("Chinchilla Scaling:
 A replication attempt"): the log of the prediction is written as a log-sum-exp,
 log L̂ = LSE(e, A' - a·(log N - n0), B' - b·(log D - d0)), with E = exp(e); minimise a loss of the
-log-loss residuals (Huber with delta 1e-3 in the paper; here whichever `analysis.estimates.estimate`
+log-loss residuals (Huber with delta 1e-3 in the paper; here whichever `analysis.fits.settings`
 chose by the coverage check) with L-BFGS-B from a grid of starts and keep the best. log N and log D
 are centred (n0, d0) so the coefficients are well conditioned at any scale.
 
@@ -14,86 +15,34 @@ fixed tokens-per-parameter ladder they are collinear and L(N, D) is not identifi
 Compute-optimal loss: with C = k·N·D (k ≈ 6; here the median FLOPs/(N·D) of the variant's runs,
 so attention and embedding FLOPs the project counts are in it), minimising L over N at fixed C
 gives N_opt = G·(C/k)^(b/(a+b)), G = (a·A / (b·B))^(1/(a+b)), and
-L*(C) = E + K·(C/k)^(-a·b/(a+b)), K = A·G^-a + B·G^b: a power law in C with an irreducible term,
-so the multiplier over the baseline inverts it in closed form
-(`analysis.fits.powerlaw.compute_to_reach`).
+L*(C) = E + K·(C/k)^(-a·b/(a+b)), K = A·G^-a + B·G^b: a power law in C with an irreducible term
+(the law's `power_form`), so the multiplier over the baseline inverts it in closed form
+(`analysis.fits.frontier`).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import minimize
 
-from analysis.fits.bootstrap import huber, percentile_ci
-from analysis.fits.powerlaw import compute_to_reach, single_blas_thread
+from analysis.fits.blas import single_blas_thread
+from analysis.fits.bootstrap import huber
+from analysis.fits.laws import (
+    PARAMS_TOKENS,
+    Law,
+    LawError,
+    LawFit,
+    Solution,
+    param_columns,
+    refit_resamples,
+)
+from analysis.fits.solve import lbfgsb
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 
 N_PARAMS = 5
 _N_STARTS = 8
-
-
-class ChinchillaError(ValueError):
-    """Points that cannot identify L(N, D); the message says why."""
-
-
-@dataclass
-class ChinchillaFit:
-    label: str
-    E: float
-    A: float
-    a: float
-    B: float
-    b: float
-    k: float  # FLOPs per (parameter x token), median over the runs
-    n_points: int
-    rmse_log: float
-    converged: bool
-    boot: np.ndarray | None = field(default=None, repr=False)  # [n_boot, 5] (E, A, a, B, b)
-    ci_level: float = 0.95
-    boot_level: float | None = None
-
-    def predict(self, N, D):
-        return self.E + self.A * np.power(N, -self.a) + self.B * np.power(D, -self.b)
-
-    def optimal(self, compute_flops):
-        """(N_opt, D_opt, L*) at compute C (FLOPs)."""
-        return optimal(compute_flops, self.E, self.A, self.a, self.B, self.b, self.k)
-
-    def no_optimum(self) -> str | None:
-        """Why this fit has no compute-optimal N (a or b at zero: the loss does not trade N
-        against D), or None when it has one."""
-        for name, v in (("a", self.a), ("b", self.b), ("A", self.A), ("B", self.B)):
-            if not (math.isfinite(v) and v > 1e-3):
-                return f"{name} = {v:.3g}, so the fit has no compute-optimal N"
-        n_opt = float(np.ravel(self.optimal(self.k * 1e6 * 1e6))[0])
-        if not (math.isfinite(n_opt) and n_opt > 0):
-            return "the compute-optimal N is not finite"
-        return None
-
-    def to_json(self) -> dict:
-        d = {
-            "E": self.E,
-            "A": self.A,
-            "a": self.a,
-            "B": self.B,
-            "b": self.b,
-            "flops_per_param_token": self.k,
-            "n_points": self.n_points,
-            "rmse_log": self.rmse_log,
-            "converged": self.converged,
-            "optimal_exponent": self.a * self.b / (self.a + self.b),
-        }
-        if self.boot is not None:
-            lvl = self.boot_level or self.ci_level
-            d["ci"] = {
-                k: list(percentile_ci(self.boot[:, i], lvl))
-                for i, k in enumerate(("E", "A", "a", "B", "b"))
-            }
-        return d
 
 
 def optimal(C, E, A, a, B, b, k):
@@ -109,33 +58,43 @@ def optimal(C, E, A, a, B, b, k):
     return N, D, L
 
 
-def _optimal_power(E, A, a, B, b, k):
-    """L*(C) = E + K·C^-gamma with C in PFLOP/s-days: (K, gamma)."""
+def _as_power(theta, k):
+    """(E, K, gamma) of L*(C) = E + K·C^-gamma, C in PFLOP/s-days; nan where a or b is 0: the
+    loss then does not trade N against D, and no compute-optimal split exists."""
+    E, A, a, B, b = param_columns(theta, flat=True)
     with np.errstate(all="ignore"):
         G = np.power(a * A / (b * B), 1.0 / (a + b))
         gamma = a * b / (a + b)
         K = A * np.power(G, -a) + B * np.power(G, b)
         K_pfd = K * np.power(k / FLOPS_PER_PFLOPS_DAY, gamma)
-    return K_pfd, gamma
+    none = ~((np.asarray(a) > 0) & (np.asarray(b) > 0))
+    return tuple(np.where(none, np.nan, v) for v in (E, K_pfd, gamma))
 
 
-def multiplier(base: ChinchillaFit, var: ChinchillaFit, c_ref, boot: bool = False):
-    """Compute the baseline's L* needs to reach the variant's L*(C_ref), over C_ref (PFLOP/s-days).
-    With boot=True, one value per paired bootstrap replicate."""
+def no_optimum(fit: LawFit) -> str | None:
+    """Why this fit has no compute-optimal N (a or b at zero: the loss does not trade N
+    against D), or None when it has one."""
+    p = fit.params()
+    for name in ("a", "b", "A", "B"):
+        v = p[name]
+        if not (math.isfinite(v) and v > 1e-3):
+            return f"{name} = {v:.3g}, so the fit has no compute-optimal N"
+    k = fit.flops_per_param_token
+    n_opt = float(np.ravel(optimal(k * 1e6 * 1e6, *fit.theta, k)[0])[0])
+    if not (math.isfinite(n_opt) and n_opt > 0):
+        return "the compute-optimal N is not finite"
+    return None
 
-    def params(f):
-        if boot:
-            return tuple(f.boot[:, i][:, None] for i in range(5)) + (f.k,)
-        return (f.E, f.A, f.a, f.B, f.b, f.k)
 
-    Ev, Av, av, Bv, bv, kv = params(var)
-    Eb, Ab, ab, Bb, bb, kb = params(base)
-    c = np.asarray(c_ref, float)
-    Kv, gv = _optimal_power(Ev, Av, av, Bv, bv, kv)
-    Kb, gb = _optimal_power(Eb, Ab, ab, Bb, bb, kb)
-    with np.errstate(all="ignore"):
-        loss_v = Ev + Kv * np.power(c, -gv)
-        return compute_to_reach(loss_v, Kb, gb, Eb) / c
+def flat_terms(*fits: LawFit) -> list[str]:
+    """The exponents at zero (< 1e-3) of these fits, as "label a = 0": with either, the loss
+    does not trade N against D and no compute-optimal split exists."""
+    return [
+        f"{f.label} {k} = {f.params()[k]:.2g}"
+        for f in fits
+        for k in ("a", "b")
+        if f.params()[k] < 1e-3
+    ]
 
 
 # --- the fit --------------------------------------------------------------------------------------
@@ -177,15 +136,7 @@ def _solve(theta0, dn, dd, y, delta, tight):
         if tight
         else {"ftol": 1e-10, "gtol": 1e-7, "maxiter": 2000}
     )
-    return minimize(
-        _objective,
-        np.asarray(theta0, float),
-        args=(dn, dd, y, delta),
-        jac=True,
-        method="L-BFGS-B",
-        bounds=_bounds(y),
-        options=opts,
-    )
+    return lbfgsb(_objective, theta0, (dn, dd, y, delta), _bounds(y), opts, jac=True)
 
 
 def _grid(y):
@@ -199,34 +150,30 @@ def _grid(y):
         yield (math.log(fe * lmin), math.log(fa * lmean), a, math.log(fb * lmean), b)
 
 
-def fit_chinchilla(
-    label: str,
-    N,
-    D,
-    flops,
-    loss,
-    huber_delta: float | None = None,
-    boot_loss: np.ndarray | None = None,
-    ci: float = 0.95,
-    boot_level: float | None = None,
-) -> ChinchillaFit:
-    """Fit one variant's points (every seed's); boot_loss [n_boot, n_points] adds a bootstrap
-    (warm-started from the fit, one L-BFGS-B per resample)."""
-    N, D, F, L = (np.asarray(v, float) for v in (N, D, flops, loss))
-    if len(L) < N_PARAMS + 1:
-        raise ChinchillaError(f"{label}: {len(L)} points; L(N, D) has {N_PARAMS} parameters")
+def _checked(label, N, D):
+    """(log N, log D): LawError unless N and D are positive and vary independently."""
     if not (np.all(N > 0) and np.all(D > 0)):
-        raise ChinchillaError(
+        raise LawError(
             f"{label}: needs params (non-embedding N) and tokens (D) > 0 for every point"
         )
-    ln, ld, y = np.log(N), np.log(D), np.log(L)
+    ln, ld = np.log(N), np.log(D)
     ratios = np.unique(np.round(ld - ln, 2))
-    if len(np.unique(np.round(ln, 3))) < 2 or len(ratios) < 2:
-        raise ChinchillaError(
-            f"{label}: N and D do not vary independently ({len(np.unique(np.round(ln, 3)))} "
+    sizes = len(np.unique(np.round(ln, 3)))
+    if sizes < 2 or len(ratios) < 2:
+        raise LawError(
+            f"{label}: N and D do not vary independently ({sizes} "
             f"size(s), {len(ratios)} tokens-per-parameter ratio(s)); L(N, D) needs several sizes "
             f"and several budgets per size (train.budgets)"
         )
+    return ln, ld
+
+
+def _fit(label, X, L, *, huber_delta, n_bootstrap, boot_loss, resample, seed, **_) -> Solution:
+    """Every seed's points; boot_loss [n_boot, n_points] adds a bootstrap (warm-started from
+    the fit, one L-BFGS-B per resample); without one, n_bootstrap or `resample` refit resampled
+    points (`analysis.fits.solve`)."""
+    ln, ld = _checked(label, X["params"], X["tokens"])
+    y = np.log(L)
     n0, d0 = float(ln.mean()), float(ld.mean())
     dn, dd = ln - n0, ld - d0
     with single_blas_thread():
@@ -239,36 +186,60 @@ def fit_chinchilla(
         polished = _solve(best.x, dn, dd, y, huber_delta, tight=True)
         if polished.fun <= best.fun:
             best = polished
-        E, A, a, B, b = _unpack(best.x, n0, d0)
-        k = float(np.median(F / (N * D)))
-        lp = np.logaddexp.reduce(
-            np.stack(
-                [
-                    np.full_like(dn, best.x[0]),
-                    best.x[1] - best.x[2] * dn,
-                    best.x[3] - best.x[4] * dd,
-                ]
-            ),
-            axis=0,
-        )
         boot = None
         if boot_loss is not None and len(boot_loss):
             boot = np.full((len(boot_loss), 5), np.nan)
             for i, row in enumerate(np.asarray(boot_loss, float)):
                 r = _solve(best.x, dn, dd, np.log(row), huber_delta, tight=False)
                 boot[i] = _unpack(r.x, n0, d0)
-    return ChinchillaFit(
-        label=label,
-        E=E,
-        A=A,
-        a=a,
-        B=B,
-        b=b,
-        k=k,
-        n_points=len(L),
-        rmse_log=float(np.sqrt(np.mean((lp - y) ** 2))),
-        converged=bool(best.success),
-        boot=boot,
-        ci_level=ci,
-        boot_level=boot_level,
-    )
+    theta = np.array(_unpack(best.x, n0, d0))
+    warnings = []
+    if boot is None and (resample is not None or n_bootstrap):  # no seeds: resample the points
+        boot, warnings = refit_resamples(
+            CHINCHILLA, label, theta, X, L, huber_delta, n_bootstrap, None, resample, seed
+        )
+    return Solution(theta, boot, bool(best.success), warnings)
+
+
+def _log_chinchilla(theta, X):
+    E, A, a, B, b = param_columns(theta)
+    return np.log(E + A * np.power(X["params"], -a) + B * np.power(X["tokens"], -b))
+
+
+def _chinchilla_grid(X, y):
+    """Starts for the generic refits of resampled points (the law's own fit has `_grid`)."""
+    lmin, lmean = math.exp(float(y.min())), math.exp(float(y.mean()))
+    n, d = float(np.log(X["params"]).mean()), float(np.log(X["tokens"]).mean())
+    for fe, fa, a, b in itertools.product((0.4, 0.8), (0.3, 0.6), (0.2, 0.5), (0.2, 0.5)):
+        yield (fe * lmin, fa * lmean * math.exp(a * n), a, (1 - fa) * lmean * math.exp(b * d), b)
+
+
+def _describe(fit: LawFit) -> dict:
+    """fits.json's report of an L(N, D) fit."""
+    p = fit.params()
+    d = {
+        **p,
+        "flops_per_param_token": fit.flops_per_param_token,
+        "n_points": fit.n_points,
+        "rmse_log": fit.rmse_log,
+        "converged": fit.converged,
+        "optimal_exponent": p["a"] * p["b"] / (p["a"] + p["b"]),
+    }
+    if fit.boot is not None:
+        d["ci"] = {k: list(v) for k, v in fit.ci().items()}
+    return d
+
+
+CHINCHILLA = Law(
+    name="chinchilla",
+    inputs=PARAMS_TOKENS,
+    params=("E", "A", "a", "B", "b"),
+    bounds=((1e-6, None), (1e-300, None), (0.0, 3.0), (1e-300, None), (0.0, 3.0)),
+    log_predict=_log_chinchilla,
+    grid=_chinchilla_grid,
+    formula="L = E + A·N^-a + B·D^-b (Hoffmann et al. 2022, arXiv 2203.15556)",
+    equation="L = E + A·N^-a + B·D^-b",
+    fitter=_fit,
+    power_form=_as_power,
+    describe=_describe,
+)

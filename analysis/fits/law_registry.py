@@ -1,6 +1,6 @@
 """Every scaling law by name: `analysis.fit --law NAME` looks it up here, and nowhere else.
 
-The built-ins (`law_forms.BUILT_IN`) come first, in a fixed order. Laws from other packages join
+The built-ins (`BUILT_IN`) come first, in a fixed order. Laws from other packages join
 through the entry-point group `andrea.laws`, loaded the first time the registry is read, as
 residual schemes join through `andrea.residuals`: an entry point names a `Law` or a list of them,
 
@@ -15,11 +15,27 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from analysis.fits.law_forms import BUILT_IN
+from analysis.fits.chinchilla import CHINCHILLA
+from analysis.fits.law_forms import DATA_CONSTRAINED, FARSEER
 from analysis.fits.laws import Law
+from analysis.fits.powerlaw import IRREDUCIBLE, POWER
 
 ENTRY_POINTS = "andrea.laws"
-DEFAULT = "power"  # today's C-law (`--irreducible` makes it "irreducible")
+BUILT_IN = (POWER, IRREDUCIBLE, CHINCHILLA, FARSEER, DATA_CONSTRAINED)
+# The laws the fit table holds (its columns A, alpha and E): the C power law by default, with an
+# irreducible term under --irreducible. Any other --law is reported after the table.
+TABLED = (POWER, IRREDUCIBLE)
+DEFAULT = POWER.name
+
+
+def table_law(irreducible: bool = False) -> Law:
+    """The C law of the fit table: `power`, or `irreducible` (--irreducible)."""
+    return IRREDUCIBLE if irreducible else POWER
+
+
+def tabled(law: Law) -> bool:
+    """Whether the fit table can hold `law` (else it is reported beside the table's)."""
+    return law in TABLED
 
 
 class LawRegistryError(ValueError):

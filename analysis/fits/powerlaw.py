@@ -1,34 +1,32 @@
-"""Compute-vs-loss power-law fits: `L = A·C^-alpha` or, with an irreducible term,
-`L = E + A·C^-alpha`.
+"""The C power laws, `power` (L = A·C^-alpha, Kaplan et al. 2020) and `irreducible`
+(L = E + A·C^-alpha, Hoffmann et al. 2022's form in C), C in PFLOP/s-days: their `Law`s and
+their own fit.
 
 Method (Epoch AI's Chinchilla replication, Besiroglu et al. 2024): minimise the Huber loss
 (delta ≈ 1e-3) of the residuals of log L with L-BFGS-B, started from a grid of initial points, keep
-the best. Plain least squares on log L is fitted too as a cross-check. Uncertainty comes from a
-seeded bootstrap over the points.
+the best. Plain least squares on log L is fitted too as a cross-check.
 
 Internally log C is centred at x0 = mean(log C) and the power term is written exp(b - alpha·(x-x0)),
 so the intercept b is well conditioned whatever unit C has (CPU demo runs sit near 1e-9
 PFLOP/s-days); A = exp(b + alpha·x0) is the reported coefficient at C = 1 PFLOP/s-day. E is fitted
 as log E.
 
-Bootstrap refits are warm-started from the full-data fit rather than the grid and solved all at
-once by the batched solvers of `analysis.fits.bootstrap` (same Huber objective): milliseconds for a
-thousand resamples, where a thousand scipy calls cost seconds.
+Bootstrap refits are warm-started from the full-data fit and solved all at once by the batched
+solvers of `analysis.fits.bootstrap` (same Huber objective): milliseconds for a thousand
+resamples, where a thousand scipy calls cost seconds. A resample is one of three kinds: the seed
+bootstrap's resampled losses at the same computes (`_by_seeds`), point positions shared by
+several variants (`_by_positions`, a paired bootstrap over sizes), or the variant's own seeded
+resample of its points (`_by_points`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import glob
 import itertools
 import math
-import os
-from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import minimize
 
+from analysis.fits.blas import single_blas_thread
 from analysis.fits.bootstrap import (
     huber,
     irls_power,
@@ -37,134 +35,12 @@ from analysis.fits.bootstrap import (
     resample_indices,
     rng_for,
 )
-
-
-def _scipy_openblas():
-    """(get, set) of the OpenBLAS that scipy's L-BFGS-B links, or None where it is not found."""
-    import scipy
-
-    libs = os.path.join(os.path.dirname(os.path.dirname(scipy.__file__)), "scipy.libs")
-    for path in glob.glob(os.path.join(libs, "*openblas*.so*")):
-        try:
-            lib = ctypes.CDLL(path)  # already loaded by scipy: same handle
-        except OSError:
-            continue
-        for prefix in ("scipy_openblas", "scipy_openblas64_", "openblas"):
-            get = getattr(lib, f"{prefix}_get_num_threads", None)
-            set_ = getattr(lib, f"{prefix}_set_num_threads", None)
-            if get is not None and set_ is not None:
-                return get, set_
-    return None
-
-
-@contextlib.contextmanager
-def single_blas_thread():
-    """L-BFGS-B on a handful of points spends most of its time waking BLAS threads for tiny
-    vectors (~10x slower with 2 threads on a busy machine). Pin scipy's OpenBLAS to one thread
-    for the fits and restore the caller's setting afterwards."""
-    try:
-        handles = _scipy_openblas()
-    except Exception:  # any platform quirk: just run multi-threaded
-        handles = None
-    if handles is None:
-        yield
-        return
-    get, set_ = handles
-    before = get()
-    set_(1)
-    try:
-        yield
-    finally:
-        set_(before)
-
+from analysis.fits.laws import COMPUTE, Law, LawError, LawFit, Solution, param_columns
+from analysis.fits.solve import lbfgsb
 
 FORMS = ("power", "irreducible")
 N_PARAMS = {"power": 2, "irreducible": 3}
 FEW_SIZES = 5  # below this many sizes a bootstrap CI is warned about as coarse
-
-
-class FitError(ValueError):
-    """A variant that cannot be fitted; the message names it and says why."""
-
-
-@dataclass
-class Fit:
-    label: str
-    form: str
-    n_points: int
-    A: float
-    alpha: float
-    E: float | None  # None for the pure power law
-    ci: dict[str, tuple[float, float]]  # parameter → (lo, hi) at `ci_level`
-    ci_level: float
-    r2: float  # on log L
-    rmse_log: float
-    huber_delta: float
-    objective: float
-    converged: bool
-    n_bootstrap: int
-    n_bootstrap_ok: int
-    lsq: dict  # least-squares cross-check: A, alpha, E, r2 (+ ci for power)
-    boot: dict[str, np.ndarray] = field(repr=False)  # bootstrap samples "A", "alpha", "E"
-    compute_range: tuple[float, float] = (np.nan, np.nan)
-    warnings: list[str] = field(default_factory=list)
-    interval: str = "sizes"  # what the bootstrap resampled: "sizes" or "seeds"
-    boot_level: float | None = None  # percentile level the CIs use (expanded for few seeds)
-    n_runs: int | None = None  # training runs behind the points (seeds x sizes)
-
-    def predict(self, compute) -> np.ndarray:
-        return predict(compute, self.A, self.alpha, self.E or 0.0)
-
-    def to_json(self) -> dict:
-        d = {
-            "form": self.form,
-            "n_points": self.n_points,
-            "A": self.A,
-            "alpha": self.alpha,
-            "E": self.E,
-            "ci": {k: list(v) for k, v in self.ci.items()},
-            "ci_level": self.ci_level,
-            "r2": self.r2,
-            "rmse_log": self.rmse_log,
-            "huber_delta": self.huber_delta,
-            "huber_objective": self.objective,
-            "converged": self.converged,
-            "n_bootstrap": self.n_bootstrap,
-            "n_bootstrap_ok": self.n_bootstrap_ok,
-            "lsq": self.lsq,
-            "compute_range_pflops_days": list(self.compute_range),
-            "warnings": self.warnings,
-            "interval": self.interval,
-            "percentile_level": self.boot_level or self.ci_level,
-            "n_runs": self.n_runs,
-        }
-        return d
-
-
-# --- the model --------------------------------------------------------------------------------
-def predict(compute, A, alpha, E=0.0) -> np.ndarray:
-    """L(C) = E + A·C^-alpha; broadcasts (pass bootstrap arrays as column vectors for bands)."""
-    return E + A * np.power(np.asarray(compute, dtype=float), -alpha)
-
-
-def compute_to_reach(loss, A, alpha, E=0.0) -> np.ndarray:
-    """Inverse of `predict`: C = (A / (L - E))^(1/alpha).
-
-    inf where the loss is at or below E (never reached); nan where alpha <= 0 (the curve does not
-    fall with compute, so "the compute to reach L" is undefined).
-    """
-    loss, A, alpha, E = np.broadcast_arrays(
-        *(np.asarray(v, dtype=float) for v in (loss, A, alpha, E))
-    )
-    out = np.full(loss.shape, np.nan)
-    gap = loss - E
-    ok = (alpha > 0) & (A > 0) & np.isfinite(gap)
-    below = ok & (gap <= 0)
-    out[below] = np.inf
-    good = ok & (gap > 0)
-    with np.errstate(over="ignore"):
-        out[good] = np.power(A[good] / gap[good], 1.0 / alpha[good])
-    return out
 
 
 def _log_pred(theta, dx, form):
@@ -233,15 +109,7 @@ def _minimise(starts, dx, y, form, delta, tight=True):
     loose = {"ftol": 1e-12, "gtol": 1e-8, "maxiter": 500}
 
     def run(t0, opts):
-        return minimize(
-            _objective,
-            np.asarray(t0, float),
-            args=(dx, y, form, delta),
-            jac=True,
-            method="L-BFGS-B",
-            bounds=_bounds(form, y),
-            options=opts,
-        )
+        return lbfgsb(_objective, t0, (dx, y, form, delta), _bounds(form, y), opts, jac=True)
 
     best = None
     for t0 in starts:
@@ -272,87 +140,22 @@ def _r2(theta, dx, y, form):
 
 
 # --- the fit ------------------------------------------------------------------------------------
-def fit_power_law(
-    label: str,
-    compute,
-    loss,
-    form: str = "power",
-    huber_delta: float | None = 1e-3,
-    n_bootstrap: int = 1000,
-    ci: float = 0.95,
-    seed: int = 0,
-    resample: np.ndarray | None = None,
-    boot_loss: np.ndarray | None = None,
-    boot_level: float | None = None,
-    polish: bool = True,
-) -> Fit:
-    """Fit one variant's points; FitError (naming the variant) when they cannot identify the law.
-
-    huber_delta=None fits by least squares (the primary fit then is the LSQ one).
-    `resample` ([n_bootstrap, n_points] positions into compute/loss) replaces the variant's own
-    seeded resampling, for a paired bootstrap over sizes (`analysis.fits.bootstrap.paired_indices`).
-    `boot_loss` ([n_bootstrap, n_points] resampled losses at the same computes) replaces it by a
-    bootstrap over seeds (`analysis.fits.replicates.seed_bootstrap`); `boot_level` is then the
-    percentile level of the CIs (`analysis.fits.replicates.expanded_level`). polish=False skips the
-    tight final solve (for cross-checks: the irreducible form creeps along its E-A valley there).
-    """
-    with single_blas_thread():
-        return _fit(
-            label,
-            compute,
-            loss,
-            form,
-            huber_delta,
-            n_bootstrap,
-            ci,
-            seed,
-            resample,
-            boot_loss,
-            boot_level,
-            polish,
-        )
-
-
-def _fit(
-    label,
-    compute,
-    loss,
-    form,
-    huber_delta,
-    n_bootstrap,
-    ci,
-    seed,
-    resample=None,
-    boot_loss=None,
-    boot_level=None,
-    polish=True,
-) -> Fit:
-    if form not in FORMS:
-        raise FitError(f"{label}: form={form!r}; valid: {', '.join(FORMS)}")
-    C, L = np.asarray(compute, float), np.asarray(loss, float)
+def _checked_sizes(label, x, form, n_bootstrap, seeds: bool) -> tuple[int, list[str]]:
+    """(distinct computes, warnings): LawError when they cannot identify the form's parameters."""
     k = N_PARAMS[form]
-    if len(C) < k:
-        raise FitError(
-            f"{label}: {len(C)} point(s); the {form} law has {k} parameters and needs "
-            f"at least {k} sizes"
-        )
-    if not (np.all(np.isfinite(C)) and np.all(C > 0)):
-        raise FitError(f"{label}: non-positive or non-finite compute {C.tolist()}")
-    if not (np.all(np.isfinite(L)) and np.all(L > 0)):
-        raise FitError(f"{label}: non-positive or non-finite loss {L.tolist()}")
-    x, y = np.log(C), np.log(L)
     n_sizes = len(np.unique(x))
     if n_sizes < k:
-        raise FitError(
-            f"{label}: only {n_sizes} distinct compute value(s); the {form} law needs {k}"
+        raise LawError(
+            f"{label}: {n_sizes} distinct compute value(s); the {form} law has {k} parameters "
+            f"and needs at least {k} sizes"
         )
     warnings = []
-    if len(C) == k:
+    if len(x) == k:
         warnings.append(
-            f"{label}: {len(C)} points for {k} parameters: the fit is exact and its "
+            f"{label}: {len(x)} points for {k} parameters: the fit is exact and its "
             f"bootstrap CIs are not informative; add sizes"
         )
-    elif n_bootstrap and n_sizes < FEW_SIZES and boot_loss is None:
+    elif n_bootstrap and n_sizes < FEW_SIZES and not seeds:
         n = len(x)
         # distinct multisets of n draws with >= k distinct sizes: pick j sizes, split n among them
         usable = sum(math.comb(n, j) * math.comb(n - 1, j - 1) for j in range(k, n + 1))
@@ -361,101 +164,247 @@ def _fit(
             f"{usable} distinct resamples, so its CIs are coarse (a bound can sit on "
             f"the point estimate); {FEW_SIZES}+ sizes or more seeds make them informative"
         )
+    return n_sizes, warnings
+
+
+def _pinned_warning(label, theta, form, y) -> list[str]:
+    pinned = _at_bounds(theta, form, y)
+    if not pinned:
+        return []
+    # e.g. E at exp(min log L - 15): the points show no irreducible loss, and the interval
+    # [bound, bound] is the bound, not a measurement
+    return [
+        f"{label}: {', '.join(pinned)}: the fit sits at a bound of its search "
+        "range, so that estimate and its interval are the bound, not a measurement"
+        + (
+            "; the points show no irreducible loss (the power form without E fits them as well)"
+            if pinned[0].startswith("E at its lower")
+            else ""
+        )
+    ]
+
+
+def _by_seeds(label, dx, boot_loss, n):
+    """The seed bootstrap's resampled log losses at the points' own computes."""
+    Y = np.log(np.asarray(boot_loss, float))
+    if Y.shape != (n, len(dx)):
+        raise ValueError(f"{label}: boot_loss shape {Y.shape}, expected {(n, len(dx))}")
+    return np.broadcast_to(dx, Y.shape), Y
+
+
+def _by_positions(label, dx, y, resample, n):
+    """The points at the given positions (a resample shared by several variants)."""
+    idx = np.asarray(resample)
+    if idx.shape != (n, len(dx)):
+        raise ValueError(f"{label}: resample shape {idx.shape}, expected {(n, len(dx))}")
+    return dx[idx], y[idx]
+
+
+def _by_points(label, x, dx, y, n, k, seed):
+    """The variant's own seeded resample of its points (each with >= k distinct computes)."""
+    idx = resample_indices(rng_for(seed, label), x, n, k)
+    return dx[idx], y[idx]
+
+
+def _refit(form, DX, Y, theta, x0, delta, y):
+    """[B, k] the resampled fits in the law's parameter order, warm-started from theta. A power
+    resample whose alpha lands below 0 (loss rising with compute, outside L-BFGS-B's bounds on the
+    full fit) is kept as is: clipping would bias the interval towards 0."""
+    if form == "power":
+        bb, ba = irls_power(DX, Y, theta[0], theta[1], delta)
+        return np.column_stack([np.exp(bb + ba * x0), ba])
+    th = lm_irreducible(DX, Y, theta, delta, _bounds(form, y))
+    boot = np.full((len(th), 3), np.nan)
+    fine = np.isfinite(th).all(1)
+    boot[fine] = np.column_stack(
+        [np.exp(th[fine, 0]), np.exp(th[fine, 1] + th[fine, 2] * x0), th[fine, 2]]
+    )
+    return boot
+
+
+def _law_order(form, theta, x0) -> np.ndarray:
+    A, alpha, E = _to_params(theta, form, x0)
+    return np.array([A, alpha] if form == "power" else [E, A, alpha])
+
+
+def _lsq_check(form, theta, dx, y, delta, x0, ci, DX, Y) -> tuple[np.ndarray, float, dict | None]:
+    """The least-squares fit beside a Huber one (the fit itself under least squares): its
+    parameters in the law's order, R², and for the power form its own bootstrap intervals."""
+    if delta is None:
+        lsq = theta
+    elif form == "power":  # ordinary least squares has a closed form
+        lsq = np.concatenate(irls_power(dx[None], y[None], 0.0, 0.0, None))
+    else:
+        lsq = _minimise(_grid(form, y), dx, y, form, None).x
+    cis = None
+    if form == "power" and DX is not None:
+        lb, la = irls_power(DX, Y, lsq[0], lsq[1], None)
+        cis = {
+            "A": list(percentile_ci(np.exp(lb + la * x0), ci)),
+            "alpha": list(percentile_ci(la, ci)),
+        }
+    return _law_order(form, lsq, x0), _r2(lsq, dx, y, form)[0], cis
+
+
+def _fitter(form: str):
+    def fit(label, X, L, *, huber_delta, n_bootstrap, boot_loss, resample, ci, seed, polish, **_):
+        n = (
+            len(boot_loss)
+            if boot_loss is not None
+            else len(resample)
+            if resample is not None
+            else n_bootstrap
+        )
+        with single_blas_thread():
+            return _fit(
+                label, X["compute"], L, form, huber_delta, n, boot_loss, resample, ci, seed, polish
+            )
+
+    return fit
+
+
+def _fit(label, C, L, form, delta, n, boot_loss, resample, ci, seed, polish) -> Solution:
+    x, y = np.log(C), np.log(L)
+    _, warnings = _checked_sizes(label, x, form, n, boot_loss is not None)
     x0 = float(x.mean())
     dx = x - x0
-    best = _minimise(_grid(form, y), dx, y, form, huber_delta, tight=polish)
-    theta = best.x
-    A, alpha, E = _to_params(theta, form, x0)
-    r2, rmse = _r2(theta, dx, y, form)
-    pinned = _at_bounds(theta, form, y)
-    if pinned:
-        # e.g. E at exp(min log L - 15): the points show no irreducible loss, and the interval
-        # [bound, bound] is the bound, not a measurement
-        warnings.append(
-            f"{label}: {', '.join(pinned)}: the fit sits at a bound of its search "
-            "range, so that estimate and its interval are the bound, not a measurement"
-            + (
-                "; the points show no irreducible loss (the power form without E fits them as well)"
-                if pinned[0].startswith("E at its lower")
-                else ""
-            )
-        )
-    if huber_delta is None:  # the primary fit is the least-squares one
-        lsq_theta = theta
-    elif form == "power":  # ordinary least squares has a closed form
-        lsq_theta = np.concatenate(irls_power(dx[None], y[None], 0.0, 0.0, None))
-    else:
-        lsq_theta = _minimise(_grid(form, y), dx, y, form, None).x
-    lA, lalpha, lE = _to_params(lsq_theta, form, x0)
-    lsq = {"A": lA, "alpha": lalpha, "E": lE, "r2": _r2(lsq_theta, dx, y, form)[0]}
-
-    rng = rng_for(seed, label)
-    boot = {
-        "A": np.full(n_bootstrap, np.nan),
-        "alpha": np.full(n_bootstrap, np.nan),
-        "E": np.zeros(n_bootstrap) if form == "power" else np.full(n_bootstrap, np.nan),
-    }
-    if n_bootstrap > 0:
+    best = _minimise(_grid(form, y), dx, y, form, delta, tight=polish)
+    warnings += _pinned_warning(label, best.x, form, y)
+    DX = Y = boot = None
+    if n > 0:
         if boot_loss is not None:
-            Y = np.log(np.asarray(boot_loss, float))
-            if Y.shape != (n_bootstrap, len(x)):
-                raise ValueError(
-                    f"{label}: boot_loss shape {Y.shape}, expected {(n_bootstrap, len(x))}"
-                )
-            DX = np.broadcast_to(dx, Y.shape)
+            DX, Y = _by_seeds(label, dx, boot_loss, n)
         elif resample is not None:
-            idx = np.asarray(resample)
-            if idx.shape != (n_bootstrap, len(x)):
-                raise ValueError(
-                    f"{label}: resample shape {idx.shape}, expected {(n_bootstrap, len(x))}"
-                )
+            DX, Y = _by_positions(label, dx, y, resample, n)
         else:
-            idx = resample_indices(rng, x, n_bootstrap, k)
-        if boot_loss is None:
-            DX, Y = dx[idx], y[idx]
-        if form == "power":
-            bb, ba = irls_power(DX, Y, theta[0], theta[1], huber_delta)
-            # alpha < 0 (loss rising with compute) is outside L-BFGS-B's bounds on the full fit;
-            # a resample that lands there is kept as is: clipping would bias the CI towards 0.
-            boot["A"], boot["alpha"] = np.exp(bb + ba * x0), ba
-            lb, la = irls_power(DX, Y, lsq_theta[0], lsq_theta[1], None)
-            lsq["ci"] = {
-                "A": list(percentile_ci(np.exp(lb + la * x0), ci)),
-                "alpha": list(percentile_ci(la, ci)),
-            }
-        else:
-            th = lm_irreducible(DX, Y, theta, huber_delta, _bounds(form, y))
-            fine = np.isfinite(th).all(1)
-            boot["E"][fine] = np.exp(th[fine, 0])
-            boot["A"][fine] = np.exp(th[fine, 1] + th[fine, 2] * x0)
-            boot["alpha"][fine] = th[fine, 2]
-    ok = int(np.isfinite(boot["A"]).sum()) if n_bootstrap else 0
-    if n_bootstrap and ok < 0.9 * n_bootstrap:
-        warnings.append(f"{label}: only {ok}/{n_bootstrap} bootstrap fits converged")
-    level = boot_level or ci
-    cis = {"A": percentile_ci(boot["A"], level), "alpha": percentile_ci(boot["alpha"], level)}
-    if form == "irreducible":
-        cis["E"] = percentile_ci(boot["E"], level)
-    return Fit(
-        label=label,
-        form=form,
-        n_points=len(C),
-        A=A,
-        alpha=alpha,
-        E=E,
-        ci=cis,
-        ci_level=ci,
-        r2=r2,
-        rmse_log=rmse,
-        huber_delta=huber_delta,
-        objective=float(best.fun) * (huber_delta or 1.0),
-        converged=bool(best.success),
-        n_bootstrap=n_bootstrap,
-        n_bootstrap_ok=ok,
-        lsq=lsq,
+            DX, Y = _by_points(label, x, dx, y, n, N_PARAMS[form], seed)
+        boot = _refit(form, DX, Y, best.x, x0, delta, y)
+        ok = int(np.isfinite(boot).all(1).sum())
+        if ok < 0.9 * n:
+            warnings.append(f"{label}: only {ok}/{n} bootstrap fits converged")
+    lsq, lsq_r2, lsq_ci = _lsq_check(form, best.x, dx, y, delta, x0, ci, DX, Y)
+    return Solution(
+        theta=_law_order(form, best.x, x0),
         boot=boot,
-        compute_range=(float(C.min()), float(C.max())),
+        converged=bool(best.success),
         warnings=warnings,
-        interval="seeds" if boot_loss is not None else "sizes",
-        boot_level=boot_level,
+        objective=float(best.fun) * (delta or 1.0),
+        lsq_theta=lsq,
+        lsq_r2=lsq_r2,
+        lsq_ci=lsq_ci,
     )
+
+
+# --- the laws -----------------------------------------------------------------------------------
+def _log_power(theta, X):
+    A, alpha = param_columns(theta)
+    return np.log(A) - alpha * np.log(X["compute"])
+
+
+def _log_irreducible(theta, X):
+    E, A, alpha = param_columns(theta)
+    return np.log(E + A * np.power(X["compute"], -alpha))
+
+
+def _c_grid(form):
+    """Starts for the generic fit (the laws bring their own fit; a refit of a resample by
+    `analysis.fits.solve` starts from the fit itself)."""
+
+    def grid(X, y):
+        ybar = float(y.mean())
+        for alpha in (0.02, 0.05, 0.1, 0.2, 0.4):
+            lx = float(np.log(X["compute"]).mean())
+            if form == "power":
+                yield (math.exp(ybar + alpha * lx), alpha)
+            else:
+                for frac in (0.3, 0.7):
+                    E = frac * math.exp(float(y.min()))
+                    yield (E, max(math.exp(ybar) - E, 1e-3) * math.exp(alpha * lx), alpha)
+
+    return grid
+
+
+def _power_as_power(theta, k):
+    """(E, K, gamma) of E + K·C^-gamma: the law itself, with E = 0."""
+    A, alpha = param_columns(theta, flat=True)
+    return 0.0 * A, A, alpha
+
+
+def _irreducible_as_power(theta, k):
+    return param_columns(theta, flat=True)
+
+
+def _describe(fit: LawFit) -> dict:
+    """fits.json's report of a C-law fit (the table's columns, its cross-check, its bootstrap)."""
+    p, ci = fit.params(), fit.ci()
+    lsq = fit.params(fit.lsq_theta) if fit.lsq_theta is not None else {}
+    d = {
+        "form": fit.name,
+        "n_points": fit.n_points,
+        "A": p["A"],
+        "alpha": p["alpha"],
+        "E": p.get("E"),
+        "ci": {k: list(ci[k]) for k in ("A", "alpha", "E") if k in ci},
+        "ci_level": fit.ci_level,
+        "r2": fit.r2,
+        "rmse_log": fit.rmse_log,
+        "huber_delta": fit.huber_delta,
+        "huber_objective": fit.objective,
+        "converged": fit.converged,
+        "n_bootstrap": fit.n_boot,
+        "n_bootstrap_ok": fit.n_boot_ok,
+        "lsq": {
+            "A": lsq.get("A"),
+            "alpha": lsq.get("alpha"),
+            "E": lsq.get("E"),
+            "r2": fit.lsq_r2,
+            **({"ci": fit.lsq_ci} if fit.lsq_ci is not None else {}),
+        },
+        "compute_range_pflops_days": list(fit.compute_range),
+        "warnings": fit.warnings,
+        "interval": fit.resampled,
+        "percentile_level": fit.level,
+        "n_runs": fit.n_runs,
+    }
+    return d
+
+
+def _c_law(form: str, params, bounds, log_predict, power_form, legend, source: str) -> Law:
+    """One of the two C laws; each is fitted beside the other as a check of its curvature."""
+    equation = "L = A·C^-alpha" if form == "power" else "L = E + A·C^-alpha"
+    return Law(
+        name=form,
+        inputs=COMPUTE,
+        params=params,
+        bounds=bounds,
+        log_predict=log_predict,
+        grid=_c_grid(form),
+        formula=f"{equation}, C in PFLOP/s-days ({source})",
+        equation=equation,
+        fitter=_fitter(form),
+        power_form=power_form,
+        describe=_describe,
+        legend=legend,
+        alternative=next(f for f in FORMS if f != form),
+        min_points=N_PARAMS[form],
+    )
+
+
+POWER = _c_law(
+    "power",
+    ("A", "alpha"),
+    ((1e-300, None), (0.0, 5.0)),
+    _log_power,
+    _power_as_power,
+    lambda p: rf"$L = {p['A']:.3f}\,C^{{-{p['alpha']:.3f}}}$",
+    "Kaplan et al. 2020",
+)
+IRREDUCIBLE = _c_law(
+    "irreducible",
+    ("E", "A", "alpha"),
+    ((0.0, None), (1e-300, None), (0.0, 5.0)),
+    _log_irreducible,
+    _irreducible_as_power,
+    lambda p: rf"$L = {p['E']:.3f} + {p['A']:.3f}\,C^{{-{p['alpha']:.3f}}}$",
+    "Hoffmann et al. 2022",
+)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import stats
@@ -58,6 +58,30 @@ class Replicates:
         C = np.concatenate([c.compute.ravel() for c in self.cells])
         L = np.exp(np.concatenate([c.y.ravel() for c in self.cells]))
         return C, L
+
+    def points(self) -> list[Run]:
+        """Every point of every run, in `flat` order."""
+        return [r for c in self.cells for pts in c.runs for r in pts]
+
+    def means(self) -> list[tuple[str, float, float]]:
+        """(size, mean compute, mean loss) over the seeds of each (size, budget), ordered by
+        compute: the points of a fit that cannot resample seeds (one seed somewhere)."""
+        out = [
+            (c.size, float(c.compute[:, j].mean()), float(np.mean([p[j].val_loss for p in c.runs])))
+            for c in self.cells
+            for j in range(c.compute.shape[1])
+        ]
+        return sorted(out, key=lambda m: m[1])
+
+    def along(self, axis) -> "Replicates":
+        """The same runs with `axis(run)` (a positive number per point, e.g. its device-seconds)
+        in place of its compute, the sizes ordered along it: the cells are not rebuilt."""
+        cells = []
+        for c in self.cells:
+            x = np.array([[float(axis(r)) for r in pts] for pts in c.runs])
+            cells.append(replace(c, compute=x, x=np.log(x)))
+        cells.sort(key=lambda c: float(np.mean(c.x)))
+        return replace(self, cells=cells)
 
     @property
     def df(self) -> int:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from analysis.fits.chinchilla import no_optimum
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 from analysis.report.plots import colours, plain_log_y, plt, save_figure
 
@@ -54,7 +55,8 @@ def plot_isoflop(
     groups, fits, paths, baseline: str = "baseline", ylabel: str = "Validation loss (nats/token)"
 ) -> None:
     """Per variant (one panel each), the fitted L(N, C/(kN)) against N at a few computes, with
-    the compute-optimal N marked and the measured points whose compute is nearest each curve's."""
+    the compute-optimal N marked and the measured points whose compute is nearest each curve's.
+    `fits`: label → LawFit of an L(N, D) law."""
     labels = sorted(fits, key=lambda k: (k != baseline, k))
     fig, axes = plt.subplots(
         1, len(labels), figsize=(4.2 * len(labels), 4.2), squeeze=False, sharey=True
@@ -68,17 +70,18 @@ def plot_isoflop(
         pts = [p for p in groups.get(label, []) if p.params and p.tokens]
         Ns = np.array([p.params for p in pts]) if pts else np.array([1e6])
         n_grid = np.geomspace(Ns.min() / 4, Ns.max() * 4, 120)
+        k = f.flops_per_param_token
         for C, c in zip(levels, cmap):
             ax.plot(
                 n_grid,
-                f.predict(n_grid, C / (f.k * n_grid)),
+                f.predict({"params": n_grid, "tokens": C / (k * n_grid)}),
                 color=c,
                 lw=1.4,
                 label=f"C = {C / FLOPS_PER_PFLOPS_DAY:.2g} PF-days",
             )
-            n_opt, _, l_opt = f.optimal(C)
+            n_opt, l_opt = f.optimum(C / FLOPS_PER_PFLOPS_DAY)
             ax.plot([n_opt], [l_opt], "*", color=c, ms=9)
-            shown.append(float(np.ravel(l_opt)[0]))
+            shown.append(l_opt)
             near = [p for p in pts if abs(np.log(p.flops / C)) < np.log(levels[1] / levels[0]) / 2]
             ax.scatter(
                 [p.params for p in near], [p.val_loss for p in near], color=c, s=16, zorder=3
@@ -87,7 +90,8 @@ def plot_isoflop(
         ax.set_xscale("log")
         ax.set_yscale("log")
         plain_log_y(ax)
-        ax.set_title(f"{label}: E={f.E:.2f}, a={f.a:.2f}, b={f.b:.2f}", fontsize=9)
+        p = f.params()
+        ax.set_title(f"{label}: E={p['E']:.2f}, a={p['a']:.2f}, b={p['b']:.2f}", fontsize=9)
         ax.set_xlabel("Non-embedding parameters N")
     shown = [v for v in shown if np.isfinite(v) and v > 0]
     if shown:
@@ -119,7 +123,7 @@ def extra_figures(
         msgs.append("frontier figure skipped: no points")
     # an L(N, D) fit without a compute-optimal N has no isoFLOP minimum to show: its curves
     # would be flat or run off the data, so such fits are left out and the log says why
-    why = {k: f.no_optimum() for k, f in extra.chinchilla.items()}
+    why = {k: no_optimum(f) for k, f in extra.chinchilla.items()}
     drawable = {k: f for k, f in extra.chinchilla.items() if why[k] is None}
     for k in sorted(k for k in why if why[k]):
         msgs.append(f"isoFLOP profile of {k} not drawn: {why[k]}")

@@ -10,7 +10,7 @@ import csv
 import io
 import math
 
-from analysis.fits.powerlaw import Fit
+from analysis.fits.laws import LawFit
 
 
 def _g(x, digits=4) -> str:
@@ -32,8 +32,9 @@ def _ci(lo, hi, digits=4) -> str:
     return f"[{_g(lo, digits)}, {_g(hi, digits)}]"
 
 
-def table_rows(fits: dict[str, Fit], multipliers: list[dict], baseline: str) -> list[dict]:
-    """One dict per fitted variant, baseline first; multiplier columns use the first C_ref."""
+def table_rows(fits: dict[str, LawFit], multipliers: list[dict], baseline: str) -> list[dict]:
+    """One dict per fitted variant, baseline first; multiplier columns use the first C_ref. The
+    columns are the C laws' parameters A, alpha and E (None where the law has no E)."""
     first = {}
     for m in multipliers:
         first.setdefault(m["variant"], m)
@@ -42,25 +43,27 @@ def table_rows(fits: dict[str, Fit], multipliers: list[dict], baseline: str) -> 
     for label in order:
         f = fits[label]
         m = first.get(label)
+        p, ci = f.params(), f.ci()
+        lsq = f.params(f.lsq_theta) if f.lsq_theta is not None else {}
         rows.append(
             {
                 "variant": label,
-                "form": f.form,
+                "form": f.name,
                 "n_points": f.n_points,
-                "A": f.A,
-                "A_lo": f.ci["A"][0],
-                "A_hi": f.ci["A"][1],
-                "alpha": f.alpha,
-                "alpha_lo": f.ci["alpha"][0],
-                "alpha_hi": f.ci["alpha"][1],
-                "E": f.E,
-                "E_lo": f.ci.get("E", (None, None))[0],
-                "E_hi": f.ci.get("E", (None, None))[1],
+                "A": p["A"],
+                "A_lo": ci["A"][0],
+                "A_hi": ci["A"][1],
+                "alpha": p["alpha"],
+                "alpha_lo": ci["alpha"][0],
+                "alpha_hi": ci["alpha"][1],
+                "E": p.get("E"),
+                "E_lo": ci.get("E", (None, None))[0],
+                "E_hi": ci.get("E", (None, None))[1],
                 "r2": f.r2,
                 "rmse_log": f.rmse_log,
-                "lsq_A": f.lsq["A"],
-                "lsq_alpha": f.lsq["alpha"],
-                "lsq_E": f.lsq["E"],
+                "lsq_A": lsq.get("A"),
+                "lsq_alpha": lsq.get("alpha"),
+                "lsq_E": lsq.get("E"),
                 "c_ref_pflops_days": m["c_ref_pflops_days"] if m else None,
                 "multiplier": m["multiplier"] if m else None,
                 "multiplier_lo": m["ci"][0] if m else None,
@@ -70,10 +73,15 @@ def table_rows(fits: dict[str, Fit], multipliers: list[dict], baseline: str) -> 
     return rows
 
 
+def _with_e(rows) -> bool:
+    """Whether the rows' law has an irreducible term (its E column)."""
+    return any(r["E"] is not None for r in rows)
+
+
 def _display(rows, ci_level):
     """(header, body) of strings shared by the terminal and Markdown tables."""
     pct = f"{ci_level:.0%}"
-    irreducible = any(r["form"] == "irreducible" for r in rows)
+    irreducible = _with_e(rows)
     header = ["variant", "n", "A", f"{pct} CI", "alpha", f"{pct} CI"]
     if irreducible:
         header += ["E", f"{pct} CI"]
@@ -120,8 +128,8 @@ def markdown_table(rows, ci_level, c_ref=None, loss="huber", interval=None) -> s
     out += ["| " + " | ".join(b) + " |" for b in body]
     note = (
         f"\nFits of log L by {'least squares' if loss == 'lsq' else 'Huber loss'}; "
-        "L = A·C^-alpha"
-        + (" + E" if any(r["form"] == "irreducible" for r in rows) else "")
+        + "L = A·C^-alpha"
+        + (" + E" if _with_e(rows) else "")
         + ", C in PFLOP/s-days. LSQ = plain least squares on log L"
         + (" (cross-check)." if loss != "lsq" else " (the fit itself).")
     )
@@ -165,7 +173,7 @@ def _tex(s: str) -> str:
 
 
 def latex_table(rows, ci_level, c_ref=None) -> str:
-    irreducible = any(r["form"] == "irreducible" for r in rows)
+    irreducible = _with_e(rows)
     pct = _tex(f"{ci_level:.0%}")
     cols = (
         ["Variant", "$n$", "$A$", r"$\alpha$"]
