@@ -4,17 +4,16 @@ much as uniform seeds of the same cost (bench/next_runs_check.py checks it by si
 import numpy as np
 import pytest
 
-from analysis import next_runs
-from analysis.inputs.synthetic import power_law, shifted, simulate_runs, write_runs
-from analysis.next_runs import (
+from analysis.estimates import seed_planner
+from analysis.estimates.seed_planner import (
     MAX_SEED_RATIO,
     PRECISION_FLOOR,
-    commands,
-    main,
     propose,
     with_added,
     worst_half_width,
 )
+from analysis.inputs.synthetic import power_law, shifted, simulate_runs, write_runs
+from analysis.next_runs import commands, main
 
 PEAK, MFU = 989e12, 0.35
 NOISE = {"sigma_run": 0.012, "rho": 0.3, "sigma_point": 0.003}
@@ -99,14 +98,14 @@ def test_grouped_prediction_is_the_one_of_every_run():
 def bounded_steps(monkeypatch):
     """Fails a test whose allocation evaluates the design 5000 times or more."""
     calls = {"n": 0}
-    real = next_runs.Design.half_width
+    real = seed_planner.Design.half_width
 
     def counted(self, *a, **k):
         calls["n"] += 1
         assert calls["n"] < 5000, "the allocation is not bounded"
         return real(self, *a, **k)
 
-    monkeypatch.setattr(next_runs.Design, "half_width", counted)
+    monkeypatch.setattr(seed_planner.Design, "half_width", counted)
 
 
 def test_any_budget_is_allocated_in_a_bounded_number_of_steps(bounded_steps):
@@ -194,7 +193,7 @@ def test_cpu_runs_are_priced_by_their_measured_speed_with_the_fits_exponent(tmp_
     }
     runs = collect_or_report([str(demo)], "val_loss").runs
     assert power.measured(runs)[1] == pytest.approx(float(table["baseline"]["alpha"]), rel=1e-9)
-    speed, devices = next_runs.measured_speed(runs)
+    speed, devices = seed_planner.measured_speed(runs)
     assert devices == "Intel(R) Xeon(R) Processor" and 1e8 < speed < 1e11  # a CPU's FLOP/s
 
     assert main([str(demo), "--gpu-hours", "10"]) == 0

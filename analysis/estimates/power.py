@@ -52,7 +52,7 @@ class PlannedRun:
     budgets: tuple | None = None  # the points' budgets (multiples); only their ratios matter
 
 
-def _fractions(run: PlannedRun) -> np.ndarray:
+def fractions(run: PlannedRun) -> np.ndarray:
     if run.budgets:
         b = np.sort(np.asarray(run.budgets, float))
         return b / b.max()
@@ -65,7 +65,7 @@ def _design(runs: list[PlannedRun]):
     """x (log compute of each point), run index, (size, seed) of each point."""
     x, run_of, cell = [], [], []
     for i, r in enumerate(runs):
-        for f in _fractions(r):
+        for f in fractions(r):
             x.append(math.log(r.flops * f))
             run_of.append(i)
             cell.append((r.size, r.seed))
@@ -90,7 +90,7 @@ def groups_of(runs: list[PlannedRun]) -> tuple[list[Group], list]:
     index: dict[tuple, int] = {}
     groups, seeds = [], []
     for r in runs:
-        f = _fractions(r)
+        f = fractions(r)
         key = (r.size, round(math.log(r.flops), 9), tuple(np.round(f, 9)))
         if key not in index:
             index[key] = len(groups)
@@ -346,6 +346,35 @@ def measured(finished_runs) -> tuple[dict | None, float | None, str]:
 
 def report(planned: list[PlannedRun], finished_runs=(), baseline: str = "baseline") -> str:
     """The lines `plan=true` prints under the grid."""
+    why_not = no_multiplier(planned, baseline)
+    if why_not:
+        return why_not
+    noise, alpha, src = report_noise(list(finished_runs))
+    rows = predict(planned, baseline, noise, alpha or DEFAULT_ALPHA)
+    if not rows:
+        return (
+            f"Power: the plan has no variant beside {baseline!r} at the baseline's sizes; "
+            "no multiplier to predict."
+        )
+    lines = [
+        f"Power (predicted 95 % interval of each multiplier, at the middle of the baseline's "
+        f"compute; {'; '.join(src)}):"
+    ]
+    final = _c_law_points() != "all"
+    for r in rows:
+        lines += variant_lines(r, final)
+    if final and any(r["points_per_run"] > 1 for r in rows):
+        lines.append(
+            "  (the C-law fits each run's final point, so more budgets per run "
+            "(train.budgets) do not narrow these intervals: seeds do; the earlier points "
+            "feed L(N, D) and the figures)"
+        )
+    return "\n".join(lines)
+
+
+def no_multiplier(planned: list[PlannedRun], baseline: str) -> str | None:
+    """Why a grid has no multiplier to predict (its baseline at one size, or at one compute),
+    or None."""
     sizes = {r.size for r in planned if r.label == baseline}
     if len(sizes) < 2:  # an ablation or an LR scan: losses are compared at one size
         return (
@@ -366,7 +395,12 @@ def report(planned: list[PlannedRun], finished_runs=(), baseline: str = "baselin
                 else "."
             )
         )
-    noise, alpha, where = measured(list(finished_runs))
+    return None
+
+
+def report_noise(finished_runs: list) -> tuple[dict, float | None, list[str]]:
+    """(noise, measured exponent or None, what the report says of where each is from)."""
+    noise, alpha, where = measured(finished_runs)
     src = []
     if noise is None:
         noise = dict(DEFAULT_NOISE)
@@ -387,45 +421,32 @@ def report(planned: list[PlannedRun], finished_runs=(), baseline: str = "baselin
         if alpha
         else f"baseline exponent {DEFAULT_ALPHA} (default: the report's)"
     )
-    rows = predict(planned, baseline, noise, alpha or DEFAULT_ALPHA)
-    if not rows:
-        return (
-            f"Power: the plan has no variant beside {baseline!r} at the baseline's sizes; "
-            "no multiplier to predict."
+    return noise, alpha, src
+
+
+def variant_lines(r: dict, final: bool) -> list[str]:
+    """One variant's power line (and a note for one seed per size)."""
+    s = (
+        f"  {r['variant']}: this grid resolves a {DEFAULT_MULTIPLIER}x multiplier to "
+        f"±{100 * r['half_width']:.0f} % ({r['seeds_per_size']} seed(s) per size, "
+        + ("each run's final point)" if final else f"{r['points_per_run']} point(s) per run)")
+    )
+    if r["half_width"] > TARGET:
+        need = (
+            f"{r['seeds_for_target']} seeds per size"
+            if r["seeds_for_target"]
+            else "more than 64 seeds per size"
         )
-    lines = [
-        f"Power (predicted 95 % interval of each multiplier, at the middle of the baseline's "
-        f"compute; {'; '.join(src)}):"
-    ]
-    final = _c_law_points() != "all"
-    for r in rows:
-        s = (
-            f"  {r['variant']}: this grid resolves a {DEFAULT_MULTIPLIER}x multiplier to "
-            f"±{100 * r['half_width']:.0f} % ({r['seeds_per_size']} seed(s) per size, "
-            + ("each run's final point)" if final else f"{r['points_per_run']} point(s) per run)")
-        )
-        if r["half_width"] > TARGET:
-            need = (
-                f"{r['seeds_for_target']} seeds per size"
-                if r["seeds_for_target"]
-                else "more than 64 seeds per size"
+        s += f"; ±10 % needs {need}"
+        if r["half_width_with_8_points"] is not None:
+            s += (
+                f"; 8 points per run (train.budgets) would give "
+                f"±{100 * r['half_width_with_8_points']:.0f} %"
             )
-            s += f"; ±10 % needs {need}"
-            if r["half_width_with_8_points"] is not None:
-                s += (
-                    f"; 8 points per run (train.budgets) would give "
-                    f"±{100 * r['half_width_with_8_points']:.0f} %"
-                )
-        lines.append(s)
-        if r["one_seed"]:
-            lines.append(
-                "    (one seed per size: the interval can only resample sizes, which "
-                "under-covers; plan >= 2 seeds)"
-            )
-    if final and any(r["points_per_run"] > 1 for r in rows):
+    lines = [s]
+    if r["one_seed"]:
         lines.append(
-            "  (the C-law fits each run's final point, so more budgets per run "
-            "(train.budgets) do not narrow these intervals: seeds do; the earlier points "
-            "feed L(N, D) and the figures)"
+            "    (one seed per size: the interval can only resample sizes, which "
+            "under-covers; plan >= 2 seeds)"
         )
-    return "\n".join(lines)
+    return lines

@@ -1,10 +1,10 @@
 """`design=adaptive`: a sweep that chooses its own runs, round by round.
 
 The sweep's grid is the first round. After it, the finished runs are fitted and
-`analysis.next_runs.propose` chooses the seeds (one run of every variant each) that narrow the
-worst multiplier's predicted 95 % interval (at `design.at_compute`, or C_ref) most per GPU-hour,
-within one uniform round's GPU-hours; those are launched, and so on until the predicted half-width
-reaches `design.target_half_width`, `design.max_gpu_hours` is spent (GPU-hours priced as
+`analysis.estimates.seed_planner.propose` chooses the seeds (one run of every variant each) that
+narrow the worst multiplier's predicted 95 % interval (at `design.at_compute`, or C_ref) most per
+GPU-hour, within one uniform round's GPU-hours; those are launched, and so on until the predicted
+half-width reaches `design.target_half_width`, `design.max_gpu_hours` is spent (GPU-hours priced as
 `plan=true` prices them), or `design.max_rounds`. Every decision, with its reason, is appended to
 `<sweep>/design.jsonl`. Resumable: a re-run trains nothing already finished (the sweeper skips
 completed runs) and decides again from the runs on disk.
@@ -55,8 +55,8 @@ def next_round(
     sweep_dir: Path, design, plan_gpu: str, plan_mfu: float, baseline: str = "baseline"
 ) -> tuple[list, dict]:
     """([(size, [seeds])] to train next, the decision with its reason); [] means stop."""
+    from analysis.estimates.seed_planner import propose
     from analysis.inputs.collect import InputError, collect
-    from analysis.next_runs import propose
     from andrea.run.units import peak_flops
 
     try:
