@@ -173,18 +173,19 @@ def with_added(grid, added: dict[str, int]) -> list[power.PlannedRun]:
     return out
 
 
-def noise_of(runs, noise: dict | None, alpha: float | None) -> tuple[dict, float, str]:
-    """(noise, baseline exponent, where the noise is from): the given ones, else measured from
-    the finished runs' seeds (power.measured), else power's defaults."""
+def noise_of(runs, noise: dict | None, alpha: float | None) -> tuple[dict, float, str, bool]:
+    """(noise, baseline exponent, where the noise is from, whether it was measured): the given
+    ones, else measured from the finished runs' seeds (power.measured), else power's defaults."""
     if noise is not None and alpha is not None:
-        return noise, alpha, "given"
+        return noise, alpha, "given", True
     m_noise, m_alpha, where = power.measured(list(runs))
     source = "from the finished runs" if m_noise else f"default ({where})"
+    measured = noise is not None or m_noise is not None
     noise = noise or {
         **power.DEFAULT_NOISE,
         **{k: v for k, v in (m_noise or {}).items() if v is not None},
     }
-    return noise, alpha or m_alpha or power.DEFAULT_ALPHA, source
+    return noise, alpha or m_alpha or power.DEFAULT_ALPHA, source, measured
 
 
 class _Search:
@@ -305,7 +306,7 @@ def propose(
     if not (math.isfinite(gpu_hours) and gpu_hours > 0):
         raise ValueError(f"gpu_hours={gpu_hours!r} must be a positive finite number")
     grid = finished_grid(runs)
-    noise, alpha, source = noise_of(runs, noise, alpha)
+    noise, alpha, source, measured = noise_of(runs, noise, alpha)
     design = Design(grid, baseline, at_flops)
     cost, now = seed_costs(grid, gpu_peak * mfu)
     budget = gpu_hours * (1 + 1e-9)
@@ -330,6 +331,7 @@ def propose(
         "sizes": list(cost),
         "noise": noise,
         "noise_source": source,
+        "noise_measured": measured,  # False: power's default noise, an assumption
         "alpha": alpha,
         "finished": grid,
         "gpu_hours_to_target": at_target,
