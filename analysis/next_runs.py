@@ -59,7 +59,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--sweep",
         default=None,
-        help="sweeps= name for the commands (default: the first input directory's name)",
+        help="sweeps= name for the commands (default: the overrides the runs were launched "
+        "with, as Hydra recorded them; for runs without, the first input directory's name)",
     )
     p.add_argument(
         "--at-compute",
@@ -129,8 +130,11 @@ def seed_main(args) -> int:
         *((measured[0], 1.0) if measured else (peak, args.mfu)),
         at_flops=at_flops,
     )
-    sweep = args.sweep or Path(args.inputs[0]).resolve().name
-    print("\n".join(seed_plan_lines(prop, args, measured, at_flops, sweep)))
+    from analysis.inputs.overrides import grids_by_size
+
+    grids = None if args.sweep else grids_by_size(runs)
+    sweep = args.sweep or (None if grids else Path(args.inputs[0]).resolve().name)
+    print("\n".join(seed_plan_lines(prop, args, measured, at_flops, commands(prop, sweep, grids))))
     return 0
 
 
@@ -183,8 +187,12 @@ def check_sweep(runs, args, at_flops: float | None) -> None:
         )
 
 
-def commands(prop: dict, sweep: str) -> list[str]:
-    """One `sweep.py` line per size with new seeds."""
+def commands(prop: dict, sweep: str | None, grids: dict | None = None) -> list[str]:
+    """One `sweep.py` line per size with new seeds (and per distinct set of overrides there):
+    the overrides the finished runs were launched with (`grids`,
+    analysis.inputs.overrides.grids_by_size), else `sweeps=SWEEP size=S`."""
+    from analysis.inputs.overrides import SEED, shell_words
+
     out = []
     for s in prop["sizes"]:
         n = prop["added"].get(s, 0)
@@ -196,7 +204,13 @@ def commands(prop: dict, sweep: str) -> list[str]:
             if n <= 3
             else f"'range({first},{first + n})'"
         )  # Hydra's sweep range, stop excluded
-        out.append(f"python sweep.py -m sweeps={sweep} size={s} train.seed={seeds}")
+        if grids is None or sweep is not None:
+            out.append(f"python sweep.py -m sweeps={sweep} size={s} train.seed={seeds}")
+            continue
+        for line in grids[s]:
+            at = next((i + 1 for i, o in enumerate(line) if o.startswith("size=")), len(line))
+            words = f"{shell_words(line[:at])} {SEED}={seeds} {shell_words(line[at:])}"
+            out.append(f"python sweep.py -m {words.strip()}")
     return out
 
 
@@ -221,7 +235,7 @@ def cost_line(args, measured) -> tuple[str, str]:
     )
 
 
-def seed_plan_lines(prop: dict, args, measured, at_flops, sweep: str) -> list[str]:
+def seed_plan_lines(prop: dict, args, measured, at_flops, cmds: list[str]) -> list[str]:
     """What the seed planner prints: the noise and cost, the seeds per size, the half-width now
     and after, the uniform alternative and the launch lines."""
     unit, cost = cost_line(args, measured)
@@ -244,7 +258,13 @@ def seed_plan_lines(prop: dict, args, measured, at_flops, sweep: str) -> list[st
         f"{pm(prop['before'])} now → {pm(prop['after'])} with the proposal "
         f"({prop['spent_gpu_hours']:.3g} of {args.gpu_hours:g} {unit})"
     )
-    return lines + budget_lines(prop, args, unit) + launch_lines(prop, sweep, unit)
+    if prop["finished_df"] == 0:
+        lines.append(
+            "  (now: one seed per size, so no noise is measured between seeds: the width now is "
+            "the delta method's at the default noise, and analysis.fit's interval, resampling "
+            "sizes, under-covers; added seeds give the interval its degrees of freedom)"
+        )
+    return lines + budget_lines(prop, args, unit) + launch_lines(prop, args, unit, cmds)
 
 
 def budget_lines(prop: dict, args, unit: str) -> list[str]:
@@ -278,15 +298,17 @@ def budget_lines(prop: dict, args, unit: str) -> list[str]:
     return lines
 
 
-def launch_lines(prop: dict, sweep: str, unit: str) -> list[str]:
-    cmds = commands(prop, sweep)
+def launch_lines(prop: dict, args, unit: str, cmds: list[str]) -> list[str]:
     if cmds:
         return ["Launch:"] + [f"  {c}" for c in cmds]
+    if prop["at_floor"]:
+        return ["Nothing to add: the interval is already that narrow"]
     cheapest = min(prop["cost_per_seed"].values())
+    if cheapest > args.gpu_hours:
+        return [f"Nothing to add: one seed at the cheapest size costs {cheapest:.3g} {unit}"]
     return [
-        f"Nothing to add: one seed at the cheapest size costs {cheapest:.3g} {unit}"
-        if not prop["at_floor"]
-        else "Nothing to add: the interval is already that narrow"
+        f"Nothing to add: no seeds that {args.gpu_hours:g} {unit} buy narrow the predicted "
+        f"interval (one seed at the cheapest size costs {cheapest:.3g} {unit})"
     ]
 
 

@@ -204,9 +204,13 @@ class _Search:
         return sum(self.cost[s] * n for s, n in added.items())
 
     def best_step(self, added, hw, spent):
-        """(gain per GPU-hour, size, seeds, half-width after) of the best step, or None."""
+        """(gain per GPU-hour, size, seeds, half-width after) of the best step, or None. While
+        the seeds give few degrees of freedom (power.MIN_NOISE_DF), a step that narrows nothing
+        is still taken, the one that widens least: each seed then moves the interval's t
+        quantile sharply (1 df: 12.7, 3 df: 3.2), so seeds that widen it at first open the way
+        to ones that narrow it (`run` keeps the narrowest design on the way)."""
         n_seeds = {s: self.now[s] + added[s] for s in self.sizes}
-        best = None
+        best, least_bad = None, None
         for s in self.sizes:
             step = min(
                 max(1, int(n_seeds[s] * STEP_FRACTION)),
@@ -222,7 +226,14 @@ class _Search:
             gain = (hw - h) / (step * self.cost[s])
             if gain > 0 and (best is None or gain > best[0]):
                 best = (gain, s, step, h)
+            if least_bad is None or h < least_bad[3]:
+                least_bad = (gain, s, step, h)
+        if best is None and self.few_df(added):
+            return least_bad
         return best
+
+    def few_df(self, added: dict[str, int]) -> bool:
+        return self.design_df(added) < power.MIN_NOISE_DF
 
     def scaled(self, added: dict[str, int]) -> dict[str, int] | None:
         """Once the finished seeds no longer matter, the design scaled to the budget in one step
@@ -249,29 +260,43 @@ class _Search:
 
     def run(self) -> tuple[dict[str, int], float, float, float, float | None]:
         """(added, GPU-hours spent, half-width before, after, GPU-hours at which it reached
-        power.TARGET or None)."""
+        power.TARGET or None): the narrowest design on the greedy path. A grid of one seed per
+        size counts as no interval at all: its half-width is the delta method's at a noise it
+        cannot measure (analysis.fit's interval then resamples sizes and under-covers), so any
+        design with seeds to measure the noise is preferred to it."""
         before = self.hw({})
         added, spent, hw = {s: 0 for s in self.sizes}, 0.0, before
+        narrowest = (math.inf if self.design_df(added) == 0 else before, dict(added), spent)
         scaled = False
         at_target = spent if hw <= power.TARGET else None
         while hw > self.floor:
             n_seeds = {s: self.now[s] + added[s] for s in self.sizes}
+            grown = None
             if not scaled and min(n_seeds.values()) >= SCALE_AFTER * max(self.now.values()):
                 scaled = True
                 grown = self.scaled(added)
-                if grown is not None:
-                    added = grown
-                    spent, hw = self.spent(added), self.hw(added)
-                    continue
-            best = self.best_step(added, hw, spent)
-            if best is None:
-                break
-            _, s, step, hw = best
-            added[s] += step
-            spent += step * self.cost[s]
-            if at_target is None and hw <= power.TARGET:
-                at_target = spent
+            if grown is not None:
+                added = grown
+                spent, hw = self.spent(added), self.hw(added)
+            else:
+                best = self.best_step(added, hw, spent)
+                if best is None:
+                    break
+                _, s, step, hw = best
+                added[s] += step
+                spent += step * self.cost[s]
+                if at_target is None and hw <= power.TARGET:
+                    at_target = spent
+            if hw < narrowest[0]:
+                narrowest = (hw, dict(added), spent)
+        hw, added, spent = narrowest
+        if not math.isfinite(hw):
+            hw = before
         return {s: n for s, n in added.items() if n}, spent, before, hw, at_target
+
+    def design_df(self, added: dict[str, int]) -> int:
+        d = self.design
+        return min(d.df(lb, added) for lb in d.seeds)
 
 
 def seed_costs(grid, flops_per_s: float) -> tuple[dict[str, float], dict[str, int]]:
@@ -317,13 +342,17 @@ def propose(
     at_floor = hw <= floor and floor > 0
     u_rounds = int((spent * (1 + 1e-9) if at_floor and added else budget) / round_cost)
     uniform = {s: u_rounds for s in cost} if u_rounds else {}
+    u_hw = search.hw(uniform)
+    if uniform and u_hw < hw:  # the greedy path missed it (the t quantile's steps): take it
+        added, spent, hw = dict(uniform), u_rounds * round_cost, u_hw
+        at_floor = hw <= floor and floor > 0
     return {
         "before": before,
         "after": hw,
         "spent_gpu_hours": spent,
         "added": added,
         "seeds": {s: now[s] + added.get(s, 0) for s in cost},
-        "uniform_after": search.hw(uniform),
+        "uniform_after": u_hw,
         "uniform_rounds": u_rounds,
         "uniform_gpu_hours": u_rounds * round_cost,
         "uniform_added": uniform,
@@ -334,6 +363,7 @@ def propose(
         "noise_measured": measured,  # False: power's default noise, an assumption
         "alpha": alpha,
         "finished": grid,
+        "finished_df": search.design_df({}),  # 0: one seed per size, no noise measurable
         "gpu_hours_to_target": at_target,
         "floor": floor,
         "at_floor": at_floor,
