@@ -72,20 +72,19 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--pool",
         default=None,
-        help="CSV of candidate runs: params, tokens, cost "
-        "(GPU-hours), loss where measured (see the module docstring)",
+        help="CSV of candidate runs: the law's inputs (params, tokens, ...), cost "
+        "(GPU-hours), loss where measured, name (analysis/inputs/pool.py)",
     )
     g.add_argument(
         "--target",
         default=None,
-        help="CSV of the runs whose loss is wanted (params, tokens): the target region",
+        help="CSV of the runs whose loss is wanted (the law's inputs): the target region",
     )
     g.add_argument(
         "--law",
         default="chinchilla",
-        help="the law fitted to the pool, one of "
-        "`python -m analysis.fit --law`'s in (params, tokens[, unique_tokens]) "
-        "(default: %(default)s)",
+        help="the law fitted to the pool, any of `python -m analysis.fit --law`'s: the pool's "
+        "and the target's columns are its inputs (default: %(default)s)",
     )
     g.add_argument(
         "--replay",
@@ -344,15 +343,14 @@ def pool_main(args) -> int:
 
 
 def pool_law(args):
-    """The law --law names, one in params and tokens, or a Refusal."""
+    """The law --law names (any law of the registry: the pool's columns are its inputs), or a
+    Refusal."""
     from analysis.fits.law_registry import laws as all_laws
 
-    usable = {n: lw for n, lw in all_laws().items() if "compute" not in lw.inputs}
-    if args.law not in usable:
-        raise Refusal(
-            f"--law {args.law!r} is not a law of params and tokens; known: {', '.join(usable)}"
-        )
-    return usable[args.law]
+    known = all_laws()
+    if args.law not in known:
+        raise Refusal(f"--law {args.law!r}: no such law; known: {', '.join(known)}")
+    return known[args.law]
 
 
 def check_pool_arguments(args) -> None:
@@ -369,14 +367,12 @@ def check_pool_arguments(args) -> None:
 
 def read_pool_and_target(args, law):
     from analysis.inputs.collect import InputError
-    from analysis.inputs.pool import read_table
+    from analysis.inputs.pool import read_pool, read_target
 
     try:
-        pool = read_table(args.pool, law.inputs + ("cost",), law.inputs + ("cost",))
-        target = read_table(args.target, law.inputs, law.inputs)
+        return read_pool(args.pool, law), read_target(args.target, law)
     except InputError as e:
-        raise Refusal(f"{e} (the {law.name} law reads {', '.join(law.inputs)})") from None
-    return pool, target
+        raise Refusal(str(e)) from None
 
 
 def replay_main(args, law, pool, target) -> int:

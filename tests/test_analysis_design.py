@@ -263,3 +263,121 @@ def test_seed_planner_at_a_named_compute_is_wider_past_the_data(tmp_path, capsys
     assert main([str(tmp_path / "demo"), "--gpu-hours", "1", "--at-compute", "1e3"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --at-compute 1e3 is below the data")
+
+
+def _write(path, header, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def _chinchilla(N, D):
+    return 1.7 + 400 * N**-0.34 + 410 * D**-0.28
+
+
+def test_a_pool_of_final_points_on_one_ray_gets_a_pilot_off_it(tmp_path, capsys):
+    """A sweep's final points all at 20 tokens per parameter do not fit L(N, D) (N and D move
+    together): that gave "no fit" and nothing (exit 0) though affordable candidates on other rays
+    existed. Now a pilot spread away from the finished runs, which takes the other rays."""
+    rows = [
+        (N, 20 * N, 6 * N * 20 * N / 3.6e18, _chinchilla(N, 20 * N), f"done{k}")
+        for k, N in enumerate((1e7, 2e7, 4e7, 8e7, 1.6e8, 3.2e8, 6.4e8))
+    ]
+    rows += [
+        (N, tpp * N, 6 * N * tpp * N / 3.6e18, "", f"c{N:g}_{tpp}")
+        for N in (1e7, 1e8)
+        for tpp in (5, 20, 80)
+    ]
+    pool = _write(tmp_path / "pool.csv", ["params", "tokens", "cost", "loss", "name"], rows)
+    target = _write(tmp_path / "target.csv", ["params", "tokens"], [(3e9, 6e10)])
+    assert main(["--pool", str(pool), "--target", str(target), "--gpu-hours", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "pilot:" in out and "away from the finished ones" in out, out
+    picked = [x.split(":")[0].strip() for x in out.splitlines() if x.startswith("  c")]
+    assert picked and any(not p.endswith("_20") for p in picked), out
+
+
+def test_a_pool_too_small_to_fit_says_why_nothing_is_bought(tmp_path, capsys):
+    rows = [(1e7, 2e8, 1.0, 3.1, "a"), (1e8, 2e9, 50.0, "", "b"), (3e8, 6e9, 90.0, "", "c")]
+    pool = _write(tmp_path / "pool.csv", ["params", "tokens", "cost", "loss", "name"], rows)
+    target = _write(tmp_path / "target.csv", ["params", "tokens"], [(3e9, 6e10)])
+    assert main(["--pool", str(pool), "--target", str(target), "--gpu-hours", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "no pilot: the cheapest candidate costs 50 GPU-h, over 10" in out, out
+    assert "1 finished; the 5-parameter chinchilla law needs 6" in out
+
+
+@pytest.mark.parametrize(
+    "loss,shown", [("abc", "'abc'"), ("-3", "'-3'"), ("nan", "'nan'"), ("inf", "'inf'")]
+)
+def test_a_bad_loss_in_the_pool_is_one_error_line_naming_row_and_column(
+    tmp_path, capsys, loss, shown
+):
+    """A non-numeric loss became NaN, so a candidate (proposed for re-running); loss=-3 gave
+    "no fit" and exit 0 with no row named."""
+    pool, target = _pool(tmp_path)
+    lines = pool.read_text().splitlines()
+    cells = lines[3].split(",")
+    cells[-1] = loss
+    lines[3] = ",".join(cells)
+    pool.write_text("\n".join(lines) + "\n")
+    assert main(["--pool", str(pool), "--target", str(target), "--gpu-hours", "1"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {pool}: row 4, column loss: {shown}"), err
+    assert not captured.out
+
+
+def _vocab_law():
+    """A plug-in law in (params, tokens, vocab): log L = a + b log N + c log D + d log V."""
+
+    def cols(X):
+        return np.column_stack(
+            [np.ones_like(X["params"])] + [np.log(X[k]) for k in ("params", "tokens", "vocab")]
+        )
+
+    return Law(
+        name="vocab_loglinear",
+        inputs=("params", "tokens", "vocab"),
+        params=("a", "b", "c", "d"),
+        bounds=((None, None),) * 4,
+        log_predict=lambda th, X: cols(X) @ np.asarray(th, float).T,
+        grid=lambda X, y: [(float(y.mean()), 0.0, 0.0, 0.0)],
+        formula="log L = a + b log N + c log D + d log V",
+        jacobian=lambda th, X: cols(X),
+    )
+
+
+def test_the_pool_reads_a_plug_in_laws_own_inputs(tmp_path, capsys, monkeypatch):
+    """The pool's columns are the chosen law's inputs, whatever they are: a law in vocab
+    size plans from a pool with a `vocab` column, and a pool without one is refused with one
+    line naming what the law needs and what the pool has."""
+    from analysis.fits import law_registry
+
+    built = law_registry.build(extra=[_vocab_law()])
+    monkeypatch.setattr(law_registry, "laws", lambda: built)
+    rng = np.random.default_rng(0)
+    rows = []
+    for i, (N, V) in enumerate((N, V) for N in (1e7, 3e7, 1e8, 3e8) for V in (8e3, 32e3, 128e3)):
+        D = 20 * N
+        y = np.exp(3.0 - 0.05 * np.log(N) - 0.04 * np.log(D) - 0.01 * np.log(V))
+        loss = y * np.exp(0.002 * rng.standard_normal()) if i % 2 == 0 else ""
+        rows.append((N, D, V, 6 * N * D / 3.6e18, loss))
+    pool = _write(tmp_path / "pool.csv", ["params", "tokens", "vocab", "cost", "loss"], rows)
+    target = _write(tmp_path / "target.csv", ["params", "tokens", "vocab"], [(3e9, 6e10, 64e3)])
+    argv = ["--pool", str(pool), "--target", str(target), "--gpu-hours", "1"]
+    assert main(argv + ["--law", "vocab_loglinear"]) == 0
+    out = capsys.readouterr().out
+    assert "the vocab_loglinear law" in out and ", vocab " in out and "now ->" in out, out
+    # the pool without the law's input: one line
+    _write(
+        tmp_path / "pool.csv", ["params", "tokens", "cost", "loss"], [r[:2] + r[3:] for r in rows]
+    )
+    assert main(argv + ["--law", "vocab_loglinear"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0] == (
+        f"error: {pool}: law vocab_loglinear needs params, tokens, vocab and cost; pool.csv has "
+        "params, tokens, cost, loss (missing vocab)"
+    ), err

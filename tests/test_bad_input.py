@@ -803,6 +803,23 @@ POOL_CASES = [
         next_runs_pool("params,tokens,cost\nabc,1e8,1\n", "--gpu-hours", "1"),
         ("pool.csv", "row 2", "params"),
     ),
+    *[
+        Case(
+            f"next_runs_pool_{kind}_loss",
+            "analysis",
+            f"next_runs --pool: a pool row with loss={v}",
+            next_runs_pool(f"params,tokens,cost,loss\n1e7,1e8,1,{v}\n", "--gpu-hours", "1"),
+            ("pool.csv", "row 2", "column loss", f"'{v}'"),
+        )
+        for kind, v in (("bad", "abc"), ("negative", "-3"))
+    ],
+    Case(
+        "next_runs_pool_law_inputs",
+        "analysis",
+        "next_runs --pool --law data_constrained: a pool without unique_tokens",
+        next_runs_pool(_POOL, "--gpu-hours", "1", "--law", "data_constrained"),
+        ("pool.csv", "law data_constrained needs", "missing unique_tokens"),
+    ),
     Case(
         "next_runs_pool_zero_budget",
         "analysis",
