@@ -149,7 +149,7 @@ def check_seed_arguments(args) -> tuple[float | None, float]:
             f"need a finite --gpu-hours > 0 and 0 < --mfu <= 1, got {args.gpu_hours:g}, "
             f"{args.mfu:g}"
         )
-    from andrea.run.units import PEAK_FLOPS, PFLOPS_DAY, parse_compute, peak_flops
+    from andrea.run.units import PFLOPS_DAY, gpu_problem, parse_compute, peak_flops
 
     at_flops = None
     if args.at_compute is not None:
@@ -157,14 +157,10 @@ def check_seed_arguments(args) -> tuple[float | None, float]:
             at_flops = parse_compute(args.at_compute) * PFLOPS_DAY
         except ValueError as e:
             raise Refusal(f"--at-compute: {e}") from None
-    peak = peak_flops(args.gpu or DEFAULT_GPU, "bf16")
-    if peak is None:
-        known = ", ".join(k for k, v in PEAK_FLOPS.items() if v.get("bf16"))
-        raise Refusal(
-            f"--gpu {args.gpu!r} is not a GPU andrea knows the bf16 peak of; known: "
-            f"{known} (a device name such as 'NVIDIA H100 80GB HBM3' also matches)"
-        )
-    return at_flops, peak
+    why = gpu_problem(args.gpu or DEFAULT_GPU, "--gpu ", "bf16")
+    if why:
+        raise Refusal(why)
+    return at_flops, peak_flops(args.gpu or DEFAULT_GPU, "bf16")
 
 
 def check_sweep(runs, args, at_flops: float | None) -> None:

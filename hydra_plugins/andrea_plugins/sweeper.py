@@ -60,9 +60,12 @@ class AndreaSweeper(BasicSweeper):
         super().__init__(max_batch_size=max_batch_size, params=params)
 
     def sweep(self, arguments: List[str]) -> Any:
+        from andrea.run.units import gpu_problem
         from hydra_plugins.andrea_plugins.adaptive import check, run_rounds
 
-        why = check(self.config.design)
+        why = check(self.config.design) or gpu_problem(
+            self.config.get("plan_gpu", "H100"), "plan_gpu="
+        )
         if why:
             print(f"error: {why}", file=sys.stderr)
             sys.exit(2)
