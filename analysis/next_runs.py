@@ -82,9 +82,11 @@ def parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--law",
-        default="chinchilla",
+        default="auto",
         help="the law fitted to the pool, any of `python -m analysis.fit --law`'s: the pool's "
-        "and the target's columns are its inputs (default: %(default)s)",
+        "and the target's columns are its inputs (default: %(default)s, the law analysis.fit's "
+        "--law auto chooses by backtest on the measured rows, among those whose inputs the "
+        "pool and the target have; it says which)",
     )
     g.add_argument(
         "--replay",
@@ -311,18 +313,27 @@ def launch_lines(prop: dict, args, unit: str, cmds: list[str]) -> list[str]:
 
 
 def pool_main(args) -> int:
-    law = pool_law(args)
+    laws = pool_laws(args)
     check_pool_arguments(args)
-    pool, target = read_pool_and_target(args, law)
+    pool, target, laws = read_pool_and_target(args, laws)
     if args.replay:
-        return replay_main(args, law, pool, target)
-    from analysis.estimates.pool_plan import losses_of, plan_pool
+        return replay_main(args, laws, pool, target)
+    from analysis.estimates import pool_law
+    from analysis.estimates.pool_plan import inputs_of, losses_of, plan_pool
 
-    if np.isfinite(losses_of(pool)).all():
+    loss = losses_of(pool)
+    if np.isfinite(loss).all():
         raise Refusal(
             f"{args.pool}: every row has a loss; nothing to choose (leave the loss of "
             "the candidates empty, or --replay)"
         )
+    law = laws[0]
+    if len(laws) > 1:  # --law auto: chosen on the measured rows
+        done = np.isfinite(loss)
+        names = [n for n, d in zip(pool.names, done) if d]
+        X = {k: v[done] for k, v in inputs_of(pool, *laws).items()}
+        law, lines = pool_law.choose(laws, X, loss[done], names, args.seed)
+        print("\n".join(lines))
     plan = plan_pool(law, pool, target, args.gpu_hours, seed=args.seed)
     thw = args.target_half_width
     if plan.before is not None and thw is not None:
@@ -338,15 +349,18 @@ def pool_main(args) -> int:
     return 0
 
 
-def pool_law(args):
-    """The law --law names (any law of the registry: the pool's columns are its inputs), or a
+def pool_laws(args) -> list:
+    """[the law --law names] (any law of the registry: the pool's columns are its inputs), or
+    every law for --law auto (narrowed to the pool's columns when they are read), or a
     Refusal."""
     from analysis.fits.law_registry import laws as all_laws
 
     known = all_laws()
+    if args.law == "auto":
+        return list(known.values())
     if args.law not in known:
-        raise Refusal(f"--law {args.law!r}: no such law; known: {', '.join(known)}")
-    return known[args.law]
+        raise Refusal(f"--law {args.law!r}: no such law; known: {', '.join(known)}, auto")
+    return [known[args.law]]
 
 
 def check_pool_arguments(args) -> None:
@@ -361,35 +375,60 @@ def check_pool_arguments(args) -> None:
         raise Refusal(f"--target-half-width is relative: 0 < it < 1, got {thw:g}")
 
 
-def read_pool_and_target(args, law):
+def read_pool_and_target(args, laws: list):
+    """(pool, target, the laws to choose among: for --law auto those whose inputs both files
+    have), or a Refusal naming the file, row and column of a bad value."""
+    from analysis.estimates.pool_law import candidates
     from analysis.inputs.collect import InputError
-    from analysis.inputs.pool import read_pool, read_target
+    from analysis.inputs.pool import COST, columns_of, read_pool, read_table, read_target
 
     try:
-        return read_pool(args.pool, law), read_target(args.target, law)
+        if len(laws) == 1:
+            return read_pool(args.pool, laws[0]), read_target(args.target, laws[0]), laws
+        have = columns_of(args.pool), columns_of(args.target)
+        usable = candidates({law.name: law for law in laws}, *have)
+        if not usable:
+            both = set(have[0]) & set(have[1])
+            needs = "; ".join(
+                f"{law.name} needs {', '.join(law.inputs)} (missing "
+                f"{', '.join(k for k in law.inputs if k not in both)})"
+                for law in laws
+            )
+            raise Refusal(
+                f"--law auto: no law of the registry has its inputs in both {args.pool} "
+                f"({', '.join(have[0])}) and {args.target} ({', '.join(have[1])}): {needs}"
+            )
+        laws = usable
+        inputs = tuple(dict.fromkeys(k for law in laws for k in law.inputs))
+        return read_table(args.pool, inputs + (COST,)), read_table(args.target, inputs), laws
     except InputError as e:
         raise Refusal(str(e)) from None
 
 
-def replay_main(args, law, pool, target) -> int:
+def replay_main(args, laws: list, pool, target) -> int:
     from analysis.estimates.pool_plan import losses_of, replay_pool
 
     if not np.isfinite(losses_of(pool)).all():
         raise Refusal(f"{args.pool}: --replay needs a loss on every row")
-    rep = replay_pool(law, pool, target, args.gpu_hours, seed=args.seed)
+    rep = replay_pool(laws, pool, target, args.gpu_hours, seed=args.seed)
     cost = pool.columns["cost"]
+    law = f"the {laws[0].name} law" if len(laws) == 1 else "--law auto's law at each round"
     print(
-        f"Replay of {len(pool.names)} runs with the {law.name} law, {args.gpu_hours:g} GPU-h: "
+        f"Replay of {len(pool.names)} runs with {law}, {args.gpu_hours:g} GPU-h: "
         f"{len(rep.chosen)} chosen, {cost[rep.chosen].sum():.4g} GPU-h"
     )
     for k, r in enumerate(rep.rounds, 1):
-        print(f"  round {k}: {r.reason}: {', '.join(pool.names[j] for j in r.picks) or 'none'}")
+        how = f" ({r.law})" if len(laws) > 1 else ""
+        picks = ", ".join(pool.names[j] for j in r.picks) or "none"
+        print(f"  round {k}{how}: {r.reason}: {picks}")
+    if rep.choice:
+        print("\n".join(["Of the runs chosen:"] + rep.choice))
     if rep.prediction is None:
         print(f"The runs chosen do not fit the law: {rep.why}")
         return 0
     y_t = target.columns.get("loss")
     print(
-        "Target rows: the loss predicted from the runs chosen"
+        f"Target rows: the loss predicted from the runs chosen ({rep.law.name})"
         + (" (measured)" if y_t is not None else "")
     )
     for i, name in enumerate(target.names):

@@ -2,11 +2,10 @@
 
 The question is a prediction the user names, here the loss at a set of target runs (a high-cost
 region: the size and tokens the user is about to train). Its uncertainty, jointly with every
-candidate's, is the fit's: for a law with a Jacobian, the Laplace approximation at the fit (the
-parameters' covariance from the Jacobian at the finished runs and the run noise, with a weak prior
-from the law's bounds, mapped to the losses through their Jacobian); otherwise a bootstrap ensemble
-of fitted laws (refit the law to the finished runs resampled with replacement, predict every
-candidate and every target with each refit). To either is added the law's own error (model
+candidate's, is the fit's, for every law: the Laplace approximation at the fit (the parameters'
+covariance from the Jacobian of log L at the finished runs and the run noise, with a weak prior
+from the law's bounds, mapped to the losses through their Jacobian; the law's own Jacobian, or
+central differences, `analysis.fits.jacobian`). To it is added the law's own error (model
 discrepancy, Kennedy & O'Hagan 2001): a Gaussian process over the logs of the law's inputs (params
 and tokens for Chinchilla), conditioned on the finished runs, so a run near the target is worth
 what the law's form alone would not say (`discrepancy_covariance`). Treating the predictions as
@@ -33,9 +32,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from analysis.fits.jacobian import jacobian_of
 from analysis.fits.laws import Law, LawError, bound_arrays, fit_law_scaled_huber
 
-N_BOOT = 16  # ensemble members (refits of resampled runs)
 PILOT_SHARE = 0.3  # at most this share of the first budget goes to the pilot
 ROUNDS = 2  # rounds per budget: each refits the law before it chooses
 # Candidates are ranked by reduction / cost**COST_POWER. Per GPU-hour (1.0) filled the active-sl
@@ -50,9 +49,6 @@ COST_POWER = 0.4
 # runs near the target (sd and scale chosen on that split; docs/planner.md has the measurements).
 DISCREPANCY_SD = 0.005
 DISCREPANCY_SCALE = 8.0
-# "laplace": the target covariance from the fit's Jacobian (`laplace_covariance`) for a law that
-# has one, else the bootstrap ensemble; "bootstrap": the ensemble always.
-COVARIANCE = "laplace"
 
 
 @dataclass
@@ -64,6 +60,7 @@ class Round:
     variance_before: float | None = None  # summed variance of the target predictions
     variance_after: float | None = None  # predicted after the picks are measured
     fit: object | None = field(default=None, repr=False)  # the LawFit it planned from
+    law: str = ""  # the law it planned with
 
 
 def take(X: dict, idx) -> dict:
@@ -123,25 +120,11 @@ def pilot_round(law: Law, X_obs: dict, X_cand: dict, cost, n: int, budget: float
     )
 
 
-def greedy_picks(
-    pred_cand: np.ndarray,
-    pred_target: np.ndarray,
-    cost: np.ndarray,
-    noise_var: float,
-    budget: float,
-) -> tuple[list[int], float, float]:
-    """(picks, target variance before, after): candidates chosen one at a time by the
-    reduction of the summed target variance per cost^COST_POWER, within `budget`.
-
-    pred_cand [B, M] and pred_target [B, T] are the ensemble's predictions."""
-    M = pred_cand.shape[1]
-    S = np.atleast_2d(np.cov(np.hstack([pred_cand, pred_target]), rowvar=False, ddof=1))
-    return greedy_on_covariance(S, M, cost, noise_var, budget)
-
-
-def greedy_on_covariance(S, M, cost, noise_var, budget):
-    """`greedy_picks` given the joint covariance S [M+T, M+T] of the candidates' and the
-    targets' predictions (candidates first)."""
+def greedy_on_covariance(S, M, cost, noise_var, budget) -> tuple[list[int], float, float]:
+    """(picks, target variance before, after): candidates chosen one at a time by the reduction
+    of the summed target variance per cost^COST_POWER, within `budget`, given the joint
+    covariance S [M+T, M+T] of the candidates' and the targets' predictions (candidates
+    first)."""
     S = np.array(S, float)
     tgt = slice(M, S.shape[0])
     before = float(np.trace(S[tgt, tgt]))
@@ -156,7 +139,7 @@ def greedy_on_covariance(S, M, cost, noise_var, budget):
         if not gain[j] > 0:
             break
         col = S[:, j].copy()
-        S -= np.outer(col, col) / (col[j] + noise_var)  # the Kalman update of the ensemble
+        S -= np.outer(col, col) / (col[j] + noise_var)  # the Kalman update
         picks.append(j)
         left[j] = False
         spent += cost[j]
@@ -184,12 +167,14 @@ def laplace_covariance(fit, X_obs, X_cand, X_target) -> np.ndarray:
     prior from the law's bounds (sd a quarter of each bounded range, as Li et al. 2026 do), then
     G Sigma G' with G the Jacobian of the loss at the candidates and targets: the linearised
     covariance of V-optimal design (Atkinson, Donev & Tobias 2007; Li et al. 2026, arXiv
-    2604.22753). Unlike an ensemble of 16 refits it has every direction of the parameters
-    (an ensemble's covariance has rank 15 over hundreds of candidates) and costs one Jacobian."""
+    2604.22753). Unlike an ensemble of B bootstrap refits it has every direction of the
+    parameters (an ensemble's covariance has rank B - 1 over hundreds of candidates) and costs
+    one Jacobian (the law's own, or central differences: `analysis.fits.jacobian`)."""
     law, th = fit.law, fit.theta
+    jac = jacobian_of(law)  # the law's own, else central differences
     s2_log = noise_log_variance(fit)
     with np.errstate(all="ignore"):
-        J = law.jacobian(th, {k: np.asarray(X_obs[k], float) for k in law.inputs})
+        J = jac(th, {k: np.asarray(X_obs[k], float) for k in law.inputs})
     J = np.where(np.isfinite(J), J, 0.0)
     lo, hi = bound_arrays(law)
     width = hi - lo
@@ -201,7 +186,7 @@ def laplace_covariance(fit, X_obs, X_cand, X_target) -> np.ndarray:
         for k in law.inputs
     }
     with np.errstate(all="ignore"):
-        G = np.exp(law.log_predict(th, X_all))[:, None] * law.jacobian(th, X_all)
+        G = np.exp(law.log_predict(th, X_all))[:, None] * jac(th, X_all)
     G = np.where(np.isfinite(G), G, 0.0) @ V
     return (G / w) @ G.T
 
@@ -251,21 +236,17 @@ def plan_round(
     X_target: dict,
     budget: float,
     seed: int = 0,
-    n_boot: int = N_BOOT,
 ) -> Round:
-    """Fit the finished runs (with their bootstrap, for a law without a Jacobian), and pick
-    candidates (indices into X_cand) within `budget` by expected target-variance reduction per
-    cost^COST_POWER."""
+    """Fit the finished runs, and pick candidates (indices into X_cand) within `budget` by
+    expected target-variance reduction per cost^COST_POWER under the fit's Laplace covariance
+    and the law's error."""
     y_obs, cost = np.asarray(y_obs, float), np.asarray(cost, float)
     if len(y_obs) < law.needs:
         k, needs = len(law.params), law.needs
         why = f"{len(y_obs)} finished; the {k}-parameter {law.name} law needs {needs} to be fitted"
         return pilot_round(law, X_obs, X_cand, cost, needs - len(y_obs), budget, why)
-    laplace = COVARIANCE == "laplace" and law.jacobian is not None
     try:
-        fit = fit_law_scaled_huber(
-            law, "pool", X_obs, y_obs, n_bootstrap=0 if laplace else n_boot, seed=seed
-        )
+        fit = fit_law_scaled_huber(law, "pool", X_obs, y_obs, seed=seed)
     except LawError as e:
         # e.g. every finished run on one tokens-per-parameter ray: runs off it are what the
         # law needs, and a spread pilot finds them
@@ -274,18 +255,8 @@ def plan_round(
             law, X_obs, X_cand, cost, n, budget, f"the finished runs do not fit: {e}"
         )
     sigma2 = noise_variance(fit, y_obs)
-    if laplace:
-        S = laplace_covariance(fit, X_obs, X_cand, X_target)
-        how = "the fit's Laplace covariance"
-    else:
-        pc, pt = fit.predict_boot(X_cand), fit.predict_boot(X_target)
-        ok = np.all(np.isfinite(pc), axis=1) & np.all(np.isfinite(pt), axis=1)
-        if ok.sum() < 3:
-            return Round(
-                [], "fewer than 3 resampled fits predict every run: nothing to rank", fit=fit
-            )
-        S = np.atleast_2d(np.cov(np.hstack([pc[ok], pt[ok]]), rowvar=False, ddof=1))
-        how = f"{ok.sum()} resampled fits"
+    S = laplace_covariance(fit, X_obs, X_cand, X_target)
+    how = "the fit's Laplace covariance" + ("" if law.jacobian else ", a numeric Jacobian")
     if DISCREPANCY_SD > 0:
         S = S + discrepancy_covariance(fit, X_obs, X_cand, X_target, sigma2)
         how += f", the law's error {DISCREPANCY_SD:.1%} over a factor {DISCREPANCY_SCALE:g}"
@@ -311,13 +282,14 @@ def replay(
     X_target: dict,
     budgets,
     seed: int = 0,
-    n_boot: int = N_BOOT,
     rounds: int = ROUNDS,
+    choose=None,
 ) -> list[tuple[list[int], list[Round]]]:
     """Sequential design on a pool whose losses are known but revealed only when a run is
     chosen: for each cumulative budget in `budgets`, (the runs chosen by then, the rounds so
     far). Each budget is spent in `rounds` rounds (the last takes what is left), the law refitted
-    before each."""
+    before each; `choose(X, y)`, where given, picks the law before each round from the runs
+    chosen so far (the planner's --law auto), else `law` throughout."""
     y_pool, cost = np.asarray(y_pool, float), np.asarray(cost, float)
     chosen: list[int] = []
     history: list[Round] = []
@@ -329,6 +301,8 @@ def replay(
             remaining = cap - spent
             if not len(left) or cost[left].min() > remaining * (1 + 1e-12):
                 break
+            if choose is not None:
+                law = choose(take(X_pool, chosen), y_pool[chosen])
             if len(chosen) < law.needs:
                 budget = PILOT_SHARE * cap if k == 0 else remaining
             else:
@@ -342,9 +316,8 @@ def replay(
                 X_target,
                 min(budget, remaining),
                 seed=seed * 1000 + len(history),
-                n_boot=n_boot,
             )
-            r.picks = [int(left[j]) for j in r.picks]
+            r.picks, r.law = [int(left[j]) for j in r.picks], law.name
             history.append(r)
             chosen += r.picks
             spent += float(cost[r.picks].sum())

@@ -6,10 +6,11 @@ The design itself is `analysis.estimates.design`; the reading `analysis.inputs.p
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from analysis.estimates import pool_law
 from analysis.estimates.design import Round, plan_round, replay, take
 from analysis.fits.laws import Law, LawError, fit_law_scaled_huber
 from analysis.inputs.pool import Table
@@ -34,8 +35,9 @@ class PoolRound:
     after: float | None = None
 
 
-def inputs_of(table: Table, law: Law) -> dict[str, np.ndarray]:
-    return {k: table.columns[k] for k in law.inputs}
+def inputs_of(table: Table, *laws: Law) -> dict[str, np.ndarray]:
+    """The table's columns that are inputs of the laws."""
+    return {k: table.columns[k] for law in laws for k in law.inputs}
 
 
 def losses_of(table: Table) -> np.ndarray:
@@ -61,24 +63,48 @@ def plan_pool(law: Law, pool: Table, target: Table, budget: float, seed: int = 0
 
 @dataclass
 class Replayed:
-    """A replay of the pool within a budget: the rows chosen, the rounds, and the target's loss
-    predicted from the chosen rows (None, with `why`, where they do not fit the law)."""
+    """A replay of the pool within a budget: the rows chosen, the rounds, the law the target is
+    predicted with and its prediction from the chosen rows (None, with `why`, where they do not
+    fit the law), and what --law auto said of its choice."""
 
     chosen: list[int]
     rounds: list[Round]
+    law: Law
     prediction: np.ndarray | None
     why: str = ""
+    choice: list[str] = field(default_factory=list)
 
 
-def replay_pool(law: Law, pool: Table, target: Table, budget: float, seed: int = 0) -> Replayed:
+def replay_pool(
+    laws: list[Law], pool: Table, target: Table, budget: float, seed: int = 0
+) -> Replayed:
     """Hide every loss of the pool and replay the sequential design (fit, choose, measure,
-    refit) within `budget`, then predict the target from the rows chosen."""
-    X, loss = inputs_of(pool, law), losses_of(pool)
+    refit) within `budget`, then predict the target from the rows chosen. One law: that law
+    throughout; several (--law auto): before each round, the one `pool_law.choose` picks from
+    the rows measured so far (never from the hidden ones)."""
+    X, loss = inputs_of(pool, *laws), losses_of(pool)
+    choose = None
+    if len(laws) > 1:
+
+        def choose(Xc, yc):
+            return pool_law.choose(laws, Xc, yc, [f"r{i}" for i in range(len(yc))], seed)[0]
+
     chosen, rounds = replay(
-        law, X, loss, pool.columns["cost"], inputs_of(target, law), [budget], seed=seed
+        laws[0],
+        X,
+        loss,
+        pool.columns["cost"],
+        inputs_of(target, *laws),
+        [budget],
+        seed=seed,
+        choose=choose,
     )[0]
+    law, lines = laws[0], []
+    if len(laws) > 1:
+        names = [pool.names[j] for j in chosen]
+        law, lines = pool_law.choose(laws, take(X, chosen), loss[chosen], names, seed)
     try:
         fit = fit_law_scaled_huber(law, "replay", take(X, chosen), loss[chosen])
     except LawError as e:
-        return Replayed(chosen, rounds, None, str(e))
-    return Replayed(chosen, rounds, fit.predict(inputs_of(target, law)))
+        return Replayed(chosen, rounds, law, None, str(e), lines)
+    return Replayed(chosen, rounds, law, fit.predict(inputs_of(target, law)), choice=lines)

@@ -40,6 +40,18 @@ def read_target(path, law) -> Table:
     return read_table(path, tuple(law.inputs), law=law)
 
 
+def columns_of(path) -> list[str]:
+    """The CSV's column names (InputError for a missing or unreadable file)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        with open(path, newline="") as f:
+            return list(next(csv.reader(f), []))
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise InputError(f"{path}: not a CSV file ({e})") from None
+
+
 def read_table(path, required: tuple[str, ...], law=None) -> Table:
     """The CSV at `path` with the `required` columns (each value a finite positive number) and
     an optional `loss` (empty, or a finite positive number); InputError for a missing file or
