@@ -13,7 +13,8 @@ from analysis.estimates.seed_planner import (
     worst_half_width,
 )
 from analysis.inputs.synthetic import power_law, shifted, simulate_runs, write_runs
-from analysis.next_runs import commands, main
+from analysis.next_runs import main
+from analysis.report.planner_lines import commands
 
 PEAK, MFU = 989e12, 0.35
 NOISE = {"sigma_run": 0.012, "rho": 0.3, "sigma_point": 0.003}

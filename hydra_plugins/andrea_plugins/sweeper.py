@@ -344,8 +344,9 @@ def plan_power(jobs) -> str:
     """How precisely the grid will resolve each multiplier (analysis/estimates/power.py),
     with the noise of the jobs that already finished. Here, not in andrea.launch.task: the core
     package does not import the analysis; the sweeper sits above both."""
-    from analysis.estimates.power import PlannedRun, report
+    from analysis.estimates.power import PlannedRun
     from analysis.inputs.collect import collect
+    from analysis.report.power_lines import report
 
     planned = [
         PlannedRun(
