@@ -15,7 +15,6 @@ Full and the baseline as horizontal bands).
 from __future__ import annotations
 
 import math
-import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
@@ -27,9 +26,8 @@ from analysis.fits.replicates import paired, t_interval
 from analysis.inputs.collect import collect_or_report, final_points
 from analysis.report.arguments import parse_or_refuse, sweep_report_parser
 from analysis.report.tables import csv_rows
+from andrea.run.labels import BLOCK_VARIANT, run_label
 from andrea.run.rundir import atomic_write_bytes
-
-BLOCK_LABEL = re.compile(r"^attnres_block_s(\d+)$")  # Block at one S, no switches
 
 
 @dataclass
@@ -42,6 +40,17 @@ class Row:
     hi: float
     d_base: tuple[float, float, float, int] | None = None  # (mean, lo, hi, n pairs)
     d_full: tuple[float, float, float, int] | None = None
+    variant: str = ""
+    block_size: int | None = None  # S, as the runs recorded it
+
+    @property
+    def plain_block(self) -> bool:
+        """Block AttnRes at one S and no switches (`attnres_block_s4`): a point of Fig. 6."""
+        return (
+            self.variant == BLOCK_VARIANT
+            and self.block_size is not None
+            and self.label == run_label(self.variant, self.block_size)
+        )
 
 
 def ablation_rows(
@@ -55,8 +64,10 @@ def ablation_rows(
     Returns (rows sorted by mean loss with the baseline first, size, warnings).
     A run with several budgets counts with its final point (its whole budget)."""
     by: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
+    kind: dict[str, tuple[str, int | None]] = {}  # label → (variant, S)
     warnings = []
     for r in final_points(runs):
+        kind.setdefault(r.label, (r.variant, r.block_size))
         seed = r.seed if r.seed is not None else len(by[(r.label, r.size)])
         group = by[(r.label, r.size)]
         if seed in group:
@@ -74,9 +85,9 @@ def ablation_rows(
     for (label, s), losses in by.items():
         if s != size:
             continue
-        rows.append(
-            Row(label, s, dict(sorted(losses.items())), *t_interval(list(losses.values()), level))
-        )
+        row = Row(label, s, dict(sorted(losses.items())), *t_interval(list(losses.values()), level))
+        row.variant, row.block_size = kind[label]
+        rows.append(row)
     refs = {r.label: r.losses for r in rows}
     for r in rows:
         if baseline in refs and r.label != baseline:
@@ -241,11 +252,7 @@ def plot_block_size(
     """Fig. 6's shape: loss against S on a log axis running from L down to 2, baseline and Full
     as bands. Returns what was drawn, or None with fewer than two block sizes."""
     blocks = sorted(
-        (
-            (int(m.group(1)), r)
-            for r in rows
-            if (m := BLOCK_LABEL.match(r.label)) and int(m.group(1)) >= 2
-        ),
+        ((r.block_size, r) for r in rows if r.plain_block and r.block_size >= 2),
         key=lambda t: t[0],
     )
     if len(blocks) < 2:

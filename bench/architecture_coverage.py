@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.architecture import bootstrap_optima, cells_of, optimum
+from analysis.estimates.shape_optima import bootstrap_optima, cells_of, optimum
 from analysis.inputs.collect import collect
 from andrea.run.results import COMPLETED
 

@@ -212,8 +212,9 @@ def test_a_named_size_without_reshapes_beside_it_is_left_out(tmp_path, capsys):
 
 
 def test_heatmap_titles_fit_a_one_aspect_grid():
-    from analysis.architecture import Cell, heatmap_figure
+    from analysis.estimates.shape_optima import Cell
     from analysis.report.plots import plt
+    from analysis.report.shape_figures import heatmap_figure
 
     cells = [
         Cell(

@@ -1,4 +1,6 @@
 import math
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -199,3 +201,99 @@ def test_csv_rows_of_one_seed_are_one_run(tmp_path):
     ]
     points, _ = aggregate(runs)
     assert [p.val_loss for p in points] == pytest.approx([3.05, 2.925])
+
+
+# --- a run is one replicate wherever it is found ---------------------------------------------
+DEMO = Path(__file__).parent / "golden" / "demo_runs"
+
+
+def test_a_sweep_and_its_copy_count_each_run_once(tmp_path):
+    """`rsync runs/demo/ copy/demo/` then both given: the copy's 36 runs are the same runs (same
+    sweep, label, size, seed and settings), not 36 more seeds."""
+    shutil.copytree(DEMO, tmp_path / "demo")
+    shutil.copytree(DEMO, tmp_path / "copy" / "demo")
+    one = collect([tmp_path / "demo"])
+    for inputs in ([tmp_path / "demo", tmp_path / "copy" / "demo"], [DEMO, DEMO]):
+        both = collect(inputs)
+        assert len(both.runs) == len(one.runs) == 108
+        assert len({r.run_id for r in both.runs}) == 36
+        assert len(both.duplicates) == 36
+        note = both.duplicate_note()
+        assert note.startswith("36 run(s) found twice, each counted once (same sweep, ")
+        assert note.endswith(", and 35 more")
+        points, warnings = aggregate(both.runs)
+        assert not warnings and max(p.n_seeds for p in points) == 4
+    assert one.duplicate_note() is None
+
+
+def test_one_run_with_other_results_in_a_copy_is_refused(tmp_path):
+    shutil.copytree(DEMO, tmp_path / "a")
+    shutil.copytree(DEMO, tmp_path / "b")
+    rd = RunDir(tmp_path / "b" / "tiny-2" / "baseline" / "seed1")
+    res = rd.read_results()
+    res["points"][-1]["val_loss"] += 0.01
+    rd.write_results(res)
+    with pytest.raises(InputError) as e:
+        collect([tmp_path / "a", tmp_path / "b"])
+    msg = str(e.value)
+    assert str(rd.root) in msg and str(tmp_path / "a" / "tiny-2" / "baseline" / "seed1") in msg
+    assert "different results (val_loss " in msg and "at point 3 of 3" in msg
+    assert "\n" not in msg
+
+
+def test_runs_that_differ_in_sweep_or_settings_stay_apart(tmp_path):
+    """The same label, size and seed trained in another sweep, or with another lr, is another
+    run: kept, and aggregate says the seed repeats."""
+    _run(tmp_path, "a/seed0", sweep="one", lr=1e-3)
+    _run(tmp_path, "b/seed0", sweep="two", lr=1e-3, val_loss=3.1)
+    _run(tmp_path, "c/seed0", sweep="one", lr=2e-3, val_loss=3.2)
+    c = collect([tmp_path])
+    assert len(c.runs) == 3 and not c.duplicates
+    _, warnings = aggregate(c.runs)
+    (w,) = warnings
+    assert w.startswith("baseline size=s1: seed 0 in runs of other sweeps or settings (")
+    assert w.endswith("each counts as a replicate")
+
+
+def test_a_csv_given_twice_counts_each_run_once(tmp_path):
+    p = tmp_path / "runs.csv"
+    p.write_text(
+        "variant,size,flops,val_loss,seed\n"
+        "baseline,s1,1e18,3.0,0\n"
+        "baseline,s1,1e18,3.1,1\n"
+        "baseline,s2,4e18,2.5,\n"
+    )
+    shutil.copy(p, tmp_path / "copy.csv")
+    once = collect([p])
+    twice = collect([p, tmp_path / "copy.csv"])
+    assert len(collect([p, p]).runs) == len(once.runs) == 3
+    # a row without a seed is known to be itself only in the same file
+    assert len(twice.runs) == 4 and len(twice.duplicates) == 2
+    (tmp_path / "other.csv").write_text(
+        "variant,size,flops,val_loss,seed\nbaseline,s1,1e18,3.3,0\n"
+    )
+    with pytest.raises(InputError, match=r"runs.csv line 2 and .*other.csv line 2 are one run"):
+        collect([p, tmp_path / "other.csv"])
+
+
+def test_the_fit_of_a_sweep_and_its_copy_is_the_fit_of_the_sweep(tmp_path, capsys):
+    """The interval is the seeds': a copy given beside its sweep narrows nothing."""
+    import json
+
+    from analysis.fit import main
+
+    shutil.copytree(DEMO, tmp_path / "copy" / "demo_runs")
+    got = {}
+    for name, inputs in (("one", [DEMO]), ("both", [DEMO, tmp_path / "copy" / "demo_runs"])):
+        out = tmp_path / name
+        assert main([*map(str, inputs), "--out", str(out), "--no-plots", "--bootstrap", "200"]) == 0
+        fits = json.loads((out / "fits.json").read_text())
+        got[name] = [
+            (m["variant"], m["multiplier"], m["ci"]) for m in fits["multipliers"]["at_c_ref"]
+        ]
+        got[name + " runs"] = fits["runs"]  # 36 completed, 108 points
+        cap = capsys.readouterr()
+    assert got["both"] == got["one"] and got["both runs"] == got["one runs"]
+    assert (got["one runs"]["completed"], got["one runs"]["points"]) == (36, 108)
+    assert "note: 36 run(s) found twice, each counted once" in cap.err
+    assert "counts as a replicate" not in cap.out

@@ -694,8 +694,21 @@ ANALYSIS_CASES = [
         "analysis",
         "the same run given twice (folder and its results.json)",
         lambda tmp: _duplicated(tmp),
-        ("seed",),
+        ("dup", "found twice, each counted once"),
         0,
+    ),
+    Case(
+        "analysis_run_twice_with_other_results",
+        "analysis",
+        "the same run in a sweep and its copy, with another val_loss",
+        analysis(
+            lambda tmp: [
+                run_dir(tmp / "s", "r", GOOD).parent,
+                run_dir(tmp / "copy", "r", {**GOOD, "val_loss": 3.5}).parent,
+            ],
+            "invalid",
+        ),
+        ("s/r and ", "copy/r are one run", "val_loss 3.0 vs 3.5"),
     ),
     Case(
         "analysis_csv_missing_columns",
@@ -751,7 +764,8 @@ def _duplicated(tmp: Path) -> tuple[Optional[int], str]:
     d = run_dir(tmp / "s", "dup", GOOD)
     coll = collect([tmp / "s", d / "results.json"])
     _, warnings = aggregate(coll.runs)
-    return 0, "; ".join(warnings) or "(no warning)"
+    assert len(coll.runs) == 1 and not warnings, "the run was counted twice"
+    return 0, coll.duplicate_note() or "(no note)"
 
 
 def next_runs_pool(pool: str, *argv: str) -> Callable[[Path], tuple[Optional[int], str]]:

@@ -47,6 +47,7 @@ def write_scan(
                         "batch_tokens": batch,
                         "beta2": beta2,
                         "val_loss": loss,
+                        "flops": 1e12,  # every completed results.json records it
                     }
                 )
             )
@@ -235,6 +236,7 @@ def test_the_better_batch_setting_wins(tmp_path):
                     "batch_tokens": 4096,
                     "beta2": 0.99,
                     "val_loss": 3.1 + 0.3 * math.log10(lr / 1e-3) ** 2,
+                    "flops": 1e12,
                 }
             )
         )
@@ -276,4 +278,17 @@ def test_the_scan_records_its_optimizer_and_refuses_a_mix(tmp_path, capsys):
     assert json.loads((tmp_path / "out" / "lr_select.json").read_text())["optimizer"] == "muon"
     write_scan(tmp_path / "adamw", "tiny-2", center=1e-3, optimum=1e-3)  # no key: adamw
     assert main([str(tmp_path / "muon"), str(tmp_path / "adamw"), *args]) == 2
-    assert "mix optimizers (adamw, muon)" in capsys.readouterr().err
+    err = capsys.readouterr().err  # collect refuses one label trained with two optimizers
+    assert "baseline: runs trained with different optimizers (adamw: " in err and "muon: " in err
+
+
+def test_variants_trained_with_other_optimizers_are_refused(tmp_path, capsys):
+    """Each label is one optimizer (collect checks that), but a baseline scanned with AdamW and a
+    variant with Muon are no scan of one optimizer either."""
+    write_scan(tmp_path / "scan", "tiny-1", center=1e-3, optimum=1e-3)
+    write_scan(tmp_path / "scan", "tiny-1", center=1e-3, optimum=1e-3, variant="attnres_full")
+    for p in (tmp_path / "scan" / "tiny-1" / "attnres_full").rglob("results.json"):
+        p.write_text(json.dumps({**json.loads(p.read_text()), "optimizer": "muon"}))
+    args = ["--name", "m", "--out", str(tmp_path / "out"), "--hparams-dir", str(tmp_path / "hp")]
+    assert main([str(tmp_path / "scan"), *args]) == 2
+    assert "the runs mix optimizers (adamw, muon)" in capsys.readouterr().err

@@ -215,3 +215,24 @@ def test_the_long_drivers_read_as_their_phases():
         assert fn.end_lineno - fn.lineno + 1 <= 70, (
             f"{rel}:{name} is {fn.end_lineno - fn.lineno + 1} lines"
         )
+
+
+SHORT_COMMANDS = ("lr_select", "architecture", "ablations", "tuning")
+THEIR_LIBRARY = (
+    "analysis/estimates/lr_pick.py",
+    "analysis/estimates/shape_optima.py",
+    "analysis/report/lr_scan.py",
+    "analysis/report/shape_tables.py",
+    "analysis/report/shape_figures.py",
+)
+
+
+def test_the_report_commands_are_short_scripts_of_named_steps():
+    """lr_select, architecture, ablations and tuning parse, call their library and print: no
+    function of theirs, or of the estimate and report modules they call, runs past 80 lines."""
+    long = []
+    for rel in (*(f"analysis/{c}.py" for c in SHORT_COMMANDS), *THEIR_LIBRARY):
+        for node in ast.walk(ast.parse((REPO / rel).read_text())):
+            if isinstance(node, ast.FunctionDef) and node.end_lineno - node.lineno + 1 > 80:
+                long.append(f"{rel}:{node.lineno} {node.name}: {node.end_lineno - node.lineno + 1}")
+    assert not long, long

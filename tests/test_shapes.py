@@ -192,7 +192,7 @@ def test_run_directory_carries_the_shape_label():
 
 
 def test_size_label_round_trips_through_the_analysis():
-    from analysis.architecture import parse_size
+    from analysis.estimates.shape_optima import parse_size
 
     assert parse_size(shapes.size_label("andrea-50m", 32, 0.5, 40_000_000)) == (
         "andrea-50m",

@@ -10,15 +10,25 @@ WSD run; in a CSV, rows sharing variant, size and seed). Each point becomes one 
 carries its run's identity (`run_id`) and its position in the run (`point`), so the analysis can
 keep a run's points together when it resamples seeds (`analysis.fits.replicates`).
 
+A run is one replicate wherever it is found: the same run given twice (a sweep and a copy of it,
+a folder and its results.json, one CSV twice) is counted once, and `Collection.duplicates` lists
+the copies dropped (`duplicate_note`). Two runs are the same when they share the sweep, the run
+directory's name (seed and overrides), the variant with its blocks, and every setting a re-run
+must share (`andrea.run.results.REUSE_KEYS`: label, size, seed, lr, tokens, ...); CSV rows when
+they share the variant, label, size, seed and optimizer (a row without a seed is only itself,
+read twice). The same run with other results is refused (`InputError`): which copy to trust is
+the user's call.
+
 Nothing here raises on a bad run: every run ends up in exactly one list of `Collection` (usable,
 failed, running/missing, invalid) with a message that names it, so one broken run never hides the
-rest of a sweep. Only an unusable *input* (missing path, CSV without the required columns) raises
-`InputError`.
+rest of a sweep. Only an unusable *input* (missing path, CSV without the required columns, one run
+found twice with different results) raises `InputError`.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import math
 import sys
 import time
@@ -42,6 +52,7 @@ from analysis.inputs.metrics import (
 )
 from andrea.run import evaluations
 from andrea.run import results as results_file
+from andrea.run.labels import run_label
 from andrea.run.rundir import RunDir, find_run_dirs
 from andrea.run.units import PFLOPS_DAY as FLOPS_PER_PFLOPS_DAY  # the report's unit
 
@@ -59,7 +70,6 @@ OPTIONAL_CSV_COLUMNS = (
     "optimizer",
     "unique_tokens",
 )
-BLOCK_VARIANT = "attnres_block"
 
 
 class InputError(ValueError):
@@ -71,11 +81,9 @@ class InputError(ValueError):
 # unchanged; Run.metrics keeps every metric the record holds.
 
 
-def variant_label(variant: str, block_size: int | None) -> str:
-    """`attnres_block` with S=4 → `attnres_block_s4`; every other variant keeps its config name."""
-    if variant == BLOCK_VARIANT and block_size is not None:
-        return f"{variant}_s{int(block_size)}"
-    return variant
+# The label of a record without one: `attnres_block` with S=4 → `attnres_block_s4`; every other
+# variant keeps its config name (andrea.run.labels, which the config builds its labels with).
+variant_label = run_label
 
 
 @dataclass
@@ -102,10 +110,14 @@ class Run:
     unique_tokens: float | None = None  # distinct tokens the run's `tokens` were drawn from (a CSV
     # column; the data-constrained law needs it)
     lr: float | None = None  # results.json `lr`, the peak learning rate (not a CSV's)
+    batch_tokens: int | None = None  # tokens per optimizer step, when recorded
+    beta2: float | None = None  # AdamW beta2, when recorded
     # every metric this point recorded, by its --metric name (val_loss holds the one asked for);
     # a finished run's final point also carries its downstream task metrics as
     # `task:<task>/<metric>` (analysis.inputs.metrics, andrea.run.evaluations)
     metrics: dict = field(default_factory=dict, repr=False)
+    # what makes two copies of a run the same replicate (module docstring); () for none
+    identity: tuple = field(default=(), repr=False, compare=False)
 
     def __post_init__(self):
         if not self.run_id:
@@ -168,14 +180,25 @@ class Collection:
     invalid: list[tuple[str, str]] = field(default_factory=list)  # (source, reason)
     warnings: list[str] = field(default_factory=list)
     missing_metric: list[tuple[str, str]] = field(default_factory=list)  # runs without --metric
+    duplicates: list[tuple[str, str]] = field(default_factory=list)  # (copy dropped, run kept)
 
     def extend(self, other: "Collection") -> None:
         self.runs += other.runs
-        self.failed += other.failed
-        self.running += other.running
-        self.invalid += other.invalid
-        self.warnings += other.warnings
-        self.missing_metric += other.missing_metric
+        for name in ("failed", "running", "invalid", "warnings", "missing_metric", "duplicates"):
+            mine = getattr(self, name)
+            mine += [x for x in getattr(other, name) if x not in mine]  # a path given twice
+
+    def duplicate_note(self) -> str | None:
+        """One line on the copies dropped, or None when every run was found once."""
+        if not self.duplicates:
+            return None
+        copy, kept = self.duplicates[0]
+        more = len(self.duplicates) - 1
+        return (
+            f"{len(self.duplicates)} run(s) found twice, each counted once (same sweep, label, "
+            f"size, seed, settings and results): {copy} is {kept}"
+            + (f", and {more} more" if more else "")
+        )
 
 
 # --- parsing helpers ------------------------------------------------------------------------------
@@ -245,6 +268,8 @@ def _make_run(
         flops=flops,
         val_loss=val_loss,
         params=params,
+        batch_tokens=_optional_int(rec.get("batch_tokens")),
+        beta2=_optional_number(rec.get("beta2")),
         tokens=_optional_number(rec.get("tokens")),
         seed=_optional_int(rec.get("seed")),
         run_dir=run_dir,
@@ -301,11 +326,10 @@ def _read_run_dir(rd: RunDir, out: Collection, metric: str = DEFAULT_METRIC) -> 
         return
     points = res.point_records()
     runs = []
+    extra = {"shape": res.shape, "lr": res.lr, "identity": _identity(res, rd)}
     for i, rec in enumerate(points):
         try:
-            runs.append(
-                _make_run(rec, source, run_dir=rd.root, metric=metric, shape=res.shape, lr=res.lr)
-            )
+            runs.append(_make_run(rec, source, run_dir=rd.root, metric=metric, **extra))
         except _MetricMissing as e:
             out.missing_metric.append((source, str(e)))
             return
@@ -323,6 +347,21 @@ def _read_run_dir(rd: RunDir, out: Collection, metric: str = DEFAULT_METRIC) -> 
         }
     )
     out.runs += runs
+
+
+def _identity(res: results_file.Record, rd: RunDir) -> tuple:
+    """A run directory's replicate: its sweep, its folder's name (seed and overrides), its
+    variant with its blocks (a record without a label) and the settings a re-run must share to
+    be reused (REUSE_KEYS)."""
+    settings = {
+        k: res.get(k) for k in ("variant", "block_size", "n_blocks", *results_file.REUSE_KEYS)
+    }
+    return (
+        "run",
+        res.get("sweep"),
+        rd.root.name,
+        json.dumps(settings, sort_keys=True, default=str),
+    )
 
 
 def _number_points(runs: list[Run]) -> list[Run]:
@@ -393,6 +432,9 @@ def _collect_csv(path: Path, metric: str = DEFAULT_METRIC) -> Collection:
             # is its own run
             if r.seed is not None:
                 r.run_id = f"{path}:{r.label}/{r.size}/seed{r.seed}"
+                r.identity = ("csv", r.variant, r.label, r.size, r.seed, r.optimizer)
+            else:
+                r.identity = ("csv", str(path.resolve()), reader.line_num)
             by_run[(r.run_id,)].append(r)
         for rs in by_run.values():
             out.runs += _number_points(rs)
@@ -408,21 +450,24 @@ def collect(paths: list[str | Path], metric: str = DEFAULT_METRIC) -> Collection
         check_metric(metric)
     except MetricError as e:
         raise InputError(str(e)) from None
-    out = Collection()
+    out, seen = Collection(), {}
     for p in map(Path, paths):
         if not p.exists():
             raise InputError(f"{p}: no such file or directory")
         if p.is_dir():
-            out.extend(collect_dir(p, metric))
+            found = collect_dir(p, metric)
         elif p.suffix.lower() == ".csv":
-            out.extend(collect_csv(p, metric))
+            found = collect_csv(p, metric)
         elif p.suffix.lower() == ".json":
             rd = RunDir(p.parent)
             if rd.results.resolve() != p.resolve():
                 raise InputError(f"{p}: a .json input must be a run's results.json")
-            _read_run_dir(rd, out, metric)
+            found = Collection()
+            _read_run_dir(rd, found, metric)
         else:
             raise InputError(f"{p}: not a directory, .csv or results.json")
+        found.runs = _first_copies(found, seen)
+        out.extend(found)
     if out.missing_metric and not out.runs:
         source, why = out.missing_metric[0]
         raise InputError(
@@ -436,14 +481,55 @@ def collect(paths: list[str | Path], metric: str = DEFAULT_METRIC) -> Collection
     return out
 
 
+def _first_copies(found: Collection, seen: dict[tuple, list[Run]]) -> list[Run]:
+    """found's runs less those already in `seen` (identity → the points of the copy kept), whose
+    copies it records in found.duplicates; the same run with other results raises."""
+    by_run: dict[str, list[Run]] = defaultdict(list)
+    for r in found.runs:
+        by_run[r.run_id].append(r)
+    keep = []
+    for pts in by_run.values():
+        first = seen.setdefault(pts[0].identity, pts) if pts[0].identity else pts
+        if first is pts:
+            keep += pts
+            continue
+        differs = _different_results(first, pts)
+        if differs:
+            raise InputError(
+                f"{first[0].source} and {pts[0].source} are one run (same sweep, label, size, "
+                f"seed and settings) with different results ({differs}); give one of them"
+            )
+        found.duplicates.append((pts[0].source, first[0].source))
+    return keep
+
+
+def _different_results(a: list[Run], b: list[Run]) -> str | None:
+    """What differs between two copies of one run's points (`field a vs b`), or None."""
+    if len(a) != len(b):
+        return f"{len(a)} vs {len(b)} points"
+    for x, y in zip(a, b):
+        where = f" at point {x.point + 1} of {len(a)}" if len(a) > 1 else ""
+        pairs = [(k, getattr(x, k), getattr(y, k)) for k in ("val_loss", "flops", "tokens")]
+        pairs += [(k, x.metrics.get(k), y.metrics.get(k)) for k in sorted({*x.metrics, *y.metrics})]
+        for name, u, v in pairs:
+            both = isinstance(u, (int, float)) and isinstance(v, (int, float))
+            if not (math.isclose(u, v, rel_tol=1e-9) if both else u == v):
+                return f"{name} {u} vs {v}{where}"
+    return None
+
+
 def collect_or_report(paths: list[str | Path], metric: str = DEFAULT_METRIC) -> Collection | None:
     """collect() for the analysis commands: a bad input is one `error:` line on stderr and None,
-    which the command turns into exit 2."""
+    which the command turns into exit 2; copies of a run given twice, one `note:` line."""
     try:
-        return collect(paths, metric)
+        coll = collect(paths, metric)
     except (InputError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return None
+    note = coll.duplicate_note()
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    return coll
 
 
 def collect_for_metric(inputs, metric: str) -> tuple[Collection, tuple[str, str] | None] | None:
@@ -497,7 +583,7 @@ def aggregate(runs: list[Run]) -> tuple[list[Point], list[str]]:
     groups: dict[tuple[str, str, int], list[Run]] = defaultdict(list)
     for r in runs:
         groups[(r.label, r.size, r.point)].append(r)
-    points, warnings = [], []
+    points, warnings, repeated = [], [], set()
     for (label, size, _), rs in groups.items():
         losses = np.array([r.val_loss for r in rs])
         flops = np.array([r.flops for r in rs])
@@ -508,10 +594,12 @@ def aggregate(runs: list[Run]) -> tuple[list[Point], list[str]]:
             )
         seeds = [r.seed for r in rs]
         known = [s for s in seeds if s is not None]
-        if len(known) != len(set(known)):
+        if len(known) != len(set(known)) and (label, size) not in repeated:
+            repeated.add((label, size))  # once per cell, not once per budget
+            again = sorted({s for s in known if known.count(s) > 1})
             warnings.append(
-                f"{label} size={size}: seed repeated across runs "
-                f"({', '.join(r.source for r in rs)}); each run counted once"
+                f"{label} size={size}: seed {', '.join(map(str, again))} in runs of other sweeps "
+                f"or settings ({', '.join(r.source for r in rs)}); each counts as a replicate"
             )
         params = [r.params for r in rs if r.params is not None]
         tokens = [r.tokens for r in rs if r.tokens is not None]

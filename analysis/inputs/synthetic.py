@@ -13,6 +13,7 @@ import numpy as np
 
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 from andrea.run import results as results_file
+from andrea.run.labels import run_label
 from andrea.run.rundir import RunDir, atomic_write_json
 
 # (variant, block_size) → (A, alpha)
@@ -73,7 +74,7 @@ def make_sweep(
             size = f"s{i + 1}"
             n_layer = 4 + 2 * i
             for sd in seeds:
-                name = f"{variant}{'' if S is None else f'_s{S}'}/{size}/seed{sd}"
+                name = f"{run_label(variant, S)}/{size}/seed{sd}"
                 rd = RunDir(Path(root) / name)
                 loss = A * C**-alpha * float(np.exp(rng.normal(0, noise)))
                 params = 1e6 * 4**i

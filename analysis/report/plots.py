@@ -17,7 +17,8 @@ import matplotlib.ticker as mticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analysis.fits.powerlaw import Fit, predict  # noqa: E402
-from analysis.inputs.collect import BLOCK_VARIANT, Point  # noqa: E402
+from analysis.inputs.collect import Point  # noqa: E402
+from andrea.run.labels import BLOCK_VARIANT, block_labels  # noqa: E402
 from andrea.run.rundir import atomic_write_bytes  # noqa: E402
 
 _OTHER = ["tab:orange", "tab:purple", "tab:green", "tab:brown", "tab:pink", "tab:olive", "tab:cyan"]
@@ -39,9 +40,7 @@ def colours(labels, baseline: str = "baseline") -> dict[str, str]:
     """baseline dark grey, attnres_full red, attnres_block_s* a blue ramp by S, others tab10."""
     labels = sorted(set(labels))
     out = {}
-    blocks = sorted(
-        (lb for lb in labels if lb.startswith(BLOCK_VARIANT)), key=lambda s: (len(s), s)
-    )
+    blocks = block_labels(labels)
     ramp = plt.cm.Blues(np.linspace(0.55, 0.95, max(len(blocks), 1)))
     for lb, c in zip(blocks, ramp):
         out[lb] = matplotlib.colors.to_hex(c)

@@ -20,6 +20,7 @@ from andrea.data import DataConfig
 from andrea.data.domains import EvalConfig
 from andrea.ladder import shapes
 from andrea.model.residuals import registry
+from andrea.run import labels
 from andrea.run.metrics import WandbConfig
 
 
@@ -298,18 +299,11 @@ def _suffix(overrides: str) -> str:
     return f",{text}"
 
 
-def _block_label(block_size: Optional[int], n_blocks: Optional[int]) -> str:
-    """Label of a Block AttnRes run: by blocks (attnres_block_n8) when asked by model.n_blocks,
-    else by block size (attnres_block_s4)."""
-    if n_blocks is not None and block_size is None:
-        return f"attnres_block_n{n_blocks}"
-    return f"attnres_block_s{block_size}"
-
-
 if not OmegaConf.has_resolver("andrea_suffix"):
     OmegaConf.register_new_resolver("andrea_suffix", _suffix)
 if not OmegaConf.has_resolver("andrea_block_label"):
-    OmegaConf.register_new_resolver("andrea_block_label", _block_label)
+    # a Block AttnRes run's label (attnres_block_s4, attnres_block_n8): andrea.run.labels
+    OmegaConf.register_new_resolver("andrea_block_label", labels.block_label)
 
 
 def _switch_suffix(model: Any) -> str:

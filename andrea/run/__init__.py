@@ -5,6 +5,8 @@ rundir.py    RunDir (the one object that knows a run directory's layout, its loc
              finds the runs below a sweep directory)
 results.py   results.json's fields: the one owner of what a finished run records, its
              status values (COMPLETED, FAILED) and the Record the readers get
+labels.py    a run's label (the variant, Block AttnRes' S or N, a scheme's suffix), built once
+             for the config and the analysis
 evaluations.py  the downstream task records (tasks/<settings-hash>.json): where, read, write
 units.py     compute units (PFLOP/s-days), per-GPU peak FLOP/s and MFU
 logkeys.py   every logged metric key, defined once
