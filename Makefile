@@ -22,6 +22,9 @@ TEST_WORKERS ?= 4
 # that `model=kromhc` and `model=delta_attnres` exist and their tests run.
 KROMHC := plugins/andrea-kromhc
 DELTA_ATTNRES := plugins/andrea-delta-attnres
+# ScaleBench's laws whose inputs are not (params, tokens), as plug-in laws (`andrea.laws`):
+# bench.scalebench fits them (docs/planner.md).
+SCALEBENCH_LAWS := plugins/andrea-scalebench-laws
 
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.andrea-installed
@@ -35,7 +38,8 @@ env: $(STAMP)
 # CUDA, and torch stays the build above; 2 MB of wheels (22 MB installed), for fla's and
 # flash-attn-res's pure-torch references in tests/test_depth_backends.py. With triton added by
 # hand, that test also runs liger's kernels under Triton's CPU interpreter.
-$(STAMP): pyproject.toml $(KROMHC)/pyproject.toml $(DELTA_ATTNRES)/pyproject.toml
+$(STAMP): pyproject.toml $(KROMHC)/pyproject.toml $(DELTA_ATTNRES)/pyproject.toml \
+		$(SCALEBENCH_LAWS)/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q "$(TORCH)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(BIN)/python -m pip install -q -e ".[dev,hf,dashboard,eval,export,ray]"
@@ -43,6 +47,7 @@ $(STAMP): pyproject.toml $(KROMHC)/pyproject.toml $(DELTA_ATTNRES)/pyproject.tom
 		"flash-attn-res>=0.1.12" "einops>=0.8"
 	$(BIN)/python -m pip install -q -e $(KROMHC)
 	$(BIN)/python -m pip install -q -e $(DELTA_ATTNRES)
+	$(BIN)/python -m pip install -q -e $(SCALEBENCH_LAWS)
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -1,0 +1,144 @@
+"""`bench.scalebench`'s table: printed per split, and written as markdown, CSV and JSON.
+
+One row per (split, method, fit): the published rows of Li et al. 2026 (Table 2; "not
+published" where the paper has none), then this harness's, each cell the mean ± sd of the
+target-region R² over the repetitions at one budget (the fit to the whole pool: one cell). Every
+row carries its split's mark, dev or held-out (bench/scalebench_splits.py: DEV).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+
+from andrea.run.rundir import atomic_write_bytes
+from bench.scalebench_splits import DEV, PUBLISHED, SKIPPED
+
+FIT_LABEL = {"benchmark": "benchmark's fit", "andrea": "andrea's fit", "published": "published"}
+
+
+def table_rows(split, result, methods) -> list[dict]:
+    base = {"split": split.name, "set": split.mark, "law": split.law.name}
+    rows = []
+    for label, cells in PUBLISHED.get(split.name, {"not published": ()}).items():
+        rows.append({**base, "method": f"paper: {label}", "fit": "published", "cells": cells})
+    for m in methods:
+        for fit, r2 in result["rows"][m].items():
+            cells = None if r2 is None else [(float(c.mean()), float(c.std())) for c in r2.T]
+            rows.append({**base, "method": m, "fit": fit, "cells": cells, "values": r2})
+    return rows
+
+
+def _cell(c) -> str:
+    return f"{c[0]:+.2f} ± {c[1]:.2f}"
+
+
+def _cells(row, n: int) -> list[str]:
+    if row["cells"] is None:
+        return ["failed (see stderr)"] + [""] * (n - 1)
+    out = [_cell(c) for c in row["cells"]]
+    return (out or ["not published"]) + [""] * (n - len(out or [0]))
+
+
+def _budgets(split) -> str:
+    return "/".join(f"{100 * f:g}" for f in split.spec.fractions) + " %"
+
+
+def print_split(split, result, methods, reps) -> None:
+    g = len(split.groups)
+    why = f"dev: {DEV[split.name]}" if split.dev else "held out"
+    print(
+        f"\n{split.name} [{why}]: {split.n_train} candidate runs"
+        + (f" in {g} groups" if g > 1 else "")
+        + f", {split.n_test} target runs; law {split.law.name} ({', '.join(split.law.inputs)}); "
+        f"target-region R², mean ± sd over {reps} repetitions"
+        + (
+            f"; not scored with the benchmark's fit: {split.spec.no_benchmark_fit}"
+            if split.spec.no_benchmark_fit
+            else ""
+        )
+    )
+    heads = [f"{100 * f:g} % budget" for f in split.spec.fractions]
+    print(f"{'method':<28} {'fit':<16} " + " ".join(f"{h:>14}" for h in heads))
+    for row in table_rows(split, result, methods):
+        name = row["method"] if row["fit"] == "published" else f"here: {row['method']}"
+        if row["method"] == "full":
+            name = "here: all runs"
+        cells = _cells(row, len(heads))
+        print(f"{name:<28} {FIT_LABEL[row['fit']]:<16} " + " ".join(f"{c:>14}" for c in cells))
+    secs = ", ".join(f"{m} {s:.0f} s" for m, s in result["seconds"].items())
+    print(f"({secs} on this machine)")
+
+
+def markdown(splits, results, methods, reps, load) -> str:
+    out = [
+        f"Target-region R², mean ± sd over {reps} repetitions (budgets: fractions of the pool's "
+        f"cost, cumulative; load average {load[0]:.1f}, {load[1]:.1f}).",
+        "",
+        "| split (budgets) | set | law | method | fit | budget 1 | budget 2 | budget 3 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for s in splits:
+        for row in table_rows(s, results[s.name], methods):
+            method = "all runs" if row["method"] == "full" else row["method"]
+            cells = " | ".join(_cells(row, 3))
+            out.append(
+                f"| {s.name} ({_budgets(s)}) | {row['set']} | {row['law']} | {method} | "
+                f"{FIT_LABEL[row['fit']]} | {cells} |"
+            )
+    out += ["", "Not replayed:", ""] + [f"- {k}: {v}" for k, v in SKIPPED.items()]
+    return "\n".join(out) + "\n"
+
+
+def csv_text(splits, results, methods) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["split", "set", "law", "method", "fit", "fraction", "mean", "sd"])
+    for s in splits:
+        for row in table_rows(s, results[s.name], methods):
+            for k, c in enumerate(row["cells"] or []):
+                frac = 1.0 if len(row["cells"]) == 1 else s.spec.fractions[k]
+                w.writerow([s.name, row["set"], row["law"], row["method"], row["fit"], frac, *c])
+    return buf.getvalue()
+
+
+def json_obj(splits, results, methods, reps, load) -> dict:
+    out = {"reps": reps, "methods": list(methods), "load": list(load), "skipped": SKIPPED}
+    out["splits"] = {}
+    for s in splits:
+        rows = []
+        for row in table_rows(s, results[s.name], methods):
+            v = row.get("values")
+            rows.append(
+                {k: row[k] for k in ("method", "fit", "cells")}
+                | ({"values": np.asarray(v).tolist()} if v is not None else {})
+            )
+        out["splits"][s.name] = {
+            "set": s.mark,
+            "why_dev": DEV.get(s.name),
+            "law": s.law.name,
+            "formula": s.law.formula,
+            "inputs": list(s.law.inputs),
+            "groups": [g.name for g in s.groups],
+            "n_train": s.n_train,
+            "n_test": s.n_test,
+            "fractions": list(s.spec.fractions),
+            "rows": rows,
+            "seconds": results[s.name]["seconds"],
+        }
+    return out
+
+
+def write_outputs(out: Path, splits, results, methods, reps, load) -> None:
+    """scalebench.md, .csv and .json under `out`, each written atomically."""
+    texts = {
+        "scalebench.md": markdown(splits, results, methods, reps, load),
+        "scalebench.csv": csv_text(splits, results, methods),
+        "scalebench.json": json.dumps(json_obj(splits, results, methods, reps, load), indent=1),
+    }
+    for name, text in texts.items():
+        atomic_write_bytes(Path(out) / name, text.encode())

@@ -1,0 +1,193 @@
+"""bench.scalebench (ScaleBench replayed, Li et al. 2026, arXiv 2604.22753) and its plug-in laws
+(plugins/andrea-scalebench-laws): the quick subset against the published rows, the dev and
+held-out marks, and bad input. The planner is not run here (bench.scalebench is a script)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from analysis.fits import law_registry
+from bench.scalebench import main
+from bench.scalebench_splits import DATA, DEV, PUBLISHED, SKIPPED, SPLITS, load_split
+
+PLUGIN_LAWS = {
+    "vocab": "scalebench_vocab",
+    "lr_bsz": "scalebench_lr_bsz",
+    "moe": "scalebench_moe",
+    "parallel": "scalebench_parallel",
+    "sparsity": "scalebench_sparsity",
+}
+
+
+def test_quick_subset_reproduces_the_published_random_row_and_marks_dev_and_held_out(
+    tmp_path, capsys
+):
+    """`--quick`: Farseer's random baseline at 1 % lies within the published row's sd (Li et
+    al.'s Table 2: -0.77 ± 0.55, one law instance, as here); the table marks Farseer dev and
+    moe held out, in every format."""
+    assert main(["--quick", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "farseer [dev: " in out and "moe [held out]" in out
+    for name in SKIPPED:
+        assert f"skipped {name}: " in out
+    rows = list(csv.DictReader(open(tmp_path / "scalebench.csv")))
+    random_1pct = [
+        r
+        for r in rows
+        if (r["split"], r["method"], r["fit"], r["fraction"])
+        == ("farseer", "random", "benchmark", "0.01")
+    ]
+    (pub_mean, pub_sd), *_ = PUBLISHED["farseer"]["Random"]
+    assert len(random_1pct) == 1
+    assert abs(float(random_1pct[0]["mean"]) - pub_mean) <= pub_sd
+    assert {r["set"] for r in rows if r["split"] == "farseer"} == {"dev"}
+    assert {r["set"] for r in rows if r["split"] == "moe"} == {"held-out"}
+    md = (tmp_path / "scalebench.md").read_text()
+    assert "| farseer (1/5/10 %) | dev |" in md and "| moe (1/5/10 %) | held-out |" in md
+    js = json.loads((tmp_path / "scalebench.json").read_text())
+    assert js["splits"]["farseer"]["set"] == "dev" and js["splits"]["moe"]["set"] == "held-out"
+    # the fit to the whole Farseer pool: the published All Data row is 0.91 ± 0.01
+    full = [
+        r for r in rows if (r["split"], r["method"], r["fit"]) == ("farseer", "full", "benchmark")
+    ]
+    assert abs(float(full[0]["mean"]) - 0.91) < 0.05
+
+
+def test_a_split_file_missing_a_column_is_one_error_line_naming_file_and_column(tmp_path, capsys):
+    """A moe pool without its `experts` column (an input of the plug-in law): one `error:` line
+    that names the file, the column and the law; exit 2 and nothing written."""
+    data = tmp_path / "data"
+    shutil.copytree(DATA, data)
+    path = data / "moe_train.csv"
+    rows = list(csv.DictReader(open(path)))
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, [c for c in rows[0] if c != "experts"], extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    out = tmp_path / "out"
+    code = main(["--splits", "moe", "--methods", "random", "--reps", "1", "--data", str(data),
+                 "--out", str(out)])  # fmt: skip
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.startswith("error:")]
+    assert code == 2 and len(lines) == 1 and not out.exists()
+    assert "moe_train.csv" in lines[0] and "'experts'" in lines[0]
+    assert "scalebench_moe" in lines[0]
+
+
+def test_unknown_split_or_method_is_one_error_line(capsys):
+    assert main(["--splits", "farseer,chinchila"]) == 2
+    assert main(["--methods", "random,oracle"]) == 2
+    err = [x for x in capsys.readouterr().err.splitlines() if x]
+    assert len(err) == 2 and all(x.startswith("error: --") for x in err)
+    assert "chinchila" in err[0] and "oracle" in err[1]
+
+
+def test_a_plugin_law_without_the_inputs_of_a_pool_is_one_error_line(tmp_path, capsys):
+    """`analysis.next_runs --pool … --law scalebench_moe` on a pool of (params, tokens): one
+    `error:` line naming the column the law reads and the pool lacks."""
+    from analysis.next_runs import main as next_runs_main
+
+    pool, target = tmp_path / "pool.csv", tmp_path / "target.csv"
+    pool.write_text("params,tokens,cost,loss\n1e8,1e9,1,3.0\n2e8,2e9,2,2.9\n")
+    target.write_text("params,tokens\n1e9,1e10\n")
+    code = next_runs_main(["--pool", str(pool), "--target", str(target), "--law",
+                           "scalebench_moe", "--gpu-hours", "1", "--replay"])  # fmt: skip
+    err = [x for x in capsys.readouterr().err.splitlines() if x]
+    assert code == 2 and len(err) == 1 and err[0].startswith("error:")
+    assert "experts" in err[0] and "scalebench_moe" in err[0]
+
+
+def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
+    assert set(DEV) == {"farseer", "data_constrained"}
+    assert all(len(why) > 20 for why in DEV.values())
+    held_out = [s for s in SPLITS if s not in DEV]
+    assert held_out == ["vocab", "lr_bsz", "moe", "parallel", "sparsity"]
+    assert all(load_split(s).mark == "held-out" for s in held_out)
+    assert not set(SPLITS) & set(SKIPPED)
+
+
+def test_the_plugin_laws_join_the_registry_through_the_entry_point():
+    names = law_registry.names()
+    for split, law in PLUGIN_LAWS.items():
+        assert law in names and SPLITS[split].law == law
+
+
+@pytest.mark.parametrize("split", list(PLUGIN_LAWS))
+def test_plugin_law_jacobian_and_loss_form_agree(split):
+    """Each law's exact Jacobian of log L matches central differences, and its loss form (the
+    benchmark fit's) is exp of its log L; a batch of parameters gives one row per member."""
+    from andrea_scalebench_laws import LOSS_FORMS
+
+    s = load_split(split)
+    law, g = s.law, s.groups[0]
+    X = {k: v[:40] for k, v in g.X.items()}
+    theta = next(
+        np.asarray(t) for t in law.grid(X, np.log(g.y[:40]))
+        if np.all(np.isfinite(law.log_predict(np.asarray(t), X)))
+    )  # fmt: skip
+    J = law.jacobian(theta, X)
+    h = 1e-6 * np.maximum(1.0, np.abs(theta))
+    num = np.column_stack(
+        [
+            (law.log_predict(theta + h[i] * e, X) - law.log_predict(theta - h[i] * e, X))
+            / (2 * h[i])
+            for i, e in enumerate(np.eye(len(theta)))
+        ]
+    )
+    scale = np.abs(num).max(axis=0) + 1e-12
+    assert np.max(np.abs(J - num) / scale) < 1e-4
+    value, dvalue = LOSS_FORMS[law.name]
+    assert np.allclose(value(theta, X), np.exp(law.log_predict(theta, X)), rtol=1e-12)
+    assert np.allclose(dvalue(theta, X), value(theta, X)[:, None] * J, rtol=1e-6, atol=1e-12)
+    both = law.log_predict(np.vstack([theta, theta]), X)
+    assert both.shape == (2, len(X[law.inputs[0]])) and np.allclose(
+        both[1], law.log_predict(theta, X)
+    )
+
+
+@pytest.mark.xfail(
+    raises=KeyError,
+    strict=True,
+    reason="analysis.fits.laws.fit_law prices a point's compute from params and tokens, which "
+    "these laws do not all read (docs/planner.md): passes once fit_law allows other inputs",
+)
+def test_andrea_fit_of_each_plugin_law_on_its_whole_pool_matches_the_benchmark_fit_in_sample():
+    """In sample only (no target region): andrea's log-space Huber fit from the law's grid
+    reaches a loss RMSE within 15 % of the benchmark's least-squares fit of the loss."""
+    from analysis.fits.laws import fit_law_scaled_huber
+    from bench.scalebench import benchmark_fit, loss_form
+
+    for split in PLUGIN_LAWS:
+        s = load_split(split)
+        form = loss_form(s.law)
+        for g in s.groups:  # the plug-in laws' bounds are the benchmark's
+            th = benchmark_fit(form, s.law.bounds, g.X, g.y, np.random.default_rng(0))
+            rmse_b = np.sqrt(np.mean((form[0](th, g.X) - g.y) ** 2))
+            f = fit_law_scaled_huber(s.law, split, g.X, g.y)
+            rmse_a = np.sqrt(np.mean((f.predict(g.X) - g.y) ** 2))
+            assert rmse_a < 1.15 * rmse_b, (split, g.name, rmse_a, rmse_b)
+
+
+def test_a_method_that_fails_on_a_split_is_one_error_line_and_a_failed_row(
+    tmp_path, capsys, monkeypatch
+):
+    """The table survives one method's failure: an `error:` line naming the split, the method and
+    the exception; its row reads "failed" and the other methods' rows are there."""
+    import bench.scalebench as sb
+
+    def broken(law, group, seed):
+        raise KeyError("tokens")
+
+    monkeypatch.setattr(sb, "planner_selection", broken)
+    assert main(["--splits", "moe", "--methods", "planner,full", "--reps", "1", "--out",
+                 str(tmp_path)]) == 0  # fmt: skip
+    err = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error:")]
+    assert any("moe planner failed: KeyError" in x for x in err)
+    md = (tmp_path / "scalebench.md").read_text()
+    assert "| moe (1/5/10 %) | held-out | scalebench_moe | planner | benchmark's fit | failed" in md
+    assert "| all runs | benchmark's fit | +" in md
