@@ -2,9 +2,10 @@
 
 The demo trained 36 runs (3 sizes x 3 variants x 4 seeds; tests/golden/demo_runs, no retraining
 here). Its first round is taken to be seeds 0 and 1 at every size (the fewest that measure the
-seed noise `analysis.next_runs` needs). Then, round after round, `analysis.next_runs.propose` is
-given the GPU-hours of one uniform round (a seed of every variant at every size) and its proposal
-is "trained" by taking the finished runs of those seeds (at most the 4 the demo has per size).
+seed noise `analysis.next_runs` needs). Then, round after round,
+`analysis.estimates.seed_planner.propose` is given the GPU-hours of one uniform round (a seed of
+every variant at every size) and its proposal is "trained" by taking the finished runs of those
+seeds (at most the 4 the demo has per size).
 It stops when the planner's predicted worst half-width reaches the one it predicts for all 36 runs,
 or when no proposed seed is left to take. Printed: the runs used, the predicted half-width, and
 the realised 95 % interval of each variant's multiplier from the runs used (`analysis.fit`'s
@@ -20,9 +21,9 @@ from pathlib import Path
 
 from analysis.estimates.estimate import default_c_ref, fit_variants
 from analysis.estimates.multiplier import multiplier_at
+from analysis.estimates.seed_planner import finished_grid, propose, worst_half_width
 from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import collect_or_report, final_points
-from analysis.next_runs import finished_grid, propose, worst_half_width
 
 DEMO = Path(__file__).resolve().parent.parent / "tests" / "golden" / "demo_runs"
 PEAK, MFU = 989e12, 0.35

@@ -30,10 +30,10 @@ import numpy as np
 
 from analysis.estimates.estimate import default_c_ref, fit_variants
 from analysis.estimates.multiplier import multiplier_at
+from analysis.estimates.seed_planner import MAX_SEED_RATIO, propose, with_added, worst_half_width
 from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import final_points
 from analysis.inputs.synthetic import power_law, shifted, simulate_runs
-from analysis.next_runs import MAX_SEED_RATIO, propose, with_added, worst_half_width
 
 C_TOP = 1.17e-8  # the demo's tiny-3, PFLOP/s-days
 COMPUTE = (C_TOP / 18, C_TOP / 4.9, C_TOP)  # tiny-1..3

@@ -3,6 +3,7 @@ variance they remove per unit cost^0.4, within budget; bad pool input refused wi
 (bench.active_sl measures the selection on real runs)."""
 
 import csv
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,7 +11,6 @@ import pytest
 from analysis.estimates.design import (
     discrepancy_covariance,
     greedy_on_covariance,
-    greedy_picks,
     laplace_covariance,
     noise_log_variance,
     pilot,
@@ -33,6 +33,11 @@ def test_greedy_picks_the_candidate_that_informs_the_target_per_unit_cost():
             0.5 * z + 0.01 * rng.standard_normal(200),
         ]
     )  # 2: tells z, half scale
+
+    def greedy_picks(cand, target, cost, noise, budget):  # on the sample covariance
+        S = np.cov(np.hstack([cand, target]), rowvar=False, ddof=1)
+        return greedy_on_covariance(S, cand.shape[1], cost, noise, budget)
+
     picks, before, after = greedy_picks(cand, target, np.array([1.0, 1.0, 1.0]), 1e-4, 1.0)
     assert picks == [0] and after < 0.01 * before
     # candidate 0 ten times dearer: the cheap, equally informative one wins
@@ -93,9 +98,17 @@ def test_laplace_covariance_is_least_squares_for_a_law_linear_in_its_parameters(
     Xq = {k: np.concatenate([cand[k], target[k]]) for k in cand}
     G = fit.predict(Xq)[:, None] * law.jacobian(fit.theta, Xq)
     np.testing.assert_allclose(S, s2 * G @ np.linalg.inv(A.T @ A) @ G.T, rtol=1e-6)
-    # the pool planner uses it for a law with a Jacobian, and says so
+    # the pool planner uses it, and says so
     r = plan_round(law, X, y, cand, np.array([1.0]), target, 1.0)
     assert r.picks == [0] and "Laplace" in r.reason and "cost^0.4" in r.reason
+    # a law without a Jacobian: central differences give the same covariance
+    from dataclasses import replace
+
+    numeric = replace(law, jacobian=None)
+    S_num = laplace_covariance(replace(fit, law=numeric), X, cand, target)  # at the same fit
+    np.testing.assert_allclose(S_num, S, rtol=1e-6)
+    r = plan_round(numeric, X, y, cand, np.array([1.0]), target, 1.0)
+    assert r.picks == [0] and "Laplace covariance, a numeric Jacobian" in r.reason
 
 
 def test_the_laws_error_makes_a_run_near_the_target_worth_buying(monkeypatch):
@@ -213,7 +226,6 @@ def test_replay_spends_each_budget_cumulatively_and_never_more(tmp_path):
         {"params": np.array([1e9]), "tokens": np.array([2e10])},
         budgets,
         seed=0,
-        n_boot=6,
     )
     (first, _), (second, rounds) = out
     assert cost[first].sum() <= budgets[0] * (1 + 1e-9)
@@ -263,3 +275,184 @@ def test_seed_planner_at_a_named_compute_is_wider_past_the_data(tmp_path, capsys
     assert main([str(tmp_path / "demo"), "--gpu-hours", "1", "--at-compute", "1e3"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --at-compute 1e3 is below the data")
+
+
+def _write(path, header, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def _chinchilla(N, D):
+    return 1.7 + 400 * N**-0.34 + 410 * D**-0.28
+
+
+def test_a_pool_of_final_points_on_one_ray_gets_a_pilot_off_it(tmp_path, capsys):
+    """A sweep's final points all at 20 tokens per parameter do not fit L(N, D) (N and D move
+    together): that gave "no fit" and nothing (exit 0) though affordable candidates on other rays
+    existed. Now a pilot spread away from the finished runs, which takes the other rays."""
+    rows = [
+        (N, 20 * N, 6 * N * 20 * N / 3.6e18, _chinchilla(N, 20 * N), f"done{k}")
+        for k, N in enumerate((1e7, 2e7, 4e7, 8e7, 1.6e8, 3.2e8, 6.4e8))
+    ]
+    rows += [
+        (N, tpp * N, 6 * N * tpp * N / 3.6e18, "", f"c{N:g}_{tpp}")
+        for N in (1e7, 1e8)
+        for tpp in (5, 20, 80)
+    ]
+    pool = _write(tmp_path / "pool.csv", ["params", "tokens", "cost", "loss", "name"], rows)
+    target = _write(tmp_path / "target.csv", ["params", "tokens"], [(3e9, 6e10)])
+    assert main(["--pool", str(pool), "--target", str(target), "--gpu-hours", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "pilot:" in out and "away from the finished ones" in out, out
+    picked = [x.split(":")[0].strip() for x in out.splitlines() if x.startswith("  c")]
+    assert picked and any(not p.endswith("_20") for p in picked), out
+
+
+def test_a_pool_too_small_to_fit_says_why_nothing_is_bought(tmp_path, capsys):
+    rows = [(1e7, 2e8, 1.0, 3.1, "a"), (1e8, 2e9, 50.0, "", "b"), (3e8, 6e9, 90.0, "", "c")]
+    pool = _write(tmp_path / "pool.csv", ["params", "tokens", "cost", "loss", "name"], rows)
+    target = _write(tmp_path / "target.csv", ["params", "tokens"], [(3e9, 6e10)])
+    assert main(["--pool", str(pool), "--target", str(target), "--gpu-hours", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "no pilot: the cheapest candidate costs 50 GPU-h, over 10" in out, out
+    assert "1 finished; the 5-parameter chinchilla law needs 6" in out
+
+
+@pytest.mark.parametrize(
+    "loss,shown", [("abc", "'abc'"), ("-3", "'-3'"), ("nan", "'nan'"), ("inf", "'inf'")]
+)
+def test_a_bad_loss_in_the_pool_is_one_error_line_naming_row_and_column(
+    tmp_path, capsys, loss, shown
+):
+    """A non-numeric loss became NaN, so a candidate (proposed for re-running); loss=-3 gave
+    "no fit" and exit 0 with no row named."""
+    pool, target = _pool(tmp_path)
+    lines = pool.read_text().splitlines()
+    cells = lines[3].split(",")
+    cells[-1] = loss
+    lines[3] = ",".join(cells)
+    pool.write_text("\n".join(lines) + "\n")
+    assert main(["--pool", str(pool), "--target", str(target), "--gpu-hours", "1"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {pool}: row 4, column loss: {shown}"), err
+    assert not captured.out
+
+
+def _vocab_law():
+    """A plug-in law in (params, tokens, vocab): log L = a + b log N + c log D + d log V."""
+
+    def cols(X):
+        return np.column_stack(
+            [np.ones_like(X["params"])] + [np.log(X[k]) for k in ("params", "tokens", "vocab")]
+        )
+
+    return Law(
+        name="vocab_loglinear",
+        inputs=("params", "tokens", "vocab"),
+        params=("a", "b", "c", "d"),
+        bounds=((None, None),) * 4,
+        log_predict=lambda th, X: cols(X) @ np.asarray(th, float).T,
+        grid=lambda X, y: [(float(y.mean()), 0.0, 0.0, 0.0)],
+        formula="log L = a + b log N + c log D + d log V",
+        jacobian=lambda th, X: cols(X),
+    )
+
+
+def test_the_pool_reads_a_plug_in_laws_own_inputs(tmp_path, capsys, monkeypatch):
+    """The pool's columns are the chosen law's inputs, whatever they are: a law in vocab
+    size plans from a pool with a `vocab` column, and a pool without one is refused with one
+    line naming what the law needs and what the pool has."""
+    from analysis.fits import law_registry
+
+    built = law_registry.build(extra=[_vocab_law()])
+    monkeypatch.setattr(law_registry, "laws", lambda: built)
+    rng = np.random.default_rng(0)
+    rows = []
+    for i, (N, V) in enumerate((N, V) for N in (1e7, 3e7, 1e8, 3e8) for V in (8e3, 32e3, 128e3)):
+        D = 20 * N
+        y = np.exp(3.0 - 0.05 * np.log(N) - 0.04 * np.log(D) - 0.01 * np.log(V))
+        loss = y * np.exp(0.002 * rng.standard_normal()) if i % 2 == 0 else ""
+        rows.append((N, D, V, 6 * N * D / 3.6e18, loss))
+    pool = _write(tmp_path / "pool.csv", ["params", "tokens", "vocab", "cost", "loss"], rows)
+    target = _write(tmp_path / "target.csv", ["params", "tokens", "vocab"], [(3e9, 6e10, 64e3)])
+    argv = ["--pool", str(pool), "--target", str(target), "--gpu-hours", "1"]
+    assert main(argv + ["--law", "vocab_loglinear"]) == 0
+    out = capsys.readouterr().out
+    assert "the vocab_loglinear law" in out and ", vocab " in out and "now ->" in out, out
+    # the pool without the law's input: one line
+    _write(
+        tmp_path / "pool.csv", ["params", "tokens", "cost", "loss"], [r[:2] + r[3:] for r in rows]
+    )
+    assert main(argv + ["--law", "vocab_loglinear"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0] == (
+        f"error: {pool}: law vocab_loglinear needs params, tokens, vocab and cost; pool.csv has "
+        "params, tokens, cost, loss (missing vocab)"
+    ), err
+
+
+def test_the_numeric_jacobian_is_farseers_exact_one():
+    """Central differences, each step scaled to its parameter (analysis.fits.jacobian), against
+    Farseer's analytic Jacobian at its fit to the active-sl split and at a point inside its
+    bounds: within 1e-5 of each column's scale."""
+    from analysis.fits.jacobian import jacobian_of, numeric_jacobian
+    from analysis.fits.laws import fit_law_scaled_huber
+
+    law = get_law("farseer")
+    data = Path(__file__).resolve().parent.parent / "bench" / "data" / "active_sl"
+    rows = list(csv.DictReader(open(data / "farseer_train.csv")))
+    X = {k: np.array([float(r[k]) for r in rows]) for k in ("params", "tokens")}
+    y = np.array([float(r["loss"]) for r in rows])
+    fitted = fit_law_scaled_huber(law, "farseer", X, y).theta
+    inside = np.array([0.5, -0.1, -1.0, 3.0, 0.05, 2.0, 0.5, -0.05, -1.0])
+    for theta in (fitted, inside):
+        exact, num = law.jacobian(theta, X), numeric_jacobian(law, theta, X)
+        scale = np.abs(exact).max(axis=0)
+        err = np.abs(num - exact).max(axis=0) / scale
+        assert np.all(err < 1e-5), err
+    assert jacobian_of(law) is law.jacobian
+    chinchilla = get_law("chinchilla")
+    assert chinchilla.jacobian is None and jacobian_of(chinchilla) is not None
+
+
+def test_the_pool_planners_default_law_is_the_one_law_auto_chooses(tmp_path, capsys):
+    """No --law: the law analysis.fit's --law auto would choose on the measured rows (the
+    backtest of analysis.estimates.law_fits.select_law), printed with why; with too few sizes
+    measured to hold one out, chinchilla, and it says so. A replay chooses from the runs it has
+    measured so far, round by round, never from the hidden losses."""
+    from analysis.estimates import pool_law
+    from analysis.inputs.pool import read_table
+
+    pool, target = _pool(tmp_path, with_loss_rows=10)
+    assert main(["--pool", str(pool), "--target", str(target), "--gpu-hours", "1"]) == 0
+    out = capsys.readouterr().out
+    table = read_table(pool, ("params", "tokens", "cost"))
+    done = np.isfinite(table.columns["loss"])
+    X = {k: table.columns[k][done] for k in ("params", "tokens")}
+    laws = pool_law.candidates(
+        {n: get_law(n) for n in ("chinchilla", "farseer")}, table.columns, ["params", "tokens"]
+    )
+    law, lines = pool_law.choose(laws, X, table.columns["loss"][done], ["r"] * int(done.sum()))
+    assert out.startswith(f"--law auto: {law.name} wins") and lines[0] in out, out
+    assert f"target rows; the {law.name} law" in out
+    # two sizes measured: nothing to hold out
+    rows = pool.read_text().splitlines()
+    keep = [rows[0]] + [
+        r if r.split(",")[0] in ("1e+07", "3e+07") else ",".join(r.split(",")[:-1] + [""])
+        for r in rows[1:]
+    ]
+    pool.write_text("\n".join(keep) + "\n")
+    assert main(["--pool", str(pool), "--target", str(target), "--gpu-hours", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "--law auto: no law could be backtested" in out, out
+    assert "the pool planner plans with chinchilla until it can" in out and "chinchilla law" in out
+    (tmp_path / "full").mkdir()
+    full, _ = _pool(tmp_path / "full", with_loss_rows=12)
+    argv = ["--pool", str(full), "--target", str(target), "--gpu-hours", "5", "--replay"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "--law auto's law at each round" in out and "round 1 (chinchilla): pilot" in out, out

@@ -4,17 +4,17 @@ much as uniform seeds of the same cost (bench/next_runs_check.py checks it by si
 import numpy as np
 import pytest
 
-from analysis import next_runs
-from analysis.inputs.synthetic import power_law, shifted, simulate_runs, write_runs
-from analysis.next_runs import (
+from analysis.estimates import seed_planner
+from analysis.estimates.seed_planner import (
     MAX_SEED_RATIO,
     PRECISION_FLOOR,
-    commands,
-    main,
     propose,
     with_added,
     worst_half_width,
 )
+from analysis.inputs.synthetic import power_law, shifted, simulate_runs, write_runs
+from analysis.next_runs import main
+from analysis.report.planner_lines import commands
 
 PEAK, MFU = 989e12, 0.35
 NOISE = {"sigma_run": 0.012, "rho": 0.3, "sigma_point": 0.003}
@@ -99,14 +99,14 @@ def test_grouped_prediction_is_the_one_of_every_run():
 def bounded_steps(monkeypatch):
     """Fails a test whose allocation evaluates the design 5000 times or more."""
     calls = {"n": 0}
-    real = next_runs.Design.half_width
+    real = seed_planner.Design.half_width
 
     def counted(self, *a, **k):
         calls["n"] += 1
         assert calls["n"] < 5000, "the allocation is not bounded"
         return real(self, *a, **k)
 
-    monkeypatch.setattr(next_runs.Design, "half_width", counted)
+    monkeypatch.setattr(seed_planner.Design, "half_width", counted)
 
 
 def test_any_budget_is_allocated_in_a_bounded_number_of_steps(bounded_steps):
@@ -194,7 +194,7 @@ def test_cpu_runs_are_priced_by_their_measured_speed_with_the_fits_exponent(tmp_
     }
     runs = collect_or_report([str(demo)], "val_loss").runs
     assert power.measured(runs)[1] == pytest.approx(float(table["baseline"]["alpha"]), rel=1e-9)
-    speed, devices = next_runs.measured_speed(runs)
+    speed, devices = seed_planner.measured_speed(runs)
     assert devices == "Intel(R) Xeon(R) Processor" and 1e8 < speed < 1e11  # a CPU's FLOP/s
 
     assert main([str(demo), "--gpu-hours", "10"]) == 0
@@ -210,3 +210,82 @@ def test_cpu_runs_are_priced_by_their_measured_speed_with_the_fits_exponent(tmp_
     out = capsys.readouterr().out
     assert "Cost: FLOPs on H100 at 35% MFU." in out and "→ ±1% with the proposal" in out
     assert "The budget is more than the question needs" in out and "±0.0" not in out
+
+
+def _one_seed_sweep(root=None):
+    b = power_law(3.0, 0.07)
+    runs = simulate_runs(
+        {"baseline": b, "attnres_full": shifted(b, 1.25)},
+        (1e-3, 4e-3, 1.8e-2),
+        (0,),
+        (0.25, 0.5, 1.0),
+        rng=np.random.default_rng(0),
+    )
+    if root is not None:
+        write_runs(root, runs)
+    return runs
+
+
+def test_a_one_seed_sweep_gets_seeds_a_budget_below_a_round_buys(tmp_path, capsys):
+    """One seed per size: each first seed brings a degree of freedom whose t quantile (12.7 at
+    1 df) outweighs it, so no single step narrowed the predicted interval and a budget of seven
+    cheap seeds bought nothing ("Nothing to add: one seed at the cheapest size costs ...")."""
+    runs = _one_seed_sweep(tmp_path / "one")
+    cheapest = min(r.flops for r in runs if r.point == 2 and r.size == "s1") * 2 / (PEAK * MFU)
+    budget = 7 * cheapest / 3600
+    prop = propose(runs, budget, "baseline", PEAK, MFU)
+    assert prop["added"] and prop["spent_gpu_hours"] <= budget * (1 + 1e-9), prop["added"]
+    assert prop["finished_df"] == 0 and not prop["noise_measured"]
+    assert main([str(tmp_path / "one"), "--gpu-hours", f"{budget:.6g}", "--gpu", "H100"]) == 0
+    out = capsys.readouterr().out
+    assert "Nothing to add" not in out and "Launch:" in out
+    assert "one seed per size, so no noise is measured" in out
+
+
+def test_a_one_seed_sweeps_proposal_is_never_wider_than_uniform_seeds():
+    runs = _one_seed_sweep()
+    one_round = 2 * _round_cost(runs)  # _round_cost halves two seeds' FLOPs; these have one
+    prop = propose(runs, 4.1 * one_round, "baseline", PEAK, MFU)
+    assert prop["uniform_rounds"] == 4
+    assert prop["after"] <= prop["uniform_after"] < prop["before"], prop
+
+
+def _record_overrides(run_dir, overrides, out_dir, written):
+    """What Hydra writes in a run's .hydra/ (the parts analysis.inputs.overrides reads)."""
+    hydra = run_dir / ".hydra"
+    hydra.mkdir(parents=True, exist_ok=True)
+    (hydra / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    (hydra / "config.yaml").write_text(f"out_dir: {out_dir}\n")
+    (hydra / "hydra.yaml").write_text(f"hydra:\n  runtime:\n    output_dir: {written}\n")
+
+
+def test_launch_lines_are_the_overrides_the_runs_were_launched_with(tmp_path, capsys):
+    """A grid given on the command line (no sweep file): `sweeps=<folder>` fails there
+    ("error: sweeps=adapt: no such sweeps"); the recorded overrides launch the same grid, with
+    out_dir where the runs lie now (a sweep copied elsewhere records its old one)."""
+    root = tmp_path / "copy" / "adapt"
+    runs = _finished()
+    write_runs(root, runs)
+    for r in {r.run_id: r for r in runs}.values():
+        overrides = [
+            f"model={r.label}",
+            f"size={r.size}",
+            f"train.seed={r.seed}",
+            "train.budgets=[0.25,0.5,1]",
+            "sweep_name=adapt",
+            "out_dir=/elsewhere/runs",
+        ]
+        written = f"/elsewhere/runs/adapt/{r.run_id}"
+        _record_overrides(root / r.run_id, overrides, "/elsewhere/runs", written)
+    assert main([str(root), "--gpu-hours", str(2 * _round_cost(runs)), "--gpu", "H100"]) == 0
+    launch = [x.strip() for x in capsys.readouterr().out.splitlines() if "sweep.py" in x]
+    assert launch and all("sweeps=" not in x for x in launch), launch
+    size = launch[0].split("size=")[1].split()[0]
+    seeds = launch[0].split("train.seed=")[1].split()[0]
+    assert launch[0] == (
+        f"python sweep.py -m model=attnres_full,baseline size={size} train.seed={seeds} "
+        f"'train.budgets=[0.25,0.5,1]' sweep_name=adapt out_dir={tmp_path / 'copy'}"
+    ), launch[0]
+    # --sweep still names a sweep file
+    assert main([str(root), "--gpu-hours", str(2 * _round_cost(runs)), "--sweep", "demo"]) == 0
+    assert "sweeps=demo size=" in capsys.readouterr().out

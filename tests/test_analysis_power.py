@@ -11,10 +11,10 @@ from analysis.estimates.power import (
     half_width,
     log_multiplier_sd,
     predict,
-    report,
 )
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 from analysis.inputs.synthetic import power_law, simulate_runs
+from analysis.report.power_lines import report
 
 COMPUTE = tuple(np.geomspace(1e-9, 1.2e-7, 4))
 

@@ -864,6 +864,23 @@ POOL_CASES = [
         next_runs_pool("params,tokens,cost\nabc,1e8,1\n", "--gpu-hours", "1"),
         ("pool.csv", "row 2", "params"),
     ),
+    *[
+        Case(
+            f"next_runs_pool_{kind}_loss",
+            "analysis",
+            f"next_runs --pool: a pool row with loss={v}",
+            next_runs_pool(f"params,tokens,cost,loss\n1e7,1e8,1,{v}\n", "--gpu-hours", "1"),
+            ("pool.csv", "row 2", "column loss", f"'{v}'"),
+        )
+        for kind, v in (("bad", "abc"), ("negative", "-3"))
+    ],
+    Case(
+        "next_runs_pool_law_inputs",
+        "analysis",
+        "next_runs --pool --law data_constrained: a pool without unique_tokens",
+        next_runs_pool(_POOL, "--gpu-hours", "1", "--law", "data_constrained"),
+        ("pool.csv", "law data_constrained needs", "missing unique_tokens"),
+    ),
     Case(
         "next_runs_pool_zero_budget",
         "analysis",
@@ -897,16 +914,16 @@ def test_bad_input_is_named_in_a_clear_message(case, tmp_path, data_cache):
 # ---- the command line turns these into exit 2 (one subprocess each) ------------------------------
 
 
-def test_a_bad_key_in_a_sweep_exits_2_before_anything_runs(tmp_path, data_cache):
-    out = subprocess.run(
+def _plan_sweep(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+    """`python sweep.py -m out_dir=<tmp>/runs size=tiny-1 OVERRIDES plan=true`."""
+    return subprocess.run(
         [
             sys.executable,
             str(REPO / "sweep.py"),
             "-m",
             f"out_dir={tmp_path / 'runs'}",
             "size=tiny-1",
-            "model=attnres_block",
-            "model.block_size=0,2",
+            *overrides,
             "plan=true",
         ],
         cwd=tmp_path,
@@ -914,9 +931,33 @@ def test_a_bad_key_in_a_sweep_exits_2_before_anything_runs(tmp_path, data_cache)
         text=True,
         timeout=600,
     )
+
+
+def test_a_bad_key_in_a_sweep_exits_2_before_anything_runs(tmp_path, data_cache):
+    out = _plan_sweep(tmp_path, "model=attnres_block", "model.block_size=0,2")
     assert out.returncode == 2, out.stderr[-2000:]
     assert "model.block_size=0" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("results.json"))
+
+
+def test_an_unknown_plan_gpu_is_one_error_line_as_next_runs_gpu_is(tmp_path, capsys):
+    """plan_gpu=H200x printed a note, then 0 GPU-hours, and exited 0, where analysis.next_runs
+    --gpu H100x was an error: both ask andrea.run.units.gpu_problem now."""
+    from analysis.inputs.synthetic import power_law, simulate_runs, write_runs
+    from analysis.next_runs import main
+
+    out = _plan_sweep(tmp_path, "model=baseline", "plan_gpu=H200x")
+    err = [x for x in out.stderr.splitlines() if x.strip()]
+    assert out.returncode == 2 and len(err) == 1, out.stderr[-2000:]
+    assert err[0].startswith("error: plan_gpu='H200x' is not a GPU andrea knows; known: H100 SXM")
+    assert "T4" in err[0]  # a known GPU without a bf16 peak plans (the plan notes its hours)
+    runs = simulate_runs(
+        {"baseline": power_law(3.0, 0.07), "v": power_law(3.0, 0.07)}, (1, 2), (0,)
+    )
+    write_runs(tmp_path / "s", runs)
+    assert main([str(tmp_path / "s"), "--gpu-hours", "1", "--gpu", "H100x"]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith("error: --gpu 'H100x' is not a GPU andrea knows the bf16 peak of")
 
 
 def test_an_appended_typo_in_a_single_run_exits_2_with_one_line_first(tmp_path, data_cache):

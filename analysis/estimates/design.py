@@ -2,27 +2,28 @@
 
 The question is a prediction the user names, here the loss at a set of target runs (a high-cost
 region: the size and tokens the user is about to train). Its uncertainty, jointly with every
-candidate's, is the fit's: for a law with a Jacobian, the Laplace approximation at the fit (the
-parameters' covariance from the Jacobian at the finished runs and the run noise, with a weak
-prior from the law's bounds, mapped to the losses through their Jacobian); otherwise a bootstrap
-ensemble of fitted laws (refit the law to the finished runs resampled with replacement, predict
-every candidate and every target with each refit). To either is added the law's own error (model
-discrepancy, Kennedy & O'Hagan 2001): a Gaussian process over log params and log tokens,
-conditioned on the finished runs, so a run near the target is worth what the law's form alone
-would not say (`discrepancy_covariance`). Treating the predictions as jointly Gaussian,
-measuring candidate j (with the noise variance sigma^2 of a run about the law) reduces the summed
-target variance by sum_t Cov(t, j)^2 / (Var(j) + sigma^2): a linear-Gaussian (Kalman) update,
-V-optimal design (the expected reduction of the prediction variance where it is wanted;
-Atkinson, Donev & Tobias 2007, ch. 10). Candidates are picked greedily by that reduction per
-cost^COST_POWER, updating the covariance after each pick, so a batch does not pick the same
+candidate's, is the fit's, for every law: the Laplace approximation at the fit (the parameters'
+covariance from the Jacobian of log L at the finished runs and the run noise, with a weak prior
+from the law's bounds, mapped to the losses through their Jacobian; the law's own Jacobian, or
+central differences, `analysis.fits.jacobian`). To it is added the law's own error (model
+discrepancy, Kennedy & O'Hagan 2001): a Gaussian process over the logs of the law's inputs (params
+and tokens for Chinchilla), conditioned on the finished runs, so a run near the target is worth
+what the law's form alone would not say (`discrepancy_covariance`). Treating the predictions as
+jointly Gaussian, measuring candidate j (with the noise variance sigma^2 of a run about the law)
+reduces the summed target variance by sum_t Cov(t, j)^2 / (Var(j) + sigma^2): a linear-Gaussian
+(Kalman) update, V-optimal design (the expected reduction of the prediction variance where it is
+wanted; Atkinson, Donev & Tobias 2007, ch. 10). Candidates are picked greedily by that reduction
+per cost^COST_POWER, updating the covariance after each pick, so a batch does not pick the same
 information twice; a new size whose loss was never measured is just a candidate whose prediction
 the fit spreads. Then the picked runs are measured, the law refitted, and the next round planned
 (`replay` replays this on a pool whose losses are known, as the active-sl benchmark scores
-selection methods: Li et al. 2026, arXiv 2604.22753, whose V-optimal and MSPE methods use the
-same Laplace covariance and a cost exponent of 0.3-0.4).
+selection methods: Li et al. 2026, arXiv 2604.22753, whose V-optimal and MSPE methods use the same
+Laplace covariance and a cost exponent of 0.3-0.4).
 
-Before the law can be fitted (fewer runs than its parameters, plus one) the design starts with a
-cheap space-filling pilot: the runs spread widest in (log params, log tokens) among the cheapest.
+Before the law can be fitted (fewer runs than its parameters, plus one), or where the finished
+runs do not fit it (all on one tokens-per-parameter ray), the design starts with a cheap
+space-filling pilot: the runs spread widest in the logs of the law's inputs, away from the
+finished runs, among the cheapest.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from analysis.fits.jacobian import jacobian_of
 from analysis.fits.laws import Law, LawError, bound_arrays, fit_law_scaled_huber
 
-N_BOOT = 16  # ensemble members (refits of resampled runs)
 PILOT_SHARE = 0.3  # at most this share of the first budget goes to the pilot
 ROUNDS = 2  # rounds per budget: each refits the law before it chooses
 # Candidates are ranked by reduction / cost**COST_POWER. Per GPU-hour (1.0) filled the active-sl
@@ -41,16 +42,13 @@ ROUNDS = 2  # rounds per budget: each refits the law before it chooses
 # rank by cost^0.3 (V-optimal) and cost^0.4 (their MSPE method), which keeps buying runs near
 # the target's size (docs/planner.md has the measurements).
 COST_POWER = 0.4
-# The law's own error (model discrepancy, Kennedy & O'Hagan 2001): a Gaussian process in
-# (log params, log tokens), its sd DISCREPANCY_SD of the loss, correlated over a factor
+# The law's own error (model discrepancy, Kennedy & O'Hagan 2001): a Gaussian process in the
+# logs of the law's inputs, its sd DISCREPANCY_SD of the loss, correlated over a factor
 # DISCREPANCY_SCALE in either. Without it the linearised covariance trusts the law's form far past
 # the runs, and on the active-sl Farseer split bought long token budgets at mid sizes instead of
 # runs near the target (sd and scale chosen on that split; docs/planner.md has the measurements).
 DISCREPANCY_SD = 0.005
 DISCREPANCY_SCALE = 8.0
-# "laplace": the target covariance from the fit's Jacobian (`laplace_covariance`) for a law that
-# has one, else the bootstrap ensemble; "bootstrap": the ensemble always.
-COVARIANCE = "laplace"
 
 
 @dataclass
@@ -62,6 +60,7 @@ class Round:
     variance_before: float | None = None  # summed variance of the target predictions
     variance_after: float | None = None  # predicted after the picks are measured
     fit: object | None = field(default=None, repr=False)  # the LawFit it planned from
+    law: str = ""  # the law it planned with
 
 
 def take(X: dict, idx) -> dict:
@@ -74,11 +73,17 @@ def _log_features(X: dict, inputs) -> np.ndarray:
     return (Z - Z.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
 
 
-def pilot(X_cand: dict, inputs, cost: np.ndarray, n: int, budget: float) -> list[int]:
+def pilot(
+    X_cand: dict, inputs, cost: np.ndarray, n: int, budget: float, X_done: dict | None = None
+) -> list[int]:
     """Up to `n` candidates, each as far as possible (in standardised log inputs) from those
-    already taken, among the ones that keep the pilot within `budget` (a maximin design: Johnson,
-    Moore & Ylvisaker 1990). The first is the cheapest."""
-    Z = _log_features(X_cand, inputs)
+    already taken and from the finished runs `X_done`, among the ones that keep the pilot within
+    `budget` (a maximin design: Johnson, Moore & Ylvisaker 1990). With no finished run the first
+    is the cheapest."""
+    m = len(cost)
+    done = 0 if X_done is None else len(np.asarray(X_done[inputs[0]]))
+    both = X_cand if not done else {k: np.concatenate([X_cand[k], X_done[k]]) for k in inputs}
+    Z = _log_features(both, inputs)
     order = np.argsort(cost, kind="stable")
     picks, spent = [], 0.0
     while len(picks) < n:
@@ -88,35 +93,38 @@ def pilot(X_cand: dict, inputs, cost: np.ndarray, n: int, budget: float) -> list
         ok = [j for j in free if spent + cost[j] + reserve <= budget * (1 + 1e-12)]
         if not ok:
             break
-        if not picks:
+        taken = picks + list(range(m, m + done))
+        if not taken:
             j = ok[0]
         else:
-            d = np.min(np.linalg.norm(Z[ok][:, None, :] - Z[picks][None, :, :], axis=2), axis=1)
+            d = np.min(np.linalg.norm(Z[ok][:, None, :] - Z[taken][None, :, :], axis=2), axis=1)
             j = ok[int(np.argmax(d))]
         picks.append(int(j))
         spent += cost[j]
     return picks
 
 
-def greedy_picks(
-    pred_cand: np.ndarray,
-    pred_target: np.ndarray,
-    cost: np.ndarray,
-    noise_var: float,
-    budget: float,
-) -> tuple[list[int], float, float]:
-    """(picks, target variance before, after): candidates chosen one at a time by the
-    reduction of the summed target variance per cost^COST_POWER, within `budget`.
+def pilot_round(law: Law, X_obs: dict, X_cand: dict, cost, n: int, budget: float, why: str):
+    """A pilot `Round` of up to `n` runs spread away from the finished ones (`pilot`), with its
+    reason (`why` a pilot); where the budget buys none, the reason says so."""
+    picks = pilot(X_cand, law.inputs, cost, n, budget, X_obs)
+    if not picks:
+        cheapest = f"{float(np.min(cost)):.4g} GPU-h" if len(cost) else "nothing: no candidates"
+        return Round(
+            [], f"no pilot: the cheapest candidate costs {cheapest}, over {budget:.4g} ({why})"
+        )
+    away = " away from the finished ones" if len(np.asarray(X_obs[law.inputs[0]])) else ""
+    return Round(
+        picks,
+        f"pilot: {len(picks)} cheap runs spread in log {', '.join(law.inputs)}{away} ({why})",
+    )
 
-    pred_cand [B, M] and pred_target [B, T] are the ensemble's predictions."""
-    M = pred_cand.shape[1]
-    S = np.atleast_2d(np.cov(np.hstack([pred_cand, pred_target]), rowvar=False, ddof=1))
-    return greedy_on_covariance(S, M, cost, noise_var, budget)
 
-
-def greedy_on_covariance(S, M, cost, noise_var, budget):
-    """`greedy_picks` given the joint covariance S [M+T, M+T] of the candidates' and the
-    targets' predictions (candidates first)."""
+def greedy_on_covariance(S, M, cost, noise_var, budget) -> tuple[list[int], float, float]:
+    """(picks, target variance before, after): candidates chosen one at a time by the reduction
+    of the summed target variance per cost^COST_POWER, within `budget`, given the joint
+    covariance S [M+T, M+T] of the candidates' and the targets' predictions (candidates
+    first)."""
     S = np.array(S, float)
     tgt = slice(M, S.shape[0])
     before = float(np.trace(S[tgt, tgt]))
@@ -131,7 +139,7 @@ def greedy_on_covariance(S, M, cost, noise_var, budget):
         if not gain[j] > 0:
             break
         col = S[:, j].copy()
-        S -= np.outer(col, col) / (col[j] + noise_var)  # the Kalman update of the ensemble
+        S -= np.outer(col, col) / (col[j] + noise_var)  # the Kalman update
         picks.append(j)
         left[j] = False
         spent += cost[j]
@@ -159,12 +167,14 @@ def laplace_covariance(fit, X_obs, X_cand, X_target) -> np.ndarray:
     prior from the law's bounds (sd a quarter of each bounded range, as Li et al. 2026 do), then
     G Sigma G' with G the Jacobian of the loss at the candidates and targets: the linearised
     covariance of V-optimal design (Atkinson, Donev & Tobias 2007; Li et al. 2026, arXiv
-    2604.22753). Unlike an ensemble of 16 refits it has every direction of the parameters
-    (an ensemble's covariance has rank 15 over hundreds of candidates) and costs one Jacobian."""
+    2604.22753). Unlike an ensemble of B bootstrap refits it has every direction of the
+    parameters (an ensemble's covariance has rank B - 1 over hundreds of candidates) and costs
+    one Jacobian (the law's own, or central differences: `analysis.fits.jacobian`)."""
     law, th = fit.law, fit.theta
+    jac = jacobian_of(law)  # the law's own, else central differences
     s2_log = noise_log_variance(fit)
     with np.errstate(all="ignore"):
-        J = law.jacobian(th, {k: np.asarray(X_obs[k], float) for k in law.inputs})
+        J = jac(th, {k: np.asarray(X_obs[k], float) for k in law.inputs})
     J = np.where(np.isfinite(J), J, 0.0)
     lo, hi = bound_arrays(law)
     width = hi - lo
@@ -176,25 +186,25 @@ def laplace_covariance(fit, X_obs, X_cand, X_target) -> np.ndarray:
         for k in law.inputs
     }
     with np.errstate(all="ignore"):
-        G = np.exp(law.log_predict(th, X_all))[:, None] * law.jacobian(th, X_all)
+        G = np.exp(law.log_predict(th, X_all))[:, None] * jac(th, X_all)
     G = np.where(np.isfinite(G), G, 0.0) @ V
     return (G / w) @ G.T
 
 
-def _discrepancy_kernel(XA, LA, XB, LB) -> np.ndarray:
+def _discrepancy_kernel(XA, LA, XB, LB, inputs) -> np.ndarray:
     """Covariance of the law's error between runs XA and XB (losses LA, LB): sd DISCREPANCY_SD
-    of each loss, squared-exponential in log params and log tokens."""
+    of each loss, squared-exponential in the log of each of the law's inputs."""
     d2 = sum(
         np.subtract.outer(np.log(np.asarray(XA[k], float)), np.log(np.asarray(XB[k], float))) ** 2
-        for k in ("params", "tokens")
+        for k in inputs
     )
     return DISCREPANCY_SD**2 * np.outer(LA, LB) * np.exp(-0.5 * d2 / np.log(DISCREPANCY_SCALE) ** 2)
 
 
 def discrepancy_covariance(fit, X_obs, X_cand, X_target, noise_var: float) -> np.ndarray:
     """Joint covariance [M+T, M+T] of the law's error at the candidates and the targets
-    (candidates first), given the finished runs: a Gaussian process over (log params, log
-    tokens) with sd DISCREPANCY_SD of the predicted loss and a squared-exponential correlation
+    (candidates first), given the finished runs: a Gaussian process over the logs of the
+    law's inputs with sd DISCREPANCY_SD of the predicted loss and a squared-exponential correlation
     over a factor DISCREPANCY_SCALE, conditioned on the runs with their noise `noise_var`
     (model discrepancy, Kennedy & O'Hagan 2001, J. R. Stat. Soc. B 63:425). Added to the
     parameters' covariance, it makes a run near the target worth what the law's form alone
@@ -209,11 +219,11 @@ def discrepancy_covariance(fit, X_obs, X_cand, X_target, noise_var: float) -> np
         L_all = np.exp(law.log_predict(th, X_all))
         L_obs = np.exp(law.log_predict(th, X_o))
     L_all, L_obs = np.nan_to_num(L_all), np.nan_to_num(L_obs)
-    K_aa = _discrepancy_kernel(X_all, L_all, X_all, L_all)
+    K_aa = _discrepancy_kernel(X_all, L_all, X_all, L_all, law.inputs)
     if not len(L_obs):
         return K_aa
-    K_ao = _discrepancy_kernel(X_all, L_all, X_o, L_obs)
-    K_oo = _discrepancy_kernel(X_o, L_obs, X_o, L_obs) + noise_var * np.eye(len(L_obs))
+    K_ao = _discrepancy_kernel(X_all, L_all, X_o, L_obs, law.inputs)
+    K_oo = _discrepancy_kernel(X_o, L_obs, X_o, L_obs, law.inputs) + noise_var * np.eye(len(L_obs))
     return K_aa - K_ao @ np.linalg.solve(K_oo, K_ao.T)
 
 
@@ -226,40 +236,27 @@ def plan_round(
     X_target: dict,
     budget: float,
     seed: int = 0,
-    n_boot: int = N_BOOT,
 ) -> Round:
-    """Fit the finished runs (with their bootstrap, for a law without a Jacobian), and pick
-    candidates (indices into X_cand) within `budget` by expected target-variance reduction per
-    cost^COST_POWER."""
+    """Fit the finished runs, and pick candidates (indices into X_cand) within `budget` by
+    expected target-variance reduction per cost^COST_POWER under the fit's Laplace covariance
+    and the law's error."""
     y_obs, cost = np.asarray(y_obs, float), np.asarray(cost, float)
     if len(y_obs) < law.needs:
-        picks = pilot(X_cand, law.inputs, cost, law.needs - len(y_obs), budget)
-        return Round(
-            picks,
-            f"pilot: {len(picks)} cheap runs spread in log "
-            f"{', '.join(law.inputs)}, so the {len(law.params)}-parameter {law.name} "
-            "law can be fitted",
-        )
-    laplace = COVARIANCE == "laplace" and law.jacobian is not None
+        k, needs = len(law.params), law.needs
+        why = f"{len(y_obs)} finished; the {k}-parameter {law.name} law needs {needs} to be fitted"
+        return pilot_round(law, X_obs, X_cand, cost, needs - len(y_obs), budget, why)
     try:
-        fit = fit_law_scaled_huber(
-            law, "pool", X_obs, y_obs, n_bootstrap=0 if laplace else n_boot, seed=seed
-        )
+        fit = fit_law_scaled_huber(law, "pool", X_obs, y_obs, seed=seed)
     except LawError as e:
-        return Round([], f"no fit: {e}")
+        # e.g. every finished run on one tokens-per-parameter ray: runs off it are what the
+        # law needs, and a spread pilot finds them
+        n = len(law.params)
+        return pilot_round(
+            law, X_obs, X_cand, cost, n, budget, f"the finished runs do not fit: {e}"
+        )
     sigma2 = noise_variance(fit, y_obs)
-    if laplace:
-        S = laplace_covariance(fit, X_obs, X_cand, X_target)
-        how = "the fit's Laplace covariance"
-    else:
-        pc, pt = fit.predict_boot(X_cand), fit.predict_boot(X_target)
-        ok = np.all(np.isfinite(pc), axis=1) & np.all(np.isfinite(pt), axis=1)
-        if ok.sum() < 3:
-            return Round(
-                [], "fewer than 3 resampled fits predict every run: nothing to rank", fit=fit
-            )
-        S = np.atleast_2d(np.cov(np.hstack([pc[ok], pt[ok]]), rowvar=False, ddof=1))
-        how = f"{ok.sum()} resampled fits"
+    S = laplace_covariance(fit, X_obs, X_cand, X_target)
+    how = "the fit's Laplace covariance" + ("" if law.jacobian else ", a numeric Jacobian")
     if DISCREPANCY_SD > 0:
         S = S + discrepancy_covariance(fit, X_obs, X_cand, X_target, sigma2)
         how += f", the law's error {DISCREPANCY_SD:.1%} over a factor {DISCREPANCY_SCALE:g}"
@@ -285,13 +282,14 @@ def replay(
     X_target: dict,
     budgets,
     seed: int = 0,
-    n_boot: int = N_BOOT,
     rounds: int = ROUNDS,
+    choose=None,
 ) -> list[tuple[list[int], list[Round]]]:
     """Sequential design on a pool whose losses are known but revealed only when a run is
     chosen: for each cumulative budget in `budgets`, (the runs chosen by then, the rounds so
     far). Each budget is spent in `rounds` rounds (the last takes what is left), the law refitted
-    before each."""
+    before each; `choose(X, y)`, where given, picks the law before each round from the runs
+    chosen so far (the planner's --law auto), else `law` throughout."""
     y_pool, cost = np.asarray(y_pool, float), np.asarray(cost, float)
     chosen: list[int] = []
     history: list[Round] = []
@@ -303,6 +301,8 @@ def replay(
             remaining = cap - spent
             if not len(left) or cost[left].min() > remaining * (1 + 1e-12):
                 break
+            if choose is not None:
+                law = choose(take(X_pool, chosen), y_pool[chosen])
             if len(chosen) < law.needs:
                 budget = PILOT_SHARE * cap if k == 0 else remaining
             else:
@@ -316,9 +316,8 @@ def replay(
                 X_target,
                 min(budget, remaining),
                 seed=seed * 1000 + len(history),
-                n_boot=n_boot,
             )
-            r.picks = [int(left[j]) for j in r.picks]
+            r.picks, r.law = [int(left[j]) for j in r.picks], law.name
             history.append(r)
             chosen += r.picks
             spent += float(cost[r.picks].sum())

@@ -19,7 +19,7 @@ def merge_label_warnings(warnings: list[str], labels) -> list[str]:
 
 def one_size_note(runs, baseline: str) -> str | None:
     """The planner predicts no multiplier from a baseline at one size
-    (analysis.estimates.power.report); the fit still computes one from that size's budgets, so it
+    (analysis.report.power_lines.report); the fit still computes one from that size's budgets, so it
     says the same thing beside it."""
     sizes = sorted({r.size for r in runs if r.label == baseline})
     if len(sizes) != 1:

@@ -52,7 +52,7 @@ class PlannedRun:
     budgets: tuple | None = None  # the points' budgets (multiples); only their ratios matter
 
 
-def _fractions(run: PlannedRun) -> np.ndarray:
+def fractions(run: PlannedRun) -> np.ndarray:
     if run.budgets:
         b = np.sort(np.asarray(run.budgets, float))
         return b / b.max()
@@ -65,7 +65,7 @@ def _design(runs: list[PlannedRun]):
     """x (log compute of each point), run index, (size, seed) of each point."""
     x, run_of, cell = [], [], []
     for i, r in enumerate(runs):
-        for f in _fractions(r):
+        for f in fractions(r):
             x.append(math.log(r.flops * f))
             run_of.append(i)
             cell.append((r.size, r.seed))
@@ -90,7 +90,7 @@ def groups_of(runs: list[PlannedRun]) -> tuple[list[Group], list]:
     index: dict[tuple, int] = {}
     groups, seeds = [], []
     for r in runs:
-        f = _fractions(r)
+        f = fractions(r)
         key = (r.size, round(math.log(r.flops), 9), tuple(np.round(f, 9)))
         if key not in index:
             index[key] = len(groups)
@@ -206,7 +206,7 @@ def _with_points(runs: list[PlannedRun], k: int) -> list[PlannedRun]:
     return [PlannedRun(r.label, r.size, r.seed, r.flops, k, None) for r in runs]
 
 
-def _c_law_points() -> str:
+def c_law_points() -> str:
     from analysis.estimates.estimate import C_LAW_POINTS
 
     return C_LAW_POINTS
@@ -216,7 +216,7 @@ def fitted_points(planned: list[PlannedRun]) -> list[PlannedRun]:
     """The runs as the C-law sees them: `analysis.fit` fits each run's final point only
     (analysis.estimates.estimate.C_LAW_POINTS), so a run's earlier budgets are not in its
     interval."""
-    if _c_law_points() == "all":
+    if c_law_points() == "all":
         return list(planned)
     return [PlannedRun(r.label, r.size, r.seed, r.flops) for r in planned]
 
@@ -267,7 +267,7 @@ def predict(
                 need = n
                 break
         more_pts = None
-        if _c_law_points() == "all":
+        if c_law_points() == "all":
             # at the middle of that grid's own compute (its points reach below the runs' totals)
             more_pts = half_width(
                 log_multiplier_sd(
@@ -343,90 +343,3 @@ def measured(finished_runs) -> tuple[dict | None, float | None, str]:
     if f is not None and len(reps[baseline].cells) >= 3 and f.alpha > 0:
         alpha = f.alpha
     return noise, alpha, f"{n} finished run(s)"
-
-
-def report(planned: list[PlannedRun], finished_runs=(), baseline: str = "baseline") -> str:
-    """The lines `plan=true` prints under the grid."""
-    sizes = {r.size for r in planned if r.label == baseline}
-    if len(sizes) < 2:  # an ablation or an LR scan: losses are compared at one size
-        return (
-            f"Power: the {baseline!r} runs of this grid span {len(sizes)} size(s); a compute "
-            "multiplier needs a fit over two or more, so none is predicted."
-        )
-    levels = compute_levels({r.flops for r in planned if r.label == baseline})
-    if levels < 2:  # an architecture sweep: shapes of one size at one compute
-        shapes = any("@" in s for s in sizes)
-        return (
-            f"Power: the {baseline!r} runs' {len(sizes)} "
-            f"{'shapes' if shapes else 'sizes'} train at one compute (within 25 %); a compute "
-            "multiplier needs a fit across compute, so none is predicted"
-            + (
-                " (an architecture sweep compares shapes at fixed compute: "
-                "python -m analysis.architecture)."
-                if shapes
-                else "."
-            )
-        )
-    noise, alpha, where = measured(list(finished_runs))
-    src = []
-    if noise is None:
-        noise = dict(DEFAULT_NOISE)
-        src.append(
-            f"noise: default (per-run {DEFAULT_NOISE['sigma_run']:.1%} of log loss, "
-            f"seed correlation {DEFAULT_NOISE['rho']}, per point "
-            f"{DEFAULT_NOISE['sigma_point']:.1%}; the CPU demo's), "
-            + (where if finished_runs else "no finished runs yet")
-        )
-    else:
-        noise = {**DEFAULT_NOISE, **{k: v for k, v in noise.items() if v is not None}}
-        src.append(
-            f"noise: measured from {where} (per-run {noise['sigma_run']:.2%}, seed "
-            f"correlation {noise['rho']:.2f}, per point {noise['sigma_point']:.2%})"
-        )
-    src.append(
-        f"baseline exponent {alpha:.3f} (measured)"
-        if alpha
-        else f"baseline exponent {DEFAULT_ALPHA} (default: the report's)"
-    )
-    rows = predict(planned, baseline, noise, alpha or DEFAULT_ALPHA)
-    if not rows:
-        return (
-            f"Power: the plan has no variant beside {baseline!r} at the baseline's sizes; "
-            "no multiplier to predict."
-        )
-    lines = [
-        f"Power (predicted 95 % interval of each multiplier, at the middle of the baseline's "
-        f"compute; {'; '.join(src)}):"
-    ]
-    final = _c_law_points() != "all"
-    for r in rows:
-        s = (
-            f"  {r['variant']}: this grid resolves a {DEFAULT_MULTIPLIER}x multiplier to "
-            f"±{100 * r['half_width']:.0f} % ({r['seeds_per_size']} seed(s) per size, "
-            + ("each run's final point)" if final else f"{r['points_per_run']} point(s) per run)")
-        )
-        if r["half_width"] > TARGET:
-            need = (
-                f"{r['seeds_for_target']} seeds per size"
-                if r["seeds_for_target"]
-                else "more than 64 seeds per size"
-            )
-            s += f"; ±10 % needs {need}"
-            if r["half_width_with_8_points"] is not None:
-                s += (
-                    f"; 8 points per run (train.budgets) would give "
-                    f"±{100 * r['half_width_with_8_points']:.0f} %"
-                )
-        lines.append(s)
-        if r["one_seed"]:
-            lines.append(
-                "    (one seed per size: the interval can only resample sizes, which "
-                "under-covers; plan >= 2 seeds)"
-            )
-    if final and any(r["points_per_run"] > 1 for r in rows):
-        lines.append(
-            "  (the C-law fits each run's final point, so more budgets per run "
-            "(train.budgets) do not narrow these intervals: seeds do; the earlier points "
-            "feed L(N, D) and the figures)"
-        )
-    return "\n".join(lines)

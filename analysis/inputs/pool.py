@@ -1,9 +1,12 @@
 """A pool of candidate runs, and a target region, read from CSV (`analysis.next_runs --pool`).
 
-Pool columns: `params`, `tokens` (and `unique_tokens` for a data-constrained law), `cost` (the
-run's GPU-hours), optionally `loss` (filled where the run is already measured: finished runs, or
-every row for a replay) and `name`. Target columns: the law's inputs (`params`, `tokens`, ...),
-optionally `loss` (then a replay scores its prediction). Anything else is ignored.
+Columns are the chosen law's own `inputs` (`params`, `tokens` for Chinchilla; `unique_tokens` too
+for a data-constrained law; whatever a plug-in law declares), in the pool and in the target. The
+pool also has `cost` (the run's GPU-hours), optionally `loss` (filled where the run is already
+measured: finished runs, or every row for a replay) and `name`; the target optionally `loss`
+(then a replay scores its prediction). Any other column is ignored. Every value the law reads,
+and every cost and loss given, is a finite positive number (the planner works in their logs):
+anything else is an InputError naming the file, the row and the column.
 """
 
 from __future__ import annotations
@@ -17,46 +20,92 @@ import numpy as np
 
 from analysis.inputs.collect import InputError
 
+LOSS, COST, NAME = "loss", "cost", "name"
+
 
 @dataclass
 class Table:
     path: Path
-    columns: dict[str, np.ndarray]  # numeric columns; an empty cell is NaN
+    columns: dict[str, np.ndarray]  # the columns read; an empty loss is NaN
     names: list[str]
 
-    def matrix(self, cols) -> np.ndarray:
-        return np.column_stack([self.columns[c] for c in cols])
+
+def read_pool(path, law) -> Table:
+    """The pool for `law`: its inputs and `cost` on every row, `loss` where measured."""
+    return read_table(path, tuple(law.inputs) + (COST,), law=law)
 
 
-def read_table(path, required: tuple[str, ...], positive: tuple[str, ...] = ()) -> Table:
-    """The CSV at `path` with the `required` columns; InputError (its message says which
-    column or row) for a missing file or column, or a required value that is not a finite
-    positive number where `positive` asks for one."""
+def read_target(path, law) -> Table:
+    """The target region for `law`: its inputs on every row, `loss` where measured."""
+    return read_table(path, tuple(law.inputs), law=law)
+
+
+def columns_of(path) -> list[str]:
+    """The CSV's column names (InputError for a missing or unreadable file)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    have = set(rows[0]) if rows else set()
+    try:
+        with open(path, newline="") as f:
+            return list(next(csv.reader(f), []))
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise InputError(f"{path}: not a CSV file ({e})") from None
+
+
+def read_table(path, required: tuple[str, ...], law=None) -> Table:
+    """The CSV at `path` with the `required` columns (each value a finite positive number) and
+    an optional `loss` (empty, or a finite positive number); InputError for a missing file or
+    column, or a bad value (the message names the file, row and column)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except (UnicodeDecodeError, csv.Error) as e:
+        raise InputError(f"{path}: not a CSV file ({e})") from None
+    have = [c for c in (rows[0] if rows else {}) if c is not None]
     missing = [c for c in required if c not in have]
     if missing or not rows:
+        if law is not None:
+            needs = f"law {law.name} needs {', '.join(law.inputs)}" + (
+                f" and {COST}" if COST in required else ""
+            )
+        else:
+            needs = f"needs the columns {', '.join(required)}"
         raise InputError(
-            f"{path}: needs the columns {', '.join(required)}"
-            + (f"; missing {', '.join(missing)}" if missing and rows else "; it has no rows")
+            f"{path}: {needs}; "
+            + (
+                f"{path.name} has {', '.join(have) or 'no columns'} (missing {', '.join(missing)})"
+                if rows
+                else "it has no rows"
+            )
         )
-    cols: dict[str, np.ndarray] = {}
-    for c in rows[0]:
-        vals = []
-        for r in rows:
-            v = (r.get(c) or "").strip()
-            try:
-                vals.append(float(v) if v else math.nan)
-            except ValueError:
-                vals.append(math.nan)
-        cols[c] = np.array(vals)
-    for c in positive:
-        bad = np.flatnonzero(~(np.isfinite(cols[c]) & (cols[c] > 0)))
-        if len(bad):
-            raise InputError(f"{path}: row {bad[0] + 2}: {c} must be a positive number")
-    names = [r.get("name") or f"row {i + 2}" for i, r in enumerate(rows)]
+    cols = {c: _column(path, rows, c, empty_ok=False) for c in required}
+    if LOSS in have:
+        cols[LOSS] = _column(path, rows, LOSS, empty_ok=True)
+    names = [(r.get(NAME) or "").strip() or f"row {i + 2}" for i, r in enumerate(rows)]
     return Table(path, cols, names)
+
+
+def _column(path: Path, rows: list[dict], column: str, empty_ok: bool) -> np.ndarray:
+    """One column as floats (an empty cell NaN where `empty_ok`); InputError naming the row
+    and the column for a value that is not a finite positive number."""
+    out = np.empty(len(rows))
+    for i, r in enumerate(rows):
+        text = (r.get(column) or "").strip()
+        if not text and empty_ok:
+            out[i] = math.nan
+            continue
+        try:
+            v = float(text)
+        except ValueError:
+            v = math.nan
+        if not (math.isfinite(v) and v > 0):
+            what = "empty" if not text else repr(text)
+            raise InputError(
+                f"{path}: row {i + 2}, column {column}: {what} is not a positive number"
+                + (" (leave the loss empty for a candidate)" if empty_ok else "")
+            )
+        out[i] = v
+    return out

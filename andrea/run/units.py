@@ -214,6 +214,22 @@ def peak_flops(device_name: str | None, dtype: Any = "bf16") -> float | None:
     return PEAK_FLOPS[key].get(dtype_key)
 
 
+def gpu_problem(name: str | None, setting: str, dtype: str | None = None) -> str | None:
+    """Why `name` names no GPU to price hours on, as one line (`setting` is how the user gave it:
+    "plan_gpu=", "--gpu "), or None: a name no device of PEAK_FLOPS matches, or, with `dtype`, a
+    device without a peak in that dtype. The plan (plan_gpu) and analysis.next_runs (--gpu) both
+    check their GPU here."""
+    key = match_device(name)
+    if key is not None and (dtype is None or PEAK_FLOPS[key].get(dtype)):
+        return None
+    known = ", ".join(k for k, v in PEAK_FLOPS.items() if dtype is None or v.get(dtype))
+    return (
+        f"{setting}{name!r} is not a GPU andrea knows"
+        + (f" the {dtype} peak of" if dtype else "")
+        + f"; known: {known} (a device name such as 'NVIDIA H100 80GB HBM3' also matches)"
+    )
+
+
 def mfu(flops_per_s: float, peak: float, n_devices: int = 1) -> float:
     """Model FLOPs utilisation: achieved model FLOP/s (training FLOPs per token x tokens/s, summed
     over `n_devices`) over the peak of those devices (`peak` is one device's, see peak_flops)."""

@@ -1,10 +1,10 @@
 """`design=adaptive`: a sweep that chooses its own runs, round by round.
 
 The sweep's grid is the first round. After it, the finished runs are fitted and
-`analysis.next_runs.propose` chooses the seeds (one run of every variant each) that narrow the
-worst multiplier's predicted 95 % interval (at `design.at_compute`, or C_ref) most per GPU-hour,
-within one uniform round's GPU-hours; those are launched, and so on until the predicted half-width
-reaches `design.target_half_width`, `design.max_gpu_hours` is spent (GPU-hours priced as
+`analysis.estimates.seed_planner.propose` chooses the seeds (one run of every variant each) that
+narrow the worst multiplier's predicted 95 % interval (at `design.at_compute`, or C_ref) most per
+GPU-hour, within one uniform round's GPU-hours; those are launched, and so on until the predicted
+half-width reaches `design.target_half_width`, `design.max_gpu_hours` is spent (GPU-hours priced as
 `plan=true` prices them), or `design.max_rounds`. Every decision, with its reason, is appended to
 `<sweep>/design.jsonl`. Resumable: a re-run trains nothing already finished (the sweeper skips
 completed runs) and decides again from the runs on disk.
@@ -55,77 +55,105 @@ def next_round(
     sweep_dir: Path, design, plan_gpu: str, plan_mfu: float, baseline: str = "baseline"
 ) -> tuple[list, dict]:
     """([(size, [seeds])] to train next, the decision with its reason); [] means stop."""
-    from analysis.inputs.collect import InputError, collect
-    from analysis.next_runs import propose
+    from analysis.estimates.seed_planner import propose
     from andrea.run.units import peak_flops
 
-    try:
-        runs = collect([sweep_dir]).runs
-    except InputError as e:
-        return [], {"stop": True, "reason": f"nothing to fit yet ({e})"}
-    labels = {r.label for r in runs}
-    if baseline not in labels or len(labels) < 2 or len({r.size for r in runs}) < 2:
-        return [], {
-            "stop": True,
-            "reason": "the first round has not finished runs of "
-            f"{baseline!r} and a variant at 2+ sizes yet",
-        }
+    runs, why = _finished(sweep_dir, baseline)
+    if why:
+        return [], {"stop": True, "reason": why}
     peak = peak_flops(plan_gpu, "bf16") or 989e12
-    per_hour = peak * plan_mfu * 3600
     last = {}
     for r in runs:
         last[r.run_id] = max(last.get(r.run_id, 0.0), r.flops)
-    spent = sum(last.values()) / per_hour
+    spent = sum(last.values()) / (peak * plan_mfu * 3600)
     left = math.inf if design.max_gpu_hours is None else design.max_gpu_hours - spent
     at = design.at_compute
     now = propose(
         runs, 1e-300 if not left > 0 else min(left, 1e12), baseline, peak, plan_mfu, at_flops=at
     )
-    round_cost = sum(now["cost_per_seed"].values())
     base = {
         "runs": len(last),
         "gpu_hours_spent": spent,
         "half_width_now": now["before"],
         "target": design.target_half_width,
+        "noise_measured": now["noise_measured"],
     }
-    if now["before"] <= design.target_half_width:
-        return [], {
-            **base,
-            "stop": True,
-            "reason": f"target reached: ±{now['before']:.1%} <= ±{design.target_half_width:.1%}",
-        }
+    stop = _stop(now, design, spent, left)
+    if stop:
+        return [], {**base, "stop": True, **stop}
+    round_cost = sum(now["cost_per_seed"].values())
+    prop = propose(runs, min(left, round_cost), baseline, peak, plan_mfu, at_flops=at)
+    return _round(prop, runs, base, left)
+
+
+def _finished(sweep_dir: Path, baseline: str) -> tuple[list, str | None]:
+    """(the sweep's finished runs, or why there is nothing to plan from yet)."""
+    from analysis.inputs.collect import InputError, collect
+
+    try:
+        runs = collect([sweep_dir]).runs
+    except InputError as e:
+        return [], f"nothing to fit yet ({e})"
+    labels = {r.label for r in runs}
+    if baseline not in labels or len(labels) < 2 or len({r.size for r in runs}) < 2:
+        return [], (
+            f"the first round has not finished runs of {baseline!r} and a variant at 2+ sizes yet"
+        )
+    return runs, None
+
+
+def _stop(now: dict, design, spent: float, left: float) -> dict | None:
+    """The reason to stop before another round, or None. The predicted half-width decides only
+    when the noise is the runs' own: at the planner's default noise it is an assumption, which
+    neither reaches a target nor rules one out (more seeds measure the noise)."""
+    target, measured = design.target_half_width, now["noise_measured"]
+    if measured and now["before"] <= target:
+        return {"reason": f"target reached: ±{now['before']:.1%} <= ±{target:.1%}"}
     if not left > min(now["cost_per_seed"].values()):
-        return [], {
-            **base,
-            "stop": True,
-            "reason": f"budget spent: {spent:.3g} of {design.max_gpu_hours:g} GPU-h",
-        }
-    if math.isfinite(left) and now["after"] > design.target_half_width:
-        return [], {
-            **base,
-            "stop": True,
+        return {"reason": f"budget spent: {spent:.3g} of {design.max_gpu_hours:g} GPU-h"}
+    if measured and math.isfinite(left) and now["after"] > target:
+        return {
             "error": True,
             "reason": f"design.max_gpu_hours={design.max_gpu_hours:g} reaches "
-            f"±{now['after']:.1%} at best (predicted), not "
-            f"±{design.target_half_width:.1%}",
+            f"±{now['after']:.1%} at best (predicted), not ±{target:.1%}",
         }
-    prop = propose(runs, min(left, round_cost), baseline, peak, plan_mfu, at_flops=at)
+    return None
+
+
+def _round(prop: dict, runs, base: dict, left: float) -> tuple[list, dict]:
+    """The seeds of the proposal as the next round, and the decision that says why. With the
+    noise not measured yet and no seed proposed, a seed at every size (if the budget allows one):
+    the runs that measure it."""
+    added = dict(prop["added"])
+    measured = prop["noise_measured"]
+    if not added and not measured and sum(prop["cost_per_seed"].values()) <= left:
+        added = {s: 1 for s in prop["sizes"]}
     plan = []
-    for s, n in prop["added"].items():
+    for s, n in added.items():
         first = 1 + max(r.seed or 0 for r in runs if r.size == s)
         plan.append((s, list(range(first, first + n))))
+    if not plan:
+        reason = "no seed within one round's budget narrows the interval"
+    elif not prop["added"]:
+        reason = "a seed at every size, to measure the noise"
+    else:
+        reason = (
+            f"seeds that narrow the worst multiplier's interval most per GPU-hour "
+            f"(±{prop['before']:.1%} -> ±{prop['after']:.1%}, "
+            f"{prop['spent_gpu_hours']:.3g} GPU-h)"
+        )
+    if plan and not measured:
+        why = prop["noise_source"].removeprefix("default (").removesuffix(")")
+        reason += (
+            f"; the noise is not measured yet ({why}): the ±{prop['before']:.1%} now is "
+            "predicted at the planner's default noise, no reason to stop"
+        )
     decision = {
         **base,
         "stop": not plan,
         "added": {s: seeds for s, seeds in plan},
         "predicted_after": prop["after"],
-        "reason": (
-            f"seeds that narrow the worst multiplier's interval most per GPU-hour "
-            f"(±{prop['before']:.1%} -> ±{prop['after']:.1%}, "
-            f"{prop['spent_gpu_hours']:.3g} GPU-h)"
-        )
-        if plan
-        else "no seed within one round's budget narrows the interval",
+        "reason": reason,
     }
     return plan, decision
 

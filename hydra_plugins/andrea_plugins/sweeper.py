@@ -43,9 +43,12 @@ class AndreaSweeper(BasicSweeper):
         super().__init__(max_batch_size=max_batch_size, params=params)
 
     def sweep(self, arguments: List[str]) -> Any:
+        from andrea.run.units import gpu_problem
         from hydra_plugins.andrea_plugins.adaptive import check, run_rounds
 
-        why = check(self.config.design)
+        why = check(self.config.design) or gpu_problem(
+            self.config.get("plan_gpu", "H100"), "plan_gpu="
+        )
         if why:
             print(f"error: {why}", file=sys.stderr)
             sys.exit(2)
@@ -355,8 +358,9 @@ def plan_power(jobs) -> str:
     """How precisely the grid will resolve each multiplier (analysis/estimates/power.py),
     with the noise of the jobs that already finished. Here, not in andrea.launch.task: the core
     package does not import the analysis; the sweeper sits above both."""
-    from analysis.estimates.power import PlannedRun, report
+    from analysis.estimates.power import PlannedRun
     from analysis.inputs.collect import collect
+    from analysis.report.power_lines import report
 
     planned = [
         PlannedRun(

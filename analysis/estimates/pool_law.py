@@ -1,0 +1,63 @@
+"""Which law the pool planner plans with by default: the one `--law auto` chooses
+(`analysis.estimates.law_fits.select_law`, as `python -m analysis.fit --law auto` chooses), run on
+the pool's measured rows, among the registry's laws whose inputs the pool and the target both
+have. Where it cannot choose (too few measured rows to hold any out), FALLBACK, and it says so."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.estimates.law_fits import select_law, selection_lines
+from analysis.fits.laws import Law
+from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY, Run
+
+FALLBACK = "chinchilla"  # the pool planner's law before --law auto became its default
+LABEL = "pool"  # the one label the pool's rows are runs of
+
+
+def candidates(laws: dict[str, Law], *columns) -> list[Law]:
+    """The laws whose inputs every one of `columns` (the pool's, the target's) holds."""
+    have = set.intersection(*(set(c) for c in columns))
+    return [law for law in laws.values() if set(law.inputs) <= have]
+
+
+def as_runs(X: dict, y, names) -> list[Run]:
+    """The measured rows as runs of one label, each its own run, sized by its params (or its
+    compute): what `select_law`'s backtest reads (it holds the largest size out)."""
+    y = np.asarray(y, float)
+    out = []
+    for i, name in enumerate(names):
+        row = {k: float(np.asarray(v)[i]) for k, v in X.items()}
+        if "params" in row and "tokens" in row:
+            flops = 6.0 * row["params"] * row["tokens"]
+        else:
+            flops = row.get("compute", 1.0) * FLOPS_PER_PFLOPS_DAY
+        size = f"{row['params']:.6g}" if "params" in row else f"{flops:.6g}"
+        out.append(
+            Run(
+                source=str(name),
+                variant=LABEL,
+                block_size=None,
+                size=size,
+                flops=flops,
+                val_loss=float(y[i]),
+                params=row.get("params"),
+                tokens=row.get("tokens"),
+                unique_tokens=row.get("unique_tokens"),
+                seed=0,
+                run_id=f"{name}#{i}",
+            )
+        )
+    return out
+
+
+def choose(laws: list[Law], X: dict, y, names, seed: int = 0) -> tuple[Law, list[str]]:
+    """(the law --law auto chooses on these rows, or FALLBACK; the lines that say which and
+    why)."""
+    sel = select_law(laws, as_runs(X, y, names), as_runs(X, y, names), LABEL, seed=seed)
+    lines = selection_lines(sel)
+    by_name = {law.name: law for law in laws}
+    if sel["ranking"]:
+        return by_name[sel["ranking"][0]["law"]], lines
+    fallback = by_name.get(FALLBACK, laws[0])
+    return fallback, lines + [f"  the pool planner plans with {fallback.name} until it can"]
