@@ -150,12 +150,6 @@ def test_plugin_law_jacobian_and_loss_form_agree(split):
     )
 
 
-@pytest.mark.xfail(
-    raises=KeyError,
-    strict=True,
-    reason="analysis.fits.laws.fit_law prices a point's compute from params and tokens, which "
-    "these laws do not all read (docs/planner.md): passes once fit_law allows other inputs",
-)
 def test_andrea_fit_of_each_plugin_law_on_its_whole_pool_matches_the_benchmark_fit_in_sample():
     """In sample only (no target region): andrea's log-space Huber fit from the law's grid
     reaches a loss RMSE within 15 % of the benchmark's least-squares fit of the loss."""

@@ -1,5 +1,5 @@
 """Which law the pool planner plans with by default: the one `--law auto` chooses
-(`analysis.estimates.law_fits.select_law`, as `python -m analysis.fit --law auto` chooses), run on
+(`analysis.estimates.law_choice.select_law`, as `python -m analysis.fit --law auto` chooses), run on
 the pool's measured rows, among the registry's laws whose inputs the pool and the target both
 have. Where it cannot choose (too few measured rows to hold any out), FALLBACK, and it says so."""
 
@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.estimates.law_fits import select_law, selection_lines
+from analysis.estimates.law_choice import select_law, selection_lines
 from analysis.fits.laws import Law
+from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY, Run
 
 FALLBACK = "chinchilla"  # the pool planner's law before --law auto became its default
@@ -54,7 +55,8 @@ def as_runs(X: dict, y, names) -> list[Run]:
 def choose(laws: list[Law], X: dict, y, names, seed: int = 0) -> tuple[Law, list[str]]:
     """(the law --law auto chooses on these rows, or FALLBACK; the lines that say which and
     why)."""
-    sel = select_law(laws, as_runs(X, y, names), as_runs(X, y, names), LABEL, seed=seed)
+    runs = as_runs(X, y, names)
+    sel = select_law(laws, runs, runs, LABEL, FitSettings(seed=seed))
     lines = selection_lines(sel)
     by_name = {law.name: law for law in laws}
     if sel["ranking"]:

@@ -184,9 +184,13 @@ def fit_law(
     Xa = {k: np.asarray(X[k], float) for k in law.inputs}
     if "compute" in Xa:
         C, k = Xa["compute"], None
-    else:
+    elif "params" in Xa and "tokens" in Xa:
         F = np.asarray(flops, float) if flops is not None else 6.0 * Xa["params"] * Xa["tokens"]
         k = float(np.median(F / (Xa["params"] * Xa["tokens"])))
+        C = F / FLOPS_PER_PFLOPS_DAY
+    else:  # a law of other inputs (a plug-in's): its compute is the FLOPs given, else unknown
+        k = None
+        F = np.asarray(flops, float) if flops is not None else np.full(len(L), np.nan)
         C = F / FLOPS_PER_PFLOPS_DAY
     fitter = law.fitter or (lambda *a, **kw: _fit_generic(law, *a, **kw))
     s = fitter(
