@@ -421,7 +421,7 @@ def test_the_numeric_jacobian_is_farseers_exact_one():
 
 def test_the_pool_planners_default_law_is_the_one_law_auto_chooses(tmp_path, capsys):
     """No --law: the law analysis.fit's --law auto would choose on the measured rows (the
-    backtest of analysis.estimates.law_fits.select_law), printed with why; with too few sizes
+    backtest of analysis.estimates.law_choice.select_law), printed with why; with too few sizes
     measured to hold one out, chinchilla, and it says so. A replay chooses from the runs it has
     measured so far, round by round, never from the hidden losses."""
     from analysis.estimates import pool_law

@@ -228,7 +228,6 @@ def test_the_long_drivers_read_as_their_phases():
 RECORD_READS_PENDING = {
     "analysis/fit.py",
     "analysis/inputs/collect.py",
-    "bench/throughput_sweep.py",
 }
 # A value that holds a results.json: a name that says so, or one assigned from a reader of it.
 _RECORD_NAME = re.compile(r"(^|_)(results?|res|earlier)$")

@@ -155,13 +155,13 @@ def sweep_entries(sweep: Path, batch: int | None, baseline: str) -> list[Entry]:
         rec = results_file.read(rd)
         if not isinstance(rec, results_file.Record) or rec.status != results_file.COMPLETED:
             continue
-        key = (rec.label or str(rec["variant"]), str(rec["size"]))
+        key = (rec.label or str(rec.variant), str(rec.size))
         saved = read_json(rd.model_config)
         if key in found or not isinstance(saved, dict) or not isinstance(saved.get("model"), dict):
             continue
         cfg = ModelConfig(**{k: v for k, v in saved["model"].items() if k in known})
         seq = int(saved.get("seq_len") or cfg.context_length)
-        per_device = max(1, int(rec["batch_tokens"]) // seq // int(rec.get("world_size") or 1))
+        per_device = max(1, (rec.batch_tokens or seq) // seq // rec.world_size)
         # the non-embedding count: the N the analysis's runs carry (analysis.inputs.collect)
         found[key] = Entry(
             key[0],
@@ -169,7 +169,7 @@ def sweep_entries(sweep: Path, batch: int | None, baseline: str) -> list[Entry]:
             cfg,
             seq,
             batch or min(per_device, 16),
-            rec.get("params_nonembedding", rec.get("params")),
+            rec.non_embedding_params,
         )
     if not found:
         raise ValueError(f"{sweep}: no completed run with a model.json: nothing to time")

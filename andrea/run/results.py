@@ -240,6 +240,21 @@ class Record(Mapping[str, Any]):
         return self._data.get("size")
 
     @property
+    def non_embedding_params(self) -> Any:
+        """N as the analysis fits it: the non-embedding count, else the total (older files)."""
+        return self._data.get("params_nonembedding", self._data.get("params"))
+
+    @property
+    def batch_tokens(self) -> int | None:
+        b = self._data.get("batch_tokens")
+        return int(b) if b is not None else None
+
+    @property
+    def world_size(self) -> int:
+        """The run's processes; 1 where not recorded."""
+        return int(self._data.get("world_size") or 1)
+
+    @property
     def label(self) -> str | None:
         """The run's label (variant + S + switches), else None (a file from before labels)."""
         return str(self._data["label"]) if self._data.get("label") else None
