@@ -195,11 +195,13 @@ def _dynamics_runs(points, specs, baseline):
         for spec in specs:
             if Path(spec).is_dir():
                 rd = RunDir(Path(spec))
-                res = results_file.record(rd) or {}
-                label = variant_label(
-                    str(res.get("variant", Path(spec).name)), res.get("block_size")
-                )
-                cands = [(label, str(res.get("size", "?")), rd, res.get("seed"))]
+                res = results_file.record(rd)
+                if res is None:
+                    label, size, seed = Path(spec).name, "?", None
+                else:
+                    label = variant_label(str(res.variant or Path(spec).name), res.block_size)
+                    size, seed = str(res.size or "?"), res.seed
+                cands = [(label, size, rd, seed)]
             else:
                 label, _, size = spec.partition(":")
                 pts = [p for p in points if p.label == label and (not size or p.size == size)]

@@ -9,7 +9,7 @@ import re
 from collections import Counter
 
 from conftest import REPO
-from test_layers import imports, modules
+from test_layers import modules
 
 CODE = ("andrea", "analysis", "hydra_plugins", "bench")
 
@@ -83,45 +83,6 @@ def test_no_two_modules_share_a_name_in_one_package_family():
     assert names["tasks.py"] <= 1, [
         str(p) for top in ("andrea", "analysis") for p in modules(top) if p.name == "tasks.py"
     ]
-
-
-def test_the_analysis_modules_import_no_circle():
-    """Every import inside the analysis, at any depth of a function, forms no cycle."""
-    graph = {}
-    for path in modules("analysis"):
-        name = ".".join(path.relative_to(REPO).with_suffix("").parts)
-        name = name.removesuffix(".__init__")
-        deps = set()
-        for module, names in imports(path):
-            if module.split(".")[0] != "analysis":
-                continue
-            deps.add(module)
-            deps.update(f"{module}.{n}" for n in names)
-        graph[name] = deps & set(modules_named()) - {name}
-    seen, stack, cycles = set(), [], []
-
-    def visit(node):
-        if node in stack:
-            cycles.append(stack[stack.index(node) :] + [node])
-            return
-        if node in seen:
-            return
-        seen.add(node)
-        stack.append(node)
-        for dep in sorted(graph.get(node, ())):
-            visit(dep)
-        stack.pop()
-
-    for node in sorted(graph):
-        visit(node)
-    assert not cycles, cycles
-
-
-def modules_named():
-    return {
-        ".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
-        for p in modules("analysis")
-    }
 
 
 STATUS_OWNER = "andrea/run/results.py"
@@ -223,12 +184,6 @@ def test_the_long_drivers_read_as_their_phases():
 # --------------------------------------------------------------------------------------------
 # results.json: one owner (andrea/run/results.py) reads and spells its keys
 # --------------------------------------------------------------------------------------------
-# Files of other owners that still read a record's keys by hand; each is to go through
-# andrea.run.results.Record (its properties, `point_records`) and leave this list.
-RECORD_READS_PENDING = {
-    "analysis/fit.py",
-    "analysis/inputs/collect.py",
-}
 # A value that holds a results.json: a name that says so, or one assigned from a reader of it.
 _RECORD_NAME = re.compile(r"(^|_)(results?|res|earlier)$")
 _RECORD_READERS = ("read_results", "completed_record", "point_records")
@@ -303,18 +258,12 @@ def test_nothing_but_the_results_module_reads_a_records_keys(capsys):
     found = [
         hit
         for path, _ in _trees(*CODE, "sweep.py")
-        if _rel(path) not in RECORD_READS_PENDING | {STATUS_OWNER}
+        if _rel(path) != STATUS_OWNER
         for hit in raw_record_reads(path)
     ]
-    pending = {rel: len(raw_record_reads(REPO / rel)) for rel in sorted(RECORD_READS_PENDING)}
     with capsys.disabled():
-        print(
-            f"\nraw results.json key reads outside {STATUS_OWNER}: {len(found)}; in the files "
-            f"still to move: {sum(pending.values())} ({pending})"
-        )
+        print(f"\nraw results.json key reads outside {STATUS_OWNER}: {len(found)}")
     assert not found, "\n".join(found)
-    done = [rel for rel, n in pending.items() if n == 0]
-    assert not done, f"{done} read no raw key now: take them off RECORD_READS_PENDING"
 
 
 def test_the_record_reads_finds_what_the_sweep_read_by_hand(tmp_path):
@@ -406,77 +355,6 @@ def test_the_score_keys_are_named_once_for_the_trainer_and_the_scorer():
     assert not found, found
 
 
-def import_cycles(top: str) -> list[list[str]]:
-    """The import cycles among `top`'s modules, imports under TYPE_CHECKING and inside functions
-    included (a type-only import still ties two modules together for a reader): each cycle's
-    modules, one list per strongly connected group."""
-    names = {
-        ".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): p
-        for p in modules(top)
-    }
-    graph = {}
-    for name, path in names.items():
-        deps = set()
-        for module, imported in imports(path, annotations=True):
-            if module.split(".")[0] == top:
-                deps |= {module, *(f"{module}.{n}" for n in imported)}
-        graph[name] = sorted(deps & set(names) - {name})
-    return _strongly_connected(graph)
-
-
-def _strongly_connected(graph: dict[str, list[str]]) -> list[list[str]]:
-    """Tarjan's strongly connected components of more than one node, iteratively."""
-    index, low, on, stack, out = {}, {}, set(), [], []
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(graph[root]))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on.add(root)
-        while work:
-            node, deps = work[-1]
-            nxt = next((d for d in deps), None)
-            if nxt is not None:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = len(index)
-                    stack.append(nxt)
-                    on.add(nxt)
-                    work.append((nxt, iter(graph.get(nxt, []))))
-                elif nxt in on:
-                    low[node] = min(low[node], index[nxt])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                group = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    group.append(w)
-                    if w == node:
-                        break
-                if len(group) > 1:
-                    out.append(sorted(group))
-    return out
-
-
-def test_the_cycle_finder_finds_a_circle_and_only_one():
-    assert _strongly_connected({"a": ["b"], "b": ["a"], "c": ["a"]}) == [["a", "b"]]
-    assert _strongly_connected({"a": ["b"], "b": ["c"], "c": []}) == []
-
-
-def test_the_run_record_and_the_launch_path_import_no_circle():
-    """No cycle, type-only imports included, passes through andrea.run (rundir imported
-    results' COMPLETED back: a circle), andrea.launch or the Hydra plug-ins. The same check for
-    the whole of andrea/ waits on cycles of other owners (config <-> components, data's face
-    and data.prepare): `import_cycles("andrea")` lists them."""
-    mine = ("andrea.run", "andrea.launch", "hydra_plugins")
-    cycles = [c for top in ("andrea", "hydra_plugins") for c in import_cycles(top)]
-    assert not [c for c in cycles if any(m.startswith(mine) for m in c)], cycles
-
-
 # the library below the commands: a command parses its arguments and hands the library values
 LIBRARY = ("analysis/fits", "analysis/estimates", "analysis/report")
 PARSER_MODULE = "analysis/report/arguments.py"  # builds and parses the shared arguments
@@ -504,43 +382,3 @@ def test_the_analysis_library_takes_no_command_line():
             if bad:
                 found.append(f"{_rel(path)}:{node.lineno}: {ast.unparse(node)[:60]}")
     assert not found, "\n".join(found)
-
-
-LONGEST = 80  # lines of a function, its docstring included
-# split later (issue: commands as short scripts of named steps), each by its owner
-TOO_LONG_YET = {("analysis/estimates/power.py", "report")}
-
-
-def test_the_analysis_library_s_functions_fit_on_a_screen():
-    """No function of analysis/fits, estimates or report is longer than LONGEST lines: a fit's
-    three bootstrap modes, a figure's panels and the extra fits are named steps."""
-    found = [
-        f"{_rel(path)}:{node.lineno}: {node.name} is {node.end_lineno - node.lineno + 1} lines"
-        for path, tree in _trees(*LIBRARY)
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and node.end_lineno - node.lineno + 1 > LONGEST
-        and (_rel(path), node.name) not in TOO_LONG_YET
-    ]
-    assert not found, "\n".join(found)
-
-
-SHORT_COMMANDS = ("lr_select", "architecture", "ablations", "tuning")
-THEIR_LIBRARY = (
-    "analysis/estimates/lr_pick.py",
-    "analysis/estimates/shape_optima.py",
-    "analysis/report/lr_scan.py",
-    "analysis/report/shape_tables.py",
-    "analysis/report/shape_figures.py",
-)
-
-
-def test_the_report_commands_are_short_scripts_of_named_steps():
-    """lr_select, architecture, ablations and tuning parse, call their library and print: no
-    function of theirs, or of the estimate and report modules they call, runs past 80 lines."""
-    long = []
-    for rel in (*(f"analysis/{c}.py" for c in SHORT_COMMANDS), *THEIR_LIBRARY):
-        for node in ast.walk(ast.parse((REPO / rel).read_text())):
-            if isinstance(node, ast.FunctionDef) and node.end_lineno - node.lineno + 1 > 80:
-                long.append(f"{rel}:{node.lineno} {node.name}: {node.end_lineno - node.lineno + 1}")
-    assert not long, long

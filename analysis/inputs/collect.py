@@ -313,7 +313,7 @@ def _read_run_dir(rd: RunDir, out: Collection, metric: str = DEFAULT_METRIC) -> 
         out.invalid.append((source, f"results.json is {why}"))
         return
     if res.failed:
-        out.failed.append((source, str(res.get("error") or "no error message recorded")))
+        out.failed.append((source, res.error or "no error message recorded"))
         return
     if not res.completed:
         out.invalid.append(
@@ -342,7 +342,7 @@ def _read_run_dir(rd: RunDir, out: Collection, metric: str = DEFAULT_METRIC) -> 
     runs[-1].metrics.update(
         {
             task_key(task, k): v
-            for task, values in evaluations.final_metrics(rd, res.get("steps")).items()
+            for task, values in evaluations.final_metrics(rd, res.steps).items()
             for k, v in values.items()
         }
     )
@@ -353,12 +353,10 @@ def _identity(res: results_file.Record, rd: RunDir) -> tuple:
     """A run directory's replicate: its sweep, its folder's name (seed and overrides), its
     variant with its blocks (a record without a label) and the settings a re-run must share to
     be reused (REUSE_KEYS)."""
-    settings = {
-        k: res.get(k) for k in ("variant", "block_size", "n_blocks", *results_file.REUSE_KEYS)
-    }
+    settings = res.replicate_settings()
     return (
         "run",
-        res.get("sweep"),
+        res.sweep,
         rd.root.name,
         json.dumps(settings, sort_keys=True, default=str),
     )

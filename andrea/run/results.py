@@ -240,6 +240,20 @@ class Record(Mapping[str, Any]):
         return self._data.get("size")
 
     @property
+    def block_size(self) -> Any:
+        return self._data.get("block_size")
+
+    @property
+    def sweep(self) -> Any:
+        """The sweep the run was trained in (its `sweeps=` name), None outside a named one."""
+        return self._data.get("sweep")
+
+    def replicate_settings(self) -> dict[str, Any]:
+        """What makes two records one replicate, beside their sweep and folder: the variant with
+        its blocks and every setting a re-run must share to be reused (REUSE_KEYS)."""
+        return {k: self._data.get(k) for k in ("variant", "block_size", "n_blocks", *REUSE_KEYS)}
+
+    @property
     def non_embedding_params(self) -> Any:
         """N as the analysis fits it: the non-embedding count, else the total (older files)."""
         return self._data.get("params_nonembedding", self._data.get("params"))
