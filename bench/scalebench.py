@@ -37,7 +37,10 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
-from analysis.estimates.design import replay, take
+from analysis.estimates.design import take
+from analysis.estimates.pool_law import candidates
+from analysis.estimates.pool_plan import replay_sequence
+from analysis.fits import law_registry
 from analysis.fits.laws import LawError, bound_arrays, fit_law_scaled_huber
 from bench.scalebench_report import print_split, write_outputs
 from bench.scalebench_splits import DATA, SKIPPED, SPLITS, SplitError, load_split
@@ -152,11 +155,14 @@ def _cheapest(cost):
 
 
 def planner_selection(law, group, seed: int) -> list[list[int]]:
-    """andrea's planner as `python -m analysis.next_runs --pool POOL --target TARGET --law LAW
-    --replay` runs it (`analysis.next_runs.pool_main`: `design.replay` with its defaults),
-    with the split's law and the benchmark's cumulative budgets in one sequence: the runs
-    chosen by each budget. The one place this harness calls the planner."""
-    out = replay(law, group.X, group.y, group.cost, group.X_test, group.budgets, seed=seed)
+    """andrea's planner as `python -m analysis.next_runs --pool POOL --target TARGET --replay`
+    runs it with its defaults (`analysis.estimates.pool_plan.replay_sequence`: --law auto among
+    the registry's laws whose inputs the pool and the target have, chosen before each round
+    from the runs measured so far), with the benchmark's cumulative budgets in one sequence: the
+    runs chosen by each budget. The split's own law scores them (`Scorer`). The one place this
+    harness calls the planner."""
+    laws = candidates(law_registry.laws(), group.X, group.X_test) or [law]
+    out = replay_sequence(laws, group.X, group.y, group.cost, group.X_test, group.budgets, seed)
     return [chosen for chosen, _ in out]
 
 

@@ -75,30 +75,31 @@ class Replayed:
     choice: list[str] = field(default_factory=list)
 
 
-def replay_pool(
-    laws: list[Law], pool: Table, target: Table, budget: float, seed: int = 0
-) -> Replayed:
-    """Hide every loss of the pool and replay the sequential design (fit, choose, measure,
-    refit) within `budget`, then predict the target from the rows chosen. One law: that law
-    throughout; several (--law auto): before each round, the one `pool_law.choose` picks from
-    the rows measured so far (never from the hidden ones)."""
-    X, loss = inputs_of(pool, *laws), losses_of(pool)
+def replay_sequence(
+    laws: list[Law], X: dict, loss, cost, X_target: dict, budgets, seed: int = 0
+) -> list[tuple[list[int], list[Round]]]:
+    """(the rows chosen, the rounds so far) by each cumulative budget of `budgets`, every loss
+    hidden until its row is chosen. One law: that law throughout; several (--law auto, the command's
+    default): before each round, the one `pool_law.choose` picks from the rows measured so far
+    (never from the hidden ones)."""
     choose = None
     if len(laws) > 1:
 
         def choose(Xc, yc):
             return pool_law.choose(laws, Xc, yc, [f"r{i}" for i in range(len(yc))], seed)[0]
 
-    chosen, rounds = replay(
-        laws[0],
-        X,
-        loss,
-        pool.columns["cost"],
-        inputs_of(target, *laws),
-        [budget],
-        seed=seed,
-        choose=choose,
-    )[0]
+    return replay(laws[0], X, loss, cost, X_target, budgets, seed=seed, choose=choose)
+
+
+def replay_pool(
+    laws: list[Law], pool: Table, target: Table, budget: float, seed: int = 0
+) -> Replayed:
+    """Hide every loss of the pool and replay the sequential design (fit, choose, measure,
+    refit) within `budget` (`replay_sequence`), then predict the target from the rows chosen,
+    with the law --law auto picks from them (or the one law given)."""
+    X, loss = inputs_of(pool, *laws), losses_of(pool)
+    cost, X_target = pool.columns["cost"], inputs_of(target, *laws)
+    chosen, rounds = replay_sequence(laws, X, loss, cost, X_target, [budget], seed)[0]
     law, lines = laws[0], []
     if len(laws) > 1:
         names = [pool.names[j] for j in chosen]
