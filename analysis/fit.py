@@ -347,7 +347,7 @@ def choose_law(args, c: Collected) -> LawChoice | str:
             args.baseline,
             settings_of(args),
         )
-        choice.lines = law_choice.selection_lines(sel)
+        choice.lines = law_choice.selection_lines(sel, table.name)
         if sel["ranking"]:
             choice.chosen = law_registry.get(sel["ranking"][0]["law"])
     if law_registry.tabled(choice.chosen):
