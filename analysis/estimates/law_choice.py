@@ -9,7 +9,10 @@ Less, Fit Better", arXiv 2604.22753, score laws on the held-out high-compute run
 fit on all runs is absurd inside the measured range (`analysis.estimates.in_range`) is refused,
 however well it rolled out. Every law is fitted as the fit table fits
 (`analysis.estimates.estimate.fit_variants`), on its own points (`points_for`), without a
-bootstrap. With too few runs for one cut, no law is ranked and the caller's default stands.
+bootstrap. Every law is scored on the same cuts: those below which each law has the points it
+needs (a law of many parameters can drop the lower cuts of a small sweep for all; one that cannot
+be fitted below any cut is not rolled out). With too few runs for one cut, no law is ranked and
+the caller's default stands.
 """
 
 from __future__ import annotations
@@ -36,6 +39,20 @@ def _refusal(law: Law, runs: list[Run], c_law_runs: list[Run], settings: FitSett
     return ""
 
 
+def _rank(sel, law, runs, c_law_runs, settings, shared) -> None:
+    """Roll `law` out on the shared cuts; rank it, or say why it is skipped or refused."""
+    ro = rollouts.rollout(law, runs, c_law_runs, settings, shared)
+    sel["rollouts"][law.name] = ro
+    if ro.failed:
+        sel["skipped"][law.name] = "; ".join(f"{w}: {y}" for w, y in ro.failed.items())
+        return
+    refused = _refusal(law, runs, c_law_runs, settings)
+    if refused:
+        sel["refused"][law.name] = refused
+        return
+    sel["ranking"].append({"law": law.name, "rms_log_pct": 100 * ro.rms, "n": len(ro.residuals)})
+
+
 def select_law(
     laws: list[Law],
     runs: list[Run],
@@ -55,23 +72,21 @@ def select_law(
     if not planned:
         sel["why"] = "too few runs"
         return sel
+    usable = {}
     for law in laws:
         why = why_unusable(law, runs)
+        fit_at = [] if why else rollouts.fittable(law, runs, c_law_runs, planned)
+        if not why and not fit_at:
+            why = f"{law.needs} points needed below a cut; the highest cut leaves fewer"
         if why:
             sel["skipped"][law.name] = why
-            continue
-        ro = rollouts.rollout(law, runs, c_law_runs, settings, planned)
-        sel["rollouts"][law.name] = ro
-        if ro.failed:
-            sel["skipped"][law.name] = "; ".join(f"{w}: {y}" for w, y in ro.failed.items())
-            continue
-        refused = _refusal(law, runs, c_law_runs, settings)
-        if refused:
-            sel["refused"][law.name] = refused
-            continue
-        sel["ranking"].append(
-            {"law": law.name, "rms_log_pct": 100 * ro.rms, "n": len(ro.residuals)}
-        )
+        else:
+            usable[law] = fit_at
+    # every law is scored on the same cuts: those the most demanding law can be fitted below
+    shared = [c for c in planned if all(c in at for at in usable.values())]
+    sel["cuts"] = shared
+    for law in usable:
+        _rank(sel, law, runs, c_law_runs, settings, shared)
     sel["ranking"].sort(key=lambda r: r["rms_log_pct"])
     if not sel["ranking"]:
         sel["why"] = "no law could be rolled out and kept"

@@ -132,6 +132,18 @@ def plan(runs: list[Run], **kw) -> list[Cut]:
     return out
 
 
+def _below(runs: list[Run], cut: Cut, conf: dict) -> list[Run]:
+    return [r for r in runs if r.label == cut.label and conf[(r.label, r.size)] <= cut.cut]
+
+
+def fittable(law: Law, runs: list[Run], c_law_runs: list[Run], planned: list[Cut]) -> list[Cut]:
+    """The cuts below which `law` has the points it needs (`Law.needs`): a law of many parameters
+    may not be fittable below the lower cuts of a small sweep."""
+    conf = config_computes(runs)
+    pts = points_for(law, runs, c_law_runs)
+    return [c for c in planned if len(_below(pts, c, conf)) >= law.needs]
+
+
 def rollout(
     law: Law,
     runs: list[Run],
@@ -147,11 +159,7 @@ def rollout(
     point = settings.but(n_bootstrap=0)
     out = Rollout(law.name, planned)
     for cut in planned:
-
-        def below(r: Run, cut: Cut = cut) -> bool:
-            return r.label == cut.label and conf[(r.label, r.size)] <= cut.cut
-
-        train = [r for r in points_for(law, runs, c_law_runs) if below(r)]
+        train = _below(points_for(law, runs, c_law_runs), cut, conf)
         held = [
             r
             for r in final_points(runs)
