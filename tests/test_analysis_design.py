@@ -424,8 +424,8 @@ def test_the_numeric_jacobian_is_farseers_exact_one():
 def test_the_pool_planners_default_law_is_the_one_law_auto_chooses(tmp_path, capsys):
     """No --law: the law analysis.fit's --law auto would choose on the measured rows (the
     compute rollouts of analysis.estimates.law_choice.select_law), printed with why; with too few
-    rows measured for a rollout, chinchilla, and it says so in one line. A replay chooses from the runs it has
-    measured so far, round by round, never from the hidden losses."""
+    rows measured for a rollout, chinchilla, and it says so in one line. A replay chooses from the
+    runs it has measured so far, round by round, never from the hidden losses."""
     from analysis.estimates import pool_law
     from analysis.inputs.pool import read_table
 
