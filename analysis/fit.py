@@ -73,8 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="the scaling law to fit (docs/laws.md): power (default), irreducible (as "
         "--irreducible), chinchilla, farseer, data_constrained, a plug-in's "
-        "(entry points andrea.laws), or auto: the one with the smallest error on "
-        "the largest size held out. A law in (params, tokens) is reported after "
+        "(entry points andrea.laws), or auto: the one with the smallest error in "
+        "expanding-window compute rollouts (runs above a cut predicted from those below), "
+        "never one absurd inside the data. A law in (params, tokens) is reported after "
         "the C-law's table, with its multipliers",
     )
     p.add_argument(
