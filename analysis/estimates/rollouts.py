@@ -11,11 +11,12 @@ fitted together or held out together.
 The cuts (`cuts`): each holds out at least MIN_HELD runs, or the top TOP_FRAC of the variant's
 runs, whichever is more, and leaves at least MIN_FIT configurations below it (three sizes: the
 fewest on which a 3-parameter law in compute, `irreducible`, is determined). The first cut is the
-highest that holds out enough; up to N_CUTS cuts follow it downwards, one configuration apart, as
-long as MIN_FIT configurations stay below. Several cuts, so that one unlucky run at the top does
-not decide alone and the error is averaged over several reaches past the data; no more than
-three, because each lower cut fits on fewer runs than the sweep has. A run above several cuts is
-scored once per cut: the runs of the highest compute, which matter most, count the most.
+highest that holds out enough; further cuts follow it downwards, one configuration apart, up to
+N_CUTS in all and as long as MIN_FIT configurations stay below. Several cuts, so that one
+unlucky run at the top does not decide alone and the error is averaged over several reaches past
+the data; no more than three, because each lower cut fits on fewer runs than the sweep has. A
+run above several cuts is scored once per cut: the runs of the highest compute, which matter
+most, count the most.
 
 Each held-out run gives a `Residual`: log(measured) - log(predicted), and its extrapolation factor
 (its compute over the largest compute fitted below the cut). `analysis.estimates.law_choice`
