@@ -73,8 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="the scaling law to fit (docs/laws.md): power (default), irreducible (as "
         "--irreducible), chinchilla, farseer, data_constrained, a plug-in's "
-        "(entry points andrea.laws), or auto: the one with the smallest error on "
-        "the largest size held out. A law in (params, tokens) is reported after "
+        "(entry points andrea.laws), or auto: the one with the smallest error in "
+        "expanding-window compute rollouts (runs above a cut predicted from those below), "
+        "never one absurd inside the data. A law in (params, tokens) is reported after "
         "the C-law's table, with its multipliers",
     )
     p.add_argument(
@@ -347,7 +348,7 @@ def choose_law(args, c: Collected) -> LawChoice | str:
             args.baseline,
             settings_of(args),
         )
-        choice.lines = law_choice.selection_lines(sel)
+        choice.lines = law_choice.selection_lines(sel, table.name)
         if sel["ranking"]:
             choice.chosen = law_registry.get(sel["ranking"][0]["law"])
     if law_registry.tabled(choice.chosen):

@@ -351,19 +351,54 @@ def test_predict_says_when_the_fit_dir_has_no_fit(tmp_path, capsys):
     )
 
 
-def test_law_auto_says_which_law_won_and_by_how_much(nd_sweep, tmp_path, capsys):
+def test_law_auto_with_too_few_runs_for_a_rollout_says_so_and_fits_the_table_law(
+    nd_sweep, tmp_path, capsys
+):
+    """4 sizes x 2 seeds per variant: a cut holding out >= 5 runs (3 sizes) leaves one size to
+    fit, fewer than 3 (analysis.estimates.rollouts): one line, and the fit table's law."""
     assert fit_sweep(nd_sweep, tmp_path / "o", 0, "--law", "auto", "--law-bootstrap", "0") == 0
     text = capsys.readouterr().out
     (line,) = [l for l in text.splitlines() if l.startswith("--law auto: ")]
+    assert line.startswith("--law auto: 16 runs, fewer than needed for a compute rollout")
+    assert line.endswith("; using power")
     rep = json.loads((tmp_path / "o" / "fits.json").read_text())
-    winner = rep["law"]["chosen"]
-    assert line.startswith(
-        f"--law auto: {winner} wins the held-out-size backtest (largest size "
-        "of 2 variant(s) held out, 10x past the compute fitted)"
+    assert rep["law"]["chosen"] == "power"
+
+
+def test_law_auto_says_which_law_won_by_how_much_and_each_cut(tmp_path, capsys):
+    """8 sizes x 2 seeds per variant from Chinchilla's L(N, D): three cuts per variant, each
+    holding out >= 5 runs; the winner, its margin, each cut's runs and reach are printed."""
+    from analysis.inputs.synthetic import chinchilla_law, simulate_runs, write_runs
+
+    E, A, a, B, b = TRUTH
+    laws = {
+        "baseline": chinchilla_law(*TRUTH),
+        "attnres_full": chinchilla_law(E, A * 1.1**-a, a, B * 1.1**-b, b),
+    }
+    runs = simulate_runs(
+        laws,
+        tuple(np.geomspace(1e-4, 1e-1, 8)),
+        (0, 1),
+        (0.5, 1.0),
+        sigma_run=0.004,
+        sigma_point=0.001,
+        rng=np.random.default_rng(0),
+        of_nd=True,
     )
+    write_runs(tmp_path / "sweep", runs)
+    argv = ("--law", "auto", "--law-bootstrap", "0")
+    assert fit_sweep(tmp_path / "sweep", tmp_path / "o", 0, *argv) == 0
+    text = capsys.readouterr().out
+    (line,) = [l for l in text.splitlines() if l.startswith("--law auto: ")]
+    winner = json.loads((tmp_path / "o" / "fits.json").read_text())["law"]["chosen"]
+    assert line.startswith(f"--law auto: {winner} wins the compute rollouts (6 cut(s))"), line
     assert "smaller than the runner-up" in line
+    cuts = [l for l in text.splitlines() if l.startswith("  cut ")]
+    assert len(cuts) == 6 and sum(l.startswith("  cut baseline at ") for l in cuts) == 3
+    assert all("held out, reaching" in l for l in cuts)
+    assert [int(l.split(" runs fitted, ")[1].split()[0]) for l in cuts[:3]] == [6, 8, 10]
     assert (
-        "not backtested: data_constrained: law data_constrained needs params, tokens, "
+        "not rolled out: data_constrained: law data_constrained needs params, tokens, "
         "unique_tokens" in text
     )
 

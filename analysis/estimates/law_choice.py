@@ -1,26 +1,56 @@
-"""`--law auto`: the law chosen by how it extrapolates.
+"""`--law auto`: the law chosen by how it extrapolates in compute.
 
-Each variant with 3+ sizes is fitted without its largest size (`analysis.estimates.held_out`),
-and each law predicts the held-out runs' final losses; the law with the smallest root-mean-square
-error of log loss over those runs wins (scaling-law work picks a form by how it extrapolates, not
-by how it interpolates: Bhagia et al. 2024; Li et al. 2026, "Spend Less, Fit Better", arXiv
-2604.22753, score laws on the high-compute runs held out). Every law is fitted as the fit table
-fits (`analysis.estimates.estimate.fit_variants`), on its own points (`points_for`), without a
-bootstrap: the same point estimate.
+Every law is rolled out (`analysis.estimates.rollouts`: expanding-window compute cuts per variant,
+each holding out at least 5 runs or the top 20 % of them, the law fitted below the cut and scored
+at the held-out runs' own inputs), and the law with the smallest root-mean-square log error over
+every held-out run of every cut and variant wins: scaling-law work picks a form by how it
+extrapolates, not by how it interpolates (OLMo-core's `ScalingLawRollout`; Li et al. 2026, "Spend
+Less, Fit Better", arXiv 2604.22753, score laws on the held-out high-compute runs). A law whose
+fit on all runs is absurd inside the measured range (`analysis.estimates.in_range`) is refused,
+however well it rolled out. Every law is fitted as the fit table fits
+(`analysis.estimates.estimate.fit_variants`), on its own points (`points_for`), without a
+bootstrap. Every law is scored on the same cuts: those below which each law has the points it
+needs (a law of many parameters can drop the lower cuts of a small sweep for all; one that cannot
+be fitted below any cut is not rolled out). With too few runs for one cut, no law is ranked and
+the caller's default stands.
 """
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
-from analysis.estimates.estimate import fit_variants, inputs_of, points_for, why_unusable
-from analysis.estimates.held_out import held_out_sizes
+from analysis.estimates import rollouts
+from analysis.estimates.estimate import fit_variants, points_for, why_unusable
+from analysis.estimates.in_range import absurd
 from analysis.fits.laws import Law
-from analysis.fits.replicates import arrange
 from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import Run
+
+
+def _refusal(law: Law, runs: list[Run], c_law_runs: list[Run], settings: FitSettings) -> str:
+    """Why `law` fitted on every run is refused (`in_range.absurd`), or ""."""
+    pts = points_for(law, runs, c_law_runs)
+    for label in sorted({r.label for r in pts}):
+        mine = [r for r in pts if r.label == label]
+        res = fit_variants(mine, label, settings.but(n_bootstrap=0), law)
+        if label not in res.fits:
+            return f"not fitted to all of {label}'s runs ({res.skipped.get(label, '')})"
+        why = absurd(res.fits[label], mine)
+        if why:
+            return f"fitted to all of {label}'s runs, {why}"
+    return ""
+
+
+def _rank(sel, law, runs, c_law_runs, settings, shared) -> None:
+    """Roll `law` out on the shared cuts; rank it, or say why it is skipped or refused."""
+    ro = rollouts.rollout(law, runs, c_law_runs, settings, shared)
+    sel["rollouts"][law.name] = ro
+    if ro.failed:
+        sel["skipped"][law.name] = "; ".join(f"{w}: {y}" for w, y in ro.failed.items())
+        return
+    refused = _refusal(law, runs, c_law_runs, settings)
+    if refused:
+        sel["refused"][law.name] = refused
+        return
+    sel["ranking"].append({"law": law.name, "rms_log_pct": 100 * ro.rms, "n": len(ro.residuals)})
 
 
 def select_law(
@@ -30,86 +60,76 @@ def select_law(
     baseline: str,
     settings: FitSettings = FitSettings(),
 ) -> dict:
-    """Backtest each law (module docstring): {"ranking": [{"law", "rms_log_pct", "n"}, ...] best
-    first, "skipped": {law: why}, "extrapolation": held-out compute over the largest fitted one
-    (the median over variants), "held_out": {label: size}}."""
-    reps = arrange(runs)
-    held = held_out_sizes(reps)
-    if not held:
-        return {
-            "ranking": [],
-            "skipped": {},
-            "held_out": {},
-            "extrapolation": math.nan,
-            "why": "no variant has 3+ sizes to hold its largest out",
-        }
-    train = [r for r in runs if r.label in held and held[r.label] != r.size]
-    train_c = [r for r in c_law_runs if r.label in held and held[r.label] != r.size]
-    finals = {}
-    for label, size in held.items():
-        cell = next(c for c in reps[label].cells if c.size == size)
-        finals[label] = [pts[-1] for pts in cell.runs]
-    ranking, skipped = [], {}
-    factors = [
-        max(r.compute for r in finals[label]) / max(r.compute for r in train if r.label == label)
-        for label in held
-    ]
-    point = settings.but(n_bootstrap=0)
+    """Roll out each law (module docstring): {"ranking": [{"law", "rms_log_pct", "n"}, ...] best
+    first, "skipped": {law: why not rolled out}, "refused": {law: why absurd}, "cuts":
+    [rollouts.Cut], "rollouts": {law: rollouts.Rollout}, "n_runs"}; "why" when nothing could be
+    ranked. `baseline` is unused: every variant is rolled out alone."""
+    del baseline
+    planned = rollouts.plan(runs)
+    n_runs = len({r.run_id for r in runs})
+    sel: dict = {"ranking": [], "skipped": {}, "refused": {}, "cuts": planned, "rollouts": {}}
+    sel["n_runs"] = n_runs
+    if not planned:
+        sel["why"] = "too few runs"
+        return sel
+    usable = {}
     for law in laws:
         why = why_unusable(law, runs)
+        fit_at = [] if why else rollouts.fittable(law, runs, c_law_runs, planned)
+        if not why and not fit_at:
+            why = f"{law.needs} points needed below a cut; the highest cut leaves fewer"
         if why:
-            skipped[law.name] = why
-            continue
-        res = fit_variants(points_for(law, train, train_c), baseline, point, law)
-        errs = []
-        for label, f in res.fits.items():
-            rs = finals[label]
-            X = {k: v for k, v in inputs_of(rs).items() if k in law.inputs}
-            with np.errstate(all="ignore"):
-                pred = np.log(f.predict(X))
-            errs += list(pred - np.log([r.val_loss for r in rs]))
-        if len(res.fits) < len(held) or not errs or not np.all(np.isfinite(errs)):
-            skipped[law.name] = (
-                "not fitted for " + ", ".join(sorted(set(held) - set(res.fits)))
-                if len(res.fits) < len(held)
-                else "non-finite predictions"
-            )
-            continue
-        ranking.append(
-            {
-                "law": law.name,
-                "rms_log_pct": 100 * float(np.sqrt(np.mean(np.square(errs)))),
-                "n": len(errs),
-            }
-        )
-    ranking.sort(key=lambda r: r["rms_log_pct"])
-    return {
-        "ranking": ranking,
-        "skipped": skipped,
-        "held_out": held,
-        "extrapolation": float(np.median(factors)) if factors else math.nan,
-    }
-
-
-def selection_lines(sel: dict) -> list[str]:
-    """What --law auto prints: which law won, by how much, and how far the backtest reached."""
+            sel["skipped"][law.name] = why
+        else:
+            usable[law] = fit_at
+    # every law is scored on the same cuts: those the most demanding law can be fitted below
+    shared = [c for c in planned if all(c in at for at in usable.values())]
+    sel["cuts"] = shared
+    for law in usable:
+        _rank(sel, law, runs, c_law_runs, settings, shared)
+    sel["ranking"].sort(key=lambda r: r["rms_log_pct"])
     if not sel["ranking"]:
-        return [f"--law auto: no law could be backtested ({sel.get('why') or sel['skipped']})"]
-    best = sel["ranking"][0]
-    lines = [
-        f"--law auto: {best['law']} wins the held-out-size backtest (largest size of "
-        f"{len(sel['held_out'])} variant(s) held out, {sel['extrapolation']:.2g}x past the "
-        f"compute fitted): RMS error {best['rms_log_pct']:.2f} % of the loss over "
-        f"{best['n']} held-out runs"
+        sel["why"] = "no law could be rolled out and kept"
+    return sel
+
+
+def _cut_lines(cuts: list[rollouts.Cut]) -> list[str]:
+    return [
+        f"  cut {c.label} at {c.cut:.3g} PF-days: {c.n_fitted} runs fitted, {c.n_held} held "
+        f"out, reaching {c.reach:.2g}x past the compute fitted"
+        for c in cuts
     ]
-    if len(sel["ranking"]) > 1:
-        nxt = sel["ranking"][1]
-        lines[0] += (
-            f", {nxt['rms_log_pct'] / max(best['rms_log_pct'], 1e-12):.2g}x smaller "
-            f"than the runner-up {nxt['law']} ({nxt['rms_log_pct']:.2f} %)"
-        )
+
+
+def selection_lines(sel: dict, default: str) -> list[str]:
+    """What --law auto prints: which law won, by how much, each cut (runs fitted and held out,
+    how far it reached), the laws refused and why; or the one line that says why `default`."""
+    if sel.get("why") == "too few runs":
+        return [
+            f"--law auto: {sel['n_runs']} runs, fewer than needed for a compute rollout (a cut "
+            f"holds out >= {rollouts.MIN_HELD} of a variant's runs, or its top "
+            f"{rollouts.TOP_FRAC:.0%}, above it and fits >= {rollouts.MIN_FIT} sizes below "
+            f"it); using {default}"
+        ]
+    if not sel["ranking"]:
+        lines = [f"--law auto: no law could be rolled out and kept; using {default}"]
+    else:
+        best = sel["ranking"][0]
+        lines = [
+            f"--law auto: {best['law']} wins the compute rollouts ({len(sel['cuts'])} cut(s)): "
+            f"RMS error {best['rms_log_pct']:.2f} % of the loss over {best['n']} held-out runs"
+        ]
+        if len(sel["ranking"]) > 1:
+            nxt = sel["ranking"][1]
+            lines[0] += (
+                f", {nxt['rms_log_pct'] / max(best['rms_log_pct'], 1e-12):.2g}x smaller "
+                f"than the runner-up {nxt['law']} ({nxt['rms_log_pct']:.2f} %)"
+            )
+    lines += _cut_lines(sel["cuts"])
     for r in sel["ranking"][2:]:
-        lines.append(f"  also backtested: {r['law']} {r['rms_log_pct']:.2f} %")
+        lines.append(f"  also rolled out: {r['law']} {r['rms_log_pct']:.2f} %")
+    for name, why in sel["refused"].items():
+        lines.append(f"  refused: {name}: {why}")
     for name, why in sel["skipped"].items():
-        lines.append(f"  not backtested: {name}: {why}")
+        lines.append(f"  not rolled out: {name}: {why}")
     return lines

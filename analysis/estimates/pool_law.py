@@ -1,7 +1,8 @@
 """Which law the pool planner plans with by default: the one `--law auto` chooses
 (`analysis.estimates.law_choice.select_law`, as `python -m analysis.fit --law auto` chooses), run on
 the pool's measured rows, among the registry's laws whose inputs the pool and the target both
-have. Where it cannot choose (too few measured rows to hold any out), FALLBACK, and it says so."""
+have. Where it cannot choose (too few measured rows for a compute rollout), FALLBACK, and it
+says so."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ def candidates(laws: dict[str, Law], *columns) -> list[Law]:
 
 
 def as_runs(X: dict, y, names) -> list[Run]:
-    """The measured rows as runs of one label, each its own run, sized by its params (or its
-    compute): what `select_law`'s backtest reads (it holds the largest size out)."""
+    """The measured rows as runs of one label, each its own run, sized by its (params, tokens)
+    (or its compute): what `select_law`'s rollouts read (rows of one size are replicates, fitted
+    or held out together)."""
     y = np.asarray(y, float)
     out = []
     for i, name in enumerate(names):
@@ -33,7 +35,7 @@ def as_runs(X: dict, y, names) -> list[Run]:
             flops = 6.0 * row["params"] * row["tokens"]
         else:
             flops = row.get("compute", 1.0) * FLOPS_PER_PFLOPS_DAY
-        size = f"{row['params']:.6g}" if "params" in row else f"{flops:.6g}"
+        size = f"{row['params']:.6g}x{row['tokens']:.6g}" if "tokens" in row else f"{flops:.6g}"
         out.append(
             Run(
                 source=str(name),
@@ -57,9 +59,8 @@ def choose(laws: list[Law], X: dict, y, names, seed: int = 0) -> tuple[Law, list
     why)."""
     runs = as_runs(X, y, names)
     sel = select_law(laws, runs, runs, LABEL, FitSettings(seed=seed))
-    lines = selection_lines(sel)
     by_name = {law.name: law for law in laws}
     if sel["ranking"]:
-        return by_name[sel["ranking"][0]["law"]], lines
+        return by_name[sel["ranking"][0]["law"]], selection_lines(sel, "")
     fallback = by_name.get(FALLBACK, laws[0])
-    return fallback, lines + [f"  the pool planner plans with {fallback.name} until it can"]
+    return fallback, selection_lines(sel, fallback.name)

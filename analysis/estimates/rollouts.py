@@ -1,0 +1,186 @@
+"""Expanding-window compute rollouts: does a law, fitted below a compute, predict the runs above it?
+
+A rollout orders one variant's run configurations (its sizes: every seed of one size is one
+configuration) by compute and cuts the order: the law is fitted, as the fit table fits it, on the
+configurations at or below the cut, and predicts the final loss of every run above it at that
+run's own inputs (its (params, tokens) for a law in them, its compute for a law in compute, any
+other inputs for a plug-in law). Seeds of one size share their configuration's compute (the most
+any of its points reached), so no cut can put one seed below it and another above: replicates are
+fitted together or held out together.
+
+The cuts (`cuts`): each holds out at least MIN_HELD runs, or the top TOP_FRAC of the variant's
+runs, whichever is more, and leaves at least MIN_FIT configurations below it (three sizes: the
+fewest on which a 3-parameter law in compute, `irreducible`, is determined). The first cut is the
+highest that holds out enough; further cuts follow it downwards, one configuration apart, up to
+N_CUTS in all and as long as MIN_FIT configurations stay below. Several cuts, so that one
+unlucky run at the top does not decide alone and the error is averaged over several reaches past
+the data; no more than three, because each lower cut fits on fewer runs than the sweep has. A
+run above several cuts is scored once per cut: the runs of the highest compute, which matter
+most, count the most.
+
+Each held-out run gives a `Residual`: log(measured) - log(predicted), and its extrapolation factor
+(its compute over the largest compute fitted below the cut). `analysis.estimates.law_choice`
+ranks laws by the root-mean-square of these over every cut and variant; a prediction interval can
+be calibrated on the same rows.
+
+This is OLMo-core's `ScalingLawRollout` (expanding-window backtests of a scaling law over N or D:
+fit on the smaller scales, predict the larger, move the window), and Li et al. 2026, "Spend Less,
+Fit Better" (arXiv 2604.22753), who score a law on held-out high-compute runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analysis.estimates.estimate import fit_variants, inputs_of, points_for
+from analysis.fits.laws import Law
+from analysis.fits.settings import FitSettings
+from analysis.inputs.collect import Run, final_points
+
+MIN_HELD = 5  # runs held out above a cut, at least (the issue's rule)
+TOP_FRAC = 0.2  # or this fraction of the variant's runs, if more
+MIN_FIT = 3  # configurations (sizes) fitted below a cut, at least
+N_CUTS = 3  # cuts per variant, at most (module docstring)
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One cut of one variant: fit at or below `cut` (PFLOP/s-days), hold out the runs above."""
+
+    label: str
+    cut: float  # the largest compute fitted
+    n_fitted: int  # runs (seeds) fitted below it
+    n_held: int  # runs held out above it
+    reach: float  # the largest held-out compute over `cut`
+
+
+@dataclass(frozen=True)
+class Residual:
+    """One held-out run's error under one law at one cut."""
+
+    law: str
+    label: str
+    cut: float
+    run: str  # the run's id
+    compute: float  # its final compute, PFLOP/s-days
+    log_residual: float  # log(measured) - log(predicted)
+    factor: float  # compute / the cut's largest fitted compute
+
+
+@dataclass
+class Rollout:
+    """A law's rollouts over every cut: its residuals, and where it could not be fitted."""
+
+    law: str
+    cuts: list[Cut]
+    residuals: list[Residual] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # "label at cut" -> why
+
+    @property
+    def rms(self) -> float:
+        """Root-mean-square log residual over every held-out run of every cut (nan: none)."""
+        r = np.array([x.log_residual for x in self.residuals], float)
+        return float(np.sqrt(np.mean(r**2))) if len(r) else math.nan
+
+
+def cuts(
+    computes,
+    min_held: int = MIN_HELD,
+    top_frac: float = TOP_FRAC,
+    n_cuts: int = N_CUTS,
+    min_fit: int = MIN_FIT,
+) -> list[float]:
+    """The cut computes, highest first, for runs of these computes (one per run; seeds of one
+    configuration carry the same compute, so no cut separates them): fit at or below a cut, hold
+    out the runs above it (module docstring). [] when no cut holds out enough and fits enough."""
+    c = np.sort(np.asarray(computes, float))
+    need = max(min_held, math.ceil(top_frac * len(c)))
+    levels = np.unique(c)  # the configurations' computes, ascending
+    out: list[float] = []
+    for i in range(len(levels) - 1, min_fit - 1, -1):  # levels[:i] fitted, i >= min_fit of them
+        cut = float(levels[i - 1])
+        if int((c > cut).sum()) < need:
+            continue
+        out.append(cut)
+        if len(out) == n_cuts:
+            break
+    return out
+
+
+def config_computes(runs: list[Run]) -> dict[tuple[str, str], float]:
+    """(label, size) → the configuration's compute: the most any of its points reached."""
+    out: dict[tuple[str, str], float] = {}
+    for r in runs:
+        key = (r.label, r.size)
+        out[key] = max(out.get(key, 0.0), r.compute)
+    return out
+
+
+def plan(runs: list[Run], **kw) -> list[Cut]:
+    """Every variant's cuts (`cuts`; keywords go to it), variant by variant."""
+    conf = config_computes(runs)
+    finals = final_points(runs)
+    out = []
+    for label in sorted({r.label for r in runs}):
+        mine = [conf[(r.label, r.size)] for r in finals if r.label == label]
+        top = max(mine)
+        for cut in cuts(mine, **kw):
+            n_held = sum(c > cut for c in mine)
+            out.append(Cut(label, cut, len(mine) - n_held, n_held, top / cut))
+    return out
+
+
+def _below(runs: list[Run], cut: Cut, conf: dict) -> list[Run]:
+    return [r for r in runs if r.label == cut.label and conf[(r.label, r.size)] <= cut.cut]
+
+
+def fittable(law: Law, runs: list[Run], c_law_runs: list[Run], planned: list[Cut]) -> list[Cut]:
+    """The cuts below which `law` has the points it needs (`Law.needs`): a law of many parameters
+    may not be fittable below the lower cuts of a small sweep."""
+    conf = config_computes(runs)
+    pts = points_for(law, runs, c_law_runs)
+    return [c for c in planned if len(_below(pts, c, conf)) >= law.needs]
+
+
+def rollout(
+    law: Law,
+    runs: list[Run],
+    c_law_runs: list[Run],
+    settings: FitSettings = FitSettings(),
+    planned: list[Cut] | None = None,
+) -> Rollout:
+    """`law` rolled out over the cuts (`plan(runs)` unless given): fitted without a bootstrap on
+    its own points (`points_for`) of the configurations at or below each cut, its predictions at
+    the final point of every run above it."""
+    planned = plan(runs) if planned is None else planned
+    conf = config_computes(runs)
+    point = settings.but(n_bootstrap=0)
+    out = Rollout(law.name, planned)
+    for cut in planned:
+        train = _below(points_for(law, runs, c_law_runs), cut, conf)
+        held = [
+            r
+            for r in final_points(runs)
+            if r.label == cut.label and conf[(r.label, r.size)] > cut.cut
+        ]
+        res = fit_variants(train, cut.label, point, law)
+        where = f"{cut.label} at {cut.cut:.3g} PF-days"
+        if cut.label not in res.fits:
+            out.failed[where] = res.skipped.get(cut.label, "not fitted")
+            continue
+        X = {k: v for k, v in inputs_of(held).items() if k in law.inputs}
+        with np.errstate(all="ignore"):
+            pred = np.log(np.asarray(res.fits[cut.label].predict(X), float))
+        meas = np.log([r.val_loss for r in held])
+        if not np.all(np.isfinite(pred)):
+            out.failed[where] = "non-finite predictions"
+            continue
+        for r, p, m in zip(held, pred, meas):
+            c = conf[(r.label, r.size)]
+            out.residuals.append(
+                Residual(law.name, r.label, cut.cut, r.run_id, c, float(m - p), c / cut.cut)
+            )
+    return out
