@@ -1,6 +1,7 @@
-"""Stopping only your own Ray head (andrea/launch/ray_head.py): `ray stop` stops every Ray
-process of the user on the machine, so the documented commands start a head with its PID
-recorded and stop that PID and its process group, nothing else.
+"""Stopping only your own Ray head (`python -m andrea.launch.ray start-head | stop-head`):
+`ray stop` stops every Ray process on the machine that the user may signal, so the documented
+commands start a head with its PID recorded and stop that PID and its process group, nothing
+else.
 
 A fake `ray` stands in for the real one (a real head takes tens of seconds to start and the
 suite's Ray tests share one, tests/ray_cluster.py): it serves the dashboard's /api/version on the
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-CLI = [sys.executable, "-m", "andrea.launch.ray_head"]
+CLI = [sys.executable, "-m", "andrea.launch.ray"]
 
 FAKE_RAY = """#!{python}
 import http.server, signal, subprocess, sys, time
@@ -84,20 +85,22 @@ def test_stop_ends_the_recorded_head_and_its_group_and_nothing_else(tmp_path, by
     fake.chmod(0o755)
     port = _free_port()
     folder = tmp_path / "head"
-    up = _run("start", "--ray", fake, folder, "--", f"--dashboard-port={port}", cwd=tmp_path)
+    up = _run("start-head", "--ray", fake, folder, "--", f"--dashboard-port={port}", cwd=tmp_path)
     assert up.returncode == 0, up.stderr
     head = json.loads((folder / "head.json").read_text())
     assert head["address"] == f"http://127.0.0.1:{port}"
     assert f"hydra.launcher.address=http://127.0.0.1:{port}" in up.stdout
-    assert f"python -m andrea.launch.ray_head stop {folder}" in up.stdout
+    assert f"python -m andrea.launch.ray stop-head {folder}" in up.stdout
     assert Path(head["temp_dir"]).is_dir()
     child = int(pids.read_text())
     assert _alive(head["pid"]) and _alive(child)
 
-    again = _run("start", "--ray", fake, folder, "--", f"--dashboard-port={port}", cwd=tmp_path)
+    again = _run(
+        "start-head", "--ray", fake, folder, "--", f"--dashboard-port={port}", cwd=tmp_path
+    )
     assert again.returncode == 2 and "still runs" in again.stderr, again.stderr
 
-    down = _run("stop", folder, cwd=tmp_path)
+    down = _run("stop-head", folder, cwd=tmp_path)
     assert down.returncode == 0, down.stderr
     assert f"stopped the Ray head pid {head['pid']}" in down.stdout
     assert _wait_dead(head["pid"]) and _wait_dead(child)
@@ -120,7 +123,7 @@ def test_a_pid_that_is_no_longer_the_head_is_left_alone(tmp_path, bystander):
             }
         )
     )
-    out = _run("stop", folder, cwd=tmp_path)
+    out = _run("stop-head", folder, cwd=tmp_path)
     assert out.returncode == 2, out
     (line,) = out.stderr.splitlines()
     assert line.startswith(f"error: pid {bystander.pid} is no longer the Ray head"), line
@@ -130,7 +133,7 @@ def test_a_pid_that_is_no_longer_the_head_is_left_alone(tmp_path, bystander):
 
 
 def test_stop_without_a_record_is_one_error_line(tmp_path):
-    out = _run("stop", tmp_path / "none", cwd=tmp_path)
+    out = _run("stop-head", tmp_path / "none", cwd=tmp_path)
     assert out.returncode == 2
     (line,) = out.stderr.splitlines()
     assert line.startswith("error: ") and "no Ray head recorded here" in line
@@ -141,7 +144,7 @@ def test_the_docs_show_how_to_start_and_stop_only_your_head():
     readme = (REPO / "README.md").read_text()
     guide = (REPO / "docs" / "ray.md").read_text()
     for text in (readme, guide):
-        start = re.search(r"python -m andrea\.launch\.ray_head start (\S+)", text)
+        start = re.search(r"python -m andrea\.launch\.ray start-head (\S+)", text)
         assert start, "no start command"
-        assert f"python -m andrea.launch.ray_head stop {start.group(1)}" in text
+        assert f"python -m andrea.launch.ray stop-head {start.group(1)}" in text
         assert "ray stop" in text
