@@ -557,7 +557,10 @@ class Head:
 def process_start(pid: int) -> str | None:
     """The start time of process `pid` (None: there is none, or it has exited, a zombie)."""
     out = subprocess.run(
-        ["ps", "-o", "stat=,lstart=", "-p", str(pid)], capture_output=True, text=True
+        ["ps", "-o", "stat=,lstart=", "-p", str(pid)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LC_ALL": "C"},  # one spelling of the time, whoever asks
     ).stdout.strip()
     if not out or out.startswith("Z"):
         return None
