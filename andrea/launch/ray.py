@@ -26,17 +26,34 @@ gpus_per_task), read through Ray's State API (`ray.util.state.list_nodes`, which
 address forms as the job client), else FALLBACK_IN_FLIGHT. A run held back is recorded as
 `<submission id>+held-by-<pid>-on-<host>@<address>` (not in Ray): a later launch counts it as
 held while that sweep's process lives, and the marker takes the real id once it is submitted.
+
+A head of your own, stopped by its PID (docs/ray.md): `ray start --head` leaves daemons with no
+one PID to stop, and `ray stop` stops every Ray process on the machine that the user may signal.
+`python -m andrea.launch.ray start-head FOLDER -- <ray start options>` runs `ray start --head
+--block` in a session of its own (its own temp folder: no socket or `session_latest` shared with
+other heads), waits until its dashboard answers and records the head's PID, start time and
+dashboard address in FOLDER/head.json; `stop-head FOLDER` sends SIGTERM to that PID (`ray start
+--block` stops what it started), then SIGKILL to what is left of its process group, and
+nothing else: a PID that is no longer the recorded head (another start time) is left alone.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import logging
 import os
 import re
+import shutil
+import signal
 import socket
+import subprocess
 import sys
+import tempfile
+import time
+import urllib.request
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -513,6 +530,213 @@ def _job_id() -> str:
     return os.environ.get(JOB_VAR, "")
 
 
+# A Ray head of your own, stopped by its PID: python -m andrea.launch.ray start-head | stop-head
+
+HEAD_RECORD = "head.json"
+HEAD_LOG = "head.log"
+DEFAULT_DASHBOARD_PORT = 8265  # Ray's own default
+HEAD_READY_TIMEOUT_S = 180.0
+HEAD_STOP_TIMEOUT_S = 60.0
+# under /tmp: Ray's unix sockets live under its temp folder, at most 107 characters
+HEAD_TEMP_PREFIX = "ray-head-"
+
+
+class HeadError(Exception):
+    """Bad input or a state this command refuses: one `error:` line, exit 2."""
+
+
+@dataclass
+class Head:
+    pid: int
+    started: str  # the process's start time as `ps -o lstart=` prints it: guards PID reuse
+    address: str  # the dashboard's, for hydra.launcher.address
+    temp_dir: str
+    log: str
+
+
+def process_start(pid: int) -> str | None:
+    """The start time of process `pid` (None: there is none, or it has exited, a zombie)."""
+    out = subprocess.run(
+        ["ps", "-o", "stat=,lstart=", "-p", str(pid)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LC_ALL": "C"},  # one spelling of the time, whoever asks
+    ).stdout.strip()
+    if not out or out.startswith("Z"):
+        return None
+    return out.split(None, 1)[1].strip()
+
+
+def record_head(folder: Path, head: Head) -> Path:
+    """Write FOLDER/head.json whole or not at all."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / HEAD_RECORD
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(asdict(head), indent=2) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_head(folder: Path) -> Head:
+    path = folder / HEAD_RECORD
+    if not path.exists():
+        raise HeadError(
+            f"{path}: no Ray head recorded here (start one with "
+            f"`python -m andrea.launch.ray start-head {folder}`)"
+        )
+    try:
+        return Head(**json.loads(path.read_text()))
+    except (ValueError, TypeError) as e:
+        raise HeadError(f"{path}: not a head record ({e})") from None
+
+
+def _option(args: list[str], name: str) -> str | None:
+    """The value of `--name=V` or `--name V` in ray start's arguments."""
+    for i, arg in enumerate(args):
+        if arg.startswith(f"{name}="):
+            return arg.split("=", 1)[1]
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+def head_dashboard(ray_args: list[str]) -> str:
+    host = _option(ray_args, "--dashboard-host") or "127.0.0.1"
+    port = _option(ray_args, "--dashboard-port") or str(DEFAULT_DASHBOARD_PORT)
+    return f"http://{'127.0.0.1' if host in ('0.0.0.0', 'localhost') else host}:{port}"
+
+
+def _dashboard_answers(address: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{address}/api/version", timeout=3) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def ray_executable() -> str:
+    beside = Path(sys.executable).parent / "ray"  # the venv's, whether or not it is activated
+    found = str(beside) if beside.exists() else shutil.which("ray")
+    if not found:
+        raise HeadError("Ray is not installed: pip install -e '.[ray]'")
+    return found
+
+
+def _refuse_a_running_one(folder: Path, address: str) -> None:
+    if (folder / HEAD_RECORD).exists():
+        old = read_head(folder)
+        if process_start(old.pid) == old.started:
+            raise HeadError(
+                f"{folder / HEAD_RECORD}: the head started from here still runs (pid {old.pid}, "
+                f"{old.address}); stop it first: python -m andrea.launch.ray stop-head {folder}"
+            )
+    if _dashboard_answers(address):
+        raise HeadError(
+            f"{address} already answers (another Ray head?): give this one another port, "
+            f"`-- --dashboard-port=N --port=M`"
+        )
+
+
+def start_head(
+    folder: Path, ray_args: list[str], ray: str, timeout_s: float = HEAD_READY_TIMEOUT_S
+) -> Head:
+    """Start `ray start --head --block` in its own session; return once its dashboard answers."""
+    address = head_dashboard(ray_args)
+    _refuse_a_running_one(folder, address)
+    folder.mkdir(parents=True, exist_ok=True)
+    temp_dir = tempfile.mkdtemp(prefix=HEAD_TEMP_PREFIX, dir="/tmp")
+    cmd = [ray, "start", "--head", "--block", f"--temp-dir={temp_dir}", *ray_args]
+    log_path = folder / HEAD_LOG
+    with open(log_path, "w") as out:
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+    started = None
+    while started is None and proc.poll() is None:
+        started = process_start(proc.pid)
+    head = Head(proc.pid, started or "", address, temp_dir, str(log_path))
+    record_head(folder, head)  # before waiting: a head that is slow to answer can still be stopped
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        if _dashboard_answers(address):
+            return head
+        time.sleep(1)
+    tail = log_path.read_text()[-1500:]
+    stop_head(folder)
+    raise HeadError(
+        f"the Ray head did not answer at {address} within {timeout_s:.0f} s "
+        f"(exit {proc.poll()}; log {log_path}):\n{tail}"
+    )
+
+
+def _wait_gone(pid: int, started: str, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process_start(pid) != started:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def stop_head(folder: Path, timeout_s: float = HEAD_STOP_TIMEOUT_S) -> str:
+    """Stop the head recorded in FOLDER, by its PID and process group only; say what was done."""
+    head = read_head(folder)
+    now = process_start(head.pid)
+    if now is not None and now != head.started:
+        raise HeadError(
+            f"pid {head.pid} is no longer the Ray head recorded in {folder / HEAD_RECORD} "
+            f"(that one started {head.started}, this process {now}): nothing stopped"
+        )
+    if now is None:
+        # its group's ID may belong to someone else by now: nothing is signalled
+        said = f"the Ray head recorded in {folder / HEAD_RECORD} (pid {head.pid}) had already ended"
+    else:
+        os.kill(head.pid, signal.SIGTERM)  # ray start --block stops what it started
+        _wait_gone(head.pid, head.started, timeout_s)
+        said = f"stopped the Ray head pid {head.pid} ({head.address})"
+        try:  # what is left of its group, created for this head alone and not reused while
+            os.killpg(head.pid, signal.SIGKILL)  # any member lives
+        except (ProcessLookupError, PermissionError):
+            pass
+    if Path(head.temp_dir).name.startswith(HEAD_TEMP_PREFIX):
+        shutil.rmtree(head.temp_dir, ignore_errors=True)
+    (folder / HEAD_RECORD).unlink(missing_ok=True)
+    return said + "; no other Ray process was touched"
+
+
+def head_main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m andrea.launch.ray",
+        description="Start a Ray head of your own and stop only it, by its PID.",
+    )
+    sub = parser.add_subparsers(dest="action", required=True)
+    up = sub.add_parser("start-head", help="start a head; arguments after -- go to `ray start`")
+    up.add_argument("folder", type=Path, help="where head.json and head.log are written")
+    up.add_argument("ray_args", nargs=argparse.REMAINDER, help="-- then ray start's options")
+    up.add_argument("--ray", default=None, help="the ray executable (default: the venv's)")
+    up.add_argument("--timeout-s", type=float, default=HEAD_READY_TIMEOUT_S)
+    down = sub.add_parser("stop-head", help="stop the head recorded in FOLDER, and nothing else")
+    down.add_argument("folder", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        if args.action == "stop-head":
+            print(stop_head(args.folder))
+            return 0
+        ray_args = args.ray_args[1:] if args.ray_args[:1] == ["--"] else args.ray_args
+        head = start_head(args.folder, ray_args, args.ray or ray_executable(), args.timeout_s)
+    except HeadError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(
+        f"ray head: pid {head.pid}, dashboard {head.address} (log {head.log})\n"
+        "  sweep:  python sweep.py -m ... hydra/launcher=ray "
+        f"hydra.launcher.address={head.address}\n"
+        f"  stop:   python -m andrea.launch.ray stop-head {args.folder}"
+    )
+    return 0
+
+
 SCHEDULER = Scheduler(
     name="ray",
     label=lambda params: f"ray at {params.get('address', 'auto')}",
@@ -529,3 +753,7 @@ SCHEDULER = Scheduler(
     live_jobs=live_jobs,
     detached_text=detached_text,
 )
+
+
+if __name__ == "__main__":
+    sys.exit(head_main())
