@@ -22,10 +22,10 @@ os.environ.setdefault("WANDB_SILENT", "true")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # One intra-op thread in every test process and every process a test starts (they inherit this
-# environment), set before torch is first imported. `make test` runs two workers on 2 cores, so
-# more threads only oversubscribe them; and with several threads two runs of the same config were
-# seen to differ in the last bits on a busy machine (val_loss 5.3386658 vs 5.3386699: the split
-# of a reduction across threads is not fixed there). Tests that compare runs bit for bit need one.
+# environment), set before torch is first imported. The workers share the machine's cores, so
+# more threads only oversubscribe them; and with several threads the split of a reduction across
+# threads is not fixed, so two runs of the same config can differ in the last bits
+# (docs/testing.md). Tests that compare runs bit for bit need one.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 

@@ -21,7 +21,7 @@ TINY_RUN = [
     "train.checkpoints=2",
     "train.log_every=4",
     "train.progress=false",
-    # W&B's offline service costs more CPU than the tiny run's training (docs/testing.md);
+    # W&B off: its offline service is a large share of a tiny run's CPU time (docs/testing.md);
     # the tests of the W&B files ask for wandb.mode=offline themselves.
     "wandb.mode=disabled",
 ]
