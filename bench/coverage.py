@@ -37,7 +37,7 @@ GPU_COMPUTE = tuple(np.geomspace(0.1, 28.0, 5))  # andrea-12m..200m: C ∝ N²
 BUDGETS4 = (0.25, 0.5, 1.0, 2.0)
 # name → (size computes, seeds, budgets)
 DESIGNS = {
-    "demo-1x1": (DEMO_COMPUTE, (0,), (1.0,)),  # today's demo: one seed, one point
+    "demo-1x1": (DEMO_COMPUTE, (0,), (1.0,)),  # the demo's sizes, one seed, one point
     "demo-3x1": (DEMO_COMPUTE, (0, 1, 2), (1.0,)),
     "demo-3x4": (DEMO_COMPUTE, (0, 1, 2), BUDGETS4),
     "demo-4x4": (DEMO_COMPUTE, (0, 1, 2, 3), BUDGETS4),

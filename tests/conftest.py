@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
-import runpy
 import shutil
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
+
+# the helpers a plug-in's tests import too (docs/residual_schemes.md), re-exported for the suite
+from andrea.testing.plugins import require_plugin  # noqa: F401
+from andrea.testing.runs import TINY_RUN, compose_run  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -19,10 +22,10 @@ os.environ.setdefault("WANDB_SILENT", "true")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # One intra-op thread in every test process and every process a test starts (they inherit this
-# environment), set before torch is first imported. `make test` runs two workers on 2 cores, so
-# more threads only oversubscribe them; and with several threads two runs of the same config were
-# seen to differ in the last bits on a busy machine (val_loss 5.3386658 vs 5.3386699: the split
-# of a reduction across threads is not fixed there). Tests that compare runs bit for bit need one.
+# environment), set before torch is first imported. The workers share the machine's cores, so
+# more threads only oversubscribe them; and with several threads the split of a reduction across
+# threads is not fixed, so two runs of the same config can differ in the last bits
+# (docs/testing.md). Tests that compare runs bit for bit need one.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
@@ -69,23 +72,6 @@ def one_thread():
     torch.set_num_threads(n)
 
 
-def require_plugin(scheme: str, package: str) -> None:
-    """At the top of a plug-in's test module: skip the module when the plug-in that provides
-    `model=<scheme>` is not installed, with the command that installs it; under CI=true (where
-    `make env` installed every plug-in) fail instead."""
-    from andrea.model.residuals import registry
-
-    if scheme in registry.SCHEMES:
-        return
-    why = (
-        f"the {package} plug-in is not installed: `make env` installs it, or "
-        f"`.venv/bin/python -m pip install -e plugins/{package}`"
-    )
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{why} (under CI=true a missing plug-in fails)", pytrace=False)
-    pytest.skip(why, allow_module_level=True)
-
-
 @pytest.fixture(scope="session")
 def data_cache(tmp_path_factory) -> Path:
     """One ANDREA_DATA cache for the whole session (the tiny corpus is prepared once)."""
@@ -97,12 +83,6 @@ def data_cache(tmp_path_factory) -> Path:
         os.environ.pop("ANDREA_DATA", None)
     else:
         os.environ["ANDREA_DATA"] = old
-
-
-# The overrides of a run that trains in seconds on CPU (tests/tiny_run.py), read by path: this
-# file is also loaded as a plug-in (`-p tests.conftest`) or from another folder, where neither
-# `tiny_run` nor `tests` is importable.
-TINY_RUN = runpy.run_path(str(Path(__file__).with_name("tiny_run.py")))["TINY_RUN"]
 
 
 def run_file_bytes(run: Path, run_id: str, needle: bytes, timeout_s: float = 300.0) -> bytes:
@@ -125,21 +105,6 @@ def sigint_as_in_a_terminal() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def compose_run(overrides: list[str], return_hydra_config: bool = False):
-    """The composed config of `python sweep.py <overrides>`, through Hydra's compose API."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
-    from andrea.config.schema import register_configs
-
-    register_configs()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(REPO / "conf"), version_base="1.3"):
-        return compose(
-            config_name="config", overrides=overrides, return_hydra_config=return_hydra_config
-        )
 
 
 # The longest tests outside the Slurm and Ray chains (a clean clone's --durations), collected

@@ -8,13 +8,13 @@ import math
 
 import pytest
 import torch
-from scheme_checks import assert_matches_the_formula, outputs_and_grads
 
 from andrea.model.residuals import attnres as attnres_module
 from andrea.model.residuals.attnres import depth_ablated, depth_block
 from andrea.model.residuals.depth_op import depth_attention_reference
 from andrea.model.residuals.depth_variants import depth_attention_general
 from andrea.model.transformer import ANDREA, ModelConfig, count_parameters, param_count_formula
+from andrea.testing.schemes import assert_matches_the_formula, outputs_and_grads
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -37,7 +37,7 @@ class Case:
     what: str  # the input, as the table shows it
     run: Callable[[Path], tuple[Optional[int], str]]  # -> (exit status it becomes, message)
     expect: tuple[str, ...]  # substrings the message must hold (the key or file named)
-    exit: Optional[int] = 2  # None: not 2 today (a gap, see the table)
+    exit: Optional[int] = 2  # None: an exit other than 2 (a gap, marked in the table)
 
 
 # ---- config ------------------------------------------------------------------------------------
@@ -454,7 +454,7 @@ def _comma_file(tmp: Path) -> Path:
     return tmp / "a,b.txt"
 
 
-# ---- data (shows in prepare_data: in the job today, in the sweeper) --------------------
+# ---- data (shows in prepare_data: in the job, in the sweeper) --------------------------
 
 
 def data(source: str, files: dict[str, bytes], vocab: int = 300, **cfg) -> Callable:

@@ -16,16 +16,16 @@ import math
 
 import pytest
 import torch
-from conftest import require_plugin
+
+from andrea.testing.plugins import require_plugin
 
 require_plugin("delta_attnres", "andrea-delta-attnres")
 
 # imported after require_plugin, which skips (or fails under CI) without the plug-in
-import scheme_checks as checks  # noqa: E402
-from scheme_checks import BASE, idx  # noqa: E402
-
+import andrea.testing.schemes as checks  # noqa: E402
 from andrea.model.flops import flops_per_token  # noqa: E402
 from andrea.model.transformer import ANDREA, ModelConfig, count_parameters  # noqa: E402
+from andrea.testing.schemes import BASE, idx  # noqa: E402
 from andrea_delta_attnres.delta_attnres import source_counts  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -269,9 +269,8 @@ def test_the_export_loads_with_the_same_logits(tmp_path, blocks):
     """Through the scheme's export module (residual_andrea.py): standalone with transformers
     hidden, as tests/test_eval_export.py checks every built-in scheme."""
     pytest.importorskip("safetensors")
-    from test_eval_export import VOCAB, fake_run, import_modeling, save_small_tokenizer
-
     from andrea.eval.export import export_run
+    from andrea.testing.export import VOCAB, fake_run, import_modeling, save_small_tokenizer
 
     tok = save_small_tokenizer(tmp_path / "tokenizer.json")
     run, model = fake_run(

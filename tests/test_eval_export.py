@@ -3,7 +3,6 @@ residual scheme, loaded standalone (torch only) and, when installed, through tra
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -15,17 +14,20 @@ import torch
 
 pytest.importorskip("safetensors")
 
-from andrea.components.checkpoint import encode_checkpoint  # noqa: E402
-from andrea.data.tokenizer import save_tokenizer, train_tokenizer  # noqa: E402
 from andrea.eval.export import export_run, main  # noqa: E402
 from andrea.eval.load import load_run  # noqa: E402
-from andrea.model.transformer import ANDREA, ModelConfig  # noqa: E402
-from andrea.run.rundir import RunDir, atomic_write_bytes, atomic_write_json  # noqa: E402
+from andrea.model.transformer import ModelConfig  # noqa: E402
+from andrea.run.rundir import RunDir, atomic_write_json  # noqa: E402
+from andrea.testing.export import (  # noqa: E402
+    VOCAB,
+    fake_run,
+    import_modeling,
+    save_small_tokenizer,
+)
 
 # transformers copies trust_remote_code modules into this cache; keep it out of the user's
 os.environ.setdefault("HF_MODULES_CACHE", os.path.join(os.environ["TMPDIR"], "hf_modules"))
 
-VOCAB = 300
 SCHEMES = [  # every residual scheme, and the ablation switches that change its formula
     dict(residual="baseline"),
     dict(residual="attnres_full"),
@@ -48,57 +50,9 @@ SCHEMES = [  # every residual scheme, and the ablation switches that change its 
 ]
 
 
-def save_small_tokenizer(path: Path) -> Path:
-    """A VOCAB-token tokenizer trained on 60k characters of torch's own source, saved to path."""
-    text = open(Path(torch.__file__).with_name("functional.py")).read()[:60000]
-    save_tokenizer(train_tokenizer([text], VOCAB), path)
-    return path
-
-
 @pytest.fixture(scope="module")
 def tokenizer_file(tmp_path_factory) -> Path:
     return save_small_tokenizer(tmp_path_factory.mktemp("tok") / "tokenizer.json")
-
-
-def fake_run(root: Path, scheme: dict, tokenizer: Path) -> tuple[Path, ANDREA]:
-    """A run directory with a checkpoint of a small model whose weights are perturbed away
-    from the init (zero queries, identity mixes), so every mixing weight matters."""
-    cfg = ModelConfig(
-        n_layer=2, n_head=2, d_model=16, vocab_size=VOCAB, context_length=32, **scheme
-    )
-    torch.manual_seed(0)
-    model = ANDREA(cfg).eval()
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.3 * torch.randn_like(p))
-    rd = RunDir(root)
-    atomic_write_json(rd.model_config, {"model": asdict(cfg), "seq_len": 24})
-    atomic_write_bytes(rd.tokenizer, tokenizer.read_bytes())
-    atomic_write_bytes(
-        rd.checkpoint_path(7), encode_checkpoint({"step": 7, "model": model.state_dict()})
-    )
-    return root, model
-
-
-def import_modeling(folder: Path, hide_transformers: bool):
-    """The export's modeling_andrea.py as a module, optionally as if transformers were absent."""
-    saved = {
-        k: v for k, v in sys.modules.items() if k == "transformers" or k.startswith("transformers.")
-    }
-    try:
-        if hide_transformers:
-            for k in saved:
-                del sys.modules[k]
-            sys.modules["transformers"] = None  # `import transformers` raises ImportError
-        name = f"modeling_andrea_{folder.name}_{int(hide_transformers)}"
-        spec = importlib.util.spec_from_file_location(name, folder / "modeling_andrea.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        if hide_transformers:
-            sys.modules.pop("transformers", None)
-            sys.modules.update(saved)
 
 
 @pytest.mark.parametrize("scheme", SCHEMES, ids=lambda s: "-".join(f"{v}" for v in s.values()))

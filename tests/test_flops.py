@@ -11,6 +11,7 @@ import torch
 from andrea.model.flops import flops_per_token, six_n_d, training_flops, training_flops_per_token
 from andrea.model.residuals.attnres import n_sources, source_counts
 from andrea.run.units import PEAK_FLOPS, PFLOPS_DAY, match_device, mfu, peak_flops, to_pflops_days
+from andrea.testing.flops import measured_forward_per_token
 
 
 def n_depth_sources(cfg):
@@ -223,43 +224,6 @@ def test_depth_sources_match_the_model(residual, block_size):
     assert n_depth_sources(mc) == [n_sources(mc, l) for l in range(mc.n_sublayers + 1)]
 
 
-_aten = torch.ops.aten
-
-
-def _mv_flop(mat_shape, vec_shape, *args, out_shape=None, **kwargs):
-    return 2 * mat_shape[0] * mat_shape[1]
-
-
-def _cpu_sdpa_flop(q_shape, k_shape, v_shape, *args, out_shape=None, **kwargs):
-    from torch.utils.flop_counter import sdpa_flop_count
-
-    return sdpa_flop_count(q_shape, k_shape, v_shape)
-
-
-# FlopCounterMode (torch 2.13) counts mm/addmm/bmm/baddbmm and the CUDA SDPA kernels. On CPU,
-# F.scaled_dot_product_attention runs aten._scaled_dot_product_flash_attention_for_cpu, which it
-# does not know (it would count 0), and a matrix-vector product (the depth scores V @ q) lowers to
-# aten.mv, also unknown. Both are registered here with torch's own formulas: SDPA with
-# sdpa_flop_count (4·B·H·T·T·head_dim, full T x T -- the PaLM convention), mv with 2·m·n.
-# Elementwise ops and reductions (LayerNorm, GELU, softmax, the key RMS) are never counted.
-_CPU_MAPPING = {
-    _aten.mv: _mv_flop,
-    _aten._scaled_dot_product_flash_attention_for_cpu: _cpu_sdpa_flop,
-}
-
-
-def _measured_forward_per_token(model, B, T):
-    from torch.utils.flop_counter import FlopCounterMode
-
-    idx = torch.randint(0, model.cfg.vocab_size, (B, T), generator=torch.Generator().manual_seed(0))
-    model.train()  # the training path: the FLOPs on the compute axis are training FLOPs
-    with torch.enable_grad(), FlopCounterMode(display=False, custom_mapping=_CPU_MAPPING) as fc:
-        model(idx)
-    total = fc.get_total_flops()
-    assert total % (B * T) == 0
-    return total // (B * T)
-
-
 _SHAPE = dict(n_layer=3, n_head=4, d_model=32, vocab_size=50, context_length=16)
 _B, _T = 2, 16
 
@@ -270,7 +234,7 @@ def test_measured_baseline_is_exact(tie):
     forward equals the predicted matmul count exactly; any difference is a counting error."""
     ANDREA, ModelConfig = _model_or_skip()
     mc = ModelConfig(**_SHAPE, residual="baseline", tie_embeddings=tie)
-    measured = _measured_forward_per_token(ANDREA(mc), _B, _T)
+    measured = measured_forward_per_token(ANDREA(mc), _B, _T)
     predicted = flops_per_token(mc, _T)
     assert predicted.depth == 0
     assert measured == predicted.matmul == predicted.forward
@@ -297,13 +261,13 @@ def test_measured_attnres(residual, block_size):
     """
     ANDREA, ModelConfig = _model_or_skip()
     torch.manual_seed(0)
-    base = _measured_forward_per_token(ANDREA(ModelConfig(**_SHAPE, residual="baseline")), _B, _T)
+    base = measured_forward_per_token(ANDREA(ModelConfig(**_SHAPE, residual="baseline")), _B, _T)
     mc = ModelConfig(**_SHAPE, residual=residual, block_size=block_size)
     model = ANDREA(mc)
     with torch.no_grad():  # zero-init queries give the same FLOPs, but exercise real scores
         for dep in model.depth:
             dep.query.normal_()
-    measured = _measured_forward_per_token(model, _B, _T)
+    measured = measured_forward_per_token(model, _B, _T)
     predicted = flops_per_token(mc, _T)
     measured_depth = measured - base
     predicted_depth = predicted.depth_score + predicted.depth_mix
@@ -334,9 +298,9 @@ def test_measured_ablations_and_denseformer(residual, block_size, switches):
     (2·d²) each."""
     ANDREA, ModelConfig = _model_or_skip()
     torch.manual_seed(0)
-    base = _measured_forward_per_token(ANDREA(ModelConfig(**_SHAPE, residual="baseline")), _B, _T)
+    base = measured_forward_per_token(ANDREA(ModelConfig(**_SHAPE, residual="baseline")), _B, _T)
     mc = ModelConfig(**_SHAPE, residual=residual, block_size=block_size, **switches)
-    measured = _measured_forward_per_token(ANDREA(mc), _B, _T)
+    measured = measured_forward_per_token(ANDREA(mc), _B, _T)
     predicted = flops_per_token(mc, _T)
     d = mc.d_model
     single = sum(n == 1 for n in n_depth_sources(mc)) if mc.attnres_gate == "softmax" else 0

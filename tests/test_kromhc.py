@@ -19,19 +19,19 @@ import sys
 
 import pytest
 import torch
-from conftest import require_plugin
 
 from andrea.model.residuals import registry
+from andrea.testing.plugins import require_plugin
 
 require_plugin("kromhc", "andrea-kromhc")
 
 # imported after require_plugin, which skips (or fails under CI) without the plug-in
-import scheme_checks as checks  # noqa: E402
 from conftest import REPO, TINY_RUN  # noqa: E402
-from scheme_checks import BASE, idx  # noqa: E402
 
+import andrea.testing.schemes as checks  # noqa: E402
 from andrea.model.flops import flops_per_token  # noqa: E402
 from andrea.model.transformer import ANDREA, ModelConfig, count_parameters  # noqa: E402
+from andrea.testing.schemes import BASE, idx  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -313,9 +313,8 @@ def test_its_export_is_refused_in_one_line(tmp_path, capsys):
     """KromHC gives no export module (`Scheme.export` is None): `python -m andrea.eval.export`
     refuses its run with one line and writes nothing (it wrote a folder that did not load)."""
     pytest.importorskip("safetensors")
-    from test_eval_export import fake_run, save_small_tokenizer
-
     from andrea.eval.export import main
+    from andrea.testing.export import fake_run, save_small_tokenizer
 
     tok = save_small_tokenizer(tmp_path / "tokenizer.json")
     run, _ = fake_run(tmp_path / "run", dict(residual="kromhc"), tok)

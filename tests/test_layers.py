@@ -1,8 +1,9 @@
 """The house's layers, checked from the code's own imports (docs/architecture.md).
 
-andrea/: run < model, data < ladder < components < config < train < launch, eval: a module
-imports only from its own layer or the layers below (`model` and `data` stand side by side and
-import neither each other, as do `launch` and `eval`). analysis/: inputs < fits < estimates < report
+andrea/: run < model, data < ladder < components < config < train < launch, eval < testing: a
+module imports only from its own layer or the layers below (`model` and `data` stand side by side
+and import neither each other, as do `launch` and `eval`; `testing`, the helpers a scheme's tests
+import, sits on top). analysis/: inputs < fits < estimates < report
 < the commands, no command imports another, and the analysis reads andrea only through `andrea.run`,
 so it never imports torch. Nowhere does a module import another module's private (`_name`) names.
 Imports under `if TYPE_CHECKING:` are annotations, not dependencies, and are skipped; `__main__.py`
@@ -28,6 +29,7 @@ ANDREA_LAYERS = {
     "train": 5,
     "launch": 6,
     "eval": 6,
+    "testing": 7,
 }
 ANALYSIS_LAYERS = {"inputs": 0, "fits": 1, "estimates": 2, "report": 3}
 COMMAND = 4  # analysis/<command>.py

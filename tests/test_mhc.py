@@ -10,16 +10,16 @@ from __future__ import annotations
 import math
 
 import pytest
-import scheme_checks as checks
 import torch
 from conftest import compose_run
-from scheme_checks import BASE, idx
 
+import andrea.testing.schemes as checks
 from andrea.config.resolve import resolve_run
 from andrea.model.flops import flops_per_token
 from andrea.model.residuals.mhc import n_streams, permutation_matrices
 from andrea.model.residuals.sinkhorn import sinkhorn, sinkhorn_knopp
 from andrea.model.transformer import ANDREA, ModelConfig, count_parameters
+from andrea.testing.schemes import BASE, idx
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -90,7 +90,7 @@ def test_sweep_of_four_jobs_runs_as_an_array_and_a_rerun_submits_nothing(
 ):
     grid = ["model=baseline,attnres_full", "size=tiny-1", *TINY_RUN[1:], "train.seed=0,1"]
     # without the suite's one-thread setting, as a user's shell: the jobs' threads must follow
-    # their allocation (cpus_per_task: 1), not the machine's cores (7x slower)
+    # their allocation (cpus_per_task: 1), not the machine's cores (oversubscribed: docs/testing.md)
     first = run_sweep(tmp_path, *grid, *ON_SLURM, env_drop=("OMP_NUM_THREADS", "MKL_NUM_THREADS"))
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert "submitted 4 job(s) to submitit/slurm in 1 array(s)" in first.stdout

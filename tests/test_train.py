@@ -11,27 +11,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO, TINY_RUN, compose_run
+from conftest import REPO, TINY_RUN
 
 from andrea.components.checkpoint import load_latest_checkpoint
-from andrea.config.resolve import resolve_run
 from andrea.run import logkeys as keys
 from andrea.run.rundir import RunDir
+from andrea.testing.runs import final_weights, spec_for, train_tiny
 from andrea.train import Interrupted, TrainingFailed, learning_rate, train
 
-
-def spec_for(*extra: str, world_size: int = 1):
-    return resolve_run(compose_run([*TINY_RUN, *extra]), world_size=world_size)
-
-
-def run(path: Path, *extra: str) -> dict:
-    spec = spec_for(*extra)
-    return train(spec, RunDir(path), {"overrides": list(extra)})
-
-
-def final_weights(path: Path) -> dict:
-    state, _ = load_latest_checkpoint(RunDir(path))
-    return state["model"]
+run = train_tiny  # the tiny run (andrea.testing.runs) with extra overrides, into a run dir
 
 
 # --------------------------------------------------------------------------------------------

@@ -41,11 +41,10 @@ from analysis.inputs.collect import Run, final_points
 # alone, which holds along one tokens-per-parameter ray but not across rays: loss depends on N and
 # D separately (Hoffmann et al. 2022). A run's earlier cooldown points sit on other rays (a larger
 # size's early point above a smaller size's final one), and fitted together they bent the C-law
-# differently for a variant than for the baseline. Under a truth L(N, D) with the variant's N and D
-# scaled by sqrt(M) (bench/coverage_nd.py, Student-t seed noise), the C-law on every point covered
-# M in 89.7 % (±1.8) of 300 demo-like sweeps with a median bias of -1.4 % in log; on each run's
-# final point, 92.3 % (±1.5), bias +0.1 %, 14 % wider (GPU-like: 93.3 % and 92.7 %, both). The
-# other points still feed L(N, D), the frontier and the figures.
+# differently for a variant than for the baseline. On each run's final point the C-law's interval
+# covers M nearer its nominal level and with less bias than on every point, at a little more
+# width (bench/coverage_nd.py's simulations; the figures in docs/statistics.md). The other points
+# still feed L(N, D), the frontier and the figures.
 C_LAW_POINTS = "final"
 OPTIONAL_INPUTS = ("params", "tokens", "unique_tokens")
 

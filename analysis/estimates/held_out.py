@@ -39,11 +39,10 @@ from analysis.fits.settings import FitSettings
 
 # A multiplier interval wider than a factor of 10 (hi / lo) predicts nothing: it holds every
 # multiplier in question, from a variant ~3x worse to ~3x better than the baseline around the
-# report's 1.25x, so an observed multiplier inside it tests nothing. Two-size fits of the demo
-# (alpha 0.03-0.04) invert to intervals like [0.70, 1.5e15]. Where the law is right, demo-like
-# designs gave intervals a median 2.9x wide (95 % within 10.5x) and GPU-like ones at most 3.8x
-# (60 simulated sweeps each, the designs of bench.backtest_coverage): a design whose extrapolation
-# can be judged is well inside the limit.
+# report's 1.25x, so an observed multiplier inside it tests nothing. Two-size fits of a flat law
+# invert to intervals open to one side; where the law is right, the simulated designs of
+# bench.backtest_coverage give intervals well inside the limit (docs/statistics.md has the
+# widths): a design whose extrapolation can be judged passes it.
 NO_PREDICTION_RATIO = 10.0
 
 

@@ -33,8 +33,8 @@ def one_size_note(runs, baseline: str) -> str | None:
 
 # The designs docs/statistics.md's coverage checks measured the seed-bootstrap interval on
 # (bench.coverage, bench.coverage_nd): 3-5 sizes with 3-4 seeds per size, where the nominal 95 %
-# held the truth in 91.5-97.5 % of simulated sweeps. With fewer sizes or seeds the interval rests
-# on few degrees of freedom and its coverage is unknown.
+# held (the coverage figures are docs/statistics.md's). With fewer sizes or seeds the interval
+# rests on few degrees of freedom and its coverage is unknown.
 MEASURED_SIZES, MEASURED_SEEDS = 3, 3
 
 

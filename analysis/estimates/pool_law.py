@@ -13,7 +13,7 @@ from analysis.fits.laws import Law
 from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY, Run
 
-FALLBACK = "chinchilla"  # the pool planner's law before --law auto became its default
+FALLBACK = "chinchilla"  # the law when too few measured rows can be held out to choose one
 LABEL = "pool"  # the one label the pool's rows are runs of
 
 

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# the measurement on the CPU demo: per-run noise of log loss ~1.2 %, paired gap 1.2-1.8 %
-# (rho 0.3 gives a gap of 1.2 %·sqrt(2·0.7) = 1.4 %); the point noise within a run is a guess
+# the CPU demo's measured noise (docs/statistics.md): per-run noise of log loss, and a seed
+# correlation between paired variants that reproduces their measured gap; the point noise
+# within a run is a guess
 DEFAULT_NOISE = {"sigma_run": 0.012, "rho": 0.3, "sigma_point": 0.003}
 DEFAULT_ALPHA = 0.057  # the report's baseline exponent in compute (CPU demo: ~0.07)
 DEFAULT_MULTIPLIER = 1.25  # the report's Block AttnRes result

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 # The loss the coverage check chose (bench/coverage.py, docs/statistics.md): least squares on log L
 # covers as Huber does under the seed bootstrap and gives narrower intervals, since with run
-# noise of ~1.5 % a Huber delta of 1e-3 makes every residual an "outlier" (a median fit).
+# noise far above the Huber delta (1e-3) every residual is an "outlier" (a median fit).
 DEFAULT_LOSS = "lsq"
 LOSSES = ("lsq", "huber")
 INTERVALS = ("auto", "seeds", "sizes")

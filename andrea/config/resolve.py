@@ -133,7 +133,7 @@ def to_dataclass(cfg: DictConfig | RunConfig) -> RunConfig:
     if OmegaConf.get_type(cfg) is RunConfig:
         # Composed by Hydra against the schema: every field is typed already, so convert them
         # one by one instead of merging the whole config into a fresh schema (a deep copy of
-        # it, Hydra's node included: 0.1 s a job, most of a large plan's validation).
+        # it, Hydra's node included, which dominated a large plan's validation).
         return RunConfig(
             **{
                 f.name: OmegaConf.to_object(v) if OmegaConf.is_config(v) else v

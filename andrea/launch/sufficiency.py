@@ -29,11 +29,11 @@ from andrea.data.config import DataConfig, effective_vocab_size, expand_paths, h
 from andrea.data.domains import check_domains
 from andrea.data.prepare import PreparedData, check_split_sizes, find_prepared, prepare_data
 
-# Characters per token of andrea's byte-level BPE: 3.26 measured on the stdlib corpus capped at
-# 3 M characters at vocab 2049 (sweeps=demo's preparation: 3,007,712 chars -> 922,254 tokens). A
-# larger vocabulary (8,449) or English prose usually packs more characters per token, so the
-# estimate errs towards more tokens (fewer epochs): the plan may pass a grid that the launch,
-# counting exactly after preparation, refuses -- rarely the other way round.
+# Characters per token of andrea's byte-level BPE, measured on the demo's corpus at its small
+# vocabulary and rounded down (docs/protocol.md). A larger vocabulary or English prose usually
+# packs more characters per token, so the estimate errs towards more tokens (fewer epochs): the
+# plan may pass a grid that the launch, counting exactly after preparation, refuses -- rarely the
+# other way round.
 CHARS_PER_TOKEN = 3.25
 
 

@@ -2,7 +2,7 @@
 
 Keys are namespaced Lingua-style (`train/loss`, `speed/tokens_per_s`, `optim/lr`) so W&B groups
 them into sections and a dashboard can select a namespace. The training loop, `metrics.py`, the
-analysis run and `analysis/dashboard.py` all import these names; nothing else spells them.
+analysis run and `analysis/dashboard.py` all import these names rather than spell them.
 
 metrics.jsonl: one object per logged step,
     {"step": 100, "tokens": 409600, "flops": 1.2e15,          # plain aliases (design.md)

@@ -4,7 +4,8 @@ Training writes it (`completed`, `failed`, the score names `VAL_LOSS` and `VAL_B
 planner asks a completed run whether a re-run may reuse it (`Record.reuse_mismatches`: the reuse
 rule, threads and held-out domains included), the planner, engines, launchers and callbacks read
 its status, error and scores through `Record`, `completed_record` and `ended_state`, and the
-analysis reads it (`Record`). Nothing else spells its keys.
+analysis reads it (`Record`). Nothing else reads its keys raw: tests/test_ownership.py counts
+such reads in andrea/, analysis/, hydra_plugins/, bench/ and sweep.py and finds none.
 
 A completed run's file holds, in this order:
 - who the run is: `status`, the identity of `andrea.config.resolve.spec_summary` (variant, label,

@@ -24,9 +24,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO / "tests") not in sys.path:  # run as a script: tests/ is not on the path
-    sys.path.insert(0, str(REPO / "tests"))
-from tiny_run import TINY_RUN as TINY_TRAINING  # noqa: E402
+from andrea.testing.runs import TINY_RUN as TINY_TRAINING  # noqa: E402
 
 SIZES = ("tiny-1", "andrea-120m")
 # results.json keys that measure time, load or the machine, or name the run's absolute path (the
@@ -50,7 +48,7 @@ UNSTABLE = {
     "device_name",
     "wandb_run_id",
 }
-# the suite's tiny run (tests/tiny_run.py) with Block AttnRes, S = 2, and no W&B at all
+# the suite's tiny run (andrea.testing.runs.TINY_RUN) with Block AttnRes, S = 2, and no W&B at all
 TINY_RUN = [
     "model=attnres_block_s2",
     *TINY_TRAINING,

@@ -3,14 +3,14 @@ plug-ins; the AttnRes ablations use the formula comparison): a tiny model's logi
 against the scheme's formula written out in fp64, causality, determinism, one compiled graph,
 the FLOP counter, the parameter counts, recompute, one stream and exact resume. Each formula stays
 in its own test module, written out from its paper independently of the code it checks; a
-plug-in's module calls conftest's `require_plugin` before it imports anything of the plug-in."""
+plug-in's module calls `andrea.testing.plugins.require_plugin` before it imports anything of the
+plug-in. Plain asserts: no pytest needed to import or run them."""
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import replace
 
-import pytest
 import torch
 import torch.nn.functional as F
 
@@ -143,7 +143,7 @@ def assert_parameter_counts_agree(cfg, prefix, n_mixing):
 
 def assert_flop_counter_sees_every_matmul(cfg):
     """The forward FLOPs FlopCounterMode measures equal the predicted matmul FLOPs exactly."""
-    from test_flops import _measured_forward_per_token as measured_forward_per_token
+    from andrea.testing.flops import measured_forward_per_token
 
     torch.manual_seed(0)
     assert measured_forward_per_token(ANDREA(cfg), 2, 12) == flops_per_token(cfg, 12).matmul
@@ -200,14 +200,17 @@ def assert_resume_is_exact(full_dir, split_dir, overrides, label, prefix):
     """A tiny run with `overrides`, interrupted after 10 steps and resumed in `split_dir`, ends
     with the val loss and the weights bit-identical to an uninterrupted one in `full_dir`; its
     label is `label` and its mixing weights are under `prefix`."""
-    from test_train import final_weights, run
-
+    from andrea.testing.runs import final_weights, train_tiny
     from andrea.train import Interrupted
 
-    full = run(full_dir, *overrides)
-    with pytest.raises(Interrupted):
-        run(split_dir, *overrides, "train.stop_after_steps=10")
-    resumed = run(split_dir, *overrides)
+    full = train_tiny(full_dir, *overrides)
+    try:
+        train_tiny(split_dir, *overrides, "train.stop_after_steps=10")
+    except Interrupted:
+        pass
+    else:
+        raise AssertionError("train.stop_after_steps=10 did not interrupt the run")
+    resumed = train_tiny(split_dir, *overrides)
     assert resumed["val_loss"] == full["val_loss"] and full["label"] == label
     a, b = final_weights(full_dir), final_weights(split_dir)
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
@@ -217,20 +220,22 @@ def assert_resume_is_exact(full_dir, split_dir, overrides, label, prefix):
 def assert_refused_naming_the_key(overrides, message):
     """`overrides` at size=tiny-1 are refused while the run is resolved (before anything
     launches) with `message` in the error."""
-    from conftest import compose_run
-
     from andrea.config.resolve import ConfigError, resolve_run
+    from andrea.testing.runs import compose_run
 
-    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+    try:
         resolve_run(compose_run([*overrides, "size=tiny-1"]))
+    except ConfigError as error:
+        assert message in str(error), f"{message!r} not in {str(error)!r}"
+    else:
+        raise AssertionError(f"{overrides} resolved: expected an error naming {message!r}")
 
 
 def resolve_on_the_baselines_budget(model, *overrides):
     """The run `model=<model> size=tiny-1 <overrides>` resolves to, after checking that it
     trains on the baseline's token budget with more parameters than the baseline."""
-    from conftest import compose_run
-
     from andrea.config.resolve import resolve_run
+    from andrea.testing.runs import compose_run
 
     spec = resolve_run(compose_run([f"model={model}", "size=tiny-1", *overrides]))
     base = resolve_run(compose_run(["model=baseline", "size=tiny-1"]))
