@@ -28,8 +28,8 @@ from analysis.estimates.law_fits import withheld_interval
 from analysis.estimates.support import unsupported
 from analysis.fits import law_registry
 from analysis.fits.laws import LawError, LawFit, untrusted_frontier
-from analysis.report.arguments import common_parser
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
+from analysis.report.arguments import common_parser
 from andrea.run.rundir import atomic_write_bytes, read_json
 from andrea.run.units import parse_compute, to_pflops_days
 
