@@ -37,7 +37,7 @@ def test_the_band_widens_with_the_factor_and_too_few_residuals_withhold_it():
     assert (
         band is None
         and "too few rollout residuals" in why
-        and "(8; split conformal needs 9)" in why
+        and "(8, split conformal needs 9)" in why
     )
 
 

@@ -68,7 +68,7 @@ def calibrate(log_residuals, factors, level: float = LEVEL) -> tuple[Band | None
     if len(r) < need:
         return None, (
             f"too few rollout residuals to calibrate a {100 * level:.3g} % prediction interval "
-            f"({len(r)}; split conformal needs {need})"
+            f"({len(r)}, split conformal needs {need})"
         )
     s = np.sort(np.abs(r) / scale(f))
     k = math.ceil((len(s) + 1) * level)

@@ -82,7 +82,7 @@ def unsupported(fit, query: dict, loss: float) -> str | None:
                 f"far from every measured run: {fit.name} gives {loss:.4g}, down from "
                 f"{L[i]:.4g} at a run with at most its {where} ({_at(fit, X[i])}), "
                 f"{rate / slope:.3g}x the runs' own fall per log compute (slope "
-                f"{slope:.3g}; at most {FALL_SLACK:g}x is supported)"
+                f"{slope:.3g}, at most {FALL_SLACK:g}x is supported)"
             )
     return None
 

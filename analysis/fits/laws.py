@@ -187,9 +187,7 @@ def fit_law(
     elif "params" in Xa and "tokens" in Xa:
         F = np.asarray(flops, float) if flops is not None else 6.0 * Xa["params"] * Xa["tokens"]
         k = float(np.median(F / (Xa["params"] * Xa["tokens"])))
-        # the law's own measure of compute, k·N·D, which `LawFit.compute_of` gives a query: a
-        # run's measured FLOPs differ from it where FLOPs/(N·D) varies with size (embeddings),
-        # and the largest run's own (N, D) would then read more than 1x past the data
+        # k·N·D, as `LawFit.compute_of` prices a query: so the largest run's own (N, D) reads 1x
         C = k * Xa["params"] * Xa["tokens"] / FLOPS_PER_PFLOPS_DAY
     else:  # a law of other inputs (a plug-in's): its compute is the FLOPs given, else unknown
         k = None
