@@ -23,9 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.estimates.conformal import Band
 from analysis.estimates.law_fits import withheld_interval
+from analysis.estimates.support import unsupported
 from analysis.fits import law_registry
 from analysis.fits.laws import LawError, LawFit, untrusted_frontier
+from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 from analysis.report.arguments import common_parser
 from andrea.run.rundir import atomic_write_bytes, read_json
 from andrea.run.units import parse_compute, to_pflops_days
@@ -38,9 +41,12 @@ OUT_COLUMNS = (
     "tokens",
     "compute_pflops_days",
     "loss",
-    "lo",
-    "hi",
-    "level",
+    "ci_lo",
+    "ci_hi",
+    "ci_level",
+    "pi_lo",
+    "pi_hi",
+    "pi_level",
     "extrapolation",
     "note",
 )
@@ -61,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def load_fits(fit_dir: Path) -> tuple[str, dict[str, LawFit]]:
     """(law name, label → LawFit) from fits.json; ValueError saying what is missing."""
+    name, fits, _ = load_saved(fit_dir)
+    return name, fits
+
+
+def load_saved(fit_dir: Path) -> tuple[str, dict[str, LawFit], dict]:
+    """(law name, label → LawFit, the saved law's prediction band) from fits.json."""
     rep = read_json(fit_dir / "fits.json")
     if not isinstance(rep, dict):
         raise ValueError(
@@ -74,7 +86,8 @@ def load_fits(fit_dir: Path) -> tuple[str, dict[str, LawFit]]:
             "nothing fitted): rerun python -m analysis.fit"
         )
     law = law_registry.get(saved["chosen"])
-    return law.name, {label: LawFit.from_json(label, d, law) for label, d in saved["fits"].items()}
+    fits = {label: LawFit.from_json(label, d, law) for label, d in saved["fits"].items()}
+    return law.name, fits, saved.get("prediction_band") or {}
 
 
 def read_query(path: Path, labels) -> list[dict]:
@@ -148,7 +161,28 @@ def check_row(fit: LawFit, q: dict) -> None:
         )
 
 
-def predict_rows(fits: dict[str, LawFit], rows: list[dict]) -> list[dict]:
+def _band(saved: dict) -> tuple[Band | None, str]:
+    if saved.get("q") is not None:
+        return Band.from_json(saved), ""
+    return None, saved.get("withheld") or "no prediction band in fits.json (an older analysis.fit)"
+
+
+def _pi(band: Band | None, why: str, loss: float, ext: float) -> tuple[float, float, str]:
+    """(pi_lo, pi_hi, the reason it is withheld or "")."""
+    if band is None or not math.isfinite(loss):
+        return math.nan, math.nan, (f"prediction interval withheld: {why}" if why else "")
+    lo, hi = band.at(ext)
+    return loss * math.exp(lo), loss * math.exp(hi), ""
+
+
+def _frontier_point(f: LawFit, c: float) -> dict:
+    n, _ = f.optimum(c)
+    d = c * FLOPS_PER_PFLOPS_DAY / (f.flops_per_param_token * n)
+    return {"params": np.array([n]), "tokens": np.array([d])}
+
+
+def predict_rows(fits: dict[str, LawFit], rows: list[dict], band_saved=None) -> list[dict]:
+    band, band_why = _band(band_saved or {})
     out = []
     for q in rows:
         for label in [q["variant"]] if q["variant"] else sorted(fits):
@@ -164,18 +198,31 @@ def predict_rows(fits: dict[str, LawFit], rows: list[dict]) -> list[dict]:
                 "tokens": q.get("tokens", ""),
                 "compute_pflops_days": float(f.compute_of(X)[0]),
                 "loss": loss,
-                "lo": lo,
-                "hi": hi,
-                "level": f.ci_level,
+                "ci_lo": lo,
+                "ci_hi": hi,
+                "ci_level": f.ci_level,
+                "pi_lo": math.nan,
+                "pi_hi": math.nan,
+                "pi_level": band.level if band else math.nan,
                 "extrapolation": ext,
                 "note": note,
             }
             why = withheld_interval(r, "loss")
+            gone = None  # why the prediction itself is withheld
             if f.law.inputs != ("compute",) and "compute" in X:  # an L(N, D) law's frontier
-                why = untrusted_frontier(f, r["compute_pflops_days"]) or why
-            if why:
-                r["lo"] = r["hi"] = math.nan
-                r["note"] = "; ".join(n for n in (note, why) if n)
+                gone = untrusted_frontier(f, r["compute_pflops_days"])
+                if gone is None:
+                    gone = unsupported(f, _frontier_point(f, r["compute_pflops_days"]), loss)
+            else:
+                gone = unsupported(f, X, loss)
+            r["pi_lo"], r["pi_hi"], pi_why = _pi(band, band_why, loss, ext)
+            if gone:
+                gone = f"prediction withheld ({f.name} gives {loss:.4g}): {gone}"
+                r.update(loss=math.nan, pi_lo=math.nan, pi_hi=math.nan)
+                why, pi_why = why or "", ""
+            if gone or why:
+                r["ci_lo"] = r["ci_hi"] = math.nan
+            r["note"] = "; ".join(n for n in (note, gone, why, pi_why) if n)
             out.append(r)
     return out
 
@@ -189,10 +236,30 @@ def to_csv(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
+def _line(r: dict) -> str:
+    head = (
+        f"  {r['variant']:<24} C = {r['compute_pflops_days']:.4g} PF-days "
+        f"({r['extrapolation']:.3g}x the data): "
+    )
+    if math.isnan(r["loss"]):
+        return head + "prediction withheld"
+    ci = (
+        "CI withheld"
+        if math.isnan(r["ci_lo"])
+        else f"{100 * r['ci_level']:.3g} % CI [{r['ci_lo']:.4f}, {r['ci_hi']:.4f}]"
+    )
+    pi = (
+        "PI withheld"
+        if math.isnan(r["pi_lo"])
+        else f"{100 * r['pi_level']:.3g} % PI [{r['pi_lo']:.4f}, {r['pi_hi']:.4f}]"
+    )
+    return head + f"loss {r['loss']:.4f}, {ci}, {pi}"
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        law, fits = load_fits(args.fit_dir)
+        law, fits, band_saved = load_saved(args.fit_dir)
         rows = read_query(args.query, fits)
         for q in rows:  # every row answerable, before any prediction
             for label in [q["variant"]] if q["variant"] else fits:
@@ -200,22 +267,15 @@ def main(argv=None) -> int:
     except (ValueError, LawError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    pred = predict_rows(fits, rows)
+    pred = predict_rows(fits, rows, band_saved)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(args.out, to_csv(pred).encode())
     print(f"Law {law} from {args.fit_dir}/fits.json; {len(pred)} prediction(s):")
     for r in pred:
-        ci = (
-            "interval withheld"
-            if math.isnan(r["lo"])
-            else f"{100 * r['level']:.3g} % [{r['lo']:.4f}, {r['hi']:.4f}]"
-        )
-        print(
-            f"  {r['variant']:<24} C = {r['compute_pflops_days']:.4g} PF-days "
-            f"({r['extrapolation']:.3g}x the data): loss {r['loss']:.4f}, {ci}"
-        )
-        if "outside the sizes fitted" in r["note"]:  # untrusted_frontier's reason
-            print(f"      ! {r['note'].split('; ')[-1]}")
+        print(_line(r))
+        for n in r["note"].split("; "):
+            if n.startswith(("prediction withheld", "prediction interval withheld")):
+                print(f"      ! {n}")
     print(f"Wrote {args.out}")
     return 0
 

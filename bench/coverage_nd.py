@@ -32,6 +32,12 @@ which every measured coverage of that law held >= 90 %, and withheld past it.
 
     python -m bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu --truths kaplan \\
         --reps 100 --bootstrap 200
+
+Quantity `pi`: the prediction interval of `analysis.predict` (pi_lo/pi_hi), the split-conformal
+band of `analysis.estimates.conformal` calibrated on the sweep's own rollouts
+(`analysis.estimates.pi_rollouts`), scored against a new run's loss at the query (the truth with a
+run's seed noise); a sweep with too few residuals counts as a miss. `--quick`: 2 sweeps, 10
+resamples, a smoke test.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from analysis.estimates import law_fits
 from analysis.estimates.estimate import default_c_ref, fit_variants, points_for
 from analysis.estimates.extra_fits import fit_chinchilla_replicates
 from analysis.estimates.multiplier import boot_multipliers, multiplier_at, ratio
+from analysis.estimates.pi_rollouts import sweep_band
 from analysis.fits import law_registry
 from analysis.fits.bootstrap import percentile_ci
 from analysis.fits.replicates import arrange, seed_bootstrap
@@ -210,7 +217,7 @@ def run_extrapolation(
     true_laws = laws(truth)
     rng = np.random.default_rng([seed, sum(map(ord, design)), len(noise), len(truth), 0xE7])
     ray = tpp * max(budgets)  # tokens per parameter of each run's final point
-    keys = [(law, f, q) for law in laws_ for f in factors for q in ("loss", "multiplier")]
+    keys = [(law, f, q) for law in laws_ for f in factors for q in ("loss", "multiplier", "pi")]
     hits = dict.fromkeys(keys, 0)
     width = {k: [] for k in keys}
     for runs, bseed in _replicates(
@@ -228,6 +235,8 @@ def run_extrapolation(
                     law,
                 )
             base, var = res.fits["baseline"], res.fits["variant"]
+            band, _ = sweep_band(points_for(law, runs, final_points(runs)), law)
+            new_run = np.random.default_rng(bseed)  # a new run's noise at the query
             for f in factors:
                 c = f * c_max
                 n_f = math.sqrt(c * FLOPS_PER_PFLOPS_DAY / (6.0 * ray))
@@ -240,6 +249,19 @@ def run_extrapolation(
                 true_loss = float(true_laws["baseline"](n_f, ray * n_f))
                 hits[(name, f, "loss")] += bool(lo <= true_loss <= hi)
                 width[(name, f, "loss")].append(math.log(hi / lo))
+                _score_pi(
+                    hits,
+                    width,
+                    (name, f, "pi"),
+                    band,
+                    base,
+                    X,
+                    true_loss,
+                    new_run,
+                    sigma_run,
+                    sigma_point,
+                    noise,
+                )
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     m = law_fits.multiplier(base, var, c)
@@ -264,6 +286,20 @@ def run_extrapolation(
             for k in keys
         ],
     }
+
+
+def _score_pi(hits, width, key, band, base, X, true_loss, rng, sigma_run, sigma_point, noise):
+    """Whether the prediction band holds a new run's loss at X (the truth with a run's noise,
+    as `simulate_runs` draws it); no band (too few residuals) counts as a miss."""
+    z = rng.standard_t(3) / math.sqrt(3.0) if noise == "t3" else rng.normal()
+    new = true_loss * math.exp(sigma_run * z + sigma_point * rng.normal())
+    if band is None:
+        width[key].append(math.inf)
+        return
+    pred = float(base.predict(X)[0])
+    lo, hi = band.at(float(base.extrapolation(X)[0]))
+    hits[key] += bool(pred * math.exp(lo) <= new <= pred * math.exp(hi))
+    width[key].append(hi - lo)
 
 
 def main(argv=None) -> int:
@@ -295,7 +331,14 @@ def main(argv=None) -> int:
         default=["power", "chinchilla"],
         help="laws of the registry for --factors (default: %(default)s)",
     )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a few sweeps, few resamples: a smoke test in seconds (no coverage to quote)",
+    )
     args = p.parse_args(argv)
+    if args.quick:
+        args.reps, args.bootstrap = 2, 10
     if args.reps < 1 or args.bootstrap < 10:
         print("error: need --reps >= 1 and --bootstrap >= 10", file=sys.stderr)
         return 2

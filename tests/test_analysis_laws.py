@@ -300,13 +300,29 @@ def test_predict_answers_in_n_d_and_in_compute_with_the_fits_bootstrap(
     n_d, inside, far = rows
     truth = chinchilla_law(*TRUTH)(3e6, 2e8)
     assert float(n_d["loss"]) == pytest.approx(truth, rel=0.01)
-    assert float(n_d["lo"]) < float(n_d["loss"]) < float(n_d["hi"])
-    assert float(inside["extrapolation"]) < 1 and float(inside["lo"]) < float(inside["hi"])
+    assert float(n_d["ci_lo"]) < float(n_d["loss"]) < float(n_d["ci_hi"])
+    assert float(inside["extrapolation"]) < 1 and float(inside["ci_lo"]) < float(inside["ci_hi"])
+    # the confidence interval (the fit's bootstrap) and the prediction interval (rollouts), named
+    assert list(rows[0])[5:12] == [
+        "loss",
+        "ci_lo",
+        "ci_hi",
+        "ci_level",
+        "pi_lo",
+        "pi_hi",
+        "pi_level",
+    ]
+    assert n_d["ci_level"] == "0.95"
+    band = json.loads((out / "fits.json").read_text())["law"]["prediction_band"]
+    if "q" in band:
+        assert float(n_d["pi_lo"]) < float(n_d["loss"]) < float(n_d["pi_hi"])
+    else:
+        assert n_d["pi_lo"] == "nan" and "prediction interval withheld" in n_d["note"]
     # 6 PF-days is 30x the data (0.2): past the 10x up to which coverage held, so no interval
     assert float(far["extrapolation"]) == pytest.approx(30.0, rel=0.01)
-    assert far["lo"] == "nan" and "interval is withheld" in far["note"]
+    assert far["ci_lo"] == "nan" and "interval is withheld" in far["note"]
     assert "compute-optimal loss" in far["note"]
-    assert "interval withheld" in capsys.readouterr().out
+    assert "CI withheld" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -52,8 +52,28 @@ def test_intervals_past_the_data_are_measured_per_law_factor_and_quantity():
         "nd-gpu", reps=3, n_boot=20, factors=(1, 30), laws_=("power",), truth="kaplan"
     )
     rows = {(x["factor"], x["quantity"]): x for x in r["rows"]}
-    assert sorted(rows) == [(1, "loss"), (1, "multiplier"), (30, "loss"), (30, "multiplier")]
+    assert sorted(rows) == [
+        (1, "loss"),
+        (1, "multiplier"),
+        (1, "pi"),
+        (30, "loss"),
+        (30, "multiplier"),
+        (30, "pi"),
+    ]
+    # the prediction band (calibrated on each sweep's rollouts) widens with the factor too
+    assert rows[(30, "pi")]["median_log_width"] > rows[(1, "pi")]["median_log_width"]
     assert all(0 <= x["coverage"] <= 1 for x in r["rows"])
     assert (
         rows[(30, "multiplier")]["median_log_width"] > rows[(1, "multiplier")]["median_log_width"]
     )
+
+
+def test_quick_prints_the_prediction_band_at_each_factor(capsys):
+    from bench.coverage_nd import main
+
+    assert (
+        main("--factors 3 10 30 --designs nd-gpu --truths kaplan --laws power --quick".split()) == 0
+    )
+    out = capsys.readouterr().out
+    for f in ("3x", "10x", "30x"):
+        assert any(f in l and " pi " in l for l in out.splitlines()), out

@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import math
 
-from analysis.estimates.estimate import FitResult, Sweep, fit_arranged, why_unusable
+from analysis.estimates.estimate import FitResult, Sweep, fit_arranged, points_for, why_unusable
 from analysis.estimates.multiplier import boot_multipliers, ratio
+from analysis.estimates.pi_rollouts import band_json
 from analysis.fits.bootstrap import percentile_ci
 from analysis.fits.laws import Law, LawFit, untrusted_frontier
 from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import Run
 from andrea.run.units import parse_compute
 
+# The fit's bootstrap confidence interval (ci_lo/ci_hi in analysis.predict: the expected loss under
+# the law) is governed by this table; the prediction interval of a new run's loss (pi_lo/pi_hi) is
+# calibrated on the sweep's own rollout residuals (`analysis.estimates.conformal`) and withheld only
+# where they are too few.
 # (law, "loss" | "multiplier") -> the largest extrapolation (query compute over the largest fitted
 # compute) up to which every measured coverage of that interval held >= 90 %
 # (`python -m bench.coverage_nd --factors 1 3 10 30`, docs/laws.md). Past it, or for a law or
@@ -240,5 +245,7 @@ def chosen_law(
         "fits": {label: f.to_json() for label, f in lf.items()},
         "multipliers_at_c_ref": mults,
         "at_compute": rows,
+        # analysis.predict's prediction interval (pi_lo/pi_hi): calibrated on the sweep's rollouts
+        "prediction_band": band_json(points_for(law, sweep.runs, sweep.c_law_runs), law),
     }
     return saved, lines

@@ -52,6 +52,7 @@ class LawFit:
     lsq_ci: dict | None = None
     resampled: str = "none"  # what the bootstrap resampled: "seeds", "sizes" or "none"
     n_runs: int | None = None  # training runs behind the points (seeds x sizes)
+    points: dict | None = None  # the fitted points: each input's values and "loss" (lists)
 
     def __getattr__(self, name: str):
         """A parameter by its name (`fit.alpha`), as `params()` gives it."""
@@ -215,6 +216,7 @@ class LawFit:
             "ci_level": self.ci_level,
             "percentile_level": self.level,
             "warnings": self.warnings,
+            "points": self.points,
             "bootstrap": None
             if self.boot is None
             else [[float(v) for v in row] for row in self.boot],
@@ -242,4 +244,5 @@ class LawFit:
             ci_level=float(d.get("ci_level", 0.95)),
             boot_level=float(d.get("percentile_level", d.get("ci_level", 0.95))),
             warnings=list(d.get("warnings", [])),
+            points=d.get("points"),
         )

@@ -187,7 +187,8 @@ def fit_law(
     elif "params" in Xa and "tokens" in Xa:
         F = np.asarray(flops, float) if flops is not None else 6.0 * Xa["params"] * Xa["tokens"]
         k = float(np.median(F / (Xa["params"] * Xa["tokens"])))
-        C = F / FLOPS_PER_PFLOPS_DAY
+        # k·N·D, as `LawFit.compute_of` prices a query: so the largest run's own (N, D) reads 1x
+        C = k * Xa["params"] * Xa["tokens"] / FLOPS_PER_PFLOPS_DAY
     else:  # a law of other inputs (a plug-in's): its compute is the FLOPs given, else unknown
         k = None
         F = np.asarray(flops, float) if flops is not None else np.full(len(L), np.nan)
@@ -229,6 +230,7 @@ def fit_law(
         warnings=list(s.warnings),
         r2=1.0 - float(r @ r) / ss_tot if ss_tot > 0 else float("nan"),
         residuals=r,
+        points={**{k_: v.tolist() for k_, v in Xa.items()}, "loss": L.tolist()},
         objective=s.objective,
         lsq_theta=s.lsq_theta,
         lsq_r2=s.lsq_r2,

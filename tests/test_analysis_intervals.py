@@ -1,0 +1,80 @@
+"""Prediction intervals past the data (analysis.estimates.conformal) and the predictions the runs
+do not support (analysis.estimates.support)."""
+
+import numpy as np
+import pytest
+
+from analysis.estimates.conformal import calibrate, min_residuals, scale
+from analysis.estimates.support import unsupported
+from analysis.fits.laws import fit_law
+from analysis.fits.powerlaw import POWER
+
+
+def _draw(rng, n):
+    f = np.exp(rng.uniform(0, np.log(30), n))
+    return 0.02 * scale(f) * rng.standard_normal(n), f
+
+
+def test_the_band_covers_about_its_level_on_fresh_draws():
+    """40 residuals, 200 calibrations, 200 fresh draws each: split conformal's coverage is >= 90 %
+    on average and at most 1/(n+1) above it; tolerance 2 points for the Monte Carlo."""
+    rng = np.random.default_rng(0)
+    cov = []
+    for _ in range(200):
+        band, why = calibrate(*_draw(rng, 40), level=0.9)
+        assert band is not None, why
+        r, f = _draw(rng, 200)
+        lo = np.array([band.at(x)[0] for x in f])
+        cov.append(np.mean((r >= lo) & (r <= -lo)))
+    assert 0.88 <= float(np.mean(cov)) <= 0.9 + 1 / 41 + 0.02
+
+
+def test_the_band_widens_with_the_factor_and_too_few_residuals_withhold_it():
+    band, _ = calibrate(*_draw(np.random.default_rng(1), 30))
+    assert band.at(30)[1] > band.at(3)[1] > band.at(1)[1] > 0
+    assert min_residuals(0.9) == 9
+    band, why = calibrate([0.01] * 8, [2.0] * 8, 0.9)
+    assert (
+        band is None
+        and "too few rollout residuals" in why
+        and "(8, split conformal needs 9)" in why
+    )
+
+
+def _power_fit():
+    C = np.geomspace(1e-3, 1e-1, 6)
+    L = 3.0 * C**-0.05
+    return fit_law(POWER, "b", {"compute": C}, L, huber_delta=None)
+
+
+def test_a_prediction_the_runs_contradict_is_withheld_with_its_reason():
+    from analysis.fits.chinchilla import CHINCHILLA
+
+    N = np.repeat([1e6, 2e6, 4e6], 3)
+    D = N * np.tile([5.0, 10.0, 20.0], 3)
+    L = 1.8 + 400 / N**0.34 + 400 / D**0.28
+    f = fit_law(CHINCHILLA, "b", {"params": N, "tokens": D}, L, huber_delta=None)
+    inside = {"params": np.array([2e6]), "tokens": np.array([2e7])}
+    assert unsupported(f, inside, float(f.predict(inside)[0])) is None
+    # a loss far below a run with more params and tokens: the floor
+    why = unsupported(f, inside, 0.01)
+    assert why and "below the floor the runs set" in why
+    # 2x the largest size at 2x its tokens falling to a tenth: far faster than the runs fell
+    far = {"params": np.array([8e6]), "tokens": np.array([1.6e8])}
+    assert unsupported(f, far, float(f.predict(far)[0])) is None
+    why = unsupported(f, far, float(f.predict(far)[0]) / 10)
+    assert why and "far from every measured run" in why and "the runs' own fall" in why
+    odd = {"params": np.array([1e8]), "tokens": np.array([1e6])}
+    assert "none has at most, nor at least" in unsupported(f, odd, 3.0)
+
+
+def test_the_largest_runs_own_inputs_read_one_x_the_data():
+    from analysis.fits.chinchilla import CHINCHILLA
+
+    N = np.repeat([1e6, 2e6, 4e6], 3)
+    D = N * np.tile([5.0, 10.0, 20.0], 3)
+    L = 1.8 + 400 / N**0.34 + 400 / D**0.28
+    flops = 6 * N * D * np.repeat([1.6, 1.3, 1.1], 3)  # FLOPs/(N·D) falls with size, as embeddings
+    f = fit_law(CHINCHILLA, "b", {"params": N, "tokens": D}, L, huber_delta=None, flops=flops)
+    top = {"params": np.array([4e6]), "tokens": np.array([8e7])}
+    assert float(f.extrapolation(top)[0]) == pytest.approx(1.0, rel=1e-9)
