@@ -103,6 +103,9 @@ def test_schedules_without_budgets_are_unchanged():
     [
         ("train.budgets=[0.5,0.5]", "distinct positive"),
         ("train.budgets=[-1,1]", "distinct positive"),
+        ("train.budgets=[0,1]", "distinct positive finite"),
+        ("train.budgets=[nan]", "distinct positive finite"),
+        ("train.budgets=[0.5,inf]", "distinct positive finite"),  # was an OverflowError
         ("train.budgets=[0.1,1]", "inside the warmup of 10 steps"),  # cooldown starts at step 8
         ("train.budgets=[0.5,0.501]", "both end at step 50"),
         ("train.budgets=[0.001]", "less than one optimizer step"),
@@ -114,6 +117,54 @@ def test_schedules_without_budgets_are_unchanged():
 def test_bad_budgets_are_refused_with_the_key(override, message):
     with pytest.raises(ConfigError, match=message):
         spec_for(override)
+
+
+def _run_and_spec(*overrides: str):
+    from andrea.config.resolve import to_dataclass
+
+    run = to_dataclass(compose_run([*BASE, *overrides]))
+    return run, resolve_run(run)
+
+
+def test_budgets_past_1_are_said_in_one_line():
+    """train.budgets=[0.5,1.5] trains every run to 1.5x its token budget (the largest budget is
+    its length): a grid planned at 20 tokens/param is one at 30, which is said, not silent."""
+    from andrea.launch.plan import over_budget_note
+
+    note = over_budget_note([_run_and_spec("train.tokens=null", "train.budgets=[0.5,1.5]")])
+    assert note is not None and "\n" not in note
+    assert "each run trains 1.5x its token budget (20 -> 30 tokens/param)" in note
+    fixed = over_budget_note([_run_and_spec("train.budgets=[0.5,2]")])
+    assert "each run trains 2x its token budget (train.tokens=51200 -> 102400 tokens)" in fixed
+    mixed = [_run_and_spec("train.budgets=[0.5,2]"), _run_and_spec()]
+    assert "1 of 2 runs train 2x its token budget" in over_budget_note(mixed)
+    assert over_budget_note([_run_and_spec("train.budgets=[0.5,1]"), _run_and_spec()]) is None
+
+
+def test_a_single_run_past_its_budget_says_so_first(tmp_path, monkeypatch, capsys):
+    """The note is a single run's first line, before its data or training (train is stubbed)."""
+    import logging
+    import runpy
+    import sys
+
+    from conftest import REPO, TINY_RUN
+
+    import andrea.train
+
+    monkeypatch.setattr(andrea.train, "train", lambda *args, **kwargs: {})
+    argv = [*TINY_RUN, "train.budgets=[0.5,1.5]", f"out_dir={tmp_path}"]
+    monkeypatch.setattr(sys, "argv", ["sweep.py", *argv])
+    handlers, level = logging.root.handlers[:], logging.root.level  # Hydra configures logging
+    try:
+        runpy.run_path(str(REPO / "sweep.py"), run_name="__main__")
+    finally:
+        from hydra.core.global_hydra import GlobalHydra
+
+        logging.root.handlers[:], logging.root.level = handlers, level
+        GlobalHydra.instance().clear()
+    err = capsys.readouterr().err.splitlines()
+    assert err and err[0].startswith("note: train.budgets above 1: each run trains 1.5x")
+    assert "(train.tokens=12288 -> 18432 tokens)" in err[0]
 
 
 def test_val_tokens_default_is_1024_windows():

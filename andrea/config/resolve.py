@@ -411,9 +411,10 @@ def _check_budgets(
     if t.budgets is None:
         return ()
     budgets = [float(b) for b in t.budgets]
-    if not budgets or any(not b > 0 for b in budgets) or len(set(budgets)) != len(budgets):
+    finite = all(math.isfinite(b) and b > 0 for b in budgets)
+    if not budgets or not finite or len(set(budgets)) != len(budgets):
         raise fail(
-            f"train.budgets={budgets} must be distinct positive multiples of the token "
+            f"train.budgets={budgets} must be distinct positive finite multiples of the token "
             "budget, e.g. [0.25,0.5,1]"
         )
     cooldowns = plan_cooldowns(budgets, budget, batch_tokens, t.cooldown_frac)

@@ -315,3 +315,35 @@ def muon_hparams_warning(runs: Sequence[tuple[RunConfig, RunSpec]]) -> str | Non
         "under Muon (sweeps=lr_scan_cpu train.optimizer=muon, then analysis.lr_select) and "
         "pass hparams=<that file>, or set train.lr"
     )
+
+
+def over_budget_note(runs: Sequence[tuple[RunConfig, RunSpec]]) -> str | None:
+    """One line when train.budgets goes past 1: the largest budget is the run's length, so such
+    a run trains more tokens than its token budget (tokens_per_param x N, or train.tokens) says,
+    and a grid planned at 20 tokens/param would quietly be a grid at 30."""
+    counts: dict[str, int] = {}
+    for run, spec in runs:
+        largest = spec.cooldowns[-1].budget if spec.cooldowns else 1.0
+        if largest <= 1:
+            continue
+        if run.train.tokens is not None:
+            basis = f"train.tokens={run.train.tokens} -> {round(largest * run.train.tokens)} tokens"
+        else:
+            per_param = _first_set(run.train.tokens_per_param, run.size.tokens_per_param)
+            basis = f"{per_param:g} -> {largest * per_param:g} tokens/param"
+        phrase = f"{largest:g}x its token budget ({basis})"
+        counts[phrase] = counts.get(phrase, 0) + 1
+    if not counts:
+        return None
+    if len(counts) == 1 and sum(counts.values()) == len(runs):
+        said = f"each run trains {next(iter(counts))}"
+    else:
+        said = "; ".join(f"{n} of {len(runs)} runs train {phrase}" for phrase, n in counts.items())
+    return (
+        f"note: train.budgets above 1: {said}; the largest budget is the run's length "
+        "(docs/budgets.md)"
+    )
+
+
+def _first_set(*values):
+    return next(v for v in values if v is not None)

@@ -9,7 +9,13 @@ from typing import Sequence
 
 from andrea.config.resolve import RunSpec
 from andrea.launch.packing import fsdp_note
-from andrea.launch.plan import PlanCost, PlannedJob, muon_hparams_warning, plan_cost
+from andrea.launch.plan import (
+    PlanCost,
+    PlannedJob,
+    muon_hparams_warning,
+    over_budget_note,
+    plan_cost,
+)
 from andrea.run import results as results_file
 from andrea.run.results import COMPLETED
 from andrea.run.units import PEAK_FLOPS, peak_flops, to_pflops_days
@@ -136,7 +142,8 @@ def _corpus_lines(jobs: list[PlannedJob]) -> list[str]:
 
 
 def _settings_lines(jobs: list[PlannedJob]) -> list[str]:
-    """The hyper-parameters' source, the optimizer and the thread count, and Muon's warning."""
+    """The hyper-parameters' source, the optimizer and the thread count; a note on budgets past
+    1 and Muon's warning."""
     hp = {j.spec.hparams for j in jobs}
     source = "the size rule of andrea/ladder/sizes.py" if hp == {"rule"} else "conf/hparams/"
     opts = {j.spec.train.optimizer for j in jobs}
@@ -152,13 +159,14 @@ def _settings_lines(jobs: list[PlannedJob]) -> list[str]:
         if None not in {j.spec.train.threads for j in jobs}
         else "train.threads=null: the CPUs each job is given"
     )
-    warning = muon_hparams_warning([(j.run, j.spec) for j in jobs])
+    runs = [(j.run, j.spec) for j in jobs]
+    notes = [line for line in (over_budget_note(runs), muon_hparams_warning(runs)) if line]
     return [
         f"hyper-parameters: {', '.join(sorted(hp))} ({source})",
         optimizer,
         f"torch threads per job: {', '.join(map(str, threads))} ({asked}; a CPU run is "
         "bit-identical only at one thread count)",
-        *([warning] if warning else []),
+        *notes,
     ]
 
 

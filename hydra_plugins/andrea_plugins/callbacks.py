@@ -58,9 +58,10 @@ def _sufficiency(config: DictConfig, spec, prepared) -> list[str]:
 
 class SingleRunCheck(Callback):
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from andrea.config.resolve import ConfigError, resolve_run
+        from andrea.config.resolve import ConfigError, resolve_run, to_dataclass
         from andrea.data import check_split_sizes, prepare_data
         from andrea.launch.packing import pack_of
+        from andrea.launch.plan import over_budget_note
         from andrea.launch.task import world_size_of_job
         from andrea.run.results import is_completed
 
@@ -77,9 +78,13 @@ class SingleRunCheck(Callback):
                 "train here without them: run it with -m"
             )
         try:
-            spec = resolve_run(config, world_size=world_size_of_job())
+            run = to_dataclass(config)
+            spec = resolve_run(run, world_size=world_size_of_job())
         except ConfigError as e:
             _fail(str(e))
+        note = over_budget_note([(run, spec)])  # the first line: a sweep's plan says it too
+        if note:
+            print(note, file=sys.stderr)
         if is_completed(run_dir_of(config)):
             return  # the task reports it and skips; its data need not exist any more
         # Tokenizing once here (cached, lock-protected) turns an empty, non-UTF-8 or too small
