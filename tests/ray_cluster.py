@@ -19,11 +19,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from andrea.launch.ray import dashboard_answers
 
 START_TIMEOUT_S = 180
 
@@ -44,14 +45,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _answers(address: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{address}/api/version", timeout=3) as r:
-            return r.status == 200
-    except OSError:
-        return False
 
 
 def _jobs_api_ready(address: str) -> bool:
@@ -133,7 +126,7 @@ def start() -> RayCluster:
         cluster = RayCluster(address, proc, log, tmp)
         deadline = time.time() + START_TIMEOUT_S
         while time.time() < deadline and proc.poll() is None:
-            if _answers(address) and _jobs_api_ready(address):
+            if dashboard_answers(address) and _jobs_api_ready(address):
                 return cluster
             time.sleep(1)
         tail = log.read_text()[-1500:] if log.exists() else ""

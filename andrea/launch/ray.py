@@ -606,7 +606,8 @@ def head_dashboard(ray_args: list[str]) -> str:
     return f"http://{'127.0.0.1' if host in ('0.0.0.0', 'localhost') else host}:{port}"
 
 
-def _dashboard_answers(address: str) -> bool:
+def dashboard_answers(address: str) -> bool:
+    """Whether a Ray dashboard answers at `address` (http://host:port)."""
     try:
         with urllib.request.urlopen(f"{address}/api/version", timeout=3) as r:
             return r.status == 200
@@ -630,7 +631,7 @@ def _refuse_a_running_one(folder: Path, address: str) -> None:
                 f"{folder / HEAD_RECORD}: the head started from here still runs (pid {old.pid}, "
                 f"{old.address}); stop it first: python -m andrea.launch.ray stop-head {folder}"
             )
-    if _dashboard_answers(address):
+    if dashboard_answers(address):
         raise HeadError(
             f"{address} already answers (another Ray head?): give this one another port, "
             f"`-- --dashboard-port=N --port=M`"
@@ -659,7 +660,7 @@ def start_head(
     record_head(folder, head)  # before waiting: a head that is slow to answer can still be stopped
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline and proc.poll() is None:
-        if _dashboard_answers(address):
+        if dashboard_answers(address):
             return head
         time.sleep(1)
     tail = log_path.read_text()[-1500:]
