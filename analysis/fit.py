@@ -729,6 +729,22 @@ def log_wandb(args, rows, report: dict, written: list[Path]) -> str:
     )
 
 
+def no_multiplier(args, c: Collected, f: Fitted, e: Estimated) -> str | None:
+    """Why no compute multiplier came out of a fit that fitted something, or None: the answer
+    the command exists for, so its absence is an exit status, not a table without rows."""
+    if not f.fits:
+        return None  # "No variant could be fitted." already says so
+    if args.baseline not in f.fits:
+        return f"baseline {args.baseline!r} was not fitted"
+    if len(f.fits) == 1:
+        if set(c.groups) <= {args.baseline}:
+            return f"the runs hold only the baseline {args.baseline!r}, no variant beside it"
+        return "only the baseline was fitted"
+    if all(math.isnan(m["multiplier"]) for m in e.at_ref):
+        return "every variant's multiplier is undefined (nan) at C_ref"
+    return None
+
+
 def main(argv=None) -> int:
     args = parse_or_refuse(build_parser(), argv)
     if args is None:
@@ -753,6 +769,10 @@ def main(argv=None) -> int:
     figure_msgs = [] if args.no_plots else draw_figures(args, collected, fitted, estimated, written)
     wandb_msg = log_wandb(args, rows, report, written) if args.wandb and rows else None
     print_summary(args, collected, fitted, estimated, rows, figure_msgs, written, wandb_msg)
+    why = no_multiplier(args, collected, fitted, estimated)
+    if why:
+        print(f"error: no compute multiplier: {why}", file=sys.stderr)
+        return 1
     return 0 if fitted.fits else 1
 
 

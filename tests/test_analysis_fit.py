@@ -347,3 +347,20 @@ def test_one_size_multiplier_says_it_is_not_a_scaling_law(tmp_path, capsys):
     assert "span one size (tiny-2)" in out and "two or more sizes" in out
     rep = _strict_json(tmp_path / "o" / "fits.json")
     assert any("span one size" in w for w in rep["warnings"])
+
+
+def test_a_sweep_of_only_the_baseline_exits_1_saying_no_multiplier(tmp_path, capsys):
+    """A sweep of only the baseline exited 0 with an empty multiplier table: the answer the
+    command exists for was missing and a script could not tell. It still writes the fit table."""
+    from analysis.inputs.synthetic import DEFAULT_LAWS
+
+    make_sweep(tmp_path / "s", laws={("baseline", None): DEFAULT_LAWS[("baseline", None)]})
+    out = tmp_path / "out"
+    argv = [str(tmp_path / "s"), "--out", str(out), "--bootstrap", "20", "--no-plots"]
+    assert main(argv) == 1
+    err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert err[-1] == (
+        "error: no compute multiplier: the runs hold only the baseline 'baseline', "
+        "no variant beside it"
+    )
+    assert "baseline" in (out / "fit_table.csv").read_text()

@@ -34,7 +34,7 @@ from andrea.model.transformer import RESIDUALS, ModelConfig, ParamCount, count_p
 from andrea.run import logkeys as keys
 from andrea.run import results as results_file
 from andrea.run.metrics import WandbConfig, check_wandb_config
-from andrea.run.units import check_gpu
+from andrea.run.units import gpu_problem
 
 VARIANTS = RESIDUALS  # the variant names are the registered residual schemes
 
@@ -378,9 +378,9 @@ def _check_services(run: RunConfig, s, fail) -> None:
 
 def _check_plan_settings(run: RunConfig, fail) -> None:
     """What plan=true prices the grid at: a GPU andrea knows, a utilisation in (0, 1]."""
-    why = check_gpu(run.plan_gpu)
+    why = gpu_problem(run.plan_gpu, "plan_gpu=")
     if why:
-        raise fail(f"plan_gpu={why}")
+        raise fail(why)
     if not 0.0 < run.plan_mfu <= 1.0:
         raise fail(
             f"plan_mfu={run.plan_mfu} must lie in (0, 1]: the fraction of plan_gpu's peak the "

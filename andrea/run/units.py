@@ -186,17 +186,6 @@ def match_device(device_name: str | None) -> str | None:
     return None
 
 
-def check_gpu(name: str) -> str | None:
-    """None when `name` is a GPU andrea knows (a PEAK_FLOPS key, or a device name that matches
-    one, such as torch's 'NVIDIA H100 80GB HBM3'); else why not, with the names it knows."""
-    if match_device(name) is not None:
-        return None
-    return (
-        f"{name!r} is not a GPU andrea knows; known: {', '.join(PEAK_FLOPS)} (a device name "
-        "such as 'NVIDIA H100 80GB HBM3' also matches)"
-    )
-
-
 def peak_flops(device_name: str | None, dtype: Any = "bf16") -> float | None:
     """Dense peak FLOP/s of one device for matmuls in `dtype` (torch dtype or "bf16", "fp16",
     "tf32", "fp32"). None for CPU, an unknown device, or a dtype without a peak on that device:
@@ -217,8 +206,8 @@ def peak_flops(device_name: str | None, dtype: Any = "bf16") -> float | None:
 def gpu_problem(name: str | None, setting: str, dtype: str | None = None) -> str | None:
     """Why `name` names no GPU to price hours on, as one line (`setting` is how the user gave it:
     "plan_gpu=", "--gpu "), or None: a name no device of PEAK_FLOPS matches, or, with `dtype`, a
-    device without a peak in that dtype. The plan (plan_gpu) and analysis.next_runs (--gpu) both
-    check their GPU here."""
+    device without a peak in that dtype. Every GPU name a user gives is checked here: plan_gpu (the
+    run config and the sweeper) and analysis.next_runs's --gpu."""
     key = match_device(name)
     if key is not None and (dtype is None or PEAK_FLOPS[key].get(dtype)):
         return None
