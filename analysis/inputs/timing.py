@@ -1,17 +1,16 @@
 """Are a sweep's timings comparable? The spread of tokens/s across seeds.
 
-The device-seconds multiplier puts measured time on the x axis. Seeds of the same variant and
-size run the same kernels on the same shapes, so on a machine of their own their throughput
-agrees within a few per cent (docs/benchmarks.md, `bench.throughput` on a quiet 2-core machine: 5 trials
-within 2-4 % of each other; 11-20 % apart when a test suite shared the cores). When it varies
-more, the machine's load, not the variant, set the times, and a baseline trained while other work
-shared the CPU makes the variant look many times faster (the demo printed 10.9x for a variant
-that trains 0.95x as fast per FLOP). The seed bootstrap cannot see this: it resamples losses at
-fixed times.
+The device-seconds multiplier puts measured time on the x axis. Seeds of the same variant and size
+run the same kernels on the same shapes, so on a machine of their own their throughput agrees within
+a few per cent (docs/benchmarks.md, `bench.throughput` on a quiet 2-core machine: 5 trials within
+2-4 % of each other; 11-20 % apart when a test suite shared the cores). When it varies more, the
+machine's load, not the variant, set the times, and a baseline trained while other work shared the
+CPU makes the variant look many times faster (the demo printed 10.9x for a variant that trains 0.95x
+as fast per FLOP). The seed bootstrap cannot see this: it resamples losses at fixed times.
 
 SPREAD_LIMIT: the variants' real speed differences, the thing this multiplier exists to show, are
-3-10 % (docs/benchmarks.md's throughput table: Block 0.95-0.97x, Full 0.91x); timing noise above 10 % within a
-cell is as large as the effect, so the number is withheld.
+3-10 % (docs/benchmarks.md's throughput table: Block 0.95-0.97x, Full 0.91x); timing noise above 10
+% within a cell is as large as the effect, so the number is withheld.
 """
 
 from __future__ import annotations
