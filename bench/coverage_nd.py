@@ -35,7 +35,7 @@ which every measured coverage of that law held >= 90 %, and withheld past it.
 
 Quantity `pi`: the prediction interval of `analysis.predict` (pi_lo/pi_hi), the split-conformal
 band of `analysis.estimates.conformal` calibrated on the sweep's own rollouts
-(`analysis.estimates.pi_rollouts`), scored against a new run's loss at the query (the truth with a
+(`analysis.estimates.rollouts`), scored against a new run's loss at the query (the truth with a
 run's seed noise); a sweep with too few residuals counts as a miss. `--quick`: 2 sweeps, 10
 resamples, a smoke test.
 """
@@ -51,10 +51,10 @@ import warnings
 import numpy as np
 
 from analysis.estimates import law_fits
+from analysis.estimates.conformal import sweep_band
 from analysis.estimates.estimate import default_c_ref, fit_variants, points_for
 from analysis.estimates.extra_fits import fit_chinchilla_replicates
 from analysis.estimates.multiplier import boot_multipliers, multiplier_at, ratio
-from analysis.estimates.pi_rollouts import sweep_band
 from analysis.fits import law_registry
 from analysis.fits.bootstrap import percentile_ci
 from analysis.fits.replicates import arrange, seed_bootstrap
@@ -235,7 +235,7 @@ def run_extrapolation(
                     law,
                 )
             base, var = res.fits["baseline"], res.fits["variant"]
-            band, _ = sweep_band(points_for(law, runs, final_points(runs)), law)
+            band, _ = sweep_band(law, runs, final_points(runs))
             new_run = np.random.default_rng(bseed)  # a new run's noise at the query
             for f in factors:
                 c = f * c_max

@@ -1,5 +1,6 @@
 """ScaleBench, replayed: `python -m bench.scalebench [--splits S,..] [--methods M,..] [--reps R]
-[--quick] [--out DIR]`
+[--quick] [--out DIR]`, and `--coverage`: the prediction interval's coverage on each split's
+target region (bench/scalebench_coverage.py)
 
 Li et al. 2026, "Spend Less, Fit Better" (arXiv 2604.22753) score a way of choosing runs like
 this: a split's training runs are the candidate pool, each with its cost (the benchmark's proxy:
@@ -42,6 +43,7 @@ from analysis.estimates.pool_law import candidates
 from analysis.estimates.pool_plan import replay_sequence
 from analysis.fits import law_registry
 from analysis.fits.laws import LawError, bound_arrays, fit_law_scaled_huber
+from bench.scalebench_coverage import print_rows
 from bench.scalebench_report import print_split, write_outputs
 from bench.scalebench_splits import DATA, SKIPPED, SPLITS, SplitError, load_split
 
@@ -312,6 +314,12 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="splits replayed at once, one process each")
     p.add_argument("--data", type=Path, default=DATA, help="folder of the split CSVs")
     p.add_argument("--out", type=Path, default=None, help="write the table as md, csv, json here")
+    p.add_argument(
+        "--coverage",
+        action="store_true",
+        help="instead of the replay: the 90 %% prediction interval's coverage on each split's "
+        "target region, the band calibrated on the whole pool's rollouts",
+    )
     args = p.parse_args(argv)
     splits, bad_splits = _list(args.splits, SPLITS, "splits")
     methods, bad_methods = _list(args.methods, METHODS, "methods")
@@ -329,6 +337,9 @@ def main(argv=None) -> int:
     except SplitError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.coverage:
+        print_rows(loaded)
+        return 0
     for name, why in SKIPPED.items():
         print(f"skipped {name}: {why}")
     results, t0 = {}, time.time()

@@ -78,3 +78,27 @@ def test_the_largest_runs_own_inputs_read_one_x_the_data():
     f = fit_law(CHINCHILLA, "b", {"params": N, "tokens": D}, L, huber_delta=None, flops=flops)
     top = {"params": np.array([4e6]), "tokens": np.array([8e7])}
     assert float(f.extrapolation(top)[0]) == pytest.approx(1.0, rel=1e-9)
+
+
+def test_the_sweep_band_is_calibrated_on_the_rollouts_law_auto_ranks_on():
+    """One owner of the rollouts: the band's residuals are `rollouts.rollout`'s rows (its cuts:
+    >= 3 sizes fitted below each, seeds of a size held out together), so its count and factor
+    range are theirs; a sweep of 3 sizes has no such cut and the band is withheld."""
+    from analysis.estimates import rollouts
+    from analysis.estimates.conformal import sweep_band
+    from analysis.fits import law_registry
+    from analysis.inputs.collect import final_points
+    from bench.coverage_nd import _replicates, laws
+
+    rng = np.random.default_rng(3)
+    runs, _ = next(_replicates("nd-gpu", 1, laws("kaplan"), rng, "t3", 0.012, 0.3, 0.003))
+    law = law_registry.get("power")
+    ro = rollouts.rollout(law, runs, final_points(runs))
+    band, why = sweep_band(law, runs, final_points(runs))
+    assert band is not None, why
+    f = [x.factor for x in ro.residuals]
+    assert band.n == len(ro.residuals) == 12  # 5 sizes x 3 seeds per variant: one cut each
+    assert band.factors == pytest.approx((min(f), max(f)), rel=1e-9)
+    small = [r for r in runs if r.size in sorted({r.size for r in runs})[:3]]
+    band, why = sweep_band(law, small, final_points(small))
+    assert band is None and "(0, split conformal needs 9)" in why

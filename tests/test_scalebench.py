@@ -185,3 +185,20 @@ def test_a_method_that_fails_on_a_split_is_one_error_line_and_a_failed_row(
     md = (tmp_path / "scalebench.md").read_text()
     assert "| moe (1/5/10 %) | held-out | scalebench_moe | planner | benchmark's fit | failed" in md
     assert "| all runs | benchmark's fit | +" in md
+
+
+def test_coverage_on_the_dev_split_farseer_prints_one_row_with_a_coverage(capsys):
+    """`--coverage --splits farseer`: one row for the dev split, its 7 target runs scored
+    against the 90 % band calibrated on the whole pool's rollouts: a coverage in [0, 1], a
+    positive width, the targets past the pool (factor > 1)."""
+    from bench.scalebench_coverage import split_row
+
+    assert main(["--coverage", "--splits", "farseer"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [x for x in lines if x.startswith("farseer ")]
+    assert len(rows) == 1 and rows[0].split()[1] == "dev"
+    row = split_row(load_split("farseer"))
+    assert row["set"] == "dev" and row["targets"] == 7 and not row["note"]
+    assert 0.0 <= row["coverage"] <= 1.0
+    assert row["median_log_width"] > 0 and row["median_factor"] > 1
+    assert f"{row['coverage']:.1%}" in rows[0]

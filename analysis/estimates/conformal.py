@@ -3,7 +3,8 @@
 Split conformal prediction (Vovk et al. 2005; Lei et al. 2018, "Distribution-free predictive
 inference for regression"), normalised by the extrapolation factor: the calibration set is the
 log residuals r_i = log(measured) - log(predicted) of runs a law predicted from below a compute
-cut (rollouts), each at its factor f_i (its compute over the largest compute fitted). The score
+cut (`analysis.estimates.rollouts`, the rollouts `--law auto` ranks laws on: `sweep_band`), each
+at its factor f_i (its compute over the largest compute fitted below the cut). The score
 is |r_i| / s(f_i) with s(f) = 1 + ln(max(f, 1)): an error in a fitted exponent moves log L by
 that error times ln(f), so the extrapolation error grows linearly in the log of the factor, on top
 of a constant part (seed noise and misfit at the data's edge, f = 1). The scale is fixed in
@@ -21,9 +22,12 @@ fit's confidence interval, as `analysis.predict` does (pi_lo/pi_hi beside ci_lo/
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
+
+from analysis.estimates import rollouts
 
 LEVEL = 0.9
 
@@ -73,3 +77,22 @@ def calibrate(log_residuals, factors, level: float = LEVEL) -> tuple[Band | None
     s = np.sort(np.abs(r) / scale(f))
     k = math.ceil((len(s) + 1) * level)
     return Band(float(s[min(k, len(s)) - 1]), level, len(s), (float(f.min()), float(f.max()))), ""
+
+
+def sweep_band(law, runs, c_law_runs, level: float = LEVEL) -> tuple[Band | None, str]:
+    """The band of `law` calibrated on the sweep's rollout residuals
+    (`analysis.estimates.rollouts.rollout`, on the cuts below which `law` has the points it
+    needs; each residual's log error and its factor), or (None, why)."""
+    planned = rollouts.fittable(law, runs, c_law_runs, rollouts.plan(runs))
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        ro = rollouts.rollout(law, runs, c_law_runs, planned=planned)
+    r = [x.log_residual for x in ro.residuals]
+    f = [x.factor for x in ro.residuals]
+    return calibrate(r, f, level)
+
+
+def band_json(law, runs, c_law_runs, level: float = LEVEL) -> dict:
+    """What fits.json keeps of it: the band, or {"withheld": why}."""
+    band, why = sweep_band(law, runs, c_law_runs, level)
+    return band.to_json() if band else {"withheld": why}

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import math
 
-from analysis.estimates.estimate import FitResult, Sweep, fit_arranged, points_for, why_unusable
+from analysis.estimates.conformal import band_json
+from analysis.estimates.estimate import FitResult, Sweep, fit_arranged, why_unusable
 from analysis.estimates.multiplier import boot_multipliers, ratio
-from analysis.estimates.pi_rollouts import band_json
 from analysis.fits.bootstrap import percentile_ci
 from analysis.fits.laws import Law, LawFit, untrusted_frontier
 from analysis.fits.settings import FitSettings
@@ -246,6 +246,6 @@ def chosen_law(
         "multipliers_at_c_ref": mults,
         "at_compute": rows,
         # analysis.predict's prediction interval (pi_lo/pi_hi): calibrated on the sweep's rollouts
-        "prediction_band": band_json(points_for(law, sweep.runs, sweep.c_law_runs), law),
+        "prediction_band": band_json(law, sweep.runs, sweep.c_law_runs),
     }
     return saved, lines

@@ -1,0 +1,99 @@
+"""The prediction interval's held-out coverage on ScaleBench's splits:
+`python -m bench.scalebench --coverage [--splits S,..]`
+
+Per split and group, the split's law is fitted to the WHOLE pool as `analysis.fit` fits a law
+(`analysis.estimates.estimate.fit_variants`, the pool's rows as runs of one label:
+`analysis.estimates.pool_law.as_runs`), and the prediction band `analysis.predict` gives
+(`analysis.estimates.conformal.sweep_band`: split conformal on the pool's own compute rollouts,
+`analysis.estimates.rollouts`) is asked at each target run's inputs. Scored on the split's
+target region (Li et al. 2026's held-out high-cost runs): the fraction of target runs whose
+measured loss lies inside the band, its median width in log, the median extrapolation factor
+(the law's compute of the target over the largest fitted), or "withheld: <reason>" where a
+group's band cannot be calibrated (too few rollout residuals, inputs the rows as runs lack).
+A group without a band counts no target run; the row names it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from analysis.estimates.conformal import LEVEL, scale, sweep_band
+from analysis.estimates.estimate import fit_variants, why_unusable
+from analysis.estimates.pool_law import LABEL, as_runs
+from analysis.fits.settings import FitSettings
+
+HEADER = (
+    f"{'split':<18} {'set':<9} {'targets':>7} {'coverage':>9} {'median log-width':>17} "
+    f"{'median factor':>14}  note"
+)
+
+
+def score_group(law, g, level: float = LEVEL) -> dict:
+    """{"inside": [bool per target run], "width": [...], "factor": [...]} or {"withheld": why}."""
+    runs = as_runs(g.X, g.y, [f"{g.name}:{i}" for i in range(len(g.y))])
+    why = why_unusable(law, runs)
+    if why:
+        return {"withheld": why}
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        res = fit_variants(runs, LABEL, FitSettings(n_bootstrap=0), law)
+    if LABEL not in res.fits:
+        return {"withheld": f"not fitted to the pool: {res.skipped.get(LABEL, '')}"}
+    band, why = sweep_band(law, runs, runs, level)
+    if band is None:
+        return {"withheld": why}
+    fit = res.fits[LABEL]
+    X = {k: np.asarray(v, float) for k, v in g.X_test.items() if k in law.inputs}
+    factor = np.asarray(fit.extrapolation(X), float)
+    with np.errstate(all="ignore"):
+        r = np.log(np.asarray(g.y_test, float)) - np.log(np.asarray(fit.predict(X), float))
+    half = band.q * scale(factor)
+    return {"inside": list(np.abs(r) <= half), "width": list(2 * half), "factor": list(factor)}
+
+
+def split_row(split, level: float = LEVEL) -> dict:
+    """One split's row: coverage over the target runs of every group with a band."""
+    inside, width, factor, notes = [], [], [], []
+    for g in split.groups:
+        s = score_group(split.law, g, level)
+        if "withheld" in s:
+            where = f"{g.name}: " if len(split.groups) > 1 else ""
+            notes.append(f"{where}withheld: {s['withheld']}")
+            continue
+        inside += s["inside"]
+        width += s["width"]
+        factor += s["factor"]
+    n = len(inside)
+    return {
+        "split": split.name,
+        "set": split.mark,
+        "targets": n,
+        "coverage": float(np.mean(inside)) if n else float("nan"),
+        "median_log_width": float(np.median(width)) if n else float("nan"),
+        "median_factor": float(np.median(factor)) if n else float("nan"),
+        "note": "; ".join(notes),
+    }
+
+
+def row_line(row: dict) -> str:
+    if not row["targets"]:
+        return (
+            f"{row['split']:<18} {row['set']:<9} {0:>7} {'–':>9} {'–':>17} {'–':>14}  {row['note']}"
+        )
+    return (
+        f"{row['split']:<18} {row['set']:<9} {row['targets']:>7} {row['coverage']:>9.1%} "
+        f"{row['median_log_width']:>17.3f} {row['median_factor']:>14.3g}  {row['note']}"
+    )
+
+
+def print_rows(splits, level: float = LEVEL) -> list[dict]:
+    """Print one row per split (the header first) and return the rows."""
+    print(f"{100 * level:.3g} % prediction interval on each split's target region:")
+    print(HEADER)
+    rows = []
+    for split in splits:
+        rows.append(split_row(split, level))
+        print(row_line(rows[-1]), flush=True)
+    return rows
