@@ -171,6 +171,15 @@ def _pi(band: Band | None, why: str, loss: float, ext: float) -> tuple[float, fl
     """(pi_lo, pi_hi, the reason it is withheld or "")."""
     if band is None or not math.isfinite(loss):
         return math.nan, math.nan, (f"prediction interval withheld: {why}" if why else "")
+    if ext > band.up_to:
+        return (
+            math.nan,
+            math.nan,
+            (
+                f"prediction interval withheld: {ext:.3g}x past the data, and its coverage was "
+                f"measured only up to {band.up_to:g}x (docs/laws.md)"
+            ),
+        )
     lo, hi = band.at(ext)
     return loss * math.exp(lo), loss * math.exp(hi), ""
 

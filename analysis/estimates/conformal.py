@@ -21,6 +21,7 @@ fit's confidence interval, as `analysis.predict` does (pi_lo/pi_hi beside ci_lo/
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
@@ -30,6 +31,11 @@ import numpy as np
 from analysis.estimates import rollouts
 
 LEVEL = 0.9
+# law -> the largest extrapolation factor up to which its band's coverage was measured >= 90 %
+# (within one binomial standard error of the sweeps simulated) under every truth of
+# `python -m bench.coverage_nd --factors 3 10 30` (docs/laws.md). fits.json keeps no band for
+# another law, and analysis.predict withholds it past the factor: its coverage is unknown or short.
+COVERED_UP_TO: dict[str, float] = {"chinchilla": 30.0}
 
 
 def scale(factor) -> np.ndarray:
@@ -43,6 +49,7 @@ class Band:
     level: float
     n: int  # residuals calibrated on
     factors: tuple[float, float]  # their smallest and largest factor
+    up_to: float = math.inf  # the factor its coverage was measured up to (COVERED_UP_TO)
 
     def at(self, factor) -> tuple[float, float]:
         """(lo, hi) of the band in log space around log L̂ at an extrapolation factor."""
@@ -50,11 +57,18 @@ class Band:
         return -h, h
 
     def to_json(self) -> dict:
-        return {"q": self.q, "level": self.level, "n": self.n, "factors": list(self.factors)}
+        return {
+            "q": self.q,
+            "level": self.level,
+            "n": self.n,
+            "factors": list(self.factors),
+            "up_to": self.up_to,
+        }
 
     @classmethod
     def from_json(cls, d: dict) -> "Band":
-        return cls(float(d["q"]), float(d["level"]), int(d["n"]), tuple(d["factors"]))
+        up_to = float(d.get("up_to", math.inf))
+        return cls(float(d["q"]), float(d["level"]), int(d["n"]), tuple(d["factors"]), up_to)
 
 
 def min_residuals(level: float) -> int:
@@ -93,6 +107,14 @@ def sweep_band(law, runs, c_law_runs, level: float = LEVEL) -> tuple[Band | None
 
 
 def band_json(law, runs, c_law_runs, level: float = LEVEL) -> dict:
-    """What fits.json keeps of it: the band, or {"withheld": why}."""
+    """What fits.json keeps of it: the band with the factor it is covered up to, or
+    {"withheld": why} (too few residuals, or a law whose band's coverage is not measured >= 90 %:
+    COVERED_UP_TO)."""
+    up_to = COVERED_UP_TO.get(law.name)
+    if up_to is None:
+        return {
+            "withheld": f"the coverage of {law.name}'s prediction band past the data was not "
+            "measured >= 90 % (docs/laws.md)"
+        }
     band, why = sweep_band(law, runs, c_law_runs, level)
-    return band.to_json() if band else {"withheld": why}
+    return dataclasses.replace(band, up_to=up_to).to_json() if band else {"withheld": why}
