@@ -345,7 +345,6 @@ def choose_law(args, c: Collected) -> LawChoice | str:
             list(law_registry.laws().values()),
             c.sweep.runs,
             c.sweep.c_law_runs,
-            args.baseline,
             settings_of(args),
         )
         choice.lines = law_choice.selection_lines(sel, table.name)

@@ -50,7 +50,7 @@ def test_one_run_per_size_is_rolled_out_over_5_or_more_runs_and_the_law_that_ext
     irreducible law in compute; the rollouts hold out >= 5 runs per cut and choose the truth's
     form, Chinchilla's."""
     runs = one_run_per_size()
-    sel = select_law([get(n) for n in LAWS], runs, runs, "pool")
+    sel = select_law([get(n) for n in LAWS], runs, runs)
     assert len(sel["cuts"]) == 3 and all(c.n_held >= 5 for c in sel["cuts"])
     assert all(c.n_fitted + c.n_held == 20 and c.reach > 1 for c in sel["cuts"])
     ranked = [r["law"] for r in sel["ranking"]]
@@ -71,7 +71,7 @@ def test_one_run_per_size_is_rolled_out_over_5_or_more_runs_and_the_law_that_ext
 def test_too_few_runs_for_a_rollout_say_so_in_one_line_and_keep_the_default():
     runs = one_run_per_size(n=7)
     laws = [get(n) for n in LAWS]
-    sel = select_law(laws, runs, runs, "pool")
+    sel = select_law(laws, runs, runs)
     assert sel["ranking"] == [] and sel["cuts"] == []
     lines = selection_lines(sel, "power")
     assert lines == [
@@ -117,7 +117,7 @@ def test_a_law_absurd_inside_its_data_is_refused_with_its_reason():
     floored = _exact("floored", _log_truth, power_form=lambda th, k: (10.0, 1.0, 0.3))
     dip = _exact("dip", dipped)
     laws = [get(n) for n in LAWS] + [floored, dip]
-    sel = select_law(laws, runs, runs, "pool")
+    sel = select_law(laws, runs, runs)
     ro = sel["rollouts"]
     best = sel["ranking"][0]
     assert best["law"] == "chinchilla"

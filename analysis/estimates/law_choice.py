@@ -57,14 +57,12 @@ def select_law(
     laws: list[Law],
     runs: list[Run],
     c_law_runs: list[Run],
-    baseline: str,
     settings: FitSettings = FitSettings(),
 ) -> dict:
     """Roll out each law (module docstring): {"ranking": [{"law", "rms_log_pct", "n"}, ...] best
     first, "skipped": {law: why not rolled out}, "refused": {law: why absurd}, "cuts":
     [rollouts.Cut], "rollouts": {law: rollouts.Rollout}, "n_runs"}; "why" when nothing could be
-    ranked. `baseline` is unused: every variant is rolled out alone."""
-    del baseline
+    ranked. Every variant is rolled out alone."""
     planned = rollouts.plan(runs)
     n_runs = len({r.run_id for r in runs})
     sel: dict = {"ranking": [], "skipped": {}, "refused": {}, "cuts": planned, "rollouts": {}}

@@ -25,8 +25,8 @@ from andrea.run.units import parse_compute
 
 # The fit's bootstrap confidence interval (ci_lo/ci_hi in analysis.predict: the expected loss under
 # the law) is governed by this table; the prediction interval of a new run's loss (pi_lo/pi_hi) is
-# calibrated on the sweep's own rollout residuals (`analysis.estimates.conformal`) and withheld only
-# where they are too few.
+# calibrated on the sweep's own rollout residuals (`analysis.estimates.conformal`), and withheld
+# where they are too few or the law's band coverage was not measured (conformal.COVERED_UP_TO).
 # (law, "loss" | "multiplier") -> the largest extrapolation (query compute over the largest fitted
 # compute) up to which every measured coverage of that interval held >= 90 %
 # (`python -m bench.coverage_nd --factors 1 3 10 30`, docs/laws.md). Past it, or for a law or

@@ -58,7 +58,7 @@ def choose(laws: list[Law], X: dict, y, names, seed: int = 0) -> tuple[Law, list
     """(the law --law auto chooses on these rows, or FALLBACK; the lines that say which and
     why)."""
     runs = as_runs(X, y, names)
-    sel = select_law(laws, runs, runs, LABEL, FitSettings(seed=seed))
+    sel = select_law(laws, runs, runs, FitSettings(seed=seed))
     by_name = {law.name: law for law in laws}
     if sel["ranking"]:
         return by_name[sel["ranking"][0]["law"]], selection_lines(sel, "")

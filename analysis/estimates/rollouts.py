@@ -159,13 +159,10 @@ def rollout(
     conf = config_computes(runs)
     point = settings.but(n_bootstrap=0)
     out = Rollout(law.name, planned)
+    pts, finals = points_for(law, runs, c_law_runs), final_points(runs)
     for cut in planned:
-        train = _below(points_for(law, runs, c_law_runs), cut, conf)
-        held = [
-            r
-            for r in final_points(runs)
-            if r.label == cut.label and conf[(r.label, r.size)] > cut.cut
-        ]
+        train = _below(pts, cut, conf)
+        held = [r for r in finals if r.label == cut.label and conf[(r.label, r.size)] > cut.cut]
         res = fit_variants(train, cut.label, point, law)
         where = f"{cut.label} at {cut.cut:.3g} PF-days"
         if cut.label not in res.fits:

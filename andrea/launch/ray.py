@@ -59,6 +59,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from andrea.launch import calls
 from andrea.launch.engine import Scheduler
+from andrea.run.rundir import atomic_write_json
 
 log = logging.getLogger(__name__)
 
@@ -569,11 +570,8 @@ def process_start(pid: int) -> str | None:
 
 def record_head(folder: Path, head: Head) -> Path:
     """Write FOLDER/head.json whole or not at all."""
-    folder.mkdir(parents=True, exist_ok=True)
     path = folder / HEAD_RECORD
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(asdict(head), indent=2) + "\n")
-    os.replace(tmp, path)
+    atomic_write_json(path, asdict(head))
     return path
 
 
