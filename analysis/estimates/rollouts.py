@@ -40,7 +40,7 @@ from analysis.fits.laws import Law
 from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import Run, final_points
 
-MIN_HELD = 5  # runs held out above a cut, at least (the rule)
+MIN_HELD = 5  # runs held out above a cut, at least (module docstring)
 TOP_FRAC = 0.2  # or this fraction of the variant's runs, if more
 MIN_FIT = 3  # configurations (sizes) fitted below a cut, at least
 N_CUTS = 3  # cuts per variant, at most (module docstring)
