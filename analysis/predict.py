@@ -17,18 +17,16 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from analysis.estimates.band_intervals import loss_line, loss_row, withheld_notes
 from analysis.estimates.conformal import Band
 from analysis.estimates.law_fits import withheld_interval
-from analysis.estimates.support import unsupported
 from analysis.fits import law_registry
-from analysis.fits.laws import LawError, LawFit, untrusted_frontier
-from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
+from analysis.fits.laws import LawError, LawFit
 from analysis.report.arguments import common_parser
 from andrea.run.rundir import atomic_write_bytes, read_json
 from andrea.run.units import parse_compute, to_pflops_days
@@ -167,71 +165,16 @@ def _band(saved: dict) -> tuple[Band | None, str]:
     return None, saved.get("withheld") or "no prediction band in fits.json (an older analysis.fit)"
 
 
-def _pi(band: Band | None, why: str, loss: float, ext: float) -> tuple[float, float, str]:
-    """(pi_lo, pi_hi, the reason it is withheld or "")."""
-    if band is None or not math.isfinite(loss):
-        return math.nan, math.nan, (f"prediction interval withheld: {why}" if why else "")
-    if ext > band.up_to:
-        return (
-            math.nan,
-            math.nan,
-            (
-                f"prediction interval withheld: {ext:.3g}x past the data, and its coverage was "
-                f"measured only up to {band.up_to:g}x (docs/laws.md)"
-            ),
-        )
-    lo, hi = band.at(ext)
-    return loss * math.exp(lo), loss * math.exp(hi), ""
-
-
-def _frontier_point(f: LawFit, c: float) -> dict:
-    n, _ = f.optimum(c)
-    d = c * FLOPS_PER_PFLOPS_DAY / (f.flops_per_param_token * n)
-    return {"params": np.array([n]), "tokens": np.array([d])}
-
-
 def predict_rows(fits: dict[str, LawFit], rows: list[dict], band_saved=None) -> list[dict]:
     band, band_why = _band(band_saved or {})
     out = []
     for q in rows:
         for label in [q["variant"]] if q["variant"] else sorted(fits):
-            f = fits[label]
-            X, note = _inputs(f, q)
-            loss = float(f.predict(X)[0])
-            lo, hi = (float(v[0]) for v in f.interval(X))
-            ext = float(f.extrapolation(X)[0])
-            r = {
-                "variant": label,
-                "law": f.name,
-                "params": q.get("params", ""),
-                "tokens": q.get("tokens", ""),
-                "compute_pflops_days": float(f.compute_of(X)[0]),
-                "loss": loss,
-                "ci_lo": lo,
-                "ci_hi": hi,
-                "ci_level": f.ci_level,
-                "pi_lo": math.nan,
-                "pi_hi": math.nan,
-                "pi_level": band.level if band else math.nan,
-                "extrapolation": ext,
-                "note": note,
-            }
-            why = withheld_interval(r, "loss")
-            gone = None  # why the prediction itself is withheld
-            if f.law.inputs != ("compute",) and "compute" in X:  # an L(N, D) law's frontier
-                gone = untrusted_frontier(f, r["compute_pflops_days"])
-                if gone is None:
-                    gone = unsupported(f, _frontier_point(f, r["compute_pflops_days"]), loss)
-            else:
-                gone = unsupported(f, X, loss)
-            r["pi_lo"], r["pi_hi"], pi_why = _pi(band, band_why, loss, ext)
-            if gone:
-                gone = f"prediction withheld ({f.name} gives {loss:.4g}): {gone}"
-                r.update(loss=math.nan, pi_lo=math.nan, pi_hi=math.nan)
-                why, pi_why = why or "", ""
-            if gone or why:
-                r["ci_lo"] = r["ci_hi"] = math.nan
-            r["note"] = "; ".join(n for n in (note, gone, why, pi_why) if n)
+            X, note = _inputs(fits[label], q)
+            r = loss_row(
+                fits[label], X, note, band, band_why, lambda r: withheld_interval(r, "loss")
+            )
+            r["params"], r["tokens"] = q.get("params", ""), q.get("tokens", "")
             out.append(r)
     return out
 
@@ -243,26 +186,6 @@ def to_csv(rows: list[dict]) -> str:
     for r in rows:
         w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
     return buf.getvalue()
-
-
-def _line(r: dict) -> str:
-    head = (
-        f"  {r['variant']:<24} C = {r['compute_pflops_days']:.4g} PF-days "
-        f"({r['extrapolation']:.3g}x the data): "
-    )
-    if math.isnan(r["loss"]):
-        return head + "prediction withheld"
-    ci = (
-        "CI withheld"
-        if math.isnan(r["ci_lo"])
-        else f"{100 * r['ci_level']:.3g} % CI [{r['ci_lo']:.4f}, {r['ci_hi']:.4f}]"
-    )
-    pi = (
-        "PI withheld"
-        if math.isnan(r["pi_lo"])
-        else f"{100 * r['pi_level']:.3g} % PI [{r['pi_lo']:.4f}, {r['pi_hi']:.4f}]"
-    )
-    return head + f"loss {r['loss']:.4f}, {ci}, {pi}"
 
 
 def main(argv=None) -> int:
@@ -281,10 +204,9 @@ def main(argv=None) -> int:
     atomic_write_bytes(args.out, to_csv(pred).encode())
     print(f"Law {law} from {args.fit_dir}/fits.json; {len(pred)} prediction(s):")
     for r in pred:
-        print(_line(r))
-        for n in r["note"].split("; "):
-            if n.startswith(("prediction withheld", "prediction interval withheld")):
-                print(f"      ! {n}")
+        print(loss_line(r))
+        for n in withheld_notes(r):
+            print(f"      ! {n}")
     print(f"Wrote {args.out}")
     return 0
 

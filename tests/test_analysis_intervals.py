@@ -106,7 +106,7 @@ def test_the_sweep_band_is_calibrated_on_the_rollouts_law_auto_ranks_on():
 
 def test_a_law_whose_band_coverage_was_not_measured_keeps_no_band_and_predict_stops_at_the_limit():
     from analysis.estimates import conformal
-    from analysis.predict import _pi
+    from analysis.estimates.band_intervals import loss_pi as _pi
 
     # the C power law's band fell below 90 % under one truth (docs/laws.md): none in fits.json
     saved = conformal.band_json(POWER, [], [])

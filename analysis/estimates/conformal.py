@@ -93,28 +93,50 @@ def calibrate(log_residuals, factors, level: float = LEVEL) -> tuple[Band | None
     return Band(float(s[min(k, len(s)) - 1]), level, len(s), (float(f.min()), float(f.max()))), ""
 
 
-def sweep_band(law, runs, c_law_runs, level: float = LEVEL) -> tuple[Band | None, str]:
-    """The band of `law` calibrated on the sweep's rollout residuals
+def sweep_residuals(law, runs, c_law_runs) -> tuple[list[float], list[float]]:
+    """(log residuals, their factors) of `law`'s rollouts on the sweep
     (`analysis.estimates.rollouts.rollout`, on the cuts below which `law` has the points it
-    needs; each residual's log error and its factor), or (None, why)."""
+    needs)."""
     planned = rollouts.fittable(law, runs, c_law_runs, rollouts.plan(runs))
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         ro = rollouts.rollout(law, runs, c_law_runs, planned=planned)
-    r = [x.log_residual for x in ro.residuals]
-    f = [x.factor for x in ro.residuals]
-    return calibrate(r, f, level)
+    return [x.log_residual for x in ro.residuals], [x.factor for x in ro.residuals]
+
+
+def sweep_band(law, runs, c_law_runs, level: float = LEVEL) -> tuple[Band | None, str]:
+    """The band of `law` calibrated on the sweep's rollout residuals (`sweep_residuals`), or
+    (None, why)."""
+    return calibrate(*sweep_residuals(law, runs, c_law_runs), level)
+
+
+def covered_bands(law, runs, c_law_runs, levels=(LEVEL,)) -> list[tuple[Band | None, str]]:
+    """`sweep_band` at each level, with the factor it is covered up to, from one set of
+    rollouts; (None, why) for each where the residuals are too few, or for every level where the
+    law's band coverage is not measured >= 90 % (COVERED_UP_TO: then no rollout is run)."""
+    up_to = COVERED_UP_TO.get(law.name)
+    if up_to is None:
+        why = (
+            f"the coverage of {law.name}'s prediction band past the data was not "
+            "measured >= 90 % (docs/laws.md)"
+        )
+        return [(None, why) for _ in levels]
+    residuals = sweep_residuals(law, runs, c_law_runs)
+    out = []
+    for level in levels:
+        band, why = calibrate(*residuals, level)
+        out.append((dataclasses.replace(band, up_to=up_to), "") if band else (None, why))
+    return out
+
+
+def saved(band: Band | None, why: str) -> dict:
+    """What fits.json keeps of a band: its fields, or {"withheld": why}."""
+    return band.to_json() if band else {"withheld": why}
 
 
 def band_json(law, runs, c_law_runs, level: float = LEVEL) -> dict:
     """What fits.json keeps of it: the band with the factor it is covered up to, or
     {"withheld": why} (too few residuals, or a law whose band's coverage is not measured >= 90 %:
     COVERED_UP_TO)."""
-    up_to = COVERED_UP_TO.get(law.name)
-    if up_to is None:
-        return {
-            "withheld": f"the coverage of {law.name}'s prediction band past the data was not "
-            "measured >= 90 % (docs/laws.md)"
-        }
-    band, why = sweep_band(law, runs, c_law_runs, level)
-    return dataclasses.replace(band, up_to=up_to).to_json() if band else {"withheld": why}
+    ((band, why),) = covered_bands(law, runs, c_law_runs, (level,))
+    return saved(band, why)

@@ -14,7 +14,16 @@ from __future__ import annotations
 
 import math
 
-from analysis.estimates.conformal import band_json
+import numpy as np
+
+from analysis.estimates import conformal
+from analysis.estimates.band_intervals import (
+    joint_level,
+    loss_line,
+    loss_row,
+    multiplier_pi,
+    withheld_notes,
+)
 from analysis.estimates.estimate import FitResult, Sweep, fit_arranged, why_unusable
 from analysis.estimates.multiplier import boot_multipliers, ratio
 from analysis.fits.bootstrap import percentile_ci
@@ -176,9 +185,49 @@ def at_compute_lines(rows: list[dict], c_ref_rows: list[dict], law: str) -> list
         )
         if r.get("undefined"):
             out.append(f"      ! undefined: {r['undefined']}")
-        elif r.get("withheld"):
+            continue
+        if r.get("withheld"):
             out.append(f"      ! {r['withheld']}")
+        out.append(_pi_text(r))
     return out
+
+
+def _pi_text(r: dict) -> str:
+    """A multiplier row's prediction interval (`band_intervals.multiplier_pi`), or why not."""
+    if r.get("pi_withheld") or "pi" not in r:
+        return f"      ! {r.get('pi_withheld') or 'multiplier prediction interval not computed'}"
+    lo, hi = r["pi"]
+    return (
+        f"      {100 * r['pi_level']:.3g} % prediction interval (the loss bands' overlap): "
+        f"[{lo:.3g}, {hi:.3g}]" + (f" ({r['pi_note']})" if r.get("pi_note") else "")
+    )
+
+
+def loss_lines(rows: list[dict], law: str) -> list[str]:
+    """Each variant's loss at the named computes, with its CI and PI (`band_intervals`)."""
+    if not rows:
+        return []
+    out = [f"Loss at the named compute (law {law}):"]
+    for r in rows:
+        out.append(loss_line(r))
+        out += [f"      ! {n}" for n in withheld_notes(r)]
+    return out
+
+
+def losses_at(lf: dict[str, LawFit], computes, band, why: str) -> list[dict]:
+    """`band_intervals.loss_row` of each variant at each compute: a law in (params, tokens)
+    answers with its compute-optimal loss."""
+    note = (
+        ""
+        if lf and next(iter(lf.values())).law.inputs == ("compute",)
+        else ("compute-optimal loss at this compute")
+    )
+    gate = lambda r: withheld_interval(r, "loss")  # noqa: E731
+    return [
+        loss_row(f, {"compute": np.array([float(c)])}, note, band, why, gate)
+        for _, f in sorted(lf.items())
+        for c in computes
+    ]
 
 
 def _law_fit_lines(res: FitResult, n_boot: int) -> list[str]:
@@ -200,6 +249,7 @@ def _multiplier_lines(mults: list[dict], law: Law, baseline: str) -> list[str]:
         f"    {m['variant']:<24} {_fmt(m['multiplier'], *m['ci']):>22}  at C_ref = "
         f"{m['compute_pflops_days']:.4g}"
         + (f"  (undefined: {m['undefined']})" if m.get("undefined") else "")
+        + ("" if m.get("undefined") else "\n" + _pi_text(m))
         for m in mults
     ]
     if any("outside the sizes fitted" in m.get("undefined", "") for m in mults):
@@ -239,13 +289,21 @@ def chosen_law(
         r["withheld"] = withheld_interval(r, "multiplier")
         if r["withheld"]:
             r["ci"] = [math.nan, math.nan]
-    lines += at_compute_lines(rows, ref_rows, law.name)
+    # one set of rollouts: the loss band, and the pair of bands a multiplier's interval needs
+    (band, why), (pair, pair_why) = conformal.covered_bands(
+        law, sweep.runs, sweep.c_law_runs, (conformal.LEVEL, joint_level())
+    )
+    for r in {id(r): r for r in [*rows, *mults, *ref_rows]}.values():
+        r.update(multiplier_pi(lf[baseline], lf[r["variant"]], r, pair, pair_why))
+    losses = losses_at(lf, computes, band, why)
+    lines += at_compute_lines(rows, ref_rows, law.name) + loss_lines(losses, law.name)
     saved = {
         "chosen": law.name,
         "fits": {label: f.to_json() for label, f in lf.items()},
         "multipliers_at_c_ref": mults,
         "at_compute": rows,
+        "loss_at_compute": losses,
         # analysis.predict's prediction interval (pi_lo/pi_hi): calibrated on the sweep's rollouts
-        "prediction_band": band_json(law, sweep.runs, sweep.c_law_runs),
+        "prediction_band": conformal.saved(band, why),
     }
     return saved, lines

@@ -1,0 +1,234 @@
+"""The prediction band's answers at a query: a new run's loss, and the compute multiplier.
+
+The loss (`loss_row`: one row of `analysis.predict`'s PRED.csv, and of `analysis.fit
+--at-compute`'s losses): the law's loss at the query, the fit's bootstrap confidence interval of
+the expected loss (ci_lo/ci_hi at ci_level) and the split-conformal prediction interval of a new
+run's loss (pi_lo/pi_hi at pi_level: `analysis.estimates.conformal`'s band at the query's
+extrapolation factor), each withheld with its own reason. For a law in (params, tokens) asked at a
+compute, the loss is its compute-optimal loss there; the band was calibrated on the rollouts' runs
+at their own (N, D), not on the frontier, so at a compute it also carries the law's error in where
+the optimum lies only as far as the rollouts showed it: its coverage at compute queries is
+measured apart (`bench.coverage_nd --factors`, quantity `pi_c`, docs/laws.md).
+
+The multiplier (`multiplier_pi`): the set of multipliers m for which the variant's band at c and
+the baseline's band at m·c overlap, each band at level 1 - (1 - LEVEL)/2, so that where both
+bands hold the true losses (jointly at >= LEVEL by Bonferroni's inequality) the true multiplier,
+at which the two true losses are equal, lies in the set: |log L̂_v(c) - log L̂_b(M·c)| <=
+h_v + h_b. Split conformal (Lei et al. 2018) at 95 % needs 19 residuals, twice the 90 % band's 9;
+fewer and the interval is withheld with that reason. The bands cover a new run's loss; the set is
+scored against the true multiplier (the CI's target), which the bands hold at least as often when
+the seed noise is symmetric. Unlike the bootstrap CI, its width carries the sweep's own error of
+extrapolation (its rollouts' misfit), not only its noise. The interval is the connected part of
+the set around the point estimate m̂, searched over m̂/SEARCH..m̂·SEARCH (an end that reaches it
+is open: 0 or inf): far out the band's ln f growth outruns the baseline's fall and the set
+reopens, where no interval is asked. It is given only up to the factor its coverage was measured
+>= 90 % (MULTIPLIER_COVERED_UP_TO).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from analysis.estimates.conformal import LEVEL, Band, scale
+from analysis.estimates.support import unsupported
+from analysis.fits.laws import LawFit, untrusted_frontier
+from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
+
+# law -> the largest extrapolation (the multiplier row's `extrapolation`) up to which its
+# multiplier prediction interval covered the true multiplier >= 90 % under every truth of
+# `python -m bench.coverage_nd --factors 1 3 10 30`, quantity mult_pi (docs/laws.md). Another
+# law, or past the factor: withheld.
+MULTIPLIER_COVERED_UP_TO: dict[str, float] = {}
+SEARCH = 1e4  # the multipliers searched: m̂ / SEARCH .. m̂ · SEARCH
+_GRID = 801  # points of that search, log-spaced (steps of 2.3 %), then bisected at each end
+
+
+def joint_level(level: float = LEVEL) -> float:
+    """Each band's level for a pair that holds jointly at >= `level` (Bonferroni)."""
+    return 1.0 - (1.0 - level) / 2.0
+
+
+# --- the loss --------------------------------------------------------------------------------
+def loss_pi(band: Band | None, why: str, loss: float, ext: float) -> tuple[float, float, str]:
+    """(pi_lo, pi_hi, the reason it is withheld or "") of the loss `loss` at factor `ext`."""
+    if band is None or not math.isfinite(loss):
+        return math.nan, math.nan, (f"prediction interval withheld: {why}" if why else "")
+    if ext > band.up_to:
+        return (
+            math.nan,
+            math.nan,
+            (
+                f"prediction interval withheld: {ext:.3g}x past the data, and its coverage was "
+                f"measured only up to {band.up_to:g}x (docs/laws.md)"
+            ),
+        )
+    lo, hi = band.at(ext)
+    return loss * math.exp(lo), loss * math.exp(hi), ""
+
+
+def _frontier_point(f: LawFit, c: float) -> dict:
+    n, _ = f.optimum(c)
+    d = c * FLOPS_PER_PFLOPS_DAY / (f.flops_per_param_token * n)
+    return {"params": np.array([n]), "tokens": np.array([d])}
+
+
+def _unsupported(f: LawFit, X: dict, loss: float, c: float) -> str | None:
+    """Why the prediction itself is no answer: a frontier read outside the sizes fitted, or a
+    loss the runs contradict (`analysis.estimates.support`)."""
+    if f.law.inputs != ("compute",) and "compute" in X:  # an L(N, D) law's frontier
+        return untrusted_frontier(f, c) or unsupported(f, _frontier_point(f, c), loss)
+    return unsupported(f, X, loss)
+
+
+def loss_row(f: LawFit, X: dict, note: str, band: Band | None, band_why: str, ci_gate) -> dict:
+    """One prediction at X (the law's inputs, or {"compute": [c]}) with its confidence and
+    prediction intervals; `ci_gate(row)`: why the CI is withheld this far past the data, or None
+    (`analysis.estimates.law_fits.withheld_interval`). Every reason goes in "note"."""
+    loss = float(f.predict(X)[0])
+    lo, hi = (float(v[0]) for v in f.interval(X))
+    ext = float(f.extrapolation(X)[0])
+    r = {
+        "variant": f.label,
+        "law": f.name,
+        "params": float(X["params"][0]) if "params" in X else "",
+        "tokens": float(X["tokens"][0]) if "tokens" in X else "",
+        "compute_pflops_days": float(f.compute_of(X)[0]),
+        "loss": loss,
+        "ci_lo": lo,
+        "ci_hi": hi,
+        "ci_level": f.ci_level,
+        "pi_lo": math.nan,
+        "pi_hi": math.nan,
+        "pi_level": band.level if band else math.nan,
+        "extrapolation": ext,
+        "note": note,
+    }
+    why = ci_gate(r)
+    gone = _unsupported(f, X, loss, r["compute_pflops_days"])
+    r["pi_lo"], r["pi_hi"], pi_why = loss_pi(band, band_why, loss, ext)
+    if gone:
+        gone = f"prediction withheld ({f.name} gives {loss:.4g}): {gone}"
+        r.update(loss=math.nan, pi_lo=math.nan, pi_hi=math.nan)
+        why, pi_why = why or "", ""
+    if gone or why:
+        r["ci_lo"] = r["ci_hi"] = math.nan
+    r["note"] = "; ".join(n for n in (note, gone, why, pi_why) if n)
+    return r
+
+
+def loss_line(r: dict) -> str:
+    """A `loss_row` in one line: the loss, its CI and its PI (or that they are withheld)."""
+    head = (
+        f"  {r['variant']:<24} C = {r['compute_pflops_days']:.4g} PF-days "
+        f"({r['extrapolation']:.3g}x the data): "
+    )
+    if math.isnan(r["loss"]):
+        return head + "prediction withheld"
+    ci = (
+        "CI withheld"
+        if math.isnan(r["ci_lo"])
+        else f"{100 * r['ci_level']:.3g} % CI [{r['ci_lo']:.4f}, {r['ci_hi']:.4f}]"
+    )
+    pi = (
+        "PI withheld"
+        if math.isnan(r["pi_lo"])
+        else f"{100 * r['pi_level']:.3g} % PI [{r['pi_lo']:.4f}, {r['pi_hi']:.4f}]"
+    )
+    return head + f"loss {r['loss']:.4f}, {ci}, {pi}"
+
+
+def withheld_notes(r: dict) -> list[str]:
+    """The notes of a `loss_row` that say what was withheld."""
+    return [
+        n
+        for n in r["note"].split("; ")
+        if n.startswith(("prediction withheld", "prediction interval withheld"))
+    ]
+
+
+# --- the multiplier ----------------------------------------------------------------------------
+def _set_edge(inside, a: float, b: float) -> float:
+    """The log m between a (in the set) and b (not) where the set ends, by bisection."""
+    for _ in range(40):
+        mid = 0.5 * (a + b)
+        a, b = (mid, b) if inside(np.array([mid]))[0] else (a, mid)
+    return 0.5 * (a + b)
+
+
+def overlap_interval(base: LawFit, var: LawFit, c: float, m: float, band: Band) -> tuple:
+    """(lo, hi) of the multipliers around m at which the variant's band at c and the baseline's
+    at m·c overlap (module doc); (nan, nan) where even m is outside (an unreadable curve)."""
+    log_v = math.log(float(var.predict(np.array([c]))[0]))
+    h_v = band.at(c / var.compute_max)[1]
+
+    def inside(log_m: np.ndarray) -> np.ndarray:
+        mc = np.exp(log_m) * c
+        with np.errstate(all="ignore"):
+            gap = np.abs(log_v - np.log(base.predict(mc)))
+        ok = gap <= h_v + band.q * scale(mc / base.compute_max)
+        return ok & np.isfinite(gap)
+
+    grid = math.log(m) + np.linspace(-1.0, 1.0, _GRID) * math.log(SEARCH)
+    ok = inside(grid)
+    i = j = _GRID // 2
+    if not ok[i]:
+        return math.nan, math.nan
+    while i > 0 and ok[i - 1]:
+        i -= 1
+    while j < _GRID - 1 and ok[j + 1]:
+        j += 1
+    lo = 0.0 if i == 0 else math.exp(_set_edge(inside, grid[i], grid[i - 1]))
+    hi = math.inf if j == _GRID - 1 else math.exp(_set_edge(inside, grid[j], grid[j + 1]))
+    return lo, hi
+
+
+def withheld_pi(row: dict) -> str | None:
+    """Why the multiplier's prediction interval this far past the data is not given
+    (MULTIPLIER_COVERED_UP_TO), or None."""
+    limit = MULTIPLIER_COVERED_UP_TO.get(row.get("law"))
+    f = row.get("extrapolation", 1.0)
+    if limit is not None and f <= limit:
+        return None
+    measured = f"only up to {limit:g}x" if limit else "at no factor"
+    return (
+        f"multiplier prediction interval withheld: {f:.3g}x past the data, and the coverage of "
+        f"{row.get('law')}'s multiplier prediction intervals was measured >= 90 % {measured} "
+        "(docs/laws.md)"
+    )
+
+
+def multiplier_pi(base: LawFit, var: LawFit, row: dict, band: Band | None, why: str) -> dict:
+    """{"pi": [lo, hi], "pi_level", "pi_withheld": why or None} of a multiplier row
+    (`analysis.estimates.law_fits.multiplier`), from the bands at `joint_level` (`band`, or
+    None and `why`)."""
+    out = {"pi": [math.nan, math.nan], "pi_level": LEVEL, "pi_withheld": None}
+    c, m = float(row["compute_pflops_days"]), float(row["multiplier"])
+    f_v = c / var.compute_max
+    if band is None:
+        reason = f"it pairs two {100 * joint_level():.3g} % bands (Bonferroni): {why}"
+    elif row.get("undefined") or not (math.isfinite(m) and m > 0):
+        reason = "the multiplier itself is undefined here"
+    elif f_v > band.up_to:
+        reason = (
+            f"the variant's loss at {f_v:.3g}x past its data is past the {band.up_to:g}x its "
+            "band's coverage was measured up to"
+        )
+    else:
+        reason = withheld_pi(row)
+        if reason is None:
+            out["pi"] = list(overlap_interval(base, var, c, m, band))
+            lo, hi = out["pi"]
+            if math.isfinite(lo):
+                ends = [e for e, x in (("below", lo == 0), ("above", math.isinf(hi))) if x]
+                if ends:  # fits.json writes inf as null: say the end is open, not withheld
+                    out["pi_note"] = (
+                        f"open {' and '.join(ends)}: the bands still overlap {SEARCH:g}x "
+                        "from the point estimate"
+                    )
+                return out
+            reason = "the bands do not overlap even at the point estimate (a curve unreadable)"
+        else:
+            return {**out, "pi_withheld": reason}
+    return {**out, "pi_withheld": f"multiplier prediction interval withheld: {reason}"}
