@@ -51,7 +51,8 @@ import warnings
 import numpy as np
 
 from analysis.estimates import law_fits
-from analysis.estimates.conformal import sweep_band
+from analysis.estimates.band_intervals import joint_level
+from analysis.estimates.conformal import calibrate, gap_band, sweep_rollout
 from analysis.estimates.estimate import default_c_ref, fit_variants, points_for
 from analysis.estimates.extra_fits import fit_chinchilla_replicates
 from analysis.estimates.multiplier import boot_multipliers, multiplier_at, ratio
@@ -61,6 +62,7 @@ from analysis.fits.replicates import arrange, seed_bootstrap
 from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY, final_points
 from analysis.inputs.synthetic import chinchilla_law, simulate_runs
+from bench.coverage_pi import Tally, new_run, optimal_loss, score_mult_pi, score_pi, score_pi_c
 
 # E, A, a, B, b. Hoffmann et al. 2022's Approach 3 fit, and Besiroglu et al. 2024's refit of the
 # same data, whose steeper, larger data term puts a larger size's early cooldown point above a
@@ -76,6 +78,14 @@ DESIGNS = {
     "nd-demo": ((25.5e3, 56.6e3, 150e3), (0, 1, 2, 3), (0.25, 0.5, 1.0), 3.0),
     # GPU-like: five sizes 10M..200M non-embedding, 3 seeds, 4 budgets around 20 tokens/param
     "nd-gpu": ((10e6, 21e6, 45e6, 95e6, 200e6), (0, 1, 2), (0.25, 0.5, 1.0, 2.0), 20.0),
+    # the same with a sixth size, 420M: two rollout cuts per variant, 30 residuals pooled, enough
+    # for the 95 % bands a multiplier's prediction interval pairs (nd-gpu's 12 are not: 19 needed)
+    "nd-gpu6": (
+        (10e6, 21e6, 45e6, 95e6, 200e6, 420e6),
+        (0, 1, 2),
+        (0.25, 0.5, 1.0, 2.0),
+        20.0,
+    ),
 }
 ESTIMATORS = ("claw", "final", "chin")
 
@@ -199,6 +209,13 @@ def run_design(
     }
 
 
+def quantities(law) -> tuple[str, ...]:
+    """What `run_extrapolation` measures of a law: `pi_c` only for a law in (params, tokens),
+    whose compute query is its compute-optimal loss (a C law's is `pi`)."""
+    nd = "compute" not in law.inputs
+    return ("loss", "multiplier", "pi", *(("pi_c",) if nd else ()), "mult_pi", "mult_pi_bonf")
+
+
 def run_extrapolation(
     design: str,
     reps: int,
@@ -213,63 +230,18 @@ def run_extrapolation(
     sigma_point: float = 0.003,
 ) -> dict:
     """Coverage of the loss and multiplier intervals at f x the largest compute (module doc)."""
-    _, _, budgets, tpp = DESIGNS[design]
     true_laws = laws(truth)
     rng = np.random.default_rng([seed, sum(map(ord, design)), len(noise), len(truth), 0xE7])
-    ray = tpp * max(budgets)  # tokens per parameter of each run's final point
-    keys = [(law, f, q) for law in laws_ for f in factors for q in ("loss", "multiplier", "pi")]
-    hits = dict.fromkeys(keys, 0)
-    width = {k: [] for k in keys}
+    keys = [
+        (name, f, q) for name in laws_ for f in factors for q in quantities(law_registry.get(name))
+    ]
+    tally = Tally(keys)
+    noise_args = (sigma_run, sigma_point, noise)
     for runs, bseed in _replicates(
         design, reps, true_laws, rng, noise, sigma_run, rho, sigma_point
     ):
-        c_max = max(r.compute for r in runs)
         for name in laws_:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                law = law_registry.get(name)
-                res = fit_variants(
-                    points_for(law, runs, final_points(runs)),
-                    "baseline",
-                    FitSettings(n_bootstrap=n_boot, seed=bseed),
-                    law,
-                )
-            base, var = res.fits["baseline"], res.fits["variant"]
-            band, _ = sweep_band(law, runs, final_points(runs))
-            new_run = np.random.default_rng(bseed)  # a new run's noise at the query
-            for f in factors:
-                c = f * c_max
-                n_f = math.sqrt(c * FLOPS_PER_PFLOPS_DAY / (6.0 * ray))
-                X = {
-                    "compute": np.array([c]),
-                    "params": np.array([n_f]),
-                    "tokens": np.array([ray * n_f]),
-                }
-                lo, hi = (float(v[0]) for v in base.interval(X))
-                true_loss = float(true_laws["baseline"](n_f, ray * n_f))
-                hits[(name, f, "loss")] += bool(lo <= true_loss <= hi)
-                width[(name, f, "loss")].append(math.log(hi / lo))
-                _score_pi(
-                    hits,
-                    width,
-                    (name, f, "pi"),
-                    band,
-                    base,
-                    X,
-                    true_loss,
-                    new_run,
-                    sigma_run,
-                    sigma_point,
-                    noise,
-                )
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    m = law_fits.multiplier(base, var, c)
-                lo, hi = m["ci"]
-                hits[(name, f, "multiplier")] += bool(lo <= M_TRUE <= hi)
-                width[(name, f, "multiplier")].append(
-                    math.log(hi / lo) if lo > 0 and math.isfinite(hi) else math.inf
-                )
+            _score_law(tally, name, runs, bseed, n_boot, design, factors, true_laws, noise_args)
     return {
         "design": design,
         "truth": truth,
@@ -279,27 +251,58 @@ def run_extrapolation(
                 "law": k[0],
                 "factor": k[1],
                 "quantity": k[2],
-                "coverage": hits[k] / reps,
-                "se": _binomial_se(hits[k], reps),
-                "median_log_width": float(np.median(width[k])),
+                "coverage": tally.hits[k] / reps,
+                "se": _binomial_se(tally.hits[k], reps),
+                "median_log_width": float(np.median(tally.width[k])),
+                "withheld": tally.withheld[k] / reps,
+                # among the sweeps that gave an interval
+                "coverage_given": tally.hits[k] / max(reps - tally.withheld[k], 1),
             }
             for k in keys
         ],
     }
 
 
-def _score_pi(hits, width, key, band, base, X, true_loss, rng, sigma_run, sigma_point, noise):
-    """Whether the prediction band holds a new run's loss at X (the truth with a run's noise,
-    as `simulate_runs` draws it); no band (too few residuals) counts as a miss."""
-    z = rng.standard_t(3) / math.sqrt(3.0) if noise == "t3" else rng.normal()
-    new = true_loss * math.exp(sigma_run * z + sigma_point * rng.normal())
-    if band is None:
-        width[key].append(math.inf)
-        return
-    pred = float(base.predict(X)[0])
-    lo, hi = band.at(float(base.extrapolation(X)[0]))
-    hits[key] += bool(pred * math.exp(lo) <= new <= pred * math.exp(hi))
-    width[key].append(hi - lo)
+def _score_law(tally, name, runs, bseed, n_boot, design, factors, true_laws, noise_args):
+    """One sweep's intervals under law `name` at each factor, into `tally`."""
+    _, _, budgets, tpp = DESIGNS[design]
+    ray = tpp * max(budgets)  # tokens per parameter of each run's final point
+    c_max = max(r.compute for r in runs)
+    law = law_registry.get(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fit_variants(
+            points_for(law, runs, final_points(runs)),
+            "baseline",
+            FitSettings(n_bootstrap=n_boot, seed=bseed),
+            law,
+        )
+        ro = sweep_rollout(law, runs, final_points(runs))
+    base, var = res.fits["baseline"], res.fits["variant"]
+    residuals = ([x.log_residual for x in ro.residuals], [x.factor for x in ro.residuals])
+    band, _ = calibrate(*residuals)
+    bands = {
+        "mult_pi": gap_band(ro, runs, "baseline")[0],
+        "mult_pi_bonf": calibrate(*residuals, joint_level())[0],
+    }
+    new = np.random.default_rng(bseed)  # a new run's noise at each query (as before pi_c)
+    new_c = np.random.default_rng([bseed, 1])  # and at the compute-optimal ones, apart
+    for f in factors:
+        c = f * c_max
+        n_f = math.sqrt(c * FLOPS_PER_PFLOPS_DAY / (6.0 * ray))
+        X = {"compute": np.array([c]), "params": np.array([n_f]), "tokens": np.array([ray * n_f])}
+        true_loss = float(true_laws["baseline"](n_f, ray * n_f))
+        tally.score((name, f, "loss"), *(float(v[0]) for v in base.interval(X)), true_loss)
+        score_pi(tally, (name, f, "pi"), band, base, X, new_run(true_loss, new, *noise_args))
+        if (name, f, "pi_c") in tally.hits:
+            best = new_run(optimal_loss(true_laws["baseline"], c), new_c, *noise_args)
+            score_pi_c(tally, (name, f, "pi_c"), band, base, c, best)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            m = law_fits.multiplier(base, var, c)
+            tally.score((name, f, "multiplier"), *m["ci"], M_TRUE)
+            for q, b in bands.items():
+                score_mult_pi(tally, (name, f, q), b, base, var, c, m["multiplier"], M_TRUE)
 
 
 def main(argv=None) -> int:
@@ -373,14 +376,15 @@ def _extrapolation_main(args) -> int:
     return _print_tables(
         args,
         f"{'design':<8} {'truth':<10} {'law':<11} {'factor':>6} {'quantity':<10} "
-        f"{'coverage':>8} {'±se':>6} {'median log-width':>16}",
+        f"{'coverage':>8} {'±se':>6} {'median log-width':>16} {'withheld':>8} {'if given':>8}",
         lambda d, truth: run_extrapolation(
             d, args.reps, args.bootstrap, args.factors, args.laws, args.seed, truth, args.noise
         ),
         lambda d, truth, r: (
             f"{d:<8} {truth:<10} {row['law']:<11} {row['factor']:>5g}x "
             f"{row['quantity']:<10} {row['coverage']:>8.1%} {row['se']:>6.1%} "
-            f"{row['median_log_width']:>16.3f}"
+            f"{row['median_log_width']:>16.3f} {row['withheld']:>8.1%} "
+            f"{row['coverage_given']:>8.1%}"
             for row in r["rows"]
         ),
     )

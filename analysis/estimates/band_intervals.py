@@ -10,19 +10,24 @@ at their own (N, D), not on the frontier, so at a compute it also carries the la
 the optimum lies only as far as the rollouts showed it: its coverage at compute queries is
 measured apart (`bench.coverage_nd --factors`, quantity `pi_c`, docs/laws.md).
 
-The multiplier (`multiplier_pi`): the set of multipliers m for which the variant's band at c and
-the baseline's band at m·c overlap, each band at level 1 - (1 - LEVEL)/2, so that where both
-bands hold the true losses (jointly at >= LEVEL by Bonferroni's inequality) the true multiplier,
-at which the two true losses are equal, lies in the set: |log L̂_v(c) - log L̂_b(M·c)| <=
-h_v + h_b. Split conformal (Lei et al. 2018) at 95 % needs 19 residuals, twice the 90 % band's 9;
-fewer and the interval is withheld with that reason. The bands cover a new run's loss; the set is
-scored against the true multiplier (the CI's target), which the bands hold at least as often when
-the seed noise is symmetric. Unlike the bootstrap CI, its width carries the sweep's own error of
-extrapolation (its rollouts' misfit), not only its noise. The interval is the connected part of
-the set around the point estimate m̂, searched over m̂/SEARCH..m̂·SEARCH (an end that reaches it
-is open: 0 or inf): far out the band's ln f growth outruns the baseline's fall and the set
-reopens, where no interval is asked. It is given only up to the factor its coverage was measured
->= 90 % (MULTIPLIER_COVERED_UP_TO).
+The multiplier (`multiplier_pi`): calibrated on the same rollouts, on the quantity its error
+comes from. The multiplier m solves L̂_b(m·c) = L̂_v(c), the truth M solves L_b(M·c) = L_v(c), so
+M lies in {m : |log L̂_v(c) - log L̂_b(m·c)| <= h} exactly when the error of the two laws' log-loss
+gap, e_v(c) - e_b(M·c) (e = log L̂ - log L), is within h. The rollouts measure that error where a
+variant's held-out run and the baseline's twin (same size and seed, same cut) were both scored:
+r_v - r_b (`analysis.estimates.conformal.paired_gaps`); split conformal on |r_v - r_b| / s(f)
+(Lei et al. 2018; any score keeps the guarantee where the pairs are exchangeable, which pairs of
+one cut are only approximately: the coverage is measured) gives h = q_g·s(f) at the larger of the
+two factors, and the interval is the set's connected part around the point estimate m̂, searched
+over m̂/SEARCH..m̂·SEARCH (an end that reaches it is open: 0 or inf; far out the band's ln f
+growth can outrun the baseline's fall and reopen the set, where no interval is asked). Each pair
+carries two runs' seed noise, so it is conservative for the noise-free M. The alternative of
+pairing two loss bands, each at 1 - (1 - LEVEL)/2 so that they hold jointly at >= LEVEL by
+Bonferroni's inequality (h = h_v + h_b, `bonferroni_half_width`), is valid without pairs but
+bounds |e_v - e_b| by |e_v| + |e_b|: two fits of one law to two similar variants misfit alike,
+and it needs 19 residuals to the pairs' 9. `bench.coverage_nd --factors` measures both
+(mult_pi, mult_pi_bonf; docs/laws.md). The interval is given only up to the factor its coverage
+was measured >= 90 % (MULTIPLIER_COVERED_UP_TO).
 """
 
 from __future__ import annotations
@@ -55,7 +60,7 @@ def loss_pi(band: Band | None, why: str, loss: float, ext: float) -> tuple[float
     """(pi_lo, pi_hi, the reason it is withheld or "") of the loss `loss` at factor `ext`."""
     if band is None or not math.isfinite(loss):
         return math.nan, math.nan, (f"prediction interval withheld: {why}" if why else "")
-    if ext > band.up_to:
+    if ext > band.up_to * (1 + 1e-9):  # a query at exactly up_to is inside
         return (
             math.nan,
             math.nan,
@@ -157,18 +162,28 @@ def _set_edge(inside, a: float, b: float) -> float:
     return 0.5 * (a + b)
 
 
-def overlap_interval(base: LawFit, var: LawFit, c: float, m: float, band: Band) -> tuple:
-    """(lo, hi) of the multipliers around m at which the variant's band at c and the baseline's
-    at m·c overlap (module doc); (nan, nan) where even m is outside (an unreadable curve)."""
+def gap_half_width(band: Band):
+    """h(f_v, f_b) of the paired gap band (module doc): q·s(max(f_v, f_b))."""
+    return lambda f_v, f_b: band.q * scale(np.maximum(f_v, f_b))
+
+
+def bonferroni_half_width(band: Band):
+    """h(f_v, f_b) of two loss bands (`band` at `joint_level`): q·s(f_v) + q·s(f_b)."""
+    return lambda f_v, f_b: band.q * (scale(f_v) + scale(f_b))
+
+
+def overlap_interval(base: LawFit, var: LawFit, c: float, m: float, half_width) -> tuple:
+    """(lo, hi) of the multipliers around m with |log L̂_v(c) - log L̂_b(m·c)| <= h(f_v, f_b)
+    (`gap_half_width` or `bonferroni_half_width`; f_v, f_b: the two factors past the data);
+    (nan, nan) where even m is outside (an unreadable curve)."""
     log_v = math.log(float(var.predict(np.array([c]))[0]))
-    h_v = band.at(c / var.compute_max)[1]
+    f_v = c / var.compute_max
 
     def inside(log_m: np.ndarray) -> np.ndarray:
         mc = np.exp(log_m) * c
         with np.errstate(all="ignore"):
             gap = np.abs(log_v - np.log(base.predict(mc)))
-        ok = gap <= h_v + band.q * scale(mc / base.compute_max)
-        return ok & np.isfinite(gap)
+        return (gap <= half_width(f_v, mc / base.compute_max)) & np.isfinite(gap)
 
     grid = math.log(m) + np.linspace(-1.0, 1.0, _GRID) * math.log(SEARCH)
     ok = inside(grid)
@@ -189,7 +204,7 @@ def withheld_pi(row: dict) -> str | None:
     (MULTIPLIER_COVERED_UP_TO), or None."""
     limit = MULTIPLIER_COVERED_UP_TO.get(row.get("law"))
     f = row.get("extrapolation", 1.0)
-    if limit is not None and f <= limit:
+    if limit is not None and f <= limit * (1 + 1e-9):
         return None
     measured = f"only up to {limit:g}x" if limit else "at no factor"
     return (
@@ -200,25 +215,25 @@ def withheld_pi(row: dict) -> str | None:
 
 
 def multiplier_pi(base: LawFit, var: LawFit, row: dict, band: Band | None, why: str) -> dict:
-    """{"pi": [lo, hi], "pi_level", "pi_withheld": why or None} of a multiplier row
-    (`analysis.estimates.law_fits.multiplier`), from the bands at `joint_level` (`band`, or
-    None and `why`)."""
+    """{"pi": [lo, hi], "pi_level", "pi_withheld": why or None[, "pi_note"]} of a multiplier row
+    (`analysis.estimates.law_fits.multiplier`), from the paired gap band (`band`, or None and
+    `why`: `analysis.estimates.conformal.covered_bands`)."""
     out = {"pi": [math.nan, math.nan], "pi_level": LEVEL, "pi_withheld": None}
     c, m = float(row["compute_pflops_days"]), float(row["multiplier"])
     f_v = c / var.compute_max
     if band is None:
-        reason = f"it pairs two {100 * joint_level():.3g} % bands (Bonferroni): {why}"
+        reason = why
     elif row.get("undefined") or not (math.isfinite(m) and m > 0):
         reason = "the multiplier itself is undefined here"
-    elif f_v > band.up_to:
+    elif f_v > band.up_to * (1 + 1e-9):
         reason = (
-            f"the variant's loss at {f_v:.3g}x past its data is past the {band.up_to:g}x its "
+            f"the variant's loss at {f_v:.3g}x past its data is past the {band.up_to:g}x the "
             "band's coverage was measured up to"
         )
     else:
         reason = withheld_pi(row)
         if reason is None:
-            out["pi"] = list(overlap_interval(base, var, c, m, band))
+            out["pi"] = list(overlap_interval(base, var, c, m, gap_half_width(band)))
             lo, hi = out["pi"]
             if math.isfinite(lo):
                 ends = [e for e, x in (("below", lo == 0), ("above", math.isinf(hi))) if x]

@@ -93,15 +93,46 @@ def calibrate(log_residuals, factors, level: float = LEVEL) -> tuple[Band | None
     return Band(float(s[min(k, len(s)) - 1]), level, len(s), (float(f.min()), float(f.max()))), ""
 
 
-def sweep_residuals(law, runs, c_law_runs) -> tuple[list[float], list[float]]:
-    """(log residuals, their factors) of `law`'s rollouts on the sweep
-    (`analysis.estimates.rollouts.rollout`, on the cuts below which `law` has the points it
-    needs)."""
+def sweep_rollout(law, runs, c_law_runs) -> rollouts.Rollout:
+    """`law`'s rollouts on the sweep (`analysis.estimates.rollouts.rollout`, on the cuts below
+    which `law` has the points it needs), its fits' warnings silenced."""
     planned = rollouts.fittable(law, runs, c_law_runs, rollouts.plan(runs))
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        ro = rollouts.rollout(law, runs, c_law_runs, planned=planned)
+        return rollouts.rollout(law, runs, c_law_runs, planned=planned)
+
+
+def sweep_residuals(law, runs, c_law_runs) -> tuple[list[float], list[float]]:
+    """(log residuals, their factors) of `sweep_rollout`."""
+    ro = sweep_rollout(law, runs, c_law_runs)
     return [x.log_residual for x in ro.residuals], [x.factor for x in ro.residuals]
+
+
+def paired_gaps(ro: rollouts.Rollout, runs, baseline: str) -> tuple[list[float], list[float]]:
+    """(gaps, factors): for each variant's held-out run whose baseline twin (the run of the same
+    size and seed, held out at the same cut: the variant's k-th highest and the baseline's) was
+    scored too, r_variant - r_baseline, the rollout's error of the two laws' log-loss gap at the
+    same inputs, at the larger of the two factors. Runs of a size whose seeds are not told apart
+    pair with none."""
+    by_id = {r.run_id: r for r in runs}
+    cuts = {
+        lab: sorted({x.cut for x in ro.residuals if x.label == lab}, reverse=True)
+        for lab in {x.label for x in ro.residuals}
+    }
+    keyed: dict[tuple, list] = {}
+    for x in ro.residuals:
+        run = by_id.get(x.run)
+        if run is not None:
+            key = (cuts[x.label].index(x.cut), run.size, run.seed)
+            keyed.setdefault((x.label, key), []).append(x)
+    gaps, factors = [], []
+    for (label, key), (x, *more) in sorted(keyed.items(), key=lambda kv: str(kv[0])):
+        twin = keyed.get((baseline, key))
+        if label == baseline or more or not twin or len(twin) > 1:
+            continue
+        gaps.append(x.log_residual - twin[0].log_residual)
+        factors.append(max(x.factor, twin[0].factor))
+    return gaps, factors
 
 
 def sweep_band(law, runs, c_law_runs, level: float = LEVEL) -> tuple[Band | None, str]:
@@ -110,23 +141,35 @@ def sweep_band(law, runs, c_law_runs, level: float = LEVEL) -> tuple[Band | None
     return calibrate(*sweep_residuals(law, runs, c_law_runs), level)
 
 
-def covered_bands(law, runs, c_law_runs, levels=(LEVEL,)) -> list[tuple[Band | None, str]]:
-    """`sweep_band` at each level, with the factor it is covered up to, from one set of
-    rollouts; (None, why) for each where the residuals are too few, or for every level where the
-    law's band coverage is not measured >= 90 % (COVERED_UP_TO: then no rollout is run)."""
+def gap_band(ro: rollouts.Rollout, runs, baseline: str) -> tuple[Band | None, str]:
+    """The band of a variant's and the baseline's log-loss gap (`paired_gaps`), or (None, why)."""
+    band, why = calibrate(*paired_gaps(ro, runs, baseline))
+    if band is None:
+        why = (
+            "pairs of rollout residuals (a variant's run and the baseline's of the same size "
+            f"and seed, held out at the same cut): {why.replace('rollout residuals', 'pairs')}"
+        )
+    return band, why
+
+
+def covered_bands(law, runs, c_law_runs, baseline: str) -> tuple[tuple, tuple]:
+    """((the loss band, why), (the gap band, why)) of `law` on one set of rollouts, with the
+    factor they are covered up to; (None, why) where the residuals are too few, and for both
+    where the law's band coverage is not measured >= 90 % (COVERED_UP_TO: no rollout is run)."""
     up_to = COVERED_UP_TO.get(law.name)
     if up_to is None:
         why = (
             f"the coverage of {law.name}'s prediction band past the data was not "
             "measured >= 90 % (docs/laws.md)"
         )
-        return [(None, why) for _ in levels]
-    residuals = sweep_residuals(law, runs, c_law_runs)
-    out = []
-    for level in levels:
-        band, why = calibrate(*residuals, level)
-        out.append((dataclasses.replace(band, up_to=up_to), "") if band else (None, why))
-    return out
+        return (None, why), (None, why)
+    ro = sweep_rollout(law, runs, c_law_runs)
+    band, why = calibrate([x.log_residual for x in ro.residuals], [x.factor for x in ro.residuals])
+    gap, gap_why = gap_band(ro, runs, baseline)
+    return tuple(
+        (dataclasses.replace(b, up_to=up_to), "") if b else (None, w)
+        for b, w in ((band, why), (gap, gap_why))
+    )
 
 
 def saved(band: Band | None, why: str) -> dict:
@@ -138,5 +181,8 @@ def band_json(law, runs, c_law_runs, level: float = LEVEL) -> dict:
     """What fits.json keeps of it: the band with the factor it is covered up to, or
     {"withheld": why} (too few residuals, or a law whose band's coverage is not measured >= 90 %:
     COVERED_UP_TO)."""
-    ((band, why),) = covered_bands(law, runs, c_law_runs, (level,))
-    return saved(band, why)
+    up_to = COVERED_UP_TO.get(law.name)
+    if up_to is None:
+        return {"withheld": covered_bands(law, runs, c_law_runs, "")[0][1]}
+    band, why = sweep_band(law, runs, c_law_runs, level)
+    return saved(dataclasses.replace(band, up_to=up_to) if band else None, why)

@@ -18,7 +18,6 @@ import numpy as np
 
 from analysis.estimates import conformal
 from analysis.estimates.band_intervals import (
-    joint_level,
     loss_line,
     loss_row,
     multiplier_pi,
@@ -198,7 +197,7 @@ def _pi_text(r: dict) -> str:
         return f"      ! {r.get('pi_withheld') or 'multiplier prediction interval not computed'}"
     lo, hi = r["pi"]
     return (
-        f"      {100 * r['pi_level']:.3g} % prediction interval (the loss bands' overlap): "
+        f"      {100 * r['pi_level']:.3g} % prediction interval (the rollouts' paired gaps): "
         f"[{lo:.3g}, {hi:.3g}]" + (f" ({r['pi_note']})" if r.get("pi_note") else "")
     )
 
@@ -275,26 +274,25 @@ def chosen_law(
     fit table's fits, which are the chosen law's when it is the table's; otherwise `law` is
     fitted with `n_bootstrap` resamples (--law-bootstrap)."""
     lines: list[str] = []
+    # one set of rollouts: the loss band, and the band of the gap a multiplier's interval needs
+    (band, why), pair = conformal.covered_bands(law, sweep.runs, sweep.c_law_runs, baseline)
     if law is table.law:
         lf, mults = table.fits, []
-        ref_rows = law_multipliers(lf, baseline, c_refs) if computes else []
+        ref_rows = _with_pi(
+            law_multipliers(lf, baseline, c_refs) if computes else [], lf, baseline, pair
+        )
     else:
         res = fit_arranged(sweep.for_law(law), baseline, settings.but(n_bootstrap=n_bootstrap), law)
         lf = res.fits
         lines += _law_fit_lines(res, n_bootstrap)
-        mults = ref_rows = law_multipliers(lf, baseline, c_refs)
+        mults = ref_rows = _with_pi(law_multipliers(lf, baseline, c_refs), lf, baseline, pair)
         lines += _multiplier_lines(mults, law, baseline)
     rows = law_multipliers(lf, baseline, computes)
     for r in rows:
         r["withheld"] = withheld_interval(r, "multiplier")
         if r["withheld"]:
             r["ci"] = [math.nan, math.nan]
-    # one set of rollouts: the loss band, and the pair of bands a multiplier's interval needs
-    (band, why), (pair, pair_why) = conformal.covered_bands(
-        law, sweep.runs, sweep.c_law_runs, (conformal.LEVEL, joint_level())
-    )
-    for r in {id(r): r for r in [*rows, *mults, *ref_rows]}.values():
-        r.update(multiplier_pi(lf[baseline], lf[r["variant"]], r, pair, pair_why))
+    rows = _with_pi(rows, lf, baseline, pair)
     losses = losses_at(lf, computes, band, why)
     lines += at_compute_lines(rows, ref_rows, law.name) + loss_lines(losses, law.name)
     saved = {
@@ -307,3 +305,11 @@ def chosen_law(
         "prediction_band": conformal.saved(band, why),
     }
     return saved, lines
+
+
+def _with_pi(rows: list[dict], lf: dict[str, LawFit], base: str, pair: tuple) -> list[dict]:
+    """`rows` with each multiplier's prediction interval (`band_intervals.multiplier_pi`, from
+    the paired gap band: `pair` = (band or None, why))."""
+    for r in rows:
+        r.update(multiplier_pi(lf[base], lf[r["variant"]], r, *pair))
+    return rows
