@@ -542,3 +542,47 @@ def test_the_scaled_huber_fit_sets_delta_in_the_units_of_the_residuals():
     assert 0.01 < f.huber_delta < 2 * HUBER_K * 0.03  # not 1e-3: of the order of the noise
     ls = fit_law(DATA_CONSTRAINED, "v", X, L, huber_delta=None)
     assert f.rmse_log < 1.05 * ls.rmse_log
+
+
+def test_at_compute_keeps_the_loss_and_the_multipliers_prediction_intervals_or_why_not(chin_fit):
+    """4 sizes x 2 seeds: no rollout cut (3 sizes fitted, 5 runs held out), so both prediction
+    intervals are withheld with that reason, beside the CIs, named apart."""
+    out, text = chin_fit
+    law = json.loads((out / "fits.json").read_text())["law"]
+    (row,) = law["at_compute"]
+    assert row["pi"] == [None, None] and row["pi_level"] == 0.9
+    assert "pairs of rollout residuals" in row["pi_withheld"] and "needs 9" in row["pi_withheld"]
+    base, var = sorted(law["loss_at_compute"], key=lambda r: r["variant"] != "baseline")
+    assert base["variant"] == "baseline" and base["compute_pflops_days"] == pytest.approx(0.3)
+    assert {"loss", "ci_lo", "ci_hi", "pi_lo", "pi_hi", "pi_level"} <= set(base)
+    assert "compute-optimal loss" in base["note"]
+    assert "prediction interval withheld: too few rollout residuals" in base["note"]
+    assert "Loss at the named compute (law chinchilla):" in text
+    assert "multiplier prediction interval withheld: pairs of rollout residuals" in text
+
+
+def test_at_compute_gives_both_prediction_intervals_up_to_the_factor_measured(
+    nd_sweep, tmp_path, monkeypatch, capsys
+):
+    """With bands (as a sweep with enough rollouts calibrates them): the loss PI and the
+    multiplier PI at 1.5x and 1.9x the data; at 50x both are withheld and say why."""
+    from analysis.estimates import band_intervals, conformal
+
+    band = conformal.Band(0.004, 0.9, 30, (1.2, 5.0), up_to=30.0)
+    monkeypatch.setattr(conformal, "covered_bands", lambda *a: ((band, ""), (band, "")))
+    monkeypatch.setattr(band_intervals, "MULTIPLIER_COVERED_UP_TO", {"chinchilla": 30.0})
+    out = tmp_path / "o"
+    extra = "--law chinchilla --law-bootstrap 20 --at-compute 0.3PF-days 10PF-days".split()
+    assert fit_sweep(nd_sweep, out, 20, *extra) == 0
+    text = capsys.readouterr().out
+    law = json.loads((out / "fits.json").read_text())["law"]
+    near, far = law["at_compute"]
+    assert near["pi_withheld"] is None and near["pi"][0] < near["multiplier"] < near["pi"][1]
+    assert far["pi"] == [None, None] and "only up to 30x" in far["pi_withheld"]
+    losses = {(r["variant"], r["compute_pflops_days"]): r for r in law["loss_at_compute"]}
+    near, far = losses[("baseline", 0.3)], losses[("baseline", 10.0)]
+    assert near["pi_lo"] < near["loss"] < near["pi_hi"]
+    assert far["pi_lo"] is None and "measured only up to 30x" in far["note"]
+    assert law["prediction_band"]["q"] == 0.004
+    assert "90 % prediction interval (the rollouts' paired gaps): [" in text
+    assert "90 % PI [" in text and "PI withheld" in text

@@ -225,25 +225,22 @@ def multiplier_pi(base: LawFit, var: LawFit, row: dict, band: Band | None, why: 
         reason = why
     elif row.get("undefined") or not (math.isfinite(m) and m > 0):
         reason = "the multiplier itself is undefined here"
+    elif withheld_pi(row):
+        return {**out, "pi_withheld": withheld_pi(row)}
     elif f_v > band.up_to * (1 + 1e-9):
         reason = (
             f"the variant's loss at {f_v:.3g}x past its data is past the {band.up_to:g}x the "
             "band's coverage was measured up to"
         )
     else:
-        reason = withheld_pi(row)
-        if reason is None:
-            out["pi"] = list(overlap_interval(base, var, c, m, gap_half_width(band)))
-            lo, hi = out["pi"]
-            if math.isfinite(lo):
-                ends = [e for e, x in (("below", lo == 0), ("above", math.isinf(hi))) if x]
-                if ends:  # fits.json writes inf as null: say the end is open, not withheld
-                    out["pi_note"] = (
-                        f"open {' and '.join(ends)}: the bands still overlap {SEARCH:g}x "
-                        "from the point estimate"
-                    )
-                return out
-            reason = "the bands do not overlap even at the point estimate (a curve unreadable)"
-        else:
-            return {**out, "pi_withheld": reason}
+        lo, hi = overlap_interval(base, var, c, m, gap_half_width(band))
+        if math.isfinite(lo):
+            ends = [e for e, x in (("below", lo == 0), ("above", math.isinf(hi))) if x]
+            if ends:  # fits.json writes inf as null: say the end is open, not withheld
+                out["pi_note"] = (
+                    f"open {' and '.join(ends)}: the gap band still holds {SEARCH:g}x "
+                    "from the point estimate"
+                )
+            return {**out, "pi": [lo, hi]}
+        reason = "the gap band does not hold even the point estimate (a curve unreadable)"
     return {**out, "pi_withheld": f"multiplier prediction interval withheld: {reason}"}
