@@ -5,11 +5,14 @@ bootstrap per variant (`--law`; the C power law by default). Each row of QUERY.c
 predict: `params` and `tokens` (a law in N and D; a C law takes C = 6·N·D), or `compute` (FLOPs as
 a number, 1e22, or PFLOP/s-days with the unit, 3PF-days; a law in N and D answers with its
 compute-optimal loss there); an optional `variant` column picks the variant (default: every
-fitted variant). PRED.csv gets, per row and variant, the predicted loss, its interval from the
-fit's bootstrap (the fitted law's uncertainty: the expected loss, not one run's seed noise) and
-the extrapolation factor (the row's compute over the largest compute fitted). Past the factor at
-which the intervals' coverage was measured (docs/laws.md) the interval is withheld and the row
-says so.
+fitted variant). PRED.csv gets, per row and variant, the predicted loss, its confidence interval
+from the fit's bootstrap (ci_lo/ci_hi: the fitted law's uncertainty, the expected loss, not one
+run's seed noise), its prediction interval of a new run's loss (pi_lo/pi_hi: the band calibrated
+on the sweep's own rollouts, `analysis.estimates.band_intervals.loss_row`; for a compute query
+to a law in N and D, at the compute-optimal loss, though the band was calibrated on the runs' own
+(N, D), not on the frontier) and the extrapolation factor (the row's compute over the largest
+compute fitted). Past the factor at which an interval's coverage was measured (docs/laws.md) it
+is withheld and the row's note says why.
 """
 
 from __future__ import annotations

@@ -36,8 +36,19 @@ which every measured coverage of that law held >= 90 %, and withheld past it.
 Quantity `pi`: the prediction interval of `analysis.predict` (pi_lo/pi_hi), the split-conformal
 band of `analysis.estimates.conformal` calibrated on the sweep's own rollouts
 (`analysis.estimates.rollouts`), scored against a new run's loss at the query (the truth with a
-run's seed noise); a sweep with too few residuals counts as a miss. `--quick`: 2 sweeps, 10
-resamples, a smoke test.
+run's seed noise); a sweep with too few residuals counts as a miss. `pi_c` (laws in (params,
+tokens)): the same band at a `compute` query, as `analysis.predict` answers it (the law's
+compute-optimal loss), against a new run at the truth's compute-optimal (N, D). `mult_pi`: the
+multiplier's prediction interval of `analysis.fit --at-compute` (the rollouts' paired gap band),
+against the true multiplier; `mult_pi_bonf`: two loss bands at the Bonferroni level instead, for
+comparison (`bench.coverage_pi`). The `withheld` column: the sweeps that gave no interval (they
+count as misses); `if given`: the coverage among the rest. Design `nd-gpu6` has the rollouts the
+paired gap band needs (nd-gpu's 6 pairs are too few):
+
+    python -m bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6 --truths kaplan besiroglu \
+        --reps 40 --bootstrap 100
+
+`--quick`: 2 sweeps, 10 resamples, a smoke test.
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ share a fit, so they are not exchangeable exactly: the coverage is measured, not
 "conformalized scaling laws"' (89.7 % coverage at alpha = 0.1 past the calibration range, where
 least-squares intervals covered 61 %); OLMo-core keeps such a prediction interval apart from the
 fit's confidence interval, as `analysis.predict` does (pi_lo/pi_hi beside ci_lo/ci_hi).
+
+The same calibration on a second score gives the gap band a multiplier's interval needs
+(`paired_gaps`, `analysis.estimates.band_intervals`): r_v - r_b of a variant's held-out run and
+the baseline's twin (the run of the same size and seed, at the same cut).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """The chosen law (`--law`, or the one `--law auto` chose: `analysis.estimates.law_choice`) beside
 the fit table: its fits, its compute multiplier at C_ref and at the computes asked for
-(`--at-compute`) with an interval where its coverage was measured, and what `analysis.predict`
-reads of it in fits.json.
+(`--at-compute`) with its bootstrap CI ("ci") and its prediction interval from the sweep's
+rollouts ("pi": `analysis.estimates.band_intervals.multiplier_pi`) where their coverage was
+measured, each variant's loss at those computes with its CI and PI (`band_intervals.loss_row`,
+the rows of analysis.predict), and what `analysis.predict` reads of it in fits.json.
 
 Which points: a C law fits what the table's fit fits (each run's final point by default); a law in
 (params, tokens) every point of every seed (`analysis.estimates.estimate.Sweep.for_law`). The
