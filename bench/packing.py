@@ -23,20 +23,22 @@ import time
 from pathlib import Path
 
 READY_TIMEOUT_S = 600
+MEMBER_FLAG = "--pack-member"  # bench.throughput's first argument for one member process
 
 
-def member(args, folder: Path, k: int, index: int) -> None:
-    """One of K processes: warm up, wait for the others, time the steps, write tokens/s."""
+def member(args, variant, folder: Path, k: int, index: int) -> int:
+    """One of K processes (`python -m bench.throughput --pack-member FOLDER K I ...`, so that the
+    command line and the variant are the throughput bench's own): warm up, wait for the others,
+    time the steps, write tokens/s."""
     import torch
 
     from andrea.launch.throughput import Runner
-    from bench.throughput import variants
 
     device = torch.device(args.device)
     if args.threads:
         torch.set_num_threads(args.threads)
     args.compiled = args.compile == "on"
-    r = Runner(variants(args.variants[:1], args.size, args.vocab)[0], args, device)
+    r = Runner(variant, args, device)
     r.warm_up(max(1, args.warmup))
     (folder / f"ready_{index}").touch()
     deadline = time.time() + READY_TIMEOUT_S
@@ -48,6 +50,7 @@ def member(args, folder: Path, k: int, index: int) -> None:
         r.train_step()
     r.sync()
     (folder / f"span_{index}").write_text(f"{start} {time.time()} {steps * args.batch * args.seq}")
+    return 0
 
 
 def measure(args, k: int, argv: list[str]) -> float:
@@ -59,8 +62,8 @@ def measure(args, k: int, argv: list[str]) -> float:
                 [
                     sys.executable,
                     "-m",
-                    "bench.packing",
-                    "--member",
+                    "bench.throughput",
+                    MEMBER_FLAG,
                     str(folder),
                     str(k),
                     str(i),
@@ -124,10 +127,3 @@ def member_argv(argv: list[str]) -> list[str]:
             continue
         out.append(a)
     return out
-
-
-if __name__ == "__main__":
-    from bench.throughput import parse
-
-    folder, k, index, *rest = sys.argv[2:]
-    member(parse(rest), Path(folder), int(k), int(index))

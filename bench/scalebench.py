@@ -7,7 +7,8 @@ this: a split's training runs are the candidate pool, each with its cost (the be
 6·N·D for most splits), and the budget is a fraction (1 %, 5 %, 10 %, cumulative; 20/35/50 % on
 sparsity) of the whole pool's cost. At each fraction the law is fitted to the runs chosen so far
 and scored by R² on the split's held-out high-cost runs (the target region), clipped to
-[-1, 1]; mean ± sd (population sd) over repetitions with seeds 0..R-1 (the benchmark's 10).
+[-1, 1]; mean ± sd (population sd) and the median over repetitions with seeds 0..R-1 (the
+benchmark's 10).
 Their baselines choose runs one at a time; a run that would overshoot the fraction's budget is
 deferred to the next fraction, and counted there.
 

@@ -32,6 +32,7 @@ import statistics
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -40,6 +41,7 @@ from andrea.model.flops import training_flops_per_token
 from andrea.model.residuals import registry
 from andrea.model.transformer import ModelConfig
 from andrea.run.units import mfu, peak_flops
+from bench import packing
 
 SIZES = {  # (n_layer, n_head, d_model); vocab 8449, context 1024 (docs/andrea.md)
     "tiny": (2, 2, 64),
@@ -414,10 +416,13 @@ def main(argv=None) -> int:
         from andrea.launch.throughput import main as sweep_main
 
         return sweep_main(argv)
+    if argv[:1] == [packing.MEMBER_FLAG]:  # one of --pack's K processes
+        folder, k, index, *rest = argv[1:]
+        args = parse(rest)
+        variant = variants(args.variants[:1], args.size, args.vocab)[0]
+        return packing.member(args, variant, Path(folder), int(k), int(index))
     args = parse(argv)
     if args.pack:
-        from bench import packing
-
         return packing.run(args, packing.member_argv(argv))
     rc = 0
     for compiled in [False, True] if args.compile == "both" else [args.compile == "on"]:

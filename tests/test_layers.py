@@ -346,7 +346,7 @@ def test_the_circle_finder_finds_a_circle_and_only_one():
     assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"d"}}) == [["a", "b", "c"]]
 
 
-@pytest.mark.parametrize("top", CODE_TOPS)
+@pytest.mark.parametrize("top", (*CODE_TOPS, "bench"))
 def test_no_circle_of_imports(top):
     """Type-only imports included: a component takes its own small settings dataclass
     (`OptimizerConfig`, `ScheduleConfig`), never the config's `RunSpec`; the run directory

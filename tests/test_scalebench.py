@@ -51,6 +51,10 @@ def test_quick_subset_reproduces_the_published_random_row_and_marks_dev_and_held
     assert "| farseer (1/5/10 %) | dev |" in md and "| moe (1/5/10 %) | held-out |" in md
     js = json.loads((tmp_path / "scalebench.json").read_text())
     assert js["splits"]["farseer"]["set"] == "dev" and js["splits"]["moe"]["set"] == "held-out"
+    # the CSV's median is the median of the JSON's repetitions
+    (rnd,) = [r for r in js["splits"]["farseer"]["rows"] if (r["method"], r["fit"]) == (
+        "random", "benchmark")]  # fmt: skip
+    assert abs(float(random_1pct[0]["median"]) - np.median(np.array(rnd["values"])[:, 0])) < 1e-9
     # the fit to the whole Farseer pool: the published All Data row is 0.91 ± 0.01
     full = [
         r for r in rows if (r["split"], r["method"], r["fit"]) == ("farseer", "full", "benchmark")
