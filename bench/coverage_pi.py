@@ -82,7 +82,9 @@ def score_pi(tally, key, band, base, X, target_run: float) -> None:
 
 def score_pi_c(tally, key, band, base, c: float, target_run: float) -> None:
     """`pi_c`: the compute query as `analysis.predict` answers it."""
-    r = loss_row(base, {"compute": np.array([c])}, "", band, "", lambda r: None)
+    r = loss_row(
+        base, {"compute": np.array([c])}, "", band, "", lambda r: None, measured_only=False
+    )
     tally.score(key, r["pi_lo"], r["pi_hi"], target_run)
 
 

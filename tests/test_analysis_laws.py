@@ -571,6 +571,8 @@ def test_at_compute_gives_both_prediction_intervals_up_to_the_factor_measured(
     band = conformal.Band(0.004, 0.9, 30, (1.2, 5.0), up_to=30.0)
     monkeypatch.setattr(conformal, "covered_bands", lambda *a: ((band, ""), (band, "")))
     monkeypatch.setattr(band_intervals, "MULTIPLIER_COVERED_UP_TO", {"chinchilla": 30.0})
+    # as if pi_c had been measured >= 90 % (by default it is withheld: test_band_intervals)
+    monkeypatch.setattr(band_intervals, "COMPUTE_QUERY_COVERED_UP_TO", {"chinchilla": 30.0})
     out = tmp_path / "o"
     extra = "--law chinchilla --law-bootstrap 20 --at-compute 0.3PF-days 10PF-days".split()
     assert fit_sweep(nd_sweep, out, 20, *extra) == 0

@@ -128,8 +128,25 @@ def test_gaps_pair_a_variants_run_with_the_baselines_twin_at_the_same_cut():
     assert "(3, split conformal needs 9)" in why
 
 
-def test_a_compute_query_gets_the_bands_pi_inside_the_covered_factor_and_a_reason_past_it(pair):
+def test_a_compute_query_to_an_nd_law_withholds_its_pi_while_its_coverage_is_unmeasured(pair):
     base, _ = pair
+    band = Band(0.01, 0.9, 12, (1.2, 5.0), up_to=30.0)
+    assert "chinchilla" not in bi.COMPUTE_QUERY_COVERED_UP_TO  # pi_c fell short (docs/laws.md)
+    X = {"compute": np.array([2 * base.compute_max])}
+    r = bi.loss_row(base, X, "", band, "", lambda r: None)
+    assert math.isnan(r["pi_lo"]) and math.isfinite(r["loss"])
+    assert "compute-optimal loss at a compute query covered >= 90 % at no factor" in r["note"]
+    r = bi.loss_row(base, X, "", band, "", lambda r: None, measured_only=False)
+    assert r["pi_lo"] < r["loss"] < r["pi_hi"]
+    X = {"params": np.array([8e6]), "tokens": np.array([4e8])}  # at (N, D) the band answers
+    assert math.isfinite(bi.loss_row(base, X, "", band, "", lambda r: None)["pi_lo"])
+
+
+def test_a_compute_query_gets_the_bands_pi_inside_the_covered_factor_and_a_reason_past_it(
+    pair, monkeypatch
+):
+    base, _ = pair
+    monkeypatch.setitem(bi.COMPUTE_QUERY_COVERED_UP_TO, "chinchilla", 30.0)
     band = Band(0.01, 0.9, 12, (1.2, 5.0), up_to=30.0)
     X = {"compute": np.array([2 * base.compute_max])}
     r = bi.loss_row(base, X, "compute-optimal loss at this compute", band, "", lambda r: None)

@@ -45,7 +45,12 @@ from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 # multiplier prediction interval covered the true multiplier >= 90 % under every truth of
 # `python -m bench.coverage_nd --factors 1 3 10 30`, quantity mult_pi (docs/laws.md). Another
 # law, or past the factor: withheld.
-MULTIPLIER_COVERED_UP_TO: dict[str, float] = {}
+MULTIPLIER_COVERED_UP_TO: dict[str, float] = {"chinchilla": 30.0}
+# law in (params, tokens) -> the factor up to which the PI of its compute-optimal loss at a
+# compute query covered >= 90 % under every truth (quantity pi_c, docs/laws.md). Empty: under
+# Kaplan's truth it covered 0-58 %, the frontier read off the fit misplaced, so a compute query to
+# such a law gets its point estimate and CI, and its PI withheld with the reason.
+COMPUTE_QUERY_COVERED_UP_TO: dict[str, float] = {}
 SEARCH = 1e4  # the multipliers searched: m̂ / SEARCH .. m̂ · SEARCH
 _GRID = 801  # points of that search, log-spaced (steps of 2.3 %), then bisected at each end
 
@@ -87,10 +92,35 @@ def _unsupported(f: LawFit, X: dict, loss: float, c: float) -> str | None:
     return unsupported(f, X, loss)
 
 
-def loss_row(f: LawFit, X: dict, note: str, band: Band | None, band_why: str, ci_gate) -> dict:
+def _compute_query_why(f: LawFit, X: dict, ext: float, measured_only: bool) -> str:
+    """Why an L(N, D) law's PI at a compute query is withheld (COMPUTE_QUERY_COVERED_UP_TO), or
+    "" (a law in compute, a query at (N, D), or a factor whose coverage was measured)."""
+    if not measured_only or f.law.inputs == ("compute",) or "compute" not in X:
+        return ""
+    limit = COMPUTE_QUERY_COVERED_UP_TO.get(f.name)
+    if limit is not None and ext <= limit * (1 + 1e-9):
+        return ""
+    measured = f"only up to {limit:g}x" if limit else "at no factor"
+    return (
+        f"prediction interval withheld: {f.name}'s interval for its compute-optimal loss at a "
+        f"compute query covered >= 90 % {measured} (docs/laws.md); ask at (params, tokens)"
+    )
+
+
+def loss_row(
+    f: LawFit,
+    X: dict,
+    note: str,
+    band: Band | None,
+    band_why: str,
+    ci_gate,
+    measured_only: bool = True,
+) -> dict:
     """One prediction at X (the law's inputs, or {"compute": [c]}) with its confidence and
     prediction intervals; `ci_gate(row)`: why the CI is withheld this far past the data, or None
-    (`analysis.estimates.law_fits.withheld_interval`). Every reason goes in "note"."""
+    (`analysis.estimates.law_fits.withheld_interval`). Every reason goes in "note".
+    `measured_only=False` (the coverage bench) gives the PI at a compute query that
+    COMPUTE_QUERY_COVERED_UP_TO would withhold."""
     loss = float(f.predict(X)[0])
     lo, hi = (float(v[0]) for v in f.interval(X))
     ext = float(f.extrapolation(X)[0])
@@ -113,6 +143,9 @@ def loss_row(f: LawFit, X: dict, note: str, band: Band | None, band_why: str, ci
     why = ci_gate(r)
     gone = _unsupported(f, X, loss, r["compute_pflops_days"])
     r["pi_lo"], r["pi_hi"], pi_why = loss_pi(band, band_why, loss, ext)
+    unmeasured = "" if pi_why else _compute_query_why(f, X, ext, measured_only)
+    if unmeasured:
+        r["pi_lo"], r["pi_hi"], pi_why = math.nan, math.nan, unmeasured
     if gone:
         gone = f"prediction withheld ({f.name} gives {loss:.4g}): {gone}"
         r.update(loss=math.nan, pi_lo=math.nan, pi_hi=math.nan)
