@@ -216,7 +216,8 @@ def pool_main(args) -> int:
         done = np.isfinite(loss)
         names = [n for n, d in zip(pool.names, done) if d]
         X = {k: v[done] for k, v in inputs_of(pool, *laws).items()}
-        law, lines = pool_law.choose(laws, X, loss[done], names, args.seed)
+        cost = pool.columns["cost"][done]
+        law, lines = pool_law.choose(laws, X, loss[done], names, args.seed, cost=cost)
         print("\n".join(lines))
     plan = plan_pool(law, pool, target, args.gpu_hours, seed=args.seed)
     thw = args.target_half_width

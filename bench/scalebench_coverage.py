@@ -2,13 +2,14 @@
 `python -m bench.scalebench --coverage [--splits S,..]`
 
 Per split and group, the split's law is fitted to the WHOLE pool as `analysis.fit` fits a law
-(`analysis.estimates.estimate.fit_variants`, the pool's rows as runs of one label:
-`analysis.estimates.pool_law.as_runs`), and the prediction band `analysis.predict` gives
+(`analysis.estimates.estimate.fit_variants`, the pool's rows as runs of one label, each with
+every input of the law: `analysis.estimates.pool_law.as_runs`, their compute 6·N·D where they have
+(params, tokens), else the split's cost proxy), and the prediction band `analysis.predict` gives
 (`analysis.estimates.conformal.sweep_band`: split conformal on the pool's own compute rollouts,
 `analysis.estimates.rollouts`) is asked at each target run's inputs. Scored on the split's
 target region (Li et al. 2026's held-out high-cost runs): the fraction of target runs whose
 measured loss lies inside the band, its median width in log, the median extrapolation factor
-(the law's compute of the target over the largest fitted), or "withheld: <reason>" where a
+(the target's compute, in the same unit, over the largest fitted), or "withheld: <reason>" where a
 group's band cannot be calibrated (too few rollout residuals, inputs the rows as runs lack).
 A group without a band counts no target run; the row names it.
 """
@@ -32,7 +33,7 @@ HEADER = (
 
 def score_group(law, g, level: float = LEVEL) -> dict:
     """{"inside": [bool per target run], "width": [...], "factor": [...]} or {"withheld": why}."""
-    runs = as_runs(g.X, g.y, [f"{g.name}:{i}" for i in range(len(g.y))])
+    runs = as_runs(g.X, g.y, [f"{g.name}:{i}" for i in range(len(g.y))], cost=g.cost)
     why = why_unusable(law, runs)
     if why:
         return {"withheld": why}
@@ -46,11 +47,19 @@ def score_group(law, g, level: float = LEVEL) -> dict:
         return {"withheld": why}
     fit = res.fits[LABEL]
     X = {k: np.asarray(v, float) for k, v in g.X_test.items() if k in law.inputs}
-    factor = np.asarray(fit.extrapolation(X), float)
+    factor = np.asarray(fit.extrapolation(_compute_query(fit, X, g)), float)
     with np.errstate(all="ignore"):
         r = np.log(np.asarray(g.y_test, float)) - np.log(np.asarray(fit.predict(X), float))
     half = band.q * scale(factor)
     return {"inside": list(np.abs(r) <= half), "width": list(2 * half), "factor": list(factor)}
+
+
+def _compute_query(fit, X: dict, g) -> dict:
+    """What the target's extrapolation factor is read from: its (params, tokens) where the law
+    has them, else its cost, the compute the pool's runs were given (`as_runs`' cost)."""
+    if fit.flops_per_param_token and "params" in X and "tokens" in X:
+        return X
+    return {"compute": np.asarray(g.cost_test, float)}
 
 
 def split_row(split, level: float = LEVEL) -> dict:

@@ -183,7 +183,8 @@ class SplitError(ValueError):
 
 @dataclass
 class Group:
-    """One group of a split: its pool (X, y, cost), its target region and its budgets."""
+    """One group of a split: its pool (X, y, cost), its target region (X_test, y_test, and
+    cost_test, the same proxy of its runs) and its budgets."""
 
     name: str
     X: dict[str, np.ndarray]
@@ -192,6 +193,7 @@ class Group:
     X_test: dict[str, np.ndarray]
     y_test: np.ndarray
     budgets: list[float] = field(default_factory=list)  # cumulative, one per fraction
+    cost_test: np.ndarray | None = None
 
 
 @dataclass
@@ -257,7 +259,7 @@ def load_split(name: str, data: Path = DATA) -> Split:
     why["loss"] = "the score"
     parts = {}
     for part in ("train", "test"):
-        need = law.inputs + (("loss",) + spec.cost_columns if part == "train" else ("loss",))
+        need = law.inputs + ("loss",) + spec.cost_columns
         path = Path(data) / f"{name}_{part}.csv"
         cols = _read(path, tuple(dict.fromkeys(need)), why)
         num = {c: _numbers(path, cols, c) for c in dict.fromkeys(need)}
@@ -280,6 +282,7 @@ def load_split(name: str, data: Path = DATA) -> Split:
                 {c: te[c][b] for c in law.inputs},
                 te["loss"][b],
                 [f * float(cost.sum()) for f in spec.fractions],
+                cost_test=spec.cost({c: te[c][b] for c in spec.cost_columns}),
             )
         )
     return Split(name, spec, law, groups)

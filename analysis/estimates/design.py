@@ -288,8 +288,8 @@ def replay(
     """Sequential design on a pool whose losses are known but revealed only when a run is
     chosen: for each cumulative budget in `budgets`, (the runs chosen by then, the rounds so
     far). Each budget is spent in `rounds` rounds (the last takes what is left), the law refitted
-    before each; `choose(X, y)`, where given, picks the law before each round from the runs
-    chosen so far (the planner's --law auto), else `law` throughout."""
+    before each; `choose(X, y, cost)`, where given, picks the law before each round from the
+    runs chosen so far (the planner's --law auto), else `law` throughout."""
     y_pool, cost = np.asarray(y_pool, float), np.asarray(cost, float)
     chosen: list[int] = []
     history: list[Round] = []
@@ -302,7 +302,7 @@ def replay(
             if not len(left) or cost[left].min() > remaining * (1 + 1e-12):
                 break
             if choose is not None:
-                law = choose(take(X_pool, chosen), y_pool[chosen])
+                law = choose(take(X_pool, chosen), y_pool[chosen], cost[chosen])
             if len(chosen) < law.needs:
                 budget = PILOT_SHARE * cap if k == 0 else remaining
             else:

@@ -35,7 +35,7 @@ from analysis.fits.laws import COMPUTE, Law, LawError, LawFit, fit_law
 from analysis.fits.powerlaw import POWER
 from analysis.fits.replicates import Replicates, arrange, expanded_level, seed_bootstrap
 from analysis.fits.settings import FitSettings
-from analysis.inputs.collect import Run, final_points
+from analysis.inputs.collect import RUN_INPUTS, Run, final_points
 
 # Which points enter the C-law. L = A·C^-alpha says loss depends on compute
 # alone, which holds along one tokens-per-parameter ray but not across rays: loss depends on N and
@@ -46,7 +46,7 @@ from analysis.inputs.collect import Run, final_points
 # width (bench/coverage_nd.py's simulations; the figures in docs/statistics.md). The other points
 # still feed L(N, D), the frontier and the figures.
 C_LAW_POINTS = "final"
-OPTIONAL_INPUTS = ("params", "tokens", "unique_tokens")
+OPTIONAL_INPUTS = RUN_INPUTS
 
 
 def fitted_points(runs: list[Run], which: str = C_LAW_POINTS) -> list[Run]:
@@ -83,11 +83,13 @@ class Sweep:
 
 # --- what the runs record of a law's inputs -----------------------------------------------------
 def inputs_of(runs: list[Run]) -> dict[str, np.ndarray]:
-    """The law inputs every run records: compute (PFLOP/s-days) always; params, tokens and
-    unique_tokens where no run lacks them."""
+    """The law inputs every run records (`Run.law_input`): compute (PFLOP/s-days) always;
+    params, tokens, unique_tokens and each of the runs' other named inputs (`Run.law_inputs`: a
+    plug-in law's) where no run lacks it."""
     X = {"compute": np.array([r.compute for r in runs], float)}
-    for k in OPTIONAL_INPUTS:
-        vals = [getattr(r, k) for r in runs]
+    names = dict.fromkeys([*OPTIONAL_INPUTS, *(k for r in runs for k in r.law_inputs)])
+    for k in names:
+        vals = [r.law_input(k) for r in runs]
         if runs and all(v is not None for v in vals):
             X[k] = np.array(vals, float)
     return X
@@ -103,13 +105,15 @@ def why_unusable(law: Law, runs: list[Run]) -> str | None:
     lack = missing_inputs(law, runs)
     if not lack:
         return None
+    other = [k for k in lack if k not in ("compute", "params", "tokens")]
     return (
         f"law {law.name} needs {', '.join(law.inputs)}; the runs do not record "
         f"{', '.join(lack)}"
         + (
-            " (results.json records params and tokens, not the unique "
-            "tokens of the corpus: give a CSV with a unique_tokens column)"
-            if "unique_tokens" in lack
+            " (results.json records params and tokens, not "
+            + ("the unique tokens of the corpus" if other == ["unique_tokens"] else "these")
+            + f": give a CSV with the column(s) {', '.join(other)})"
+            if other
             else ""
         )
     )

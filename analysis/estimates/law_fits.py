@@ -28,7 +28,7 @@ from analysis.estimates.band_intervals import (
 from analysis.estimates.estimate import FitResult, Sweep, fit_arranged, why_unusable
 from analysis.estimates.multiplier import boot_multipliers, ratio
 from analysis.fits.bootstrap import percentile_ci
-from analysis.fits.laws import Law, LawFit, untrusted_frontier
+from analysis.fits.laws import Law, LawError, LawFit, untrusted_frontier
 from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import Run
 from andrea.run.units import parse_compute
@@ -88,6 +88,20 @@ def _undefined(base: LawFit, f: LawFit, c: float, m: float) -> str | None:
     return why
 
 
+def _no_multiplier(f: LawFit, c: float, why: str) -> dict:
+    """`multiplier`'s row where there is none, with why."""
+    return {
+        "variant": f.label,
+        "law": f.name,
+        "compute_pflops_days": float(c),
+        "multiplier": math.nan,
+        "ci": [math.nan, math.nan],
+        "ci_level": f.ci_level,
+        "extrapolation": math.nan,
+        "undefined": f"a compute multiplier asks the law's loss at a compute: {why}",
+    }
+
+
 def law_multipliers(lf: dict[str, LawFit], baseline: str, computes) -> list[dict]:
     """`multiplier` of each variant at each compute; undefined (nan, with the reason in
     "undefined") where it is no answer (`_undefined`)."""
@@ -99,7 +113,11 @@ def law_multipliers(lf: dict[str, LawFit], baseline: str, computes) -> list[dict
         if label == baseline:
             continue
         for c in computes:
-            row = multiplier(base, f, c)
+            try:
+                row = multiplier(base, f, c)
+            except LawError as e:  # a law a compute alone cannot be asked of (a plug-in's)
+                rows.append(_no_multiplier(f, c, str(e)))
+                continue
             why = _undefined(base, f, c, row["multiplier"])
             if why:
                 row.update(multiplier=math.nan, ci=[math.nan, math.nan], undefined=why)

@@ -85,8 +85,9 @@ def replay_sequence(
     choose = None
     if len(laws) > 1:
 
-        def choose(Xc, yc):
-            return pool_law.choose(laws, Xc, yc, [f"r{i}" for i in range(len(yc))], seed)[0]
+        def choose(Xc, yc, cc):
+            names = [f"r{i}" for i in range(len(yc))]
+            return pool_law.choose(laws, Xc, yc, names, seed, cost=cc)[0]
 
     return replay(laws[0], X, loss, cost, X_target, budgets, seed=seed, choose=choose)
 
@@ -103,7 +104,9 @@ def replay_pool(
     law, lines = laws[0], []
     if len(laws) > 1:
         names = [pool.names[j] for j in chosen]
-        law, lines = pool_law.choose(laws, take(X, chosen), loss[chosen], names, seed)
+        law, lines = pool_law.choose(
+            laws, take(X, chosen), loss[chosen], names, seed, cost=cost[chosen]
+        )
     try:
         fit = fit_law_scaled_huber(law, "replay", take(X, chosen), loss[chosen])
     except LawError as e:

@@ -4,12 +4,13 @@ The protocol (as a residual scheme is one `Scheme`, and as OLMo-core's scaling-l
 every law answer the same call):
 
 - A `Law` declares its `inputs` — ("compute",) in PFLOP/s-days, or ("params", "tokens"), or
-  ("params", "tokens", "unique_tokens") — its named `params` with `bounds`, an initial `grid` of
-  starting points, and `log_predict(theta, X)`: log L at the inputs X (a dict of arrays) for the
-  parameters theta ([k], or [B, k] for a whole bootstrap at once, giving [B, n]). What it may
-  add: a `jacobian`, its own `fitter`, a closed-form compute-optimal curve (`power_form`), its
-  report in fits.json (`describe`), its legend in a figure (`legend`) and the law fitted beside
-  it as a cross-check of its curvature (`alternative`).
+  ("params", "tokens", "unique_tokens"), or a plug-in's own names (a run's `law_inputs`) — its
+  named `params` with `bounds`, an initial `grid` of starting points, and
+  `log_predict(theta, X)`: log L at the inputs X (a dict of arrays) for the parameters theta
+  ([k], or [B, k] for a whole bootstrap at once, giving [B, n]). What it may add: a `jacobian`,
+  its own `fitter`, a closed-form compute-optimal curve (`power_form`), its report in fits.json
+  (`describe`), its legend in a figure (`legend`) and the law fitted beside it as a cross-check
+  of its curvature (`alternative`).
 - `fit_law(law, label, X, loss, ...)` fits any law to one variant's points — the generic fit of
   `analysis.fits.solve`, or the law's own `fitter` (the C power laws and Chinchilla's L(N, D)
   keep their batched bootstraps) — and refits its bootstrap.

@@ -3,7 +3,9 @@
 The input contract is design.md "Analysis input": a sweep directory holding run directories with
 results.json (read through `RunDir`, the one object that knows the layout), or a CSV with at least
 `variant,size,flops,val_loss` (optional `block_size,params,tokens,seed,status`; with `--metric M`
-a column named M in place of val_loss, docs/metrics.md).
+a column named M in place of val_loss, docs/metrics.md). Any other column holding a number is kept
+by its name (`Run.law_inputs`): a plug-in law's inputs (lr, batch_size, experts, ...) are such
+columns (docs/laws.md).
 
 A run may hold several points (results.json `points`, one per token budget of a
 WSD run; in a CSV, rows sharing variant, size and seed). Each point becomes one `Run` record that
@@ -41,6 +43,7 @@ import numpy as np
 from analysis.inputs.metrics import (
     DEFAULT_METRIC,
     RECORD_NAMES,
+    TASK_PREFIX,
     MetricError,
     check_metric,
     is_domain_metric,
@@ -69,6 +72,16 @@ OPTIONAL_CSV_COLUMNS = (
     "device_s",
     "optimizer",
     "unique_tokens",
+)
+
+
+# The law inputs a run holds as fields (`Run.law_input` reads them); any other is in law_inputs.
+RUN_INPUTS = ("params", "tokens", "unique_tokens")
+# the record keys `_make_run` reads itself: never a law input of its own
+_READ_KEYS = frozenset(
+    REQUIRED_CSV_COLUMNS
+    + OPTIONAL_CSV_COLUMNS
+    + ("params_nonembedding", "batch_tokens", "beta2", "device_name", "name", "compute")
 )
 
 
@@ -118,6 +131,9 @@ class Run:
     metrics: dict = field(default_factory=dict, repr=False)
     # what makes two copies of a run the same replicate (module docstring); () for none
     identity: tuple = field(default=(), repr=False, compare=False)
+    # a law's inputs that are not fields (a plug-in law's: lr, experts, ...), by name: a CSV's
+    # other numeric columns, a pool's columns (`analysis.estimates.pool_law.as_runs`)
+    law_inputs: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         if not self.run_id:
@@ -130,6 +146,16 @@ class Run:
     @property
     def compute(self) -> float:
         return self.flops / FLOPS_PER_PFLOPS_DAY
+
+    def law_input(self, name: str) -> float | None:
+        """This run's value of the law input `name`, None where it has none: compute
+        (PFLOP/s-days), a field (RUN_INPUTS), else `law_inputs`. The one place a law's inputs
+        are read from a run."""
+        if name == "compute":
+            return self.compute
+        if name in RUN_INPUTS:
+            return getattr(self, name)
+        return self.law_inputs.get(name)
 
 
 @dataclass
@@ -285,6 +311,21 @@ def _make_run(
     )
 
 
+def other_inputs(rec: dict, metric: str = DEFAULT_METRIC) -> dict[str, float]:
+    """A CSV row's numbers in columns `_make_run` does not read (nor any metric's): the
+    inputs a plug-in law may name, by column."""
+    out = {}
+    for k, v in rec.items():
+        if k in _READ_KEYS or k in RECORD_NAMES or k in record_keys(metric):
+            continue
+        if is_domain_metric(k) or k.startswith(TASK_PREFIX):
+            continue
+        x = _optional_number(v)
+        if x is not None:
+            out[k] = x
+    return out
+
+
 class _MetricMissing(ValueError):
     """A run that did not record the --metric asked for."""
 
@@ -422,7 +463,7 @@ def _collect_csv(path: Path, metric: str = DEFAULT_METRIC) -> Collection:
                 out.failed.append((source, "status=failed in the CSV"))
                 continue
             try:
-                r = _make_run(row, source, metric=metric)
+                r = _make_run(row, source, metric=metric, law_inputs=other_inputs(row, metric))
             except ValueError as e:
                 out.invalid.append((source, str(e)))
                 continue
