@@ -1,9 +1,9 @@
 """Why a ScaleBench split scores as it does: `python -m bench.scalebench_why SPLIT [--budgets K]
-[--law LAW] [--baseline random|cheapest --seeds R] [--with-largest INPUT]`
+[--law LAW] [--baseline random|cheapest --seeds R] [--with-largest INPUT] [--influence N]`
 
 The planner replayed on each group as `bench.scalebench.planner_selection` replays it (seed 0;
 `--law`: that one law instead of --law auto, as `analysis.next_runs --law LAW --replay` plans),
-round by round: the runs measured, the law it planned with and what --law auto said (and which
+round by round: the runs measured, the law it planned with and what --law auto said (with the
 laws it could not roll out, and why), the reason of the round, and each pick's inputs and cost.
 Then, per budget, what the bench scores: per group the runs, their cost against the budget,
 andrea's fit (`fit_law_scaled_huber`: converged or not, the parameters at a bound of the law's,
@@ -12,7 +12,8 @@ targets), and the split's target-region R² with andrea's fit and the benchmark'
 (`bench.scalebench.Scorer`). `--baseline`: the same summary for the benchmark's random or
 cheapest baseline, seeds 0..R-1. `--with-largest INPUT`: the planner's selection at each budget
 also scored with every pool run at the pool's largest INPUT added (over the budget: a
-counterfactual only).
+counterfactual only). `--influence N`: at each budget, the N runs of the planner's selection whose
+leaving out raises andrea's R² most (each left out alone).
 A diagnostic of held-out splits: it changes nothing (docs/planner.md, ScaleBench).
 """
 
@@ -25,11 +26,9 @@ import numpy as np
 
 from analysis.estimates import pool_law
 from analysis.estimates.design import take
-from analysis.estimates.law_choice import select_law
 from analysis.estimates.pool_plan import replay_sequence
 from analysis.fits import law_registry
 from analysis.fits.laws import LawError, bound_arrays, fit_law_scaled_huber
-from analysis.fits.settings import FitSettings
 from bench.scalebench import Scorer, selections
 from bench.scalebench_splits import SPLITS, load_split
 
@@ -48,12 +47,8 @@ def planner_laws(split, g, law_name: str | None):
 
 
 def _auto_lines(laws, X, y) -> list[str]:
-    """What --law auto says before a round (`pool_law.choose`), and the laws it skipped."""
-    names = [f"r{i}" for i in range(len(y))]
-    _, lines = pool_law.choose(laws, X, y, names, SEED)
-    runs = pool_law.as_runs(X, y, names)
-    skipped = select_law(laws, runs, runs, FitSettings(seed=SEED))["skipped"]
-    return lines + [f"not rolled out: {k}: {why}" for k, why in skipped.items()]
+    """What --law auto says before a round (`pool_law.choose`), the laws it skipped among them."""
+    return pool_law.choose(laws, X, y, [f"r{i}" for i in range(len(y))], SEED)[1]
 
 
 def print_rounds(split, g, laws) -> list[list[int]]:
@@ -121,6 +116,21 @@ def with_largest(split, scorer, by_group, column: str) -> str:
     return f"{n} runs at the largest {column} added: R² andrea's fit {r2:+.3f}"
 
 
+def influence(split, scorer, by_group, n: int) -> list[str]:
+    """The n runs whose leaving out (one at a time) raises andrea's R² most, and that R²."""
+    rows = []
+    for i, (g, chosen) in enumerate(zip(split.groups, by_group)):
+        for j in chosen:
+            left = [c if m != i else [x for x in c if x != j] for m, c in enumerate(by_group)]
+            rows.append((scorer.score(left, "andrea", None), g, j))
+    rows.sort(key=lambda r: -r[0])
+    return [
+        f"without {g.name} run {j} ({', '.join(f'{k} {_g(v[j])}' for k, v in g.X.items())}; "
+        f"loss {g.y[j]:.4f}): R² andrea's fit {r2:+.3f}"
+        for r2, g, j in rows[:n]
+    ]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("split", help=f"one of {', '.join(SPLITS)}")
@@ -129,6 +139,7 @@ def main(argv=None) -> int:
     p.add_argument("--baseline", choices=("random", "cheapest"), default=None, help="also this")
     p.add_argument("--seeds", type=int, default=1, help="the baseline's seeds 0..R-1 (default 1)")
     p.add_argument("--with-largest", default=None, metavar="INPUT", help="a counterfactual")
+    p.add_argument("--influence", type=int, default=0, metavar="N", help="the N most harmful runs")
     a = p.parse_args(argv)
     bad = None
     if a.split not in SPLITS:
@@ -162,6 +173,8 @@ def main(argv=None) -> int:
         print_budget(split, scorer, k, list(by_group), SEED, "planner")
         if a.with_largest:
             print(f"  {with_largest(split, scorer, list(by_group), a.with_largest)}")
+        for line in influence(split, scorer, list(by_group), a.influence):
+            print(f"  {line}")
     for seed in range(a.seeds if a.baseline else 0):
         for k, by_group in enumerate(selections(split, a.baseline, seed)[:K]):
             print_budget(split, scorer, k, by_group, seed, f"{a.baseline} seed {seed}")
