@@ -12,13 +12,11 @@ import argparse
 import datetime
 import math
 import sys
-import warnings as _warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from analysis.estimates import extra_fits, law_choice, law_fits, task_accuracy
-from analysis.estimates.estimate import FitResult, Sweep, default_c_ref, fit_arranged
+from analysis.estimates.estimate import Sweep, default_c_ref, fit_arranged
 from analysis.estimates.multiplier import multiplier_at, multiplier_curve
 from analysis.estimates.notes import coverage_note, merge_label_warnings, one_size_note
 from analysis.fits import law_registry
@@ -28,19 +26,24 @@ from analysis.fits.settings import FitSettings
 from analysis.inputs import metrics, throughput_file
 from analysis.inputs.collect import (
     FLOPS_PER_PFLOPS_DAY,
-    Collection,
     aggregate,
     by_label,
     collect_for_metric,
     final_points,
-    variant_label,
 )
-from analysis.report import plots_extra, tables, wandb_log
+from analysis.report import tables, wandb_log
 from analysis.report.arguments import parse_or_refuse
 from analysis.report.files import jsonable
 from analysis.report.fit_arguments import fit_parser
-from andrea.run import results as results_file
-from andrea.run.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json
+from analysis.report.fit_outputs import (
+    Collected,
+    Estimated,
+    Fitted,
+    ReportSettings,
+    draw_figures,
+    print_summary,
+    write_tables,
+)
 
 SCHEMA_VERSION = 1
 
@@ -55,97 +58,6 @@ def _section(title, items, fmt):
         print(f"{title} ({len(items)}):")
         for it in items:
             print("  " + fmt(it))
-
-
-def _dynamics_runs(points, specs, baseline):
-    """(chosen runs with their dynamics, messages)."""
-    chosen, msgs = [], []
-    if specs:
-        for spec in specs:
-            if Path(spec).is_dir():
-                rd = RunDir(Path(spec))
-                res = results_file.record(rd)
-                if res is None:
-                    label, size, seed = Path(spec).name, "?", None
-                else:
-                    label = variant_label(str(res.variant or Path(spec).name), res.block_size)
-                    size, seed = str(res.size or "?"), res.seed
-                cands = [(label, size, rd, seed)]
-            else:
-                label, _, size = spec.partition(":")
-                pts = [p for p in points if p.label == label and (not size or p.size == size)]
-                if not pts:
-                    msgs.append(f"dynamics: no run matches {spec!r} (use a run dir or LABEL:SIZE)")
-                    continue
-                p = max(pts, key=lambda p: p.flops)
-                cands = [(p.label, p.size, RunDir(r.run_dir), r.seed) for r in p.runs if r.run_dir]
-            _take(cands, chosen, msgs, spec)
-    else:
-        for label, pts in by_label(points).items():
-            p = max(pts, key=lambda p: p.flops)
-            cands = [(p.label, p.size, RunDir(r.run_dir), r.seed) for r in p.runs if r.run_dir]
-            if cands:
-                _take(cands, chosen, msgs, f"{label}:{p.size}")
-    chosen.sort(key=lambda r: (r["label"] != baseline, r["label"]))
-    return chosen, msgs
-
-
-def _take(cands, chosen, msgs, spec):
-    """The first candidate (label, size, run dir, seed) with a readable dynamics.json."""
-    for label, size, rd, seed in cands:
-        dyn = read_json(rd.dynamics)
-        if isinstance(dyn, dict) and isinstance(dyn.get("layer_rms"), list) and dyn["layer_rms"]:
-            chosen.append(
-                {"label": label, "size": size, "run": str(rd.root), "dyn": dyn, "seed": seed}
-            )
-            return
-    msgs.append(f"dynamics: no readable dynamics.json for {spec}")
-
-
-@dataclass
-class Collected:
-    """What the collect phase found: the runs to fit (under a task metric, each run's final point
-    with the task metric as its loss) and their seed-averaged points."""
-
-    coll: Collection
-    points: list
-    groups: dict
-    warnings: list[str]  # the collection's and the averaging's
-    n_completed: int  # completed runs, before a task metric filtered them
-    task: tuple[str, str] | None  # (task, metric) of a task metric, else None
-    fitted: str  # the metric fitted (a task accuracy is fitted as its bpb)
-    sweep: Sweep | None = None  # coll.runs arranged once, with the C law's points
-    throughput: Any = None  # the sweep's measured throughput, checked against its runs
-    two_step_of: tuple[str, str] | None = None  # (task, accuracy) fitted in two steps
-    task_runs: list = field(default_factory=list)  # every run's final point (a task metric)
-
-
-@dataclass
-class Fitted:
-    """The fit table's law per variant."""
-
-    law: Law
-    settings: FitSettings
-    result: FitResult
-    noise: Any  # the baseline's seed noise
-
-    @property
-    def fits(self) -> dict:
-        return self.result.fits
-
-
-@dataclass
-class Estimated:
-    """The multipliers and what the report prints beside them."""
-
-    c_refs: list[float]
-    c_ref_why: str
-    at_ref: list[dict]
-    curves: dict
-    extra: Any  # analysis.estimates.extra_fits.Extra
-    verdict: dict | None = None  # a task accuracy's chance verdict
-    two_step: dict | None = None  # the two-step accuracy prediction
-    metric_lines: list[str] = field(default_factory=list)
 
 
 def check_args(args) -> str | None:
@@ -187,6 +99,18 @@ def settings_of(args) -> FitSettings:
         seed=args.seed,
         paired=args.paired_bootstrap,
         interval=args.interval,
+    )
+
+
+def report_settings(args) -> ReportSettings:
+    """Where the report goes and what it shows, from the command line."""
+    return ReportSettings(
+        out=args.out,
+        baseline=args.baseline,
+        metric=args.metric,
+        c_law_points=args.c_law_points,
+        ablation_size=args.ablation_size,
+        dynamics_runs=args.dynamics_runs,
     )
 
 
@@ -445,149 +369,6 @@ def build_report(args, c: Collected, f: Fitted, e: Estimated) -> dict:
     }
 
 
-def write_tables(args, rows, report: dict, f: Fitted, e: Estimated) -> list[Path]:
-    """fits.json and fit_table.{md,csv,tex} in --out; the paths written."""
-    out = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / "fits.json", jsonable(report))
-    written = [out / "fits.json"]
-    if rows:
-        for name, text in (
-            (
-                "fit_table.md",
-                tables.markdown_table(rows, args.ci, e.c_refs[0], args.loss, f.result.interval),
-            ),
-            ("fit_table.csv", tables.csv_table(rows)),
-            ("fit_table.tex", tables.latex_table(rows, args.ci, e.c_refs[0])),
-        ):
-            atomic_write_bytes(out / name, text.encode())
-            written.append(out / name)
-    return written
-
-
-def draw_figures(args, c: Collected, f: Fitted, e: Estimated, written: list[Path]) -> list[str]:
-    """The figures in --out (appended to `written`); the lines that say what was drawn."""
-    from analysis.report import plots, plots_multiplier, plots_scaling
-
-    out, figure_msgs = args.out, []
-    shown = args.metric if c.task is None else c.fitted  # what the figures draw
-    ylabel = metrics.metric_axis_label(shown)
-    with _warnings.catch_warnings():
-        _warnings.simplefilter("ignore", RuntimeWarning)
-        plots_scaling.plot_scaling(
-            c.groups,
-            f.fits,
-            e.c_refs[0],
-            [out / "scaling.png", out / "scaling.pdf"],
-            args.baseline,
-            ylabel=ylabel,
-        )
-        written += [out / "scaling.png", out / "scaling.pdf"]
-        if e.curves:
-            plots_multiplier.plot_multiplier(
-                e.curves,
-                e.at_ref,
-                [out / "multiplier.png"],
-                args.baseline,
-                "loss" if shown == metrics.DEFAULT_METRIC else shown,
-            )
-            written.append(out / "multiplier.png")
-        else:
-            figure_msgs.append("multiplier figure skipped: no multipliers")
-        msg = plots.plot_ablation(
-            c.points, [out / "ablation.png"], args.ablation_size, args.baseline
-        )
-        figure_msgs.append(msg)
-        if not msg.endswith("skipped"):
-            written.append(out / "ablation.png")
-        figure_msgs += plots_extra.extra_figures(
-            e.extra, c.groups, out, written, args.baseline, ylabel
-        )
-        dyn, dyn_msgs = _dynamics_runs(c.points, args.dynamics_runs, args.baseline)
-        figure_msgs += dyn_msgs
-        if dyn:
-            plots.plot_dynamics(dyn, [out / "dynamics.png"], args.baseline)
-            written.append(out / "dynamics.png")
-            figure_msgs.append(
-                "dynamics: "
-                + ", ".join(
-                    f"{r['label']}:{r['size']}"
-                    + (f" seed {r['seed']}" if r.get("seed") is not None else "")
-                    for r in dyn
-                )
-            )
-        else:
-            figure_msgs.append("dynamics figure skipped: no run with a dynamics.json")
-    return figure_msgs
-
-
-def print_summary(
-    args,
-    c: Collected,
-    f: Fitted,
-    e: Estimated,
-    rows,
-    figure_msgs: list[str],
-    written: list[Path],
-    wandb_msg: str | None,
-) -> None:
-    """The moment users came for: the table and the multipliers, printed last."""
-    coll = c.coll
-    print()
-    for m in figure_msgs:
-        print(m)
-    print()
-    if f.noise:
-        print(tables.terminal_noise(f.noise, args.baseline))
-        print()
-    if rows:
-        form_txt = f.law.shown
-        loss_txt = (
-            f"Huber on log L (delta={args.huber_delta:g})"
-            if args.loss == "huber"
-            else "least squares on log L"
-        )
-        how = sorted(set(f.result.interval.values()))
-        if c.task is not None:
-            form_txt += f" with L = {c.fitted}"
-        print(
-            f"Scaling fits: {form_txt}, C in PFLOP/s-days; {loss_txt}, every seed's "
-            f"{'final point' if args.c_law_points == 'final' else 'points'}; "
-            f"{args.bootstrap} bootstrap resamples over {' and '.join(how)}"
-        )
-        print(tables.terminal_table(rows, args.ci))
-        print()
-        print(
-            f"Compute multiplier vs {args.baseline} (> 1: the variant needs less compute for the "
-            f"same loss):"
-        )
-        print(tables.terminal_multipliers(e.at_ref))
-        print(f"  C_ref: {e.c_ref_why}")
-        for line in e.extra.lines:
-            print(line)
-        for label, why in f.result.skipped.items():
-            print(f"  not fitted: {why}")
-    else:
-        print("No variant could be fitted.")
-        note = one_size_note(coll.runs, args.baseline)
-        if note and args.c_law_points == "final":  # one final point per seed: one compute value
-            print(
-                f"  {note.split(':')[0]}: a compute multiplier needs two or more sizes "
-                "(plan=true predicts none); --c-law-points all fits that size's budgets instead"
-            )
-    for line in e.metric_lines:
-        print(line)
-    print()
-    print(
-        f"Runs: {c.n_completed} completed, {len(coll.failed)} failed, {len(coll.running)} still "
-        f"running or missing results.json, {len(coll.invalid)} unusable"
-        + (" (listed at the top)" if coll.failed or coll.running or coll.invalid else "")
-    )
-    if wandb_msg:
-        print(wandb_msg)
-    print(f"Wrote {len(written)} files to {args.out}/: " + ", ".join(p.name for p in written))
-
-
 def log_wandb(args, rows, report: dict, written: list[Path]) -> str:
     """The table and figures as one W&B run in the sweep's group; the line that says where."""
     group = args.wandb_group or Path(args.inputs[0]).resolve().name
@@ -632,10 +413,13 @@ def main(argv=None) -> int:
     law = fit_chosen_law(args, collected, fitted, estimated, choice)
     rows = tables.table_rows(fitted.fits, estimated.at_ref, args.baseline)
     report = {**build_report(args, collected, fitted, estimated), "law": law}
-    written = write_tables(args, rows, report, fitted, estimated)
-    figure_msgs = [] if args.no_plots else draw_figures(args, collected, fitted, estimated, written)
+    shown = report_settings(args)
+    written = write_tables(shown, rows, report, fitted, estimated)
+    figure_msgs = (
+        [] if args.no_plots else draw_figures(shown, collected, fitted, estimated, written)
+    )
     wandb_msg = log_wandb(args, rows, report, written) if args.wandb and rows else None
-    print_summary(args, collected, fitted, estimated, rows, figure_msgs, written, wandb_msg)
+    print_summary(shown, collected, fitted, estimated, rows, figure_msgs, written, wandb_msg)
     why = no_multiplier(args, collected, fitted, estimated)
     if why:
         print(f"error: no compute multiplier: {why}", file=sys.stderr)
