@@ -12,174 +12,45 @@ import argparse
 import datetime
 import math
 import sys
-import warnings as _warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from analysis.estimates import extra_fits, law_choice, law_fits, task_accuracy
-from analysis.estimates.estimate import FitResult, Sweep, default_c_ref, fit_arranged
+from analysis.estimates.estimate import Sweep, default_c_ref, fit_arranged
 from analysis.estimates.multiplier import multiplier_at, multiplier_curve
 from analysis.estimates.notes import coverage_note, merge_label_warnings, one_size_note
 from analysis.fits import law_registry
 from analysis.fits.laws import Law
 from analysis.fits.replicates import seed_noise
-from analysis.fits.settings import DEFAULT_LOSS, FitSettings
+from analysis.fits.settings import FitSettings
 from analysis.inputs import metrics, throughput_file
 from analysis.inputs.collect import (
     FLOPS_PER_PFLOPS_DAY,
-    Collection,
     aggregate,
     by_label,
     collect_for_metric,
     final_points,
-    variant_label,
 )
-from analysis.report import plots_extra, tables, wandb_log
-from analysis.report.arguments import common_parser, parse_or_refuse
+from analysis.report import tables, wandb_log
+from analysis.report.arguments import parse_or_refuse
 from analysis.report.files import jsonable
-from andrea.run import results as results_file
-from andrea.run.rundir import RunDir, atomic_write_bytes, atomic_write_json, read_json
+from analysis.report.fit_arguments import fit_parser
+from analysis.report.fit_outputs import (
+    Collected,
+    Estimated,
+    Fitted,
+    ReportSettings,
+    draw_figures,
+    print_summary,
+    write_tables,
+)
 
 SCHEMA_VERSION = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="andrea-fit",
-        description=__doc__.split("\n\n")[1].replace("\n", " "),
-        parents=[
-            common_parser(
-                inputs="sweep/run directories (every results.json below them is read) or CSVs with "
-                "columns variant,size,flops,val_loss",
-                out="output directory",
-                out_required=True,
-                metric=True,
-                baseline=True,
-                irreducible=True,
-                bootstrap=True,
-                level="--ci",
-                seed=True,
-                c_law_points="points the C-law and its multiplier are fitted on: each run's final "
-                "point (default; its earlier budgets sit on other tokens-per-parameter "
-                "rays and biased the multiplier, docs/statistics.md) or all of them; "
-                "L(N, D) always uses all",
-            )
-        ],
-    )
-    p.add_argument(
-        "--law",
-        default=None,
-        metavar="NAME",
-        help="the scaling law to fit (docs/laws.md): power (default), irreducible (as "
-        "--irreducible), chinchilla, farseer, data_constrained, a plug-in's "
-        "(entry points andrea.laws), or auto: the one with the smallest error in "
-        "expanding-window compute rollouts (runs above a cut predicted from those below), "
-        "never one absurd inside the data. A law in (params, tokens) is reported after "
-        "the C-law's table, with its multipliers",
-    )
-    p.add_argument(
-        "--law-bootstrap",
-        type=int,
-        default=200,
-        metavar="N",
-        help="resamples for the intervals of a --law in (params, tokens), one L-BFGS-B "
-        "each (default: %(default)s)",
-    )
-    p.add_argument(
-        "--at-compute",
-        nargs="+",
-        default=None,
-        metavar="C",
-        help="computes at which to give each variant's multiplier with its interval, "
-        "beside the one at C_ref: FLOPs (1e22) or PFLOP/s-days with the unit "
-        "(3PF-days)",
-    )
-    p.add_argument(
-        "--loss",
-        choices=["lsq", "huber"],
-        default=DEFAULT_LOSS,
-        help="fit loss on log L: least squares or Huber (default: %(default)s, the one "
-        "whose intervals passed bench/coverage.py; see docs/statistics.md)",
-    )
-    p.add_argument(
-        "--huber-delta",
-        type=float,
-        default=1e-3,
-        help="Huber delta on log-loss residuals, with --loss huber (default: %(default)s)",
-    )
-    p.add_argument(
-        "--interval",
-        choices=["auto", "seeds", "sizes"],
-        default="auto",
-        help="what the bootstrap resamples: seeds within each size, paired across "
-        "variants, a run's points together (auto: when every size has >= 2 "
-        "seeds), or sizes (the old method; covers poorly)",
-    )
-    p.add_argument(
-        "--paired-bootstrap",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="with --interval sizes: resample sizes jointly across variants that share "
-        "the baseline's sizes (default), so a size's shared data/seed noise cancels "
-        "in the multiplier; --no-paired-bootstrap resamples each variant's points "
-        "independently (the seed bootstrap always pairs by seed)",
-    )
-    p.add_argument(
-        "--c-ref",
-        type=float,
-        nargs="+",
-        default=None,
-        metavar="C",
-        help="reference compute(s) in PFLOP/s-days for the multiplier (default: the "
-        "geometric middle of the compute range the variants share with the "
-        "baseline, where the multiplier is interpolated)",
-    )
-    p.add_argument(
-        "--ablation-size",
-        default=None,
-        help="size for the block-size ablation figure "
-        "(default: the size with the most block sizes)",
-    )
-    p.add_argument(
-        "--dynamics-runs",
-        nargs="+",
-        default=None,
-        metavar="RUN",
-        help="run directories or LABEL:SIZE for the dynamics figure "
-        "(default: the largest size of each variant)",
-    )
-    p.add_argument(
-        "--chinchilla-bootstrap",
-        type=int,
-        default=0,
-        metavar="N",
-        help="seed-bootstrap resamples for the L(N, D) multiplier's interval (one "
-        "L-BFGS-B per resample and variant: seconds each hundred; covered "
-        "94 %% at GPU-like sizes, 88 %% demo-like, docs/statistics.md; default: "
-        "%(default)s, point estimates)",
-    )
-    p.add_argument(
-        "--throughput",
-        default=None,
-        metavar="FILE",
-        help="measured throughput for the device-seconds multiplier (default: an "
-        "input directory's throughput.json, written by python -m andrea.launch.throughput "
-        "--sweep; 'none': the runs' own timings)",
-    )
-    p.add_argument("--no-plots", action="store_true", help="skip the figures")
-    p.add_argument("--wandb", action="store_true", help="log table and figures to W&B")
-    p.add_argument(
-        "--wandb-mode",
-        default="offline",
-        choices=["offline", "online", "disabled"],
-        help="W&B mode (default: %(default)s; offline never touches the network)",
-    )
-    p.add_argument("--wandb-project", default="andrea", help="W&B project (default: %(default)s)")
-    p.add_argument(
-        "--wandb-group", default=None, help="W&B group (default: the first input's name)"
-    )
-    return p
+    """The command line (`analysis.report.fit_arguments`), described by this module's docstring."""
+    return fit_parser(description=__doc__.split("\n\n")[1].replace("\n", " "))
 
 
 def _section(title, items, fmt):
@@ -187,97 +58,6 @@ def _section(title, items, fmt):
         print(f"{title} ({len(items)}):")
         for it in items:
             print("  " + fmt(it))
-
-
-def _dynamics_runs(points, specs, baseline):
-    """(chosen runs with their dynamics, messages)."""
-    chosen, msgs = [], []
-    if specs:
-        for spec in specs:
-            if Path(spec).is_dir():
-                rd = RunDir(Path(spec))
-                res = results_file.record(rd)
-                if res is None:
-                    label, size, seed = Path(spec).name, "?", None
-                else:
-                    label = variant_label(str(res.variant or Path(spec).name), res.block_size)
-                    size, seed = str(res.size or "?"), res.seed
-                cands = [(label, size, rd, seed)]
-            else:
-                label, _, size = spec.partition(":")
-                pts = [p for p in points if p.label == label and (not size or p.size == size)]
-                if not pts:
-                    msgs.append(f"dynamics: no run matches {spec!r} (use a run dir or LABEL:SIZE)")
-                    continue
-                p = max(pts, key=lambda p: p.flops)
-                cands = [(p.label, p.size, RunDir(r.run_dir), r.seed) for r in p.runs if r.run_dir]
-            _take(cands, chosen, msgs, spec)
-    else:
-        for label, pts in by_label(points).items():
-            p = max(pts, key=lambda p: p.flops)
-            cands = [(p.label, p.size, RunDir(r.run_dir), r.seed) for r in p.runs if r.run_dir]
-            if cands:
-                _take(cands, chosen, msgs, f"{label}:{p.size}")
-    chosen.sort(key=lambda r: (r["label"] != baseline, r["label"]))
-    return chosen, msgs
-
-
-def _take(cands, chosen, msgs, spec):
-    """The first candidate (label, size, run dir, seed) with a readable dynamics.json."""
-    for label, size, rd, seed in cands:
-        dyn = read_json(rd.dynamics)
-        if isinstance(dyn, dict) and isinstance(dyn.get("layer_rms"), list) and dyn["layer_rms"]:
-            chosen.append(
-                {"label": label, "size": size, "run": str(rd.root), "dyn": dyn, "seed": seed}
-            )
-            return
-    msgs.append(f"dynamics: no readable dynamics.json for {spec}")
-
-
-@dataclass
-class Collected:
-    """What the collect phase found: the runs to fit (under a task metric, each run's final point
-    with the task metric as its loss) and their seed-averaged points."""
-
-    coll: Collection
-    points: list
-    groups: dict
-    warnings: list[str]  # the collection's and the averaging's
-    n_completed: int  # completed runs, before a task metric filtered them
-    task: tuple[str, str] | None  # (task, metric) of a task metric, else None
-    fitted: str  # the metric fitted (a task accuracy is fitted as its bpb)
-    sweep: Sweep | None = None  # coll.runs arranged once, with the C law's points
-    throughput: Any = None  # the sweep's measured throughput, checked against its runs
-    two_step_of: tuple[str, str] | None = None  # (task, accuracy) fitted in two steps
-    task_runs: list = field(default_factory=list)  # every run's final point (a task metric)
-
-
-@dataclass
-class Fitted:
-    """The fit table's law per variant."""
-
-    law: Law
-    settings: FitSettings
-    result: FitResult
-    noise: Any  # the baseline's seed noise
-
-    @property
-    def fits(self) -> dict:
-        return self.result.fits
-
-
-@dataclass
-class Estimated:
-    """The multipliers and what the report prints beside them."""
-
-    c_refs: list[float]
-    c_ref_why: str
-    at_ref: list[dict]
-    curves: dict
-    extra: Any  # analysis.estimates.extra_fits.Extra
-    verdict: dict | None = None  # a task accuracy's chance verdict
-    two_step: dict | None = None  # the two-step accuracy prediction
-    metric_lines: list[str] = field(default_factory=list)
 
 
 def check_args(args) -> str | None:
@@ -319,6 +99,18 @@ def settings_of(args) -> FitSettings:
         seed=args.seed,
         paired=args.paired_bootstrap,
         interval=args.interval,
+    )
+
+
+def report_settings(args) -> ReportSettings:
+    """Where the report goes and what it shows, from the command line."""
+    return ReportSettings(
+        out=args.out,
+        baseline=args.baseline,
+        metric=args.metric,
+        c_law_points=args.c_law_points,
+        ablation_size=args.ablation_size,
+        dynamics_runs=args.dynamics_runs,
     )
 
 
@@ -577,149 +369,6 @@ def build_report(args, c: Collected, f: Fitted, e: Estimated) -> dict:
     }
 
 
-def write_tables(args, rows, report: dict, f: Fitted, e: Estimated) -> list[Path]:
-    """fits.json and fit_table.{md,csv,tex} in --out; the paths written."""
-    out = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / "fits.json", jsonable(report))
-    written = [out / "fits.json"]
-    if rows:
-        for name, text in (
-            (
-                "fit_table.md",
-                tables.markdown_table(rows, args.ci, e.c_refs[0], args.loss, f.result.interval),
-            ),
-            ("fit_table.csv", tables.csv_table(rows)),
-            ("fit_table.tex", tables.latex_table(rows, args.ci, e.c_refs[0])),
-        ):
-            atomic_write_bytes(out / name, text.encode())
-            written.append(out / name)
-    return written
-
-
-def draw_figures(args, c: Collected, f: Fitted, e: Estimated, written: list[Path]) -> list[str]:
-    """The figures in --out (appended to `written`); the lines that say what was drawn."""
-    from analysis.report import plots, plots_multiplier, plots_scaling
-
-    out, figure_msgs = args.out, []
-    shown = args.metric if c.task is None else c.fitted  # what the figures draw
-    ylabel = metrics.metric_axis_label(shown)
-    with _warnings.catch_warnings():
-        _warnings.simplefilter("ignore", RuntimeWarning)
-        plots_scaling.plot_scaling(
-            c.groups,
-            f.fits,
-            e.c_refs[0],
-            [out / "scaling.png", out / "scaling.pdf"],
-            args.baseline,
-            ylabel=ylabel,
-        )
-        written += [out / "scaling.png", out / "scaling.pdf"]
-        if e.curves:
-            plots_multiplier.plot_multiplier(
-                e.curves,
-                e.at_ref,
-                [out / "multiplier.png"],
-                args.baseline,
-                "loss" if shown == metrics.DEFAULT_METRIC else shown,
-            )
-            written.append(out / "multiplier.png")
-        else:
-            figure_msgs.append("multiplier figure skipped: no multipliers")
-        msg = plots.plot_ablation(
-            c.points, [out / "ablation.png"], args.ablation_size, args.baseline
-        )
-        figure_msgs.append(msg)
-        if not msg.endswith("skipped"):
-            written.append(out / "ablation.png")
-        figure_msgs += plots_extra.extra_figures(
-            e.extra, c.groups, out, written, args.baseline, ylabel
-        )
-        dyn, dyn_msgs = _dynamics_runs(c.points, args.dynamics_runs, args.baseline)
-        figure_msgs += dyn_msgs
-        if dyn:
-            plots.plot_dynamics(dyn, [out / "dynamics.png"], args.baseline)
-            written.append(out / "dynamics.png")
-            figure_msgs.append(
-                "dynamics: "
-                + ", ".join(
-                    f"{r['label']}:{r['size']}"
-                    + (f" seed {r['seed']}" if r.get("seed") is not None else "")
-                    for r in dyn
-                )
-            )
-        else:
-            figure_msgs.append("dynamics figure skipped: no run with a dynamics.json")
-    return figure_msgs
-
-
-def print_summary(
-    args,
-    c: Collected,
-    f: Fitted,
-    e: Estimated,
-    rows,
-    figure_msgs: list[str],
-    written: list[Path],
-    wandb_msg: str | None,
-) -> None:
-    """The moment users came for: the table and the multipliers, printed last."""
-    coll = c.coll
-    print()
-    for m in figure_msgs:
-        print(m)
-    print()
-    if f.noise:
-        print(tables.terminal_noise(f.noise, args.baseline))
-        print()
-    if rows:
-        form_txt = f.law.shown
-        loss_txt = (
-            f"Huber on log L (delta={args.huber_delta:g})"
-            if args.loss == "huber"
-            else "least squares on log L"
-        )
-        how = sorted(set(f.result.interval.values()))
-        if c.task is not None:
-            form_txt += f" with L = {c.fitted}"
-        print(
-            f"Scaling fits: {form_txt}, C in PFLOP/s-days; {loss_txt}, every seed's "
-            f"{'final point' if args.c_law_points == 'final' else 'points'}; "
-            f"{args.bootstrap} bootstrap resamples over {' and '.join(how)}"
-        )
-        print(tables.terminal_table(rows, args.ci))
-        print()
-        print(
-            f"Compute multiplier vs {args.baseline} (> 1: the variant needs less compute for the "
-            f"same loss):"
-        )
-        print(tables.terminal_multipliers(e.at_ref))
-        print(f"  C_ref: {e.c_ref_why}")
-        for line in e.extra.lines:
-            print(line)
-        for label, why in f.result.skipped.items():
-            print(f"  not fitted: {why}")
-    else:
-        print("No variant could be fitted.")
-        note = one_size_note(coll.runs, args.baseline)
-        if note and args.c_law_points == "final":  # one final point per seed: one compute value
-            print(
-                f"  {note.split(':')[0]}: a compute multiplier needs two or more sizes "
-                "(plan=true predicts none); --c-law-points all fits that size's budgets instead"
-            )
-    for line in e.metric_lines:
-        print(line)
-    print()
-    print(
-        f"Runs: {c.n_completed} completed, {len(coll.failed)} failed, {len(coll.running)} still "
-        f"running or missing results.json, {len(coll.invalid)} unusable"
-        + (" (listed at the top)" if coll.failed or coll.running or coll.invalid else "")
-    )
-    if wandb_msg:
-        print(wandb_msg)
-    print(f"Wrote {len(written)} files to {args.out}/: " + ", ".join(p.name for p in written))
-
-
 def log_wandb(args, rows, report: dict, written: list[Path]) -> str:
     """The table and figures as one W&B run in the sweep's group; the line that says where."""
     group = args.wandb_group or Path(args.inputs[0]).resolve().name
@@ -764,10 +413,13 @@ def main(argv=None) -> int:
     law = fit_chosen_law(args, collected, fitted, estimated, choice)
     rows = tables.table_rows(fitted.fits, estimated.at_ref, args.baseline)
     report = {**build_report(args, collected, fitted, estimated), "law": law}
-    written = write_tables(args, rows, report, fitted, estimated)
-    figure_msgs = [] if args.no_plots else draw_figures(args, collected, fitted, estimated, written)
+    shown = report_settings(args)
+    written = write_tables(shown, rows, report, fitted, estimated)
+    figure_msgs = (
+        [] if args.no_plots else draw_figures(shown, collected, fitted, estimated, written)
+    )
     wandb_msg = log_wandb(args, rows, report, written) if args.wandb and rows else None
-    print_summary(args, collected, fitted, estimated, rows, figure_msgs, written, wandb_msg)
+    print_summary(shown, collected, fitted, estimated, rows, figure_msgs, written, wandb_msg)
     why = no_multiplier(args, collected, fitted, estimated)
     if why:
         print(f"error: no compute multiplier: {why}", file=sys.stderr)
