@@ -255,7 +255,7 @@ def test_many_bands_move_to_one_panel_per_variant_beside_the_baseline():
 
 
 def test_dynamics_figure_names_the_seed_it_shows(tmp_path):
-    from analysis.fit import _dynamics_runs
+    from analysis.report.fit_outputs import _dynamics_runs
 
     sweep = tmp_path / "sweep"
     make_sweep(sweep, seeds=(3, 5))
