@@ -323,6 +323,18 @@ def test_a_pool_too_small_to_fit_says_why_nothing_is_bought(tmp_path, capsys):
     assert "1 finished; the 5-parameter chinchilla law needs 6" in out
 
 
+def test_a_pilot_whose_runs_together_are_over_the_budget_says_so():
+    """The cheapest run fits the budget, but a pilot keeps room for all its runs: the reason
+    names their sum, not the cheapest run (before, it said the cheapest run was over)."""
+    from analysis.estimates.design import pilot_round
+
+    X = {"params": np.array([1e7, 2e7, 4e7, 8e7]), "tokens": np.array([2e8, 4e8, 8e8, 1.6e9])}
+    none = {"params": np.array([]), "tokens": np.array([])}
+    r = pilot_round(get_law("chinchilla"), none, X, np.array([3.0, 4.0, 5.0, 6.0]), 3, 10.0, "why")
+    assert not r.picks
+    assert "its 3 cheapest candidates cost 12 GPU-h together, over 10 (a pilot keeps" in r.reason
+
+
 @pytest.mark.parametrize(
     "loss,shown", [("abc", "'abc'"), ("-3", "'-3'"), ("nan", "'nan'"), ("inf", "'inf'")]
 )

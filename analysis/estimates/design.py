@@ -104,14 +104,27 @@ def pilot(
     return picks
 
 
+def _unaffordable(cost: np.ndarray, n: int, budget: float) -> str:
+    """Why `pilot` bought nothing: the cheapest run is over the budget, or the `n` cheapest
+    together are (it keeps room for the whole pilot at the cheapest prices)."""
+    if not len(cost):
+        return "the cheapest candidate costs nothing: no candidates"
+    if float(np.min(cost)) > budget:
+        return f"the cheapest candidate costs {float(np.min(cost)):.4g} GPU-h, over {budget:.4g}"
+    together = float(np.sum(np.sort(cost)[:n]))
+    return (
+        f"its {n} cheapest candidates cost {together:.4g} GPU-h together, over {budget:.4g} (a "
+        f"pilot keeps room for all {n})"
+    )
+
+
 def pilot_round(law: Law, X_obs: dict, X_cand: dict, cost, n: int, budget: float, why: str):
     """A pilot `Round` of up to `n` runs spread away from the finished ones (`pilot`), with its
     reason (`why` a pilot); where the budget buys none, the reason says so."""
     picks = pilot(X_cand, law.inputs, cost, n, budget, X_obs)
     if not picks:
-        cheapest = f"{float(np.min(cost)):.4g} GPU-h" if len(cost) else "nothing: no candidates"
         return Round(
-            [], f"no pilot: the cheapest candidate costs {cheapest}, over {budget:.4g} ({why})"
+            [], f"no pilot: {_unaffordable(np.asarray(cost, dtype=float), n, budget)} ({why})"
         )
     away = " away from the finished ones" if len(np.asarray(X_obs[law.inputs[0]])) else ""
     return Round(
