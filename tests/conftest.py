@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
 import time
 from pathlib import Path
@@ -13,6 +14,15 @@ import pytest
 # the helpers a plug-in's tests import too (docs/residual_schemes.md), re-exported for the suite
 from andrea.testing.plugins import require_plugin  # noqa: F401
 from andrea.testing.runs import TINY_RUN, compose_run  # noqa: F401
+
+
+def free_port() -> int:
+    """A TCP port the OS has just handed out (bound to 0, then released): tests that start a
+    process group or a cluster use it, so parallel workers do not pick the same fixed port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from conftest import free_port
 
 from andrea.launch.ray import dashboard_answers
 
@@ -39,12 +39,6 @@ class RayCluster:
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _jobs_api_ready(address: str) -> bool:
@@ -96,7 +90,7 @@ def start() -> RayCluster:
     else:
         # a short folder: Ray's unix sockets live under it (at most 107 characters)
         tmp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
-        dash = _free_port()
+        dash = free_port()
         address = f"http://127.0.0.1:{dash}"
         log = tmp / "start.log"
         cmd = [
@@ -109,12 +103,12 @@ def start() -> RayCluster:
             # two processes, which train with gloo on the CPU (the DDP path GPU jobs take)
             "--num-gpus=2",
             "--node-ip-address=127.0.0.1",
-            f"--port={_free_port()}",
+            f"--port={free_port()}",
             f"--dashboard-port={dash}",
             "--dashboard-host=127.0.0.1",
             "--include-dashboard=true",
-            f"--dashboard-agent-listen-port={_free_port()}",
-            f"--ray-client-server-port={_free_port()}",
+            f"--dashboard-agent-listen-port={free_port()}",
+            f"--ray-client-server-port={free_port()}",
             "--object-store-memory=100000000",
             f"--temp-dir={tmp}",
             "--disable-usage-stats",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TINY_RUN, compose_run
+from conftest import TINY_RUN, compose_run, free_port
 
 from andrea.config.resolve import resolve_run
 
@@ -162,7 +162,7 @@ def test_fsdp_on_two_ranks_trains_as_one_process_resumes_exactly_and_refuses_ano
     from andrea.train import TrainingFailed, train
 
     one, two, out = tmp_path / "one", tmp_path / "two", tmp_path / "variants.json"
-    port = 29700 + os.getpid() % 1000
+    port = free_port()
     mp.spawn(_worker, args=(port, str(two), str(data_cache), str(out)), nprocs=2, join=True)
 
     # the sharding, variant by variant

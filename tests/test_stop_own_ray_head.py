@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "andrea.launch.ray"]
@@ -38,12 +38,6 @@ class Answer(http.server.BaseHTTPRequestHandler):
 signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))  # leaves its child behind
 http.server.HTTPServer(("127.0.0.1", port), Answer).serve_forever()
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _alive(pid: int) -> bool:
@@ -83,7 +77,7 @@ def test_stop_ends_the_recorded_head_and_its_group_and_nothing_else(tmp_path, by
     fake = tmp_path / "ray"
     fake.write_text(FAKE_RAY.format(python=sys.executable, pids=pids))
     fake.chmod(0o755)
-    port = _free_port()
+    port = free_port()
     folder = tmp_path / "head"
     up = _run("start-head", "--ray", fake, folder, "--", f"--dashboard-port={port}", cwd=tmp_path)
     assert up.returncode == 0, up.stderr

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO, TINY_RUN
+from conftest import REPO, TINY_RUN, free_port
 
 from andrea.components.checkpoint import load_latest_checkpoint
 from andrea.run import logkeys as keys
@@ -296,7 +296,7 @@ def test_ddp_with_two_processes_matches_one_process(tmp_path, data_cache):
 
     torch.set_num_threads(1)
     single = run(tmp_path / "one", "train.micro_batch_size=8")
-    port = 29500 + os.getpid() % 1000
+    port = free_port()
     out = tmp_path / "ddp.json"
     mp.spawn(
         _ddp_worker,

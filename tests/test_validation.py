@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TINY_RUN, compose_run
+from conftest import TINY_RUN, compose_run, free_port
 
 from andrea.components.distributed import DistInfo
 from andrea.components.evaluate import EvaluationStopped, evaluate
@@ -80,7 +80,7 @@ def test_same_weights_same_val_loss_for_any_micro_batch_and_world_size(
     import torch.multiprocessing as mp
 
     by_batch = {bs: _score(bs) for bs in (4, 8)}
-    port = 29700 + os.getpid() % 1000
+    port = free_port()
     mp.spawn(_worker, args=(2, port, str(data_cache), 4, str(tmp_path)), nprocs=2, join=True)
     outs = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     ranks = [o["loss"] for o in outs]
