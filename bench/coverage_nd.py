@@ -63,7 +63,7 @@ import numpy as np
 
 from analysis.estimates import law_fits
 from analysis.estimates.band_intervals import joint_level
-from analysis.estimates.conformal import calibrate, gap_band, sweep_rollout
+from analysis.estimates.conformal import calibrate, gap_band, residuals_of, sweep_rollout
 from analysis.estimates.estimate import default_c_ref, fit_variants, points_for
 from analysis.estimates.extra_fits import fit_chinchilla_replicates
 from analysis.estimates.multiplier import boot_multipliers, multiplier_at, ratio
@@ -290,7 +290,7 @@ def _score_law(tally, name, runs, bseed, n_boot, design, factors, true_laws, noi
         )
         ro = sweep_rollout(law, runs, final_points(runs))
     base, var = res.fits["baseline"], res.fits["variant"]
-    residuals = ([x.log_residual for x in ro.residuals], [x.factor for x in ro.residuals])
+    residuals = residuals_of(ro)
     band, _ = calibrate(*residuals)
     bands = {
         "mult_pi": gap_band(ro, runs, "baseline")[0],

@@ -109,7 +109,7 @@ def test_a_law_whose_band_coverage_was_not_measured_keeps_no_band_and_predict_st
     from analysis.estimates.band_intervals import loss_pi as _pi
 
     # the C power law's band fell below 90 % under one truth (docs/laws.md): none in fits.json
-    saved = conformal.band_json(POWER, [], [])
+    saved = conformal.saved(*conformal.covered_bands(POWER, [], [], "baseline")[0])
     assert "q" not in saved and "not measured >= 90 %" in saved["withheld"]
     # a covered law's band is given up to the factor it was measured at, and withheld past it
     band = conformal.Band(0.05, 0.9, 12, (1.5, 20.0), up_to=30.0)

@@ -92,15 +92,23 @@ def _unsupported(f: LawFit, X: dict, loss: float, c: float) -> str | None:
     return unsupported(f, X, loss)
 
 
+def _past_measured(covered_up_to: dict[str, float], law, factor: float) -> str | None:
+    """None where `factor` is within the one `law`'s coverage was measured up to in
+    `covered_up_to` (a factor of exactly the limit is inside); else how far it was measured."""
+    limit = covered_up_to.get(law)
+    if limit is not None and factor <= limit * (1 + 1e-9):
+        return None
+    return f"only up to {limit:g}x" if limit else "at no factor"
+
+
 def _compute_query_why(f: LawFit, X: dict, ext: float, measured_only: bool) -> str:
     """Why an L(N, D) law's PI at a compute query is withheld (COMPUTE_QUERY_COVERED_UP_TO), or
     "" (a law in compute, a query at (N, D), or a factor whose coverage was measured)."""
     if not measured_only or f.law.inputs == ("compute",) or "compute" not in X:
         return ""
-    limit = COMPUTE_QUERY_COVERED_UP_TO.get(f.name)
-    if limit is not None and ext <= limit * (1 + 1e-9):
+    measured = _past_measured(COMPUTE_QUERY_COVERED_UP_TO, f.name, ext)
+    if measured is None:
         return ""
-    measured = f"only up to {limit:g}x" if limit else "at no factor"
     return (
         f"prediction interval withheld: {f.name}'s interval for its compute-optimal loss at a "
         f"compute query covered >= 90 % {measured} (docs/laws.md); ask at (params, tokens)"
@@ -235,11 +243,10 @@ def overlap_interval(base: LawFit, var: LawFit, c: float, m: float, half_width) 
 def withheld_pi(row: dict) -> str | None:
     """Why the multiplier's prediction interval this far past the data is not given
     (MULTIPLIER_COVERED_UP_TO), or None."""
-    limit = MULTIPLIER_COVERED_UP_TO.get(row.get("law"))
     f = row.get("extrapolation", 1.0)
-    if limit is not None and f <= limit * (1 + 1e-9):
+    measured = _past_measured(MULTIPLIER_COVERED_UP_TO, row.get("law"), f)
+    if measured is None:
         return None
-    measured = f"only up to {limit:g}x" if limit else "at no factor"
     return (
         f"multiplier prediction interval withheld: {f:.3g}x past the data, and the coverage of "
         f"{row.get('law')}'s multiplier prediction intervals was measured >= 90 % {measured} "
@@ -258,8 +265,8 @@ def multiplier_pi(base: LawFit, var: LawFit, row: dict, band: Band | None, why: 
         reason = why
     elif row.get("undefined") or not (math.isfinite(m) and m > 0):
         reason = "the multiplier itself is undefined here"
-    elif withheld_pi(row):
-        return {**out, "pi_withheld": withheld_pi(row)}
+    elif past := withheld_pi(row):
+        return {**out, "pi_withheld": past}
     elif f_v > band.up_to * (1 + 1e-9):
         reason = (
             f"the variant's loss at {f_v:.3g}x past its data is past the {band.up_to:g}x the "

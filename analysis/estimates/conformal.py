@@ -106,9 +106,8 @@ def sweep_rollout(law, runs, c_law_runs) -> rollouts.Rollout:
         return rollouts.rollout(law, runs, c_law_runs, planned=planned)
 
 
-def sweep_residuals(law, runs, c_law_runs) -> tuple[list[float], list[float]]:
-    """(log residuals, their factors) of `sweep_rollout`."""
-    ro = sweep_rollout(law, runs, c_law_runs)
+def residuals_of(ro: rollouts.Rollout) -> tuple[list[float], list[float]]:
+    """(log residuals, their factors) of a rollout: what `calibrate` takes."""
     return [x.log_residual for x in ro.residuals], [x.factor for x in ro.residuals]
 
 
@@ -140,9 +139,9 @@ def paired_gaps(ro: rollouts.Rollout, runs, baseline: str) -> tuple[list[float],
 
 
 def sweep_band(law, runs, c_law_runs, level: float = LEVEL) -> tuple[Band | None, str]:
-    """The band of `law` calibrated on the sweep's rollout residuals (`sweep_residuals`), or
+    """The band of `law` calibrated on the sweep's rollout residuals (`sweep_rollout`), or
     (None, why)."""
-    return calibrate(*sweep_residuals(law, runs, c_law_runs), level)
+    return calibrate(*residuals_of(sweep_rollout(law, runs, c_law_runs)), level)
 
 
 def gap_band(ro: rollouts.Rollout, runs, baseline: str) -> tuple[Band | None, str]:
@@ -168,7 +167,7 @@ def covered_bands(law, runs, c_law_runs, baseline: str) -> tuple[tuple, tuple]:
         )
         return (None, why), (None, why)
     ro = sweep_rollout(law, runs, c_law_runs)
-    band, why = calibrate([x.log_residual for x in ro.residuals], [x.factor for x in ro.residuals])
+    band, why = calibrate(*residuals_of(ro))
     gap, gap_why = gap_band(ro, runs, baseline)
     return tuple(
         (dataclasses.replace(b, up_to=up_to), "") if b else (None, w)
@@ -179,14 +178,3 @@ def covered_bands(law, runs, c_law_runs, baseline: str) -> tuple[tuple, tuple]:
 def saved(band: Band | None, why: str) -> dict:
     """What fits.json keeps of a band: its fields, or {"withheld": why}."""
     return band.to_json() if band else {"withheld": why}
-
-
-def band_json(law, runs, c_law_runs, level: float = LEVEL) -> dict:
-    """What fits.json keeps of it: the band with the factor it is covered up to, or
-    {"withheld": why} (too few residuals, or a law whose band's coverage is not measured >= 90 %:
-    COVERED_UP_TO)."""
-    up_to = COVERED_UP_TO.get(law.name)
-    if up_to is None:
-        return {"withheld": covered_bands(law, runs, c_law_runs, "")[0][1]}
-    band, why = sweep_band(law, runs, c_law_runs, level)
-    return saved(dataclasses.replace(band, up_to=up_to) if band else None, why)
