@@ -157,6 +157,12 @@ def _cheapest(cost):
     return choose
 
 
+def planner_laws(law, group) -> list:
+    """The laws --law auto chooses among on a group: the registry's whose inputs the pool and
+    the target have, else the split's own `law`."""
+    return candidates(law_registry.laws(), group.X, group.X_test) or [law]
+
+
 def planner_selection(law, group, seed: int) -> list[list[int]]:
     """andrea's planner as `python -m analysis.next_runs --pool POOL --target TARGET --replay`
     runs it with its defaults (`analysis.estimates.pool_plan.replay_sequence`: --law auto among
@@ -164,7 +170,7 @@ def planner_selection(law, group, seed: int) -> list[list[int]]:
     from the runs measured so far), with the benchmark's cumulative budgets in one sequence: the
     runs chosen by each budget. The split's own law scores them (`Scorer`). The one place this
     harness calls the planner."""
-    laws = candidates(law_registry.laws(), group.X, group.X_test) or [law]
+    laws = planner_laws(law, group)
     out = replay_sequence(laws, group.X, group.y, group.cost, group.X_test, group.budgets, seed)
     return [chosen for chosen, _ in out]
 

@@ -29,7 +29,7 @@ from analysis.estimates.design import take
 from analysis.estimates.pool_plan import replay_sequence
 from analysis.fits import law_registry
 from analysis.fits.laws import LawError, bound_arrays, fit_law_scaled_huber
-from bench.scalebench import Scorer, selections
+from bench.scalebench import Scorer, planner_laws, selections
 from bench.scalebench_splits import SPLITS, load_split
 
 SEED = 0  # the planner's seed; the bench reuses seed 0's choice where seed 1 chooses the same
@@ -39,16 +39,15 @@ def _g(x) -> str:
     return f"{float(x):.4g}"
 
 
-def planner_laws(split, g, law_name: str | None):
+def laws_for(split, g, law_name: str | None):
     """The laws the planner chooses among, as `planner_selection` builds them, or the one given."""
-    if law_name:
-        return [law_registry.get(law_name)]
-    return pool_law.candidates(law_registry.laws(), g.X, g.X_test) or [split.law]
+    return [law_registry.get(law_name)] if law_name else planner_laws(split.law, g)
 
 
-def _auto_lines(laws, X, y) -> list[str]:
-    """What --law auto says before a round (`pool_law.choose`), the laws it skipped among them."""
-    return pool_law.choose(laws, X, y, [f"r{i}" for i in range(len(y))], SEED)[1]
+def _auto_lines(laws, X, y, cost) -> list[str]:
+    """What --law auto says before a round (`pool_law.choose`, given the rows' cost as the
+    planner gives it), the laws it skipped among them."""
+    return pool_law.choose(laws, X, y, [f"r{i}" for i in range(len(y))], SEED, cost=cost)[1]
 
 
 def print_rounds(split, g, laws) -> list[list[int]]:
@@ -58,7 +57,7 @@ def print_rounds(split, g, laws) -> list[list[int]]:
     for i, r in enumerate(out[-1][1]):
         print(f"  round {i}: {len(measured)} measured; law {r.law}")
         if len(laws) > 1:
-            for line in _auto_lines(laws, take(g.X, measured), g.y[measured]):
+            for line in _auto_lines(laws, take(g.X, measured), g.y[measured], g.cost[measured]):
                 print(f"    | {line}")
         print(f"    {r.reason}")
         for j in r.picks:
@@ -162,7 +161,7 @@ def main(argv=None) -> int:
     y_all = np.concatenate([g.y_test for g in split.groups])
     print(f"{a.split}: {len(y_all)} target runs in all, loss sd {y_all.std():.4f}")
     for g in split.groups:
-        laws = planner_laws(split, g, a.law)
+        laws = laws_for(split, g, a.law)
         print(
             f"== {a.split} group {g.name}: {len(g.y)} pool runs, {len(g.y_test)} targets "
             f"(loss sd {g.y_test.std():.4f}); budgets {', '.join(map(_g, g.budgets))}; "

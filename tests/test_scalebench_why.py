@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from bench.scalebench import planner_selection
 from bench.scalebench_splits import load_split
-from bench.scalebench_why import main, planner_laws, print_rounds
+from bench.scalebench_why import laws_for, main, print_rounds
 
 
 def test_its_rounds_choose_the_runs_the_bench_scores(capsys):
     """Per group and budget, the runs its printed rounds chose are `planner_selection`'s."""
     split = load_split("sparsity")
     for g in split.groups:
-        assert print_rounds(split, g, planner_laws(split, g, None)) == planner_selection(
+        assert print_rounds(split, g, laws_for(split, g, None)) == planner_selection(
             split.law, g, 0
         )
     assert "pick " in capsys.readouterr().out
