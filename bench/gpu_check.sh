@@ -8,15 +8,18 @@
 #   0. preflight: every module the steps import, and the GPU (fails in seconds, not minutes).
 #   1. bench.sdpa_check: the model's attention runs on the flash kernel (bf16 autocast).
 #   2. bench.throughput, andrea-120m, batch 32 x 1024, bf16 autocast, torch.compile on
-#      (fullgraph; a graph break is reported, then compiled with breaks), for baseline, Block
-#      S = 4 and Full, in that order, within a compile budget: train + inference tokens/s as
-#      ratios to the baseline with their spread, MFU, peak memory, PASS/FAIL against the CUDA
-#      targets. TORCH_LOGS shows graph breaks and recompiles.
-#   3. the same eager, with Block S = 2 and 8 as well.
-#   4. bench.depth_backends: every depth-op backend (eager, compile, fla, liger, flash_attn_res;
-#      model.depth_backend) timed, forward + backward ms and peak MiB, for sources 3, 5, 9, 17 and
-#      d 512, 2048 (16384 tokens, bf16), then each one's parity with andrea's reference on CUDA.
-#   5. a small real scaling sweep (sweeps/gpu_small: five small sizes x baseline, Full, Block S=4)
+#      (fullgraph; a graph break is reported, then compiled with breaks), for baseline and Block
+#      S = 4 within a compile budget: train + inference tokens/s as ratios to the baseline with
+#      their spread, MFU, peak memory, PASS/FAIL against the CUDA targets. TORCH_LOGS shows graph
+#      breaks and recompiles. Full AttnRes is left out: its compilation alone took longer than
+#      the step's budget (on an H200, 2026-12-04: baseline 29 s, Block S = 4 84 s to compile).
+#   3. the same eager, with Full, Block S = 2 and 8 and the mHC rivals as well.
+#   4. the same eager for Block S = 4 with each fused depth-op kernel whose package imports
+#      (`attnres_block:4:backend=NAME`, model.depth_backend), beside the baseline and eager.
+#   5. bench.depth_backends: every depth-op backend (eager, compile, fla, liger, flash_attn_res)
+#      timed, forward + backward ms and peak MiB, at andrea-120m's shape (d 768, 32768 tokens,
+#      5, 13 and 25 sources, bf16), then each one's parity with andrea's reference on CUDA.
+#   6. a small real scaling sweep (sweeps/gpu_small: four tiny sizes x 2 seeds x baseline, Full, Block S=4)
 #      with sweep.throughput=true (its variants timed interleaved -> throughput.json), and the
 #      analysis on it, whose device-seconds multiplier then comes from that file; in
 #      GPU_CHECK_WORK (default /tmp/andrea-gpu-check).
@@ -24,7 +27,7 @@
 # gpu_check.log (the console), gpu_check.jsonl (benchmark results, a line per run), and the
 # sweep's gpu_small_fit_table.md, gpu_small_fits.json, gpu_small_scaling.png,
 # gpu_small_multiplier.png, gpu_small_throughput.json.
-# GPU_CHECK_STEPS=sdpa,compiled,eager,backends,sweep (the default: all) runs only those steps.
+# GPU_CHECK_STEPS=sdpa,compiled,eager,fused,backends,sweep (the default: all) runs only those.
 #
 # Exit status: 0 all passed, 3 all ran but a target was missed, 1 a step failed or timed out.
 # GPU_CHECK_SMOKE=1 runs the same steps at toy sizes on the CPU (~1 minute on 2 idle cores), to
@@ -41,7 +44,7 @@ JSON="$OUT/gpu_check.jsonl"
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-$(command -v python3 || command -v python)}
 SMOKE=${GPU_CHECK_SMOKE:-0}
-STEPS=",${GPU_CHECK_STEPS:-sdpa,compiled,eager,backends,sweep},"
+STEPS=",${GPU_CHECK_STEPS:-sdpa,compiled,eager,fused,backends,sweep},"
 want() { [[ "$STEPS" == *",$1,"* ]]; }
 WORK=${GPU_CHECK_WORK:-/tmp/andrea-gpu-check}
 
@@ -73,7 +76,7 @@ run() {  # run LIMIT_S CMD...: keep going after a failure, remember it (LIMIT_S 
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1
   else echo "nvidia-smi: not found"; fi
   echo "python: $PY"; } | tee -a "$LOG"
-PRE_LIMIT=30; [ "$SMOKE" = 1 ] && PRE_LIMIT=0  # no limits on a shared CPU (see LIMITS below)
+PRE_LIMIT=20; [ "$SMOKE" = 1 ] && PRE_LIMIT=0  # no limits on a shared CPU (see LIMITS below)
 timeout -k 5 "$PRE_LIMIT" "$PY" - "$SMOKE" <<'EOF' 2>&1 | tee -a "$LOG"
 import importlib, sys
 missing = []
@@ -106,35 +109,49 @@ if [ "$SMOKE" = 1 ]; then
   COMPILED=(--compile off --quick)  # inductor on 2 CPU cores takes minutes
   EAGER=(--compile off --quick)
   # the tests' small corpus (shared with them through ANDREA_DATA) and a tenth of the budget
-  SWEEP=(size=tiny-1,tiny-2,tiny-3 data.max_chars=400000 train.tokens_per_param=0.2 max_epochs=1e9)
+  SWEEP=(size=tiny-1,tiny-2,tiny-3 train.seed=0 data.max_chars=400000 train.tokens_per_param=0.2 max_epochs=1e9)
   BACKENDS=(--device cpu --smoke)
   # No step limits on the CPU (0 = none): they guard GPU minutes, and on a shared CPU they only
   # measured the load (a 300 s limit failed with the cores shared; with 8 processes on
   # 2 cores the sweep step alone ran over 13 minutes). The caller's own limit stops a hang.
-  LIMITS=(0 0 0 0 0 0)
+  LIMITS=(0 0 0 0 0 0 0)
 else
   BENCH=(--device cuda --size andrea-120m --batch 32 --seq 1024 --dtype bf16 --json "$JSON")
   # compilation dominates; the budget skips a variant that would not fit rather than lose all
-  COMPILED=(--compile on --trials 3 --steps 5 --warmup 2 --budget-s 220)
-  EAGER=(--compile off --trials 3 --steps 5 --warmup 2)
+  COMPILED=(--compile on --trials 3 --steps 5 --warmup 2 --budget-s 140)
+  EAGER=(--compile off --trials 3 --steps 3 --warmup 2)
   SWEEP=()
-  BACKENDS=(--device cuda --repeats 5 --warmup 2)
-  # + preflight 30 = 585 s, under a 600 s call (the backends and throughput steps' shares are
-  # estimates: not yet run on a GPU)
-  LIMITS=(30 200 50 75 180 20)
+  BACKENDS=(--device cuda --repeats 5 --warmup 2 --d 768 --tokens 32768 --sources 5,13,25)
+  # sdpa, compiled, eager, fused, backends, sweep, fit; + preflight 20 = 590 s, under a 600 s
+  # call. Measured on an H200 (2026-12-04): compiled 150 s; eager 50 s for 7 variants x 5
+  # steps (then over its 50 s limit); the backends step's old grid (8 shapes x 5 backends)
+  # did not finish 2 backends in 75 s.
+  LIMITS=(25 170 70 80 80 125 20)
 fi
 
 want sdpa && run "${LIMITS[0]}" "$PY" -m bench.sdpa_check --size andrea-120m --batch 8 --seq 1024
 want compiled && TORCH_LOGS=${TORCH_LOGS:-graph_breaks,recompiles} \
   run "${LIMITS[1]}" "$PY" -m bench.throughput "${BENCH[@]}" "${COMPILED[@]}" \
-  --variants baseline,attnres_block:4,attnres_full
+  --variants baseline,attnres_block:4
 want eager && run "${LIMITS[2]}" "$PY" -m bench.throughput "${BENCH[@]}" "${EAGER[@]}"
-want backends && run "${LIMITS[3]}" "$PY" -m bench.depth_backends "${BACKENDS[@]}" --json "$JSON"
+if want fused; then  # the fused kernels that import here (none on a CPU: they are Triton/CUDA)
+  FUSED=$("$PY" -c 'from andrea.model.residuals import depth_backend as b
+print(",".join(f"attnres_block:4:backend={n}" for n in b.FUSED if b.importable(n) is None))')
+  if [ "$SMOKE" = 1 ]; then
+    echo "fused: skipped (smoke run on the CPU: the fused depth kernels are Triton/CUDA)" | tee -a "$LOG"
+  elif [ -z "$FUSED" ]; then
+    echo "fused: skipped (no fused depth kernel's package imports here)" | tee -a "$LOG"
+  else
+    run "${LIMITS[3]}" "$PY" -m bench.throughput "${BENCH[@]}" "${EAGER[@]}" \
+      --variants "baseline,attnres_block:4,$FUSED"
+  fi
+fi
+want backends && run "${LIMITS[4]}" "$PY" -m bench.depth_backends "${BACKENDS[@]}" --json "$JSON"
 if want sweep; then
   rm -rf "$WORK"
-  run "${LIMITS[4]}" "$PY" sweep.py -m sweeps=gpu_small "${SWEEP[@]}" out_dir="$WORK/runs" \
+  run "${LIMITS[5]}" "$PY" sweep.py -m sweeps=gpu_small "${SWEEP[@]}" out_dir="$WORK/runs" \
     wandb.mode=disabled train.progress=false sweep.throughput=true
-  run "${LIMITS[5]}" "$PY" -m analysis.fit "$WORK/runs/gpu_small" --out "$WORK/analysis"
+  run "${LIMITS[6]}" "$PY" -m analysis.fit "$WORK/runs/gpu_small" --out "$WORK/analysis"
   for f in fit_table.md fits.json scaling.png multiplier.png; do
     cp "$WORK/analysis/$f" "$OUT/gpu_small_$f" 2>/dev/null
   done

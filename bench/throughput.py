@@ -9,7 +9,8 @@
 
 What is measured, per variant (baseline, attnres_full, attnres_block with S = 2, 4, 8, and the
 rivals mhc / mhc_lite with n = 4 streams, whose residual is n times wider; `mhc:2` sets n; any
-registered scheme, a plug-in's too: `kromhc:8`, `kromhc:kromhc_streams=9:kromhc_factor=3`):
+registered scheme, a plug-in's too: `kromhc:8`, `kromhc:kromhc_streams=9:kromhc_factor=3`;
+`attnres_block:4:backend=fla` times the depth op's fused kernel `fla`, model.depth_backend):
 - train: one optimiser step = forward + backward + AdamW step, tokens/s;
 - infer: forward only in eval mode under no_grad (the two-phase path for AttnRes), tokens/s;
 - peak memory of one training step:
@@ -38,7 +39,7 @@ import torch
 
 from andrea.launch.throughput import Runner, Variant, device_defaults
 from andrea.model.flops import training_flops_per_token
-from andrea.model.residuals import registry
+from andrea.model.residuals import depth_backend, registry
 from andrea.model.transformer import ModelConfig
 from andrea.run.units import mfu, peak_flops
 from bench import packing
@@ -145,7 +146,21 @@ def variant_config(name: str, size: str, vocab: int) -> ModelConfig:
 
 
 def variants(names: list[str], size: str, vocab: int) -> list[Variant]:
-    return [Variant(name, variant_config(name, size, vocab)) for name in names]
+    """One Variant per name; a `:backend=NAME` part picks the depth op's kernel in training
+    (`model.depth_backend`, e.g. attnres_block:4:backend=fla), the rest is `variant_config`'s."""
+    out = []
+    for name in names:
+        parts = name.split(":")
+        backends = [p.partition("=")[2] for p in parts if p.startswith("backend=")]
+        rest = ":".join(p for p in parts if not p.startswith("backend="))
+        backend = backends[-1] if backends else "eager"
+        if backend not in depth_backend.CHOICES:
+            raise ValueError(
+                f"variant {name!r}: backend {backend!r} is not one of "
+                f"{', '.join(depth_backend.CHOICES)}"
+            )
+        out.append(Variant(name, variant_config(rest, size, vocab), backend))
+    return out
 
 
 def persistent_bytes(r: Runner) -> int:
@@ -281,8 +296,9 @@ def run(args) -> int:
 
     base = vs[0].name
     results = {"train": {}, "infer": {}, "memory": {}}
+    w = max(18, *(len(v.name) + 2 for v in vs))
     print(
-        f"\n{'variant':<18}{'train tok/s':>12}{'train ratio [spread]':>26}"
+        f"\n{'variant':<{w}}{'train tok/s':>12}{'train ratio [spread]':>26}"
         f"{'infer tok/s':>13}{'infer ratio [spread]':>26}{'peak MiB':>10}{'mem ratio':>10}"
     )
     for v in vs:
@@ -295,7 +311,7 @@ def run(args) -> int:
         if mem is not None:
             results["memory"][n] = mem / memory[base]
         print(
-            f"{n:<18}{tokens / statistics.median(train[n]):>12.0f}{ratio_summary(tr):>26}"
+            f"{n:<{w}}{tokens / statistics.median(train[n]):>12.0f}{ratio_summary(tr):>26}"
             f"{tokens / statistics.median(infer[n]):>13.0f}{ratio_summary(ir):>26}"
             + (f"{mem / 2**20:>10.1f}{mem / memory[base]:>10.3f}" if mem is not None else "")
         )
@@ -401,11 +417,11 @@ def parse(argv=None):
     device_defaults(args)
     if args.variants[0] != "baseline":
         p.error("--variants must start with baseline (the reference of every ratio)")
-    for name in args.variants:  # every variant's config checked before the first is timed
-        try:
-            variant_config(name, args.size, args.vocab)
-        except ValueError as e:
-            p.error(str(e))
+    try:  # every variant's config and kernel checked before the first is timed
+        for v in variants(args.variants, args.size, args.vocab):
+            depth_backend.resolve(v.depth_backend, torch.device(args.device).type == "cuda")
+    except ValueError as e:  # BackendError is one
+        p.error(str(e))
     return args
 
 

@@ -149,6 +149,22 @@ def test_the_gpu_rivals_sweep_plans_three_seeds_per_size(hydra, tmp_path):
     assert len(cells) == 25 and all(len(seeds) >= 3 for seeds in cells.values())
 
 
+def test_the_gpu_check_sweep_fits_a_small_stdlib_corpus_in_one_vocabulary(hydra, tmp_path):
+    """sweeps=gpu_small (bench/gpu_check.sh) on the built-in corpus of a bare CUDA image: there
+    the standard library is small (Debian's python3.12: 2.5 M unique training tokens at vocab
+    8449, 3.1 M at 2049, measured on an H200 machine, 2026-12-04), and the first GPU run stopped
+    before any job because andrea-12m would have seen it 8.4 times. Every job shares one
+    vocabulary (losses of two tokenizers are not comparable in one fit), with seeds as
+    replicates, within max_epochs of that corpus."""
+    planned = _planned(hydra, tmp_path, "sweeps=gpu_small")
+    assert {j.spec.model.vocab_size for j in planned} == {2049}
+    assert max(j.spec.tokens for j in planned) <= planned[0].run.max_epochs * 3.1e6
+    seeds = {}
+    for j in planned:
+        seeds.setdefault((j.spec.label, j.spec.size), set()).add(j.spec.train.seed)
+    assert len(seeds) == 12 and all(len(s) >= 2 for s in seeds.values())
+
+
 def test_the_cpu_rivals_sweep_is_the_demo_with_mhc_and_mhc_lite(hydra, tmp_path):
     """sweeps=rivals_cpu: the demo's sizes, seeds, tokens, budgets and LRs, with mHC, mHC-lite
     and Delta AttnRes (a plug-in, installed by make env) beside the demo's variants (planned

@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from andrea.model.residuals import depth_backend
 from andrea.model.transformer import ANDREA, ModelConfig
 from andrea.run import results as results_file
 from andrea.run.rundir import atomic_write_json, find_run_dirs, read_json
@@ -51,6 +52,7 @@ def command(sweep_dir: str, device: str = "auto") -> list[str]:
 class Variant:
     name: str  # as the benchmark names it: scheme[:value], or the run's label
     cfg: ModelConfig
+    depth_backend: str = "eager"  # the kernel of the depth op in training (depth_backend.py)
 
 
 class Runner:
@@ -62,6 +64,9 @@ class Runner:
         self.v = v
         self.device = device
         self.model = ANDREA(v.cfg).to(device)
+        if v.depth_backend != "eager":
+            cuda = device.type == "cuda"
+            depth_backend.use(self.model, depth_backend.resolve(v.depth_backend, cuda)[0])
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, fused=device.type == "cuda")
         g = torch.Generator().manual_seed(1)
         self.x = torch.randint(0, v.cfg.vocab_size, (args.batch, args.seq), generator=g).to(device)
