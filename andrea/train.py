@@ -315,7 +315,8 @@ class Trainer:
         """Set the model's depth-op kernel (andrea/model/residuals/depth_backend.py) for this
         job's device; what was asked, what is used and, when `auto` fell back, why."""
         try:
-            used, note = depth_backend.resolve(asked, self.device.type == "cuda")
+            cuda = self.device.type == "cuda"
+            used, note = depth_backend.resolve(asked, cuda, self.model.cfg.d_model)
         except depth_backend.BackendError as e:
             raise TrainingFailed(str(e)) from None
         depth_backend.use(self.model, used)

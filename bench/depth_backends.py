@@ -165,9 +165,15 @@ def main(argv=None) -> int:
     names = available(device, args.backends)
     rows, failed = [], 0
     print(f"{'backend':<16}{'sources':>8}{'d':>6}{'fwd+bwd ms':>12}{'peak MiB':>10}")
-    for b in names:
-        for d in args.d:
-            for n in args.sources:
+    # shape-major: a step limit that stops the run still leaves every backend timed at the
+    # first shapes (each fused kernel compiles again for each new source count)
+    for d in args.d:
+        for n in args.sources:
+            for b in names:
+                why = depth_backend.shape_problem(b, d)
+                if why is not None:
+                    print(f"{b:<16}{n:>8}{d:>6}  skipped: {why}")
+                    continue
                 try:
                     ms, mib = time_one(
                         b, n, args.tokens, d, dtype, device, args.repeats, args.warmup

@@ -18,7 +18,8 @@
 #      (`attnres_block:4:backend=NAME`, model.depth_backend), beside the baseline and eager.
 #   5. bench.depth_backends: every depth-op backend (eager, compile, fla, liger, flash_attn_res)
 #      timed, forward + backward ms and peak MiB, at andrea-120m's shape (d 768, 32768 tokens,
-#      5, 13 and 25 sources, bf16), then each one's parity with andrea's reference on CUDA.
+#      5 and 25 sources, bf16), each shape by every backend before the next shape, then each
+#      one's parity with andrea's reference on CUDA.
 #   6. a small real scaling sweep (sweeps/gpu_small: four tiny sizes x 2 seeds x baseline, Full, Block S=4)
 #      with sweep.throughput=true (its variants timed interleaved -> throughput.json), and the
 #      analysis on it, whose device-seconds multiplier then comes from that file; in
@@ -121,7 +122,7 @@ else
   COMPILED=(--compile on --trials 3 --steps 5 --warmup 2 --budget-s 140)
   EAGER=(--compile off --trials 3 --steps 3 --warmup 2)
   SWEEP=()
-  BACKENDS=(--device cuda --repeats 5 --warmup 2 --d 768 --tokens 32768 --sources 5,13,25)
+  BACKENDS=(--device cuda --repeats 5 --warmup 2 --d 768 --tokens 32768 --sources 5,25)
   # sdpa, compiled, eager, fused, backends, sweep, fit; + preflight 20 = 590 s, under a 600 s
   # call. Measured on an H200 (2026-12-04): compiled 150 s; eager 50 s for 7 variants x 5
   # steps (then over its 50 s limit); the backends step's old grid (8 shapes x 5 backends)
@@ -135,8 +136,9 @@ want compiled && TORCH_LOGS=${TORCH_LOGS:-graph_breaks,recompiles} \
   --variants baseline,attnres_block:4
 want eager && run "${LIMITS[2]}" "$PY" -m bench.throughput "${BENCH[@]}" "${EAGER[@]}"
 if want fused; then  # the fused kernels that import here (none on a CPU: they are Triton/CUDA)
-  FUSED=$("$PY" -c 'from andrea.model.residuals import depth_backend as b
-print(",".join(f"attnres_block:4:backend={n}" for n in b.FUSED if b.importable(n) is None))')
+  FUSED=$("$PY" -c 'from andrea.model.residuals import depth_backend as b  # andrea-120m: d 768
+print(",".join(f"attnres_block:4:backend={n}" for n in b.FUSED
+               if b.importable(n) is None and b.shape_problem(n, 768) is None))')
   if [ "$SMOKE" = 1 ]; then
     echo "fused: skipped (smoke run on the CPU: the fused depth kernels are Triton/CUDA)" | tee -a "$LOG"
   elif [ -z "$FUSED" ]; then

@@ -419,7 +419,8 @@ def parse(argv=None):
         p.error("--variants must start with baseline (the reference of every ratio)")
     try:  # every variant's config and kernel checked before the first is timed
         for v in variants(args.variants, args.size, args.vocab):
-            depth_backend.resolve(v.depth_backend, torch.device(args.device).type == "cuda")
+            cuda = torch.device(args.device).type == "cuda"
+            depth_backend.resolve(v.depth_backend, cuda, v.cfg.d_model)
     except ValueError as e:  # BackendError is one
         p.error(str(e))
     return args

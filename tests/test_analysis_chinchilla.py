@@ -1,6 +1,8 @@
 """analysis.fits.chinchilla: L(N, D) recovers known parameters; L*(C) and its multiplier in closed
 form."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -106,3 +108,21 @@ def test_no_points_draw_no_frontier_and_warn_nothing(tmp_path):
         msgs = figures(Extra(), {}, tmp_path, [], "baseline")
         plot_frontier({}, {}, [tmp_path / "f.png"])
     assert "frontier figure skipped: no points" in msgs and not (tmp_path / "frontier.png").exists()
+
+
+def test_the_compute_optimal_multiplier_is_undefined_when_a_fit_has_no_optimum():
+    """The first GPU sweep (4 tiny sizes) fitted B = 1e-5: its printed compute-optimal
+    multiplier was 8e38x. Any fit without a compute-optimal N (no_optimum: an exponent or a
+    coefficient at 0) gives no multiplier, with the reason, whichever side it is on."""
+    from analysis.estimates.extra_fits import Extra, _chinchilla_row
+
+    good = chinchilla_at(E=1.7, A=406.4, a=0.34, B=410.7, b=0.28)
+    tiny_b = chinchilla_at(E=1.7, A=406.4, a=0.34, B=1e-5, b=0.28)
+    good.label, tiny_b.label = "baseline", "attnres_block_s4"
+    ex = Extra()
+    row = _chinchilla_row(good, tiny_b, 1e-3, ex)
+    assert math.isnan(row["multiplier"]) and all(math.isnan(v) for v in row["ci"])
+    assert "undefined: attnres_block_s4 B = 1e-05" in ex.lines[-1]
+    row = _chinchilla_row(tiny_b, good, 1e-3, ex)
+    assert math.isnan(row["multiplier"]) and "undefined: attnres_block_s4 B" in ex.lines[-1]
+    assert _chinchilla_row(good, good, 1e-3, ex)["multiplier"] == pytest.approx(1.0)

@@ -172,6 +172,13 @@ CONFIG_CASES = [
         ("model.depth_backend=fla", "no CUDA device", "auto"),
     ),
     Case(
+        "depth_backend_that_cannot_run_this_width",
+        "config",
+        "model.depth_backend=flash_attn_res size=tiny-2 (d_model 48)",
+        config("size=tiny-2", "model=attnres_full", "model.depth_backend=flash_attn_res"),
+        ("model.depth_backend=flash_attn_res", "power of 2", "d_model=48", "fla, liger"),
+    ),
+    Case(
         "unknown_depth_backend",
         "config",
         "model.depth_backend=triton (no such backend)",

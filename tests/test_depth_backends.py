@@ -516,6 +516,22 @@ def test_a_fused_backend_whose_package_does_not_import_is_refused(monkeypatch):
         depth_backend.resolve("fla", cuda=True)
 
 
+def test_a_kernel_that_cannot_run_the_width_is_refused_first_and_auto_skips_it(monkeypatch):
+    """flash_attn_res tiles d with one tl.arange (a power of 2): on an H200, andrea-120m's
+    d 768 raised inside Triton mid-run (2026-12-04). Refused before any job, on any machine."""
+    monkeypatch.setattr(depth_backend, "importable", lambda name: None)
+    with pytest.raises(depth_backend.BackendError, match="d_model=768"):
+        depth_backend.resolve("flash_attn_res", cuda=False, d_model=768)
+    assert depth_backend.resolve("flash_attn_res", cuda=True, d_model=512)[0] == "flash_attn_res"
+    assert depth_backend.resolve("fla", cuda=True, d_model=768)[0] == "fla"
+    monkeypatch.setattr(
+        depth_backend, "importable", lambda name: None if name == "flash_attn_res" else "no"
+    )
+    used, note = depth_backend.resolve("auto", cuda=True, d_model=768)
+    assert used == "eager" and "power of 2" in note
+    assert depth_backend.resolve("auto", cuda=True, d_model=1024) == ("flash_attn_res", None)
+
+
 def test_an_unknown_backend_is_refused():
     with pytest.raises(depth_backend.BackendError, match="valid: eager, compile"):
         depth_backend.resolve("trition", cuda=True)

@@ -233,19 +233,13 @@ def _chinchilla(sweep: Sweep, asked: Asked, ex: Extra) -> dict:
 
 def _chinchilla_row(base: LawFit, f: LawFit, c: float, ex: Extra) -> dict:
     """The compute-optimal multiplier at c, and its printed line."""
-    m = float(ratio(base, f, c))
-    boot = boot_multipliers(base, f, c)
+    # L*(C) needs both terms to fall: a fit without a compute-optimal N (an exponent or a
+    # coefficient at 0) has no L*(C), and its ratio is a number of no meaning (10^38 was printed)
+    none = [f"{g.label} {why}" for g in (base, f) if (why := chinchilla.no_optimum(g))]
+    m = math.nan if none else float(ratio(base, f, c))
+    boot = None if none else boot_multipliers(base, f, c)
     ci = [math.nan, math.nan] if boot is None else list(percentile_ci(boot, f.level))
-    why = ""
-    if not math.isfinite(m):
-        # L*(C) needs both terms to fall: with a or b at 0 no compute-optimal size exists
-        flat = chinchilla.flat_terms(base, f)
-        why = (
-            "  (undefined: " + ", ".join(flat) + "; the fit gives loss no dependence "
-            "on that term, so no compute-optimal split exists)"
-            if flat
-            else ""
-        )
+    why = "  (undefined: " + "; ".join(none) + ")" if none else ""
     ex.lines.append(f"    {f.label:<24} {_fmt_m(m, *ci):>7}  at C_ref = {c:.4g}{why}")
     return {"variant": f.label, "c_ref_pflops_days": c, "multiplier": m, "ci": ci}
 

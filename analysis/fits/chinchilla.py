@@ -86,17 +86,6 @@ def no_optimum(fit: LawFit) -> str | None:
     return None
 
 
-def flat_terms(*fits: LawFit) -> list[str]:
-    """The exponents at zero (< 1e-3) of these fits, as "label a = 0": with either, the loss
-    does not trade N against D and no compute-optimal split exists."""
-    return [
-        f"{f.label} {k} = {f.params()[k]:.2g}"
-        for f in fits
-        for k in ("a", "b")
-        if f.params()[k] < 1e-3
-    ]
-
-
 # --- the fit --------------------------------------------------------------------------------------
 def _unpack(theta, n0, d0):
     e, A_, a, B_, b = theta

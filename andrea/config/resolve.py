@@ -183,7 +183,7 @@ def resolve_run(cfg: DictConfig | RunConfig, world_size: int = 1) -> RunSpec:
     val_tokens = _val_tokens(t, seq_len, fail)
     _check_services(run, s, fail)
     _check_plan_settings(run, fail)
-    check_depth_backend(m.depth_backend, t.device, fail)
+    check_depth_backend(m.depth_backend, t.device, fail, model_cfg.d_model)
 
     return RunSpec(
         variant=m.name,
@@ -512,18 +512,20 @@ def selected_hparams(hp: HParamsConfig, size: str, fail, label: str = "baseline"
     return hp.sizes[size]
 
 
-def check_depth_backend(asked: str, device: str, fail) -> None:
-    """model.depth_backend against train.device, before any job: a fused (Triton) backend needs
-    CUDA, so it is refused for train.device=cpu, and for auto when this machine has none (a
-    cluster whose submit host has no GPU: train.device=cuda); the job checks its own device."""
+def check_depth_backend(asked: str, device: str, fail, d_model: int | None = None) -> None:
+    """model.depth_backend against train.device and the model's width, before any job: a fused
+    (Triton) backend needs CUDA, so it is refused for train.device=cpu, and for auto when this
+    machine has none (a cluster whose submit host has no GPU: train.device=cuda); the job checks
+    its own device. A kernel that cannot run this d_model is refused on any machine."""
     import torch
 
     from andrea.model.residuals import depth_backend
 
     cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
-    if asked not in depth_backend.CHOICES or (asked in depth_backend.FUSED and not cuda):
+    refused = asked in depth_backend.FUSED and not cuda
+    if asked not in depth_backend.CHOICES or refused or depth_backend.shape_problem(asked, d_model):
         try:
-            depth_backend.resolve(asked, cuda)  # raises, saying why
+            depth_backend.resolve(asked, cuda, d_model)  # raises, saying why
         except depth_backend.BackendError as e:
             raise fail(f"{e} (train.device={device})") from None
 

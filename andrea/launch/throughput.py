@@ -66,7 +66,8 @@ class Runner:
         self.model = ANDREA(v.cfg).to(device)
         if v.depth_backend != "eager":
             cuda = device.type == "cuda"
-            depth_backend.use(self.model, depth_backend.resolve(v.depth_backend, cuda)[0])
+            used = depth_backend.resolve(v.depth_backend, cuda, v.cfg.d_model)[0]
+            depth_backend.use(self.model, used)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-4, fused=device.type == "cuda")
         g = torch.Generator().manual_seed(1)
         self.x = torch.randint(0, v.cfg.vocab_size, (args.batch, args.seq), generator=g).to(device)

@@ -11,7 +11,8 @@ The function is always the one of docs/attnres.md, h = sum_i softmax_i(w . RMSNo
 - `liger`: `liger_kernel.ops.attn_res.LigerAttnResFunction` (pip `liger-kernel`), a Triton
   kernel per token over the stacked sources.
 - `flash_attn_res`: `flash_attn_res.phase_1_batched_attention_triton_op` (pip `flash-attn-res`),
-  the two-phase Block AttnRes kernels' phase 1 with one query; its output is bf16.
+  the two-phase Block AttnRes kernels' phase 1 with one query; its output is bf16. Its kernels
+  tile the hidden dimension with one `tl.arange`, so d_model must be a power of 2.
 - `auto`: the first fused backend whose package imports on a CUDA device, else `eager` (the
   fallback and why are written to results.json).
 
@@ -65,9 +66,20 @@ def importable(name: str) -> str | None:
     return None
 
 
-def resolve(asked: str, cuda: bool) -> tuple[str, str | None]:
+def shape_problem(name: str, d_model: int | None) -> str | None:
+    """Why `name` cannot run a model of width d_model (None: it can, or the width is unknown)."""
+    if name == "flash_attn_res" and d_model is not None and d_model & (d_model - 1):
+        return (
+            f"flash_attn_res's kernels need d_model to be a power of 2 (they tile the hidden "
+            f"dimension with one tl.arange), and d_model={d_model}"
+        )
+    return None
+
+
+def resolve(asked: str, cuda: bool, d_model: int | None = None) -> tuple[str, str | None]:
     """(the backend to use, a note when `auto` fell back). Raises BackendError for an unknown
-    name, or a fused backend without CUDA or without its package."""
+    name, or a fused backend without CUDA, without its package or (with d_model) one that
+    cannot run a model of that width."""
     if asked not in CHOICES:
         raise BackendError(
             f"model.depth_backend={asked!r} is not a backend; valid: {', '.join(CHOICES)}"
@@ -77,11 +89,14 @@ def resolve(asked: str, cuda: bool) -> tuple[str, str | None]:
             return "eager", "auto: no CUDA device, the fused depth kernels are Triton/CUDA only"
         why = []
         for name in FUSED:
-            problem = importable(name)
+            problem = importable(name) or shape_problem(name, d_model)
             if problem is None:
                 return name, None
             why.append(problem)
         return "eager", "auto: no fused backend imports: " + "; ".join(why)
+    problem = shape_problem(asked, d_model)  # the config's own fault: first, on any machine
+    if problem is not None:
+        raise BackendError(f"model.depth_backend={asked}: {problem}; use fla, liger or eager")
     if asked in FUSED:
         if not cuda:
             raise BackendError(
