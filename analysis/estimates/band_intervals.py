@@ -92,10 +92,10 @@ def _unsupported(f: LawFit, X: dict, loss: float, c: float) -> str | None:
     return unsupported(f, X, loss)
 
 
-def _past_measured(covered_up_to: dict[str, float], law, factor: float) -> str | None:
-    """None where `factor` is within the one `law`'s coverage was measured up to in
-    `covered_up_to` (a factor of exactly the limit is inside); else how far it was measured."""
-    limit = covered_up_to.get(law)
+def past_measured(limit: float | None, factor: float) -> str | None:
+    """The one rule of every interval past the data: None where `factor` is within `limit`, the
+    extrapolation its coverage was measured >= 90 % up to (a factor of the limit itself, to float
+    rounding, is inside; None: measured at no factor); else how far it was measured."""
     if limit is not None and factor <= limit * (1 + 1e-9):
         return None
     return f"only up to {limit:g}x" if limit else "at no factor"
@@ -106,7 +106,7 @@ def _compute_query_why(f: LawFit, X: dict, ext: float, measured_only: bool) -> s
     "" (a law in compute, a query at (N, D), or a factor whose coverage was measured)."""
     if not measured_only or f.law.inputs == ("compute",) or "compute" not in X:
         return ""
-    measured = _past_measured(COMPUTE_QUERY_COVERED_UP_TO, f.name, ext)
+    measured = past_measured(COMPUTE_QUERY_COVERED_UP_TO.get(f.name), ext)
     if measured is None:
         return ""
     return (
@@ -244,7 +244,7 @@ def withheld_pi(row: dict) -> str | None:
     """Why the multiplier's prediction interval this far past the data is not given
     (MULTIPLIER_COVERED_UP_TO), or None."""
     f = row.get("extrapolation", 1.0)
-    measured = _past_measured(MULTIPLIER_COVERED_UP_TO, row.get("law"), f)
+    measured = past_measured(MULTIPLIER_COVERED_UP_TO.get(row.get("law")), f)
     if measured is None:
         return None
     return (

@@ -23,6 +23,7 @@ from analysis.estimates.band_intervals import (
     loss_line,
     loss_row,
     multiplier_pi,
+    past_measured,
     withheld_notes,
 )
 from analysis.estimates.estimate import FitResult, Sweep, fit_arranged, why_unusable
@@ -129,17 +130,12 @@ def withheld_interval(row: dict, quantity: str) -> str | None:
     """Why the interval of a `quantity` ("loss" or "multiplier") this far past the data is not
     given (COVERED_UP_TO), or None."""
     f = row.get("extrapolation", 1.0)
-    limit = COVERED_UP_TO.get((row.get("law"), quantity))
-    if not (f > 1.0) or (limit is not None and f <= limit):
+    measured = past_measured(COVERED_UP_TO.get((row.get("law"), quantity)), f)
+    if not (f > 1.0) or measured is None:
         return None
-    measured = (
-        f"was measured >= 90 % only up to {limit:g}x"
-        if limit
-        else "past the data was not measured >= 90 %"
-    )
     return (
         f"{f:.3g}x past the data: the interval is withheld, since the coverage of "
-        f"{row.get('law')}'s {quantity} intervals {measured} (docs/laws.md)"
+        f"{row.get('law')}'s {quantity} intervals was measured >= 90 % {measured} (docs/laws.md)"
     )
 
 
