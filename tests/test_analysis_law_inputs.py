@@ -148,3 +148,123 @@ def test_a_plugin_law_without_its_columns_is_one_error_line_naming_them(tmp_path
     assert len(err) == 1 and err[0].startswith("error: --law scalebench_moe: "), err
     assert "do not record experts" in err[0] and "a CSV with the column(s) experts" in err[0]
     assert not out.exists()
+
+
+# --- a run directory's settings as law inputs (andrea.run.results.law_settings) ---------------
+SEQ_LEN = 256
+# log L = w·(1, z, z², cross terms) of z = (log lr, log bsz, log D, log N): ScaleBench lr_bsz's
+# form, its weights inside the law's bounds
+LR_BSZ_TRUTH = np.array(
+    [3.0, 0.05, -0.02, -0.03, -0.04]
+    + [0.01, 0.005, -0.001, 0.0005]
+    + [-0.004, 0.001, 0.002, -0.001, 0.0005, 0.0003]
+)
+
+
+def _lr_bsz_log_loss(w, lr, bsz, D, N):
+    """The form of ScaleBench lr_bsz sl_1, its 15 terms in the benchmark's order."""
+    z = np.log([lr, bsz, D, N])
+    pairs = [z[i] * z[j] for i, j in ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))]
+    return float(w @ np.concatenate([[1.0], z, z * z, pairs]))
+
+
+def _lr_bsz_sweep(root, shift=(("baseline", 0.0), ("attnres_full", -0.02)), seq_len=True):
+    """Run directories (results.json, `analysis.inputs.synthetic.write_runs`) of 3 sizes x 3
+    peak LRs x 3 batch sizes, 3 budgets each, whose losses are the lr_bsz law of LR_BSZ_TRUTH
+    (each variant's log L shifted by its own constant), noise-free. Without `seq_len` the
+    files are those written before it was recorded."""
+    from analysis.inputs.collect import Run
+    from analysis.inputs.synthetic import write_runs
+
+    runs, extra = [], {}
+    for variant, dlog in shift:
+        for i, (N, lr, bsz) in enumerate(
+            (N, lr, bsz)
+            for N in (1e7, 4e7, 1.6e8)
+            for lr in (1e-3, 3e-3, 1e-2)
+            for bsz in (32, 128, 512)
+        ):
+            rid = f"{variant}/c{i}/seed0"
+            extra[rid] = {"lr": lr, "batch_tokens": bsz * SEQ_LEN, "beta2": 0.95}
+            if seq_len:
+                extra[rid]["seq_len"] = SEQ_LEN
+            for p, D in enumerate((2e8, 8e8, 3.2e9)):
+                loss = float(np.exp(_lr_bsz_log_loss(LR_BSZ_TRUTH, lr, bsz, D, N) + dlog))
+                runs.append(
+                    Run(
+                        source=rid,
+                        variant=variant,
+                        block_size=None,
+                        size=f"c{i}",
+                        flops=6 * N * D,
+                        val_loss=loss,
+                        params=N,
+                        tokens=D,
+                        seed=0,
+                        run_id=rid,
+                        point=p,
+                        budget=D / 8e8,
+                    )
+                )
+    write_runs(root, runs, extra=extra)
+    return root
+
+
+def test_a_run_directorys_settings_are_its_law_inputs(tmp_path):
+    """Runs collected from results.json carry their peak LR, batch (tokens and sequences per
+    step) and other numeric settings by name, each point its own optimizer steps."""
+    from analysis.inputs.collect import collect
+
+    coll = collect([_lr_bsz_sweep(tmp_path / "sweep")])
+    assert len(coll.runs) == 2 * 27 * 3 and not coll.invalid
+    by = {(r.variant, r.size, r.point): r for r in coll.runs}
+    r = by[("baseline", "c5", 2)]  # N 1e7, lr 3e-3, 512 sequences; its third point
+    assert r.law_input("lr") == pytest.approx(3e-3, rel=1e-12)
+    assert r.law_input("batch_tokens") == 512 * SEQ_LEN and r.law_input("batch_size") == 512
+    assert r.law_input("seq_len") == SEQ_LEN and r.law_input("beta2") == pytest.approx(0.95)
+    assert r.law_input("steps") == 300 and by[("baseline", "c5", 0)].law_input("steps") == 100
+    # `params` is the non-embedding count (also by that name), total_params the file's params
+    assert r.law_input("params") == r.law_input("non_embedding_params") == 1e7
+    assert r.law_input("total_params") == pytest.approx(1.25e7)
+    assert by[("attnres_full", "c19", 0)].law_input("batch_size") == 128
+    got = inputs_of(coll.runs)
+    assert {"lr", "batch_size", "batch_tokens", "tokens", "params"} <= set(got)
+
+
+def test_scalebench_lr_bsz_fits_a_sweep_directory_and_recovers_its_weights(tmp_path):
+    """`analysis.fit <sweep> --law scalebench_lr_bsz` on run directories whose losses are the
+    law (noise-free): each variant's 15 weights come back within 1e-6 (the variant's own
+    constant shift in w0)."""
+    from analysis.fit import main
+
+    pytest.importorskip("andrea_scalebench_laws")  # the plug-in `make env` installs
+    sweep, out = _lr_bsz_sweep(tmp_path / "sweep"), tmp_path / "o"
+    argv = [str(sweep), "--out", str(out), "--law", "scalebench_lr_bsz", "--no-plots"]
+    assert main([*argv, "--bootstrap", "0", "--law-bootstrap", "0"]) == 0
+    fits = json.loads((out / "fits.json").read_text())["law"]["fits"]
+    assert set(fits) == {"baseline", "attnres_full"}
+    for label, dlog in (("baseline", 0.0), ("attnres_full", -0.02)):
+        assert fits[label]["inputs"] == ["lr", "batch_size", "tokens", "params"]
+        want = LR_BSZ_TRUTH + np.eye(15)[0] * dlog
+        assert np.asarray(fits[label]["theta"]) == pytest.approx(want, abs=1e-6), label
+
+
+def test_a_sweep_without_a_laws_input_is_one_error_line_naming_it_and_those_present(
+    tmp_path, capsys
+):
+    """results.json written before seq_len was recorded have no batch size in sequences:
+    `--law scalebench_lr_bsz` is one error line that names it and every input the runs have
+    (lr and batch_tokens among them), before any fit."""
+    from analysis.fit import main
+
+    pytest.importorskip("andrea_scalebench_laws")
+    sweep, out = _lr_bsz_sweep(tmp_path / "sweep", seq_len=False), tmp_path / "o"
+    assert main([str(sweep), "--out", str(out), "--law", "scalebench_lr_bsz"]) == 2
+    err = [x for x in capsys.readouterr().err.splitlines() if x]
+    assert len(err) == 1 and err[0].startswith("error: --law scalebench_lr_bsz: "), err
+    assert (
+        "the runs do not record batch_size (every run records compute, params, tokens, " in err[0]
+    )
+    assert "batch_tokens" in err[0].split("every run records ")[1]
+    assert "batch_tokens / seq_len" in err[0] and "column(s) batch_size" in err[0]
+    assert not out.exists()

@@ -36,6 +36,7 @@ from analysis.fits.powerlaw import POWER
 from analysis.fits.replicates import Replicates, arrange, expanded_level, seed_bootstrap
 from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import RUN_INPUTS, Run, final_points
+from andrea.run.results import BATCH_SIZE
 
 # Which points enter the C-law. L = A·C^-alpha says loss depends on compute
 # alone, which holds along one tokens-per-parameter ray but not across rays: loss depends on N and
@@ -101,22 +102,33 @@ def missing_inputs(law: Law, runs: list[Run]) -> list[str]:
 
 
 def why_unusable(law: Law, runs: list[Run]) -> str | None:
-    """Why `law` cannot be fitted to these runs (inputs they do not record), or None."""
+    """Why `law` cannot be fitted to these runs: the inputs they do not record, and those they
+    do (a run directory's are its results.json settings, `andrea.run.results.law_settings`);
+    None when it can."""
     lack = missing_inputs(law, runs)
     if not lack:
         return None
     other = [k for k in lack if k not in ("compute", "params", "tokens")]
     return (
         f"law {law.name} needs {', '.join(law.inputs)}; the runs do not record "
-        f"{', '.join(lack)}"
-        + (
-            " (results.json records params and tokens, not "
-            + ("the unique tokens of the corpus" if other == ["unique_tokens"] else "these")
-            + f": give a CSV with the column(s) {', '.join(other)})"
-            if other
-            else ""
-        )
+        f"{', '.join(lack)} (every run records {', '.join(inputs_of(runs))})"
+        + (f"; {_where_to_find(other)}" if other else "")
     )
+
+
+def _where_to_find(names: list[str]) -> str:
+    """Where inputs that are neither compute nor (params, tokens) come from."""
+    rest = [k for k in names if k != BATCH_SIZE]
+    why = []
+    if rest:
+        what = "the unique tokens of the corpus" if rest == ["unique_tokens"] else ", ".join(rest)
+        why.append(f"results.json does not hold {what}")
+    if BATCH_SIZE in names:
+        why.append(
+            f"{BATCH_SIZE} is sequences per step, batch_tokens / seq_len, and a results.json "
+            "written before seq_len was recorded lacks it"
+        )
+    return f"{'; '.join(why)}: give a CSV with the column(s) {', '.join(names)}"
 
 
 # --- the fits ------------------------------------------------------------------------------------

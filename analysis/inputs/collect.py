@@ -5,7 +5,8 @@ results.json (read through `RunDir`, the one object that knows the layout), or a
 `variant,size,flops,val_loss` (optional `block_size,params,tokens,seed,status`; with `--metric M`
 a column named M in place of val_loss, docs/metrics.md). Any other column holding a number is kept
 by its name (`Run.law_inputs`): a plug-in law's inputs (lr, batch_size, experts, ...) are such
-columns (docs/laws.md).
+columns (docs/laws.md). A run directory's law inputs are its numeric settings
+(`andrea.run.results.law_settings`: lr, batch_tokens, batch_size in sequences, ...).
 
 A run may hold several points (results.json `points`, one per token budget of a
 WSD run; in a CSV, rows sharing variant, size and seed). Each point becomes one `Run` record that
@@ -77,11 +78,12 @@ OPTIONAL_CSV_COLUMNS = (
 
 # The law inputs a run holds as fields (`Run.law_input` reads them); any other is in law_inputs.
 RUN_INPUTS = ("params", "tokens", "unique_tokens")
-# the record keys `_make_run` reads itself: never a law input of its own
+# the record keys `_make_run` reads itself, which no law names (batch_tokens and beta2, read too,
+# stay a CSV's law inputs, as they are a run directory's)
 _READ_KEYS = frozenset(
     REQUIRED_CSV_COLUMNS
     + OPTIONAL_CSV_COLUMNS
-    + ("params_nonembedding", "batch_tokens", "beta2", "device_name", "name", "compute")
+    + ("params_nonembedding", "device_name", "name", "compute")
 )
 
 
@@ -132,7 +134,8 @@ class Run:
     # what makes two copies of a run the same replicate (module docstring); () for none
     identity: tuple = field(default=(), repr=False, compare=False)
     # a law's inputs that are not fields (a plug-in law's: lr, experts, ...), by name: a CSV's
-    # other numeric columns, a pool's columns (`analysis.estimates.pool_law.as_runs`)
+    # other numeric columns, a pool's columns (`analysis.estimates.pool_law.as_runs`), a run
+    # directory's settings (`andrea.run.results.law_settings`)
     law_inputs: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -369,8 +372,11 @@ def _read_run_dir(rd: RunDir, out: Collection, metric: str = DEFAULT_METRIC) -> 
     runs = []
     extra = {"shape": res.shape, "lr": res.lr, "identity": _identity(res, rd)}
     for i, rec in enumerate(points):
+        inputs = results_file.law_settings(rec)  # lr, batch_tokens, batch_size, ...
         try:
-            runs.append(_make_run(rec, source, run_dir=rd.root, metric=metric, **extra))
+            runs.append(
+                _make_run(rec, source, run_dir=rd.root, metric=metric, law_inputs=inputs, **extra)
+            )
         except _MetricMissing as e:
             out.missing_metric.append((source, str(e)))
             return

@@ -549,6 +549,9 @@ def spec_summary(spec: RunSpec) -> dict[str, Any]:
         # the hyper-parameters actually used, and where they came from (analysis.lr_select)
         "lr": spec.lr,
         "batch_tokens": spec.batch_tokens,
+        # what a law's batch size in sequences and its vocabulary read (results.law_settings)
+        "seq_len": spec.seq_len,
+        "vocab_size": spec.model.vocab_size,
         "beta2": spec.train.beta2,
         "hparams": spec.hparams,
         **optimizer_summary(spec.train.optimizer, spec.train.muon),

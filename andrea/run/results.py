@@ -10,7 +10,8 @@ such reads in andrea/, analysis/, hydra_plugins/, bench/ and sweep.py and finds 
 A completed run's file holds, in this order:
 - who the run is: `status`, the identity of `andrea.config.resolve.spec_summary` (variant, label,
   block_size, n_blocks, size, the shape n_layer / n_head / d_model, seed, params,
-  params_nonembedding, lr, batch_tokens, beta2, hparams, optimizer, muon) and `sweep`;
+  params_nonembedding, lr, batch_tokens, seq_len, vocab_size, beta2, hparams, optimizer, muon)
+  and `sweep` (seq_len and vocab_size are absent from files written before they were recorded);
 - its final point: tokens, steps, flops (training FLOPs of the final model), flops_6nd,
   pflops_days, val_loss (nats per token), val_tokens (tokens scored), val_bpb (bits per byte)
   and each held-out domain's `domain:<name>/loss` and `/bpb`; eval_sets (tokens and bytes of
@@ -22,6 +23,9 @@ A completed run's file holds, in this order:
   wandb_run_id, parallel (`train.parallel`: ddp or fsdp) and plugins (each installed plug-in
   the run's code came from: name, version and the digest of its source,
   `andrea.run.provenance`).
+A run's numeric settings, by the names a scaling law may ask for them (`law_settings`: the
+analysis's law inputs of a run directory, docs/laws.md), are read here too.
+
 A failed run holds `status: failed`, `error`, the identity, `sweep`, and null val_loss, tokens
 and flops.
 """
@@ -66,6 +70,42 @@ REUSE_KEYS = (
 )
 # What a results.json written before a key existed was trained with (others are not compared).
 REUSE_DEFAULTS = {"optimizer": "adamw", "muon": None}
+
+
+# A run's numeric settings as a law may name them (`law_settings`), each from its results.json
+# key: one place maps the file to those names. `params` itself is the analysis's (non-embedding)
+# field; `steps` is a point's own optimizer steps, the run's where a file has no points.
+LAW_SETTINGS = {
+    "lr": "lr",  # peak learning rate
+    "batch_tokens": "batch_tokens",  # tokens per optimizer step
+    "seq_len": "seq_len",  # training sequence length, tokens
+    "vocab_size": "vocab_size",
+    "total_params": "params",  # embeddings included
+    "non_embedding_params": "params_nonembedding",  # the same count as the law input `params`
+    "beta2": "beta2",
+    "n_layer": "n_layer",
+    "n_head": "n_head",
+    "d_model": "d_model",
+    "steps": "step",
+}
+# Derived: sequences per optimizer step (ScaleBench lr_bsz's `bsz`, bench/data/active_sl), given
+# only where the file records seq_len.
+BATCH_SIZE = "batch_size"
+
+
+def law_settings(rec: Mapping[str, Any]) -> dict[str, float]:
+    """One point record's (`Record.point_records`) numeric settings by law-input name
+    (LAW_SETTINGS, and `batch_size` = batch_tokens / seq_len in sequences); a setting the file
+    does not record, or records as no positive finite number, is left out."""
+    out = {}
+    for name, key in LAW_SETTINGS.items():
+        value = rec.get(key, rec.get("steps")) if name == "steps" else rec.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if math.isfinite(value) and value > 0:
+                out[name] = float(value)
+    if "batch_tokens" in out and "seq_len" in out:
+        out[BATCH_SIZE] = out["batch_tokens"] / out["seq_len"]
+    return out
 
 
 def point(
