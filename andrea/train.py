@@ -60,6 +60,7 @@ from andrea.components.runtime import (
     autocast_dtype,
     device_name,
     resolve_device,
+    use_cuda_matmul_settings,
 )
 from andrea.components.schedule import Cooldown, learning_rate
 from andrea.config.resolve import RunSpec, spec_summary, steps_between
@@ -114,8 +115,7 @@ def train(spec: RunSpec, run_dir: RunDir, config: dict[str, Any]) -> dict[str, A
             )
         if device.type == "cuda":
             device = torch.device("cuda", dist_info.local_rank)
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
+            use_cuda_matmul_settings(device)
         amp_dtype = autocast_dtype(spec.train.precision, device)
         with run_dir.exclusive(enabled=dist_info.is_main):
             return Trainer(spec, run_dir, config, device, amp_dtype, dist_info, flag, loggers).run()

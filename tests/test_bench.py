@@ -218,3 +218,26 @@ def test_pack_measures_the_aggregate_of_k_processes_and_writes_the_plans_file(tm
     data = json.loads(out.read_text())
     assert data["other"] == 1 and set(data["packing"]) == {"1", "2"}
     assert packing_factor(read_packing(tmp_path), 2) > 0
+
+
+def test_the_benchmark_times_cuda_matmuls_as_training_runs_them():
+    """Training turns TF32 on for a CUDA run's fp32 matmuls; the first H200 benchmark ran
+    without it (inductor warned). Both now ask one function; on a CPU it changes nothing."""
+    import torch
+
+    import andrea.launch.throughput as runner_module
+    import andrea.train as train_module
+    from andrea.components.runtime import use_cuda_matmul_settings
+
+    assert runner_module.use_cuda_matmul_settings is use_cuda_matmul_settings
+    assert train_module.use_cuda_matmul_settings is use_cuda_matmul_settings
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    saved = matmul.allow_tf32, cudnn.allow_tf32  # torch's flags (not plain attributes)
+    try:
+        matmul.allow_tf32 = cudnn.allow_tf32 = False
+        use_cuda_matmul_settings(torch.device("cpu"))
+        assert not matmul.allow_tf32 and not cudnn.allow_tf32
+        use_cuda_matmul_settings(torch.device("cuda"))
+        assert matmul.allow_tf32 and cudnn.allow_tf32
+    finally:
+        matmul.allow_tf32, cudnn.allow_tf32 = saved

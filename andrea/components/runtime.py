@@ -99,6 +99,14 @@ def resolve_device(choice: str) -> torch.device:
     return torch.device(choice)
 
 
+def use_cuda_matmul_settings(device: torch.device) -> None:
+    """What every CUDA run computes fp32 matmuls with (TF32 tensor cores), training's and the
+    throughput benchmark's alike, so that a benchmark times what a run trains with."""
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+
+
 def autocast_dtype(precision: str, device: torch.device) -> torch.dtype | None:
     if precision == "bf16" or (precision == "auto" and device.type == "cuda"):
         return torch.bfloat16

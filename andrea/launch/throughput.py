@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from andrea.components.runtime import use_cuda_matmul_settings
 from andrea.model.residuals import depth_backend
 from andrea.model.transformer import ANDREA, ModelConfig
 from andrea.run import results as results_file
@@ -63,6 +64,7 @@ class Runner:
         torch.manual_seed(0)
         self.v = v
         self.device = device
+        use_cuda_matmul_settings(device)
         self.model = ANDREA(v.cfg).to(device)
         if v.depth_backend != "eager":
             cuda = device.type == "cuda"
