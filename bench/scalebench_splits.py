@@ -95,6 +95,15 @@ DEV = {
     "data_constrained": "the scaled Huber delta was chosen on it and the planner checked on it",
 }
 
+# Splits dev for the prediction band's coverage alone (`bench.scalebench --coverage`), and why:
+# their planner rows stay as DEV says. The band's factor changed after every split's band
+# coverage had been seen.
+BAND_DEV = {
+    name: "the band's extrapolation factor now also counts how far an input lies outside the "
+    "pool's range (LawFit.input_factor), a rule added after this split's band coverage was seen"
+    for name in ("vocab", "lr_bsz", "moe", "parallel", "sparsity")
+}
+
 # ScaleBench's splits not replayed, and why (printed by every run).
 SKIPPED = {
     "domain_mixture": "five losses per run (one per domain) fitted jointly by one law, and mixture "
@@ -210,6 +219,11 @@ class Split:
     @property
     def mark(self) -> str:
         return "dev" if self.dev else "held-out"
+
+    @property
+    def band_mark(self) -> str:
+        """dev or held-out for the prediction band's coverage (DEV, then BAND_DEV)."""
+        return "dev" if self.dev or self.name in BAND_DEV else "held-out"
 
     @property
     def n_train(self) -> int:

@@ -206,3 +206,7 @@ def test_coverage_on_the_dev_split_farseer_prints_one_row_with_a_coverage(capsys
     assert 0.0 <= row["coverage"] <= 1.0
     assert row["median_log_width"] > 0 and row["median_factor"] > 1
     assert f"{row['coverage']:.1%}" in rows[0]
+    # the band's factor changed after every ScaleBench split's band coverage was seen: dev for
+    # the band, the planner's marks unchanged
+    moe = load_split("moe")
+    assert moe.band_mark == "dev" and moe.mark == "held-out"
