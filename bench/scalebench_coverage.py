@@ -9,9 +9,8 @@ every input of the law: `analysis.estimates.pool_law.as_runs`, their compute 6·
 `analysis.estimates.rollouts`) is asked at each target run's inputs. Scored on the split's
 target region (Li et al. 2026's held-out high-cost runs): the fraction of target runs whose
 measured loss lies inside the band, its median width in log, the median extrapolation factor
-(the target's compute, in the same unit, over the largest fitted, or how far another input lies
-outside the pool's range, whichever is larger: `LawFit.extrapolation`), or "withheld: <reason>"
-where a group's band cannot be calibrated (too few rollout residuals, inputs the rows as runs lack).
+(the target's compute, in the same unit, over the largest fitted), or "withheld: <reason>" where a
+group's band cannot be calibrated (too few rollout residuals, inputs the rows as runs lack).
 A group without a band counts no target run; the row names it.
 """
 
@@ -57,11 +56,10 @@ def score_group(law, g, level: float = LEVEL) -> dict:
 
 def _compute_query(fit, X: dict, g) -> dict:
     """What the target's extrapolation factor is read from: its (params, tokens) where the law
-    has them, else its cost, the compute the pool's runs were given (`as_runs`' cost), beside the
-    law's other inputs (how far they lie outside the pool's range: `LawFit.input_factor`)."""
+    has them, else its cost, the compute the pool's runs were given (`as_runs`' cost)."""
     if fit.flops_per_param_token and "params" in X and "tokens" in X:
         return X
-    return {**X, "compute": np.asarray(g.cost_test, float)}
+    return {"compute": np.asarray(g.cost_test, float)}
 
 
 def split_row(split, level: float = LEVEL) -> dict:

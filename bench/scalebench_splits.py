@@ -96,11 +96,11 @@ DEV = {
 }
 
 # Splits dev for the prediction band's coverage alone (`bench.scalebench --coverage`), and why:
-# their planner rows stay as DEV says. The band's factor changed after every split's band
-# coverage had been seen.
+# their planner rows stay as DEV says. Their band coverage decided a change of the band's
+# extrapolation factor (rejected by the rule declared before it was measured: docs/laws.md).
 BAND_DEV = {
-    name: "the band's extrapolation factor now also counts how far an input lies outside the "
-    "pool's range (LawFit.input_factor), a rule added after this split's band coverage was seen"
+    name: "its band coverage decided whether the band's factor should count how far an input "
+    "lies outside the pool's range (measured 2026-12-04, rejected by the rule set beforehand)"
     for name in ("vocab", "lr_bsz", "moe", "parallel", "sparsity")
 }
 

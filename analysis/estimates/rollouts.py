@@ -19,8 +19,7 @@ run above several cuts is scored once per cut: the runs of the highest compute, 
 most, count the most.
 
 Each held-out run gives a `Residual`: log(measured) - log(predicted), and its extrapolation factor
-(its compute over the largest compute fitted below the cut, or how far another of the law's inputs
-lies outside the range fitted below it, whichever is larger: `LawFit.input_factor`). `analysis.estimates.law_choice`
+(its compute over the largest compute fitted below the cut). `analysis.estimates.law_choice`
 ranks laws by the root-mean-square of these over every cut and variant; a prediction interval can
 be calibrated on the same rows.
 
@@ -68,7 +67,7 @@ class Residual:
     run: str  # the run's id
     compute: float  # its final compute, PFLOP/s-days
     log_residual: float  # log(measured) - log(predicted)
-    factor: float  # compute / the cut's largest fitted compute, or past another input's range
+    factor: float  # compute / the cut's largest fitted compute
 
 
 @dataclass
@@ -176,11 +175,9 @@ def rollout(
         if not np.all(np.isfinite(pred)):
             out.failed[where] = "non-finite predictions"
             continue
-        # the factor as a query's (`LawFit.extrapolation`): past the cut's compute, or past the
-        # fitted range of another input, whichever is larger
-        outside = res.fits[cut.label].input_factor(X)
-        for r, p, m, o in zip(held, pred, meas, outside):
+        for r, p, m in zip(held, pred, meas):
             c = conf[(r.label, r.size)]
-            f = max(c / cut.cut, float(o))
-            out.residuals.append(Residual(law.name, r.label, cut.cut, r.run_id, c, float(m - p), f))
+            out.residuals.append(
+                Residual(law.name, r.label, cut.cut, r.run_id, c, float(m - p), c / cut.cut)
+            )
     return out

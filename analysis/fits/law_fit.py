@@ -168,28 +168,8 @@ class LawFit:
 
     def extrapolation(self, X: dict) -> np.ndarray:
         """How far past the fitted data each query point is: its compute over the largest fitted
-        compute, or how far any other input lies outside its fitted range (`input_factor`),
-        whichever is larger (<= 1: inside the data; inside every input's range, the compute ratio
-        alone, below 1 for a query below the largest fitted compute)."""
-        c, outside = self.compute_of(X) / self.compute_max, self.input_factor(X)
-        return np.where(outside > 1.0, np.maximum(c, outside), c)
-
-    def input_factor(self, X: dict) -> np.ndarray:
-        """How far each query point lies outside the fitted range of the law's inputs other than
-        compute, as a ratio (x / the largest fitted x above the range, the smallest / x below
-        it; 1 inside), the largest over the inputs. A fitted exponent's error moves log L by that
-        error times the log of this ratio, as it does for compute: a vocabulary 1.5x larger than
-        any fitted is past the data however small its compute (ScaleBench's vocab split)."""
-        n = len(np.atleast_1d(next(iter(X.values())))) if X else 1
-        out = np.ones(n)
-        for name, (lo, hi) in self.ranges.items():
-            if name == "compute" or name not in X or not (lo > 0 and hi > 0):
-                continue
-            x = np.asarray(X[name], float)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ratio = np.where(x > hi, x / hi, np.where(x < lo, lo / x, 1.0))
-            out = np.maximum(out, np.where(np.isfinite(ratio), ratio, 1.0))
-        return out
+        compute (<= 1: inside the data's compute range)."""
+        return self.compute_of(X) / self.compute_max
 
     def compute_to_reach(self, loss, theta: np.ndarray | None = None) -> np.ndarray:
         """The compute (PFLOP/s-days) at which the compute-optimal loss falls to `loss`:
