@@ -9,11 +9,11 @@ the registry's chinchilla and with the law `--law auto` chooses on the pool (the
 one row set where it chooses chinchilla too), and asked at each target budget
 (`law_fits.losses_at`: `band_intervals.loss_row`, its CI and PI gated as analysis.fit gates
 them; the PI is withheld at a compute query while `COMPUTE_QUERY_COVERED_UP_TO` is empty), and
-once more with the PI ungated (`loss_row(measured_only=False)`, the band calibrated on the
-pool's own rollouts with no factor limit: `conformal.sweep_band`, as `bench.coverage_pi`
-scores it). Scored against the smallest loss measured on that budget's isoFLOP line, and the
-paper's estimate of the line's minimum (bench/data/porian2024/optima.csv: the median of its
-bootstrap), with the factor past the pool's largest compute.
+once more with the PI and the CI ungated (`loss_row(measured_only=False)` with no CI gate, the
+band calibrated on the pool's own rollouts with no factor limit: `conformal.sweep_band`, as
+`bench.coverage_pi` scores it). Scored against the smallest loss measured on that budget's
+isoFLOP line, and the paper's estimate of the line's minimum (bench/data/porian2024/optima.csv:
+the median of its bootstrap), with the factor past the pool's largest compute.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ LAW_BOOTSTRAP = 200  # analysis.fit's --law-bootstrap default
 COLUMNS = (
     "split", "law", "budget", "factor", "loss", "observed_min", "error_pct", "paper_min",
     "error_vs_paper_pct", "ci_lo", "ci_hi", "ci_covers", "pi_lo", "pi_hi", "pi_covers",
-    "pi_ungated_lo", "pi_ungated_hi", "pi_ungated_covers", "note",
+    "pi_ungated_lo", "pi_ungated_hi", "pi_ungated_covers", "ci_ungated_lo", "ci_ungated_hi",
+    "ci_ungated_covers", "note",
 )  # fmt: skip
 
 
@@ -131,6 +132,9 @@ def query_rows(split, minima: list, n_bootstrap: int = LAW_BOOTSTRAP) -> list[di
                 "pi_ungated_lo": u["pi_lo"],
                 "pi_ungated_hi": u["pi_hi"],
                 "pi_ungated_covers": _covers(u["pi_lo"], u["pi_hi"], y),
+                "ci_ungated_lo": u["ci_lo"],
+                "ci_ungated_hi": u["ci_hi"],
+                "ci_ungated_covers": _covers(u["ci_lo"], u["ci_hi"], y),
                 "note": "; ".join(n for n in (r["note"], u["note"]) if n),
             }
         )
@@ -156,14 +160,15 @@ def line(r: dict) -> str:
         f"{_num(r.get('error_vs_paper_pct'), '+.2f'):>7}  "
         f"{_interval(r, 'ci_lo', 'ci_hi', 'ci_covers'):<24} "
         f"{_interval(r, 'pi_lo', 'pi_hi', 'pi_covers'):<24} "
-        f"{_interval(r, 'pi_ungated_lo', 'pi_ungated_hi', 'pi_ungated_covers')}"
+        f"{_interval(r, 'pi_ungated_lo', 'pi_ungated_hi', 'pi_ungated_covers'):<24} "
+        f"{_interval(r, 'ci_ungated_lo', 'ci_ungated_hi', 'ci_ungated_covers')}"
     )
 
 
 HEADER = (
     f"{'split':<46} {'law':<10} {'budget':>8} {'factor':>6} {'loss':>7} {'obs min':>7} "
     f"{'err %':>7} {'paper':>7} {'err %':>7}  {'95 % CI covers obs':<24} "
-    f"{'90 % PI (gated)':<24} 90 % PI ungated covers obs"
+    f"{'90 % PI (gated)':<24} {'90 % PI ungated covers':<24} 95 % CI ungated covers"
 )
 
 
@@ -176,10 +181,19 @@ def summary(rows: list[dict]) -> list[str]:
             continue
         err = np.median([abs(r["error_pct"]) for r in mine])
         parts = [f"{law}: {len(mine)} budgets, median |error| {err:.2f} % of the observed min"]
-        for key, name in (("ci", "CI"), ("pi", "PI (gated)"), ("pi_ungated", "PI ungated")):
-            given = [r[f"{key}_covers"] for r in mine if r[f"{key}_covers"]]
-            hit = sum(v == "True" for v in given)
-            parts.append(f"{name} given {len(given)}, covers {hit}")
+        for key, name in (
+            ("ci", "CI"),
+            ("pi", "PI (gated)"),
+            ("pi_ungated", "PI ungated"),
+            ("ci_ungated", "CI ungated"),
+        ):
+            given = [r for r in mine if r[f"{key}_covers"]]
+            hit = sum(r[f"{key}_covers"] == "True" for r in given)
+            width = [math.log(r[f"{key}_hi"] / r[f"{key}_lo"]) for r in given]
+            parts.append(
+                f"{name} given {len(given)}, covers {hit}"
+                + (f" (median log-width {np.median(width):.3f})" if width else "")
+            )
         out.append("; ".join(parts))
     return out
 

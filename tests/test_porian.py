@@ -108,7 +108,7 @@ def _synthetic(tmp_path, law=lambda n, d: 1.7 + 400 / n**0.34 + 410 / d**0.28):
     for c in budgets:
         for n in np.geomspace(2e6, 4e8, 7) * (c / 1e17) ** 0.5:
             d = c / (6 * n)
-            rows.append(["rw", CONFIG, repr(c), repr(n), repr(d), repr(float(law(n, d)))])
+            rows.append(["rw", CONFIG, *(repr(float(x)) for x in (c, n, d, law(n, d)))])
     with open(tmp_path / "rw.csv", "w", newline="") as f:
         csv.writer(f).writerows([porian_splits.COLUMNS, *rows])
     n = np.geomspace(1e5, 1e11, 200001)
@@ -117,7 +117,7 @@ def _synthetic(tmp_path, law=lambda n, d: 1.7 + 400 / n**0.34 + 410 / d**0.28):
         csv.writer(f).writerows(
             [
                 ["dataset", "configuration", "flops_budget", "loss_star_median"],
-                ["rw", CONFIG, repr(budgets[-1]), repr(best)],
+                ["rw", CONFIG, repr(float(budgets[-1])), repr(best)],
             ]  # fmt: skip
         )
     return budgets, best
@@ -126,7 +126,8 @@ def _synthetic(tmp_path, law=lambda n, d: 1.7 + 400 / n**0.34 + 410 / d**0.28):
 def test_the_compute_query_on_a_sweep_of_known_truth(tmp_path, capsys):
     """Five lines in the pool, the sixth the target (2x past): the law's compute-optimal loss is
     within 1 % of the true minimum and of the line's smallest run; the gated PI is withheld
-    (COMPUTE_QUERY_COVERED_UP_TO is empty) where the ungated one is given."""
+    (COMPUTE_QUERY_COVERED_UP_TO is empty) and the gated CI (chinchilla's loss CI past the data
+    is not in COVERED_UP_TO) where the ungated ones are given."""
     budgets, best = _synthetic(tmp_path)
     out = tmp_path / "q.csv"
     code = porian_compute_query.main(
@@ -152,6 +153,7 @@ def test_the_compute_query_on_a_sweep_of_known_truth(tmp_path, capsys):
     assert math.isclose(float(r["paper_min"]), best)
     assert r["pi_covers"] == "" and "compute query" in r["note"]
     assert r["pi_ungated_covers"] in ("True", "False") and float(r["pi_ungated_lo"]) > 0
+    assert r["ci_ungated_covers"] in ("True", "False") and r["ci_covers"] == ""
     assert "chinchilla: 1 budgets" in printed
 
 
