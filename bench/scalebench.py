@@ -22,7 +22,9 @@ Published rows (the paper's Table 2) are printed beside; they average the benchm
 instances of a split, where this harness fits one (bench/scalebench_splits.py).
 
 Dev and held-out splits are declared in bench/scalebench_splits.py (DEV). The planner is
-measured on a held-out split only in the run that fills the table (docs/planner.md).
+measured on a held-out split only in the run that fills the table (docs/planner.md). `--splits
+porian`: Porian et al. 2024's isoFLOP sweeps instead (bench/porian_splits.py: held out, scored
+with andrea's fit only).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from analysis.fits import law_registry
 from analysis.fits.laws import LawError, bound_arrays, fit_law_scaled_huber
 from bench.scalebench_coverage import print_rows
 from bench.scalebench_report import print_split, write_outputs
-from bench.scalebench_splits import DATA, SKIPPED, SPLITS, SplitError, load_split
+from bench.scalebench_splits import ALIASES, SCALEBENCH, SKIPPED, SPLITS, SplitError, load_split
 
 METHODS = ("random", "cheapest", "planner", "full")
 PROTOCOL_STARTS = 32  # the benchmark's default number of random restarts
@@ -289,9 +291,11 @@ def run_split(split, methods, reps: int, log) -> dict:
     return {"rows": rows, "seconds": seconds}
 
 
-def _list(text: str, known, what: str) -> tuple[list[str], str | None]:
-    """(the comma-separated items, or the `error:` line naming the ones not known)."""
+def _list(text: str, known, what: str, aliases=None) -> tuple[list[str], str | None]:
+    """(the comma-separated items, each of `aliases` expanded, or the `error:` line naming the
+    ones not known)."""
     items = [x.strip() for x in text.split(",") if x.strip()]
+    items = [y for x in items for y in (aliases or {}).get(x, (x,))]
     bad = [x for x in items if x not in known]
     if bad or not items:
         return items, (
@@ -305,7 +309,7 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _replay(name: str, data: Path, methods, reps: int) -> dict:
+def _replay(name: str, data: Path | None, methods, reps: int) -> dict:
     """One split in a worker process (`--jobs`)."""
     split = load_split(name, data)
     _log(f"{split.name} ({split.mark}): {', '.join(methods)}, {reps} repetitions")
@@ -314,12 +318,18 @@ def _replay(name: str, data: Path, methods, reps: int) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--splits", default=",".join(SPLITS), help="comma-separated (default: all)")
+    p.add_argument(
+        "--splits",
+        default=",".join(SCALEBENCH),
+        help="comma-separated (default: ScaleBench's; `porian`: every Porian et al. 2024 split)",
+    )
     p.add_argument("--methods", default=",".join(METHODS), help="of %(default)s")
     p.add_argument("--reps", type=int, default=None, help=f"repetitions (default {REPS})")
     p.add_argument("--quick", action="store_true", help=f"a small check: {QUICK}")
     p.add_argument("--jobs", type=int, default=1, help="splits replayed at once, one process each")
-    p.add_argument("--data", type=Path, default=DATA, help="folder of the split CSVs")
+    p.add_argument(
+        "--data", type=Path, default=None, help="folder of the split CSVs (default: each split's)"
+    )
     p.add_argument("--out", type=Path, default=None, help="write the table as md, csv, json here")
     p.add_argument(
         "--coverage",
@@ -328,7 +338,7 @@ def main(argv=None) -> int:
         "target region, the band calibrated on the whole pool's rollouts",
     )
     args = p.parse_args(argv)
-    splits, bad_splits = _list(args.splits, SPLITS, "splits")
+    splits, bad_splits = _list(args.splits, SPLITS, "splits", ALIASES)
     methods, bad_methods = _list(args.methods, METHODS, "methods")
     if args.quick:
         splits, methods, bad_splits, bad_methods = QUICK["splits"], QUICK["methods"], None, None

@@ -7,6 +7,11 @@ target region; a split with a `group` column (parallel: two corpora; sparsity: t
 budgets) is replayed group by group, each with its own pool, budget and fit, and scored on all
 its target runs at once, as the benchmark's runner does.
 
+The splits of Porian et al. 2024 (bench/porian_splits.py: `porian_<dataset>_<configuration>`,
+and the same with `_auto`), copied to bench/data/porian2024/, are read from one file of runs per
+dataset and parted into pool and target by that module's declared rule; `--splits porian` names
+them all (`ALIASES`). They are not replayed by default.
+
 DEV and HELD_OUT are declared here, not chosen by a flag: a split is dev when something of
 andrea's (a constant, a default, a rule) was chosen after looking at its scores. A constant
 changed after a held-out split's score has been seen moves that split to DEV, with the reason.
@@ -22,8 +27,11 @@ from typing import Callable
 
 import numpy as np
 
+from analysis.estimates.pool_law import candidates, choose
+from analysis.fits import law_registry
 from analysis.fits.law_registry import get as get_law
 from analysis.fits.laws import Law
+from bench import porian_splits
 
 DATA = Path(__file__).parent / "data" / "active_sl"
 FRACTIONS = (0.01, 0.05, 0.10)  # the benchmark's default budget checkpoints, cumulative
@@ -43,6 +51,11 @@ class Spec:
     # the law's. `no_benchmark_fit`: why the benchmark's fitter does not score the split.
     benchmark_bounds: tuple | None = None
     no_benchmark_fit: str | None = None
+    data: Path = DATA  # the folder its files are read from, unless the caller names another
+    # (dataset, configuration, whether the law is --law auto's choice on the pool) of a split
+    # read from a file of runs and parted by bench/porian_splits.py's rule; None: <name>_train.csv
+    # and <name>_test.csv
+    runs: tuple[str, str, bool] | None = None
 
 
 # The benchmark's bounds of the Farseer law, in the registry's parameter order (s, q, S, B, b, Q,
@@ -84,6 +97,24 @@ SPLITS = {
         fractions=(0.20, 0.35, 0.50),  # the benchmark's checkpoints for this split
     ),
 }
+
+SCALEBENCH = tuple(SPLITS)  # the default of `bench.scalebench --splits`
+
+NOT_SCALEBENCH = "not a ScaleBench split: no benchmark fitter or published rows"
+SPLITS.update(
+    {
+        name: Spec(
+            "chinchilla",
+            _six_nd,
+            ("params", "tokens"),
+            no_benchmark_fit=NOT_SCALEBENCH,
+            data=porian_splits.DATA,
+            runs=runs,
+        )
+        for name, runs in porian_splits.SPLITS.items()
+    }
+)
+ALIASES = {"porian": tuple(porian_splits.SPLITS)}  # a name that --splits expands
 
 # Dev splits and why; every other split is held out.
 DEV = {
@@ -264,10 +295,8 @@ def _numbers(path: Path, cols: dict, c: str) -> np.ndarray:
     return np.array(out)
 
 
-def load_split(name: str, data: Path = DATA) -> Split:
-    """The split `name` from `data`/<name>_{train,test}.csv, grouped and with its budgets."""
-    spec = SPLITS[name]
-    law = get_law(spec.law)
+def _parts(name: str, spec: Spec, law: Law, data: Path) -> dict[str, dict[str, np.ndarray]]:
+    """{"train": columns, "test": columns} of a split read from <name>_{train,test}.csv."""
     why = {c: f"the {law.name} law" for c in law.inputs}
     why.update({c: f"the {name} split's cost" for c in spec.cost_columns if c not in why})
     why["loss"] = "the score"
@@ -280,7 +309,53 @@ def load_split(name: str, data: Path = DATA) -> Split:
         n = len(next(iter(cols.values())))
         num["group"] = np.array(cols.get("group", ["all"] * n))
         parts[part] = num
+    return parts
+
+
+def _run_parts(spec: Spec, data: Path) -> dict[str, dict[str, np.ndarray]]:
+    """{"train": pool, "test": target} of one configuration's runs (`spec.runs`) in
+    `data`/<dataset>.csv, parted by `porian_splits.in_pool`."""
+    dataset, configuration, _ = spec.runs
+    path = Path(data) / f"{dataset}.csv"
+    need = porian_splits.COLUMNS
+    cols = _read(path, need, {c: "a Porian et al. 2024 split" for c in need})
+    mine = [i for i, c in enumerate(cols["configuration"]) if c == configuration]
+    if not mine:
+        raise SplitError(f"{path}: no run of configuration {configuration!r}")
+    cols = {c: [cols[c][i] for i in mine] for c in need}
+    num = {c: _numbers(path, cols, c) for c in ("flops_budget", "params", "tokens", "loss")}
+    pool = porian_splits.in_pool(num["flops_budget"])
+    group = np.array([configuration] * len(mine))
+    return {
+        part: {**{c: v[keep] for c, v in num.items()}, "group": group[keep]}
+        for part, keep in (("train", pool), ("test", ~pool))
+    }
+
+
+_AUTO: dict[tuple[str, str], str] = {}  # (split, folder) -> its --law auto choice, once
+
+
+def auto_law(X: dict, y, cost, X_test: dict) -> Law:
+    """The law `--law auto` chooses on a pool (`pool_law.choose`, among the registry's laws
+    whose inputs the pool and the target have): the law of a Porian `_auto` split."""
+    laws = candidates(law_registry.laws(), X, X_test)
+    return choose(laws, X, y, [f"pool:{i}" for i in range(len(y))], cost=cost)[0]
+
+
+def load_split(name: str, data: Path | None = None) -> Split:
+    """The split `name` from `data` (default: the split's own folder), grouped and with its
+    budgets."""
+    spec = SPLITS[name]
+    law = get_law(spec.law)
+    data = spec.data if data is None else data
+    parts = _run_parts(spec, data) if spec.runs else _parts(name, spec, law, data)
     tr, te = parts["train"], parts["test"]
+    if spec.runs and spec.runs[2]:
+        key = (name, str(Path(data).resolve()))
+        if key not in _AUTO:
+            X = {c: tr[c] for c in ("params", "tokens")}
+            _AUTO[key] = auto_law(X, tr["loss"], spec.cost(tr), {c: te[c] for c in X}).name
+        law = get_law(_AUTO[key])
     groups = []
     for g in sorted(set(tr["group"])):
         a, b = tr["group"] == g, te["group"] == g

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from analysis.fits import law_registry
+from bench import porian_splits
 from bench.scalebench import main
-from bench.scalebench_splits import DATA, DEV, PUBLISHED, SKIPPED, SPLITS, load_split
+from bench.scalebench_splits import DATA, DEV, PUBLISHED, SCALEBENCH, SKIPPED, SPLITS, load_split
 
 PLUGIN_LAWS = {
     "vocab": "scalebench_vocab",
@@ -109,10 +110,12 @@ def test_a_plugin_law_without_the_inputs_of_a_pool_is_one_error_line(tmp_path, c
 def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
     assert set(DEV) == {"farseer", "data_constrained"}
     assert all(len(why) > 20 for why in DEV.values())
-    held_out = [s for s in SPLITS if s not in DEV]
+    held_out = [s for s in SCALEBENCH if s not in DEV]
     assert held_out == ["vocab", "lr_bsz", "moe", "parallel", "sparsity"]
     assert all(load_split(s).mark == "held-out" for s in held_out)
     assert not set(SPLITS) & set(SKIPPED)
+    # the rest are Porian et al. 2024's, every one held out (tests/test_porian.py)
+    assert set(SPLITS) - set(SCALEBENCH) == set(porian_splits.SPLITS)
 
 
 def test_the_plugin_laws_join_the_registry_through_the_entry_point():
