@@ -126,3 +126,28 @@ def test_the_compute_optimal_multiplier_is_undefined_when_a_fit_has_no_optimum()
     row = _chinchilla_row(tiny_b, good, 1e-3, ex)
     assert math.isnan(row["multiplier"]) and "undefined: attnres_block_s4 B" in ex.lines[-1]
     assert _chinchilla_row(good, good, 1e-3, ex)["multiplier"] == pytest.approx(1.0)
+
+
+def test_a_parameter_the_fit_leaves_on_its_bound_is_warned_of():
+    """Porian et al. 2024's long-warmup pools pushed Chinchilla's E to its lower bound (1e-6) and
+    the fit predicted every target about 10 % low, with nothing said. A parameter on a bound is
+    now a warning of the fit, printed under it; a fit inside its bounds has none."""
+    from analysis.estimates.estimate import FitResult
+    from analysis.estimates.law_fits import _law_fit_lines
+
+    N = np.repeat([1e6, 3e6, 1e7, 3e7, 1e8], 4)
+    D = N * np.tile([5.0, 10.0, 20.0, 40.0], 5)
+    no_floor = 400.0 * N**-0.34 + 410.0 * D**-0.28
+    below = no_floor - 0.3  # the floor these points want, E = -0.3, is below E's bound
+    f = fit_law(CHINCHILLA, "baseline", {"params": N, "tokens": D}, below, huber_delta=None)
+    assert f.params()["E"] <= 1e-6  # chinchilla's own fitter stops E at e^-15 of the least loss
+    (w,) = f.warnings
+    assert w.startswith("baseline: chinchilla's E = ") and "sits at its lower bound" in w
+    good = fit_law(
+        CHINCHILLA, "baseline", {"params": N, "tokens": D}, 1.7 + no_floor, huber_delta=None
+    )
+    assert good.warnings == []
+    res = FitResult(law=CHINCHILLA)
+    res.fits["baseline"] = f
+    lines = _law_fit_lines(res, 0)
+    assert lines[2] == "      ! " + w.removeprefix("baseline: ")

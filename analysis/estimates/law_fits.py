@@ -251,6 +251,8 @@ def _law_fit_lines(res: FitResult, n_boot: int) -> list[str]:
     for label, f in sorted(res.fits.items()):
         ps = ", ".join(f"{k}={v:.4g}" for k, v in f.params().items())
         lines.append(f"  {label:<24} {ps}; RMS residual {100 * f.rmse_log:.2f} % of the loss")
+        # a parameter on its bound, a bootstrap that mostly failed: said under the fit itself
+        lines += [f"      ! {w.removeprefix(f'{label}: ')}" for w in f.warnings]
     for label, why in sorted(res.skipped.items()):
         lines.append(f"  not fitted: {label}: {why}")
     return lines
