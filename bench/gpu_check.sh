@@ -14,7 +14,8 @@
 #      breaks and recompiles. Full AttnRes is left out: its compilation alone took longer than
 #      the step's budget (on an H200, 2026-12-04: baseline 29 s, Block S = 4 84 s to compile).
 #   3. the same eager, with Full, Block S = 2 and 8 and the mHC rivals as well.
-#   4. the same eager for Block S = 4 with each fused depth-op kernel whose package imports
+#   4. the same eager for Block S = 4 with the depth op compiled alone (backend=compile) and
+#      with each fused depth-op kernel whose package imports and runs at d 768
 #      (`attnres_block:4:backend=NAME`, model.depth_backend), beside the baseline and eager.
 #   5. bench.depth_backends: every depth-op backend (eager, compile, fla, liger, flash_attn_res)
 #      timed, forward + backward ms and peak MiB, at andrea-120m's shape (d 768, 32768 tokens,
@@ -119,15 +120,15 @@ if [ "$SMOKE" = 1 ]; then
 else
   BENCH=(--device cuda --size andrea-120m --batch 32 --seq 1024 --dtype bf16 --json "$JSON")
   # compilation dominates; the budget skips a variant that would not fit rather than lose all
-  COMPILED=(--compile on --trials 3 --steps 5 --warmup 2 --budget-s 140)
+  COMPILED=(--compile on --trials 3 --steps 5 --warmup 2 --budget-s 120)
   EAGER=(--compile off --trials 3 --steps 3 --warmup 2)
   SWEEP=()
   BACKENDS=(--device cuda --repeats 5 --warmup 2 --d 768 --tokens 32768 --sources 5,25)
   # sdpa, compiled, eager, fused, backends, sweep, fit; + preflight 20 = 590 s, under a 600 s
-  # call. Measured on an H200 (2026-12-04): compiled 150 s; eager 50 s for 7 variants x 5
+  # call. Measured on an H200 (2026-12-04): compiled about 125 s; eager 50 s for 7 variants x 5
   # steps (then over its 50 s limit); the backends step's old grid (8 shapes x 5 backends)
   # did not finish 2 backends in 75 s.
-  LIMITS=(25 170 70 80 80 125 20)
+  LIMITS=(25 160 70 90 80 125 20)
 fi
 
 want sdpa && run "${LIMITS[0]}" "$PY" -m bench.sdpa_check --size andrea-120m --batch 8 --seq 1024
@@ -145,7 +146,7 @@ print(",".join(f"attnres_block:4:backend={n}" for n in b.FUSED
     echo "fused: skipped (no fused depth kernel's package imports here)" | tee -a "$LOG"
   else
     run "${LIMITS[3]}" "$PY" -m bench.throughput "${BENCH[@]}" "${EAGER[@]}" \
-      --variants "baseline,attnres_block:4,$FUSED"
+      --variants "baseline,attnres_block:4,attnres_block:4:backend=compile,$FUSED"
   fi
 fi
 want backends && run "${LIMITS[4]}" "$PY" -m bench.depth_backends "${BACKENDS[@]}" --json "$JSON"
