@@ -28,7 +28,7 @@ from analysis.estimates import pool_law
 from analysis.estimates.design import take
 from analysis.estimates.pool_plan import replay_sequence
 from analysis.fits import law_registry
-from analysis.fits.laws import LawError, bound_arrays, fit_law_scaled_huber
+from analysis.fits.laws import LawError, fit_law_scaled_huber, params_at_bounds
 from bench.scalebench import Scorer, planner_laws, selections
 from bench.scalebench_splits import SPLITS, load_split
 
@@ -75,13 +75,9 @@ def fit_summary(law, g, chosen) -> str:
         fit = fit_law_scaled_huber(law, "why", take(g.X, chosen), g.y[chosen])
     except LawError as e:
         return f"no fit ({e})"
-    lo, hi = bound_arrays(law)
-    tol = 1e-6 * np.maximum(1.0, np.abs(np.concatenate([lo, hi])))
-    at = [
-        p
-        for p, t, a, b, ta, tb in zip(law.params, fit.theta, lo, hi, tol[: len(lo)], tol[len(lo) :])
-        if abs(t - a) <= ta or abs(t - b) <= tb
-    ]
+    # an unbounded side is never hit (the tolerance once grew with it: inf, and every
+    # parameter without an upper bound read "at a bound")
+    at = [name for name, _ in params_at_bounds(law, fit.theta)]
     e = fit.predict(g.X_test) - g.y_test
     theta = ", ".join(f"{p} {t:.4g}" for p, t in zip(law.params, fit.theta))
     largest = ", ".join(f"{k} {_g(np.max(v[chosen]))}" for k, v in g.X.items())

@@ -151,3 +151,16 @@ def test_a_parameter_the_fit_leaves_on_its_bound_is_warned_of():
     res.fits["baseline"] = f
     lines = _law_fit_lines(res, 0)
     assert lines[2] == "      ! " + w.removeprefix("baseline: ")
+
+
+def test_a_side_without_a_bound_is_never_hit():
+    """bench.scalebench_why once read every parameter without an upper bound (Chinchilla's E, A,
+    B) as "at a bound": its tolerance grew with the bound, to inf. One rule now serves both."""
+    from analysis.fits.laws import params_at_bounds
+
+    inside = np.array([2.69, 1.5e4, 0.59, 2.3e4, 0.50])
+    assert params_at_bounds(CHINCHILLA, inside) == []
+    on = np.array([2.69, 1.5e4, 0.0, 2.3e4, 3.0])
+    assert params_at_bounds(CHINCHILLA, on) == [("a", "lower"), ("b", "upper")]
+    past = np.array([4e-7, 1.5e4, 0.59, 2.3e4, 0.50])  # chinchilla's own fitter's E floor
+    assert params_at_bounds(CHINCHILLA, past) == [("E", "lower")]

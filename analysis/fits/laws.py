@@ -158,26 +158,32 @@ def _fit_generic(
     return Solution(best.x, boot, bool(best.success), warnings, objective=float(best.fun))
 
 
-def at_bounds(law: Law, label: str, theta: np.ndarray) -> list[str]:
-    """A warning for each parameter the fit left on one of its bounds: the points did not pull it
-    inside, so they do not determine it, and a prediction past them rests on the bound (on one
-    of Porian et al. 2024's long-warmup sweeps Chinchilla's E sat at 1e-6 and every target run
-    was predicted about 0.4 nats low: docs/planner.md). A warning only: no number changes."""
+def params_at_bounds(law: Law, theta: np.ndarray) -> list[tuple[str, str]]:
+    """(name, "lower" | "upper") of each parameter on the law's declared bound or past it (a
+    law's own fitter may bound it elsewhere: Chinchilla's stops E at e^-15 of the smallest loss,
+    below the declared 1e-6). An unbounded side (None) is never hit."""
     lo, hi = bound_arrays(law)
     out = []
     for name, v, a, b in zip(law.params, theta, lo, hi):
-        # on the law's declared bound or past it (a law's own fitter may bound it elsewhere:
-        # Chinchilla's stops E at e^-15 of the smallest loss, below the declared 1e-6)
-        for side, hit in (
-            ("lower", np.isfinite(a) and v <= a + 1e-6 * abs(a) + 1e-12),
-            ("upper", np.isfinite(b) and v >= b - 1e-6 * abs(b) - 1e-12),
-        ):
-            if hit:
-                out.append(
-                    f"{label}: {law.name}'s {name} = {v:.3g} sits at its {side} bound: these "
-                    "points do not determine it, and predictions past them rest on the bound"
-                )
+        if np.isfinite(a) and v <= a + 1e-6 * max(1.0, abs(a)):
+            out.append((name, "lower"))
+        elif np.isfinite(b) and v >= b - 1e-6 * max(1.0, abs(b)):
+            out.append((name, "upper"))
     return out
+
+
+def at_bounds(law: Law, label: str, theta: np.ndarray) -> list[str]:
+    """A warning for each parameter the fit left on one of its bounds (`params_at_bounds`): the
+    points did not pull it inside, so they do not determine it, and a prediction past them rests
+    on the bound (on one of Porian et al. 2024's long-warmup sweeps Chinchilla's E sat at 1e-6
+    and every target run was predicted about 0.4 nats low: docs/planner.md). A warning only: no
+    number changes."""
+    values = dict(zip(law.params, theta))
+    return [
+        f"{label}: {law.name}'s {name} = {values[name]:.3g} sits at its {side} bound: these "
+        "points do not determine it, and predictions past them rest on the bound"
+        for name, side in params_at_bounds(law, theta)
+    ]
 
 
 def fit_law(
