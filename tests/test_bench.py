@@ -241,3 +241,32 @@ def test_the_benchmark_times_cuda_matmuls_as_training_runs_them():
         assert matmul.allow_tf32 and cudnn.allow_tf32
     finally:
         matmul.allow_tf32, cudnn.allow_tf32 = saved
+
+
+def test_a_variant_whose_warm_up_fails_is_left_out_and_the_rest_reported(
+    tmp_path, one_thread, capsys, monkeypatch
+):
+    """On the H200, one fused kernel raising inside Triton stopped the whole fused step and its
+    other kernels were never timed. Now that variant is left out with the reason; a failing
+    baseline still fails the run (every ratio is to it)."""
+    from andrea.launch.throughput import Runner
+
+    real, failing = Runner.warm_up, {"attnres_full"}
+
+    def warm_up(self, steps):
+        if self.v.name in failing:
+            raise ValueError("arange's range must be a power of 2")
+        return real(self, steps)
+
+    monkeypatch.setattr(Runner, "warm_up", warm_up)
+    out = tmp_path / "bench.jsonl"
+    args = [*TINY_CPU, "--trials", "1", "--no-memory", "--json", str(out)]
+    rc = throughput_main([*args, "--variants", "baseline,attnres_full,attnres_block:2"])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "attnres_full: left out, its warm-up failed (ValueError: arange's range" in text
+    ratios = json.loads(out.read_text())["ratios"]["train"]
+    assert set(ratios) == {"baseline", "attnres_block:2"}
+    failing.add("baseline")
+    with pytest.raises(ValueError, match="power of 2"):
+        throughput_main([*args, "--variants", "baseline,attnres_block:2"])
