@@ -588,3 +588,8 @@ def test_at_compute_gives_both_prediction_intervals_up_to_the_factor_measured(
     assert law["prediction_band"]["q"] == 0.004
     assert "90 % prediction interval (the rollouts' paired gaps): [" in text
     assert "90 % PI [" in text and "PI withheld" in text
+    # a withheld CI says why under its line, as a withheld PI does (it printed "CI withheld"
+    # alone)
+    ci_lines = [x for x in text.splitlines() if "confidence interval is withheld" in x]
+    assert ci_lines and all(x.startswith("      ! ") for x in ci_lines)
+    assert all("intervals was measured >= 90 %" in x for x in ci_lines)

@@ -186,12 +186,9 @@ def loss_line(r: dict) -> str:
 
 
 def withheld_notes(r: dict) -> list[str]:
-    """The notes of a `loss_row` that say what was withheld."""
-    return [
-        n
-        for n in r["note"].split("; ")
-        if n.startswith(("prediction withheld", "prediction interval withheld"))
-    ]
+    """The notes of a `loss_row` that say what was withheld and why: the prediction, its
+    confidence interval (`ci_gate`'s reason) and its prediction interval."""
+    return [n for n in r["note"].split("; ") if "withheld" in n]
 
 
 # --- the multiplier ----------------------------------------------------------------------------

@@ -134,7 +134,7 @@ def withheld_interval(row: dict, quantity: str) -> str | None:
     if not (f > 1.0) or measured is None:
         return None
     return (
-        f"{f:.3g}x past the data: the interval is withheld, since the coverage of "
+        f"{f:.3g}x past the data: the confidence interval is withheld, since the coverage of "
         f"{row.get('law')}'s {quantity} intervals was measured >= 90 % {measured} (docs/laws.md)"
     )
 
