@@ -11,8 +11,8 @@
 #      (fullgraph; a graph break is reported, then compiled with breaks), for baseline and Block
 #      S = 4 within a compile budget: train + inference tokens/s as ratios to the baseline with
 #      their spread, MFU, peak memory, PASS/FAIL against the CUDA targets. TORCH_LOGS shows graph
-#      breaks and recompiles. Full AttnRes is left out: its compilation alone took longer than
-#      the step's budget (on an H200, 2026-12-04: baseline 29 s, Block S = 4 84 s to compile).
+#      breaks and recompiles. Full AttnRes is left out: its compilation alone does not fit the
+#      step's budget (docs/benchmarks.md).
 #   3. the same eager, with Full, Block S = 2 and 8 and the mHC rivals as well.
 #   4. the same eager for Block S = 4 with the depth op compiled alone (backend=compile) and
 #      with each fused depth-op kernel whose package imports and runs at d 768
@@ -125,9 +125,7 @@ else
   SWEEP=()
   BACKENDS=(--device cuda --repeats 5 --warmup 2 --d 768 --tokens 32768 --sources 5,25)
   # sdpa, compiled, eager, fused, backends, sweep, fit; + preflight 20 = 590 s, under a 600 s
-  # call. Measured on an H200 (2026-12-04): compiled about 125 s; eager 50 s for 7 variants x 5
-  # steps (then over its 50 s limit); the backends step's old grid (8 shapes x 5 backends)
-  # did not finish 2 backends in 75 s.
+  # call; set from the steps' times on an H200 (docs/benchmarks.md, "Measured on one H200")
   LIMITS=(25 160 70 90 80 125 20)
 fi
 

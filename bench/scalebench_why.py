@@ -75,8 +75,7 @@ def fit_summary(law, g, chosen) -> str:
         fit = fit_law_scaled_huber(law, "why", take(g.X, chosen), g.y[chosen])
     except LawError as e:
         return f"no fit ({e})"
-    # an unbounded side is never hit (the tolerance once grew with it: inf, and every
-    # parameter without an upper bound read "at a bound")
+    # the fit's own rule (an unbounded side is never hit)
     at = [name for name, _ in params_at_bounds(law, fit.theta)]
     e = fit.predict(g.X_test) - g.y_test
     theta = ", ".join(f"{p} {t:.4g}" for p, t in zip(law.params, fit.theta))

@@ -249,7 +249,7 @@ def warm_up_within_budget(vs: list[Variant], args, device) -> list[Runner]:
         except Exception as e:  # noqa: BLE001 -- one variant's kernel failing is its row's note
             if not runners:  # the baseline: every ratio is to it
                 raise
-            # on the H200 flash_attn_res raised inside Triton and took the whole step with it
+            # a fused kernel that cannot run this shape must not take the other variants with it
             print(
                 f"  {v.name}: left out, its warm-up failed ({type(e).__name__}: "
                 f"{str(e).splitlines()[0][:160] if str(e) else ''})",

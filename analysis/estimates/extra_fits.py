@@ -234,7 +234,7 @@ def _chinchilla(sweep: Sweep, asked: Asked, ex: Extra) -> dict:
 def _chinchilla_row(base: LawFit, f: LawFit, c: float, ex: Extra) -> dict:
     """The compute-optimal multiplier at c, and its printed line."""
     # L*(C) needs both terms to fall: a fit without a compute-optimal N (an exponent or a
-    # coefficient at 0) has no L*(C), and its ratio is a number of no meaning (10^38 was printed)
+    # coefficient at 0) has no L*(C), and the ratio of such fits is a number of no meaning
     none = [f"{g.label} {why}" for g in (base, f) if (why := chinchilla.no_optimum(g))]
     m = math.nan if none else float(ratio(base, f, c))
     boot = None if none else boot_multipliers(base, f, c)

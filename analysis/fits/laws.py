@@ -175,8 +175,7 @@ def params_at_bounds(law: Law, theta: np.ndarray) -> list[tuple[str, str]]:
 def at_bounds(law: Law, label: str, theta: np.ndarray) -> list[str]:
     """A warning for each parameter the fit left on one of its bounds (`params_at_bounds`): the
     points did not pull it inside, so they do not determine it, and a prediction past them rests
-    on the bound (on one of Porian et al. 2024's long-warmup sweeps Chinchilla's E sat at 1e-6
-    and every target run was predicted about 0.4 nats low: docs/planner.md). A warning only: no
+    on the bound (docs/planner.md, Porian et al. 2024's long-warmup sweeps). A warning only: no
     number changes."""
     values = dict(zip(law.params, theta))
     return [
