@@ -38,9 +38,8 @@ run() {  # run NAME CMD...: NAME.txt gets its stdout, the log all; keep going af
   echo "uptime before: $(uptime)" | tee -a "$LOG"
   local t0 s
   t0=$(date +%s%N)
-  "$@" 2> >(tee -a "$LOG" >&2) | tee "$OUT/$name.txt" | tee -a "$LOG"
+  { "$@" | tee "$OUT/$name.txt"; } 2>&1 | tee -a "$LOG"  # pipefail: the command's status
   s=${PIPESTATUS[0]}
-  wait $! 2> /dev/null  # the stderr tee, before the lines below
   local ms=$((($(date +%s%N) - t0) / 1000000))
   printf 'wall time: %d.%d s\n' $((ms / 1000)) $((ms % 1000 / 100)) | tee -a "$LOG"
   echo "uptime after: $(uptime)" | tee -a "$LOG"
