@@ -14,14 +14,15 @@
 #   6. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
 #      (coverage_nd_gpu6.txt) and conformal.COVERED_UP_TO (coverage_nd_pi.txt)
 # No time limits: a shared CPU's load, not a hang, is what makes a step slow. A failed step is
-# logged with its exit status and the rest still run. Exit status: 0 all ran, 1 a step failed.
-# HELDOUT_QUICK=1 runs the same steps at their smallest settings (seconds; tests/test_bench.py),
-# to check the script, not to quote.
+# logged with its exit status and the rest still run. Exit status: 0 all ran, 1 a step failed
+# (2: no OUT_DIR given).
+# HELDOUT_QUICK=1 runs the same steps at their smallest settings (seconds;
+# tests/test_heldout_script.py), to check the script, not to quote.
 set -uo pipefail
-cd "$(dirname "$0")/.."
 [ $# -eq 1 ] || { echo "error: usage: bash bench/heldout.sh OUT_DIR" >&2; exit 2; }
 mkdir -p "$1" || exit 2
-OUT=$(cd "$1" && pwd)
+OUT=$(cd "$1" && pwd)  # before the cd below: a relative OUT_DIR is the caller's
+cd "$(dirname "$0")/.." || exit 2
 LOG="$OUT/heldout.log"
 : > "$LOG"
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
