@@ -85,7 +85,7 @@ def test_throughput_reports_ratios_to_the_baseline(tmp_path, one_thread, capsys)
 
 
 def test_gpu_scripts_parse():
-    for script in ("bench/gpu_check.sh", "bench/gpu_wheels.sh"):
+    for script in ("bench/gpu_check.sh", "bench/gpu_wheels.sh", "bench/heldout.sh"):
         subprocess.run(["bash", "-n", str(REPO / script)], check=True)
 
 

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The held-out and coverage figures that docs/planner.md and docs/laws.md quote, in one go, on a
+# CPU (docs/benchmarks.md, "Held-out figures in one command": its run time and what feeds what).
+# Run from anywhere:
+#     bash bench/heldout.sh OUT_DIR
+# Each step runs with OMP_NUM_THREADS=1 (the docs' figures were measured so) and writes its
+# console to OUT_DIR/<step>.txt; OUT_DIR/heldout.log gets every command, its console, its wall
+# time and `uptime` before and after (the machine's load is part of a timing). The steps:
+#   1. bench.scalebench on ScaleBench's splits: the planner table (scalebench/, scalebench.txt)
+#   2. bench.scalebench --coverage: the band's coverage on those splits (scalebench_coverage.txt)
+#   3. bench.scalebench --splits porian: Porian et al. 2024's held-out sweeps (porian/, porian.txt)
+#   4. bench.scalebench --coverage --splits porian (porian_coverage.txt)
+#   5. bench.porian_compute_query (porian_compute_query.csv, porian_compute_query.txt)
+#   6. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
+#      (coverage_nd_gpu6.txt) and conformal.COVERED_UP_TO (coverage_nd_pi.txt)
+# No time limits: a shared CPU's load, not a hang, is what makes a step slow. A failed step is
+# logged with its exit status and the rest still run. Exit status: 0 all ran, 1 a step failed
+# (2: no OUT_DIR given).
+# HELDOUT_QUICK=1 runs the same steps at their smallest settings (seconds;
+# tests/test_heldout_script.py), to check the script, not to quote.
+set -uo pipefail
+[ $# -eq 1 ] || { echo "error: usage: bash bench/heldout.sh OUT_DIR" >&2; exit 2; }
+mkdir -p "$1" || exit 2
+OUT=$(cd "$1" && pwd)  # before the cd below: a relative OUT_DIR is the caller's
+cd "$(dirname "$0")/.." || exit 2
+LOG="$OUT/heldout.log"
+: > "$LOG"
+export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
+if [ -n "${PYTHON:-}" ]; then PY=$PYTHON
+elif [ -x .venv/bin/python ]; then PY=.venv/bin/python
+else PY=python3; fi
+QUICK=${HELDOUT_QUICK:-0}
+
+rc=0
+failed=()
+run() {  # run NAME CMD...: NAME.txt gets its stdout, the log all; keep going after a failure
+  local name=$1; shift
+  echo "\$ OMP_NUM_THREADS=1 $*" | tee -a "$LOG"
+  echo "uptime before: $(uptime)" | tee -a "$LOG"
+  local t0 s
+  t0=$(date +%s%N)
+  { "$@" | tee "$OUT/$name.txt"; } 2>&1 | tee -a "$LOG"  # pipefail: the command's status
+  s=${PIPESTATUS[0]}
+  local ms=$((($(date +%s%N) - t0) / 1000000))
+  printf 'wall time: %d.%d s\n' $((ms / 1000)) $((ms % 1000 / 100)) | tee -a "$LOG"
+  echo "uptime after: $(uptime)" | tee -a "$LOG"
+  if [ "$s" -ne 0 ]; then
+    echo "exit status $s" | tee -a "$LOG"
+    rc=1
+    failed+=("$name")
+  fi
+  echo | tee -a "$LOG"
+}
+
+{ date -u; echo "python: $PY"; echo "quick: $QUICK"; echo; } | tee -a "$LOG"
+if [ "$QUICK" = 1 ]; then
+  PORIAN=porian_rw_base_long_kaplan_kaplan_train  # one split of the 20
+  SB=(--quick --reps 1)
+  SB_COV=(--quick)
+  PO=(--splits "$PORIAN" --methods random,full --reps 1)
+  PO_COV=(--splits "$PORIAN")
+  PCQ=(--splits "$PORIAN" --bootstrap 10)
+  # one design, one truth, two sweeps: a check that the command runs, no coverage to quote
+  ND6=(--designs nd-gpu6 --truths kaplan --reps 2 --bootstrap 10)
+  NDPI=(--designs nd-gpu --truths kaplan --reps 2 --bootstrap 10)
+else
+  SB=()
+  SB_COV=()
+  PO=(--splits porian)
+  PO_COV=(--splits porian)
+  PCQ=()
+  # the exact command lines of docs/laws.md's two tables
+  ND6=(--designs nd-gpu6 --truths kaplan besiroglu --reps 40 --bootstrap 100)
+  NDPI=(--designs nd-gpu --truths kaplan besiroglu --reps 40 --bootstrap 100)
+fi
+
+run scalebench "$PY" -m bench.scalebench "${SB[@]}" --jobs 2 --out "$OUT/scalebench"
+run scalebench_coverage "$PY" -m bench.scalebench --coverage "${SB_COV[@]}"
+run porian "$PY" -m bench.scalebench "${PO[@]}" --jobs 2 --out "$OUT/porian"
+run porian_coverage "$PY" -m bench.scalebench --coverage "${PO_COV[@]}"
+run porian_compute_query "$PY" -m bench.porian_compute_query "${PCQ[@]}" \
+  --out "$OUT/porian_compute_query.csv"
+run coverage_nd_gpu6 "$PY" -m bench.coverage_nd --factors 1 3 10 30 "${ND6[@]}"
+run coverage_nd_pi "$PY" -m bench.coverage_nd --factors 3 10 30 "${NDPI[@]}"
+
+if [ $rc -eq 0 ]; then
+  echo "heldout: all steps ran" | tee -a "$LOG"
+else
+  echo "heldout: SOME STEPS FAILED: ${failed[*]}" | tee -a "$LOG"
+fi
+exit $rc
