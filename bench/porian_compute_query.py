@@ -79,6 +79,12 @@ def _covers(lo: float, hi: float, y: float) -> str:
     return "" if not (math.isfinite(lo) and math.isfinite(hi)) else str(lo <= y <= hi)
 
 
+def _scored(name: str, row: dict, interval: str, y: float) -> dict:
+    """`name`_lo, _hi and _covers: a loss row's `interval` ("ci" or "pi") and whether it holds y."""
+    lo, hi = row[f"{interval}_lo"], row[f"{interval}_hi"]
+    return {f"{name}_lo": lo, f"{name}_hi": hi, f"{name}_covers": _covers(lo, hi, y)}
+
+
 def fitted(split, n_bootstrap: int):
     """(the pool's fit of the split's law, the gated band and why, the ungated band and why)."""
     g = split.groups[0]
@@ -123,18 +129,10 @@ def query_rows(split, minima: list, n_bootstrap: int = LAW_BOOTSTRAP) -> list[di
                 "error_pct": 100 * (r["loss"] / y - 1),
                 "paper_min": paper,
                 "error_vs_paper_pct": 100 * (r["loss"] / paper - 1),
-                "ci_lo": r["ci_lo"],
-                "ci_hi": r["ci_hi"],
-                "ci_covers": _covers(r["ci_lo"], r["ci_hi"], y),
-                "pi_lo": r["pi_lo"],
-                "pi_hi": r["pi_hi"],
-                "pi_covers": _covers(r["pi_lo"], r["pi_hi"], y),
-                "pi_ungated_lo": u["pi_lo"],
-                "pi_ungated_hi": u["pi_hi"],
-                "pi_ungated_covers": _covers(u["pi_lo"], u["pi_hi"], y),
-                "ci_ungated_lo": u["ci_lo"],
-                "ci_ungated_hi": u["ci_hi"],
-                "ci_ungated_covers": _covers(u["ci_lo"], u["ci_hi"], y),
+                **_scored("ci", r, "ci", y),
+                **_scored("pi", r, "pi", y),
+                **_scored("pi_ungated", u, "pi", y),
+                **_scored("ci_ungated", u, "ci", y),
                 "note": "; ".join(n for n in (r["note"], u["note"]) if n),
             }
         )
