@@ -24,6 +24,7 @@ import argparse
 import math
 import sys
 import time
+import zlib
 
 import numpy as np
 
@@ -90,7 +91,9 @@ def run_design(
     compute, seeds, budgets = DESIGNS[design]
     laws = laws_for(compute, kind)
     fns = {k: power_law(*v) for k, v in laws.items()}
-    rng = np.random.default_rng([seed, hash(design) % 2**31, len(kind), len(loss)])
+    # crc32, not hash(): a str's hash() differs between processes (PYTHONHASHSEED), which made
+    # the same call draw other sweeps in another process
+    rng = np.random.default_rng([seed, zlib.crc32(design.encode()), len(kind), len(loss)])
     hits = {k: 0 for k in laws if k != "baseline"}
     widths = {k: [] for k in hits}
     est = {k: [] for k in hits}
