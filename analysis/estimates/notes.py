@@ -52,6 +52,6 @@ def coverage_note(reps, baseline: str, label: str, interval: str) -> str | None:
     return (
         f"the coverage of this interval was never measured for a design of {sizes} sizes "
         f"with {seeds} seed(s) per size (docs/statistics.md's checks: 3-5 sizes with 3-4 seeds, "
-        "91.5-97.5 % for a nominal 95 %); read it as indicative: add sizes or seeds "
+        "88-96 % for a nominal 95 %); read it as indicative: add sizes or seeds "
         "(plan=true predicts the width)"
     )
