@@ -164,3 +164,17 @@ def test_a_side_without_a_bound_is_never_hit():
     assert params_at_bounds(CHINCHILLA, on) == [("a", "lower"), ("b", "upper")]
     past = np.array([4e-7, 1.5e4, 0.59, 2.3e4, 0.50])  # chinchilla's own fitter's E floor
     assert params_at_bounds(CHINCHILLA, past) == [("E", "lower")]
+
+
+def test_a_pinned_parameter_is_said_once_by_the_fitter_that_searched_its_bounds():
+    """The C laws' fitter already said "alpha at its lower bound (0)"; the bound warning added
+    for the other laws said it a second time in other words. Each fitter now says it of the bounds
+    it searched: once."""
+    from analysis.fits.powerlaw import POWER
+
+    C = np.geomspace(1e-6, 1e-3, 6)
+    rising = 3.0 * C**0.02  # alpha wants to be negative: pinned at its lower bound, 0
+    f = fit_law(POWER, "baseline", {"compute": C}, rising, huber_delta=None)
+    assert f.params()["alpha"] == 0.0
+    assert len([w for w in f.warnings if "bound" in w]) == 1
+    assert "alpha at its lower bound (0)" in f.warnings[0]

@@ -35,6 +35,7 @@ from analysis.fits.laws import (
     LawError,
     LawFit,
     Solution,
+    at_bounds,
     param_columns,
     refit_resamples,
 )
@@ -182,11 +183,13 @@ def _fit(label, X, L, *, huber_delta, n_bootstrap, boot_loss, resample, seed, **
                 r = _solve(best.x, dn, dd, np.log(row), huber_delta, tight=False)
                 boot[i] = _unpack(r.x, n0, d0)
     theta = np.array(_unpack(best.x, n0, d0))
-    warnings = []
+    # its search stops E at e^-15 of the least loss, below the declared bound: "or past it"
+    warnings = at_bounds(CHINCHILLA, label, theta)
     if boot is None and (resample is not None or n_bootstrap):  # no seeds: resample the points
-        boot, warnings = refit_resamples(
+        boot, more = refit_resamples(
             CHINCHILLA, label, theta, X, L, huber_delta, n_bootstrap, None, resample, seed
         )
+        warnings += more
     return Solution(theta, boot, bool(best.success), warnings)
 
 

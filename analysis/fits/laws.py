@@ -38,7 +38,7 @@ import numpy as np
 
 from analysis.fits.frontier import FRONTIER_SLACK, optimal_log_loss, untrusted_frontier
 from analysis.fits.law_fit import COMPUTE, INPUT_UNITS, PARAMS_TOKENS, LawError, LawFit
-from analysis.fits.solve import bound_arrays, refit_resamples, solve_law
+from analysis.fits.solve import bound_arrays, bound_side, refit_resamples, solve_law
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 
 # the protocol's face: what a law module or a plug-in needs, importable from here
@@ -155,6 +155,7 @@ def _fit_generic(
     boot, warnings = refit_resamples(
         law, label, best.x, X, L, huber_delta, n_bootstrap, boot_loss, resample, seed
     )
+    warnings = at_bounds(law, label, best.x) + warnings  # its search bounds are the law's
     return Solution(best.x, boot, bool(best.success), warnings, objective=float(best.fun))
 
 
@@ -163,13 +164,8 @@ def params_at_bounds(law: Law, theta: np.ndarray) -> list[tuple[str, str]]:
     law's own fitter may bound it elsewhere: Chinchilla's stops E at e^-15 of the smallest loss,
     below the declared 1e-6). An unbounded side (None) is never hit."""
     lo, hi = bound_arrays(law)
-    out = []
-    for name, v, a, b in zip(law.params, theta, lo, hi):
-        if np.isfinite(a) and v <= a + 1e-6 * max(1.0, abs(a)):
-            out.append((name, "lower"))
-        elif np.isfinite(b) and v >= b - 1e-6 * max(1.0, abs(b)):
-            out.append((name, "upper"))
-    return out
+    sides = [(name, bound_side(v, a, b)) for name, v, a, b in zip(law.params, theta, lo, hi)]
+    return [(name, side) for name, side in sides if side]
 
 
 def at_bounds(law: Law, label: str, theta: np.ndarray) -> list[str]:
@@ -255,7 +251,7 @@ def fit_law(
         flops_per_param_token=k,
         ci_level=ci,
         boot_level=boot_level,
-        warnings=list(s.warnings) + at_bounds(law, label, theta),
+        warnings=list(s.warnings),
         r2=1.0 - float(r @ r) / ss_tot if ss_tot > 0 else float("nan"),
         residuals=r,
         points={**{k_: v.tolist() for k_, v in Xa.items()}, "loss": L.tolist()},

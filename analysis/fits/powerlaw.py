@@ -36,7 +36,7 @@ from analysis.fits.bootstrap import (
     rng_for,
 )
 from analysis.fits.laws import COMPUTE, Law, LawError, LawFit, Solution, param_columns
-from analysis.fits.solve import lbfgsb
+from analysis.fits.solve import bound_side, lbfgsb
 
 FORMS = ("power", "irreducible")
 N_PARAMS = {"power": 2, "irreducible": 3}
@@ -77,10 +77,11 @@ def _at_bounds(theta, form, y) -> list[str]:
     names = ("log A", "alpha") if form == "power" else ("E", "log A", "alpha")
     out = []
     for name, v, (lo, hi) in zip(names, theta, _bounds(form, y)):
-        for b, side in ((lo, "lower"), (hi, "upper")):
-            if b is not None and abs(v - b) <= 1e-6 * max(1.0, abs(b)):
-                shown = float(np.exp(b)) if name == "E" else b
-                out.append(f"{name} at its {side} bound ({shown:.4g})")
+        side = bound_side(v, lo, hi)  # L-BFGS-B keeps v inside: on the bound, not past it
+        if side:
+            b = lo if side == "lower" else hi
+            shown = float(np.exp(b)) if name == "E" else b
+            out.append(f"{name} at its {side} bound ({shown:.4g})")
     return out
 
 

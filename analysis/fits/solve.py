@@ -52,6 +52,16 @@ def _solve(law, theta0, X, y, delta, tight):
     return lbfgsb(_objective, theta0, (law, X, y, delta), law.bounds, opts)
 
 
+def bound_side(v: float, lo: float | None, hi: float | None) -> str | None:
+    """ "lower" or "upper" where v sits on that bound or past it (to 1e-6 of the bound, at least
+    1e-6 absolute), else None; a bound of None or +-inf is never hit."""
+    if lo is not None and np.isfinite(lo) and v <= lo + 1e-6 * max(1.0, abs(lo)):
+        return "lower"
+    if hi is not None and np.isfinite(hi) and v >= hi - 1e-6 * max(1.0, abs(hi)):
+        return "upper"
+    return None
+
+
 def bound_arrays(law) -> tuple[np.ndarray, np.ndarray]:
     """(lower, upper) of the law's parameters as arrays, -inf / inf where unbounded."""
     lo = np.array([-np.inf if b[0] is None else b[0] for b in law.bounds], float)
