@@ -136,8 +136,12 @@ want compiled && TORCH_LOGS=${TORCH_LOGS:-graph_breaks,recompiles} \
 want eager && run "${LIMITS[2]}" "$PY" -m bench.throughput "${BENCH[@]}" "${EAGER[@]}"
 if want fused; then  # the fused kernels that import here (none on a CPU: they are Triton/CUDA)
   FUSED=$("$PY" -c 'from andrea.model.residuals import depth_backend as b  # andrea-120m: d 768
-print(",".join(f"attnres_block:4:backend={n}" for n in b.FUSED
-               if b.importable(n) is None and b.shape_problem(n, 768) is None))')
+def runs(name):  # the config check of model.depth_backend, on CUDA
+    try:
+        return bool(b.resolve(name, True, 768))
+    except b.BackendError:
+        return False
+print(",".join(f"attnres_block:4:backend={n}" for n in b.FUSED if runs(n)))')
   if [ "$SMOKE" = 1 ]; then
     echo "fused: skipped (smoke run on the CPU: the fused depth kernels are Triton/CUDA)" | tee -a "$LOG"
   elif [ -z "$FUSED" ]; then
