@@ -38,7 +38,9 @@ band of `analysis.estimates.conformal` calibrated on the sweep's own rollouts
 (`analysis.estimates.rollouts`), scored against a new run's loss at the query (the truth with a
 run's seed noise); a sweep with too few residuals counts as a miss. `pi_c` (laws in (params,
 tokens)): the same band at a `compute` query, as `analysis.predict` answers it (the law's
-compute-optimal loss), against a new run at the truth's compute-optimal (N, D). `mult_pi`: the
+compute-optimal loss), against a new run at the truth's compute-optimal (N, D); `pi_run`: the
+band asked at the law's own compute-optimal (N̂, D̂) there, the run a user would launch, against
+a new run at that (N̂, D̂). `mult_pi`: the
 multiplier's prediction interval of `analysis.fit --at-compute` (the rollouts' paired gap band),
 against the true multiplier; `mult_pi_bonf`: two loss bands at the Bonferroni level instead, for
 comparison (`bench.coverage_pi`). The `withheld` column: the sweeps that gave no interval (they
@@ -73,7 +75,15 @@ from analysis.fits.replicates import arrange, seed_bootstrap
 from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY, final_points
 from analysis.inputs.synthetic import chinchilla_law, simulate_runs
-from bench.coverage_pi import Tally, new_run, optimal_loss, score_mult_pi, score_pi, score_pi_c
+from bench.coverage_pi import (
+    Tally,
+    new_run,
+    optimal_loss,
+    score_mult_pi,
+    score_pi,
+    score_pi_c,
+    score_pi_run,
+)
 
 # E, A, a, B, b. Hoffmann et al. 2022's Approach 3 fit, and Besiroglu et al. 2024's refit of the
 # same data, whose steeper, larger data term puts a larger size's early cooldown point above a
@@ -221,10 +231,10 @@ def run_design(
 
 
 def quantities(law) -> tuple[str, ...]:
-    """What `run_extrapolation` measures of a law: `pi_c` only for a law in (params, tokens),
-    whose compute query is its compute-optimal loss (a C law's is `pi`)."""
-    nd = "compute" not in law.inputs
-    return ("loss", "multiplier", "pi", *(("pi_c",) if nd else ()), "mult_pi", "mult_pi_bonf")
+    """What `run_extrapolation` measures of a law: `pi_c` and `pi_run` only for a law in
+    (params, tokens), whose compute query is its compute-optimal loss (a C law's is `pi`)."""
+    nd = ("pi_c", "pi_run") if "compute" not in law.inputs else ()
+    return ("loss", "multiplier", "pi", *nd, "mult_pi", "mult_pi_bonf")
 
 
 def run_extrapolation(
@@ -298,6 +308,7 @@ def _score_law(tally, name, runs, bseed, n_boot, design, factors, true_laws, noi
     }
     new = np.random.default_rng(bseed)  # a new run's noise at each query (as before pi_c)
     new_c = np.random.default_rng([bseed, 1])  # and at the compute-optimal ones, apart
+    new_r = np.random.default_rng([bseed, 2])  # and at the law's recommended runs (pi_run)
     for f in factors:
         c = f * c_max
         n_f = math.sqrt(c * FLOPS_PER_PFLOPS_DAY / (6.0 * ray))
@@ -308,6 +319,8 @@ def _score_law(tally, name, runs, bseed, n_boot, design, factors, true_laws, noi
         if (name, f, "pi_c") in tally.hits:
             best = new_run(optimal_loss(true_laws["baseline"], c), new_c, *noise_args)
             score_pi_c(tally, (name, f, "pi_c"), band, base, c, best)
+            truth = true_laws["baseline"]
+            score_pi_run(tally, (name, f, "pi_run"), band, base, c, truth, new_r, noise_args)
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             m = law_fits.multiplier(base, var, c)

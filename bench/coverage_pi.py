@@ -6,6 +6,10 @@
   (`analysis.estimates.band_intervals.loss_row`: the law's compute-optimal loss, withheld where
   its frontier or the runs do not support it), against a new run's loss at the truth's
   compute-optimal (N, D) at that compute (`optimal_loss`);
+- `pi_run`: the other reading of a compute query, the run a user would launch on it: the PI
+  `analysis.predict` gives when asked at the law's own compute-optimal (N̂, D̂) at that compute
+  (withheld where that frontier is outside the sizes fitted, as the compute query is), against a
+  new run's loss at that (N̂, D̂) under the truth (`score_pi_run`);
 - `mult_pi`: the multiplier's prediction interval `analysis.fit` gives (the paired gap band,
   `band_intervals.multiplier_pi`), against the true multiplier; `mult_pi_bonf`: the same set
   from two loss bands at the Bonferroni level instead, for comparison.
@@ -24,10 +28,12 @@ from scipy.optimize import minimize_scalar
 
 from analysis.estimates.band_intervals import (
     bonferroni_half_width,
+    frontier_run,
     gap_half_width,
     loss_row,
     overlap_interval,
 )
+from analysis.fits.laws import untrusted_frontier
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 
 
@@ -86,6 +92,18 @@ def score_pi_c(tally, key, band, base, c: float, target_run: float) -> None:
         base, {"compute": np.array([c])}, "", band, "", lambda r: None, measured_only=False
     )
     tally.score(key, r["pi_lo"], r["pi_hi"], target_run)
+
+
+def score_pi_run(tally, key, band, base, c: float, truth, rng, noise_args) -> None:
+    """`pi_run`: the PI at the law's compute-optimal run (N̂, D̂) at compute c, asked as a
+    (params, tokens) query, against a new run's loss there under `truth` (its seed noise from
+    `rng`)."""
+    if untrusted_frontier(base, c):
+        return tally.score(key, math.nan, math.nan, math.nan)
+    X = frontier_run(base, c)
+    r = loss_row(base, X, "", band, "", lambda r: None, measured_only=False)
+    target = new_run(float(truth(X["params"][0], X["tokens"][0])), rng, *noise_args)
+    tally.score(key, r["pi_lo"], r["pi_hi"], target)
 
 
 def score_mult_pi(tally, key, band, base, var, c: float, m: float, m_true: float) -> None:

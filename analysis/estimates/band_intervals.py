@@ -51,6 +51,11 @@ MULTIPLIER_COVERED_UP_TO: dict[str, float] = {"chinchilla": 30.0}
 # Kaplan's truth it covered 0-58 %, the frontier read off the fit misplaced, so a compute query to
 # such a law gets its point estimate and CI, and its PI withheld with the reason.
 COMPUTE_QUERY_COVERED_UP_TO: dict[str, float] = {}
+# law in (params, tokens) -> the factor up to which the PI of the run it recommends at a compute
+# query (its compute-optimal (N̂, D̂), asked as a (params, tokens) query) covered >= 90 % within
+# one standard error under both truths (quantity pi_run; the rule, declared before measuring, in
+# docs/laws.md).
+OPTIMUM_RUN_COVERED_UP_TO: dict[str, float] = {}
 SEARCH = 1e4  # the multipliers searched: m̂ / SEARCH .. m̂ · SEARCH
 _GRID = 801  # points of that search, log-spaced (steps of 2.3 %), then bisected at each end
 
@@ -78,7 +83,9 @@ def loss_pi(band: Band | None, why: str, loss: float, ext: float) -> tuple[float
     return loss * math.exp(lo), loss * math.exp(hi), ""
 
 
-def _frontier_point(f: LawFit, c: float) -> dict:
+def frontier_run(f: LawFit, c: float) -> dict:
+    """The run an L(N, D) law recommends at compute c (PFLOP/s-days): its compute-optimal
+    params N̂ and the tokens D̂ that spend c on them, as a (params, tokens) query."""
     n, _ = f.optimum(c)
     d = c * FLOPS_PER_PFLOPS_DAY / (f.flops_per_param_token * n)
     return {"params": np.array([n]), "tokens": np.array([d])}
@@ -88,7 +95,7 @@ def _unsupported(f: LawFit, X: dict, loss: float, c: float) -> str | None:
     """Why the prediction itself is no answer: a frontier read outside the sizes fitted, or a
     loss the runs contradict (`analysis.estimates.support`)."""
     if f.law.inputs != ("compute",) and "compute" in X:  # an L(N, D) law's frontier
-        return untrusted_frontier(f, c) or unsupported(f, _frontier_point(f, c), loss)
+        return untrusted_frontier(f, c) or unsupported(f, frontier_run(f, c), loss)
     return unsupported(f, X, loss)
 
 
