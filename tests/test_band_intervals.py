@@ -136,6 +136,10 @@ def test_a_compute_query_to_an_nd_law_withholds_its_pi_while_its_coverage_is_unm
     r = bi.loss_row(base, X, "", band, "", lambda r: None)
     assert math.isnan(r["pi_lo"]) and math.isfinite(r["loss"])
     assert "compute-optimal loss at a compute query covered >= 90 % at no factor" in r["note"]
+    # nor is the user sent to ask at the run the law recommends: pi_run fell short too
+    assert "chinchilla" not in bi.OPTIMUM_RUN_COVERED_UP_TO
+    assert "the band at the run it recommends there" in r["note"]
+    assert "ask at (params, tokens)" not in r["note"]
     r = bi.loss_row(base, X, "", band, "", lambda r: None, measured_only=False)
     assert r["pi_lo"] < r["loss"] < r["pi_hi"]
     X = {"params": np.array([8e6]), "tokens": np.array([4e8])}  # at (N, D) the band answers

@@ -66,6 +66,18 @@ def test_intervals_past_the_data_are_measured_per_law_factor_and_quantity():
     )
 
 
+def test_a_law_in_params_and_tokens_is_scored_at_both_readings_of_a_compute_query():
+    """pi_c (the compute-optimal loss) and pi_run (the run the law recommends there), one row each
+    per factor; a sweep whose frontier lies outside the sizes fitted withholds both."""
+    r = run_extrapolation(
+        "nd-gpu6", reps=2, n_boot=10, factors=(3,), laws_=("chinchilla",), truth="besiroglu"
+    )
+    rows = {x["quantity"]: x for x in r["rows"]}
+    assert {"pi", "pi_c", "pi_run"} <= set(rows)
+    assert all(0 <= rows[q]["coverage"] <= 1 for q in ("pi_c", "pi_run"))
+    assert rows["pi_run"]["withheld"] == rows["pi_c"]["withheld"]
+
+
 def test_quick_prints_the_prediction_band_at_each_factor(capsys):
     from bench.coverage_nd import main
 

@@ -118,7 +118,20 @@ def _compute_query_why(f: LawFit, X: dict, ext: float, measured_only: bool) -> s
         return ""
     return (
         f"prediction interval withheld: {f.name}'s interval for its compute-optimal loss at a "
-        f"compute query covered >= 90 % {measured} (docs/laws.md); ask at (params, tokens)"
+        f"compute query covered >= 90 % {measured}{_recommended_run_why(f, ext)} (docs/laws.md)"
+    )
+
+
+def _recommended_run_why(f: LawFit, ext: float) -> str:
+    """How far the band at the run the law recommends there was measured
+    (OPTIMUM_RUN_COVERED_UP_TO), so that the note does not send the user to an unmeasured
+    (params, tokens) query; "" where it was measured this far."""
+    measured = past_measured(OPTIMUM_RUN_COVERED_UP_TO.get(f.name), ext)
+    if measured is None:
+        return ""
+    return (
+        f", and the band at the run it recommends there (its compute-optimal N and D) {measured}: "
+        f"that run's tokens per parameter may be ones the sweep never trained at"
     )
 
 
