@@ -11,7 +11,11 @@ target region (Li et al. 2026's held-out high-cost runs): the fraction of target
 measured loss lies inside the band, its median width in log, the median extrapolation factor
 (the target's compute, in the same unit, over the largest fitted), or "withheld: <reason>" where a
 group's band cannot be calibrated (too few rollout residuals, inputs the rows as runs lack).
-A group without a band counts no target run; the row names it.
+A group without a band counts no target run; the row names it. Where the law has (params,
+tokens), the note also counts the target runs at whose tokens per parameter `analysis.predict`
+withholds the band (outside the D/N range of the pool:
+`analysis.estimates.band_intervals.untrained_ratio`) and the coverage of the rest; the coverage
+column itself scores the band at every target run.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import warnings
 
 import numpy as np
 
+from analysis.estimates.band_intervals import untrained_ratio
 from analysis.estimates.conformal import LEVEL, scale, sweep_band
 from analysis.estimates.estimate import fit_variants, why_unusable
 from analysis.estimates.pool_law import LABEL, as_runs
@@ -51,7 +56,16 @@ def score_group(law, g, level: float = LEVEL) -> dict:
     with np.errstate(all="ignore"):
         r = np.log(np.asarray(g.y_test, float)) - np.log(np.asarray(fit.predict(X), float))
     half = band.q * scale(factor)
-    return {"inside": list(np.abs(r) <= half), "width": list(2 * half), "factor": list(factor)}
+    off = [
+        bool(untrained_ratio(fit, {k: v[i : i + 1] for k, v in X.items()}))
+        for i in range(len(g.y_test))
+    ]
+    return {
+        "inside": list(np.abs(r) <= half),
+        "width": list(2 * half),
+        "factor": list(factor),
+        "off": off,
+    }
 
 
 def _compute_query(fit, X: dict, g) -> dict:
@@ -64,7 +78,7 @@ def _compute_query(fit, X: dict, g) -> dict:
 
 def split_row(split, level: float = LEVEL) -> dict:
     """One split's row: coverage over the target runs of every group with a band."""
-    inside, width, factor, notes = [], [], [], []
+    inside, width, factor, off, notes = [], [], [], [], []
     for g in split.groups:
         s = score_group(split.law, g, level)
         if "withheld" in s:
@@ -74,7 +88,12 @@ def split_row(split, level: float = LEVEL) -> dict:
         inside += s["inside"]
         width += s["width"]
         factor += s["factor"]
+        off += s["off"]
     n = len(inside)
+    if any(off):
+        given = [x for x, o in zip(inside, off) if not o]
+        rest = f"{np.mean(given):.1%} of the rest" if given else "none left"
+        notes.insert(0, f"PI withheld off the pool's D/N at {sum(off)} of {n} ({rest})")
     return {
         "split": split.name,
         "set": split.band_mark,

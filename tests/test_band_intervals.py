@@ -142,7 +142,7 @@ def test_a_compute_query_to_an_nd_law_withholds_its_pi_while_its_coverage_is_unm
     assert "ask at (params, tokens)" not in r["note"]
     r = bi.loss_row(base, X, "", band, "", lambda r: None, measured_only=False)
     assert r["pi_lo"] < r["loss"] < r["pi_hi"]
-    X = {"params": np.array([8e6]), "tokens": np.array([4e8])}  # at (N, D) the band answers
+    X = {"params": np.array([8e6]), "tokens": np.array([1.6e8])}  # at (N, D) the band answers
     assert math.isfinite(bi.loss_row(base, X, "", band, "", lambda r: None)["pi_lo"])
 
 
@@ -168,3 +168,25 @@ def test_the_truths_compute_optimal_loss_is_the_closed_form():
     c = 3.0  # PFLOP/s-days
     _, _, want = optimal(c * FLOPS_PER_PFLOPS_DAY, *TRUTH, 6.0)
     assert optimal_loss(_law, c) == pytest.approx(float(want), rel=1e-7)
+
+
+def test_a_query_off_the_tokens_per_parameter_fitted_withholds_its_pi_alone(pair):
+    """The band's coverage was measured at the tokens per parameter the sweep trained at only
+    (docs/laws.md, pi_run): the pair was fitted at 5-20 tokens per parameter."""
+    base, _ = pair
+    band = Band(0.01, 0.9, 12, (1.2, 5.0), up_to=30.0)
+    n = 2 * 8e6  # twice the largest size: inside the band's factor (<= 8x) either way
+    inside = bi.loss_row(base, {"params": [n], "tokens": [20.0 * n]}, "", band, "", lambda r: None)
+    assert inside["pi_lo"] < inside["loss"] < inside["pi_hi"] and "withheld" not in inside["note"]
+    for tpp in (2.0, 40.0):
+        r = bi.loss_row(base, {"params": [n], "tokens": [tpp * n]}, "", band, "", lambda r: None)
+        assert math.isnan(r["pi_lo"]) and math.isnan(r["pi_hi"])
+        assert (
+            math.isfinite(r["loss"])
+            and r["loss"]
+            == base.predict({"params": np.array([n]), "tokens": np.array([tpp * n])})[0]
+        )  # the prediction itself stands
+        assert f"{tpp:.3g} tokens per parameter, outside the 5-20 of the runs" in r["note"]
+    # the fitted range's own ends are inside
+    edge = bi.loss_row(base, {"params": [n], "tokens": [5.0 * n]}, "", band, "", lambda r: None)
+    assert math.isfinite(edge["pi_lo"])

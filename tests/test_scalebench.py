@@ -213,3 +213,21 @@ def test_coverage_on_the_dev_split_farseer_prints_one_row_with_a_coverage(capsys
     # the band, the planner's marks unchanged
     moe = load_split("moe")
     assert moe.band_mark == "dev" and moe.mark == "held-out"
+
+
+def test_coverage_counts_the_target_runs_whose_band_predict_withholds_off_the_pools_d_per_n():
+    """data_constrained: 2 of its 21 target runs lie outside the pool's tokens per parameter,
+    where analysis.predict withholds the band (docs/laws.md); the note counts them and scores
+    the rest, the coverage column still every target run."""
+    from bench.scalebench_coverage import score_group, split_row
+
+    split = load_split("data_constrained")
+    s = score_group(split.law, split.groups[0])
+    assert len(s["off"]) == len(s["inside"]) == 21 and sum(s["off"]) == 2
+    row = split_row(split)
+    given = [x for x, o in zip(s["inside"], s["off"]) if not o]
+    assert row["coverage"] == pytest.approx(sum(s["inside"]) / 21)
+    assert (
+        f"PI withheld off the pool's D/N at 2 of 21 ({sum(given) / 19:.1%} of the rest)"
+        in (row["note"])
+    )

@@ -135,6 +135,27 @@ def _recommended_run_why(f: LawFit, ext: float) -> str:
     )
 
 
+def untrained_ratio(f: LawFit, X: dict) -> str:
+    """Why the band has no answer at a (params, tokens) query X: its tokens per parameter lie
+    outside the range of the points `f` was fitted on, the only ones its band's coverage was
+    measured at (docs/laws.md, pi_run); "" inside it, or for a law without both inputs."""
+    pts = f.points or {}
+    if not {"params", "tokens"} <= set(f.law.inputs) or not {"params", "tokens"} <= set(X):
+        return ""
+    if not {"params", "tokens"} <= set(pts):
+        return ""
+    fitted = np.asarray(pts["tokens"], float) / np.asarray(pts["params"], float)
+    lo, hi = float(fitted.min()), float(fitted.max())
+    q = float(np.ravel(X["tokens"])[0]) / float(np.ravel(X["params"])[0])
+    if lo * (1 - 1e-9) <= q <= hi * (1 + 1e-9):
+        return ""
+    return (
+        f"prediction interval withheld: {q:.3g} tokens per parameter, outside the "
+        f"{lo:.3g}-{hi:.3g} of the runs {f.name} was fitted on, where alone its band's "
+        f"coverage was measured (docs/laws.md)"
+    )
+
+
 def loss_row(
     f: LawFit,
     X: dict,
@@ -171,7 +192,9 @@ def loss_row(
     why = ci_gate(r)
     gone = _unsupported(f, X, loss, r["compute_pflops_days"])
     r["pi_lo"], r["pi_hi"], pi_why = loss_pi(band, band_why, loss, ext)
-    unmeasured = "" if pi_why else _compute_query_why(f, X, ext, measured_only)
+    unmeasured = (
+        "" if pi_why else (_compute_query_why(f, X, ext, measured_only) or untrained_ratio(f, X))
+    )
     if unmeasured:
         r["pi_lo"], r["pi_hi"], pi_why = math.nan, math.nan, unmeasured
     if gone:
