@@ -110,28 +110,25 @@ def past_measured(limit: float | None, factor: float) -> str | None:
 
 def _compute_query_why(f: LawFit, X: dict, ext: float, measured_only: bool) -> str:
     """Why an L(N, D) law's PI at a compute query is withheld (COMPUTE_QUERY_COVERED_UP_TO), or
-    "" (a law in compute, a query at (N, D), or a factor whose coverage was measured)."""
+    "" (a law in compute, a query at (N, D), or a factor whose coverage was measured). It also
+    says how far the band at the run the law recommends there was measured
+    (OPTIMUM_RUN_COVERED_UP_TO), so as not to send the user to an unmeasured (params, tokens)
+    query."""
     if not measured_only or f.law.inputs == ("compute",) or "compute" not in X:
         return ""
     measured = past_measured(COMPUTE_QUERY_COVERED_UP_TO.get(f.name), ext)
     if measured is None:
         return ""
+    run = past_measured(OPTIMUM_RUN_COVERED_UP_TO.get(f.name), ext)
+    also = (
+        f", and the band at the run it recommends there (its compute-optimal N and D) {run}: "
+        f"that run's tokens per parameter may be ones the sweep never trained at"
+        if run
+        else ""
+    )
     return (
         f"prediction interval withheld: {f.name}'s interval for its compute-optimal loss at a "
-        f"compute query covered >= 90 % {measured}{_recommended_run_why(f, ext)} (docs/laws.md)"
-    )
-
-
-def _recommended_run_why(f: LawFit, ext: float) -> str:
-    """How far the band at the run the law recommends there was measured
-    (OPTIMUM_RUN_COVERED_UP_TO), so that the note does not send the user to an unmeasured
-    (params, tokens) query; "" where it was measured this far."""
-    measured = past_measured(OPTIMUM_RUN_COVERED_UP_TO.get(f.name), ext)
-    if measured is None:
-        return ""
-    return (
-        f", and the band at the run it recommends there (its compute-optimal N and D) {measured}: "
-        f"that run's tokens per parameter may be ones the sweep never trained at"
+        f"compute query covered >= 90 % {measured}{also} (docs/laws.md)"
     )
 
 
