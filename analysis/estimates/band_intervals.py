@@ -195,7 +195,8 @@ def loss_row(
     if unmeasured:
         r["pi_lo"], r["pi_hi"], pi_why = math.nan, math.nan, unmeasured
     if gone:
-        gone = f"prediction withheld ({f.name} gives {loss:.4g}): {gone}"
+        said = f"{f.name} gives {loss:.4g}" if math.isfinite(loss) else f"{f.name} gives no loss"
+        gone = f"prediction withheld ({said}): {gone}"
         r.update(loss=math.nan, pi_lo=math.nan, pi_hi=math.nan)
         why, pi_why = why or "", ""
     if gone or why:
