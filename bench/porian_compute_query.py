@@ -101,7 +101,8 @@ def fitted(split, n_bootstrap: int):
 
 def query_rows(split, minima: list, n_bootstrap: int = LAW_BOOTSTRAP) -> list[dict]:
     """One row per target budget of the split (module docstring)."""
-    dataset, configuration, _ = split.spec.runs
+    where = dict(split.spec.runs.where)
+    dataset, configuration = where["dataset"], where["configuration"]
     g = split.groups[0]
     budgets = sorted({float(b) for b in np.round(g.cost_test, -8)})
     res, (band, why), (band_u, why_u) = fitted(split, n_bootstrap)
@@ -207,7 +208,7 @@ def to_csv(rows: list[dict]) -> str:
 def _names(text: str | None) -> list[str] | str:
     """The chinchilla splits asked for (an `_auto` name is its configuration's), or the
     `error:` line."""
-    plain = [n for n, (_, _, auto) in porian_splits.SPLITS.items() if not auto]
+    plain = [n for n, runs in porian_splits.SPLITS.items() if not runs.auto]
     if not text:
         return plain
     names = [x.strip().removesuffix(porian_splits.AUTO) for x in text.split(",") if x.strip()]

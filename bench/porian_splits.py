@@ -32,7 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
+from bench import run_splits
+from bench.run_splits import RunSplit
+
 DATA = Path(__file__).parent / "data" / "porian2024"
+ALIAS = "porian"  # `bench.scalebench --splits porian`: every split below
 DATASETS = ("rw", "owt2")
 # The paper's five configurations (hparams_warmup_decay_paramcount_loss), in its order: its
 # labels "Reproducing Kaplan et al.", "Counting last layer FLOPs", "Correcting warmup", "Cosine
@@ -45,21 +49,12 @@ CONFIGURATIONS = (
     "tuned_short_const_standard_val",
 )
 POOL_FRACTION = 0.8  # of the log-compute range: the pool; declared before any score was seen
-AUTO = "_auto"  # the suffix of a split fitted with --law auto's choice
+AUTO = run_splits.AUTO
 COLUMNS = ("dataset", "configuration", "flops_budget", "params", "tokens", "loss")
 
 
 def split_name(dataset: str, configuration: str, auto: bool = False) -> str:
     return f"porian_{dataset}_{configuration}" + (AUTO if auto else "")
-
-
-# split name -> (dataset, configuration, whether its law is --law auto's choice)
-SPLITS = {
-    split_name(d, c, auto): (d, c, auto)
-    for d in DATASETS
-    for c in CONFIGURATIONS
-    for auto in (False, True)
-}
 
 
 def in_pool(compute) -> np.ndarray:
@@ -68,3 +63,25 @@ def in_pool(compute) -> np.ndarray:
     c = np.log(np.asarray(compute, float))
     lo, hi = c.min(), c.max()
     return c <= lo + POOL_FRACTION * (hi - lo) + 1e-9 * max(hi - lo, 1.0)
+
+
+def _split(dataset: str, configuration: str) -> RunSplit:
+    return RunSplit(
+        who="a Porian et al. 2024 split",
+        file=f"{dataset}.csv",
+        columns=COLUMNS,
+        where=(("configuration", configuration), ("dataset", dataset)),
+        numeric=("flops_budget", "params", "tokens", "loss"),
+        loss="loss",
+        in_pool=lambda cols: in_pool(cols["flops_budget"]),
+        group=configuration,
+    )
+
+
+# split name -> its runs (its `_auto` twin: the same, fitted with --law auto's choice)
+SPLITS = {
+    name: runs
+    for d in DATASETS
+    for c in CONFIGURATIONS
+    for name, runs in run_splits.with_auto(split_name(d, c), _split(d, c)).items()
+}
