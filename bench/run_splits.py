@@ -1,7 +1,7 @@
 """Held-out splits read from a file of public runs, and parted into pool and target by a rule
 declared before any score on them was computed.
 
-A module of such splits (bench/porian_splits.py) holds the protocol in its
+A module of such splits (bench/porian_splits.py, bench/gadre_splits.py) holds the protocol in its
 docstring and gives `DATA` (its folder), `ALIAS` (the name `bench.scalebench --splits` expands to
 all its splits) and `SPLITS`: split name -> `RunSplit`, the rows of its file that are the split
 and which of them are the pool. bench/scalebench_splits.py registers every such module

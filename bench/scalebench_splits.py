@@ -8,10 +8,11 @@ budgets) is replayed group by group, each with its own pool, budget and fit, and
 its target runs at once, as the benchmark's runner does.
 
 The held-out splits of public runs ScaleBench does not hold (bench/run_splits.py): Porian et al.
-2024's (bench/porian_splits.py: `porian_<dataset>_<configuration>`, and the same with `_auto`,
-copied to bench/data/porian2024/), read from their files of runs and parted into pool and target
-by their module's declared rule (`RUN_SPLITS`); `--splits porian` names them all (`ALIASES`).
-They are not replayed by default.
+2024's (bench/porian_splits.py: `porian_<dataset>_<configuration>`, copied to
+bench/data/porian2024/) and Gadre et al. 2024's (bench/gadre_splits.py: `gadre_<dataset>`, copied
+to bench/data/gadre2024/), each also with `_auto`, are read from their files of runs and parted
+into pool and target by their module's declared rule (`RUN_SPLITS`); `--splits porian` and
+`--splits gadre` name each module's all (`ALIASES`). They are not replayed by default.
 
 DEV and HELD_OUT are declared here, not chosen by a flag: a split is dev when something of
 andrea's (a constant, a default, a rule) was chosen after looking at its scores. A constant
@@ -32,7 +33,7 @@ from analysis.estimates.pool_law import candidates, choose
 from analysis.fits import law_registry
 from analysis.fits.law_registry import get as get_law
 from analysis.fits.laws import Law
-from bench import porian_splits
+from bench import gadre_splits, porian_splits
 from bench.run_splits import PARAMS_TOKENS, RunSplit
 
 DATA = Path(__file__).parent / "data" / "active_sl"
@@ -102,7 +103,7 @@ SPLITS = {
 SCALEBENCH = tuple(SPLITS)  # the default of `bench.scalebench --splits`
 
 NOT_SCALEBENCH = "not a ScaleBench split: no benchmark fitter or published rows"
-RUN_SPLITS = (porian_splits,)  # the modules of held-out splits of public runs
+RUN_SPLITS = (porian_splits, gadre_splits)  # the modules of held-out splits of public runs
 for _module in RUN_SPLITS:
     SPLITS.update(
         {
