@@ -28,6 +28,8 @@ The protocol, declared before any score on them was computed:
 
 from __future__ import annotations
 
+import csv
+import math
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +53,8 @@ CONFIGURATIONS = (
 POOL_FRACTION = 0.8  # of the log-compute range: the pool; declared before any score was seen
 AUTO = run_splits.AUTO
 COLUMNS = ("dataset", "configuration", "flops_budget", "params", "tokens", "loss")
+# what bench.point_query asks: the compute-optimal loss at each target budget (an isoFLOP line)
+QUERY = "compute"
 
 
 def split_name(dataset: str, configuration: str, auto: bool = False) -> str:
@@ -85,3 +89,33 @@ SPLITS = {
     for c in CONFIGURATIONS
     for name, runs in run_splits.with_auto(split_name(d, c), _split(d, c)).items()
 }
+
+
+def paper_minima(data: Path) -> list[tuple[str, str, float, float]]:
+    """(dataset, configuration, budget, the paper's median estimate of the line's minimum) of
+    every line in `data`/optima.csv (none where the file is absent)."""
+    path = Path(data) / "optima.csv"
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        return [
+            (
+                r["dataset"],
+                r["configuration"],
+                float(r["flops_budget"]),
+                float(r["loss_star_median"]),
+            )
+            for r in csv.DictReader(f)
+        ]
+
+
+def reference(split, budget: float) -> float:
+    """The paper's estimate of the minimum of a split's isoFLOP line at `budget` (budgets
+    compared within 1e-6), else nan: what bench.point_query scores a compute query against,
+    beside the line's best run."""
+    where = dict(split.spec.runs.where)
+    for d, c, b, loss in paper_minima(split.data or DATA):
+        key = (where["dataset"], where["configuration"])
+        if (d, c) == key and math.isclose(b, budget, rel_tol=1e-6):
+            return loss
+    return math.nan

@@ -246,6 +246,7 @@ class Split:
     spec: Spec
     law: Law
     groups: list[Group]
+    data: Path | None = None  # the folder it was read from
 
     @property
     def dev(self) -> bool:
@@ -379,4 +380,12 @@ def load_split(name: str, data: Path | None = None) -> Split:
                 cost_test=spec.cost({c: te[c][b] for c in spec.cost_columns}),
             )
         )
-    return Split(name, spec, law, groups)
+    return Split(name, spec, law, groups, Path(data))
+
+
+def load_splits(names, data: Path | None = None) -> list[Split] | str:
+    """The splits `names` (`load_split`), or the `error:` line of the first that cannot be read."""
+    try:
+        return [load_split(n, data) for n in names]
+    except SplitError as e:
+        return f"error: {e}"
