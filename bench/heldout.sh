@@ -11,7 +11,10 @@
 #   3. bench.scalebench --splits porian: Porian et al. 2024's held-out sweeps (porian/, porian.txt)
 #   4. bench.scalebench --coverage --splits porian (porian_coverage.txt)
 #   5. bench.porian_compute_query (porian_compute_query.csv, porian_compute_query.txt)
-#   6. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
+#   6-8. the same three for Gadre et al. 2024's held-out runs: bench.scalebench --splits gadre
+#      (gadre/, gadre.txt), its --coverage (gadre_coverage.txt) and bench.point_query --splits
+#      gadre (gadre_point_query.csv, .txt)
+#   9. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
 #      (coverage_nd_gpu6.txt) and conformal.COVERED_UP_TO (coverage_nd_pi.txt)
 # No time limits: a shared CPU's load, not a hang, is what makes a step slow. A failed step is
 # logged with its exit status and the rest still run. Exit status: 0 all ran, 1 a step failed
@@ -60,6 +63,9 @@ if [ "$QUICK" = 1 ]; then
   PO=(--splits "$PORIAN" --methods random,full --reps 1)
   PO_COV=(--splits "$PORIAN")
   PCQ=(--splits "$PORIAN" --bootstrap 10)
+  GA=(--splits gadre_rw --methods random,full --reps 1)  # one split of the 6
+  GA_COV=(--splits gadre_rw)
+  GPQ=(--splits gadre_rw --bootstrap 10)
   # one design, one truth, two sweeps: a check that the command runs, no coverage to quote
   ND6=(--designs nd-gpu6 --truths kaplan --reps 2 --bootstrap 10)
   NDPI=(--designs nd-gpu --truths kaplan --reps 2 --bootstrap 10)
@@ -69,6 +75,9 @@ else
   PO=(--splits porian)
   PO_COV=(--splits porian)
   PCQ=()
+  GA=(--splits gadre)
+  GA_COV=(--splits gadre)
+  GPQ=(--splits gadre)
   # the exact command lines of docs/laws.md's two tables
   ND6=(--designs nd-gpu6 --truths kaplan besiroglu --reps 40 --bootstrap 100)
   NDPI=(--designs nd-gpu --truths kaplan besiroglu --reps 40 --bootstrap 100)
@@ -80,6 +89,9 @@ run porian "$PY" -m bench.scalebench "${PO[@]}" --jobs 2 --out "$OUT/porian"
 run porian_coverage "$PY" -m bench.scalebench --coverage "${PO_COV[@]}"
 run porian_compute_query "$PY" -m bench.porian_compute_query "${PCQ[@]}" \
   --out "$OUT/porian_compute_query.csv"
+run gadre "$PY" -m bench.scalebench "${GA[@]}" --jobs 2 --out "$OUT/gadre"
+run gadre_coverage "$PY" -m bench.scalebench --coverage "${GA_COV[@]}"
+run gadre_point_query "$PY" -m bench.point_query "${GPQ[@]}" --out "$OUT/gadre_point_query.csv"
 run coverage_nd_gpu6 "$PY" -m bench.coverage_nd --factors 1 3 10 30 "${ND6[@]}"
 run coverage_nd_pi "$PY" -m bench.coverage_nd --factors 3 10 30 "${NDPI[@]}"
 

@@ -28,11 +28,17 @@ The protocol, declared before any score on them was computed:
 
 from __future__ import annotations
 
+import csv
+import math
 from pathlib import Path
 
 import numpy as np
 
+from bench import run_splits
+from bench.run_splits import RunSplit
+
 DATA = Path(__file__).parent / "data" / "porian2024"
+ALIAS = "porian"  # `bench.scalebench --splits porian`: every split below
 DATASETS = ("rw", "owt2")
 # The paper's five configurations (hparams_warmup_decay_paramcount_loss), in its order: its
 # labels "Reproducing Kaplan et al.", "Counting last layer FLOPs", "Correcting warmup", "Cosine
@@ -45,21 +51,14 @@ CONFIGURATIONS = (
     "tuned_short_const_standard_val",
 )
 POOL_FRACTION = 0.8  # of the log-compute range: the pool; declared before any score was seen
-AUTO = "_auto"  # the suffix of a split fitted with --law auto's choice
+AUTO = run_splits.AUTO
 COLUMNS = ("dataset", "configuration", "flops_budget", "params", "tokens", "loss")
+# what bench.point_query asks: the compute-optimal loss at each target budget (an isoFLOP line)
+QUERY = "compute"
 
 
 def split_name(dataset: str, configuration: str, auto: bool = False) -> str:
     return f"porian_{dataset}_{configuration}" + (AUTO if auto else "")
-
-
-# split name -> (dataset, configuration, whether its law is --law auto's choice)
-SPLITS = {
-    split_name(d, c, auto): (d, c, auto)
-    for d in DATASETS
-    for c in CONFIGURATIONS
-    for auto in (False, True)
-}
 
 
 def in_pool(compute) -> np.ndarray:
@@ -68,3 +67,55 @@ def in_pool(compute) -> np.ndarray:
     c = np.log(np.asarray(compute, float))
     lo, hi = c.min(), c.max()
     return c <= lo + POOL_FRACTION * (hi - lo) + 1e-9 * max(hi - lo, 1.0)
+
+
+def _split(dataset: str, configuration: str) -> RunSplit:
+    return RunSplit(
+        who="a Porian et al. 2024 split",
+        file=f"{dataset}.csv",
+        columns=COLUMNS,
+        where=(("configuration", configuration), ("dataset", dataset)),
+        numeric=("flops_budget", "params", "tokens", "loss"),
+        loss="loss",
+        in_pool=lambda cols: in_pool(cols["flops_budget"]),
+        group=configuration,
+    )
+
+
+# split name -> its runs (its `_auto` twin: the same, fitted with --law auto's choice)
+SPLITS = {
+    name: runs
+    for d in DATASETS
+    for c in CONFIGURATIONS
+    for name, runs in run_splits.with_auto(split_name(d, c), _split(d, c)).items()
+}
+
+
+def paper_minima(data: Path) -> list[tuple[str, str, float, float]]:
+    """(dataset, configuration, budget, the paper's median estimate of the line's minimum) of
+    every line in `data`/optima.csv (none where the file is absent)."""
+    path = Path(data) / "optima.csv"
+    if not path.is_file():
+        return []
+    with open(path, newline="") as f:
+        return [
+            (
+                r["dataset"],
+                r["configuration"],
+                float(r["flops_budget"]),
+                float(r["loss_star_median"]),
+            )
+            for r in csv.DictReader(f)
+        ]
+
+
+def reference(split, budget: float) -> float:
+    """The paper's estimate of the minimum of a split's isoFLOP line at `budget` (budgets
+    compared within 1e-6), else nan: what bench.point_query scores a compute query against,
+    beside the line's best run."""
+    where = dict(split.spec.runs.where)
+    for d, c, b, loss in paper_minima(split.data or DATA):
+        key = (where["dataset"], where["configuration"])
+        if (d, c) == key and math.isclose(b, budget, rel_tol=1e-6):
+            return loss
+    return math.nan

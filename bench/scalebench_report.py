@@ -5,7 +5,10 @@ published" where the paper has none), then this harness's, each cell the mean ±
 target-region R² over the repetitions at one budget (the fit to the whole pool: one cell) and,
 beside it, their median: R² is clipped at -1, so a few failed fits pull a mean far from what
 most repetitions score, and the issue's goals compare with the median random choice. The paper
-publishes no medians. Every row carries its split's mark, dev or held-out
+publishes no medians. Every harness row also gives the RMS relative error of the predicted loss
+over the target runs, mean ± sd and median over the repetitions (`rms_...` in the CSV and JSON,
+a second table in the printout and the markdown; inf where no fit predicted): the headline where
+a target region holds a few runs. Every row carries its split's mark, dev or held-out
 (bench/scalebench_splits.py: DEV).
 """
 
@@ -24,6 +27,16 @@ from bench.scalebench_splits import DEV, PUBLISHED, SKIPPED
 FIT_LABEL = {"benchmark": "benchmark's fit", "andrea": "andrea's fit", "published": "published"}
 
 
+def _stats(values) -> tuple[list | None, list | None]:
+    """([(mean, sd)], [median]) per budget of a [reps, cells] array; None, None for a failed
+    method. A cell with an inf (a repetition without a fit) has mean inf and sd nan."""
+    if values is None:
+        return None, None
+    with np.errstate(invalid="ignore"):
+        cells = [(float(c.mean()), float(c.std())) for c in values.T]
+    return cells, [float(np.median(c)) for c in values.T]
+
+
 def table_rows(split, result, methods) -> list[dict]:
     base = {"split": split.name, "set": split.mark, "law": split.law.name}
     rows = []
@@ -31,16 +44,33 @@ def table_rows(split, result, methods) -> list[dict]:
         rows.append({**base, "method": f"paper: {label}", "fit": "published", "cells": cells})
     for m in methods:
         for fit, r2 in result["rows"][m].items():
-            cells = None if r2 is None else [(float(c.mean()), float(c.std())) for c in r2.T]
-            medians = None if r2 is None else [float(np.median(c)) for c in r2.T]
+            rms = result["rms"][m][fit]
+            cells, medians = _stats(r2)
+            rms_cells, rms_medians = _stats(rms)
             rows.append(
                 {**base, "method": m, "fit": fit, "cells": cells, "medians": medians, "values": r2}
+                | {"rms_cells": rms_cells, "rms_medians": rms_medians, "rms_values": rms}
             )
     return rows
 
 
 def _cell(c) -> str:
     return f"{c[0]:+.2f} ± {c[1]:.2f}"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2f} %" if np.isfinite(x) else "inf"
+
+
+def _rms_cells(row, n: int) -> list[str]:
+    """The RMS relative error's cells of a harness row, "mean ± sd [median]", in percent."""
+    if row["rms_cells"] is None:
+        return ["failed (see stderr)"] + [""] * (n - 1)
+    out = [
+        (f"{100 * m:.2f} ± {100 * sd:.2f}" if np.isfinite(m) else "inf") + f" [{_pct(med)}]"
+        for (m, sd), med in zip(row["rms_cells"], row["rms_medians"])
+    ]
+    return out + [""] * (n - len(out))
 
 
 def _cells(row, n: int) -> list[str]:
@@ -88,6 +118,13 @@ def print_split(split, result, methods, reps) -> None:
         n = len(heads)
         cells = [c + (f" [{m}]" if m else "") for c, m in zip(_cells(row, n), _medians(row, n))]
         print(f"{name:<28} {FIT_LABEL[row['fit']]:<16} " + " ".join(f"{c:>22}" for c in cells))
+    print(f"RMS relative error over the {split.n_test} target runs, mean ± sd [median], %:")
+    for row in table_rows(split, result, methods):
+        if row["fit"] == "published":
+            continue
+        name = "here: all runs" if row["method"] == "full" else f"here: {row['method']}"
+        cells = _rms_cells(row, len(heads))
+        print(f"{name:<28} {FIT_LABEL[row['fit']]:<16} " + " ".join(f"{c:>22}" for c in cells))
     secs = ", ".join(f"{m} {s:.0f} s" for m, s in result["seconds"].items())
     print(f"({secs} on this machine)")
 
@@ -110,6 +147,24 @@ def markdown(splits, results, methods, reps, load) -> str:
                 f"| {s.name} ({_budgets(s)}) | {row['set']} | {row['law']} | {method} | "
                 f"{FIT_LABEL[row['fit']]} | {cells} |"
             )
+    out += [
+        "",
+        f"RMS relative error of the predicted loss over the target runs, %, mean ± sd [median] "
+        f"over {reps} repetitions (inf: a repetition without a fit).",
+        "",
+        "| split (budgets) | set | law | method | fit | budget 1 | budget 2 | budget 3 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for s in splits:
+        for row in table_rows(s, results[s.name], methods):
+            if row["fit"] == "published":
+                continue
+            method = "all runs" if row["method"] == "full" else row["method"]
+            cells = " | ".join(_rms_cells(row, 3))
+            out.append(
+                f"| {s.name} ({_budgets(s)}) | {row['set']} | {row['law']} | {method} | "
+                f"{FIT_LABEL[row['fit']]} | {cells} |"
+            )
     out += ["", "Not replayed:", ""] + [f"- {k}: {v}" for k, v in SKIPPED.items()]
     return "\n".join(out) + "\n"
 
@@ -117,16 +172,29 @@ def markdown(splits, results, methods, reps, load) -> str:
 def csv_text(splits, results, methods) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["split", "set", "law", "method", "fit", "fraction", "mean", "sd", "median"])
+    w.writerow(
+        ["split", "set", "law", "method", "fit", "fraction", "mean", "sd", "median"]
+        + ["rms_mean", "rms_sd", "rms_median"]
+    )
     for s in splits:
         for row in table_rows(s, results[s.name], methods):
-            medians = row.get("medians") or [""] * len(row["cells"] or [])
-            for k, (c, med) in enumerate(zip(row["cells"] or [], medians)):
-                frac = 1.0 if len(row["cells"]) == 1 else s.spec.fractions[k]
+            n = len(row["cells"] or [])
+            medians = row.get("medians") or [""] * n
+            rms = [
+                (*c, m) for c, m in zip(row.get("rms_cells") or [], row.get("rms_medians") or [])
+            ]
+            rms += [("", "", "")] * (n - len(rms))  # the paper's rows: none
+            for k, (c, med, e) in enumerate(zip(row["cells"] or [], medians, rms)):
+                frac = 1.0 if n == 1 else s.spec.fractions[k]
                 w.writerow(
-                    [s.name, row["set"], row["law"], row["method"], row["fit"], frac, *c, med]
+                    [s.name, row["set"], row["law"], row["method"], row["fit"], frac, *c, med, *e]
                 )
     return buf.getvalue()
+
+
+def _finite(values) -> list:
+    """Values for JSON: inf (no fit) as null, which JSON can write."""
+    return [float(x) if np.isfinite(x) else None for x in values]
 
 
 def json_obj(splits, results, methods, reps, load) -> dict:
@@ -136,10 +204,13 @@ def json_obj(splits, results, methods, reps, load) -> dict:
         rows = []
         for row in table_rows(s, results[s.name], methods):
             v = row.get("values")
+            e = row.get("rms_values")
             rows.append(
                 {k: row[k] for k in ("method", "fit", "cells")}
                 | ({"medians": row["medians"]} if row.get("medians") is not None else {})
                 | ({"values": np.asarray(v).tolist()} if v is not None else {})
+                | ({"rms_medians": _finite(row["rms_medians"])} if e is not None else {})
+                | ({"rms_values": [_finite(r) for r in np.asarray(e)]} if e is not None else {})
             )
         out["splits"][s.name] = {
             "set": s.mark,

@@ -7,10 +7,12 @@ target region; a split with a `group` column (parallel: two corpora; sparsity: t
 budgets) is replayed group by group, each with its own pool, budget and fit, and scored on all
 its target runs at once, as the benchmark's runner does.
 
-The splits of Porian et al. 2024 (bench/porian_splits.py: `porian_<dataset>_<configuration>`,
-and the same with `_auto`), copied to bench/data/porian2024/, are read from one file of runs per
-dataset and parted into pool and target by that module's declared rule; `--splits porian` names
-them all (`ALIASES`). They are not replayed by default.
+The held-out splits of public runs ScaleBench does not hold (bench/run_splits.py): Porian et al.
+2024's (bench/porian_splits.py: `porian_<dataset>_<configuration>`, copied to
+bench/data/porian2024/) and Gadre et al. 2024's (bench/gadre_splits.py: `gadre_<dataset>`, copied
+to bench/data/gadre2024/), each also with `_auto`, are read from their files of runs and parted
+into pool and target by their module's declared rule (`RUN_SPLITS`); `--splits porian` and
+`--splits gadre` name each module's all (`ALIASES`). They are not replayed by default.
 
 DEV and HELD_OUT are declared here, not chosen by a flag: a split is dev when something of
 andrea's (a constant, a default, a rule) was chosen after looking at its scores. A constant
@@ -31,7 +33,8 @@ from analysis.estimates.pool_law import candidates, choose
 from analysis.fits import law_registry
 from analysis.fits.law_registry import get as get_law
 from analysis.fits.laws import Law
-from bench import porian_splits
+from bench import gadre_splits, porian_splits
+from bench.run_splits import PARAMS_TOKENS, RunSplit
 
 DATA = Path(__file__).parent / "data" / "active_sl"
 FRACTIONS = (0.01, 0.05, 0.10)  # the benchmark's default budget checkpoints, cumulative
@@ -52,10 +55,9 @@ class Spec:
     benchmark_bounds: tuple | None = None
     no_benchmark_fit: str | None = None
     data: Path = DATA  # the folder its files are read from, unless the caller names another
-    # (dataset, configuration, whether the law is --law auto's choice on the pool) of a split
-    # read from a file of runs and parted by bench/porian_splits.py's rule; None: <name>_train.csv
-    # and <name>_test.csv
-    runs: tuple[str, str, bool] | None = None
+    # the rows of a file of runs that are the split, and its pool (bench/run_splits.py); None:
+    # <name>_train.csv and <name>_test.csv
+    runs: RunSplit | None = None
 
 
 # The benchmark's bounds of the Farseer law, in the registry's parameter order (s, q, S, B, b, Q,
@@ -101,20 +103,22 @@ SPLITS = {
 SCALEBENCH = tuple(SPLITS)  # the default of `bench.scalebench --splits`
 
 NOT_SCALEBENCH = "not a ScaleBench split: no benchmark fitter or published rows"
-SPLITS.update(
-    {
-        name: Spec(
-            "chinchilla",
-            _six_nd,
-            ("params", "tokens"),
-            no_benchmark_fit=NOT_SCALEBENCH,
-            data=porian_splits.DATA,
-            runs=runs,
-        )
-        for name, runs in porian_splits.SPLITS.items()
-    }
-)
-ALIASES = {"porian": tuple(porian_splits.SPLITS)}  # a name that --splits expands
+RUN_SPLITS = (porian_splits, gadre_splits)  # the modules of held-out splits of public runs
+for _module in RUN_SPLITS:
+    SPLITS.update(
+        {
+            name: Spec(
+                "chinchilla",  # each module's declared law; its `_auto` split: --law auto's
+                _six_nd,
+                PARAMS_TOKENS,
+                no_benchmark_fit=NOT_SCALEBENCH,
+                data=_module.DATA,
+                runs=runs,
+            )
+            for name, runs in _module.SPLITS.items()
+        }
+    )
+ALIASES = {m.ALIAS: tuple(m.SPLITS) for m in RUN_SPLITS}  # names that --splits expands
 
 # Dev splits and why; every other split is held out.
 DEV = {
@@ -242,6 +246,7 @@ class Split:
     spec: Spec
     law: Law
     groups: list[Group]
+    data: Path | None = None  # the folder it was read from
 
     @property
     def dev(self) -> bool:
@@ -312,20 +317,21 @@ def _parts(name: str, spec: Spec, law: Law, data: Path) -> dict[str, dict[str, n
     return parts
 
 
-def _run_parts(spec: Spec, data: Path) -> dict[str, dict[str, np.ndarray]]:
-    """{"train": pool, "test": target} of one configuration's runs (`spec.runs`) in
-    `data`/<dataset>.csv, parted by `porian_splits.in_pool`."""
-    dataset, configuration, _ = spec.runs
-    path = Path(data) / f"{dataset}.csv"
-    need = porian_splits.COLUMNS
-    cols = _read(path, need, {c: "a Porian et al. 2024 split" for c in need})
-    mine = [i for i, c in enumerate(cols["configuration"]) if c == configuration]
+def _run_parts(runs: RunSplit, data: Path) -> dict[str, dict[str, np.ndarray]]:
+    """{"train": pool, "test": target} of a split's rows (`runs.where`) in `data`/`runs.file`,
+    parted by `runs.in_pool`; its loss column read as "loss"."""
+    path = Path(data) / runs.file
+    cols = _read(path, runs.columns, {c: runs.who for c in runs.columns})
+    mine = [i for i in range(len(cols[runs.columns[0]])) if all(
+        cols[c][i] == v for c, v in runs.where)]  # fmt: skip
     if not mine:
-        raise SplitError(f"{path}: no run of configuration {configuration!r}")
-    cols = {c: [cols[c][i] for i in mine] for c in need}
-    num = {c: _numbers(path, cols, c) for c in ("flops_budget", "params", "tokens", "loss")}
-    pool = porian_splits.in_pool(num["flops_budget"])
-    group = np.array([configuration] * len(mine))
+        rows = " and ".join(f"{c} {v!r}" for c, v in runs.where)
+        raise SplitError(f"{path}: no run of {rows}")
+    cols = {c: [cols[c][i] for i in mine] for c in runs.columns}
+    num = {c: _numbers(path, cols, c) for c in runs.numeric}
+    pool = np.asarray(runs.in_pool({**{c: np.array(v) for c, v in cols.items()}, **num}), bool)
+    num["loss"] = num.pop(runs.loss)
+    group = np.array([runs.group] * len(mine))
     return {
         part: {**{c: v[keep] for c, v in num.items()}, "group": group[keep]}
         for part, keep in (("train", pool), ("test", ~pool))
@@ -337,7 +343,7 @@ _AUTO: dict[tuple[str, str], str] = {}  # (split, folder) -> its --law auto choi
 
 def auto_law(X: dict, y, cost, X_test: dict) -> Law:
     """The law `--law auto` chooses on a pool (`pool_law.choose`, among the registry's laws
-    whose inputs the pool and the target have): the law of a Porian `_auto` split."""
+    whose inputs the pool and the target have): the law of a run split's `_auto`."""
     laws = candidates(law_registry.laws(), X, X_test)
     return choose(laws, X, y, [f"pool:{i}" for i in range(len(y))], cost=cost)[0]
 
@@ -348,12 +354,12 @@ def load_split(name: str, data: Path | None = None) -> Split:
     spec = SPLITS[name]
     law = get_law(spec.law)
     data = spec.data if data is None else data
-    parts = _run_parts(spec, data) if spec.runs else _parts(name, spec, law, data)
+    parts = _run_parts(spec.runs, data) if spec.runs else _parts(name, spec, law, data)
     tr, te = parts["train"], parts["test"]
-    if spec.runs and spec.runs[2]:
+    if spec.runs and spec.runs.auto:
         key = (name, str(Path(data).resolve()))
         if key not in _AUTO:
-            X = {c: tr[c] for c in ("params", "tokens")}
+            X = {c: tr[c] for c in PARAMS_TOKENS}
             _AUTO[key] = auto_law(X, tr["loss"], spec.cost(tr), {c: te[c] for c in X}).name
         law = get_law(_AUTO[key])
     groups = []
@@ -374,4 +380,12 @@ def load_split(name: str, data: Path | None = None) -> Split:
                 cost_test=spec.cost({c: te[c][b] for c in spec.cost_columns}),
             )
         )
-    return Split(name, spec, law, groups)
+    return Split(name, spec, law, groups, Path(data))
+
+
+def load_splits(names, data: Path | None = None) -> list[Split] | str:
+    """The splits `names` (`load_split`), or the `error:` line of the first that cannot be read."""
+    try:
+        return [load_split(n, data) for n in names]
+    except SplitError as e:
+        return f"error: {e}"

@@ -17,6 +17,9 @@ STEPS = (
     ("porian", "bench.scalebench --splits porian_"),
     ("porian_coverage", "bench.scalebench --coverage --splits porian_"),
     ("porian_compute_query", "bench.porian_compute_query"),
+    ("gadre", "bench.scalebench --splits gadre"),
+    ("gadre_coverage", "bench.scalebench --coverage --splits gadre"),
+    ("gadre_point_query", "bench.point_query --splits gadre"),
     ("coverage_nd_gpu6", "bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6"),
     ("coverage_nd_pi", "bench.coverage_nd --factors 3 10 30 --designs nd-gpu "),
 )
@@ -49,11 +52,12 @@ def test_heldout_smoke_runs_every_step(tmp_path):
     assert "exit status" not in log
     for name, _ in STEPS:
         assert out.joinpath(f"{name}.txt").stat().st_size > 0, name
-    for table in ("scalebench", "porian"):
+    for table in ("scalebench", "porian", "gadre"):
         for ext in ("md", "csv", "json"):
             assert out.joinpath(table, f"scalebench.{ext}").is_file(), (table, ext)
-    rows = out.joinpath("porian_compute_query.csv").read_text().splitlines()
-    assert len(rows) > 1  # a header and the split's rows
+    for query in ("porian_compute_query", "gadre_point_query"):
+        rows = out.joinpath(f"{query}.csv").read_text().splitlines()
+        assert len(rows) > 1, query  # a header and the split's rows
     # each step's own console is in its file: the band's coverage table, the compute query's rows
     assert "90 % prediction interval" in out.joinpath("porian_coverage.txt").read_text()
     assert " pi_c " in out.joinpath("coverage_nd_gpu6.txt").read_text()

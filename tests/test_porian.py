@@ -149,12 +149,12 @@ def test_the_compute_query_on_a_sweep_of_known_truth(tmp_path, capsys):
     assert len(chin) == 1 and math.isclose(float(chin[0]["budget"]), budgets[-1], rel_tol=1e-6)
     r = chin[0]
     assert math.isclose(float(r["factor"]), 2.0, rel_tol=1e-6)
-    assert abs(float(r["error_pct"])) < 1.0 and abs(float(r["error_vs_paper_pct"])) < 1.0
-    assert math.isclose(float(r["paper_min"]), best)
+    assert abs(float(r["error_pct"])) < 1.0 and abs(float(r["error_vs_reference_pct"])) < 1.0
+    assert math.isclose(float(r["reference"]), best)
     assert r["pi_covers"] == "" and "compute query" in r["note"]
     assert r["pi_ungated_covers"] in ("True", "False") and float(r["pi_ungated_lo"]) > 0
     assert r["ci_ungated_covers"] in ("True", "False") and r["ci_covers"] == ""
-    assert "chinchilla: 1 budgets" in printed
+    assert "chinchilla: 1 queries" in printed
 
 
 def test_the_compute_query_refuses_an_unknown_split(capsys):

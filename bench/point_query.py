@@ -1,0 +1,303 @@
+"""A held-out split's pool fitted as a user fits it, and asked what a user asks past it:
+`python -m bench.point_query [--splits S,..] [--bootstrap N] [--data DIR] [--out FILE.csv]`
+
+The splits are the held-out splits of public runs (bench/run_splits.py; `--splits porian`,
+`--splits gadre`, or names). Per split, the pool's runs are fitted as `analysis.fit --law LAW`
+fits them (`pool_law.as_runs`, one label; `estimate.Sweep` and `fit_arranged` with analysis.fit's
+--law-bootstrap resamples for the CI), with the split's law and with the law `--law auto` chooses
+on the pool (the `_auto` split; one row set where it chooses the same law), and asked at the
+queries its module declares (`QUERY`):
+- "compute": at each target budget, the compute-optimal loss `analysis.fit --at-compute C`
+  prints (`law_fits.losses_at`), scored against the smallest loss measured at that budget (an
+  isoFLOP line's best run) and the module's `reference` estimate where it has one (Porian et
+  al.'s estimate of the line's minimum);
+- "runs": at each target run's own (params, tokens), the loss `analysis.predict` gives
+  (`analysis.predict.predict_rows`), scored against that run's loss.
+Each query is answered as andrea gates it (the CI by `law_fits.COVERED_UP_TO`, the PI by the
+band's `conformal.COVERED_UP_TO` and, at a compute query, `COMPUTE_QUERY_COVERED_UP_TO`: withheld
+where andrea withholds, the reason in the note) and once more ungated, labelled so
+(`band_intervals.loss_row(measured_only=False)` with no CI gate, the band calibrated on the
+pool's own rollouts with no factor limit: `conformal.sweep_band`, as `bench.coverage_pi` scores
+it). Per query: the factor past the pool's largest compute (and its largest params, where the
+query has params), the relative error, and each interval with whether it covers the measured
+loss and its log-width, log(hi / lo).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from analysis.estimates.band_intervals import loss_row
+from analysis.estimates.conformal import covered_bands, saved, sweep_band
+from analysis.estimates.estimate import Sweep, fit_arranged
+from analysis.estimates.law_fits import losses_at
+from analysis.estimates.pool_law import LABEL, as_runs
+from analysis.fits.settings import FitSettings
+from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
+from analysis.predict import predict_rows
+from andrea.run.rundir import atomic_write_bytes
+from bench.run_splits import AUTO, base_name
+from bench.scalebench_splits import RUN_SPLITS, load_split, load_splits
+
+LAW_BOOTSTRAP = 200  # analysis.fit's --law-bootstrap default
+INTERVALS = (  # (column prefix, loss_row's interval, the printed head)
+    ("ci", "ci", "95 % CI (gated)"),
+    ("pi", "pi", "90 % PI (gated)"),
+    ("pi_ungated", "pi", "90 % PI ungated"),
+    ("ci_ungated", "ci", "95 % CI ungated"),
+)
+COLUMNS = (
+    "split", "law", "query", "params", "tokens", "budget", "factor", "factor_params", "loss",
+    "observed", "error_pct", "reference", "error_vs_reference_pct",
+    *(f"{p}_{x}" for p, _, _ in INTERVALS for x in ("lo", "hi", "covers", "log_width")),
+    "note",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Query:
+    """One question to a split's fit: where (the law's inputs, or {"compute": [PF-days]}), the
+    loss measured there and, where the module has one, a published estimate of it."""
+
+    at: dict[str, np.ndarray]
+    observed: float
+    budget: float  # FLOPs
+    reference: float = math.nan
+    shown: dict = field(default_factory=dict)  # params and tokens, where the query has them
+
+
+def module_of(name: str):
+    """The module of run splits (`RUN_SPLITS`) that declares the split `name`."""
+    return next(m for m in RUN_SPLITS if name in m.SPLITS)
+
+
+def compute_queries(split, reference) -> list[Query]:
+    """One query per target budget (budgets told apart at 1e8 FLOPs): the smallest loss measured
+    at it, and `reference(split, budget)` (nan: none)."""
+    g = split.groups[0]
+    out = []
+    for b in sorted({float(b) for b in np.round(g.cost_test, -8)}):
+        on_line = g.y_test[np.isclose(g.cost_test, b, rtol=1e-6)]
+        ref = reference(split, b) if reference else math.nan
+        out.append(
+            Query({"compute": np.array([b / FLOPS_PER_PFLOPS_DAY])}, float(on_line.min()), b, ref)
+        )
+    return out
+
+
+def run_queries(split, reference=None) -> list[Query]:
+    """One query per target run, at its own (params, tokens), scored against its loss."""
+    g = split.groups[0]
+    out = []
+    for n, d, y in zip(g.X_test["params"], g.X_test["tokens"], g.y_test):
+        at = {"params": np.array([float(n)]), "tokens": np.array([float(d)])}
+        out.append(Query(at, float(y), 6.0 * n * d, shown={"params": float(n), "tokens": float(d)}))
+    return out
+
+
+QUERIES = {"compute": compute_queries, "runs": run_queries}
+
+
+def fitted(split, n_bootstrap: int):
+    """(the pool's fit of the split's law, the gated band and why, the ungated band and why)."""
+    g = split.groups[0]
+    runs = as_runs(g.X, g.y, [f"{split.name}:{i}" for i in range(len(g.y))], cost=g.cost)
+    sweep = Sweep.of(runs)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        settings = FitSettings(n_bootstrap=n_bootstrap)
+        res = fit_arranged(sweep.for_law(split.law), LABEL, settings, split.law)
+        (band, why), _ = covered_bands(split.law, sweep.runs, sweep.c_law_runs, LABEL)
+        ungated = sweep_band(split.law, sweep.runs, sweep.c_law_runs)
+    return res, (band, why), ungated
+
+
+def gated_row(fit, q: Query, band, why: str) -> dict:
+    """The answer as andrea's command gives it: analysis.fit --at-compute for a compute,
+    analysis.predict for (params, tokens)."""
+    if "compute" in q.at:
+        return losses_at({LABEL: fit}, [float(q.at["compute"][0])], band, why)[0]
+    (row,) = predict_rows({LABEL: fit}, [{"variant": None, **q.shown}], saved(band, why))
+    return row
+
+
+def _covers(lo: float, hi: float, y: float) -> str:
+    return "" if not (math.isfinite(lo) and math.isfinite(hi)) else str(lo <= y <= hi)
+
+
+def _scored(name: str, row: dict, interval: str, y: float) -> dict:
+    """`name`_lo, _hi, _covers and _log_width: a loss row's `interval` ("ci" or "pi") and
+    whether it holds y."""
+    lo, hi = row[f"{interval}_lo"], row[f"{interval}_hi"]
+    width = math.log(hi / lo) if math.isfinite(lo) and math.isfinite(hi) and lo > 0 else math.nan
+    return {
+        f"{name}_lo": lo,
+        f"{name}_hi": hi,
+        f"{name}_covers": _covers(lo, hi, y),
+        f"{name}_log_width": width,
+    }
+
+
+def query_rows(split, n_bootstrap: int = LAW_BOOTSTRAP) -> list[dict]:
+    """One row per query of the split (module docstring)."""
+    module = module_of(split.name)
+    queries = QUERIES[module.QUERY](split, module.reference)
+    res, (band, why), (band_u, why_u) = fitted(split, n_bootstrap)
+    base = {"split": split.name, "law": split.law.name, "query": module.QUERY}
+    if LABEL not in res.fits:
+        why = res.skipped.get(LABEL, "not fitted")
+        return [{**base, "budget": q.budget, **q.shown, "note": f"no fit: {why}"} for q in queries]
+    fit, pool_params = res.fits[LABEL], float(split.groups[0].X["params"].max())
+    rows = []
+    for q in queries:
+        r = gated_row(fit, q, band, why)
+        u = loss_row(fit, q.at, "", band_u, why_u, lambda r: None, measured_only=False)
+        y = q.observed
+        answered = {"gated": r, "ungated": u}
+        rows.append(
+            {
+                **base,
+                **q.shown,
+                "budget": q.budget,
+                "factor": r["extrapolation"],
+                "factor_params": q.shown["params"] / pool_params if q.shown else math.nan,
+                "loss": r["loss"],
+                "observed": y,
+                "error_pct": 100 * (r["loss"] / y - 1),
+                "reference": q.reference,
+                "error_vs_reference_pct": 100 * (r["loss"] / q.reference - 1),
+                **{
+                    k: v
+                    for name, interval, _ in INTERVALS
+                    for k, v in _scored(
+                        name, answered["ungated" if "ungated" in name else "gated"], interval, y
+                    ).items()
+                },
+                "note": "; ".join(n for n in (r["note"], u["note"]) if n),
+            }
+        )
+    return rows
+
+
+def _num(v, fmt: str) -> str:
+    return format(v, fmt) if isinstance(v, float) and math.isfinite(v) else "–"
+
+
+def _interval(r: dict, name: str) -> str:
+    if not r.get(f"{name}_covers"):
+        return "withheld"
+    covers = "yes" if r[f"{name}_covers"] == "True" else "NO"
+    return f"[{r[f'{name}_lo']:.3f}, {r[f'{name}_hi']:.3f}] {covers} w {r[f'{name}_log_width']:.3f}"
+
+
+def line(r: dict) -> str:
+    """A row as the printed table's line."""
+    return (
+        f"{r['split']:<46} {r['law']:<10} {_num(r.get('params'), '.3g'):>8} "
+        f"{r['budget']:>8.3g} {_num(r.get('factor'), '.3g'):>6} "
+        f"{_num(r.get('factor_params'), '.3g'):>6} "
+        f"{_num(r.get('loss'), '.3f'):>7} {_num(r.get('observed'), '.3f'):>7} "
+        f"{_num(r.get('error_pct'), '+.2f'):>7} {_num(r.get('reference'), '.3f'):>7} "
+        f"{_num(r.get('error_vs_reference_pct'), '+.2f'):>7}  "
+        + " ".join(f"{_interval(r, name):<34}" for name, _, _ in INTERVALS).rstrip()
+    )
+
+
+HEADER = (
+    f"{'split':<46} {'law':<10} {'params':>8} {'budget':>8} {'factor':>6} {'f(N)':>6} "
+    f"{'loss':>7} {'obs':>7} {'err %':>7} {'ref':>7} {'err %':>7}  "
+    + " ".join(f"{head + ' covers, log-width':<34}" for _, _, head in INTERVALS).rstrip()
+)
+
+
+def summary(rows: list[dict]) -> list[str]:
+    """Per law: the median |error|, and how often each interval was given and covered."""
+    out = []
+    for law in sorted({r["law"] for r in rows}):
+        mine = [r for r in rows if r["law"] == law and math.isfinite(r.get("error_pct", math.nan))]
+        if not mine:
+            continue
+        err = np.median([abs(r["error_pct"]) for r in mine])
+        parts = [f"{law}: {len(mine)} queries, median |error| {err:.2f} % of the measured loss"]
+        for name, _, head in INTERVALS:
+            given = [r for r in mine if r[f"{name}_covers"]]
+            hit = sum(r[f"{name}_covers"] == "True" for r in given)
+            width = [r[f"{name}_log_width"] for r in given]
+            parts.append(
+                f"{head} given {len(given)}, covers {hit}"
+                + (f" (median log-width {np.median(width):.3f})" if width else "")
+            )
+        out.append("; ".join(parts))
+    return out
+
+
+def to_csv(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, COLUMNS, lineterminator="\n", restval="")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def names_of(text: str | None, default: tuple[str, ...]) -> list[str] | str:
+    """The splits of the given law asked for (an `_auto` name is its base split's; a module's
+    ALIAS names all its splits), or the `error:` line."""
+    plain = [n for m in RUN_SPLITS for n, runs in m.SPLITS.items() if not runs.auto]
+    aliases = {m.ALIAS: [n for n in plain if n in m.SPLITS] for m in RUN_SPLITS}
+    items = [x.strip() for x in (text or ",".join(default)).split(",") if x.strip()]
+    names = [base_name(y) for x in items for y in aliases.get(x, [x])]
+    bad = [x for x in names if x not in plain]
+    if bad or not names:
+        return f"error: --splits {text!r}: {', '.join(bad) or 'none'} not among {', '.join(plain)}"
+    return list(dict.fromkeys(names))
+
+
+def main(argv=None, default: tuple[str, ...] | None = None, doc: str | None = None) -> int:
+    """The command; `default`: the splits asked without --splits (every run split's alias)."""
+    default = default or tuple(m.ALIAS for m in RUN_SPLITS)
+    p = argparse.ArgumentParser(description=(doc or __doc__).split("\n\n")[0])
+    p.add_argument("--splits", default=None, help=f"comma-separated (default: {','.join(default)})")
+    p.add_argument("--bootstrap", type=int, default=LAW_BOOTSTRAP, help="CI resamples")
+    p.add_argument("--data", type=Path, default=None, help="folder of the splits' files")
+    p.add_argument("--out", type=Path, default=None, help="write the rows as CSV here")
+    args = p.parse_args(argv)
+    names = names_of(args.splits, default)
+    if isinstance(names, str) or args.bootstrap < 1:
+        print(
+            names if isinstance(names, str) else "error: --bootstrap must be >= 1", file=sys.stderr
+        )
+        return 2
+    splits = load_splits(names, args.data)
+    if isinstance(splits, str):
+        print(splits, file=sys.stderr)
+        return 2
+    rows, t0 = [], time.time()
+    print(HEADER)
+    for split in splits:
+        auto = load_split(split.name + AUTO, args.data)
+        for s in [split] + ([auto] if auto.law.name != split.law.name else []):
+            for r in query_rows(s, args.bootstrap):
+                rows.append(r)
+                print(line(r), flush=True)
+        if auto.law.name == split.law.name:
+            print(f"  ({auto.name}: --law auto chose {auto.law.name} too; the rows above)")
+    print("\n".join(summary(rows)))
+    print(f"{time.time() - t0:.0f} s")
+    if args.out:
+        atomic_write_bytes(args.out, to_csv(rows).encode())
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

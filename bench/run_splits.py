@@ -1,0 +1,45 @@
+"""Held-out splits read from a file of public runs, and parted into pool and target by a rule
+declared before any score on them was computed.
+
+A module of such splits (bench/porian_splits.py, bench/gadre_splits.py) holds the protocol in its
+docstring and gives `DATA` (its folder), `ALIAS` (the name `bench.scalebench --splits` expands to
+all its splits) and `SPLITS`: split name -> `RunSplit`, the rows of its file that are the split
+and which of them are the pool. bench/scalebench_splits.py registers every such module
+(`RUN_SPLITS`), loads a split from its file (`_run_parts`) and fits a split named with `AUTO`
+appended with the law `--law auto` chooses on its pool. No benchmark fitter and no published
+rows score them: only andrea's fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+
+AUTO = "_auto"  # the suffix of a split fitted with --law auto's choice on its pool
+PARAMS_TOKENS = ("params", "tokens")  # the inputs of the law these splits are fitted with
+
+
+@dataclass(frozen=True)
+class RunSplit:
+    who: str  # whose runs, for error messages: "a Porian et al. 2024 split"
+    file: str  # the CSV in the module's DATA folder
+    columns: tuple[str, ...]  # the columns the file must have
+    where: tuple[tuple[str, str], ...]  # (column, value): the rows of this split
+    numeric: tuple[str, ...]  # the columns read as positive numbers (law inputs and loss)
+    loss: str  # the column scored as the loss
+    # the split's columns (text, and `numeric` as numbers) -> True for the rows of its pool
+    in_pool: Callable[[dict[str, np.ndarray]], np.ndarray]
+    group: str  # the name of its one group
+    auto: bool = False  # fitted with the law --law auto chooses on the pool
+
+
+def with_auto(name: str, split: RunSplit) -> dict[str, RunSplit]:
+    """{name: the split, name + AUTO: the same runs fitted with --law auto's choice}."""
+    return {name: split, name + AUTO: replace(split, auto=True)}
+
+
+def base_name(name: str) -> str:
+    """The split's name without AUTO: the split whose law is the registry's given one."""
+    return name.removesuffix(AUTO)

@@ -1,0 +1,146 @@
+"""Gadre et al. 2024's runs as held-out splits (bench/gadre_splits.py): the file loads, has its
+columns, and parts into pool and target as declared (31/32 small runs, 3 large); every split is
+held out; `bench.scalebench` (replay and --coverage) and `bench.point_query` run on them. No
+score is asserted on the real runs (they are held out); the point query's arithmetic is checked
+on a synthetic sweep whose truth is known."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+
+from bench import gadre_splits, point_query
+from bench.scalebench import main as scalebench
+from bench.scalebench_splits import ALIASES, DEV, SPLITS, SplitError, load_split
+
+
+def _convert():
+    """bench/data/gadre2024/convert.py, the script that wrote runs.csv (a file, not a package)."""
+    path = gadre_splits.DATA / "convert.py"
+    spec = importlib.util.spec_from_file_location("gadre_convert", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+HEADER = _convert().COLUMNS
+POOL_SIZES = {"c4": 31, "rpj": 32, "rw": 32}
+
+
+def _rows():
+    with open(gadre_splits.DATA / "runs.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_the_file_has_its_columns_and_104_runs_of_tokens_20_m_n():
+    rows = _rows()
+    assert tuple(rows[0]) == HEADER and len(rows) == 104
+    assert {r["dataset"] for r in rows} == set(gadre_splits.DATASETS)
+    assert {r["model"] for r in rows} == set(gadre_splits.POOL_MODELS + gadre_splits.TARGET_MODELS)
+    for r in rows:
+        n, d, m = int(r["params"]), int(r["tokens"]), float(r["multiplier"])
+        assert math.isclose(d, 20 * m * n, rel_tol=1e-9)
+        assert 0 < int(r["params_no_embed"]) < n
+        assert 1.5 < float(r["loss_c4"]) < 8 and 1.5 < float(r["loss_paloma_own"]) < 8
+
+
+def test_every_gadre_split_is_held_out_named_by_the_alias_and_not_benchmark_fitted():
+    assert len(gadre_splits.SPLITS) == 6 and set(ALIASES["gadre"]) == set(gadre_splits.SPLITS)
+    for name in gadre_splits.SPLITS:
+        assert name in SPLITS and name not in DEV
+        assert SPLITS[name].no_benchmark_fit.startswith("not a ScaleBench split")
+
+
+@pytest.mark.parametrize("dataset", gadre_splits.DATASETS)
+def test_pool_the_small_models_target_the_1b_and_7b_with_the_c4_eval_loss(dataset):
+    split = load_split(gadre_splits.split_name(dataset))
+    assert split.mark == "held-out" and split.band_mark == "held-out"
+    assert split.law.name == "chinchilla"
+    (g,) = split.groups
+    assert (len(g.y), len(g.y_test)) == (POOL_SIZES[dataset], 3)
+    mine = [r for r in _rows() if r["dataset"] == dataset]
+    small = [r for r in mine if r["model"] in gadre_splits.POOL_MODELS]
+    large = [r for r in mine if r["model"] in gadre_splits.TARGET_MODELS]
+    assert sorted(g.y) == sorted(float(r["loss_c4"]) for r in small)
+    assert sorted(g.y_test) == sorted(float(r["loss_c4"]) for r in large)
+    assert sorted(g.X_test["params"]) == sorted(float(r["params"]) for r in large)
+    assert g.X["params"].max() < 5e8 < 1e9 < g.X_test["params"].min()
+    assert np.allclose(g.cost, 6 * g.X["params"] * g.X["tokens"])
+    assert np.allclose(g.budgets, [f * g.cost.sum() for f in (0.01, 0.05, 0.10)])
+
+
+def test_a_model_neither_pool_nor_target_is_an_error_and_a_missing_dataset_too(tmp_path):
+    with pytest.raises(ValueError, match="neither pool nor target: open_lm_3b"):
+        gadre_splits.in_pool(["d=96_l=8_h=4", "open_lm_3b"])
+    with open(tmp_path / "runs.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, HEADER)
+        w.writeheader()
+        w.writerows([r for r in _rows() if r["dataset"] == "rw"])
+    with pytest.raises(SplitError, match="no run of dataset 'c4'"):
+        load_split("gadre_c4", tmp_path)
+
+
+def test_scalebench_replays_a_gadre_split_and_its_coverage(tmp_path, capsys):
+    """One repetition of random and the whole pool: held out, andrea's fit only, R² and the RMS
+    relative error in the CSV; --coverage prints one row per split."""
+    args = ["--splits", "gadre_rw", "--methods", "random,full", "--reps", "1"]
+    assert scalebench(args + ["--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "gadre_rw [held out]" in out and "RMS relative error over the 3 target runs" in out
+    rows = list(csv.DictReader(open(tmp_path / "scalebench.csv")))
+    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"held-out"}
+    assert all(float(r["rms_median"]) >= 0 for r in rows)
+    assert scalebench(["--coverage", "--splits", "gadre_c4"]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("gadre_c4 ")]
+    assert len(lines) == 1 and lines[0].split()[1:3] == ["held-out", "3"]
+
+
+def _synthetic(tmp_path, law=lambda n, d: 1.8 + 480 / n**0.35 + 2100 / d**0.37):
+    """A noise-free Chinchilla sweep laid out as Gadre et al.'s: the four small sizes at eight
+    multipliers, the 1.4B at M = 1 and 16 and the 6.9B at M = 1."""
+    sizes = dict(zip(gadre_splits.POOL_MODELS, (1.06e7, 7.9e7, 1.54e8, 4.12e8)))
+    runs = [(m, n, float(mult)) for m, n in sizes.items() for mult in 2.0 ** np.arange(-2, 6)]
+    runs += [("open_lm_1b", 1.44e9, 1.0), ("open_lm_1b", 1.44e9, 16.0), ("open_lm_7b", 6.89e9, 1.0)]
+    with open(tmp_path / "runs.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(HEADER)
+        for model, n, mult in runs:
+            d = 20 * mult * n
+            row = (n, 0.9 * n, d, mult, law(n, d), 3.0)
+            w.writerow(["rw", model, *(repr(float(x)) for x in row)])
+    return {(n, 20 * mult * n): law(n, 20 * mult * n) for model, n, mult in runs[-3:]}
+
+
+def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
+    """Each target run asked at its own (params, tokens): within 1 % of the truth, its factors
+    past the pool in compute and params, the CI and PI as andrea gates them (the PI given, as
+    analysis.predict gives it; the CI withheld past the data) and ungated."""
+    truth = _synthetic(tmp_path)
+    out = tmp_path / "q.csv"
+    args = ["--splits", "gadre_rw", "--data", str(tmp_path), "--bootstrap", "8", "--out", str(out)]
+    assert point_query.main(args) == 0
+    printed = capsys.readouterr().out
+    rows = [r for r in csv.DictReader(open(out)) if r["law"] == "chinchilla"]
+    assert len(rows) == 3 and {r["query"] for r in rows} == {"runs"}
+    for r in rows:
+        n, d = float(r["params"]), float(r["tokens"])
+        assert math.isclose(float(r["observed"]), truth[(n, d)], rel_tol=1e-12)
+        assert abs(float(r["error_pct"])) < 1.0 and r["reference"] == "nan"
+        assert math.isclose(float(r["factor_params"]), n / 4.12e8, rel_tol=1e-9)
+        c_max = 6 * 4.12e8 * 20 * 32 * 4.12e8
+        assert math.isclose(float(r["factor"]), 6 * n * d / c_max, rel_tol=1e-6)
+        assert r["pi_ungated_covers"] in ("True", "False") and r["ci_ungated_covers"] in (
+            "True", "False")  # fmt: skip
+        assert float(r["pi_ungated_log_width"]) > 0
+        past = float(r["factor"]) > 1
+        assert (r["ci_covers"] == "") == past, r  # chinchilla's loss CI: withheld past the data
+    assert "chinchilla: 3 queries" in printed
+
+
+def test_the_point_query_refuses_an_unknown_split(capsys):
+    assert point_query.main(["--splits", "gadre_nope"]) == 2
+    assert capsys.readouterr().err.startswith("error: --splits")
