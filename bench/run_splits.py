@@ -7,7 +7,9 @@ all its splits) and `SPLITS`: split name -> `RunSplit`, the rows of its file tha
 and which of them are the pool. bench/scalebench_splits.py registers every such module
 (`RUN_SPLITS`), loads a split from its file (`_run_parts`) and fits a split named with `AUTO`
 appended with the law `--law auto` chooses on its pool. No benchmark fitter and no published
-rows score them: only andrea's fit.
+rows score them: only andrea's fit. A module whose runs are not shipped (no licence to copy them:
+bench/l2l_splits.py) gives `DATA = None` and its splits are read from the checkout named by
+`--source`; `fetch` says where to get it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import numpy as np
 
 AUTO = "_auto"  # the suffix of a split fitted with --law auto's choice on its pool
 PARAMS_TOKENS = ("params", "tokens")  # the inputs of the law these splits are fitted with
+# what scores a split: bench.scalebench's replay, its --coverage, bench.point_query
+SCORES = ("replay", "coverage", "point_query")
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,10 @@ class RunSplit:
     in_pool: Callable[[dict[str, np.ndarray]], np.ndarray]
     group: str  # the name of its one group
     auto: bool = False  # fitted with the law --law auto chooses on the pool
+    # a second file whose rows of `where` are all target, beside `file`'s parted by `in_pool`
+    target_file: str | None = None
+    fetch: str = ""  # where to get the files, said when they are absent (a source not shipped)
+    scores: tuple[str, ...] = SCORES  # the commands whose `--splits ALIAS` names the split
 
 
 def with_auto(name: str, split: RunSplit) -> dict[str, RunSplit]:
