@@ -14,7 +14,12 @@
 #   6-8. the same three for Gadre et al. 2024's held-out runs: bench.scalebench --splits gadre
 #      (gadre/, gadre.txt), its --coverage (gadre_coverage.txt) and bench.point_query --splits
 #      gadre (gadre_point_query.csv, .txt)
-#   9. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
+#   9-11. the same three for Brandfonbrener et al. 2024's held-out sweeps, only where
+#      ANDREA_L2L_DIR names the user's checkout of their repository (not shipped: no licence;
+#      bench/data/brandfonbrener2024/README.md), else one line says they were skipped and why:
+#      bench.scalebench --splits l2l (l2l/, l2l.txt), its --coverage (l2l_coverage.txt) and
+#      bench.point_query --splits l2l (l2l_point_query.csv, .txt)
+#   12. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
 #      (coverage_nd_gpu6.txt) and conformal.COVERED_UP_TO (coverage_nd_pi.txt)
 # No time limits: a shared CPU's load, not a hang, is what makes a step slow. A failed step is
 # logged with its exit status and the rest still run. Exit status: 0 all ran, 1 a step failed
@@ -66,6 +71,9 @@ if [ "$QUICK" = 1 ]; then
   GA=(--splits gadre_rw --methods random,full --reps 1)  # one split of the 6
   GA_COV=(--splits gadre_rw)
   GPQ=(--splits gadre_rw --bootstrap 10)
+  L2=(--splits l2l_starcoder_c80 --methods random,full --reps 1)  # one split of the 12 scored
+  L2_COV=(--splits l2l_starcoder_c80)
+  L2PQ=(--splits l2l_starcoder --bootstrap 10)  # one of the 6
   # one design, one truth, two sweeps: a check that the command runs, no coverage to quote
   ND6=(--designs nd-gpu6 --truths kaplan --reps 2 --bootstrap 10)
   NDPI=(--designs nd-gpu --truths kaplan --reps 2 --bootstrap 10)
@@ -78,6 +86,9 @@ else
   GA=(--splits gadre)
   GA_COV=(--splits gadre)
   GPQ=(--splits gadre)
+  L2=(--splits l2l)
+  L2_COV=(--splits l2l)
+  L2PQ=(--splits l2l)
   # the exact command lines of docs/laws.md's two tables
   ND6=(--designs nd-gpu6 --truths kaplan besiroglu --reps 40 --bootstrap 100)
   NDPI=(--designs nd-gpu --truths kaplan besiroglu --reps 40 --bootstrap 100)
@@ -92,6 +103,17 @@ run porian_compute_query "$PY" -m bench.porian_compute_query "${PCQ[@]}" \
 run gadre "$PY" -m bench.scalebench "${GA[@]}" --jobs 2 --out "$OUT/gadre"
 run gadre_coverage "$PY" -m bench.scalebench --coverage "${GA_COV[@]}"
 run gadre_point_query "$PY" -m bench.point_query "${GPQ[@]}" --out "$OUT/gadre_point_query.csv"
+if [ -n "${ANDREA_L2L_DIR:-}" ]; then
+  SRC=(--source "$ANDREA_L2L_DIR")
+  run l2l "$PY" -m bench.scalebench "${L2[@]}" "${SRC[@]}" --jobs 2 --out "$OUT/l2l"
+  run l2l_coverage "$PY" -m bench.scalebench --coverage "${L2_COV[@]}" "${SRC[@]}"
+  run l2l_point_query "$PY" -m bench.point_query "${L2PQ[@]}" "${SRC[@]}" \
+    --out "$OUT/l2l_point_query.csv"
+else
+  { echo "skipped l2l, l2l_coverage, l2l_point_query: ANDREA_L2L_DIR is not set (Brandfonbrener" \
+      "et al. 2024's runs are not shipped: bench/data/brandfonbrener2024/README.md)"; echo; } |
+    tee -a "$LOG"
+fi
 run coverage_nd_gpu6 "$PY" -m bench.coverage_nd --factors 1 3 10 30 "${ND6[@]}"
 run coverage_nd_pi "$PY" -m bench.coverage_nd --factors 3 10 30 "${NDPI[@]}"
 

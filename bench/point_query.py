@@ -1,18 +1,21 @@
 """A held-out split's pool fitted as a user fits it, and asked what a user asks past it:
-`python -m bench.point_query [--splits S,..] [--bootstrap N] [--data DIR] [--out FILE.csv]`
+`python -m bench.point_query [--splits S,..] [--bootstrap N] [--data DIR] [--source DIR]
+[--out FILE.csv]`
 
 The splits are the held-out splits of public runs (bench/run_splits.py; `--splits porian`,
-`--splits gadre`, or names). Per split, the pool's runs are fitted as `analysis.fit --law LAW`
-fits them (`pool_law.as_runs`, one label; `estimate.Sweep` and `fit_arranged` with analysis.fit's
---law-bootstrap resamples for the CI), with the split's law and with the law `--law auto` chooses
-on the pool (the `_auto` split; one row set where it chooses the same law), and asked at the
-queries its module declares (`QUERY`):
+`--splits gadre`, `--splits l2l` with `--source DIR`, or names). Per split, the pool's runs are
+fitted as `analysis.fit --law LAW` fits them (`pool_law.as_runs`, one label; `estimate.Sweep`
+and `fit_arranged` with analysis.fit's --law-bootstrap resamples for the CI), with the split's
+law and with the law `--law auto` chooses on the pool (the `_auto` split; one row set where it
+chooses the same law), and asked at the queries its module declares (`QUERY`: one kind, or a
+tuple of them):
 - "compute": at each target budget, the compute-optimal loss `analysis.fit --at-compute C`
   prints (`law_fits.losses_at`), scored against the smallest loss measured at that budget (an
   isoFLOP line's best run) and the module's `reference` estimate where it has one (Porian et
   al.'s estimate of the line's minimum);
 - "runs": at each target run's own (params, tokens), the loss `analysis.predict` gives
-  (`analysis.predict.predict_rows`), scored against that run's loss.
+  (`analysis.predict.predict_rows`), scored against that run's loss and the module's
+  `reference` where it has one (Brandfonbrener et al.'s prediction of their 3.3 B run).
 Each query is answered as andrea gates it (the CI by `law_fits.COVERED_UP_TO`, the PI by the
 band's `conformal.COVERED_UP_TO` and, at a compute query, `COMPUTE_QUERY_COVERED_UP_TO`: withheld
 where andrea withholds, the reason in the note) and once more ungated, labelled so
@@ -47,7 +50,7 @@ from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 from analysis.predict import predict_rows
 from andrea.run.rundir import atomic_write_bytes
 from bench.run_splits import AUTO, base_name
-from bench.scalebench_splits import RUN_SPLITS, load_split, load_splits
+from bench.scalebench_splits import RUN_SPLITS, add_source_argument, load_split, load_splits
 
 LAW_BOOTSTRAP = 200  # analysis.fit's --law-bootstrap default
 INTERVALS = (  # (column prefix, loss_row's interval, the printed head)
@@ -96,16 +99,24 @@ def compute_queries(split, reference) -> list[Query]:
 
 
 def run_queries(split, reference=None) -> list[Query]:
-    """One query per target run, at its own (params, tokens), scored against its loss."""
+    """One query per target run, at its own (params, tokens), scored against its loss and
+    `reference(split, its compute)` (nan: none)."""
     g = split.groups[0]
     out = []
     for n, d, y in zip(g.X_test["params"], g.X_test["tokens"], g.y_test):
         at = {"params": np.array([float(n)]), "tokens": np.array([float(d)])}
-        out.append(Query(at, float(y), 6.0 * n * d, shown={"params": float(n), "tokens": float(d)}))
+        c = 6.0 * n * d
+        ref = reference(split, c) if reference else math.nan
+        out.append(Query(at, float(y), c, ref, shown={"params": float(n), "tokens": float(d)}))
     return out
 
 
 QUERIES = {"compute": compute_queries, "runs": run_queries}
+
+
+def kinds_of(module) -> tuple[str, ...]:
+    """The kinds of query (`QUERIES`) a module's splits are asked."""
+    return (module.QUERY,) if isinstance(module.QUERY, str) else tuple(module.QUERY)
 
 
 def fitted(split, n_bootstrap: int):
@@ -151,15 +162,18 @@ def _scored(name: str, row: dict, interval: str, y: float) -> dict:
 def query_rows(split, n_bootstrap: int = LAW_BOOTSTRAP) -> list[dict]:
     """One row per query of the split (module docstring)."""
     module = module_of(split.name)
-    queries = QUERIES[module.QUERY](split, module.reference)
+    queries = [(k, q) for k in kinds_of(module) for q in QUERIES[k](split, module.reference)]
     res, (band, why), (band_u, why_u) = fitted(split, n_bootstrap)
-    base = {"split": split.name, "law": split.law.name, "query": module.QUERY}
+    base = {"split": split.name, "law": split.law.name}
     if LABEL not in res.fits:
         why = res.skipped.get(LABEL, "not fitted")
-        return [{**base, "budget": q.budget, **q.shown, "note": f"no fit: {why}"} for q in queries]
+        return [
+            {**base, "query": k, "budget": q.budget, **q.shown, "note": f"no fit: {why}"}
+            for k, q in queries
+        ]
     fit, pool_params = res.fits[LABEL], float(split.groups[0].X["params"].max())
     rows = []
-    for q in queries:
+    for kind, q in queries:
         r = gated_row(fit, q, band, why)
         u = loss_row(fit, q.at, "", band_u, why_u, lambda r: None, measured_only=False)
         y = q.observed
@@ -167,6 +181,7 @@ def query_rows(split, n_bootstrap: int = LAW_BOOTSTRAP) -> list[dict]:
         rows.append(
             {
                 **base,
+                "query": kind,
                 **q.shown,
                 "budget": q.budget,
                 "factor": r["extrapolation"],
@@ -251,9 +266,12 @@ def to_csv(rows: list[dict]) -> str:
 
 def names_of(text: str | None, default: tuple[str, ...]) -> list[str] | str:
     """The splits of the given law asked for (an `_auto` name is its base split's; a module's
-    ALIAS names all its splits), or the `error:` line."""
+    ALIAS names its splits that this command scores, `RunSplit.scores`), or the `error:` line."""
     plain = [n for m in RUN_SPLITS for n, runs in m.SPLITS.items() if not runs.auto]
-    aliases = {m.ALIAS: [n for n in plain if n in m.SPLITS] for m in RUN_SPLITS}
+    aliases = {
+        m.ALIAS: [n for n in plain if n in m.SPLITS and "point_query" in m.SPLITS[n].scores]
+        for m in RUN_SPLITS
+    }
     items = [x.strip() for x in (text or ",".join(default)).split(",") if x.strip()]
     names = [base_name(y) for x in items for y in aliases.get(x, [x])]
     bad = [x for x in names if x not in plain]
@@ -269,6 +287,7 @@ def main(argv=None, default: tuple[str, ...] | None = None, doc: str | None = No
     p.add_argument("--splits", default=None, help=f"comma-separated (default: {','.join(default)})")
     p.add_argument("--bootstrap", type=int, default=LAW_BOOTSTRAP, help="CI resamples")
     p.add_argument("--data", type=Path, default=None, help="folder of the splits' files")
+    add_source_argument(p)
     p.add_argument("--out", type=Path, default=None, help="write the rows as CSV here")
     args = p.parse_args(argv)
     names = names_of(args.splits, default)
@@ -277,14 +296,14 @@ def main(argv=None, default: tuple[str, ...] | None = None, doc: str | None = No
             names if isinstance(names, str) else "error: --bootstrap must be >= 1", file=sys.stderr
         )
         return 2
-    splits = load_splits(names, args.data)
+    splits = load_splits(names, args.data, args.source)
     if isinstance(splits, str):
         print(splits, file=sys.stderr)
         return 2
     rows, t0 = [], time.time()
     print(HEADER)
     for split in splits:
-        auto = load_split(split.name + AUTO, args.data)
+        auto = load_split(split.name + AUTO, split.data)
         for s in [split] + ([auto] if auto.law.name != split.law.name else []):
             for r in query_rows(s, args.bootstrap):
                 rows.append(r)

@@ -26,8 +26,9 @@ instances of a split, where this harness fits one (bench/scalebench_splits.py).
 Dev and held-out splits are declared in bench/scalebench_splits.py (DEV). The planner is
 measured on a held-out split only in the run that fills the table (docs/planner.md). `--splits
 porian`: Porian et al. 2024's isoFLOP sweeps instead, `--splits gadre` Gadre et al. 2024's
-over-trained runs (bench/porian_splits.py, bench/gadre_splits.py: held out, scored with andrea's
-fit only).
+over-trained runs, `--splits l2l --source DIR` Brandfonbrener et al. 2024's sweeps on six
+pretraining sets, read from the user's checkout (bench/porian_splits.py, bench/gadre_splits.py,
+bench/l2l_splits.py: held out, scored with andrea's fit only).
 """
 
 from __future__ import annotations
@@ -52,7 +53,15 @@ from analysis.fits import law_registry
 from analysis.fits.laws import LawError, bound_arrays, fit_law_scaled_huber
 from bench.scalebench_coverage import print_rows
 from bench.scalebench_report import print_split, write_outputs
-from bench.scalebench_splits import ALIASES, SCALEBENCH, SKIPPED, SPLITS, load_split, load_splits
+from bench.scalebench_splits import (
+    SCALEBENCH,
+    SKIPPED,
+    SPLITS,
+    add_source_argument,
+    aliases,
+    load_split,
+    load_splits,
+)
 
 METHODS = ("random", "cheapest", "planner", "full")
 PROTOCOL_STARTS = 32  # the benchmark's default number of random restarts
@@ -345,8 +354,8 @@ def main(argv=None) -> int:
     p.add_argument(
         "--splits",
         default=",".join(SCALEBENCH),
-        help="comma-separated (default: ScaleBench's; `porian`, `gadre`: every split of Porian et "
-        "al. 2024, of Gadre et al. 2024)",
+        help="comma-separated (default: ScaleBench's; `porian`, `gadre`, `l2l`: the splits of "
+        "Porian et al. 2024, Gadre et al. 2024, Brandfonbrener et al. 2024 that it scores)",
     )
     p.add_argument("--methods", default=",".join(METHODS), help="of %(default)s")
     p.add_argument("--reps", type=int, default=None, help=f"repetitions (default {REPS})")
@@ -355,6 +364,7 @@ def main(argv=None) -> int:
     p.add_argument(
         "--data", type=Path, default=None, help="folder of the split CSVs (default: each split's)"
     )
+    add_source_argument(p)
     p.add_argument("--out", type=Path, default=None, help="write the table as md, csv, json here")
     p.add_argument(
         "--coverage",
@@ -363,7 +373,8 @@ def main(argv=None) -> int:
         "target region, the band calibrated on the whole pool's rollouts",
     )
     args = p.parse_args(argv)
-    splits, bad_splits = _list(args.splits, SPLITS, "splits", ALIASES)
+    named = aliases("coverage" if args.coverage else "replay")
+    splits, bad_splits = _list(args.splits, SPLITS, "splits", named)
     methods, bad_methods = _list(args.methods, METHODS, "methods")
     if args.quick:
         splits, methods, bad_splits, bad_methods = QUICK["splits"], QUICK["methods"], None, None
@@ -374,7 +385,7 @@ def main(argv=None) -> int:
     if bad:
         print(bad, file=sys.stderr)
         return 2
-    loaded = load_splits(splits, args.data)
+    loaded = load_splits(splits, args.data, args.source)
     if isinstance(loaded, str):
         print(loaded, file=sys.stderr)
         return 2
@@ -386,11 +397,9 @@ def main(argv=None) -> int:
     results, t0 = {}, time.time()
     with ProcessPoolExecutor(args.jobs) if args.jobs > 1 else nullcontext() as pool:
         if pool is None:
-            pending = (lambda s=s: _replay(s.name, args.data, methods, reps) for s in loaded)
+            pending = (lambda s=s: _replay(s.name, s.data, methods, reps) for s in loaded)
         else:
-            pending = [
-                pool.submit(_replay, s.name, args.data, methods, reps).result for s in loaded
-            ]
+            pending = [pool.submit(_replay, s.name, s.data, methods, reps).result for s in loaded]
         for split, result in zip(loaded, pending):
             results[split.name] = result()
             print_split(split, results[split.name], methods, reps)

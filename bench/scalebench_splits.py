@@ -9,10 +9,12 @@ its target runs at once, as the benchmark's runner does.
 
 The held-out splits of public runs ScaleBench does not hold (bench/run_splits.py): Porian et al.
 2024's (bench/porian_splits.py: `porian_<dataset>_<configuration>`, copied to
-bench/data/porian2024/) and Gadre et al. 2024's (bench/gadre_splits.py: `gadre_<dataset>`, copied
-to bench/data/gadre2024/), each also with `_auto`, are read from their files of runs and parted
-into pool and target by their module's declared rule (`RUN_SPLITS`); `--splits porian` and
-`--splits gadre` name each module's all (`ALIASES`). They are not replayed by default.
+bench/data/porian2024/), Gadre et al. 2024's (bench/gadre_splits.py: `gadre_<dataset>`, copied
+to bench/data/gadre2024/) and Brandfonbrener et al. 2024's (bench/l2l_splits.py: `l2l_<set>` and
+`l2l_<set>_c80`, read from the user's checkout, `--source`: no licence to copy them), each also
+with `_auto`, are read from their files of runs and parted into pool and target by their
+module's declared rule (`RUN_SPLITS`); `--splits porian`, `gadre` and `l2l` name each module's
+splits that the command scores (`aliases`). They are not replayed by default.
 
 DEV and HELD_OUT are declared here, not chosen by a flag: a split is dev when something of
 andrea's (a constant, a default, a rule) was chosen after looking at its scores. A constant
@@ -21,8 +23,10 @@ changed after a held-out split's score has been seen moves that split to DEV, wi
 
 from __future__ import annotations
 
+import argparse
 import csv
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -33,7 +37,7 @@ from analysis.estimates.pool_law import candidates, choose
 from analysis.fits import law_registry
 from analysis.fits.law_registry import get as get_law
 from analysis.fits.laws import Law
-from bench import gadre_splits, porian_splits
+from bench import gadre_splits, l2l_splits, porian_splits
 from bench.run_splits import PARAMS_TOKENS, RunSplit
 
 DATA = Path(__file__).parent / "data" / "active_sl"
@@ -54,7 +58,9 @@ class Spec:
     # the law's. `no_benchmark_fit`: why the benchmark's fitter does not score the split.
     benchmark_bounds: tuple | None = None
     no_benchmark_fit: str | None = None
-    data: Path = DATA  # the folder its files are read from, unless the caller names another
+    # the folder its files are read from, unless the caller names another; None: not shipped,
+    # read from the caller's `source`
+    data: Path | None = DATA
     # the rows of a file of runs that are the split, and its pool (bench/run_splits.py); None:
     # <name>_train.csv and <name>_test.csv
     runs: RunSplit | None = None
@@ -103,7 +109,8 @@ SPLITS = {
 SCALEBENCH = tuple(SPLITS)  # the default of `bench.scalebench --splits`
 
 NOT_SCALEBENCH = "not a ScaleBench split: no benchmark fitter or published rows"
-RUN_SPLITS = (porian_splits, gadre_splits)  # the modules of held-out splits of public runs
+# the modules of held-out splits of public runs
+RUN_SPLITS = (porian_splits, gadre_splits, l2l_splits)
 for _module in RUN_SPLITS:
     SPLITS.update(
         {
@@ -118,7 +125,28 @@ for _module in RUN_SPLITS:
             for name, runs in _module.SPLITS.items()
         }
     )
-ALIASES = {m.ALIAS: tuple(m.SPLITS) for m in RUN_SPLITS}  # names that --splits expands
+
+
+def aliases(score: str) -> dict[str, tuple[str, ...]]:
+    """The names `--splits` expands in the command `score` (run_splits.SCORES): each module's
+    ALIAS, to its splits that the command scores."""
+    return {
+        m.ALIAS: tuple(n for n, runs in m.SPLITS.items() if score in runs.scores)
+        for m in RUN_SPLITS
+    }
+
+
+def add_source_argument(p: argparse.ArgumentParser) -> None:
+    """--source DIR: the checkout the splits not shipped are read from (bench/l2l_splits.py),
+    default the environment's `l2l_splits.SOURCE_ENV`."""
+    p.add_argument(
+        "--source",
+        type=Path,
+        default=os.environ.get(l2l_splits.SOURCE_ENV) or None,
+        help="a checkout of github.com/KempnerInstitute/loss-to-loss-notebooks at 457ce81, for "
+        f"--splits l2l (not shipped: no licence; default ${l2l_splits.SOURCE_ENV})",
+    )
+
 
 # Dev splits and why; every other split is held out.
 DEV = {
@@ -317,10 +345,11 @@ def _parts(name: str, spec: Spec, law: Law, data: Path) -> dict[str, dict[str, n
     return parts
 
 
-def _run_parts(runs: RunSplit, data: Path) -> dict[str, dict[str, np.ndarray]]:
-    """{"train": pool, "test": target} of a split's rows (`runs.where`) in `data`/`runs.file`,
-    parted by `runs.in_pool`; its loss column read as "loss"."""
-    path = Path(data) / runs.file
+def _rows_of(runs: RunSplit, path: Path) -> dict[str, np.ndarray]:
+    """The split's rows (`runs.where`) of the file at `path`: its columns as text, and
+    `runs.numeric` as positive numbers."""
+    if runs.fetch and not path.is_file():
+        raise SplitError(f"{path}: no such file; {runs.fetch}")
     cols = _read(path, runs.columns, {c: runs.who for c in runs.columns})
     mine = [i for i in range(len(cols[runs.columns[0]])) if all(
         cols[c][i] == v for c, v in runs.where)]  # fmt: skip
@@ -328,10 +357,23 @@ def _run_parts(runs: RunSplit, data: Path) -> dict[str, dict[str, np.ndarray]]:
         rows = " and ".join(f"{c} {v!r}" for c, v in runs.where)
         raise SplitError(f"{path}: no run of {rows}")
     cols = {c: [cols[c][i] for i in mine] for c in runs.columns}
-    num = {c: _numbers(path, cols, c) for c in runs.numeric}
-    pool = np.asarray(runs.in_pool({**{c: np.array(v) for c, v in cols.items()}, **num}), bool)
+    return {**{c: np.array(v) for c, v in cols.items()}, **{
+        c: _numbers(path, cols, c) for c in runs.numeric}}  # fmt: skip
+
+
+def _run_parts(runs: RunSplit, data: Path) -> dict[str, dict[str, np.ndarray]]:
+    """{"train": pool, "test": target} of a split's rows (`runs.where`) in `data`/`runs.file`,
+    parted by `runs.in_pool`, and every row of `runs.target_file` in the target; its loss
+    column read as "loss"."""
+    cols = _rows_of(runs, Path(data) / runs.file)
+    pool = np.asarray(runs.in_pool(cols), bool)
+    if runs.target_file:
+        more = _rows_of(runs, Path(data) / runs.target_file)
+        cols = {c: np.concatenate([cols[c], more[c]]) for c in cols}
+        pool = np.concatenate([pool, np.zeros(len(more[runs.loss]), bool)])
+    num = {c: cols[c] for c in runs.numeric}
     num["loss"] = num.pop(runs.loss)
-    group = np.array([runs.group] * len(mine))
+    group = np.array([runs.group] * len(pool))
     return {
         part: {**{c: v[keep] for c, v in num.items()}, "group": group[keep]}
         for part, keep in (("train", pool), ("test", ~pool))
@@ -348,12 +390,16 @@ def auto_law(X: dict, y, cost, X_test: dict) -> Law:
     return choose(laws, X, y, [f"pool:{i}" for i in range(len(y))], cost=cost)[0]
 
 
-def load_split(name: str, data: Path | None = None) -> Split:
-    """The split `name` from `data` (default: the split's own folder), grouped and with its
-    budgets."""
+def load_split(name: str, data: Path | None = None, source: Path | None = None) -> Split:
+    """The split `name` from `data` (default: the split's own folder; for a split not shipped,
+    `source`: the user's checkout), grouped and with its budgets."""
     spec = SPLITS[name]
     law = get_law(spec.law)
     data = spec.data if data is None else data
+    if data is None:
+        if source is None:
+            raise SplitError(f"{name}: {spec.runs.fetch}")
+        data = Path(source)
     parts = _run_parts(spec.runs, data) if spec.runs else _parts(name, spec, law, data)
     tr, te = parts["train"], parts["test"]
     if spec.runs and spec.runs.auto:
@@ -383,9 +429,9 @@ def load_split(name: str, data: Path | None = None) -> Split:
     return Split(name, spec, law, groups, Path(data))
 
 
-def load_splits(names, data: Path | None = None) -> list[Split] | str:
+def load_splits(names, data: Path | None = None, source: Path | None = None) -> list[Split] | str:
     """The splits `names` (`load_split`), or the `error:` line of the first that cannot be read."""
     try:
-        return [load_split(n, data) for n in names]
+        return [load_split(n, data, source) for n in names]
     except SplitError as e:
         return f"error: {e}"

@@ -1,6 +1,7 @@
 """bench/heldout.sh, the one command behind docs/planner.md's and docs/laws.md's held-out and
 coverage figures, runs every step and says when one fails (its smoke mode: the smallest settings,
-~15 s on 2 idle cores; no speed check, the limit only stops a hang)."""
+~15 s on 2 idle cores; no speed check, the limit only stops a hang); Brandfonbrener et al.'s
+steps run on tests/test_l2l.py's synthetic checkout, and are skipped, saying why, without one."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import subprocess
 import sys
 
 from tests.conftest import REPO
+from tests.test_l2l import checkout
 
 # the modules, in the order the script runs them (bench/heldout.sh's header)
 STEPS = (
@@ -20,13 +22,23 @@ STEPS = (
     ("gadre", "bench.scalebench --splits gadre"),
     ("gadre_coverage", "bench.scalebench --coverage --splits gadre"),
     ("gadre_point_query", "bench.point_query --splits gadre"),
+    ("l2l", "bench.scalebench --splits l2l"),  # only with ANDREA_L2L_DIR
+    ("l2l_coverage", "bench.scalebench --coverage --splits l2l"),
+    ("l2l_point_query", "bench.point_query --splits l2l"),
     ("coverage_nd_gpu6", "bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6"),
     ("coverage_nd_pi", "bench.coverage_nd --factors 3 10 30 --designs nd-gpu "),
 )
 
 
-def _run(out, python):
-    env = {**os.environ, "HELDOUT_QUICK": "1", "PYTHON": python}
+L2L = {"l2l", "l2l_coverage", "l2l_point_query"}
+
+
+def _run(out, python, source=None):
+    env = {k: v for k, v in os.environ.items() if k != "ANDREA_L2L_DIR"}
+    env.update(
+        {"HELDOUT_QUICK": "1", "PYTHON": python},
+        **({"ANDREA_L2L_DIR": str(source)} if source else {}),
+    )
     return subprocess.run(
         ["bash", "bench/heldout.sh", str(out)],
         cwd=REPO,
@@ -39,7 +51,7 @@ def _run(out, python):
 
 def test_heldout_smoke_runs_every_step(tmp_path):
     out = tmp_path / "out"
-    proc = _run(out, sys.executable)
+    proc = _run(out, sys.executable, checkout(tmp_path))
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     log = out.joinpath("heldout.log").read_text()
     assert log.rstrip().endswith("heldout: all steps ran")
@@ -52,22 +64,28 @@ def test_heldout_smoke_runs_every_step(tmp_path):
     assert "exit status" not in log
     for name, _ in STEPS:
         assert out.joinpath(f"{name}.txt").stat().st_size > 0, name
-    for table in ("scalebench", "porian", "gadre"):
+    for table in ("scalebench", "porian", "gadre", "l2l"):
         for ext in ("md", "csv", "json"):
             assert out.joinpath(table, f"scalebench.{ext}").is_file(), (table, ext)
-    for query in ("porian_compute_query", "gadre_point_query"):
+    for query in ("porian_compute_query", "gadre_point_query", "l2l_point_query"):
         rows = out.joinpath(f"{query}.csv").read_text().splitlines()
         assert len(rows) > 1, query  # a header and the split's rows
     # each step's own console is in its file: the band's coverage table, the compute query's rows
     assert "90 % prediction interval" in out.joinpath("porian_coverage.txt").read_text()
+    assert "l2l_starcoder_c80 " in out.joinpath("l2l_coverage.txt").read_text()
     assert " pi_c " in out.joinpath("coverage_nd_gpu6.txt").read_text()
 
 
 def test_heldout_reports_every_failed_step_and_exits_1(tmp_path):
+    """And without ANDREA_L2L_DIR, Brandfonbrener et al.'s three steps are skipped, in one line
+    that says why."""
     out = tmp_path / "out"
     proc = _run(out, "false")  # every step fails at once
     assert proc.returncode == 1
     log = out.joinpath("heldout.log").read_text()
-    assert log.count("exit status 1") == len(STEPS)
-    names = " ".join(name for name, _ in STEPS)
-    assert log.rstrip().endswith(f"heldout: SOME STEPS FAILED: {names}")
+    ran = [name for name, _ in STEPS if name not in L2L]
+    assert log.count("exit status 1") == len(ran)
+    assert log.rstrip().endswith(f"heldout: SOME STEPS FAILED: {' '.join(ran)}")
+    (skipped,) = [x for x in log.splitlines() if x.startswith("skipped ")]
+    assert skipped.startswith("skipped l2l, l2l_coverage, l2l_point_query: ANDREA_L2L_DIR is not")
+    assert not out.joinpath("l2l.txt").exists()

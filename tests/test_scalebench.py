@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from analysis.fits import law_registry
-from bench import gadre_splits, porian_splits
+from bench import gadre_splits, l2l_splits, porian_splits
 from bench.scalebench import main
 from bench.scalebench_splits import DATA, DEV, PUBLISHED, SCALEBENCH, SKIPPED, SPLITS, load_split
 
@@ -114,9 +114,11 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
     assert held_out == ["vocab", "lr_bsz", "moe", "parallel", "sparsity"]
     assert all(load_split(s).mark == "held-out" for s in held_out)
     assert not set(SPLITS) & set(SKIPPED)
-    # the rest are Porian et al. 2024's and Gadre et al. 2024's, every one held out
-    # (tests/test_porian.py, tests/test_gadre.py)
-    assert set(SPLITS) - set(SCALEBENCH) == set(porian_splits.SPLITS) | set(gadre_splits.SPLITS)
+    # the rest are Porian et al. 2024's, Gadre et al. 2024's and Brandfonbrener et al. 2024's,
+    # every one held out (tests/test_porian.py, tests/test_gadre.py, tests/test_l2l.py)
+    runs = (porian_splits, gadre_splits, l2l_splits)
+    assert set(SPLITS) - set(SCALEBENCH) == set().union(*(m.SPLITS for m in runs))
+    assert not set(DEV) & set(l2l_splits.SPLITS)
 
 
 def test_the_plugin_laws_join_the_registry_through_the_entry_point():
