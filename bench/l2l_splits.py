@@ -23,8 +23,9 @@ The protocol, declared before any score on them was computed:
   the law `--law auto` chooses on its pool (the registry's `chinchilla` in the split itself):
   (1) `l2l_<S>`: the pool is S's whole sweep (84-91 runs), the target S's 1e21 run (one:
       3.31 B params, 50.4 B tokens; 20.7x past the pool's largest compute, 1.9x past its
-      largest params). Scored by `python -m bench.point_query --splits l2l`: the point query
-      at the target's own (params, tokens), as `analysis.predict` answers it (the predicted
+      largest params on three sets and 2.3x on the other three, whose largest run is 1.45 B).
+      Scored by `python -m bench.point_query --splits l2l`: the point query at the target's
+      own (params, tokens), as `analysis.predict` answers it (the predicted
       loss, its error, the 95 % CI and 90 % PI as andrea gates them and ungated, covers or not,
       log-width, the factor past the pool in compute and params), and the compute query at
       1e21, the compute-optimal loss `analysis.fit --at-compute` gives, against the 3.3 B's
