@@ -1,5 +1,6 @@
 """Why a ScaleBench split scores as it does: `python -m bench.scalebench_why SPLIT [--budgets K]
-[--law LAW] [--baseline random|cheapest --seeds R] [--with-largest INPUT] [--influence N]`
+[--law LAW] [--baseline random|cheapest --seeds R] [--with-largest INPUT] [--influence N]
+[--source DIR]`
 
 The planner replayed on each group as `bench.scalebench.planner_selection` replays it (seed 0;
 `--law`: that one law instead of --law auto, as `analysis.next_runs --law LAW --replay` plans),
@@ -30,7 +31,7 @@ from analysis.estimates.pool_plan import replay_sequence
 from analysis.fits import law_registry
 from analysis.fits.laws import LawError, fit_law_scaled_huber, params_at_bounds
 from bench.scalebench import Scorer, planner_laws, selections
-from bench.scalebench_splits import SPLITS, load_split
+from bench.scalebench_splits import SPLITS, add_source_argument, load_splits
 
 SEED = 0  # the planner's seed; the bench reuses seed 0's choice where seed 1 chooses the same
 
@@ -134,6 +135,7 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=int, default=1, help="the baseline's seeds 0..R-1 (default 1)")
     p.add_argument("--with-largest", default=None, metavar="INPUT", help="a counterfactual")
     p.add_argument("--influence", type=int, default=0, metavar="N", help="the N most harmful runs")
+    add_source_argument(p)
     a = p.parse_args(argv)
     bad = None
     if a.split not in SPLITS:
@@ -143,7 +145,11 @@ def main(argv=None) -> int:
     if bad:
         print(bad, file=sys.stderr)
         return 2
-    split = load_split(a.split)
+    loaded = load_splits([a.split], source=a.source)
+    if isinstance(loaded, str):
+        print(loaded, file=sys.stderr)
+        return 2
+    (split,) = loaded
     if a.with_largest and a.with_largest not in split.groups[0].X:
         print(
             f"error: --with-largest {a.with_largest!r}: not an input of {a.split}", file=sys.stderr

@@ -17,6 +17,7 @@ import pytest
 from bench import l2l_splits, point_query
 from bench.scalebench import main as scalebench
 from bench.scalebench_splits import DEV, SPLITS, aliases, load_split
+from bench.scalebench_why import main as why
 
 BUDGETS = (2e17, 4.37344829577312e17, 9.563524997900402e17, 2.09127910518254e18,
            4.573050519273256e18, 1e19, 2.2e19, 4.84e19)  # fmt: skip
@@ -170,3 +171,11 @@ def test_the_point_query_asks_the_1e21_run_and_the_compute_optimum(tmp_path, cap
     assert run["ci_covers"] == ""  # chinchilla's loss CI: withheld past the data
     assert float(optimum["loss"]) <= measured * 1.001 and optimum["params"] == ""
     assert "chinchilla: 2 queries" in capsys.readouterr().out
+
+
+def test_scalebench_why_reads_the_checkout_too(tmp_path, capsys):
+    root = checkout(tmp_path)
+    assert why(["l2l_starcoder_c80", "--budgets", "1", "--source", str(root)]) == 0
+    assert "l2l_starcoder_c80: 10 target runs in all" in capsys.readouterr().out
+    assert why(["l2l_starcoder_c80", "--source", str(tmp_path / "nothing")]) == 2
+    assert "no such file; Brandfonbrener" in capsys.readouterr().err
