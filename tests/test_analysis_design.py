@@ -236,6 +236,30 @@ def test_replay_spends_each_budget_cumulatively_and_never_more(tmp_path):
     assert rounds[0].reason.startswith("pilot")
 
 
+def test_a_first_budget_whose_share_cannot_hold_the_pilot_spends_the_whole_budget_on_it():
+    """Chinchilla needs 6 runs; the 6 cheapest cost 21 % of the pool, over the pilot's share
+    (0.3) of a 40 % first budget but within the budget: before, every round of it bought
+    nothing (Gadre's and Brandfonbrener's splits at 1 %, docs/planner.md); now the pilot takes
+    the whole first budget, the law is fitted by its end, and no budget is overspent."""
+    from analysis.estimates.design import PILOT_SHARE, holds_pilot
+
+    law = get_law("chinchilla")
+    rng = np.random.default_rng(2)
+    N = np.repeat([1e7, 3e7, 1e8, 3e8], 3)
+    D = N * np.tile([5.0, 20.0, 80.0], 4)
+    y = (1.7 + 400 * N**-0.34 + 410 * D**-0.28) * (1 + 0.002 * rng.standard_normal(len(N)))
+    cost = 6 * N * D
+    cheapest = np.sort(cost)[: law.needs].sum()
+    cap = cheapest / 0.55  # holds the pilot; its share does not
+    assert not holds_pilot(cost, law.needs, PILOT_SHARE * cap) and holds_pilot(cost, law.needs, cap)
+    X = {"params": N, "tokens": D}
+    target = {"params": np.array([1e9]), "tokens": np.array([2e10])}
+    (first, rounds), (second, _) = replay(law, X, y, cost, target, [cap, 2 * cap], seed=0)
+    assert len(first) >= law.needs and cost[first].sum() <= cap * (1 + 1e-9)
+    assert rounds[0].reason.startswith("pilot: 6 cheap runs")
+    assert cost[second].sum() <= 2 * cap * (1 + 1e-9)
+
+
 def test_active_sl_harness_counts_budgets_as_the_benchmark_does():
     """The benchmark's runner: cumulative budgets, an overshooting run deferred to the next
     budget and counted there; R² clipped to [-1, 1]."""

@@ -104,6 +104,12 @@ def pilot(
     return picks
 
 
+def holds_pilot(cost, n: int, budget: float) -> bool:
+    """Whether `budget` buys the `n` cheapest candidates (what `pilot` keeps room for)."""
+    c = np.sort(np.asarray(cost, float))
+    return len(c) >= n and float(np.sum(c[:n])) <= budget * (1 + 1e-12)
+
+
 def _unaffordable(cost: np.ndarray, n: int, budget: float) -> str:
     """Why `pilot` bought nothing: the cheapest run is over the budget, or the `n` cheapest
     together are (it keeps room for the whole pilot at the cheapest prices)."""
@@ -318,6 +324,10 @@ def replay(
                 law = choose(take(X_pool, chosen), y_pool[chosen], cost[chosen])
             if len(chosen) < law.needs:
                 budget = PILOT_SHARE * cap if k == 0 else remaining
+                if k == 0 and not holds_pilot(cost[left], law.needs - len(chosen), budget):
+                    # without a pilot no round of this budget can fit: where the share cannot
+                    # hold one, the whole budget may (docs/planner.md)
+                    budget = remaining
             else:
                 budget = max(remaining / (rounds - i), float(cost[left].min()))
             r = plan_round(
