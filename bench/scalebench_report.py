@@ -9,7 +9,7 @@ publishes no medians. Every harness row also gives the RMS relative error of the
 over the target runs, mean ± sd and median over the repetitions (`rms_...` in the CSV and JSON,
 a second table in the printout and the markdown; inf where no fit predicted): the headline where
 a target region holds a few runs. Every row carries its split's mark, dev or held-out
-(bench/scalebench_splits.py: DEV).
+(bench/scalebench_splits.py: DEV and PLANNER_DEV).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from andrea.run.rundir import atomic_write_bytes
-from bench.scalebench_splits import DEV, PUBLISHED, SKIPPED
+from bench.scalebench_splits import PUBLISHED, SKIPPED
 
 FIT_LABEL = {"benchmark": "benchmark's fit", "andrea": "andrea's fit", "published": "published"}
 
@@ -97,7 +97,7 @@ def _budgets(split) -> str:
 
 def print_split(split, result, methods, reps) -> None:
     g = len(split.groups)
-    why = f"dev: {DEV[split.name]}" if split.dev else "held out"
+    why = f"dev: {split.why_dev}" if split.why_dev else "held out"
     print(
         f"\n{split.name} [{why}]: {split.n_train} candidate runs"
         + (f" in {g} groups" if g > 1 else "")
@@ -214,7 +214,7 @@ def json_obj(splits, results, methods, reps, load) -> dict:
             )
         out["splits"][s.name] = {
             "set": s.mark,
-            "why_dev": DEV.get(s.name),
+            "why_dev": s.why_dev,
             "law": s.law.name,
             "formula": s.law.formula,
             "inputs": list(s.law.inputs),

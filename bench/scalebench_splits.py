@@ -167,6 +167,15 @@ BAND_DEV = {
     for name in ("vocab", "lr_bsz", "moe", "parallel", "sparsity")
 }
 
+# Splits dev for the planner alone (their band coverage keeps its mark), and why: the replay's
+# first-budget pilot changed after their planner rows had been seen, and their rows changed with
+# it (docs/planner.md, "A pilot the first budget's share cannot hold").
+PLANNER_DEV = {
+    name: "the replay's first-budget pilot rule changed after its planner scores were seen "
+    "(2026-12-04), and its planner rows changed with it"
+    for name in ("sparsity", *(n for n in l2l_splits.SPLITS if "_c80" in n))
+}
+
 # ScaleBench's splits not replayed, and why (printed by every run).
 SKIPPED = {
     "domain_mixture": "five losses per run (one per domain) fitted jointly by one law, and mixture "
@@ -281,8 +290,14 @@ class Split:
         return self.name in DEV
 
     @property
+    def why_dev(self) -> str | None:
+        """Why the split is dev for the planner's rows (DEV, then PLANNER_DEV), or None."""
+        return DEV.get(self.name) or PLANNER_DEV.get(self.name)
+
+    @property
     def mark(self) -> str:
-        return "dev" if self.dev else "held-out"
+        """dev or held-out for the planner's rows."""
+        return "dev" if self.why_dev else "held-out"
 
     @property
     def band_mark(self) -> str:
