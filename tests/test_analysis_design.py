@@ -212,13 +212,19 @@ def test_pool_cli_refuses_a_pool_without_the_needed_columns(tmp_path, capsys):
     assert "missing tokens" in capsys.readouterr().err
 
 
-def test_replay_spends_each_budget_cumulatively_and_never_more(tmp_path):
-    law = get_law("chinchilla")
-    rng = np.random.default_rng(1)
+def _chinchilla_pool(seed: int):
+    """(N, D, loss, cost) of 12 runs, 4 sizes x 3 tokens per parameter, from a Chinchilla law
+    with 0.2 % noise."""
+    rng = np.random.default_rng(seed)
     N = np.repeat([1e7, 3e7, 1e8, 3e8], 3)
     D = N * np.tile([5.0, 20.0, 80.0], 4)
     y = (1.7 + 400 * N**-0.34 + 410 * D**-0.28) * (1 + 0.002 * rng.standard_normal(len(N)))
-    cost = 6 * N * D
+    return N, D, y, 6 * N * D
+
+
+def test_replay_spends_each_budget_cumulatively_and_never_more(tmp_path):
+    law = get_law("chinchilla")
+    N, D, y, cost = _chinchilla_pool(1)
     budgets = [0.2 * cost.sum(), 0.5 * cost.sum()]
     out = replay(
         law,
@@ -237,18 +243,14 @@ def test_replay_spends_each_budget_cumulatively_and_never_more(tmp_path):
 
 
 def test_a_first_budget_whose_share_cannot_hold_the_pilot_spends_the_whole_budget_on_it():
-    """Chinchilla needs 6 runs; the 6 cheapest cost 21 % of the pool, over the pilot's share
-    (0.3) of a 40 % first budget but within the budget: before, every round of it bought
-    nothing (Gadre's and Brandfonbrener's splits at 1 %, docs/planner.md); now the pilot takes
-    the whole first budget, the law is fitted by its end, and no budget is overspent."""
+    """Chinchilla needs 6 runs; a first budget of their cost / 0.55 holds them, its pilot share
+    (0.3) does not: before, every round of it bought nothing (as on Brandfonbrener's splits at
+    1 %, docs/planner.md); now the pilot takes the whole first budget, the law is fitted by its
+    end, and no budget is overspent."""
     from analysis.estimates.design import PILOT_SHARE, holds_pilot
 
     law = get_law("chinchilla")
-    rng = np.random.default_rng(2)
-    N = np.repeat([1e7, 3e7, 1e8, 3e8], 3)
-    D = N * np.tile([5.0, 20.0, 80.0], 4)
-    y = (1.7 + 400 * N**-0.34 + 410 * D**-0.28) * (1 + 0.002 * rng.standard_normal(len(N)))
-    cost = 6 * N * D
+    N, D, y, cost = _chinchilla_pool(2)
     cheapest = np.sort(cost)[: law.needs].sum()
     cap = cheapest / 0.55  # holds the pilot; its share does not
     assert not holds_pilot(cost, law.needs, PILOT_SHARE * cap) and holds_pilot(cost, law.needs, cap)
