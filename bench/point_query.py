@@ -23,7 +23,11 @@ where andrea withholds, the reason in the note) and once more ungated, labelled 
 pool's own rollouts with no factor limit: `conformal.sweep_band`, as `bench.coverage_pi` scores
 it). Per query: the factor past the pool's largest compute (and its largest params, where the
 query has params), the relative error, and each interval with whether it covers the measured
-loss and its log-width, log(hi / lo).
+loss and its log-width, log(hi / lo). Beside it, `error_replay_fitter_pct`: the same query
+answered by the planner's fitter (`fit_law_scaled_huber`, the Huber delta scaled to the
+residuals: `design.plan_round` and `bench.scalebench`'s "all runs" fit with it), where
+`analysis.fit --law` keeps the fixed delta 1e-3 (docs/laws.md): the two fitters compared on the
+same pool and query, a measurement only.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from analysis.estimates.conformal import covered_bands, saved, sweep_band
 from analysis.estimates.estimate import Sweep, fit_arranged
 from analysis.estimates.law_fits import losses_at
 from analysis.estimates.pool_law import LABEL, as_runs
+from analysis.fits.laws import LawError, fit_law_scaled_huber
 from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 from analysis.predict import predict_rows
@@ -63,7 +68,7 @@ COLUMNS = (
     "split", "law", "query", "params", "tokens", "budget", "factor", "factor_params", "loss",
     "observed", "error_pct", "reference", "error_vs_reference_pct",
     *(f"{p}_{x}" for p, _, _ in INTERVALS for x in ("lo", "hi", "covers", "log_width")),
-    "note",
+    "error_replay_fitter_pct", "note",
 )  # fmt: skip
 
 
@@ -159,6 +164,18 @@ def _scored(name: str, row: dict, interval: str, y: float) -> dict:
     }
 
 
+def replay_fitter(split):
+    """The pool fitted by the planner's fitter (`fit_law_scaled_huber`), or None where it fails."""
+    g = split.groups[0]
+    X = {k: np.asarray(v, float) for k, v in g.X.items() if k in split.law.inputs}
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            return fit_law_scaled_huber(split.law, "replay", X, np.asarray(g.y, float))
+        except LawError:
+            return None
+
+
 def query_rows(split, n_bootstrap: int = LAW_BOOTSTRAP) -> list[dict]:
     """One row per query of the split (module docstring)."""
     module = module_of(split.name)
@@ -172,11 +189,14 @@ def query_rows(split, n_bootstrap: int = LAW_BOOTSTRAP) -> list[dict]:
             for k, q in queries
         ]
     fit, pool_params = res.fits[LABEL], float(split.groups[0].X["params"].max())
+    other = replay_fitter(split)
     rows = []
     for kind, q in queries:
         r = gated_row(fit, q, band, why)
         u = loss_row(fit, q.at, "", band_u, why_u, lambda r: None, measured_only=False)
         y = q.observed
+        with np.errstate(all="ignore"):
+            other_loss = float(other.predict(q.at)[0]) if other is not None else math.nan
         answered = {"gated": r, "ungated": u}
         rows.append(
             {
@@ -191,6 +211,7 @@ def query_rows(split, n_bootstrap: int = LAW_BOOTSTRAP) -> list[dict]:
                 "error_pct": 100 * (r["loss"] / y - 1),
                 "reference": q.reference,
                 "error_vs_reference_pct": 100 * (r["loss"] / q.reference - 1),
+                "error_replay_fitter_pct": 100 * (other_loss / y - 1),
                 **{
                     k: v
                     for name, interval, _ in INTERVALS
@@ -244,6 +265,9 @@ def summary(rows: list[dict]) -> list[str]:
             continue
         err = np.median([abs(r["error_pct"]) for r in mine])
         parts = [f"{law}: {len(mine)} queries, median |error| {err:.2f} % of the measured loss"]
+        other = [abs(r["error_replay_fitter_pct"]) for r in mine]
+        if all(math.isfinite(e) for e in other):
+            parts[0] += f" ({np.median(other):.2f} % by the planner's fitter)"
         for name, _, head in INTERVALS:
             given = [r for r in mine if r[f"{name}_covers"]]
             hit = sum(r[f"{name}_covers"] == "True" for r in given)

@@ -132,6 +132,8 @@ def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
         n, d = float(r["params"]), float(r["tokens"])
         assert math.isclose(float(r["observed"]), truth[(n, d)], rel_tol=1e-12)
         assert abs(float(r["error_pct"])) < 1.0 and r["reference"] == "nan"
+        # the planner's fitter on the same pool: near the truth too (a noise-free Chinchilla)
+        assert abs(float(r["error_replay_fitter_pct"])) < 1.0
         assert math.isclose(float(r["factor_params"]), n / 4.12e8, rel_tol=1e-9)
         c_max = 6 * 4.12e8 * 20 * 32 * 4.12e8
         assert math.isclose(float(r["factor"]), 6 * n * d / c_max, rel_tol=1e-6)
@@ -140,7 +142,7 @@ def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
         assert float(r["pi_ungated_log_width"]) > 0
         past = float(r["factor"]) > 1
         assert (r["ci_covers"] == "") == past, r  # chinchilla's loss CI: withheld past the data
-    assert "chinchilla: 3 queries" in printed
+    assert "chinchilla: 3 queries" in printed and "by the planner's fitter" in printed
 
 
 def test_the_point_query_refuses_an_unknown_split(capsys):
