@@ -55,7 +55,13 @@ from analysis.inputs.collect import FLOPS_PER_PFLOPS_DAY
 from analysis.predict import predict_rows
 from andrea.run.rundir import atomic_write_bytes
 from bench.run_splits import AUTO, base_name
-from bench.scalebench_splits import RUN_SPLITS, add_source_argument, load_split, load_splits
+from bench.scalebench_splits import (
+    RUN_SPLITS,
+    add_source_argument,
+    aliases,
+    load_split,
+    load_splits,
+)
 
 LAW_BOOTSTRAP = 200  # analysis.fit's --law-bootstrap default
 INTERVALS = (  # (column prefix, loss_row's interval, the printed head)
@@ -167,11 +173,10 @@ def _scored(name: str, row: dict, interval: str, y: float) -> dict:
 def replay_fitter(split):
     """The pool fitted by the planner's fitter (`fit_law_scaled_huber`), or None where it fails."""
     g = split.groups[0]
-    X = {k: np.asarray(v, float) for k, v in g.X.items() if k in split.law.inputs}
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        try:
-            return fit_law_scaled_huber(split.law, "replay", X, np.asarray(g.y, float))
+        try:  # as bench.scalebench's Scorer fits a selection (its "all runs": every one)
+            return fit_law_scaled_huber(split.law, "replay", g.X, g.y)
         except LawError:
             return None
 
@@ -292,12 +297,9 @@ def names_of(text: str | None, default: tuple[str, ...]) -> list[str] | str:
     """The splits of the given law asked for (an `_auto` name is its base split's; a module's
     ALIAS names its splits that this command scores, `RunSplit.scores`), or the `error:` line."""
     plain = [n for m in RUN_SPLITS for n, runs in m.SPLITS.items() if not runs.auto]
-    aliases = {
-        m.ALIAS: [n for n in plain if n in m.SPLITS and "point_query" in m.SPLITS[n].scores]
-        for m in RUN_SPLITS
-    }
+    named = aliases("point_query")
     items = [x.strip() for x in (text or ",".join(default)).split(",") if x.strip()]
-    names = [base_name(y) for x in items for y in aliases.get(x, [x])]
+    names = [base_name(y) for x in items for y in named.get(x, [x])]
     bad = [x for x in names if x not in plain]
     if bad or not names:
         return f"error: --splits {text!r}: {', '.join(bad) or 'none'} not among {', '.join(plain)}"

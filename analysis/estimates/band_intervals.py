@@ -136,10 +136,8 @@ def untrained_ratio(f: LawFit, X: dict) -> str:
     """Why the band has no answer at a (params, tokens) query X: its tokens per parameter lie
     outside the range of the points `f` was fitted on, the only ones its band's coverage was
     measured at (docs/laws.md, pi_run); "" inside it, or for a law without both inputs."""
-    pts = f.points or {}
-    if not {"params", "tokens"} <= set(f.law.inputs) or not {"params", "tokens"} <= set(X):
-        return ""
-    if not {"params", "tokens"} <= set(pts):
+    pts, both = f.points or {}, {"params", "tokens"}
+    if not (both <= set(f.law.inputs) and both <= set(X) and both <= set(pts)):
         return ""
     fitted = np.asarray(pts["tokens"], float) / np.asarray(pts["params"], float)
     lo, hi = float(fitted.min()), float(fitted.max())

@@ -104,10 +104,14 @@ def pilot(
     return picks
 
 
+def _cheapest(cost, n: int) -> float:
+    """What the `n` cheapest candidates cost together (what `pilot` keeps room for)."""
+    return float(np.sum(np.sort(np.asarray(cost, float))[:n]))
+
+
 def holds_pilot(cost, n: int, budget: float) -> bool:
-    """Whether `budget` buys the `n` cheapest candidates (what `pilot` keeps room for)."""
-    c = np.sort(np.asarray(cost, float))
-    return len(c) >= n and float(np.sum(c[:n])) <= budget * (1 + 1e-12)
+    """Whether `budget` buys the `n` cheapest candidates."""
+    return len(cost) >= n and _cheapest(cost, n) <= budget * (1 + 1e-12)
 
 
 def _unaffordable(cost: np.ndarray, n: int, budget: float) -> str:
@@ -117,7 +121,7 @@ def _unaffordable(cost: np.ndarray, n: int, budget: float) -> str:
         return "the cheapest candidate costs nothing: no candidates"
     if float(np.min(cost)) > budget:
         return f"the cheapest candidate costs {float(np.min(cost)):.4g} GPU-h, over {budget:.4g}"
-    together = float(np.sum(np.sort(cost)[:n]))
+    together = _cheapest(cost, n)
     return (
         f"its {n} cheapest candidates cost {together:.4g} GPU-h together, over {budget:.4g} (a "
         f"pilot keeps room for all {n})"
@@ -323,11 +327,11 @@ def replay(
             if choose is not None:
                 law = choose(take(X_pool, chosen), y_pool[chosen], cost[chosen])
             if len(chosen) < law.needs:
-                budget = PILOT_SHARE * cap if k == 0 else remaining
-                if k == 0 and not holds_pilot(cost[left], law.needs - len(chosen), budget):
-                    # without a pilot no round of this budget can fit: where the share cannot
-                    # hold one, the whole budget may (docs/planner.md)
-                    budget = remaining
+                # the first budget's pilot gets its share where the share holds one; else, as
+                # later, all that is left: without a pilot no round can fit (docs/planner.md)
+                share = PILOT_SHARE * cap
+                held = k == 0 and holds_pilot(cost[left], law.needs - len(chosen), share)
+                budget = share if held else remaining
             else:
                 budget = max(remaining / (rounds - i), float(cost[left].min()))
             r = plan_round(
