@@ -51,6 +51,7 @@ The protocol, declared before any score on them was computed:
 from __future__ import annotations
 
 import csv
+import functools
 import math
 from pathlib import Path
 
@@ -126,12 +127,21 @@ def reference(split, budget: float) -> float:
     """The paper's `extrap_pred` for the split's set (its Chinchilla fit, kaplan False, of the
     C4 loss on the sweep, at the 3.3 B's (params, tokens)) where `budget` is the 1e21 run's
     (within 1e-6), else nan (an isoFLOP line of the sweep: the paper predicts none)."""
-    path = Path(split.data) / PUBLISHED
-    if not math.isclose(budget, TARGET_COMPUTE, rel_tol=1e-6) or not path.is_file():
+    if not math.isclose(budget, TARGET_COMPUTE, rel_tol=1e-6):
         return math.nan
     (dataset,) = (v for c, v in split.spec.runs.where if c == "data")
+    return _published(Path(split.data) / PUBLISHED).get(dataset, math.nan)
+
+
+@functools.lru_cache(maxsize=None)
+def _published(path: Path) -> dict[str, float]:
+    """The paper's `extrap_pred` per set (its C4-loss Chinchilla fits, kaplan False), read once
+    per file; empty where the file is absent."""
+    if not path.is_file():
+        return {}
     with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            if (r["data"], r["loss_name"], r["kaplan"]) == (dataset, LOSS, "False"):
-                return float(r["extrap_pred"])
-    return math.nan
+        return {
+            r["data"]: float(r["extrap_pred"])
+            for r in csv.DictReader(f)
+            if (r["loss_name"], r["kaplan"]) == (LOSS, "False")
+        }

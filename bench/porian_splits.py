@@ -29,6 +29,7 @@ The protocol, declared before any score on them was computed:
 from __future__ import annotations
 
 import csv
+import functools
 import math
 from pathlib import Path
 
@@ -91,6 +92,7 @@ SPLITS = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def paper_minima(data: Path) -> list[tuple[str, str, float, float]]:
     """(dataset, configuration, budget, the paper's median estimate of the line's minimum) of
     every line in `data`/optima.csv (none where the file is absent)."""
@@ -114,7 +116,7 @@ def reference(split, budget: float) -> float:
     compared within 1e-6), else nan: what bench.point_query scores a compute query against,
     beside the line's best run."""
     where = dict(split.spec.runs.where)
-    for d, c, b, loss in paper_minima(split.data or DATA):
+    for d, c, b, loss in paper_minima(Path(split.data or DATA)):
         key = (where["dataset"], where["configuration"])
         if (d, c) == key and math.isclose(b, budget, rel_tol=1e-6):
             return loss
