@@ -6,7 +6,7 @@ a003c49, MIT licence): 104 open_lm models trained on C4, RedPajama and RefinedWe
 configurations (about 11 M to 411 M parameters) at token multipliers M = 0.25 to 32 (tokens =
 20·M·params), a 1.4 B model at M = 1 and one more M, and a 6.9 B model at M = 1
 (bench/data/gadre2024/README.md: the data, its source and licence). No constant, default or rule
-of andrea was chosen on these runs: they are public runs it was never tuned on (issue #42), and
+of andrea was chosen on these runs: they are public runs it was never tuned on, and
 every split here is held out.
 
 The protocol, declared before any score on them was computed:

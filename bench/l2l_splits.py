@@ -8,7 +8,7 @@ pretraining sets, and one 3.3 B model per set at 1e21 FLOPs, about 20x past the 
 The repository has no licence, so nothing of it is shipped with andrea: the splits read a
 checkout the user makes (`--source DIR`, default `$ANDREA_L2L_DIR`; bench/data/brandfonbrener2024/
 README.md: where to get it, the commit, the columns read). No constant, default or rule of
-andrea was chosen on these runs: they are public runs it was never tuned on (issue #42), and
+andrea was chosen on these runs: they are public runs it was never tuned on, and
 every split here is held out.
 
 The protocol, declared before any score on them was computed:

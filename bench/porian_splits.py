@@ -5,7 +5,7 @@ Scaling of Language Models" (NeurIPS 2024, arXiv 2406.19146): language models tr
 isoFLOP lines of 1.25e16 to 2.56e19 FLOPs, on RefinedWeb (`rw`) and OpenWebText2 (`owt2`), in
 five configurations each (bench/data/porian2024/README.md: the data, its source and licence).
 No constant, default or rule of andrea was chosen on these runs: they are public sweeps it was
-never tuned on (issue #42), and every split here is held out.
+never tuned on, and every split here is held out.
 
 The protocol, declared before any score on them was computed:
 - a split is one (dataset, configuration): its runs are one sweep, fitted alone; configurations
