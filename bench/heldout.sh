@@ -19,7 +19,10 @@
 #      bench/data/brandfonbrener2024/README.md), else one line says they were skipped and why:
 #      bench.scalebench --splits l2l (l2l/, l2l.txt), its --coverage (l2l_coverage.txt) and
 #      bench.point_query --splits l2l (l2l_point_query.csv, .txt)
-#   12. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
+#   12-14. the same three for Brown et al. 2020's GPT-3 training curves (as Choshen et al. 2024
+#      digitized them): bench.scalebench --splits gpt3 (gpt3/, gpt3.txt), its --coverage
+#      (gpt3_coverage.txt) and bench.point_query --splits gpt3 (gpt3_point_query.csv, .txt)
+#   15. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
 #      (coverage_nd_gpu6.txt) and conformal.COVERED_UP_TO (coverage_nd_pi.txt)
 # No time limits: a shared CPU's load, not a hang, is what makes a step slow. A failed step is
 # logged with its exit status and the rest still run. Exit status: 0 all ran, 1 a step failed
@@ -74,6 +77,9 @@ if [ "$QUICK" = 1 ]; then
   L2=(--splits l2l_starcoder_c80 --methods random,full --reps 1)  # one split of the 12 scored
   L2_COV=(--splits l2l_starcoder_c80)
   L2PQ=(--splits l2l_starcoder --bootstrap 10)  # one of the 6
+  G3=(--splits gpt3 --methods random,full --reps 1)  # the one split and its _auto twin
+  G3_COV=(--splits gpt3)
+  G3PQ=(--splits gpt3 --bootstrap 10)
   # one design, one truth, two sweeps: a check that the command runs, no coverage to quote
   ND6=(--designs nd-gpu6 --truths kaplan --reps 2 --bootstrap 10)
   NDPI=(--designs nd-gpu --truths kaplan --reps 2 --bootstrap 10)
@@ -89,6 +95,9 @@ else
   L2=(--splits l2l)
   L2_COV=(--splits l2l)
   L2PQ=(--splits l2l)
+  G3=(--splits gpt3)
+  G3_COV=(--splits gpt3)
+  G3PQ=(--splits gpt3)
   # the exact command lines of docs/laws.md's two tables
   ND6=(--designs nd-gpu6 --truths kaplan besiroglu --reps 40 --bootstrap 100)
   NDPI=(--designs nd-gpu --truths kaplan besiroglu --reps 40 --bootstrap 100)
@@ -114,6 +123,9 @@ else
       "et al. 2024's runs are not shipped: bench/data/brandfonbrener2024/README.md)"; echo; } |
     tee -a "$LOG"
 fi
+run gpt3 "$PY" -m bench.scalebench "${G3[@]}" --jobs 2 --out "$OUT/gpt3"
+run gpt3_coverage "$PY" -m bench.scalebench --coverage "${G3_COV[@]}"
+run gpt3_point_query "$PY" -m bench.point_query "${G3PQ[@]}" --out "$OUT/gpt3_point_query.csv"
 run coverage_nd_gpu6 "$PY" -m bench.coverage_nd --factors 1 3 10 30 "${ND6[@]}"
 run coverage_nd_pi "$PY" -m bench.coverage_nd --factors 3 10 30 "${NDPI[@]}"
 

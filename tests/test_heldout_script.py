@@ -25,6 +25,9 @@ STEPS = (
     ("l2l", "bench.scalebench --splits l2l"),  # only with ANDREA_L2L_DIR
     ("l2l_coverage", "bench.scalebench --coverage --splits l2l"),
     ("l2l_point_query", "bench.point_query --splits l2l"),
+    ("gpt3", "bench.scalebench --splits gpt3"),
+    ("gpt3_coverage", "bench.scalebench --coverage --splits gpt3"),
+    ("gpt3_point_query", "bench.point_query --splits gpt3"),
     ("coverage_nd_gpu6", "bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6"),
     ("coverage_nd_pi", "bench.coverage_nd --factors 3 10 30 --designs nd-gpu "),
 )
@@ -64,10 +67,11 @@ def test_heldout_smoke_runs_every_step(tmp_path):
     assert "exit status" not in log
     for name, _ in STEPS:
         assert out.joinpath(f"{name}.txt").stat().st_size > 0, name
-    for table in ("scalebench", "porian", "gadre", "l2l"):
+    for table in ("scalebench", "porian", "gadre", "l2l", "gpt3"):
         for ext in ("md", "csv", "json"):
             assert out.joinpath(table, f"scalebench.{ext}").is_file(), (table, ext)
-    for query in ("porian_compute_query", "gadre_point_query", "l2l_point_query"):
+    queries = ("porian_compute_query", "gadre_point_query", "l2l_point_query", "gpt3_point_query")
+    for query in queries:
         rows = out.joinpath(f"{query}.csv").read_text().splitlines()
         assert len(rows) > 1, query  # a header and the split's rows
     # each step's own console is in its file: the band's coverage table, the compute query's rows

@@ -1,0 +1,177 @@
+"""Brown et al. 2020's GPT-3 training curves as a held-out split (bench/gpt3_splits.py): the file
+loads, has its columns (8 models x 11 token counts), and parts into pool and target as declared
+(55 checkpoints of the five smallest models, 33 of the 6.7 B, 13 B and 175 B); the split is held
+out; `bench.scalebench` (replay and --coverage) and `bench.point_query` run on it. No score is
+asserted on the real curves (they are held out); the point query's arithmetic is checked on a
+synthetic sweep whose truth is known, and the conversion's median on made-up points."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+
+from bench import gpt3_splits, point_query
+from bench.scalebench import main as scalebench
+from bench.scalebench_splits import (
+    BAND_DEV,
+    DEV,
+    PLANNER_DEV,
+    SPLITS,
+    SplitError,
+    aliases,
+    load_split,
+)
+
+
+def _convert():
+    """bench/data/brown2020/convert.py, the script that wrote runs.csv (a file, not a package)."""
+    path = gpt3_splits.DATA / "convert.py"
+    spec = importlib.util.spec_from_file_location("brown_convert", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CONVERT = _convert()
+HEADER = CONVERT.COLUMNS
+# Table 2.1's n_params of each model
+PARAMS = dict(zip(CONVERT.MODELS, (125e6, 350e6, 760e6, 1.3e9, 2.7e9, 6.7e9, 13e9, 175e9)))
+
+
+def _rows():
+    with open(gpt3_splits.DATA / "runs.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_the_file_has_its_columns_and_every_model_at_every_grid_token_count():
+    rows = _rows()
+    assert tuple(rows[0]) == HEADER and len(rows) == 88
+    assert set(CONVERT.MODELS) == set(gpt3_splits.POOL_MODELS + gpt3_splits.TARGET_MODELS)
+    for m in CONVERT.MODELS:
+        mine = [r for r in rows if r["model"] == m]
+        assert [int(r["tokens"]) for r in mine] == [t * 10**9 for t in CONVERT.GRID]
+        assert {float(r["params"]) for r in mine} == {PARAMS[m]}
+    for r in rows:
+        assert int(r["points"]) >= 1 and 1.5 < float(r["loss_val"]) < 3.5
+    assert CONVERT.GRID[0] == 30 and CONVERT.GRID[-1] == 300  # from 10 % of the 300 B tokens
+
+
+def test_the_conversion_takes_the_median_of_the_points_within_5_percent():
+    text = "model,step,train_loss,val_loss\n" + "".join(
+        f"{m},{s},{tr},{v}\n"
+        for m in CONVERT.MODELS
+        for s, tr, v in (
+            *((t, "", 2.0 + t / 1000) for t in CONVERT.GRID),  # one point at each T
+            (30 * 1.04, "", 9.0),  # within 5 % of 30: the median of 2.03 and 9.0
+            (30 * 1.06, "", 9.0),  # outside it
+            (40, 1.0, ""),  # a training loss: not read
+        )
+    )
+    out = CONVERT.rows(text, {f"GPT-3 {m}": int(PARAMS[m]) for m in CONVERT.MODELS})
+    assert len(out) == 88
+    first = out[0]
+    assert (first["model"], first["tokens"], first["points"]) == ("small", 30 * 10**9, 2)
+    assert float(first["loss_val"]) == pytest.approx((2.03 + 9.0) / 2)
+    assert float(out[1]["loss_val"]) == pytest.approx(2.04) and out[1]["points"] == 1
+    assert CONVERT.count("13.0B") == 13 * 10**9 and CONVERT.count("125M") == 125 * 10**6
+    with pytest.raises(ValueError, match="no digitized validation loss within 5% of 30 B"):
+        CONVERT.rows(text.replace(",2.03\n", ",\n").replace("small,31.2", "small,99"), {
+            f"GPT-3 {m}": 1 for m in CONVERT.MODELS})  # fmt: skip
+
+
+def test_the_gpt3_split_is_held_out_named_by_the_alias_and_not_benchmark_fitted():
+    assert set(gpt3_splits.SPLITS) == {"gpt3", "gpt3_auto"}
+    for score in ("replay", "coverage", "point_query"):
+        assert set(aliases(score)["gpt3"]) == set(gpt3_splits.SPLITS)
+    for name in gpt3_splits.SPLITS:
+        assert name in SPLITS and not {name} & (set(DEV) | set(PLANNER_DEV) | set(BAND_DEV))
+        assert SPLITS[name].no_benchmark_fit.startswith("not a ScaleBench split")
+    assert point_query.names_of("gpt3", ()) == ["gpt3"]
+
+
+def test_pool_the_five_smallest_models_target_the_three_largest_with_the_validation_loss():
+    split = load_split("gpt3")
+    assert split.mark == "held-out" and split.band_mark == "held-out"
+    assert split.law.name == "chinchilla"
+    (g,) = split.groups
+    assert (len(g.y), len(g.y_test)) == (55, 33)
+    small = [r for r in _rows() if r["model"] in gpt3_splits.POOL_MODELS]
+    large = [r for r in _rows() if r["model"] in gpt3_splits.TARGET_MODELS]
+    assert sorted(g.y) == sorted(float(r["loss_val"]) for r in small)
+    assert sorted(g.y_test) == sorted(float(r["loss_val"]) for r in large)
+    assert sorted(g.X_test["params"]) == sorted(float(r["params"]) for r in large)
+    assert g.X["params"].max() == 2.7e9 < 6.7e9 == g.X_test["params"].min()
+    assert np.allclose(g.cost, 6 * g.X["params"] * g.X["tokens"])
+    assert np.allclose(g.budgets, [f * g.cost.sum() for f in (0.01, 0.05, 0.10)])
+    # the factors past the pool the protocol states: 10 of 33 below its largest compute
+    factor = 6 * g.X_test["params"] * g.X_test["tokens"] / g.cost.max()
+    assert (factor < 1).sum() == 10 and factor.min() == pytest.approx(0.248, abs=1e-3)
+
+
+def test_a_model_neither_pool_nor_target_is_an_error_and_a_missing_file_too(tmp_path):
+    with pytest.raises(ValueError, match="neither pool nor target: 1.3b"):
+        gpt3_splits.in_pool(["small", "1.3b"])
+    with pytest.raises(SplitError, match="runs.csv: no such file"):
+        load_split("gpt3", tmp_path)
+
+
+def test_scalebench_replays_the_gpt3_split_and_its_coverage(tmp_path, capsys):
+    """One repetition of random and the whole pool: held out, andrea's fit only, R² and the RMS
+    relative error in the CSV; --coverage prints one row per split."""
+    args = ["--splits", "gpt3", "--methods", "random,full", "--reps", "1"]
+    assert scalebench(args + ["--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "gpt3 [held out]" in out and "RMS relative error over the 33 target runs" in out
+    rows = list(csv.DictReader(open(tmp_path / "scalebench.csv")))
+    assert {r["split"] for r in rows} == {"gpt3", "gpt3_auto"}
+    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"held-out"}
+    assert scalebench(["--coverage", "--splits", "gpt3"]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("gpt3 ")]
+    assert len(lines) == 1 and lines[0].split()[1:3] == ["held-out", "33"]
+
+
+def _synthetic(tmp_path, law=lambda n, d: 1.7 + 480 / n**0.34 + 2100 / d**0.28):
+    """A noise-free Chinchilla sweep laid out as the GPT-3 split: every model at every grid T."""
+    truth = {}
+    with open(tmp_path / "runs.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(HEADER)
+        for m in CONVERT.MODELS:
+            for t in CONVERT.GRID:
+                n, d = PARAMS[m], t * 1e9
+                w.writerow([m, repr(n), repr(d), repr(law(n, d)), 5])
+                if m in gpt3_splits.TARGET_MODELS:
+                    truth[(n, d)] = law(n, d)
+    return truth
+
+
+def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
+    """Each target checkpoint asked at its own (params, tokens): within 1 % of the truth, its
+    factors past the pool in compute and params, the CI withheld past the pool's compute."""
+    truth = _synthetic(tmp_path)
+    out = tmp_path / "q.csv"
+    args = ["--splits", "gpt3", "--data", str(tmp_path), "--bootstrap", "8", "--out", str(out)]
+    assert point_query.main(args) == 0
+    printed = capsys.readouterr().out
+    rows = [r for r in csv.DictReader(open(out)) if r["law"] == "chinchilla"]
+    assert len(rows) == 33 and {r["query"] for r in rows} == {"runs"}
+    c_max = 6 * 2.7e9 * 300e9
+    for r in rows:
+        n, d = float(r["params"]), float(r["tokens"])
+        assert math.isclose(float(r["observed"]), truth[(n, d)], rel_tol=1e-12)
+        assert abs(float(r["error_pct"])) < 1.0 and r["reference"] == "nan"
+        assert math.isclose(float(r["factor_params"]), n / 2.7e9, rel_tol=1e-9)
+        assert math.isclose(float(r["factor"]), 6 * n * d / c_max, rel_tol=1e-6)
+        # the ungated PI, where the pool's rollouts reach (a noise-free sweep: of width 0)
+        assert r["pi_ungated_covers"] in ("True", "False", "")
+        assert (r["ci_covers"] == "") == (float(r["factor"]) > 1), r
+    assert "chinchilla: 33 queries" in printed
+
+
+def test_the_point_query_refuses_an_unknown_split(capsys):
+    assert point_query.main(["--splits", "gpt3_nope"]) == 2
+    assert capsys.readouterr().err.startswith("error: --splits")
