@@ -15,18 +15,18 @@ the same law), and asked at the queries its module declares (`QUERY`: one kind, 
 - "runs": at each target run's own (params, tokens), the loss `analysis.predict` gives
   (`analysis.predict.predict_rows`), scored against that run's loss and the module's
   `reference` where it has one (Brandfonbrener et al.'s prediction of their 3.3 B run).
-Each query is answered as andrea gates it (the CI by `law_fits.COVERED_UP_TO`, the PI by the
-band's `conformal.COVERED_UP_TO` and, at a compute query, `COMPUTE_QUERY_COVERED_UP_TO`: withheld
-where andrea withholds, the reason in the note) and once more ungated, labelled so
-(`band_intervals.loss_row(measured_only=False)` with no CI gate, the band calibrated on the
-pool's own rollouts with no factor limit: `conformal.sweep_band`, as `bench.coverage_pi` scores
-it). Per query: the factor past the pool's largest compute (and its largest params, where the
-query has params), the relative error, and each interval with whether it covers the measured
-loss and its log-width, log(hi / lo). Beside it, `error_replay_fitter_pct`: the same query
-answered by the planner's fitter (`fit_law_scaled_huber`, the Huber delta scaled to the
-residuals: `design.plan_round` and `bench.scalebench`'s "all runs" fit with it), where
-`analysis.fit --law` keeps the fixed delta 1e-3 (docs/laws.md): the two fitters compared on the
-same pool and query, a measurement only.
+Each query is answered as andrea gates it (the CI by `law_fits.COVERED_UP_TO`, the PI by the band's
+`conformal.COVERED_UP_TO` and, at a compute query, `COMPUTE_QUERY_COVERED_UP_TO`: withheld where
+andrea withholds, the reason in the note) and once more ungated, labelled so (`ungated_row`:
+`band_intervals.loss_row(measured_only=False)` with no CI gate, the band calibrated on the pool's
+own rollouts with no factor limit: `conformal.sweep_band`, as `bench.coverage_pi` scores it, and
+given at any tokens per parameter, as `bench.scalebench --coverage` scores it). Per query: the
+factor past the pool's largest compute (and its largest params, where the query has params), the
+relative error, and each interval with whether it covers the measured loss and its log-width,
+log(hi / lo). Beside it, `error_replay_fitter_pct`: the same query answered by the planner's fitter
+(`fit_law_scaled_huber`, the Huber delta scaled to the residuals: `design.plan_round` and
+`bench.scalebench`'s "all runs" fit with it), where `analysis.fit --law` keeps the fixed delta 1e-3
+(docs/laws.md): the two fitters compared on the same pool and query, a measurement only.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.estimates.band_intervals import loss_row
+from analysis.estimates.band_intervals import loss_pi, loss_row, untrained_ratio
 from analysis.estimates.conformal import covered_bands, saved, sweep_band
 from analysis.estimates.estimate import Sweep, fit_arranged
 from analysis.estimates.law_fits import losses_at
@@ -152,6 +152,21 @@ def gated_row(fit, q: Query, band, why: str) -> dict:
     return row
 
 
+def ungated_row(fit, at: dict, band, why: str) -> dict:
+    """The answer with none of andrea's gates on its intervals: no CI gate, the compute query's
+    PI given (`loss_row(measured_only=False)`), and the band's PI given at a tokens per parameter
+    outside the pool's too (`untrained_ratio`, which `bench.scalebench --coverage` scores past
+    as well); that reason stays in the gated row's note only."""
+    r = loss_row(fit, at, "", band, why, lambda r: None, measured_only=False)
+    off = untrained_ratio(fit, at)
+    if off and off in r["note"] and math.isfinite(r["loss"]):
+        lo, hi, pi_why = loss_pi(band, why, r["loss"], r["extrapolation"])
+        if not pi_why:
+            r["pi_lo"], r["pi_hi"] = lo, hi
+            r["note"] = "; ".join(n for n in r["note"].split("; ") if n != off)
+    return r
+
+
 def _covers(lo: float, hi: float, y: float) -> str:
     return "" if not (math.isfinite(lo) and math.isfinite(hi)) else str(lo <= y <= hi)
 
@@ -197,7 +212,7 @@ def query_rows(split, n_bootstrap: int = LAW_BOOTSTRAP) -> list[dict]:
     rows = []
     for kind, q in queries:
         r = gated_row(fit, q, band, why)
-        u = loss_row(fit, q.at, "", band_u, why_u, lambda r: None, measured_only=False)
+        u = ungated_row(fit, q.at, band_u, why_u)
         y = q.observed
         with np.errstate(all="ignore"):
             other_loss = float(other.predict(q.at)[0]) if other is not None else math.nan

@@ -151,7 +151,8 @@ def _synthetic(tmp_path, law=lambda n, d: 1.7 + 480 / n**0.34 + 2100 / d**0.28):
 
 def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
     """Each target checkpoint asked at its own (params, tokens): within 1 % of the truth, its
-    factors past the pool in compute and params, the CI withheld past the pool's compute."""
+    factors past the pool in compute and params, the CI withheld past the pool's compute, the PI
+    withheld off the pool's tokens per parameter and past 30x, and given ungated at all 33."""
     truth = _synthetic(tmp_path)
     out = tmp_path / "q.csv"
     args = ["--splits", "gpt3", "--data", str(tmp_path), "--bootstrap", "8", "--out", str(out)]
@@ -166,10 +167,16 @@ def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
         assert abs(float(r["error_pct"])) < 1.0 and r["reference"] == "nan"
         assert math.isclose(float(r["factor_params"]), n / 2.7e9, rel_tol=1e-9)
         assert math.isclose(float(r["factor"]), 6 * n * d / c_max, rel_tol=1e-6)
-        # the ungated PI, where the pool's rollouts reach (a noise-free sweep: of width 0)
-        assert r["pi_ungated_covers"] in ("True", "False", "")
         assert (r["ci_covers"] == "") == (float(r["factor"]) > 1), r
-    assert "chinchilla: 33 queries" in printed
+        # andrea withholds the PI off the pool's tokens per parameter (11-2,400) and past 30x;
+        # ungated, it is given at every query (a noise-free sweep: of width 0)
+        off = not 11.1 <= d / n <= 2400 or float(r["factor"]) > 30
+        assert (r["pi_covers"] == "") == off, r
+        assert math.isfinite(float(r["pi_ungated_lo"])) and r["pi_ungated_covers"], r
+        # the reason said once, in the gated row's note (past 30x, that one is said instead)
+        said = d / n < 11.1 and float(r["factor"]) <= 30
+        assert r["note"].count("tokens per parameter, outside") == said, r
+    assert "chinchilla: 33 queries" in printed and "90 % PI ungated given 33" in printed
 
 
 def test_the_point_query_refuses_an_unknown_split(capsys):
