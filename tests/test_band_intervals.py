@@ -190,3 +190,31 @@ def test_a_query_off_the_tokens_per_parameter_fitted_withholds_its_pi_alone(pair
     # the fitted range's own ends are inside
     edge = bi.loss_row(base, {"params": [n], "tokens": [5.0 * n]}, "", band, "", lambda r: None)
     assert math.isfinite(edge["pi_lo"])
+
+
+def test_the_ci_is_inside_the_data_only_within_the_params_and_tokens_fitted(pair):
+    """docs/laws.md: a query below the fitted compute but past the params fitted (GPT-3's 6.7 B
+    and 13 B checkpoints) is outside the data for the CI; the fit ran 1e6-8e6 params, 5e6-1.6e8
+    tokens, largest compute 6 * 8e6 * 1.6e8."""
+    base, _ = pair
+    band = Band(0.01, 0.9, 12, (1.2, 5.0), up_to=30.0)
+
+    def gated(n, d):
+        X = {"params": np.array([n]), "tokens": np.array([d])}
+        return bi.loss_row(base, X, "", band, "", lambda r: law_fits.withheld_interval(r, "loss"))
+
+    past = gated(1.6e7, 8e7)  # twice the largest params, at exactly the largest compute
+    assert past["extrapolation"] == pytest.approx(1.0)
+    want = "confidence interval withheld: params 1.6e+07, 2x past the largest fitted"
+    assert want in past["note"]
+    assert "(1e+06-8e+06)" in past["note"] and math.isnan(past["ci_lo"])
+    assert math.isfinite(past["pi_lo"])  # the PI's own gates are unchanged: D/N 5 was fitted
+    below = gated(1e6, 1e6)
+    assert "tokens 1e+06, 5x below the smallest fitted (5e+06-1.6e+08)" in below["note"]
+    inside = gated(4e6, 4e7)
+    assert "confidence interval withheld" not in inside["note"]
+    assert bi.outside_fitted(base, {"params": [4e6], "tokens": [4e7]}) == (1.0, "")
+    assert bi.outside_fitted(base, {"compute": np.array([0.5])}) == (1.0, "")
+    # ungated (the benches' columns): no gate, no reason
+    X = {"params": np.array([1.6e7]), "tokens": np.array([8e7])}
+    assert "withheld" not in bi.loss_row(base, X, "", band, "", lambda r: None)["note"]

@@ -151,6 +151,27 @@ def untrained_ratio(f: LawFit, X: dict) -> str:
     )
 
 
+def outside_fitted(f: LawFit, X: dict) -> tuple[float, str]:
+    """How far a (params, tokens) query lies outside the runs `f` was fitted on, in either input:
+    (the larger of query / largest and smallest / query over params and tokens, which input and
+    its fitted range), or (1.0, "") inside them, for a compute query or a law without both. The
+    CI's gate reads it beside the compute factor (docs/laws.md: a query below the fitted compute
+    can still lie past the params fitted, where the bootstrap CI was never measured to cover)."""
+    pts, both = f.points or {}, ("params", "tokens")
+    if not (set(both) <= set(f.law.inputs) and set(both) <= set(X) and set(both) <= set(pts)):
+        return 1.0, ""
+    worst, what = 1.0, ""
+    for name in both:
+        fitted = np.asarray(pts[name], float)
+        lo, hi, q = float(fitted.min()), float(fitted.max()), float(np.ravel(X[name])[0])
+        factor = max(q / hi, lo / q)
+        if factor > worst * (1 + 1e-9):
+            side = "past the largest" if q > hi else "below the smallest"
+            worst = factor
+            what = f"{name} {q:.3g}, {factor:.3g}x {side} fitted ({lo:.3g}-{hi:.3g})"
+    return worst, what
+
+
 def loss_row(
     f: LawFit,
     X: dict,
@@ -162,7 +183,8 @@ def loss_row(
 ) -> dict:
     """One prediction at X (the law's inputs, or {"compute": [c]}) with its confidence and
     prediction intervals; `ci_gate(row)`: why the CI is withheld this far past the data, or None
-    (`analysis.estimates.law_fits.withheld_interval`). Every reason goes in "note".
+    (`analysis.estimates.law_fits.withheld_interval`), asked at the compute factor and again at
+    `outside_fitted`'s (params or tokens outside the runs fitted). Every reason goes in "note".
     `measured_only=False` (the coverage bench) gives the PI at a compute query that
     COMPUTE_QUERY_COVERED_UP_TO would withhold."""
     loss = float(f.predict(X)[0])
@@ -185,6 +207,12 @@ def loss_row(
         "note": note,
     }
     why = ci_gate(r)
+    outside, which = outside_fitted(f, X)
+    if not why and which and ci_gate({**r, "extrapolation": outside}):
+        why = (
+            f"confidence interval withheld: {which}, where its coverage was not measured "
+            f">= 90 % (docs/laws.md)"
+        )
     gone = _unsupported(f, X, loss, r["compute_pflops_days"])
     r["pi_lo"], r["pi_hi"], pi_why = loss_pi(band, band_why, loss, ext)
     unmeasured = (
