@@ -22,7 +22,10 @@
 #   12-14. the same three for Brown et al. 2020's GPT-3 training curves (as Choshen et al. 2024
 #      digitized them): bench.scalebench --splits gpt3 (gpt3/, gpt3.txt), its --coverage
 #      (gpt3_coverage.txt) and bench.point_query --splits gpt3 (gpt3_point_query.csv, .txt)
-#   15. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
+#   15-17. the same three for Zhang et al. 2022's OPT training curves (as Xia et al. 2023
+#      evaluated them): bench.scalebench --splits opt (opt/, opt.txt), its --coverage
+#      (opt_coverage.txt) and bench.point_query --splits opt (opt_point_query.csv, .txt)
+#   18. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
 #      (coverage_nd_gpu6.txt) and conformal.COVERED_UP_TO (coverage_nd_pi.txt)
 # No time limits: a shared CPU's load, not a hang, is what makes a step slow. A failed step is
 # logged with its exit status and the rest still run. Exit status: 0 all ran, 1 a step failed
@@ -80,6 +83,9 @@ if [ "$QUICK" = 1 ]; then
   G3=(--splits gpt3 --methods random,full --reps 1)  # the one split and its _auto twin
   G3_COV=(--splits gpt3)
   G3PQ=(--splits gpt3 --bootstrap 10)
+  OP=(--splits opt --methods random,full --reps 1)  # the one split and its _auto twin
+  OP_COV=(--splits opt)
+  OPQ=(--splits opt --bootstrap 10)
   # one design, one truth, two sweeps: a check that the command runs, no coverage to quote
   ND6=(--designs nd-gpu6 --truths kaplan --reps 2 --bootstrap 10)
   NDPI=(--designs nd-gpu --truths kaplan --reps 2 --bootstrap 10)
@@ -98,6 +104,9 @@ else
   G3=(--splits gpt3)
   G3_COV=(--splits gpt3)
   G3PQ=(--splits gpt3)
+  OP=(--splits opt)
+  OP_COV=(--splits opt)
+  OPQ=(--splits opt)
   # the exact command lines of docs/laws.md's two tables
   ND6=(--designs nd-gpu6 --truths kaplan besiroglu --reps 40 --bootstrap 100)
   NDPI=(--designs nd-gpu --truths kaplan besiroglu --reps 40 --bootstrap 100)
@@ -126,6 +135,9 @@ fi
 run gpt3 "$PY" -m bench.scalebench "${G3[@]}" --jobs 2 --out "$OUT/gpt3"
 run gpt3_coverage "$PY" -m bench.scalebench --coverage "${G3_COV[@]}"
 run gpt3_point_query "$PY" -m bench.point_query "${G3PQ[@]}" --out "$OUT/gpt3_point_query.csv"
+run opt "$PY" -m bench.scalebench "${OP[@]}" --jobs 2 --out "$OUT/opt"
+run opt_coverage "$PY" -m bench.scalebench --coverage "${OP_COV[@]}"
+run opt_point_query "$PY" -m bench.point_query "${OPQ[@]}" --out "$OUT/opt_point_query.csv"
 run coverage_nd_gpu6 "$PY" -m bench.coverage_nd --factors 1 3 10 30 "${ND6[@]}"
 run coverage_nd_pi "$PY" -m bench.coverage_nd --factors 3 10 30 "${NDPI[@]}"
 

@@ -28,6 +28,9 @@ STEPS = (
     ("gpt3", "bench.scalebench --splits gpt3"),
     ("gpt3_coverage", "bench.scalebench --coverage --splits gpt3"),
     ("gpt3_point_query", "bench.point_query --splits gpt3"),
+    ("opt", "bench.scalebench --splits opt"),
+    ("opt_coverage", "bench.scalebench --coverage --splits opt"),
+    ("opt_point_query", "bench.point_query --splits opt"),
     ("coverage_nd_gpu6", "bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6"),
     ("coverage_nd_pi", "bench.coverage_nd --factors 3 10 30 --designs nd-gpu "),
 )
@@ -67,10 +70,16 @@ def test_heldout_smoke_runs_every_step(tmp_path):
     assert "exit status" not in log
     for name, _ in STEPS:
         assert out.joinpath(f"{name}.txt").stat().st_size > 0, name
-    for table in ("scalebench", "porian", "gadre", "l2l", "gpt3"):
+    for table in ("scalebench", "porian", "gadre", "l2l", "gpt3", "opt"):
         for ext in ("md", "csv", "json"):
             assert out.joinpath(table, f"scalebench.{ext}").is_file(), (table, ext)
-    queries = ("porian_compute_query", "gadre_point_query", "l2l_point_query", "gpt3_point_query")
+    queries = (
+        "porian_compute_query",
+        "gadre_point_query",
+        "l2l_point_query",
+        "gpt3_point_query",
+        "opt_point_query",
+    )
     for query in queries:
         rows = out.joinpath(f"{query}.csv").read_text().splitlines()
         assert len(rows) > 1, query  # a header and the split's rows

@@ -1,0 +1,189 @@
+"""Zhang et al. 2022's OPT training curves (as Xia et al. 2023 evaluated them) as a held-out split
+(bench/opt_splits.py): the file loads, has its columns (114 checkpoints of six models, from 30 B
+tokens), and parts into pool and target as declared (73 checkpoints of the four smallest models,
+41 of the 30 B and 175 B); the split is held out; `bench.scalebench` (replay and --coverage) and
+`bench.point_query` run on it. No score is asserted on the real curves (they are held out); the
+point query's arithmetic is checked on a synthetic sweep whose truth is known, and the
+conversion on made-up rows."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+
+from bench import opt_splits, point_query
+from bench.scalebench import main as scalebench
+from bench.scalebench_splits import (
+    BAND_DEV,
+    DEV,
+    PLANNER_DEV,
+    SPLITS,
+    SplitError,
+    aliases,
+    load_split,
+)
+
+
+def _convert():
+    """bench/data/zhang2022/convert.py, the script that wrote runs.csv (a file, not a package)."""
+    path = opt_splits.DATA / "convert.py"
+    spec = importlib.util.spec_from_file_location("zhang_convert", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CONVERT = _convert()
+HEADER = CONVERT.COLUMNS
+# the nominal params of each model and the kept checkpoints the README counts
+PARAMS = dict(zip(CONVERT.MODELS, (125e6, 1.3e9, 6.7e9, 13e9, 30e9, 175e9)))
+COUNTS = dict(zip(CONVERT.MODELS, (25, 15, 17, 16, 14, 27)))
+
+
+def _rows():
+    with open(opt_splits.DATA / "runs.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_the_file_has_its_columns_and_every_kept_checkpoint():
+    rows = _rows()
+    assert tuple(rows[0]) == HEADER and len(rows) == 114
+    assert set(CONVERT.MODELS) == set(opt_splits.POOL_MODELS + opt_splits.TARGET_MODELS)
+    for m in CONVERT.MODELS:
+        mine = [r for r in rows if r["model"] == m]
+        assert len(mine) == COUNTS[m], m
+        assert {float(r["params"]) for r in mine} == {PARAMS[m]}
+        tokens = [int(r["tokens"]) for r in mine]
+        assert tokens == sorted(set(tokens)) and tokens[0] >= 30 * 10**9
+        assert max(tokens) == (260 if m == "1.3b" else 280) * 10**9
+        assert all(int(r["tokens"]) == int(r["step"]) * CONVERT.MODELS[m][1] for r in mine)
+    for r in rows:
+        assert float(r["loss_val"]) == math.log(float(r["ppl"]))
+        assert 2.0 < float(r["loss_val"]) < 4.0
+
+
+def test_the_conversion_reads_tokens_from_steps_and_drops_the_first_30_b():
+    text = "model_name,model_size,steps,num_token,flops,ppl\n" + "".join(
+        f"OPT,{m},{s},{math.log10(s * b)},{math.log10(6 * n * s * b)},{p}\n"
+        for m, (n, b) in CONVERT.MODELS.items()
+        for s, p in ((30e9 / b - 1, 40.0), (30e9 / b, 20.0), (60e9 / b, 10.0))
+    )
+    text = text.replace(".0,", ",")  # whole steps, as the source writes them
+    out, dropped = CONVERT.rows(text)
+    assert dropped == 6 and len(out) == 12
+    assert [r["model"] for r in out[:2]] == ["125m", "125m"]
+    assert (out[0]["tokens"], out[0]["step"]) == (30 * 10**9, 60_000)
+    assert float(out[0]["loss_val"]) == math.log(20.0) and out[0]["ppl"] == repr(20.0)
+    with pytest.raises(ValueError, match="tokens"):  # a step the batch size does not explain
+        CONVERT.rows(text.replace("OPT,125m,60000,", "OPT,125m,60001,"))
+    with pytest.raises(ValueError, match="unexpected model"):
+        CONVERT.rows(text.replace("OPT,30b,", "OPT,66b,"))
+
+
+def test_the_opt_split_is_held_out_named_by_the_alias_and_not_benchmark_fitted():
+    assert set(opt_splits.SPLITS) == {"opt", "opt_auto"}
+    for score in ("replay", "coverage", "point_query"):
+        assert set(aliases(score)["opt"]) == set(opt_splits.SPLITS)
+    for name in opt_splits.SPLITS:
+        assert name in SPLITS and not {name} & (set(DEV) | set(PLANNER_DEV) | set(BAND_DEV))
+        assert SPLITS[name].no_benchmark_fit.startswith("not a ScaleBench split")
+    assert point_query.names_of("opt", ()) == ["opt"]
+
+
+def test_pool_the_four_smallest_models_target_the_two_largest_with_the_validation_loss():
+    split = load_split("opt")
+    assert split.mark == "held-out" and split.band_mark == "held-out"
+    assert split.law.name == "chinchilla"
+    (g,) = split.groups
+    assert (len(g.y), len(g.y_test)) == (73, 41)
+    small = [r for r in _rows() if r["model"] in opt_splits.POOL_MODELS]
+    large = [r for r in _rows() if r["model"] in opt_splits.TARGET_MODELS]
+    assert sorted(g.y) == sorted(float(r["loss_val"]) for r in small)
+    assert sorted(g.y_test) == sorted(float(r["loss_val"]) for r in large)
+    assert sorted(g.X_test["params"]) == sorted(float(r["params"]) for r in large)
+    assert g.X["params"].max() == 13e9 < 30e9 == g.X_test["params"].min()
+    assert np.allclose(g.cost, 6 * g.X["params"] * g.X["tokens"])
+    assert np.allclose(g.budgets, [f * g.cost.sum() for f in (0.01, 0.05, 0.10)])
+    # the factors past the pool the protocol states: 5 of 41 below its largest compute
+    factor = 6 * g.X_test["params"] * g.X_test["tokens"] / g.cost.max()
+    assert (factor < 1).sum() == 5 and factor.min() == pytest.approx(0.33, abs=0.005)
+    assert factor.max() == pytest.approx(13.46, abs=0.01)
+
+
+def test_a_model_neither_pool_nor_target_is_an_error_and_a_missing_file_too(tmp_path):
+    with pytest.raises(ValueError, match="neither pool nor target: 66b"):
+        opt_splits.in_pool(["125m", "66b"])
+    with pytest.raises(SplitError, match="runs.csv: no such file"):
+        load_split("opt", tmp_path)
+
+
+def test_scalebench_replays_the_opt_split_and_its_coverage(tmp_path, capsys):
+    """One repetition of random and the whole pool: held out, andrea's fit only, R² and the RMS
+    relative error in the CSV; --coverage prints one row per split."""
+    args = ["--splits", "opt", "--methods", "random,full", "--reps", "1"]
+    assert scalebench(args + ["--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "opt [held out]" in out and "RMS relative error over the 41 target runs" in out
+    rows = list(csv.DictReader(open(tmp_path / "scalebench.csv")))
+    assert {r["split"] for r in rows} == {"opt", "opt_auto"}
+    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"held-out"}
+    assert scalebench(["--coverage", "--splits", "opt"]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("opt ")]
+    assert len(lines) == 1 and lines[0].split()[1:3] == ["held-out", "41"]
+
+
+def _synthetic(tmp_path, law=lambda n, d: 1.7 + 480 / n**0.34 + 2100 / d**0.28):
+    """A noise-free Chinchilla sweep laid out as the OPT split: every kept checkpoint's (params,
+    tokens), its loss the law's."""
+    truth = {}
+    with open(tmp_path / "runs.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(HEADER)
+        for r in _rows():
+            n, d = float(r["params"]), float(r["tokens"])
+            y = law(n, d)
+            w.writerow([r["model"], r["params"], r["tokens"], r["step"], math.exp(y), repr(y)])
+            if r["model"] in opt_splits.TARGET_MODELS:
+                truth[(n, d)] = y
+    return truth
+
+
+def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
+    """Each target checkpoint asked at its own (params, tokens): within 1 % of the truth, its
+    factors past the pool in compute and params, the CI withheld past the pool's params, the PI
+    withheld off the pool's tokens per parameter, and given ungated at all 41."""
+    truth = _synthetic(tmp_path)
+    pool = [r for r in _rows() if r["model"] in opt_splits.POOL_MODELS]
+    ratio = [int(r["tokens"]) / int(r["params"]) for r in pool]
+    lo, hi = min(ratio), max(ratio)  # 3.08 (the 13 B at 40 B) and 2,240 (the 125 M at 280 B)
+    out = tmp_path / "q.csv"
+    args = ["--splits", "opt", "--data", str(tmp_path), "--bootstrap", "8", "--out", str(out)]
+    assert point_query.main(args) == 0
+    printed = capsys.readouterr().out
+    rows = [r for r in csv.DictReader(open(out)) if r["law"] == "chinchilla"]
+    assert len(rows) == 41 and {r["query"] for r in rows} == {"runs"}
+    c_max = 6 * 13e9 * 280e9
+    for r in rows:
+        n, d = float(r["params"]), float(r["tokens"])
+        assert math.isclose(float(r["observed"]), truth[(n, d)], rel_tol=1e-12)
+        assert abs(float(r["error_pct"])) < 1.0 and r["reference"] == "nan"
+        assert math.isclose(float(r["factor_params"]), n / 13e9, rel_tol=1e-9)
+        assert math.isclose(float(r["factor"]), 6 * n * d / c_max, rel_tol=1e-6)
+        # the CI only inside the pool's compute, params and tokens (docs/laws.md): every target
+        # lies past its params, which the note says where the compute is inside
+        assert r["ci_covers"] == "" and r["ci_ungated_covers"] in ("True", "False"), r
+        assert ("past the largest fitted" in r["note"]) == (float(r["factor"]) <= 1), r
+        # andrea withholds the PI off the pool's tokens per parameter (every factor is under 30x);
+        # ungated, it is given at every query (a noise-free sweep: of width 0)
+        assert (r["pi_covers"] == "") == (not lo <= d / n <= hi), r
+        assert math.isfinite(float(r["pi_ungated_lo"])) and r["pi_ungated_covers"], r
+    assert "chinchilla: 41 queries" in printed and "90 % PI ungated given 41" in printed
+
+
+def test_the_point_query_refuses_an_unknown_split(capsys):
+    assert point_query.main(["--splits", "opt_nope"]) == 2
+    assert capsys.readouterr().err.startswith("error: --splits")
