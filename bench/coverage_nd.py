@@ -50,6 +50,10 @@ paired gap band needs (nd-gpu's 6 pairs are too few):
     python -m bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6 --truths kaplan besiroglu \
         --reps 40 --bootstrap 100
 
+`--band-rule drift` (with `--factors`): the loss band (`pi`, `pi_c`, `pi_run`) calibrated by the
+candidate rule declared in docs/laws.md instead of the default `log`; the multiplier's bands keep
+`log`.
+
 `--quick`: 2 sweeps, 10 resamples, a smoke test.
 """
 

@@ -1,5 +1,5 @@
 """The prediction interval's held-out coverage on ScaleBench's splits:
-`python -m bench.scalebench --coverage [--splits S,..]`
+`python -m bench.scalebench --coverage [--splits S,..] [--band-rule RULE]`
 
 Per split and group, the split's law is fitted to the WHOLE pool as `analysis.fit` fits a law
 (`analysis.estimates.estimate.fit_variants`, the pool's rows as runs of one label, each with
@@ -15,7 +15,9 @@ A group without a band counts no target run; the row names it. Where the law has
 tokens), the note also counts the target runs at whose tokens per parameter `analysis.predict`
 withholds the band (outside the D/N range of the pool:
 `analysis.estimates.band_intervals.untrained_ratio`) and the coverage of the rest; the coverage
-column itself scores the band at every target run.
+column itself scores the band at every target run. `--band-rule` (default `log`, andrea's): the
+rule the band is calibrated by (`conformal.RULES`; `drift`, the candidate declared in
+docs/laws.md).
 """
 
 from __future__ import annotations
