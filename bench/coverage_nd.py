@@ -50,6 +50,10 @@ paired gap band needs (nd-gpu's 6 pairs are too few):
     python -m bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6 --truths kaplan besiroglu \
         --reps 40 --bootstrap 100
 
+`--band-rule drift` (with `--factors`): the loss band (`pi`, `pi_c`, `pi_run`) calibrated by the
+candidate rule declared in docs/laws.md instead of the default `log`; the multiplier's bands keep
+`log`.
+
 `--quick`: 2 sweeps, 10 resamples, a smoke test.
 """
 
@@ -65,7 +69,7 @@ import numpy as np
 
 from analysis.estimates import law_fits
 from analysis.estimates.band_intervals import joint_level
-from analysis.estimates.conformal import calibrate, gap_band, residuals_of, sweep_rollout
+from analysis.estimates.conformal import RULES, calibrate, gap_band, residuals_of, sweep_rollout
 from analysis.estimates.estimate import default_c_ref, fit_variants, points_for
 from analysis.estimates.extra_fits import fit_chinchilla_replicates
 from analysis.estimates.multiplier import boot_multipliers, multiplier_at, ratio
@@ -249,8 +253,10 @@ def run_extrapolation(
     sigma_run: float = 0.012,
     rho: float = 0.3,
     sigma_point: float = 0.003,
+    band_rule: str = "log",
 ) -> dict:
-    """Coverage of the loss and multiplier intervals at f x the largest compute (module doc)."""
+    """Coverage of the loss and multiplier intervals at f x the largest compute (module doc);
+    `band_rule`: the loss band's (`conformal.RULES`)."""
     true_laws = laws(truth)
     rng = np.random.default_rng([seed, sum(map(ord, design)), len(noise), len(truth), 0xE7])
     keys = [
@@ -262,7 +268,9 @@ def run_extrapolation(
         design, reps, true_laws, rng, noise, sigma_run, rho, sigma_point
     ):
         for name in laws_:
-            _score_law(tally, name, runs, bseed, n_boot, design, factors, true_laws, noise_args)
+            _score_law(
+                tally, name, runs, bseed, n_boot, design, factors, true_laws, noise_args, band_rule
+            )
     return {
         "design": design,
         "truth": truth,
@@ -284,8 +292,11 @@ def run_extrapolation(
     }
 
 
-def _score_law(tally, name, runs, bseed, n_boot, design, factors, true_laws, noise_args):
-    """One sweep's intervals under law `name` at each factor, into `tally`."""
+def _score_law(
+    tally, name, runs, bseed, n_boot, design, factors, true_laws, noise_args, band_rule="log"
+):
+    """One sweep's intervals under law `name` at each factor, into `tally`; `band_rule`: the
+    loss band's (`conformal.RULES`: pi, pi_c, pi_run; the multiplier's bands keep "log")."""
     _, _, budgets, tpp = DESIGNS[design]
     ray = tpp * max(budgets)  # tokens per parameter of each run's final point
     c_max = max(r.compute for r in runs)
@@ -301,7 +312,7 @@ def _score_law(tally, name, runs, bseed, n_boot, design, factors, true_laws, noi
         ro = sweep_rollout(law, runs, final_points(runs))
     base, var = res.fits["baseline"], res.fits["variant"]
     residuals = residuals_of(ro)
-    band, _ = calibrate(*residuals)
+    band, _ = calibrate(*residuals, rule=band_rule)
     bands = {
         "mult_pi": gap_band(ro, runs, "baseline")[0],
         "mult_pi_bonf": calibrate(*residuals, joint_level())[0],
@@ -359,6 +370,13 @@ def main(argv=None) -> int:
         help="laws of the registry for --factors (default: %(default)s)",
     )
     p.add_argument(
+        "--band-rule",
+        default="log",
+        choices=RULES,
+        help="with --factors: the loss band's rule (pi, pi_c, pi_run; default %(default)s, "
+        "andrea's; drift: the candidate declared in docs/laws.md)",
+    )
+    p.add_argument(
         "--quick",
         action="store_true",
         help="a few sweeps, few resamples: a smoke test in seconds (no coverage to quote)",
@@ -368,6 +386,11 @@ def main(argv=None) -> int:
         args.reps, args.bootstrap = 2, 10
     if args.reps < 1 or args.bootstrap < 10:
         print("error: need --reps >= 1 and --bootstrap >= 10", file=sys.stderr)
+        return 2
+    if args.band_rule != "log" and args.factors is None:
+        print(
+            "error: --band-rule is the prediction band's, asked for with --factors", file=sys.stderr
+        )
         return 2
     if args.factors is not None:
         try:
@@ -402,7 +425,15 @@ def _extrapolation_main(args) -> int:
         f"{'design':<8} {'truth':<10} {'law':<11} {'factor':>6} {'quantity':<10} "
         f"{'coverage':>8} {'±se':>6} {'median log-width':>16} {'withheld':>8} {'if given':>8}",
         lambda d, truth: run_extrapolation(
-            d, args.reps, args.bootstrap, args.factors, args.laws, args.seed, truth, args.noise
+            d,
+            args.reps,
+            args.bootstrap,
+            args.factors,
+            args.laws,
+            args.seed,
+            truth,
+            args.noise,
+            band_rule=args.band_rule,
         ),
         lambda d, truth, r: (
             f"{d:<8} {truth:<10} {row['law']:<11} {row['factor']:>5g}x "
@@ -420,6 +451,7 @@ def _print_tables(args, header: str, measure, lines) -> int:
     print(
         f"truth L(N, D), variant N, D x sqrt({M_TRUE}); {args.noise} seed noise; {args.reps} "
         f"replicates, {args.bootstrap} resamples; nominal 95 %; ±se: binomial standard error"
+        + ("" if args.band_rule == "log" else f"; prediction band rule {args.band_rule}")
     )
     print(header)
     for d in args.designs:

@@ -1,6 +1,6 @@
 """A held-out split's pool fitted as a user fits it, and asked what a user asks past it:
 `python -m bench.point_query [--splits S,..] [--bootstrap N] [--data DIR] [--source DIR]
-[--out FILE.csv]`
+[--band-rule RULE] [--out FILE.csv]`
 
 The splits are the held-out splits of public runs (bench/run_splits.py; `--splits porian`, `--splits
 gadre`, `--splits l2l` with `--source DIR`, `--splits gpt3`, `--splits opt`, or names). Per split,
@@ -28,6 +28,8 @@ log(hi / lo). Beside it, `error_replay_fitter_pct`: the same query answered by t
 (`fit_law_scaled_huber`, the Huber delta scaled to the residuals: `design.plan_round` and
 `bench.scalebench`'s "all runs" fit with it), where `analysis.fit --law` keeps the fixed delta 1e-3
 (docs/laws.md): the two fitters compared on the same pool and query, a measurement only.
+`--band-rule` (default `log`, andrea's): the rule both bands are calibrated by (`conformal.RULES`;
+`drift`, the candidate declared in docs/laws.md).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.estimates.band_intervals import loss_pi, loss_row, untrained_ratio
-from analysis.estimates.conformal import covered_bands, saved, sweep_band
+from analysis.estimates.conformal import RULES, covered_bands, saved, sweep_band
 from analysis.estimates.estimate import Sweep, fit_arranged
 from analysis.estimates.law_fits import losses_at
 from analysis.estimates.pool_law import LABEL, as_runs
@@ -130,8 +132,9 @@ def kinds_of(module) -> tuple[str, ...]:
     return (module.QUERY,) if isinstance(module.QUERY, str) else tuple(module.QUERY)
 
 
-def fitted(split, n_bootstrap: int):
-    """(the pool's fit of the split's law, the gated band and why, the ungated band and why)."""
+def fitted(split, n_bootstrap: int, rule: str = "log"):
+    """(the pool's fit of the split's law, the gated band and why, the ungated band and why), the
+    bands calibrated by `rule` (`conformal.RULES`)."""
     g = split.groups[0]
     runs = as_runs(g.X, g.y, [f"{split.name}:{i}" for i in range(len(g.y))], cost=g.cost)
     sweep = Sweep.of(runs)
@@ -139,8 +142,8 @@ def fitted(split, n_bootstrap: int):
         warnings.simplefilter("ignore")
         settings = FitSettings(n_bootstrap=n_bootstrap)
         res = fit_arranged(sweep.for_law(split.law), LABEL, settings, split.law)
-        (band, why), _ = covered_bands(split.law, sweep.runs, sweep.c_law_runs, LABEL)
-        ungated = sweep_band(split.law, sweep.runs, sweep.c_law_runs)
+        (band, why), _ = covered_bands(split.law, sweep.runs, sweep.c_law_runs, LABEL, rule)
+        ungated = sweep_band(split.law, sweep.runs, sweep.c_law_runs, rule=rule)
     return res, (band, why), ungated
 
 
@@ -196,11 +199,11 @@ def replay_fitter(split):
             return None
 
 
-def query_rows(split, n_bootstrap: int = LAW_BOOTSTRAP) -> list[dict]:
-    """One row per query of the split (module docstring)."""
+def query_rows(split, n_bootstrap: int = LAW_BOOTSTRAP, rule: str = "log") -> list[dict]:
+    """One row per query of the split (module docstring), the bands calibrated by `rule`."""
     module = module_of(split.name)
     queries = [(k, q) for k in kinds_of(module) for q in QUERIES[k](split, module.reference)]
-    res, (band, why), (band_u, why_u) = fitted(split, n_bootstrap)
+    res, (band, why), (band_u, why_u) = fitted(split, n_bootstrap, rule)
     base = {"split": split.name, "law": split.law.name}
     if LABEL not in res.fits:
         why = res.skipped.get(LABEL, "not fitted")
@@ -329,6 +332,13 @@ def main(argv=None, default: tuple[str, ...] | None = None, doc: str | None = No
     p.add_argument("--bootstrap", type=int, default=LAW_BOOTSTRAP, help="CI resamples")
     p.add_argument("--data", type=Path, default=None, help="folder of the splits' files")
     add_source_argument(p)
+    p.add_argument(
+        "--band-rule",
+        default="log",
+        choices=RULES,
+        help="the prediction band's rule (default %(default)s, andrea's; drift: the candidate "
+        "declared in docs/laws.md)",
+    )
     p.add_argument("--out", type=Path, default=None, help="write the rows as CSV here")
     args = p.parse_args(argv)
     names = names_of(args.splits, default)
@@ -346,7 +356,7 @@ def main(argv=None, default: tuple[str, ...] | None = None, doc: str | None = No
     for split in splits:
         auto = load_split(split.name + AUTO, split.data)
         for s in [split] + ([auto] if auto.law.name != split.law.name else []):
-            for r in query_rows(s, args.bootstrap):
+            for r in query_rows(s, args.bootstrap, args.band_rule):
                 rows.append(r)
                 print(line(r), flush=True)
         if auto.law.name == split.law.name:

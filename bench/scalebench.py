@@ -48,6 +48,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
+from analysis.estimates.conformal import RULES
 from analysis.estimates.design import take
 from analysis.estimates.pool_law import candidates
 from analysis.estimates.pool_plan import replay_sequence
@@ -375,6 +376,13 @@ def main(argv=None) -> int:
         help="instead of the replay: the 90 %% prediction interval's coverage on each split's "
         "target region, the band calibrated on the whole pool's rollouts",
     )
+    p.add_argument(
+        "--band-rule",
+        default="log",
+        choices=RULES,
+        help="with --coverage: the band's rule (default %(default)s, andrea's; drift: the "
+        "candidate declared in docs/laws.md)",
+    )
     args = p.parse_args(argv)
     named = aliases("coverage" if args.coverage else "replay")
     splits, bad_splits = _list(args.splits, SPLITS, "splits", named)
@@ -383,6 +391,8 @@ def main(argv=None) -> int:
         splits, methods, bad_splits, bad_methods = QUICK["splits"], QUICK["methods"], None, None
     reps = args.reps if args.reps is not None else QUICK["reps"] if args.quick else REPS
     bad = bad_splits or bad_methods
+    if not bad and args.band_rule != "log" and not args.coverage:
+        bad = "error: --band-rule is the band's, asked for with --coverage only"
     if not bad and (reps < 1 or args.jobs < 1):
         bad = f"error: --reps and --jobs must be >= 1, got {reps} and {args.jobs}"
     if bad:
@@ -393,7 +403,7 @@ def main(argv=None) -> int:
         print(loaded, file=sys.stderr)
         return 2
     if args.coverage:
-        print_rows(loaded)
+        print_rows(loaded, rule=args.band_rule)
         return 0
     for name, why in SKIPPED.items():
         print(f"skipped {name}: {why}")

@@ -1,5 +1,5 @@
 """The prediction interval's held-out coverage on ScaleBench's splits:
-`python -m bench.scalebench --coverage [--splits S,..]`
+`python -m bench.scalebench --coverage [--splits S,..] [--band-rule RULE]`
 
 Per split and group, the split's law is fitted to the WHOLE pool as `analysis.fit` fits a law
 (`analysis.estimates.estimate.fit_variants`, the pool's rows as runs of one label, each with
@@ -15,7 +15,9 @@ A group without a band counts no target run; the row names it. Where the law has
 tokens), the note also counts the target runs at whose tokens per parameter `analysis.predict`
 withholds the band (outside the D/N range of the pool:
 `analysis.estimates.band_intervals.untrained_ratio`) and the coverage of the rest; the coverage
-column itself scores the band at every target run.
+column itself scores the band at every target run. `--band-rule` (default `log`, andrea's): the
+rule the band is calibrated by (`conformal.RULES`; `drift`, the candidate declared in
+docs/laws.md).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import warnings
 import numpy as np
 
 from analysis.estimates.band_intervals import untrained_ratio
-from analysis.estimates.conformal import LEVEL, scale, sweep_band
+from analysis.estimates.conformal import LEVEL, sweep_band
 from analysis.estimates.estimate import fit_variants, why_unusable
 from analysis.estimates.pool_law import LABEL, as_runs
 from analysis.fits.settings import FitSettings
@@ -36,8 +38,9 @@ HEADER = (
 )
 
 
-def score_group(law, g, level: float = LEVEL) -> dict:
-    """{"inside": [bool per target run], "width": [...], "factor": [...]} or {"withheld": why}."""
+def score_group(law, g, level: float = LEVEL, rule: str = "log") -> dict:
+    """{"inside": [bool per target run], "width": [...], "factor": [...]} or {"withheld": why},
+    the band calibrated by `rule` (`conformal.RULES`)."""
     runs = as_runs(g.X, g.y, [f"{g.name}:{i}" for i in range(len(g.y))], cost=g.cost)
     why = why_unusable(law, runs)
     if why:
@@ -47,7 +50,7 @@ def score_group(law, g, level: float = LEVEL) -> dict:
         res = fit_variants(runs, LABEL, FitSettings(n_bootstrap=0), law)
     if LABEL not in res.fits:
         return {"withheld": f"not fitted to the pool: {res.skipped.get(LABEL, '')}"}
-    band, why = sweep_band(law, runs, runs, level)
+    band, why = sweep_band(law, runs, runs, level, rule)
     if band is None:
         return {"withheld": why}
     fit = res.fits[LABEL]
@@ -55,14 +58,14 @@ def score_group(law, g, level: float = LEVEL) -> dict:
     factor = np.asarray(fit.extrapolation(_compute_query(fit, X, g)), float)
     with np.errstate(all="ignore"):
         r = np.log(np.asarray(g.y_test, float)) - np.log(np.asarray(fit.predict(X), float))
-    half = band.q * scale(factor)
+    lo, hi = band.bounds(factor)
     off = [
         bool(untrained_ratio(fit, {k: v[i : i + 1] for k, v in X.items()}))
         for i in range(len(g.y_test))
     ]
     return {
-        "inside": list(np.abs(r) <= half),
-        "width": list(2 * half),
+        "inside": list((lo <= r) & (r <= hi)),
+        "width": list(hi - lo),
         "factor": list(factor),
         "off": off,
     }
@@ -76,11 +79,11 @@ def _compute_query(fit, X: dict, g) -> dict:
     return {"compute": np.asarray(g.cost_test, float)}
 
 
-def split_row(split, level: float = LEVEL) -> dict:
+def split_row(split, level: float = LEVEL, rule: str = "log") -> dict:
     """One split's row: coverage over the target runs of every group with a band."""
     inside, width, factor, off, notes = [], [], [], [], []
     for g in split.groups:
-        s = score_group(split.law, g, level)
+        s = score_group(split.law, g, level, rule)
         if "withheld" in s:
             where = f"{g.name}: " if len(split.groups) > 1 else ""
             notes.append(f"{where}withheld: {s['withheld']}")
@@ -116,12 +119,14 @@ def row_line(row: dict) -> str:
     )
 
 
-def print_rows(splits, level: float = LEVEL) -> list[dict]:
-    """Print one row per split (the header first) and return the rows."""
-    print(f"{100 * level:.3g} % prediction interval on each split's target region:")
+def print_rows(splits, level: float = LEVEL, rule: str = "log") -> list[dict]:
+    """Print one row per split (the header first) and return the rows; `rule`: the band's
+    (`conformal.RULES`; a rule other than the default "log" is named in the title)."""
+    named = "" if rule == "log" else f" (band rule {rule})"
+    print(f"{100 * level:.3g} % prediction interval{named} on each split's target region:")
     print(HEADER)
     rows = []
     for split in splits:
-        rows.append(split_row(split, level))
+        rows.append(split_row(split, level, rule))
         print(row_line(rows[-1]), flush=True)
     return rows

@@ -165,10 +165,20 @@ DEV = {
 # Splits dev for the prediction band's coverage alone (`bench.scalebench --coverage`), and why:
 # their planner rows stay as DEV says. Their band coverage decided a change of the band's
 # extrapolation factor (rejected by the rule declared before it was measured: docs/laws.md).
+# The public sweeps' splits too: their band coverage was used to design and compare a candidate
+# band rule, "drift" (2026-12-07; docs/laws.md, "A candidate band rule").
 BAND_DEV = {
-    name: "its band coverage decided whether the band's factor should count how far an input "
-    "lies outside the pool's range (measured 2026-12-04, rejected by the rule set beforehand)"
-    for name in ("vocab", "lr_bsz", "moe", "parallel", "sparsity")
+    **{
+        name: "its band coverage decided whether the band's factor should count how far an input "
+        "lies outside the pool's range (measured 2026-12-04, rejected by the rule set beforehand)"
+        for name in ("vocab", "lr_bsz", "moe", "parallel", "sparsity")
+    },
+    **{
+        name: "its band coverage was used to design and compare the candidate band rule drift "
+        "(2026-12-07, docs/laws.md)"
+        for module in (porian_splits, gadre_splits, l2l_splits)
+        for name in module.SPLITS
+    },
 }
 
 # Splits dev for the planner alone (their band coverage keeps its mark), and why: the replay's

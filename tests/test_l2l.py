@@ -87,7 +87,8 @@ def test_every_l2l_split_is_held_out_and_named_by_the_alias_in_the_commands_that
 def test_pool_and_target_of_both_splits_read_from_the_checkout(tmp_path):
     root = checkout(tmp_path)
     split = load_split("l2l_starcoder", source=root)
-    assert split.mark == "held-out" and split.band_mark == "held-out"
+    # held out for the planner; dev for the band since a candidate rule was compared on it
+    assert split.mark == "held-out" and split.band_mark == "dev"
     assert split.law.name == "chinchilla" and split.data == root
     (g,) = split.groups
     assert (len(g.y), len(g.y_test)) == (40, 1)  # the whole sweep; the 1e21 run
@@ -148,7 +149,7 @@ def test_scalebench_replays_a_c80_split_and_its_coverage(tmp_path, capsys):
         scalebench(["--coverage", "--splits", "l2l_proof-pile-2_c80", "--source", str(root)]) == 0
     )
     lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("l2l_proof")]
-    assert len(lines) == 1 and lines[0].split()[1:3] == ["held-out", "10"]
+    assert len(lines) == 1 and lines[0].split()[1:3] == ["dev", "10"]
 
 
 def test_the_point_query_asks_the_1e21_run_and_the_compute_optimum(tmp_path, capsys):
