@@ -166,7 +166,8 @@ DEV = {
 # their planner rows stay as DEV says. Their band coverage decided a change of the band's
 # extrapolation factor (rejected by the rule declared before it was measured: docs/laws.md).
 # The public sweeps' splits too: their band coverage was used to design and compare a candidate
-# band rule, "drift" (2026-12-07; docs/laws.md, "A candidate band rule").
+# band rule, "drift" (2026-12-07; docs/laws.md, "A candidate band rule"), and GPT-3's and OPT's
+# band coverage decided that it is not adopted.
 BAND_DEV = {
     **{
         name: "its band coverage decided whether the band's factor should count how far an input "
@@ -177,6 +178,12 @@ BAND_DEV = {
         name: "its band coverage was used to design and compare the candidate band rule drift "
         "(2026-12-07, docs/laws.md)"
         for module in (porian_splits, gadre_splits, l2l_splits)
+        for name in module.SPLITS
+    },
+    **{
+        name: "its band coverage decided, by the rule declared beforehand, that the candidate "
+        "band rule drift is not adopted (2026-12-07, docs/laws.md)"
+        for module in (gpt3_splits, opt_splits)
         for name in module.SPLITS
     },
 }
