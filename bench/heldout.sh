@@ -25,7 +25,10 @@
 #   15-17. the same three for Zhang et al. 2022's OPT training curves (as Xia et al. 2023
 #      evaluated them): bench.scalebench --splits opt (opt/, opt.txt), its --coverage
 #      (opt_coverage.txt) and bench.point_query --splits opt (opt_point_query.csv, .txt)
-#   18. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
+#   18-20. the same three for Bhagia et al. 2024's OLMo ladder runs: bench.scalebench --splits
+#      olmo_ladder (olmo_ladder/, olmo_ladder.txt), its --coverage (olmo_ladder_coverage.txt)
+#      and bench.point_query --splits olmo_ladder (olmo_ladder_point_query.csv, .txt)
+#   21. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
 #      (coverage_nd_gpu6.txt) and conformal.COVERED_UP_TO (coverage_nd_pi.txt)
 # No time limits: a shared CPU's load, not a hang, is what makes a step slow. A failed step is
 # logged with its exit status and the rest still run. Exit status: 0 all ran, 1 a step failed
@@ -86,6 +89,9 @@ if [ "$QUICK" = 1 ]; then
   OP=(--splits opt --methods random,full --reps 1)  # the one split and its _auto twin
   OP_COV=(--splits opt)
   OPQ=(--splits opt --bootstrap 10)
+  OL=(--splits olmo_ladder --methods random,full --reps 1)  # the one split and its _auto twin
+  OL_COV=(--splits olmo_ladder)
+  OLQ=(--splits olmo_ladder --bootstrap 10)
   # one design, one truth, two sweeps: a check that the command runs, no coverage to quote
   ND6=(--designs nd-gpu6 --truths kaplan --reps 2 --bootstrap 10)
   NDPI=(--designs nd-gpu --truths kaplan --reps 2 --bootstrap 10)
@@ -107,6 +113,9 @@ else
   OP=(--splits opt)
   OP_COV=(--splits opt)
   OPQ=(--splits opt)
+  OL=(--splits olmo_ladder)
+  OL_COV=(--splits olmo_ladder)
+  OLQ=(--splits olmo_ladder)
   # the exact command lines of docs/laws.md's two tables
   ND6=(--designs nd-gpu6 --truths kaplan besiroglu --reps 40 --bootstrap 100)
   NDPI=(--designs nd-gpu --truths kaplan besiroglu --reps 40 --bootstrap 100)
@@ -138,6 +147,10 @@ run gpt3_point_query "$PY" -m bench.point_query "${G3PQ[@]}" --out "$OUT/gpt3_po
 run opt "$PY" -m bench.scalebench "${OP[@]}" --jobs 2 --out "$OUT/opt"
 run opt_coverage "$PY" -m bench.scalebench --coverage "${OP_COV[@]}"
 run opt_point_query "$PY" -m bench.point_query "${OPQ[@]}" --out "$OUT/opt_point_query.csv"
+run olmo_ladder "$PY" -m bench.scalebench "${OL[@]}" --jobs 2 --out "$OUT/olmo_ladder"
+run olmo_ladder_coverage "$PY" -m bench.scalebench --coverage "${OL_COV[@]}"
+run olmo_ladder_point_query "$PY" -m bench.point_query "${OLQ[@]}" \
+  --out "$OUT/olmo_ladder_point_query.csv"
 run coverage_nd_gpu6 "$PY" -m bench.coverage_nd --factors 1 3 10 30 "${ND6[@]}"
 run coverage_nd_pi "$PY" -m bench.coverage_nd --factors 3 10 30 "${NDPI[@]}"
 

@@ -13,12 +13,14 @@ bench/data/porian2024/), Gadre et al. 2024's (bench/gadre_splits.py: `gadre_<dat
 to bench/data/gadre2024/), Brandfonbrener et al. 2024's (bench/l2l_splits.py: `l2l_<set>` and
 `l2l_<set>_c80`, read from the user's checkout, `--source`: no licence to copy them), Brown et
 al. 2020's GPT-3 training curves as Choshen et al. 2024 digitized them (bench/gpt3_splits.py:
-`gpt3`, copied to bench/data/brown2020/) and Zhang et al. 2022's OPT models' validation
+`gpt3`, copied to bench/data/brown2020/), Zhang et al. 2022's OPT models' validation
 perplexity along training as Xia et al. 2023 evaluated it (bench/opt_splits.py: `opt`, copied to
-bench/data/zhang2022/), each also with `_auto`, are read from their files of runs and parted
-into pool and target by their module's declared rule (`RUN_SPLITS`); `--splits porian`, `gadre`,
-`l2l`, `gpt3` and `opt` name each module's splits that the command scores (`aliases`). They are
-not replayed by default.
+bench/data/zhang2022/) and Bhagia et al. 2024's OLMo ladder, 25 runs of five sizes at five
+lengths (bench/olmo_ladder_splits.py: `olmo_ladder`, copied to bench/data/bhagia2024/), each
+also with `_auto`, are read from their files of runs and parted into pool and target by their
+module's declared rule (`RUN_SPLITS`); `--splits porian`, `gadre`, `l2l`, `gpt3`, `opt` and
+`olmo_ladder` name each module's splits that the command scores (`aliases`). They are not
+replayed by default.
 
 DEV and HELD_OUT are declared here, not chosen by a flag: a split is dev when something of
 andrea's (a constant, a default, a rule) was chosen after looking at its scores. A constant
@@ -41,7 +43,14 @@ from analysis.estimates.pool_law import candidates, choose
 from analysis.fits import law_registry
 from analysis.fits.law_registry import get as get_law
 from analysis.fits.laws import Law
-from bench import gadre_splits, gpt3_splits, l2l_splits, opt_splits, porian_splits
+from bench import (
+    gadre_splits,
+    gpt3_splits,
+    l2l_splits,
+    olmo_ladder_splits,
+    opt_splits,
+    porian_splits,
+)
 from bench.run_splits import PARAMS_TOKENS, RunSplit
 
 DATA = Path(__file__).parent / "data" / "active_sl"
@@ -114,7 +123,14 @@ SCALEBENCH = tuple(SPLITS)  # the default of `bench.scalebench --splits`
 
 NOT_SCALEBENCH = "not a ScaleBench split: no benchmark fitter or published rows"
 # the modules of held-out splits of public runs
-RUN_SPLITS = (porian_splits, gadre_splits, l2l_splits, gpt3_splits, opt_splits)
+RUN_SPLITS = (
+    porian_splits,
+    gadre_splits,
+    l2l_splits,
+    gpt3_splits,
+    opt_splits,
+    olmo_ladder_splits,
+)
 for _module in RUN_SPLITS:
     SPLITS.update(
         {

@@ -31,6 +31,9 @@ STEPS = (
     ("opt", "bench.scalebench --splits opt"),
     ("opt_coverage", "bench.scalebench --coverage --splits opt"),
     ("opt_point_query", "bench.point_query --splits opt"),
+    ("olmo_ladder", "bench.scalebench --splits olmo_ladder"),
+    ("olmo_ladder_coverage", "bench.scalebench --coverage --splits olmo_ladder"),
+    ("olmo_ladder_point_query", "bench.point_query --splits olmo_ladder"),
     ("coverage_nd_gpu6", "bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6"),
     ("coverage_nd_pi", "bench.coverage_nd --factors 3 10 30 --designs nd-gpu "),
 )
@@ -70,7 +73,7 @@ def test_heldout_smoke_runs_every_step(tmp_path):
     assert "exit status" not in log
     for name, _ in STEPS:
         assert out.joinpath(f"{name}.txt").stat().st_size > 0, name
-    for table in ("scalebench", "porian", "gadre", "l2l", "gpt3", "opt"):
+    for table in ("scalebench", "porian", "gadre", "l2l", "gpt3", "opt", "olmo_ladder"):
         for ext in ("md", "csv", "json"):
             assert out.joinpath(table, f"scalebench.{ext}").is_file(), (table, ext)
     queries = (
@@ -79,6 +82,7 @@ def test_heldout_smoke_runs_every_step(tmp_path):
         "l2l_point_query",
         "gpt3_point_query",
         "opt_point_query",
+        "olmo_ladder_point_query",
     )
     for query in queries:
         rows = out.joinpath(f"{query}.csv").read_text().splitlines()

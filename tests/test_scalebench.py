@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 
 from analysis.fits import law_registry
-from bench import gadre_splits, gpt3_splits, l2l_splits, opt_splits, porian_splits
+from bench import (
+    gadre_splits,
+    gpt3_splits,
+    l2l_splits,
+    olmo_ladder_splits,
+    opt_splits,
+    porian_splits,
+)
 from bench.scalebench import main
 from bench.scalebench_splits import (
     DATA,
@@ -128,9 +135,10 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
     assert set(PLANNER_DEV) - {"sparsity"} == {n for n in l2l_splits.SPLITS if "_c80" in n}
     assert not set(SPLITS) & set(SKIPPED)
     # the rest are Porian et al. 2024's, Gadre et al. 2024's, Brandfonbrener et al. 2024's, Brown
-    # et al. 2020's and Zhang et al. 2022's, every one held out (tests/test_porian.py,
-    # tests/test_gadre.py, tests/test_l2l.py, tests/test_gpt3.py, tests/test_opt.py)
-    runs = (porian_splits, gadre_splits, l2l_splits, gpt3_splits, opt_splits)
+    # et al. 2020's, Zhang et al. 2022's and Bhagia et al. 2024's, every one held out
+    # (tests/test_porian.py, tests/test_gadre.py, tests/test_l2l.py, tests/test_gpt3.py,
+    # tests/test_opt.py, tests/test_olmo_ladder.py)
+    runs = (porian_splits, gadre_splits, l2l_splits, gpt3_splits, opt_splits, olmo_ladder_splits)
     assert set(SPLITS) - set(SCALEBENCH) == set().union(*(m.SPLITS for m in runs))
     assert not set(DEV) & set(l2l_splits.SPLITS)
 

@@ -1,0 +1,206 @@
+"""Bhagia et al. 2024's OLMo ladder (25 runs: five sizes at five lengths) as a held-out split
+(bench/olmo_ladder_splits.py): the file loads, has its columns (one final checkpoint per run),
+and parts into pool and target as declared (the 20 runs of the four sizes to 1.3 B, the 3.2 B's
+5); the split is held out; `bench.scalebench` (replay and --coverage) and `bench.point_query` run
+on it. No score is asserted on the real runs (they are held out); the point query's arithmetic
+is checked on a synthetic sweep whose truth is known, and the conversion on made-up rows."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+
+from bench import olmo_ladder_splits, point_query
+from bench.scalebench import main as scalebench
+from bench.scalebench_splits import (
+    BAND_DEV,
+    DEV,
+    PLANNER_DEV,
+    SPLITS,
+    SplitError,
+    aliases,
+    load_split,
+)
+
+
+def _convert():
+    """bench/data/bhagia2024/convert.py, the script that wrote runs.csv (a file, not a package)."""
+    path = olmo_ladder_splits.DATA / "convert.py"
+    spec = importlib.util.spec_from_file_location("bhagia_convert", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CONVERT = _convert()
+HEADER = CONVERT.COLUMNS
+
+
+def _rows():
+    with open(olmo_ladder_splits.DATA / "runs.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_the_file_has_its_columns_and_one_row_per_run():
+    rows = _rows()
+    assert tuple(rows[0]) == HEADER and len(rows) == 25
+    models = olmo_ladder_splits.POOL_MODELS + olmo_ladder_splits.TARGET_MODELS
+    assert tuple(CONVERT.MODELS) == models
+    for m, params in CONVERT.MODELS.items():
+        mine = [r for r in rows if r["model"] == m]
+        assert [r["length"] for r in mine] == list(CONVERT.LENGTHS), m
+        assert {int(r["params"]) for r in mine} == {params}
+        for r in mine:
+            tokens = int(r["tokens"])
+            assert tokens == int(r["step"]) * int(r["batch_tokens"])
+            planned = CONVERT.LENGTHS[r["length"]] * 20 * params
+            assert 0 < tokens / planned - 1 < 0.003, r  # about ten steps past the length
+            assert 2.0 < float(r["loss_c4"]) < 4.0
+
+
+def _source(model, length, rows, lr_end=0.1):
+    """A made-up run file as the source writes it: its evaluations, the last at the last step."""
+    cols = (
+        "_step",
+        "throughput/total_tokens",
+        "batch_size_in_tokens",
+        "optim/learning_rate_group0",
+        "learning_rate_peak",
+        CONVERT.LOSS,
+    )
+    lines = [",".join(cols)]
+    for step, batch, loss in rows:
+        lines.append(f"{step},{step * batch},{batch},{lr_end * 1e-3},{1e-3},{loss}")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_conversion_takes_each_runs_last_evaluation_and_checks_it():
+    batch = 524288
+    steps = math.ceil(0.5 * 20 * CONVERT.MODELS["190M"] / batch) + 10
+    text = _source("190M", "0.5xC", [(1000, batch, 4.5), (steps, batch, 3.75)])
+    row = CONVERT.run_row("190M", "0.5xC", text)
+    assert (row["step"], row["tokens"], row["batch_tokens"]) == (steps, steps * batch, batch)
+    assert row["loss_c4"] == repr(3.75) and row["params"] == CONVERT.MODELS["190M"]
+    with pytest.raises(ValueError, match="the length asks"):  # a run short of its length
+        CONVERT.run_row("190M", "1xC", text)
+    with pytest.raises(ValueError, match="last learning rate"):  # a run that did not finish
+        CONVERT.run_row("190M", "0.5xC", _source("190M", "0.5xC", [(steps, batch, 3.7)], 0.5))
+    with pytest.raises(ValueError, match="no evaluations"):
+        CONVERT.run_row("190M", "0.5xC", text.splitlines()[0] + "\n")
+    # the 1xC runs are read from the re-evaluated file, the one the source's configuration reads
+    # (the made-up 0.5xC text passes as 0.5xC and is refused as 1xC, the second file read)
+    read = []
+    with pytest.raises(ValueError, match="190M-1xC"):
+        CONVERT.rows(lambda path: read.append(path) or text)
+    assert read == [f"{CONVERT.FOLDER}/190M-0.5xC.csv", f"{CONVERT.FOLDER}/190M-1xC-rerun.csv"]
+
+
+def test_the_olmo_ladder_split_is_held_out_named_by_the_alias_and_not_benchmark_fitted():
+    assert set(olmo_ladder_splits.SPLITS) == {"olmo_ladder", "olmo_ladder_auto"}
+    for score in ("replay", "coverage", "point_query"):
+        assert set(aliases(score)["olmo_ladder"]) == set(olmo_ladder_splits.SPLITS)
+    for name in olmo_ladder_splits.SPLITS:
+        assert name in SPLITS and not {name} & (set(DEV) | set(PLANNER_DEV) | set(BAND_DEV))
+        assert SPLITS[name].no_benchmark_fit.startswith("not a ScaleBench split")
+    assert point_query.names_of("olmo_ladder", ()) == ["olmo_ladder"]
+
+
+def test_pool_the_four_smaller_sizes_target_the_3b_with_the_c4_loss():
+    split = load_split("olmo_ladder")
+    assert split.mark == "held-out" and split.band_mark == "held-out"
+    assert split.law.name == "chinchilla"
+    (g,) = split.groups
+    assert (len(g.y), len(g.y_test)) == (20, 5)
+    small = [r for r in _rows() if r["model"] in olmo_ladder_splits.POOL_MODELS]
+    large = [r for r in _rows() if r["model"] in olmo_ladder_splits.TARGET_MODELS]
+    assert sorted(g.y) == sorted(float(r["loss_c4"]) for r in small)
+    assert sorted(g.y_test) == sorted(float(r["loss_c4"]) for r in large)
+    assert sorted(g.X_test["tokens"]) == sorted(float(r["tokens"]) for r in large)
+    assert g.X["params"].max() == 1_279_395_840 < 3_169_537_280 == g.X_test["params"].min()
+    assert np.allclose(g.cost, 6 * g.X["params"] * g.X["tokens"])
+    assert np.allclose(g.budgets, [f * g.cost.sum() for f in (0.01, 0.05, 0.10)])
+    # the factors past the pool the protocol states: 2 of 5 below its largest compute
+    factor = 6 * g.X_test["params"] * g.X_test["tokens"] / g.cost.max()
+    assert (factor < 1).sum() == 2 and factor.min() == pytest.approx(0.307, abs=0.001)
+    assert factor.max() == pytest.approx(6.14, abs=0.005)
+    assert g.X_test["params"].max() / g.X["params"].max() == pytest.approx(2.477, abs=0.001)
+
+
+def test_a_model_neither_pool_nor_target_is_an_error_and_a_missing_file_too(tmp_path):
+    with pytest.raises(ValueError, match="neither pool nor target: 7B"):
+        olmo_ladder_splits.in_pool(["190M", "7B"])
+    with pytest.raises(SplitError, match="runs.csv: no such file"):
+        load_split("olmo_ladder", tmp_path)
+
+
+def test_scalebench_replays_the_olmo_ladder_split_and_its_coverage(tmp_path, capsys):
+    """One repetition of random and the whole pool: held out, andrea's fit only, R² and the RMS
+    relative error in the CSV; --coverage prints one row per split."""
+    args = ["--splits", "olmo_ladder", "--methods", "random,full", "--reps", "1"]
+    assert scalebench(args + ["--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "olmo_ladder [held out]" in out and "RMS relative error over the 5 target runs" in out
+    rows = list(csv.DictReader(open(tmp_path / "scalebench.csv")))
+    assert {r["split"] for r in rows} == {"olmo_ladder", "olmo_ladder_auto"}
+    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"held-out"}
+    assert scalebench(["--coverage", "--splits", "olmo_ladder"]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("olmo_ladder ")]
+    assert len(lines) == 1 and lines[0].split()[1:3] == ["held-out", "5"]
+
+
+def _synthetic(tmp_path, law=lambda n, d: 1.7 + 480 / n**0.34 + 2100 / d**0.28):
+    """A noise-free Chinchilla sweep laid out as the ladder: every run's (params, tokens), its
+    loss the law's."""
+    truth = {}
+    with open(tmp_path / "runs.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(HEADER)
+        for r in _rows():
+            n, d = float(r["params"]), float(r["tokens"])
+            y = law(n, d)
+            w.writerow([r[c] for c in HEADER[:-1]] + [repr(y)])
+            if r["model"] in olmo_ladder_splits.TARGET_MODELS:
+                truth[(n, d)] = y
+    return truth
+
+
+def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
+    """Each target run asked at its own (params, tokens): within 1 % of the truth, its factors
+    past the pool in compute and params, the CI withheld past the pool's params, the PI withheld
+    exactly off the pool's tokens per parameter, and given ungated at all 5."""
+    truth = _synthetic(tmp_path)
+    pool = [r for r in _rows() if r["model"] in olmo_ladder_splits.POOL_MODELS]
+    ratio = [int(r["tokens"]) / int(r["params"]) for r in pool]
+    lo, hi = min(ratio), max(ratio)  # 10.013 (the 1.3 B at 0.5xC) and 200.03 (the 190 M at 10xC)
+    out = tmp_path / "q.csv"
+    args = ["--splits", "olmo_ladder", "--data", str(tmp_path), "--bootstrap", "8"]
+    assert point_query.main(args + ["--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    rows = [r for r in csv.DictReader(open(out)) if r["law"] == "chinchilla"]
+    assert len(rows) == 5 and {r["query"] for r in rows} == {"runs"}
+    n_max = 1_279_395_840
+    c_max = 6 * n_max * 255_895_535_616
+    for r in rows:
+        n, d = float(r["params"]), float(r["tokens"])
+        assert math.isclose(float(r["observed"]), truth[(n, d)], rel_tol=1e-12)
+        assert abs(float(r["error_pct"])) < 1.0 and r["reference"] == "nan"
+        assert math.isclose(float(r["factor_params"]), n / n_max, rel_tol=1e-9)
+        assert math.isclose(float(r["factor"]), 6 * n * d / c_max, rel_tol=1e-6)
+        # the CI only inside the pool's compute, params and tokens (docs/laws.md): every target
+        # lies past its params, which the note says where the compute is inside
+        assert r["ci_covers"] == "" and r["ci_ungated_covers"] in ("True", "False"), r
+        assert ("past the largest fitted" in r["note"]) == (float(r["factor"]) <= 1), r
+        # andrea withholds the PI off the pool's tokens per parameter (every factor is under
+        # 30x); ungated, it is given at every query (a noise-free sweep: of width 0)
+        assert (r["pi_covers"] == "") == (not lo <= d / n <= hi), r
+        assert math.isfinite(float(r["pi_ungated_lo"])) and r["pi_ungated_covers"], r
+    assert "chinchilla: 5 queries" in printed and "90 % PI ungated given 5" in printed
+
+
+def test_the_point_query_refuses_an_unknown_split(capsys):
+    assert point_query.main(["--splits", "olmo_ladder_nope"]) == 2
+    assert capsys.readouterr().err.startswith("error: --splits")
