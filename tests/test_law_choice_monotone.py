@@ -4,6 +4,8 @@ choice, `rollouts`, is unchanged."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -57,6 +59,9 @@ def test_rising_names_the_input_and_the_point_and_passes_a_falling_law():
     why = rising(_Fit(BENT), runs)
     assert why.startswith("its loss rises with params at 3 of the 20 measured points (first at")
     assert "params 1e+07, tokens" in why and "at params x1.01)" in why
+    # a law with an input other than params, tokens and compute is not checked
+    lr = _Fit(replace(BENT, name="bent_lr", inputs=("params", "tokens", "lr")))
+    assert rising(lr, runs) == ""
 
 
 def test_the_default_ranks_a_rising_law_the_candidate_refuses_it():

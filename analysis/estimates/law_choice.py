@@ -15,13 +15,16 @@ be fitted below any cut is not rolled out). With too few runs for one cut, no la
 the caller's default stands.
 
 `rule` (LAW_CHOICES): "rollouts", the default, as above; "monotone", a candidate declared in
-docs/laws.md and not the default: a law is also refused where its fit on all runs predicts a loss
-that rises with one of its inputs (params, tokens, compute) at a measured point, the input raised
-by RISE_STEP with the others held. Every law of the registry is meant to fall in each (Hoffmann et
-al. 2022, "Training Compute-Optimal Large Language Models", arXiv 2203.15556; Kaplan et al. 2020,
-arXiv 2001.08361); one that rises with params inside the sweep predicts a larger model worse
-at the same tokens, and past the sweep more so (Farseer on OPT's and Gadre et al.'s pools,
-docs/laws.md, "Why --law auto chose Farseer on OPT's and Gadre's pools").
+docs/laws.md and not the default: a law of scale alone (every input among params, tokens and
+compute) is also refused where its fit on all runs predicts a loss that rises with one of its
+inputs at a measured point, the input raised by RISE_STEP with the others held. Such a law is
+meant to fall in each (Hoffmann et al. 2022, "Training Compute-Optimal Large Language Models",
+arXiv 2203.15556; Kaplan et al. 2020, arXiv 2001.08361); one that rises with params inside the
+sweep predicts a larger model worse at the same tokens, and past the sweep more so (Farseer on
+OPT's and Gadre et al.'s pools, docs/laws.md, "Why --law auto chose Farseer on OPT's and Gadre's
+pools"). A law with other inputs (a learning rate, a batch size, unique tokens) is not checked:
+with those held, a larger model or more tokens can rightly cost loss (a learning rate too high
+for the larger model).
 """
 
 from __future__ import annotations
@@ -37,12 +40,15 @@ from analysis.inputs.collect import Run
 
 LAW_CHOICES = ("rollouts", "monotone")  # `rule` (module docstring); the first the default
 RISE_STEP = 0.01  # the relative step an input is raised by to see the loss fall (module docstring)
-FALLING_IN = ("params", "tokens", "compute")  # the inputs a law's loss must fall in
+FALLING_IN = ("params", "tokens", "compute")  # a law in these alone must fall in each
 
 
 def rising(fit, points: list[Run]) -> str:
-    """Where `fit` predicts a loss that rises with params, tokens or compute at one of these
-    measured points (that input raised by RISE_STEP, the others held), or ""."""
+    """Where `fit`, of a law of scale alone (its inputs among FALLING_IN), predicts a loss that
+    rises with one of its inputs at one of these measured points (that input raised by RISE_STEP,
+    the others held), or "" (also for a law with other inputs: module docstring)."""
+    if not set(fit.law.inputs) <= set(FALLING_IN):
+        return ""
     X = {k: v for k, v in inputs_of(points).items() if k in fit.law.inputs}
     with np.errstate(all="ignore"):
         base = np.asarray(fit.predict(X), float)
