@@ -1,6 +1,6 @@
 """A held-out split's pool fitted as a user fits it, and asked what a user asks past it:
 `python -m bench.point_query [--splits S,..] [--bootstrap N] [--data DIR] [--source DIR]
-[--band-rule RULE] [--out FILE.csv]`
+[--band-rule RULE] [--law-choice RULE] [--out FILE.csv]`
 
 The splits are the held-out splits of public runs (bench/run_splits.py; `--splits porian`, `--splits
 gadre`, `--splits l2l` with `--source DIR`, `--splits gpt3`, `--splits opt`, `--splits olmo_ladder`,
@@ -29,7 +29,9 @@ log(hi / lo). Beside it, `error_replay_fitter_pct`: the same query answered by t
 `bench.scalebench`'s "all runs" fit with it), where `analysis.fit --law` keeps the fixed delta 1e-3
 (docs/laws.md): the two fitters compared on the same pool and query, a measurement only.
 `--band-rule` (default `log`, andrea's): the rule both bands are calibrated by (`conformal.RULES`;
-`drift`, the candidate declared in docs/laws.md).
+`drift`, the candidate declared in docs/laws.md). `--law-choice` (default `rollouts`, andrea's):
+how the `_auto` split's law is chosen (`law_choice.LAW_CHOICES`; `monotone`, the candidate
+declared in docs/laws.md, "A candidate law choice, monotone").
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ import numpy as np
 from analysis.estimates.band_intervals import loss_pi, loss_row, untrained_ratio
 from analysis.estimates.conformal import RULES, covered_bands, saved, sweep_band
 from analysis.estimates.estimate import Sweep, fit_arranged
+from analysis.estimates.law_choice import LAW_CHOICES
 from analysis.estimates.law_fits import losses_at
 from analysis.estimates.pool_law import LABEL, as_runs
 from analysis.fits.laws import LawError, fit_law_scaled_huber
@@ -339,6 +342,13 @@ def main(argv=None, default: tuple[str, ...] | None = None, doc: str | None = No
         help="the prediction band's rule (default %(default)s, andrea's; drift: the candidate "
         "declared in docs/laws.md)",
     )
+    p.add_argument(
+        "--law-choice",
+        default=LAW_CHOICES[0],
+        choices=LAW_CHOICES,
+        help="how the _auto splits' law is chosen (default %(default)s, andrea's; monotone: the "
+        "candidate declared in docs/laws.md)",
+    )
     p.add_argument("--out", type=Path, default=None, help="write the rows as CSV here")
     args = p.parse_args(argv)
     names = names_of(args.splits, default)
@@ -352,9 +362,11 @@ def main(argv=None, default: tuple[str, ...] | None = None, doc: str | None = No
         print(splits, file=sys.stderr)
         return 2
     rows, t0 = [], time.time()
+    if args.law_choice != LAW_CHOICES[0]:
+        print(f"the _auto splits' law chosen by --law-choice {args.law_choice}")
     print(HEADER)
     for split in splits:
-        auto = load_split(split.name + AUTO, split.data)
+        auto = load_split(split.name + AUTO, split.data, law_choice=args.law_choice)
         for s in [split] + ([auto] if auto.law.name != split.law.name else []):
             for r in query_rows(s, args.bootstrap, args.band_rule):
                 rows.append(r)

@@ -51,6 +51,7 @@ from scipy.optimize import least_squares
 
 from analysis.estimates.conformal import RULES
 from analysis.estimates.design import take
+from analysis.estimates.law_choice import LAW_CHOICES
 from analysis.estimates.pool_law import candidates
 from analysis.estimates.pool_plan import replay_sequence
 from analysis.fits import law_registry
@@ -384,6 +385,13 @@ def main(argv=None) -> int:
         help="with --coverage: the band's rule (default %(default)s, andrea's; drift: the "
         "candidate declared in docs/laws.md)",
     )
+    p.add_argument(
+        "--law-choice",
+        default=LAW_CHOICES[0],
+        choices=LAW_CHOICES,
+        help="with --coverage: how the _auto splits' law is chosen (default %(default)s, "
+        "andrea's; monotone: the candidate declared in docs/laws.md)",
+    )
     args = p.parse_args(argv)
     named = aliases("coverage" if args.coverage else "replay")
     splits, bad_splits = _list(args.splits, SPLITS, "splits", named)
@@ -394,12 +402,14 @@ def main(argv=None) -> int:
     bad = bad_splits or bad_methods
     if not bad and args.band_rule != "log" and not args.coverage:
         bad = "error: --band-rule is the band's, asked for with --coverage only"
+    if not bad and args.law_choice != LAW_CHOICES[0] and not args.coverage:
+        bad = "error: --law-choice is asked for with --coverage only"
     if not bad and (reps < 1 or args.jobs < 1):
         bad = f"error: --reps and --jobs must be >= 1, got {reps} and {args.jobs}"
     if bad:
         print(bad, file=sys.stderr)
         return 2
-    loaded = load_splits(splits, args.data, args.source)
+    loaded = load_splits(splits, args.data, args.source, args.law_choice)
     if isinstance(loaded, str):
         print(loaded, file=sys.stderr)
         return 2

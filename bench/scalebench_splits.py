@@ -432,19 +432,25 @@ def _run_parts(runs: RunSplit, data: Path) -> dict[str, dict[str, np.ndarray]]:
     }
 
 
-_AUTO: dict[tuple[str, str], str] = {}  # (split, folder) -> its --law auto choice, once
+_AUTO: dict[tuple, str] = {}  # (split, folder[, law choice]) -> its --law auto choice, once
 
 
-def auto_law(X: dict, y, cost, X_test: dict) -> Law:
+def auto_law(X: dict, y, cost, X_test: dict, law_choice: str = "rollouts") -> Law:
     """The law `--law auto` chooses on a pool (`pool_law.choose`, among the registry's laws
-    whose inputs the pool and the target have): the law of a run split's `_auto`."""
+    whose inputs the pool and the target have): the law of a run split's `_auto`. `law_choice`:
+    `law_choice.LAW_CHOICES` (default "rollouts", andrea's; "monotone": the candidate declared in
+    docs/laws.md)."""
     laws = candidates(law_registry.laws(), X, X_test)
-    return choose(laws, X, y, [f"pool:{i}" for i in range(len(y))], cost=cost)[0]
+    names = [f"pool:{i}" for i in range(len(y))]
+    return choose(laws, X, y, names, cost=cost, rule=law_choice)[0]
 
 
-def load_split(name: str, data: Path | None = None, source: Path | None = None) -> Split:
+def load_split(
+    name: str, data: Path | None = None, source: Path | None = None, law_choice: str = "rollouts"
+) -> Split:
     """The split `name` from `data` (default: the split's own folder; for a split not shipped,
-    `source`: the user's checkout), grouped and with its budgets."""
+    `source`: the user's checkout), grouped and with its budgets; an `_auto` split fitted with
+    the law `--law auto` chooses by `law_choice` (`auto_law`)."""
     spec = SPLITS[name]
     law = get_law(spec.law)
     data = spec.data if data is None else data
@@ -456,9 +462,11 @@ def load_split(name: str, data: Path | None = None, source: Path | None = None) 
     tr, te = parts["train"], parts["test"]
     if spec.runs and spec.runs.auto:
         key = (name, str(Path(data).resolve()))
+        key += (law_choice,) if law_choice != "rollouts" else ()
         if key not in _AUTO:
             X = {c: tr[c] for c in PARAMS_TOKENS}
-            _AUTO[key] = auto_law(X, tr["loss"], spec.cost(tr), {c: te[c] for c in X}).name
+            X_test = {c: te[c] for c in X}
+            _AUTO[key] = auto_law(X, tr["loss"], spec.cost(tr), X_test, law_choice).name
         law = get_law(_AUTO[key])
     groups = []
     for g in sorted(set(tr["group"])):
@@ -481,9 +489,12 @@ def load_split(name: str, data: Path | None = None, source: Path | None = None) 
     return Split(name, spec, law, groups, Path(data))
 
 
-def load_splits(names, data: Path | None = None, source: Path | None = None) -> list[Split] | str:
-    """The splits `names` (`load_split`), or the `error:` line of the first that cannot be read."""
+def load_splits(
+    names, data: Path | None = None, source: Path | None = None, law_choice: str = "rollouts"
+) -> list[Split] | str:
+    """The splits `names` (`load_split`, `_auto` ones by `law_choice`), or the `error:` line of
+    the first that cannot be read."""
     try:
-        return [load_split(n, data, source) for n in names]
+        return [load_split(n, data, source, law_choice) for n in names]
     except SplitError as e:
         return f"error: {e}"

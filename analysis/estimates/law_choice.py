@@ -13,20 +13,63 @@ bootstrap. Every law is scored on the same cuts: those below which each law has 
 needs (a law of many parameters can drop the lower cuts of a small sweep for all; one that cannot
 be fitted below any cut is not rolled out). With too few runs for one cut, no law is ranked and
 the caller's default stands.
+
+`rule` (LAW_CHOICES): "rollouts", the default, as above; "monotone", a candidate declared in
+docs/laws.md and not the default: a law of scale alone (every input among params, tokens and
+compute) is also refused where its fit on all runs predicts a loss that rises with one of its
+inputs at a measured point, the input raised by RISE_STEP with the others held. Such a law is
+meant to fall in each (Hoffmann et al. 2022, "Training Compute-Optimal Large Language Models",
+arXiv 2203.15556; Kaplan et al. 2020, arXiv 2001.08361); one that rises with params inside the
+sweep predicts a larger model worse at the same tokens, and past the sweep more so (Farseer on
+OPT's and Gadre et al.'s pools, docs/laws.md, "Why --law auto chose Farseer on OPT's and Gadre's
+pools"). A law with other inputs (a learning rate, a batch size, unique tokens) is not checked:
+with those held, a larger model or more tokens can rightly cost loss (a learning rate too high
+for the larger model).
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from analysis.estimates import rollouts
-from analysis.estimates.estimate import fit_variants, points_for, why_unusable
+from analysis.estimates.estimate import fit_variants, inputs_of, points_for, why_unusable
 from analysis.estimates.in_range import absurd
 from analysis.fits.laws import Law
 from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import Run
 
+LAW_CHOICES = ("rollouts", "monotone")  # `rule` (module docstring); the first the default
+RISE_STEP = 0.01  # the relative step an input is raised by to see the loss fall (module docstring)
+FALLING_IN = ("params", "tokens", "compute")  # a law in these alone must fall in each
 
-def _refusal(law: Law, runs: list[Run], c_law_runs: list[Run], settings: FitSettings) -> str:
-    """Why `law` fitted on every run is refused (`in_range.absurd`), or ""."""
+
+def rising(fit, points: list[Run]) -> str:
+    """Where `fit`, of a law of scale alone (its inputs among FALLING_IN), predicts a loss that
+    rises with one of its inputs at one of these measured points (that input raised by RISE_STEP,
+    the others held), or "" (also for a law with other inputs: module docstring)."""
+    if not set(fit.law.inputs) <= set(FALLING_IN):
+        return ""
+    X = {k: v for k, v in inputs_of(points).items() if k in fit.law.inputs}
+    with np.errstate(all="ignore"):
+        base = np.asarray(fit.predict(X), float)
+        for k in [k for k in FALLING_IN if k in X]:
+            up = np.asarray(fit.predict({**X, k: X[k] * (1 + RISE_STEP)}), float)
+            bad = np.flatnonzero(up > base)
+            if len(bad):
+                i = int(bad[0])
+                at = ", ".join(f"{j} {X[j][i]:.3g}" for j in X)
+                return (
+                    f"its loss rises with {k} at {len(bad)} of the {len(base)} measured points "
+                    f"(first at {at}: {base[i]:.4g} -> {up[i]:.4g} at {k} x{1 + RISE_STEP:g})"
+                )
+    return ""
+
+
+def _refusal(
+    law: Law, runs: list[Run], c_law_runs: list[Run], settings: FitSettings, rule: str = "rollouts"
+) -> str:
+    """Why `law` fitted on every run is refused (`in_range.absurd`; with rule "monotone", also
+    `rising`), or ""."""
     pts = points_for(law, runs, c_law_runs)
     for label in sorted({r.label for r in pts}):
         mine = [r for r in pts if r.label == label]
@@ -34,19 +77,21 @@ def _refusal(law: Law, runs: list[Run], c_law_runs: list[Run], settings: FitSett
         if label not in res.fits:
             return f"not fitted to all of {label}'s runs ({res.skipped.get(label, '')})"
         why = absurd(res.fits[label], mine)
+        if not why and rule == "monotone":
+            why = rising(res.fits[label], mine)
         if why:
             return f"fitted to all of {label}'s runs, {why}"
     return ""
 
 
-def _rank(sel, law, runs, c_law_runs, settings, shared) -> None:
+def _rank(sel, law, runs, c_law_runs, settings, shared, rule="rollouts") -> None:
     """Roll `law` out on the shared cuts; rank it, or say why it is skipped or refused."""
     ro = rollouts.rollout(law, runs, c_law_runs, settings, shared)
     sel["rollouts"][law.name] = ro
     if ro.failed:
         sel["skipped"][law.name] = "; ".join(f"{w}: {y}" for w, y in ro.failed.items())
         return
-    refused = _refusal(law, runs, c_law_runs, settings)
+    refused = _refusal(law, runs, c_law_runs, settings, rule)
     if refused:
         sel["refused"][law.name] = refused
         return
@@ -58,11 +103,14 @@ def select_law(
     runs: list[Run],
     c_law_runs: list[Run],
     settings: FitSettings = FitSettings(),
+    rule: str = "rollouts",
 ) -> dict:
     """Roll out each law (module docstring): {"ranking": [{"law", "rms_log_pct", "n"}, ...] best
     first, "skipped": {law: why not rolled out}, "refused": {law: why absurd}, "cuts":
     [rollouts.Cut], "rollouts": {law: rollouts.Rollout}, "n_runs"}; "why" when nothing could be
-    ranked. Every variant is rolled out alone."""
+    ranked. Every variant is rolled out alone. `rule`: LAW_CHOICES (module docstring)."""
+    if rule not in LAW_CHOICES:
+        raise ValueError(f"law choice {rule!r}: not among {', '.join(LAW_CHOICES)}")
     planned = rollouts.plan(runs)
     n_runs = len({r.run_id for r in runs})
     sel: dict = {"ranking": [], "skipped": {}, "refused": {}, "cuts": planned, "rollouts": {}}
@@ -84,7 +132,7 @@ def select_law(
     shared = [c for c in planned if all(c in at for at in usable.values())]
     sel["cuts"] = shared
     for law in usable:
-        _rank(sel, law, runs, c_law_runs, settings, shared)
+        _rank(sel, law, runs, c_law_runs, settings, shared, rule)
     sel["ranking"].sort(key=lambda r: r["rms_log_pct"])
     if not sel["ranking"]:
         sel["why"] = "no law could be rolled out and kept"

@@ -83,11 +83,15 @@ def as_runs(X: dict, y, names, cost=None) -> list[Run]:
     return out
 
 
-def choose(laws: list[Law], X: dict, y, names, seed: int = 0, cost=None) -> tuple[Law, list[str]]:
+def choose(
+    laws: list[Law], X: dict, y, names, seed: int = 0, cost=None, rule: str = "rollouts"
+) -> tuple[Law, list[str]]:
     """(the law --law auto chooses on these rows, or FALLBACK; the lines that say which and
-    why). `cost`: each row's, the compute of rows without params and tokens (`as_runs`)."""
+    why). `cost`: each row's, the compute of rows without params and tokens (`as_runs`).
+    `rule`: `law_choice.LAW_CHOICES` ("rollouts", the default; "monotone", the candidate declared
+    in docs/laws.md)."""
     runs = as_runs(X, y, names, cost)
-    sel = select_law(laws, runs, runs, FitSettings(seed=seed))
+    sel = select_law(laws, runs, runs, FitSettings(seed=seed), rule)
     by_name = {law.name: law for law in laws}
     if sel["ranking"]:
         return by_name[sel["ranking"][0]["law"]], selection_lines(sel, "")
