@@ -34,6 +34,8 @@ STEPS = (
     ("olmo_ladder", "bench.scalebench --splits olmo_ladder"),
     ("olmo_ladder_coverage", "bench.scalebench --coverage --splits olmo_ladder"),
     ("olmo_ladder_point_query", "bench.point_query --splits olmo_ladder"),
+    ("band_drift", "bench.scalebench --coverage --splits gpt3"),
+    ("law_choice_monotone", "bench.law_choice_why --splits olmo_ladder --law-choice monotone"),
     ("coverage_nd_gpu6", "bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6"),
     ("coverage_nd_pi", "bench.coverage_nd --factors 3 10 30 --designs nd-gpu "),
 )
@@ -91,6 +93,8 @@ def test_heldout_smoke_runs_every_step(tmp_path):
     assert "90 % prediction interval" in out.joinpath("porian_coverage.txt").read_text()
     assert "l2l_starcoder_c80 " in out.joinpath("l2l_coverage.txt").read_text()
     assert " pi_c " in out.joinpath("coverage_nd_gpu6.txt").read_text()
+    assert "(band rule drift)" in out.joinpath("band_drift.txt").read_text()
+    assert "--law-choice monotone: chose" in out.joinpath("law_choice_monotone.txt").read_text()
 
 
 def test_heldout_reports_every_failed_step_and_exits_1(tmp_path):
