@@ -55,7 +55,6 @@ DATASETS = ("c4", "rpj", "rw")
 POOL_MODELS = ("d=96_l=8_h=4", "d=512_l=8_h=4", "d=576_l=24_h=8", "d=1024_l=24_h=8")
 TARGET_MODELS = ("open_lm_1b", "open_lm_7b")  # the target: every run of these
 LOSS = "loss_c4"  # declared before any score was seen
-COLUMNS = ("dataset", "model", "params", "tokens", LOSS)  # what the splits read of runs.csv
 # what bench.point_query asks: each target run's loss at its own (params, tokens); the
 # repository states no estimate of a run's loss to score beside it
 QUERY = "runs"
@@ -67,25 +66,19 @@ def split_name(dataset: str) -> str:
 
 
 def in_pool(models) -> np.ndarray:
-    """Which runs of one dataset are its pool (the module's rule); a model that is neither a
-    pool nor a target configuration is an error, not a silent target."""
-    models = np.asarray(models)
-    other = sorted(set(models) - set(POOL_MODELS) - set(TARGET_MODELS))
-    if other:
-        raise ValueError(f"models neither pool nor target: {', '.join(other)}")
-    return np.isin(models, POOL_MODELS)
+    """Which runs of one dataset are its pool (the module's rule; a model neither pool nor target:
+    an error)."""
+    return run_splits.models_in_pool(models, POOL_MODELS, TARGET_MODELS)
 
 
 def _split(dataset: str) -> RunSplit:
-    return RunSplit(
-        who="a Gadre et al. 2024 split",
-        file="runs.csv",
-        columns=COLUMNS,
-        where=(("dataset", dataset),),
-        numeric=("params", "tokens", LOSS),
-        loss=LOSS,
-        in_pool=lambda cols: in_pool(cols["model"]),
+    return run_splits.by_model(
+        "a Gadre et al. 2024 split",
+        LOSS,
+        POOL_MODELS,
+        TARGET_MODELS,
         group=dataset,
+        where=(("dataset", dataset),),
     )
 
 

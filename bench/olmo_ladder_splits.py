@@ -70,7 +70,6 @@ from pathlib import Path
 import numpy as np
 
 from bench import run_splits
-from bench.run_splits import RunSplit
 
 DATA = Path(__file__).parent / "data" / "bhagia2024"
 ALIAS = "olmo_ladder"  # `bench.scalebench --splits olmo_ladder`: the split below and its _auto
@@ -79,7 +78,6 @@ SPLIT = "olmo_ladder"
 POOL_MODELS = ("190M", "370M", "760M", "1B")
 TARGET_MODELS = ("3B",)  # the target: every length of the 3.2 B
 LOSS = "loss_c4"  # declared before any score was seen
-COLUMNS = ("model", "params", "tokens", LOSS)  # what the split reads of runs.csv
 # what bench.point_query asks: each target run's loss at its own (params, tokens); the paper
 # states no estimate of a target run's loss to score beside it
 QUERY = "runs"
@@ -87,26 +85,18 @@ reference = None
 
 
 def in_pool(models) -> np.ndarray:
-    """Which runs are the pool (the module's rule); a size that is neither a pool nor a target
-    size is an error, not a silent target."""
-    models = np.asarray(models)
-    other = sorted(set(models) - set(POOL_MODELS) - set(TARGET_MODELS))
-    if other:
-        raise ValueError(f"models neither pool nor target: {', '.join(other)}")
-    return np.isin(models, POOL_MODELS)
+    """Which runs are the pool (the module's rule; a size neither pool nor target: an error)."""
+    return run_splits.models_in_pool(models, POOL_MODELS, TARGET_MODELS)
 
 
 # split name -> its runs (its `_auto` twin: the same, fitted with --law auto's choice)
 SPLITS = run_splits.with_auto(
     SPLIT,
-    RunSplit(
-        who="the OLMo ladder split (Bhagia et al. 2024)",
-        file="runs.csv",
-        columns=COLUMNS,
-        where=(),
-        numeric=("params", "tokens", LOSS),
-        loss=LOSS,
-        in_pool=lambda cols: in_pool(cols["model"]),
+    run_splits.by_model(
+        "the OLMo ladder split (Bhagia et al. 2024)",
+        LOSS,
+        POOL_MODELS,
+        TARGET_MODELS,
         group="olmo_ladder",
     ),
 )

@@ -71,7 +71,6 @@ from pathlib import Path
 import numpy as np
 
 from bench import run_splits
-from bench.run_splits import RunSplit
 
 DATA = Path(__file__).parent / "data" / "zhang2022"
 ALIAS = "opt"  # `bench.scalebench --splits opt`: the split below and its _auto twin
@@ -80,7 +79,6 @@ SPLIT = "opt"
 POOL_MODELS = ("125m", "1.3b", "6.7b", "13b")
 TARGET_MODELS = ("30b", "175b")  # the target: every kept checkpoint of these
 LOSS = "loss_val"  # declared before any score was seen
-COLUMNS = ("model", "params", "tokens", LOSS)  # what the split reads of runs.csv
 # what bench.point_query asks: each target checkpoint's loss at its own (params, tokens); the
 # papers state no estimate of a checkpoint's loss to score beside it
 QUERY = "runs"
@@ -88,26 +86,19 @@ reference = None
 
 
 def in_pool(models) -> np.ndarray:
-    """Which checkpoints are the pool (the module's rule); a model that is neither a pool nor a
-    target model is an error, not a silent target."""
-    models = np.asarray(models)
-    other = sorted(set(models) - set(POOL_MODELS) - set(TARGET_MODELS))
-    if other:
-        raise ValueError(f"models neither pool nor target: {', '.join(other)}")
-    return np.isin(models, POOL_MODELS)
+    """Which checkpoints are the pool (the module's rule; a model neither pool nor target: an
+    error)."""
+    return run_splits.models_in_pool(models, POOL_MODELS, TARGET_MODELS)
 
 
 # split name -> its runs (its `_auto` twin: the same, fitted with --law auto's choice)
 SPLITS = run_splits.with_auto(
     SPLIT,
-    RunSplit(
-        who="the OPT split (Zhang et al. 2022, evaluated by Xia et al. 2023)",
-        file="runs.csv",
-        columns=COLUMNS,
-        where=(),
-        numeric=("params", "tokens", LOSS),
-        loss=LOSS,
-        in_pool=lambda cols: in_pool(cols["model"]),
+    run_splits.by_model(
+        "the OPT split (Zhang et al. 2022, evaluated by Xia et al. 2023)",
+        LOSS,
+        POOL_MODELS,
+        TARGET_MODELS,
         group="opt",
     ),
 )

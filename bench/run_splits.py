@@ -51,3 +51,36 @@ def with_auto(name: str, split: RunSplit) -> dict[str, RunSplit]:
 def base_name(name: str) -> str:
     """The split's name without AUTO: the split whose law is the registry's given one."""
     return name.removesuffix(AUTO)
+
+
+def models_in_pool(models, pool: tuple[str, ...], target: tuple[str, ...]) -> np.ndarray:
+    """Which rows are the pool, by their model: the module's pool models against its target
+    models. A model that is neither is an error, not a silent target."""
+    models = np.asarray(models)
+    other = sorted(set(models) - set(pool) - set(target))
+    if other:
+        raise ValueError(f"models neither pool nor target: {', '.join(other)}")
+    return np.isin(models, pool)
+
+
+def by_model(
+    who: str,
+    loss: str,
+    pool: tuple[str, ...],
+    target: tuple[str, ...],
+    group: str,
+    where: tuple[tuple[str, str], ...] = (),
+) -> RunSplit:
+    """A split of a module's `runs.csv` (columns: the `where` columns, model, params, tokens and
+    the loss) parted by model (`models_in_pool`): the layout of Gadre et al.'s, GPT-3's, OPT's
+    and the OLMo ladder's files."""
+    return RunSplit(
+        who=who,
+        file="runs.csv",
+        columns=(*(column for column, _ in where), "model", *PARAMS_TOKENS, loss),
+        where=where,
+        numeric=(*PARAMS_TOKENS, loss),
+        loss=loss,
+        in_pool=lambda cols: models_in_pool(cols["model"], pool, target),
+        group=group,
+    )
