@@ -43,8 +43,8 @@ from bench.scalebench_splits import (
     PARAMS_TOKENS,
     SPLITS,
     SplitError,
-    _run_parts,
     add_source_argument,
+    run_parts,
 )
 
 ISO_RTOL = 1e-6  # computes closer than this (relative) are one isoFLOP level told apart by rounding
@@ -57,7 +57,7 @@ def pool_of(name: str, source=None) -> tuple[dict, np.ndarray, dict, np.ndarray,
     data = spec.data if spec.data is not None else source
     if data is None:
         raise SplitError(f"{name}: {spec.runs.fetch}")
-    parts = _run_parts(spec.runs, data)
+    parts = run_parts(spec.runs, data)
     tr, te = parts["train"], parts["test"]
     X = {c: tr[c] for c in PARAMS_TOKENS}
     return X, tr["loss"], {c: te[c] for c in X}, te["loss"], spec.cost(tr)

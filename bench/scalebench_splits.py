@@ -413,7 +413,7 @@ def _rows_of(runs: RunSplit, path: Path) -> dict[str, np.ndarray]:
         c: _numbers(path, cols, c) for c in runs.numeric}}  # fmt: skip
 
 
-def _run_parts(runs: RunSplit, data: Path) -> dict[str, dict[str, np.ndarray]]:
+def run_parts(runs: RunSplit, data: Path) -> dict[str, dict[str, np.ndarray]]:
     """{"train": pool, "test": target} of a split's rows (`runs.where`) in `data`/`runs.file`,
     parted by `runs.in_pool`, and every row of `runs.target_file` in the target; its loss
     column read as "loss"."""
@@ -458,7 +458,7 @@ def load_split(
         if source is None:
             raise SplitError(f"{name}: {spec.runs.fetch}")
         data = Path(source)
-    parts = _run_parts(spec.runs, data) if spec.runs else _parts(name, spec, law, data)
+    parts = run_parts(spec.runs, data) if spec.runs else _parts(name, spec, law, data)
     tr, te = parts["train"], parts["test"]
     if spec.runs and spec.runs.auto:
         key = (name, str(Path(data).resolve()))

@@ -14,7 +14,7 @@ from analysis.estimates.law_choice import LAW_CHOICES, rising, select_law
 from analysis.fits.law_registry import get
 from analysis.fits.laws import Law, Solution
 from bench.run_splits import PARAMS_TOKENS
-from bench.scalebench_splits import SPLITS, _run_parts, auto_law
+from bench.scalebench_splits import SPLITS, auto_law, run_parts
 from tests.test_analysis_law_choice import TRUTH, _log_truth, one_run_per_size
 
 
@@ -89,7 +89,7 @@ def test_on_gadre_rw_the_default_chooses_farseer_and_the_candidate_chinchilla():
     """The dev pool the candidate was designed on (docs/laws.md): Farseer's fit rises with
     params at two of its measured points."""
     spec = SPLITS["gadre_rw_auto"]
-    parts = _run_parts(spec.runs, spec.data)
+    parts = run_parts(spec.runs, spec.data)
     tr, te = parts["train"], parts["test"]
     X, Xt = {c: tr[c] for c in PARAMS_TOKENS}, {c: te[c] for c in PARAMS_TOKENS}
     y, cost = tr["loss"], spec.cost(tr)
