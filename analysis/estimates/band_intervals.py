@@ -132,12 +132,21 @@ def _compute_query_why(f: LawFit, X: dict, ext: float, measured_only: bool) -> s
     )
 
 
+def _fitted_nd(f: LawFit, X: dict) -> dict | None:
+    """The (params, tokens) points `f` was fitted on, where both `f`'s law and the query X have
+    those inputs; None for a compute query or a law without both."""
+    pts, both = f.points or {}, {"params", "tokens"}
+    if not (both <= set(f.law.inputs) and both <= set(X) and both <= set(pts)):
+        return None
+    return pts
+
+
 def untrained_ratio(f: LawFit, X: dict) -> str:
     """Why the band has no answer at a (params, tokens) query X: its tokens per parameter lie
     outside the range of the points `f` was fitted on, the only ones its band's coverage was
     measured at (docs/laws.md, pi_run); "" inside it, or for a law without both inputs."""
-    pts, both = f.points or {}, {"params", "tokens"}
-    if not (both <= set(f.law.inputs) and both <= set(X) and both <= set(pts)):
+    pts = _fitted_nd(f, X)
+    if pts is None:
         return ""
     fitted = np.asarray(pts["tokens"], float) / np.asarray(pts["params"], float)
     lo, hi = float(fitted.min()), float(fitted.max())
@@ -157,11 +166,11 @@ def outside_fitted(f: LawFit, X: dict) -> tuple[float, str]:
     its fitted range), or (1.0, "") inside them, for a compute query or a law without both. The
     CI's gate reads it beside the compute factor (docs/laws.md: a query below the fitted compute
     can still lie past the params fitted, where the bootstrap CI was never measured to cover)."""
-    pts, both = f.points or {}, ("params", "tokens")
-    if not (set(both) <= set(f.law.inputs) and set(both) <= set(X) and set(both) <= set(pts)):
+    pts = _fitted_nd(f, X)
+    if pts is None:
         return 1.0, ""
     worst, what = 1.0, ""
-    for name in both:
+    for name in ("params", "tokens"):
         fitted = np.asarray(pts[name], float)
         lo, hi, q = float(fitted.min()), float(fitted.max()), float(np.ravel(X[name])[0])
         factor = max(q / hi, lo / q)
