@@ -48,7 +48,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis.estimates.band_intervals import loss_pi, loss_row, untrained_ratio
+from analysis.estimates.band_intervals import loss_row
 from analysis.estimates.conformal import RULES, covered_bands, saved, sweep_band
 from analysis.estimates.estimate import Sweep, fit_arranged
 from analysis.estimates.law_choice import LAW_CHOICES
@@ -162,16 +162,9 @@ def gated_row(fit, q: Query, band, why: str) -> dict:
 def ungated_row(fit, at: dict, band, why: str) -> dict:
     """The answer with none of andrea's gates on its intervals: no CI gate, the compute query's
     PI given (`loss_row(measured_only=False)`), and the band's PI given at a tokens per parameter
-    outside the pool's too (`untrained_ratio`, which `bench.scalebench --coverage` scores past
-    as well); that reason stays in the gated row's note only."""
-    r = loss_row(fit, at, "", band, why, lambda r: None, measured_only=False)
-    off = untrained_ratio(fit, at)
-    if off and off in r["note"] and math.isfinite(r["loss"]):
-        lo, hi, pi_why = loss_pi(band, why, r["loss"], r["extrapolation"])
-        if not pi_why:
-            r["pi_lo"], r["pi_hi"] = lo, hi
-            r["note"] = "; ".join(n for n in r["note"].split("; ") if n != off)
-    return r
+    outside the pool's too (`ratio_gate=False`: `untrained_ratio`, which `bench.scalebench
+    --coverage` scores past as well); that reason stays in the gated row's note only."""
+    return loss_row(fit, at, "", band, why, lambda r: None, measured_only=False, ratio_gate=False)
 
 
 def _covers(lo: float, hi: float, y: float) -> str:

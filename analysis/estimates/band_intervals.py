@@ -189,13 +189,15 @@ def loss_row(
     band_why: str,
     ci_gate,
     measured_only: bool = True,
+    ratio_gate: bool = True,
 ) -> dict:
     """One prediction at X (the law's inputs, or {"compute": [c]}) with its confidence and
     prediction intervals; `ci_gate(row)`: why the CI is withheld this far past the data, or None
     (`analysis.estimates.law_fits.withheld_interval`), asked at the compute factor and again at
     `outside_fitted`'s (params or tokens outside the runs fitted). Every reason goes in "note".
     `measured_only=False` (the coverage bench) gives the PI at a compute query that
-    COMPUTE_QUERY_COVERED_UP_TO would withhold."""
+    COMPUTE_QUERY_COVERED_UP_TO would withhold; `ratio_gate=False` (a bench's ungated column) gives
+    it at a tokens per parameter outside those fitted too (`untrained_ratio`)."""
     loss = float(f.predict(X)[0])
     lo, hi = (float(v[0]) for v in f.interval(X))
     ext = float(f.extrapolation(X)[0])
@@ -225,7 +227,12 @@ def loss_row(
     gone = _unsupported(f, X, loss, r["compute_pflops_days"])
     r["pi_lo"], r["pi_hi"], pi_why = loss_pi(band, band_why, loss, ext)
     unmeasured = (
-        "" if pi_why else (_compute_query_why(f, X, ext, measured_only) or untrained_ratio(f, X))
+        ""
+        if pi_why
+        else (
+            _compute_query_why(f, X, ext, measured_only)
+            or (untrained_ratio(f, X) if ratio_gate else "")
+        )
     )
     if unmeasured:
         r["pi_lo"], r["pi_hi"], pi_why = math.nan, math.nan, unmeasured
