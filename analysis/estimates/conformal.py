@@ -53,6 +53,13 @@ COVERED_UP_TO: dict[str, float] = {"chinchilla": 30.0}
 RULES = ("log", "drift")
 
 
+def _known(rule: str) -> str:
+    """`rule`, or ValueError naming RULES."""
+    if rule not in RULES:
+        raise ValueError(f"prediction band rule {rule!r} is not one of {', '.join(RULES)}")
+    return rule
+
+
 def scale(factor) -> np.ndarray:
     """s(f) = 1 + ln(max(f, 1)): how the band widens with the extrapolation factor."""
     return 1.0 + np.log(np.maximum(np.asarray(factor, float), 1.0))
@@ -96,9 +103,7 @@ class Band:
     @classmethod
     def from_json(cls, d: dict) -> "Band":
         up_to = float(d.get("up_to", math.inf))
-        rule, drift = str(d.get("rule", "log")), float(d.get("drift", 0.0))
-        if rule not in RULES:
-            raise ValueError(f"prediction band rule {rule!r} is not one of {', '.join(RULES)}")
+        rule, drift = _known(str(d.get("rule", "log"))), float(d.get("drift", 0.0))
         return cls(
             float(d["q"]), float(d["level"]), int(d["n"]), tuple(d["factors"]), up_to, rule, drift
         )
@@ -122,8 +127,7 @@ def calibrate(
     toward the drift and keeps the law's prediction inside. Withheld, with the reason, where the
     residuals are too few, and for "drift" where fewer than two lie past their cut (f > 1) to
     estimate a slope from."""
-    if rule not in RULES:
-        raise ValueError(f"prediction band rule {rule!r} is not one of {', '.join(RULES)}")
+    _known(rule)
     r = np.asarray(log_residuals, float)
     f = np.asarray(factors, float)
     ok = np.isfinite(r) & np.isfinite(f) & (f > 0)
