@@ -38,29 +38,16 @@ from analysis.fits import law_registry
 from analysis.fits.laws import params_at_bounds
 from analysis.fits.settings import FitSettings
 from bench.point_query import names_of
-from bench.run_splits import AUTO
-from bench.scalebench_splits import (
-    PARAMS_TOKENS,
-    SPLITS,
-    SplitError,
-    add_source_argument,
-    run_parts,
-)
+from bench.scalebench_splits import SplitError, add_source_argument, load_split
 
 ISO_RTOL = 1e-6  # computes closer than this (relative) are one isoFLOP level told apart by rounding
 
 
 def pool_of(name: str, source=None) -> tuple[dict, np.ndarray, dict, np.ndarray, np.ndarray]:
     """(the pool's params and tokens, its losses, the target's params and tokens, its losses,
-    the pool's costs) of the run split `name`, as `load_split` reads them for its `_auto`."""
-    spec = SPLITS[name + AUTO]
-    data = spec.data if spec.data is not None else source
-    if data is None:
-        raise SplitError(f"{name}: {spec.runs.fetch}")
-    parts = run_parts(spec.runs, data)
-    tr, te = parts["train"], parts["test"]
-    X = {c: tr[c] for c in PARAMS_TOKENS}
-    return X, tr["loss"], {c: te[c] for c in X}, te["loss"], spec.cost(tr)
+    the pool's costs) of the run split `name`, as `load_split` reads them."""
+    g = load_split(name, source=source).groups[0]
+    return g.X, g.y, g.X_test, g.y_test, g.cost
 
 
 def near_levels(computes, rtol: float = ISO_RTOL) -> int:
