@@ -1,8 +1,9 @@
 """Gadre et al. 2024's runs as held-out splits (bench/gadre_splits.py): the file loads, has its
-columns, and parts into pool and target as declared (31/32 small runs, 3 large); every split is
-held out; `bench.scalebench` (replay and --coverage) and `bench.point_query` run on them. No
-score is asserted on the real runs (they are held out); the point query's arithmetic is checked
-on a synthetic sweep whose truth is known."""
+columns, and parts into pool and target as declared (31/32 small runs, 3 large); what every split
+parted by model owes (held out, its alias, its errors) is in tests/test_run_split_modules.py, and
+its replay and --coverage run in tests/test_heldout_script.py. No score is asserted on the real
+runs (they are held out); the point query's arithmetic is checked on a synthetic sweep whose truth
+is known."""
 
 from __future__ import annotations
 
@@ -14,8 +15,7 @@ import numpy as np
 import pytest
 
 from bench import gadre_splits, point_query
-from bench.scalebench import main as scalebench
-from bench.scalebench_splits import DEV, SPLITS, SplitError, aliases, load_split
+from bench.scalebench_splits import SplitError, load_split
 
 
 def _convert():
@@ -48,15 +48,6 @@ def test_the_file_has_its_columns_and_104_runs_of_tokens_20_m_n():
         assert 1.5 < float(r["loss_c4"]) < 8 and 1.5 < float(r["loss_paloma_own"]) < 8
 
 
-def test_every_gadre_split_is_held_out_named_by_the_alias_and_not_benchmark_fitted():
-    assert len(gadre_splits.SPLITS) == 6
-    for score in ("replay", "coverage", "point_query"):
-        assert set(aliases(score)["gadre"]) == set(gadre_splits.SPLITS)
-    for name in gadre_splits.SPLITS:
-        assert name in SPLITS and name not in DEV
-        assert SPLITS[name].no_benchmark_fit.startswith("not a ScaleBench split")
-
-
 @pytest.mark.parametrize("dataset", gadre_splits.DATASETS)
 def test_pool_the_small_models_target_the_1b_and_7b_with_the_c4_eval_loss(dataset):
     split = load_split(gadre_splits.split_name(dataset))
@@ -76,30 +67,13 @@ def test_pool_the_small_models_target_the_1b_and_7b_with_the_c4_eval_loss(datase
     assert np.allclose(g.budgets, [f * g.cost.sum() for f in (0.01, 0.05, 0.10)])
 
 
-def test_a_model_neither_pool_nor_target_is_an_error_and_a_missing_dataset_too(tmp_path):
-    with pytest.raises(ValueError, match="neither pool nor target: open_lm_3b"):
-        gadre_splits.in_pool(["d=96_l=8_h=4", "open_lm_3b"])
+def test_a_file_without_the_splits_dataset_is_one_error(tmp_path):
     with open(tmp_path / "runs.csv", "w", newline="") as f:
         w = csv.DictWriter(f, HEADER)
         w.writeheader()
         w.writerows([r for r in _rows() if r["dataset"] == "rw"])
     with pytest.raises(SplitError, match="no run of dataset 'c4'"):
         load_split("gadre_c4", tmp_path)
-
-
-def test_scalebench_replays_a_gadre_split_and_its_coverage(tmp_path, capsys):
-    """One repetition of random and the whole pool: held out, andrea's fit only, R² and the RMS
-    relative error in the CSV; --coverage prints one row per split."""
-    args = ["--splits", "gadre_rw", "--methods", "random,full", "--reps", "1"]
-    assert scalebench(args + ["--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    assert "gadre_rw [held out]" in out and "RMS relative error over the 3 target runs" in out
-    rows = list(csv.DictReader(open(tmp_path / "scalebench.csv")))
-    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"held-out"}
-    assert all(float(r["rms_median"]) >= 0 for r in rows)
-    assert scalebench(["--coverage", "--splits", "gadre_c4"]) == 0
-    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("gadre_c4 ")]
-    assert len(lines) == 1 and lines[0].split()[1:3] == ["dev", "3"]
 
 
 def _synthetic(tmp_path, law=lambda n, d: 1.8 + 480 / n**0.35 + 2100 / d**0.37):
@@ -146,8 +120,3 @@ def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
         assert r["ci_covers"] == "", r
         assert ("past the largest fitted" in r["note"]) == (float(r["factor"]) <= 1), r
     assert "chinchilla: 3 queries" in printed and "by the planner's fitter" in printed
-
-
-def test_the_point_query_refuses_an_unknown_split(capsys):
-    assert point_query.main(["--splits", "gadre_nope"]) == 2
-    assert capsys.readouterr().err.startswith("error: --splits")

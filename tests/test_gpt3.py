@@ -1,9 +1,10 @@
 """Brown et al. 2020's GPT-3 training curves as a held-out split (bench/gpt3_splits.py): the file
-loads, has its columns (8 models x 11 token counts), and parts into pool and target as declared
-(55 checkpoints of the five smallest models, 33 of the 6.7 B, 13 B and 175 B); the split is held
-out; `bench.scalebench` (replay and --coverage) and `bench.point_query` run on it. No score is
-asserted on the real curves (they are held out); the point query's arithmetic is checked on a
-synthetic sweep whose truth is known, and the conversion's median on made-up points."""
+loads, has its columns (8 models x 11 token counts), and parts into pool and target as declared (55
+checkpoints of the five smallest models, 33 of the 6.7 B, 13 B and 175 B); what every split parted
+by model owes (held out, its alias, its errors) is in tests/test_run_split_modules.py, and its
+replay and --coverage run in tests/test_heldout_script.py. No score is asserted on the real curves
+(they are held out); the point query's arithmetic is checked on a synthetic sweep whose truth is
+known, and the conversion's median on made-up points."""
 
 from __future__ import annotations
 
@@ -15,14 +16,7 @@ import numpy as np
 import pytest
 
 from bench import gpt3_splits, point_query
-from bench.scalebench import main as scalebench
 from bench.scalebench_splits import (
-    BAND_DEV,
-    DEV,
-    PLANNER_DEV,
-    SPLITS,
-    SplitError,
-    aliases,
     load_split,
 )
 
@@ -83,18 +77,6 @@ def test_the_conversion_takes_the_median_of_the_points_within_5_percent():
             f"GPT-3 {m}": 1 for m in CONVERT.MODELS})  # fmt: skip
 
 
-def test_the_gpt3_split_is_held_out_named_by_the_alias_and_not_benchmark_fitted():
-    assert set(gpt3_splits.SPLITS) == {"gpt3", "gpt3_auto"}
-    for score in ("replay", "coverage", "point_query"):
-        assert set(aliases(score)["gpt3"]) == set(gpt3_splits.SPLITS)
-    for name in gpt3_splits.SPLITS:
-        assert name in SPLITS and not {name} & (set(DEV) | set(PLANNER_DEV))
-        # its band coverage decided that the candidate band rule drift is not adopted
-        assert "drift is not adopted" in BAND_DEV[name]
-        assert SPLITS[name].no_benchmark_fit.startswith("not a ScaleBench split")
-    assert point_query.names_of("gpt3", ()) == ["gpt3"]
-
-
 def test_pool_the_five_smallest_models_target_the_three_largest_with_the_validation_loss():
     split = load_split("gpt3")
     assert split.mark == "held-out" and split.band_mark == "dev"  # the band: BAND_DEV
@@ -112,28 +94,6 @@ def test_pool_the_five_smallest_models_target_the_three_largest_with_the_validat
     # the factors past the pool the protocol states: 10 of 33 below its largest compute
     factor = 6 * g.X_test["params"] * g.X_test["tokens"] / g.cost.max()
     assert (factor < 1).sum() == 10 and factor.min() == pytest.approx(0.248, abs=1e-3)
-
-
-def test_a_model_neither_pool_nor_target_is_an_error_and_a_missing_file_too(tmp_path):
-    with pytest.raises(ValueError, match="neither pool nor target: 1.3b"):
-        gpt3_splits.in_pool(["small", "1.3b"])
-    with pytest.raises(SplitError, match="runs.csv: no such file"):
-        load_split("gpt3", tmp_path)
-
-
-def test_scalebench_replays_the_gpt3_split_and_its_coverage(tmp_path, capsys):
-    """One repetition of random and the whole pool: held out, andrea's fit only, R² and the RMS
-    relative error in the CSV; --coverage prints one row per split."""
-    args = ["--splits", "gpt3", "--methods", "random,full", "--reps", "1"]
-    assert scalebench(args + ["--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    assert "gpt3 [held out]" in out and "RMS relative error over the 33 target runs" in out
-    rows = list(csv.DictReader(open(tmp_path / "scalebench.csv")))
-    assert {r["split"] for r in rows} == {"gpt3", "gpt3_auto"}
-    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"held-out"}
-    assert scalebench(["--coverage", "--splits", "gpt3"]) == 0
-    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("gpt3 ")]
-    assert len(lines) == 1 and lines[0].split()[1:3] == ["dev", "33"]
 
 
 def _synthetic(tmp_path, law=lambda n, d: 1.7 + 480 / n**0.34 + 2100 / d**0.28):
@@ -182,8 +142,3 @@ def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
         said = d / n < 11.1 and float(r["factor"]) <= 30
         assert r["note"].count("tokens per parameter, outside") == said, r
     assert "chinchilla: 33 queries" in printed and "90 % PI ungated given 33" in printed
-
-
-def test_the_point_query_refuses_an_unknown_split(capsys):
-    assert point_query.main(["--splits", "gpt3_nope"]) == 2
-    assert capsys.readouterr().err.startswith("error: --splits")

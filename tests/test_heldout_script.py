@@ -5,6 +5,7 @@ steps run on tests/test_l2l.py's synthetic checkout, and are skipped, saying why
 
 from __future__ import annotations
 
+import csv
 import os
 import subprocess
 import sys
@@ -43,6 +44,15 @@ STEPS = (
 
 L2L = {"l2l", "l2l_coverage", "l2l_point_query"}
 
+# the smoke run's replay step of each split parted by model: the splits it replays (HELDOUT_QUICK's
+# choice), its target runs, and the band's mark on its --coverage row
+RUN_SPLIT_STEPS = {
+    "gadre": (("gadre_rw",), 3, "dev"),
+    "gpt3": (("gpt3", "gpt3_auto"), 33, "dev"),
+    "opt": (("opt", "opt_auto"), 41, "dev"),
+    "olmo_ladder": (("olmo_ladder", "olmo_ladder_auto"), 5, "held-out"),
+}
+
 
 def _run(out, python, source=None):
     env = {k: v for k, v in os.environ.items() if k != "ANDREA_L2L_DIR"}
@@ -78,6 +88,20 @@ def test_heldout_smoke_runs_every_step(tmp_path):
     for table in ("scalebench", "porian", "gadre", "l2l", "gpt3", "opt", "olmo_ladder"):
         for ext in ("md", "csv", "json"):
             assert out.joinpath(table, f"scalebench.{ext}").is_file(), (table, ext)
+    # the splits parted by model (tests/test_run_split_modules.py): replayed held out with
+    # andrea's fit only, the RMS relative error over their targets, one --coverage row each
+    for table, (splits, n_target, band) in RUN_SPLIT_STEPS.items():
+        text = out.joinpath(f"{table}.txt").read_text()
+        assert f"{splits[0]} [held out]" in text, table
+        assert f"RMS relative error over the {n_target} target runs" in text, table
+        with open(out / table / "scalebench.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+        assert {r["split"] for r in rows} == set(splits), table
+        assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"held-out"}
+        assert all(float(r["rms_median"]) >= 0 for r in rows), table
+        coverage = out.joinpath(f"{table}_coverage.txt").read_text().splitlines()
+        (line,) = [x for x in coverage if x.startswith(f"{splits[0]} ")]
+        assert line.split()[1:3] == [band, str(n_target)], line
     queries = (
         "porian_compute_query",
         "gadre_point_query",

@@ -1,9 +1,10 @@
 """Bhagia et al. 2024's OLMo ladder (25 runs: five sizes at five lengths) as a held-out split
-(bench/olmo_ladder_splits.py): the file loads, has its columns (one final checkpoint per run),
-and parts into pool and target as declared (the 20 runs of the four sizes to 1.3 B, the 3.2 B's
-5); the split is held out; `bench.scalebench` (replay and --coverage) and `bench.point_query` run
-on it. No score is asserted on the real runs (they are held out); the point query's arithmetic
-is checked on a synthetic sweep whose truth is known, and the conversion on made-up rows."""
+(bench/olmo_ladder_splits.py): the file loads, has its columns (one final checkpoint per run), and
+parts into pool and target as declared (the 20 runs of the four sizes to 1.3 B, the 3.2 B's 5);
+what every split parted by model owes (held out, its alias, its errors) is in
+tests/test_run_split_modules.py, and its replay and --coverage run in tests/test_heldout_script.py.
+No score is asserted on the real runs (they are held out); the point query's arithmetic is checked
+on a synthetic sweep whose truth is known, and the conversion on made-up rows."""
 
 from __future__ import annotations
 
@@ -15,14 +16,7 @@ import numpy as np
 import pytest
 
 from bench import olmo_ladder_splits, point_query
-from bench.scalebench import main as scalebench
 from bench.scalebench_splits import (
-    BAND_DEV,
-    DEV,
-    PLANNER_DEV,
-    SPLITS,
-    SplitError,
-    aliases,
     load_split,
 )
 
@@ -99,16 +93,6 @@ def test_the_conversion_takes_each_runs_last_evaluation_and_checks_it():
     assert read == [f"{CONVERT.FOLDER}/190M-0.5xC.csv", f"{CONVERT.FOLDER}/190M-1xC-rerun.csv"]
 
 
-def test_the_olmo_ladder_split_is_held_out_named_by_the_alias_and_not_benchmark_fitted():
-    assert set(olmo_ladder_splits.SPLITS) == {"olmo_ladder", "olmo_ladder_auto"}
-    for score in ("replay", "coverage", "point_query"):
-        assert set(aliases(score)["olmo_ladder"]) == set(olmo_ladder_splits.SPLITS)
-    for name in olmo_ladder_splits.SPLITS:
-        assert name in SPLITS and not {name} & (set(DEV) | set(PLANNER_DEV) | set(BAND_DEV))
-        assert SPLITS[name].no_benchmark_fit.startswith("not a ScaleBench split")
-    assert point_query.names_of("olmo_ladder", ()) == ["olmo_ladder"]
-
-
 def test_pool_the_four_smaller_sizes_target_the_3b_with_the_c4_loss():
     split = load_split("olmo_ladder")
     assert split.mark == "held-out" and split.band_mark == "held-out"
@@ -128,28 +112,6 @@ def test_pool_the_four_smaller_sizes_target_the_3b_with_the_c4_loss():
     assert (factor < 1).sum() == 2 and factor.min() == pytest.approx(0.307, abs=0.001)
     assert factor.max() == pytest.approx(6.14, abs=0.005)
     assert g.X_test["params"].max() / g.X["params"].max() == pytest.approx(2.477, abs=0.001)
-
-
-def test_a_model_neither_pool_nor_target_is_an_error_and_a_missing_file_too(tmp_path):
-    with pytest.raises(ValueError, match="neither pool nor target: 7B"):
-        olmo_ladder_splits.in_pool(["190M", "7B"])
-    with pytest.raises(SplitError, match="runs.csv: no such file"):
-        load_split("olmo_ladder", tmp_path)
-
-
-def test_scalebench_replays_the_olmo_ladder_split_and_its_coverage(tmp_path, capsys):
-    """One repetition of random and the whole pool: held out, andrea's fit only, R² and the RMS
-    relative error in the CSV; --coverage prints one row per split."""
-    args = ["--splits", "olmo_ladder", "--methods", "random,full", "--reps", "1"]
-    assert scalebench(args + ["--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    assert "olmo_ladder [held out]" in out and "RMS relative error over the 5 target runs" in out
-    rows = list(csv.DictReader(open(tmp_path / "scalebench.csv")))
-    assert {r["split"] for r in rows} == {"olmo_ladder", "olmo_ladder_auto"}
-    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"held-out"}
-    assert scalebench(["--coverage", "--splits", "olmo_ladder"]) == 0
-    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("olmo_ladder ")]
-    assert len(lines) == 1 and lines[0].split()[1:3] == ["held-out", "5"]
 
 
 def _synthetic(tmp_path, law=lambda n, d: 1.7 + 480 / n**0.34 + 2100 / d**0.28):
@@ -199,8 +161,3 @@ def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
         assert (r["pi_covers"] == "") == (not lo <= d / n <= hi), r
         assert math.isfinite(float(r["pi_ungated_lo"])) and r["pi_ungated_covers"], r
     assert "chinchilla: 5 queries" in printed and "90 % PI ungated given 5" in printed
-
-
-def test_the_point_query_refuses_an_unknown_split(capsys):
-    assert point_query.main(["--splits", "olmo_ladder_nope"]) == 2
-    assert capsys.readouterr().err.startswith("error: --splits")

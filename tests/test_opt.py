@@ -1,10 +1,11 @@
 """Zhang et al. 2022's OPT training curves (as Xia et al. 2023 evaluated them) as a held-out split
 (bench/opt_splits.py): the file loads, has its columns (114 checkpoints of six models, from 30 B
-tokens), and parts into pool and target as declared (73 checkpoints of the four smallest models,
-41 of the 30 B and 175 B); the split is held out; `bench.scalebench` (replay and --coverage) and
-`bench.point_query` run on it. No score is asserted on the real curves (they are held out); the
-point query's arithmetic is checked on a synthetic sweep whose truth is known, and the
-conversion on made-up rows."""
+tokens), and parts into pool and target as declared (73 checkpoints of the four smallest models, 41
+of the 30 B and 175 B); what every split parted by model owes (held out, its alias, its errors) is
+in tests/test_run_split_modules.py, and its replay and --coverage run in
+tests/test_heldout_script.py. No score is asserted on the real curves (they are held out); the
+point query's arithmetic is checked on a synthetic sweep whose truth is known, and the conversion
+on made-up rows."""
 
 from __future__ import annotations
 
@@ -16,14 +17,7 @@ import numpy as np
 import pytest
 
 from bench import opt_splits, point_query
-from bench.scalebench import main as scalebench
 from bench.scalebench_splits import (
-    BAND_DEV,
-    DEV,
-    PLANNER_DEV,
-    SPLITS,
-    SplitError,
-    aliases,
     load_split,
 )
 
@@ -84,18 +78,6 @@ def test_the_conversion_reads_tokens_from_steps_and_drops_the_first_30_b():
         CONVERT.rows(text.replace("OPT,30b,", "OPT,66b,"))
 
 
-def test_the_opt_split_is_held_out_named_by_the_alias_and_not_benchmark_fitted():
-    assert set(opt_splits.SPLITS) == {"opt", "opt_auto"}
-    for score in ("replay", "coverage", "point_query"):
-        assert set(aliases(score)["opt"]) == set(opt_splits.SPLITS)
-    for name in opt_splits.SPLITS:
-        assert name in SPLITS and not {name} & (set(DEV) | set(PLANNER_DEV))
-        # its band coverage decided that the candidate band rule drift is not adopted
-        assert "drift is not adopted" in BAND_DEV[name]
-        assert SPLITS[name].no_benchmark_fit.startswith("not a ScaleBench split")
-    assert point_query.names_of("opt", ()) == ["opt"]
-
-
 def test_pool_the_four_smallest_models_target_the_two_largest_with_the_validation_loss():
     split = load_split("opt")
     assert split.mark == "held-out" and split.band_mark == "dev"  # the band: BAND_DEV
@@ -114,28 +96,6 @@ def test_pool_the_four_smallest_models_target_the_two_largest_with_the_validatio
     factor = 6 * g.X_test["params"] * g.X_test["tokens"] / g.cost.max()
     assert (factor < 1).sum() == 5 and factor.min() == pytest.approx(0.33, abs=0.005)
     assert factor.max() == pytest.approx(13.46, abs=0.01)
-
-
-def test_a_model_neither_pool_nor_target_is_an_error_and_a_missing_file_too(tmp_path):
-    with pytest.raises(ValueError, match="neither pool nor target: 66b"):
-        opt_splits.in_pool(["125m", "66b"])
-    with pytest.raises(SplitError, match="runs.csv: no such file"):
-        load_split("opt", tmp_path)
-
-
-def test_scalebench_replays_the_opt_split_and_its_coverage(tmp_path, capsys):
-    """One repetition of random and the whole pool: held out, andrea's fit only, R² and the RMS
-    relative error in the CSV; --coverage prints one row per split."""
-    args = ["--splits", "opt", "--methods", "random,full", "--reps", "1"]
-    assert scalebench(args + ["--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    assert "opt [held out]" in out and "RMS relative error over the 41 target runs" in out
-    rows = list(csv.DictReader(open(tmp_path / "scalebench.csv")))
-    assert {r["split"] for r in rows} == {"opt", "opt_auto"}
-    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"held-out"}
-    assert scalebench(["--coverage", "--splits", "opt"]) == 0
-    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("opt ")]
-    assert len(lines) == 1 and lines[0].split()[1:3] == ["dev", "41"]
 
 
 def _synthetic(tmp_path, law=lambda n, d: 1.7 + 480 / n**0.34 + 2100 / d**0.28):
@@ -184,8 +144,3 @@ def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
         assert (r["pi_covers"] == "") == (not lo <= d / n <= hi), r
         assert math.isfinite(float(r["pi_ungated_lo"])) and r["pi_ungated_covers"], r
     assert "chinchilla: 41 queries" in printed and "90 % PI ungated given 41" in printed
-
-
-def test_the_point_query_refuses_an_unknown_split(capsys):
-    assert point_query.main(["--splits", "opt_nope"]) == 2
-    assert capsys.readouterr().err.startswith("error: --splits")
