@@ -28,12 +28,15 @@
 #   18-20. the same three for Bhagia et al. 2024's OLMo ladder runs: bench.scalebench --splits
 #      olmo_ladder (olmo_ladder/, olmo_ladder.txt), its --coverage (olmo_ladder_coverage.txt)
 #      and bench.point_query --splits olmo_ladder (olmo_ladder_point_query.csv, .txt)
-#   21-22. the two candidate rules as they were scored on unseen sweeps (docs/laws.md): the band rule
+#   21-23. the same three for McLeish et al. 2025's Gemstones cooldown runs: bench.scalebench
+#      --splits gemstones (gemstones/, gemstones.txt), its --coverage (gemstones_coverage.txt)
+#      and bench.point_query --splits gemstones (gemstones_point_query.csv, .txt)
+#   24-25. the two candidate rules as they were scored on unseen sweeps (docs/laws.md): the band rule
 #      drift on GPT-3's and OPT's splits, bench.scalebench --coverage --band-rule drift
 #      (band_drift.txt; the log rule's figures are the gpt3_coverage and opt_coverage steps), and
 #      the law choice monotone on the OLMo ladder, bench.law_choice_why --law-choice monotone
 #      (law_choice_monotone.txt)
-#   23. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
+#   26. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
 #      (coverage_nd_gpu6.txt) and conformal.COVERED_UP_TO (coverage_nd_pi.txt)
 # No time limits: a shared CPU's load, not a hang, is what makes a step slow. A failed step is
 # logged with its exit status and the rest still run. Exit status: 0 all ran, 1 a step failed
@@ -97,6 +100,9 @@ if [ "$QUICK" = 1 ]; then
   OL=(--splits olmo_ladder --methods random,full --reps 1)  # the one split and its _auto twin
   OL_COV=(--splits olmo_ladder)
   OLQ=(--splits olmo_ladder --bootstrap 10)
+  GM=(--splits gemstones --methods random,full --reps 1)  # the one split and its _auto twin
+  GM_COV=(--splits gemstones)
+  GMQ=(--splits gemstones --bootstrap 10)
   BD=(--splits gpt3)  # one of the two sweeps
   # one design, one truth, two sweeps: a check that the command runs, no coverage to quote
   ND6=(--designs nd-gpu6 --truths kaplan --reps 2 --bootstrap 10)
@@ -122,6 +128,9 @@ else
   OL=(--splits olmo_ladder)
   OL_COV=(--splits olmo_ladder)
   OLQ=(--splits olmo_ladder)
+  GM=(--splits gemstones)
+  GM_COV=(--splits gemstones)
+  GMQ=(--splits gemstones)
   BD=(--splits gpt3,opt)
   # the exact command lines of docs/laws.md's two tables
   ND6=(--designs nd-gpu6 --truths kaplan besiroglu --reps 40 --bootstrap 100)
@@ -158,6 +167,10 @@ run olmo_ladder "$PY" -m bench.scalebench "${OL[@]}" --jobs 2 --out "$OUT/olmo_l
 run olmo_ladder_coverage "$PY" -m bench.scalebench --coverage "${OL_COV[@]}"
 run olmo_ladder_point_query "$PY" -m bench.point_query "${OLQ[@]}" \
   --out "$OUT/olmo_ladder_point_query.csv"
+run gemstones "$PY" -m bench.scalebench "${GM[@]}" --jobs 2 --out "$OUT/gemstones"
+run gemstones_coverage "$PY" -m bench.scalebench --coverage "${GM_COV[@]}"
+run gemstones_point_query "$PY" -m bench.point_query "${GMQ[@]}" \
+  --out "$OUT/gemstones_point_query.csv"
 run band_drift "$PY" -m bench.scalebench --coverage "${BD[@]}" --band-rule drift
 run law_choice_monotone "$PY" -m bench.law_choice_why --splits olmo_ladder --law-choice monotone
 run coverage_nd_gpu6 "$PY" -m bench.coverage_nd --factors 1 3 10 30 "${ND6[@]}"

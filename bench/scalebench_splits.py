@@ -15,12 +15,13 @@ to bench/data/gadre2024/), Brandfonbrener et al. 2024's (bench/l2l_splits.py: `l
 al. 2020's GPT-3 training curves as Choshen et al. 2024 digitized them (bench/gpt3_splits.py:
 `gpt3`, copied to bench/data/brown2020/), Zhang et al. 2022's OPT models' validation
 perplexity along training as Xia et al. 2023 evaluated it (bench/opt_splits.py: `opt`, copied to
-bench/data/zhang2022/) and Bhagia et al. 2024's OLMo ladder, 25 runs of five sizes at five
-lengths (bench/olmo_ladder_splits.py: `olmo_ladder`, copied to bench/data/bhagia2024/), each
-also with `_auto`, are read from their files of runs and parted into pool and target by their
-module's declared rule (`RUN_SPLITS`); `--splits porian`, `gadre`, `l2l`, `gpt3`, `opt` and
-`olmo_ladder` name each module's splits that the command scores (`aliases`). They are not
-replayed by default.
+bench/data/zhang2022/), Bhagia et al. 2024's OLMo ladder, 25 runs of five sizes at five
+lengths (bench/olmo_ladder_splits.py: `olmo_ladder`, copied to bench/data/bhagia2024/) and
+McLeish et al. 2025's Gemstones, 199 cooldown runs of 20 models (bench/gemstones_splits.py:
+`gemstones`, copied to bench/data/mcleish2025/), each also with `_auto`, are read from their
+files of runs and parted into pool and target by their module's declared rule (`RUN_SPLITS`);
+`--splits porian`, `gadre`, `l2l`, `gpt3`, `opt`, `olmo_ladder` and `gemstones` name each
+module's splits that the command scores (`aliases`). They are not replayed by default.
 
 DEV and HELD_OUT are declared here, not chosen by a flag: a split is dev when something of
 andrea's (a constant, a default, a rule) was chosen after looking at its scores. A constant
@@ -45,6 +46,7 @@ from analysis.fits.law_registry import get as get_law
 from analysis.fits.laws import Law
 from bench import (
     gadre_splits,
+    gemstones_splits,
     gpt3_splits,
     l2l_splits,
     olmo_ladder_splits,
@@ -130,6 +132,7 @@ RUN_SPLITS = (
     gpt3_splits,
     opt_splits,
     olmo_ladder_splits,
+    gemstones_splits,
 )
 for _module in RUN_SPLITS:
     SPLITS.update(

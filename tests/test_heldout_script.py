@@ -35,6 +35,9 @@ STEPS = (
     ("olmo_ladder", "bench.scalebench --splits olmo_ladder"),
     ("olmo_ladder_coverage", "bench.scalebench --coverage --splits olmo_ladder"),
     ("olmo_ladder_point_query", "bench.point_query --splits olmo_ladder"),
+    ("gemstones", "bench.scalebench --splits gemstones"),
+    ("gemstones_coverage", "bench.scalebench --coverage --splits gemstones"),
+    ("gemstones_point_query", "bench.point_query --splits gemstones"),
     ("band_drift", "bench.scalebench --coverage --splits gpt3"),
     ("law_choice_monotone", "bench.law_choice_why --splits olmo_ladder --law-choice monotone"),
     ("coverage_nd_gpu6", "bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6"),
@@ -85,7 +88,16 @@ def test_heldout_smoke_runs_every_step(tmp_path):
     assert "exit status" not in log
     for name, _ in STEPS:
         assert out.joinpath(f"{name}.txt").stat().st_size > 0, name
-    for table in ("scalebench", "porian", "gadre", "l2l", "gpt3", "opt", "olmo_ladder"):
+    for table in (
+        "scalebench",
+        "porian",
+        "gadre",
+        "l2l",
+        "gpt3",
+        "opt",
+        "olmo_ladder",
+        "gemstones",
+    ):
         for ext in ("md", "csv", "json"):
             assert out.joinpath(table, f"scalebench.{ext}").is_file(), (table, ext)
     # the splits parted by model (tests/test_run_split_modules.py): replayed held out with
@@ -109,6 +121,7 @@ def test_heldout_smoke_runs_every_step(tmp_path):
         "gpt3_point_query",
         "opt_point_query",
         "olmo_ladder_point_query",
+        "gemstones_point_query",
     )
     for query in queries:
         rows = out.joinpath(f"{query}.csv").read_text().splitlines()
