@@ -1,14 +1,11 @@
 """McLeish et al. 2025's Gemstones suite (199 cooldown runs of 20 models) as a held-out split
 (bench/gemstones_splits.py): the file loads, has its columns (one row per cooldown run), and
 parts into pool and target as declared (the 140 runs of the 14 models below 1 B, the 59 of the
-six of 1-2 B); the split is held out; `bench.scalebench` (replay and --coverage) and
+six of 1-2 B); `bench.scalebench` (replay and --coverage) and
 `bench.point_query` run on a synthetic noise-free sweep laid out as it. No score is asserted on
-the real runs (they are held out); the conversion is checked on made-up lines.
-
-The generic checks every run-split module repeats (registration, a missing file, the replay's
-smoke, the point query on a known truth, an unknown split refused) are written here in their
-smallest form: no parametrized file for the run-split modules existed on main when this module
-was added."""
+the real runs (they are held out); the conversion is checked on made-up lines. What every split
+parted by model owes (held out, its alias, its errors) is in tests/test_run_split_modules.py; the
+replay of the real runs in tests/test_heldout_script.py."""
 
 from __future__ import annotations
 
@@ -23,12 +20,6 @@ import pytest
 from bench import gemstones_splits, point_query
 from bench.scalebench import main as scalebench
 from bench.scalebench_splits import (
-    BAND_DEV,
-    DEV,
-    PLANNER_DEV,
-    SPLITS,
-    SplitError,
-    aliases,
     load_split,
 )
 
@@ -116,16 +107,6 @@ def test_the_conversion_reads_each_line_and_checks_it():
         CONVERT.rows(_line().replace("PyGemma-", "cooler_"))
 
 
-def test_the_gemstones_split_is_held_out_named_by_the_alias_and_not_benchmark_fitted():
-    assert set(gemstones_splits.SPLITS) == {"gemstones", "gemstones_auto"}
-    for score in ("replay", "coverage", "point_query"):
-        assert set(aliases(score)["gemstones"]) == set(gemstones_splits.SPLITS)
-    for name in gemstones_splits.SPLITS:
-        assert name in SPLITS and not {name} & (set(DEV) | set(PLANNER_DEV) | set(BAND_DEV))
-        assert SPLITS[name].no_benchmark_fit.startswith("not a ScaleBench split")
-    assert point_query.names_of("gemstones", ()) == ["gemstones"]
-
-
 def test_pool_the_models_below_1b_target_the_1b_and_2b_with_the_validation_loss():
     split = load_split("gemstones")
     assert split.mark == "held-out" and split.band_mark == "held-out"
@@ -153,13 +134,6 @@ def test_pool_the_models_below_1b_target_the_1b_and_2b_with_the_validation_loss(
     # 12 targets below every pool run's tokens per parameter (20.2)
     ratio = g.X_test["tokens"] / g.X_test["params"]
     assert (ratio < (g.X["tokens"] / g.X["params"]).min()).sum() == 12
-
-
-def test_a_model_neither_pool_nor_target_is_an_error_and_a_missing_file_too(tmp_path):
-    with pytest.raises(ValueError, match="neither pool nor target: 512x11"):
-        gemstones_splits.in_pool(["256x23", "512x11"])
-    with pytest.raises(SplitError, match="runs.csv: no such file"):
-        load_split("gemstones", tmp_path)
 
 
 def _synthetic(tmp_path, law=lambda n, d: 1.7 + 480 / n**0.34 + 2100 / d**0.28):
@@ -225,8 +199,3 @@ def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
         assert (r["pi_covers"] == "") == (not lo <= d / n <= hi), r
         assert math.isfinite(float(r["pi_ungated_lo"])) and r["pi_ungated_covers"], r
     assert "chinchilla: 59 queries" in printed and "90 % PI ungated given 59" in printed
-
-
-def test_the_point_query_refuses_an_unknown_split(capsys):
-    assert point_query.main(["--splits", "gemstones_nope"]) == 2
-    assert capsys.readouterr().err.startswith("error: --splits")

@@ -54,6 +54,7 @@ RUN_SPLIT_STEPS = {
     "gpt3": (("gpt3", "gpt3_auto"), 33, "dev"),
     "opt": (("opt", "opt_auto"), 41, "dev"),
     "olmo_ladder": (("olmo_ladder", "olmo_ladder_auto"), 5, "held-out"),
+    "gemstones": (("gemstones", "gemstones_auto"), 59, "held-out"),
 }
 
 

@@ -1,10 +1,11 @@
 """What every held-out split of public runs parted by model (bench/run_splits.by_model: Gadre et
-al.'s, GPT-3's, OPT's and the OLMo ladder's) owes the commands that score it, one test per rule
-over all of them: held out for the planner and named by its alias in every scoring command, no
-benchmark fitter, a model that is neither pool nor target refused, a missing file one error. Each
-module's own file (tests/test_gadre.py, test_gpt3.py, test_opt.py, test_olmo_ladder.py) checks
-its data, its pool and target and the point query on a sweep of known truth; the replay and
---coverage of each run in tests/test_heldout_script.py, whose smoke run reads their tables."""
+al.'s, GPT-3's, OPT's, the OLMo ladder's and Gemstones') owes the commands that score it, one test
+per rule over all of them: held out for the planner and named by its alias in every scoring
+command, no benchmark fitter, a model that is neither pool nor target refused, a missing file one
+error. Each module's own file (tests/test_gadre.py, test_gpt3.py, test_opt.py, test_olmo_ladder.py,
+test_gemstones.py) checks its data, its pool and target and the point query on a sweep of known
+truth; the replay and --coverage of each run in tests/test_heldout_script.py, whose smoke run reads
+their tables."""
 
 from __future__ import annotations
 
@@ -13,7 +14,14 @@ from types import ModuleType
 
 import pytest
 
-from bench import gadre_splits, gpt3_splits, olmo_ladder_splits, opt_splits, point_query
+from bench import (
+    gadre_splits,
+    gemstones_splits,
+    gpt3_splits,
+    olmo_ladder_splits,
+    opt_splits,
+    point_query,
+)
 from bench.scalebench_splits import (
     BAND_DEV,
     DEV,
@@ -40,6 +48,7 @@ CASES = {
     "gpt3": Case(gpt3_splits, "gpt3", "1.3b", "drift is not adopted"),
     "opt": Case(opt_splits, "opt", "66b", "drift is not adopted"),
     "olmo_ladder": Case(olmo_ladder_splits, "olmo_ladder", "7B", None),
+    "gemstones": Case(gemstones_splits, "gemstones", "512x11", None),  # 512x11: no cooldown runs
 }
 
 
