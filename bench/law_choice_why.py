@@ -7,9 +7,10 @@ it makes (`law_choice.select_law`, among the laws `pool_law.candidates` gives it
 `--law-choice`: `law_choice.LAW_CHOICES`), printed as:
 - the pool against the target: its sizes (params) and tokens, the target's, and how far the
   target's largest params lie past the pool's;
-- the compute levels: the pool's configurations, and how many of them lie within ISO_RTOL of
-  another (runs of one isoFLOP line whose 6·N·D differ by floating-point rounding only, which the
-  rollouts count as separate levels);
+- the compute levels: the pool's configurations, the compute levels the rollouts cut between
+  (`rollouts.levels`: configurations whose computes agree within `rollouts.LEVEL_RTOL`, as runs of
+  one isoFLOP line whose 6·N·D differ by floating-point rounding only, are one level), and how many
+  distinct computes lie within ISO_RTOL of another;
 - per cut: its compute, the runs fitted below and held out above, the sizes held out and whether
   each was also fitted below the cut (the held-out runs of a size fitted below it extrapolate in
   tokens only), the factors the held-out runs reach past the cut, and each law's RMS and mean log
@@ -31,6 +32,7 @@ import warnings
 
 import numpy as np
 
+from analysis.estimates import rollouts
 from analysis.estimates.estimate import fit_variants
 from analysis.estimates.law_choice import LAW_CHOICES, rising, select_law
 from analysis.estimates.pool_law import LABEL, as_runs, candidates
@@ -40,7 +42,7 @@ from analysis.fits.settings import FitSettings
 from bench.point_query import names_of
 from bench.scalebench_splits import SplitError, add_source_argument, load_split
 
-ISO_RTOL = 1e-6  # computes closer than this (relative) are one isoFLOP level told apart by rounding
+ISO_RTOL = 1e-6  # the near pairs counted (a measurement; the rollouts group by rollouts.LEVEL_RTOL)
 
 
 def pool_of(name: str, source=None) -> tuple[dict, np.ndarray, dict, np.ndarray, np.ndarray]:
@@ -60,13 +62,11 @@ def cut_rows(sel: dict, runs) -> list[dict]:
     """Per cut of `select_law`'s answer: its compute, runs fitted and held out, the held-out
     sizes (params) and which of them were fitted below it too, the factors reached, and per
     law the RMS and mean log residual (%) of its held-out runs there."""
-    conf = {}
-    for r in runs:
-        conf[r.size] = max(conf.get(r.size, 0.0), r.compute)
+    conf = rollouts.config_computes(runs)  # by level, as the cuts were made
     rows = []
     for cut in sel["cuts"]:
-        held = [r for r in runs if conf[r.size] > cut.cut]
-        fitted_params = {r.params for r in runs if conf[r.size] <= cut.cut}
+        held = [r for r in runs if conf[(r.label, r.size)] > cut.cut]
+        fitted_params = {r.params for r in runs if conf[(r.label, r.size)] <= cut.cut}
         held_params = sorted({r.params for r in held if r.params is not None})
         row = {
             "cut": cut.cut,
@@ -121,8 +121,10 @@ def split_lines(name: str, source=None, rule: str = LAW_CHOICES[0]) -> list[str]
         f"{' '.join(map(_g, sorted(set(Xt['params']))))} (up to "
         f"{float(Xt['params'].max()) / pmax:.3g}x the pool's), tokens "
         f"{_g(Xt['tokens'].min())}-{_g(Xt['tokens'].max())}",
-        f"  compute levels: {len({r.size for r in runs})} configurations, "
-        f"{near_levels([r.compute for r in runs])} within {ISO_RTOL:g} of another",
+        f"  compute levels: {len({r.size for r in runs})} configurations in "
+        f"{len(set(rollouts.config_computes(runs).values()))} levels (within "
+        f"{rollouts.LEVEL_RTOL:g}), {near_levels([r.compute for r in runs])} computes within "
+        f"{ISO_RTOL:g} of another",
         f"  --law-choice {rule}: "
         + (
             f"chose {sel['ranking'][0]['law']}"

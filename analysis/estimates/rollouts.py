@@ -8,18 +8,25 @@ other inputs for a plug-in law). Seeds of one size share their configuration's c
 any of its points reached), so no cut can put one seed below it and another above: replicates are
 fitted together or held out together.
 
+The configurations' computes are taken by level (`levels`): computes that agree within
+LEVEL_RTOL (relative) are one level, whose compute is the largest of them. On an isoFLOP sweep
+the configurations of one line share one budget, but their 6·N·D, recomputed from params and
+tokens, differ by float rounding (at most 4.4e-16 relative on Porian et al.'s and Brandfonbrener
+et al.'s sweeps; docs/laws.md, "Compute levels"): one level, so the configurations of one line are
+fitted together or held out together, as a size's seeds are, and no cut falls inside a line.
+
 The cuts (`cuts`): each holds out at least MIN_HELD runs, or the top TOP_FRAC of the variant's
-runs, whichever is more, and leaves at least MIN_FIT configurations below it (three sizes: the
-fewest on which a 3-parameter law in compute, `irreducible`, is determined). The first cut is the
-highest that holds out enough; further cuts follow it downwards, one configuration apart, up to
-N_CUTS in all and as long as MIN_FIT configurations stay below. Several cuts, so that one
+runs, whichever is more, and leaves at least MIN_FIT compute levels below it (three: the fewest
+on which a 3-parameter law in compute, `irreducible`, is determined). The first cut is the
+highest that holds out enough; further cuts follow it downwards, one level apart, up to
+N_CUTS in all and as long as MIN_FIT levels stay below. Several cuts, so that one
 unlucky run at the top does not decide alone and the error is averaged over several reaches past
 the data; no more than three, because each lower cut fits on fewer runs than the sweep has. A
 run above several cuts is scored once per cut: the runs of the highest compute, which matter
 most, count the most.
 
 Each held-out run gives a `Residual`: log(measured) - log(predicted), and its extrapolation factor
-(its compute over the largest compute fitted below the cut). `analysis.estimates.law_choice`
+(its level's compute over the largest level fitted below the cut). `analysis.estimates.law_choice`
 ranks laws by the root-mean-square of these over every cut and variant; a prediction interval can
 be calibrated on the same rows.
 
@@ -42,8 +49,12 @@ from analysis.inputs.collect import Run, final_points
 
 MIN_HELD = 5  # runs held out above a cut, at least (module docstring)
 TOP_FRAC = 0.2  # or this fraction of the variant's runs, if more
-MIN_FIT = 3  # configurations (sizes) fitted below a cut, at least
+MIN_FIT = 3  # compute levels (`levels`: sizes, isoFLOP lines) fitted below a cut, at least
 N_CUTS = 3  # cuts per variant, at most (module docstring)
+# computes within this (relative) are one level (`levels`): six orders of magnitude above the
+# float rounding that tells one isoFLOP line's runs apart (<= 4.4e-16), 450x below the smallest gap
+# between different configurations on any pool measured (4.53e-7; docs/laws.md, "Compute levels")
+LEVEL_RTOL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -51,7 +62,7 @@ class Cut:
     """One cut of one variant: fit at or below `cut` (PFLOP/s-days), hold out the runs above."""
 
     label: str
-    cut: float  # the largest compute fitted
+    cut: float  # the largest compute (level) fitted
     n_fitted: int  # runs (seeds) fitted below it
     n_held: int  # runs held out above it
     reach: float  # the largest held-out compute over `cut`
@@ -65,7 +76,7 @@ class Residual:
     label: str
     cut: float
     run: str  # the run's id
-    compute: float  # its final compute, PFLOP/s-days
+    compute: float  # its configuration's compute level (`levels`), PFLOP/s-days
     log_residual: float  # log(measured) - log(predicted)
     factor: float  # compute / the cut's largest fitted compute
 
@@ -86,6 +97,23 @@ class Rollout:
         return float(np.sqrt(np.mean(r**2))) if len(r) else math.nan
 
 
+def levels(computes, rtol: float = LEVEL_RTOL) -> np.ndarray:
+    """Each compute's level, in the order given: the computes sorted and chained, one joining the
+    level below it where its gap to the next lower compute is <= `rtol` times itself; a level's
+    compute is the largest of its members (module docstring). Computes farther apart than that
+    are their own levels, unchanged. Levels of levels are the same levels."""
+    c = np.asarray(computes, float).reshape(-1)
+    if not len(c):
+        return c.copy()
+    order = np.argsort(c, kind="stable")
+    s = c[order]
+    new = np.r_[True, np.diff(s) > rtol * s[1:]]  # a gap: the next level starts here
+    ends = np.r_[np.flatnonzero(new)[1:], len(s)] - 1  # each level's last (largest) member
+    out = np.empty_like(c)
+    out[order] = s[ends][np.cumsum(new) - 1]
+    return out
+
+
 def cuts(
     computes,
     min_held: int = MIN_HELD,
@@ -94,14 +122,15 @@ def cuts(
     min_fit: int = MIN_FIT,
 ) -> list[float]:
     """The cut computes, highest first, for runs of these computes (one per run; seeds of one
-    configuration carry the same compute, so no cut separates them): fit at or below a cut, hold
-    out the runs above it (module docstring). [] when no cut holds out enough and fits enough."""
-    c = np.sort(np.asarray(computes, float))
+    configuration carry the same compute, so no cut separates them, and computes of one level,
+    `levels`, are one): fit at or below a cut, hold out the runs above it (module docstring). []
+    when no cut holds out enough and fits enough. `min_fit` counts levels."""
+    c = np.sort(levels(computes))
     need = max(min_held, math.ceil(top_frac * len(c)))
-    levels = np.unique(c)  # the configurations' computes, ascending
+    lv = np.unique(c)  # the levels' computes, ascending
     out: list[float] = []
-    for i in range(len(levels) - 1, min_fit - 1, -1):  # levels[:i] fitted, i >= min_fit of them
-        cut = float(levels[i - 1])
+    for i in range(len(lv) - 1, min_fit - 1, -1):  # lv[:i] fitted, i >= min_fit of them
+        cut = float(lv[i - 1])
         if int((c > cut).sum()) < need:
             continue
         out.append(cut)
@@ -111,11 +140,17 @@ def cuts(
 
 
 def config_computes(runs: list[Run]) -> dict[tuple[str, str], float]:
-    """(label, size) → the configuration's compute: the most any of its points reached."""
-    out: dict[tuple[str, str], float] = {}
+    """(label, size) → the configuration's compute: the most any of its points reached, taken by
+    level among its variant's configurations (`levels`: one isoFLOP line's configurations share
+    their line's largest)."""
+    raw: dict[tuple[str, str], float] = {}
     for r in runs:
         key = (r.label, r.size)
-        out[key] = max(out.get(key, 0.0), r.compute)
+        raw[key] = max(raw.get(key, 0.0), r.compute)
+    out: dict[tuple[str, str], float] = {}
+    for label in {k[0] for k in raw}:
+        keys = [k for k in raw if k[0] == label]
+        out.update(zip(keys, map(float, levels([raw[k] for k in keys]))))
     return out
 
 
