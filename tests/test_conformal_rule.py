@@ -93,7 +93,7 @@ def test_the_benches_take_the_rule_as_a_value_the_default_the_log_rule(capsys):
     from bench.scalebench_coverage import split_row
     from bench.scalebench_splits import load_split
 
-    split = load_split("farseer")  # a dev split
+    split = load_split("moe")  # a dev split (a plug-in law of the benchmark, seconds to fit)
     default, log, drift = (
         split_row(split),
         split_row(split, rule="log"),

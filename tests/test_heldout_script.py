@@ -1,6 +1,6 @@
 """bench/heldout.sh, the one command behind docs/planner.md's and docs/laws.md's held-out and
 coverage figures, runs every step and says when one fails (its smoke mode: the smallest settings,
-~15 s on 2 idle cores; no speed check, the limit only stops a hang); Brandfonbrener et al.'s
+a few minutes on 2 cores; no speed check, the limit only stops a hang); Brandfonbrener et al.'s
 steps run on tests/test_l2l.py's synthetic checkout, and are skipped, saying why, without one."""
 
 from __future__ import annotations
