@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import socket
@@ -58,6 +59,15 @@ os.environ["TMPDIR"] = SESSION_TMP
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own tmpdir plugin reads the option
+def convert_script(folder: Path):
+    """`folder`/convert.py, the standard-library script that wrote a data folder's runs.csv (a
+    file, not a package: bench/data/*/ are not importable)."""
+    spec = importlib.util.spec_from_file_location(f"{folder.name}_convert", folder / "convert.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def pytest_configure(config):
     """pytest's tmp_path folders in this session's folder too, removed with it: by default they
     go to pytest-of-<user>/pytest-N under the system's temp folder, and the last three sessions'

@@ -8,7 +8,6 @@ is known."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import math
 
 import numpy as np
@@ -16,18 +15,9 @@ import pytest
 
 from bench import gadre_splits, point_query
 from bench.scalebench_splits import SplitError, load_split
+from tests.conftest import convert_script
 
-
-def _convert():
-    """bench/data/gadre2024/convert.py, the script that wrote runs.csv (a file, not a package)."""
-    path = gadre_splits.DATA / "convert.py"
-    spec = importlib.util.spec_from_file_location("gadre_convert", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-HEADER = _convert().COLUMNS
+HEADER = convert_script(gadre_splits.DATA).COLUMNS
 POOL_SIZES = {"c4": 31, "rpj": 32, "rw": 32}
 
 

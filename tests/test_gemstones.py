@@ -10,7 +10,6 @@ replay of the real runs in tests/test_heldout_script.py."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import math
 
@@ -19,21 +18,10 @@ import pytest
 
 from bench import gemstones_splits, point_query
 from bench.scalebench import main as scalebench
-from bench.scalebench_splits import (
-    load_split,
-)
+from bench.scalebench_splits import load_split
+from tests.conftest import convert_script
 
-
-def _convert():
-    """bench/data/mcleish2025/convert.py, the script that wrote runs.csv (a file, not a package)."""
-    path = gemstones_splits.DATA / "convert.py"
-    spec = importlib.util.spec_from_file_location("mcleish_convert", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-CONVERT = _convert()
+CONVERT = convert_script(gemstones_splits.DATA)
 HEADER = CONVERT.COLUMNS
 MODELS = gemstones_splits.POOL_MODELS + gemstones_splits.TARGET_MODELS
 

@@ -9,28 +9,16 @@ known, and the conversion's median on made-up points."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import math
 
 import numpy as np
 import pytest
 
 from bench import gpt3_splits, point_query
-from bench.scalebench_splits import (
-    load_split,
-)
+from bench.scalebench_splits import load_split
+from tests.conftest import convert_script
 
-
-def _convert():
-    """bench/data/brown2020/convert.py, the script that wrote runs.csv (a file, not a package)."""
-    path = gpt3_splits.DATA / "convert.py"
-    spec = importlib.util.spec_from_file_location("brown_convert", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-CONVERT = _convert()
+CONVERT = convert_script(gpt3_splits.DATA)
 HEADER = CONVERT.COLUMNS
 # Table 2.1's n_params of each model
 PARAMS = dict(zip(CONVERT.MODELS, (125e6, 350e6, 760e6, 1.3e9, 2.7e9, 6.7e9, 13e9, 175e9)))

@@ -9,28 +9,16 @@ on a synthetic sweep whose truth is known, and the conversion on made-up rows.""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import math
 
 import numpy as np
 import pytest
 
 from bench import olmo_ladder_splits, point_query
-from bench.scalebench_splits import (
-    load_split,
-)
+from bench.scalebench_splits import load_split
+from tests.conftest import convert_script
 
-
-def _convert():
-    """bench/data/bhagia2024/convert.py, the script that wrote runs.csv (a file, not a package)."""
-    path = olmo_ladder_splits.DATA / "convert.py"
-    spec = importlib.util.spec_from_file_location("bhagia_convert", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-CONVERT = _convert()
+CONVERT = convert_script(olmo_ladder_splits.DATA)
 HEADER = CONVERT.COLUMNS
 
 

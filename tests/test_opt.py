@@ -10,28 +10,16 @@ on made-up rows."""
 from __future__ import annotations
 
 import csv
-import importlib.util
 import math
 
 import numpy as np
 import pytest
 
 from bench import opt_splits, point_query
-from bench.scalebench_splits import (
-    load_split,
-)
+from bench.scalebench_splits import load_split
+from tests.conftest import convert_script
 
-
-def _convert():
-    """bench/data/zhang2022/convert.py, the script that wrote runs.csv (a file, not a package)."""
-    path = opt_splits.DATA / "convert.py"
-    spec = importlib.util.spec_from_file_location("zhang_convert", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-CONVERT = _convert()
+CONVERT = convert_script(opt_splits.DATA)
 HEADER = CONVERT.COLUMNS
 # the nominal params of each model and the kept checkpoints the README counts
 PARAMS = dict(zip(CONVERT.MODELS, (125e6, 1.3e9, 6.7e9, 13e9, 30e9, 175e9)))
