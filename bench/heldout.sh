@@ -31,12 +31,17 @@
 #   21-23. the same three for McLeish et al. 2025's Gemstones cooldown runs: bench.scalebench
 #      --splits gemstones (gemstones/, gemstones.txt), its --coverage (gemstones_coverage.txt)
 #      and bench.point_query --splits gemstones (gemstones_point_query.csv, .txt)
-#   24-25. the two candidate rules as they were scored on unseen sweeps (docs/laws.md): the band rule
+#   24-26. the same three for the Marin scaling ladder's isoFLOP runs on three mixes, only where
+#      ANDREA_MARIN_DIR names the folder bench/data/marin2026/convert.py wrote from the user's
+#      clone (not shipped: no licence; bench/data/marin2026/README.md), else one line says they
+#      were skipped and why: bench.scalebench --splits marin (marin/, marin.txt), its --coverage
+#      (marin_coverage.txt) and bench.point_query --splits marin (marin_point_query.csv, .txt)
+#   27-28. the two candidate rules as they were scored on unseen sweeps (docs/laws.md): the band rule
 #      drift on GPT-3's and OPT's splits, bench.scalebench --coverage --band-rule drift
 #      (band_drift.txt; the log rule's figures are the gpt3_coverage and opt_coverage steps), and
 #      the law choice monotone on the OLMo ladder, bench.law_choice_why --law-choice monotone
 #      (law_choice_monotone.txt)
-#   26. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
+#   29. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
 #      (coverage_nd_gpu6.txt) and conformal.COVERED_UP_TO (coverage_nd_pi.txt)
 # No time limits: a shared CPU's load, not a hang, is what makes a step slow. A failed step is
 # logged with its exit status and the rest still run. Exit status: 0 all ran, 1 a step failed
@@ -105,6 +110,9 @@ if [ "$QUICK" = 1 ]; then
   GM=(--splits gemstones --methods random,full --reps 1)  # the one split and its _auto twin
   GM_COV=(--splits gemstones)
   GMQ=(--splits gemstones --bootstrap 10)
+  MA=(--splits marin_dclm,marin_dclm_auto --methods random,full --reps 1)  # one mix of the 3
+  MA_COV=(--splits marin_dclm)
+  MAQ=(--splits marin_dclm --bootstrap 10)
   BD=(--splits gpt3)  # one of the two sweeps
   # one design, one truth, two sweeps: a check that the command runs, no coverage to quote
   ND6=(--designs nd-gpu6 --truths kaplan --reps 2 --bootstrap 10)
@@ -133,6 +141,9 @@ else
   GM=(--splits gemstones)
   GM_COV=(--splits gemstones)
   GMQ=(--splits gemstones)
+  MA=(--splits marin)
+  MA_COV=(--splits marin)
+  MAQ=(--splits marin)
   BD=(--splits gpt3,opt)
   # the exact command lines of docs/laws.md's two tables
   ND6=(--designs nd-gpu6 --truths kaplan besiroglu --reps 40 --bootstrap 100)
@@ -173,6 +184,17 @@ run gemstones "$PY" -m bench.scalebench "${GM[@]}" --jobs 2 --out "$OUT/gemstone
 run gemstones_coverage "$PY" -m bench.scalebench --coverage "${GM_COV[@]}"
 run gemstones_point_query "$PY" -m bench.point_query "${GMQ[@]}" \
   --out "$OUT/gemstones_point_query.csv"
+if [ -n "${ANDREA_MARIN_DIR:-}" ]; then
+  MSRC=(--source "$ANDREA_MARIN_DIR")
+  run marin "$PY" -m bench.scalebench "${MA[@]}" "${MSRC[@]}" --jobs 2 --out "$OUT/marin"
+  run marin_coverage "$PY" -m bench.scalebench --coverage "${MA_COV[@]}" "${MSRC[@]}"
+  run marin_point_query "$PY" -m bench.point_query "${MAQ[@]}" "${MSRC[@]}" \
+    --out "$OUT/marin_point_query.csv"
+else
+  { echo "skipped marin, marin_coverage, marin_point_query: ANDREA_MARIN_DIR is not set (the" \
+      "Marin scaling ladder's runs are not shipped: bench/data/marin2026/README.md)"; echo; } |
+    tee -a "$LOG"
+fi
 run band_drift "$PY" -m bench.scalebench --coverage "${BD[@]}" --band-rule drift
 run law_choice_monotone "$PY" -m bench.law_choice_why --splits olmo_ladder --law-choice monotone
 run coverage_nd_gpu6 "$PY" -m bench.coverage_nd --factors 1 3 10 30 "${ND6[@]}"

@@ -30,9 +30,11 @@ over-trained runs, `--splits l2l --source DIR` Brandfonbrener et al. 2024's swee
 pretraining sets, read from the user's checkout, `--splits gpt3` Brown et al. 2020's GPT-3
 training curves, `--splits opt` Zhang et al. 2022's OPT training curves, `--splits olmo_ladder`
 Bhagia et al. 2024's OLMo ladder runs, `--splits gemstones` McLeish et al. 2025's Gemstones
-cooldown runs (bench/porian_splits.py, bench/gadre_splits.py, bench/l2l_splits.py,
-bench/gpt3_splits.py, bench/opt_splits.py, bench/olmo_ladder_splits.py,
-bench/gemstones_splits.py: held out, scored with andrea's fit only).
+cooldown runs, `--splits marin --source DIR` the Marin scaling ladder's isoFLOP runs on three
+mixes, read from the runs.csv bench/data/marin2026/convert.py writes (bench/porian_splits.py,
+bench/gadre_splits.py, bench/l2l_splits.py, bench/gpt3_splits.py, bench/opt_splits.py,
+bench/olmo_ladder_splits.py, bench/gemstones_splits.py, bench/marin_splits.py: held out, scored
+with andrea's fit only).
 """
 
 from __future__ import annotations
@@ -361,9 +363,9 @@ def main(argv=None) -> int:
         "--splits",
         default=",".join(SCALEBENCH),
         help="comma-separated (default: ScaleBench's; `porian`, `gadre`, `l2l`, `gpt3`, `opt`, "
-        "`olmo_ladder`, `gemstones`: the splits of Porian et al. 2024, Gadre et al. 2024, "
-        "Brandfonbrener et al. 2024, Brown et al. 2020, Zhang et al. 2022, Bhagia et al. 2024, "
-        "McLeish et al. 2025 that it scores)",
+        "`olmo_ladder`, `gemstones`, `marin`: the splits of Porian et al. 2024, Gadre et al. "
+        "2024, Brandfonbrener et al. 2024, Brown et al. 2020, Zhang et al. 2022, Bhagia et al. "
+        "2024, McLeish et al. 2025, the Marin scaling ladder that it scores)",
     )
     p.add_argument("--methods", default=",".join(METHODS), help="of %(default)s")
     p.add_argument("--reps", type=int, default=None, help=f"repetitions (default {REPS})")

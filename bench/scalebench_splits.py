@@ -18,10 +18,13 @@ perplexity along training as Xia et al. 2023 evaluated it (bench/opt_splits.py: 
 bench/data/zhang2022/), Bhagia et al. 2024's OLMo ladder, 25 runs of five sizes at five
 lengths (bench/olmo_ladder_splits.py: `olmo_ladder`, copied to bench/data/bhagia2024/) and
 McLeish et al. 2025's Gemstones, 199 cooldown runs of 20 models (bench/gemstones_splits.py:
-`gemstones`, copied to bench/data/mcleish2025/), each also with `_auto`, are read from their
-files of runs and parted into pool and target by their module's declared rule (`RUN_SPLITS`);
-`--splits porian`, `gadre`, `l2l`, `gpt3`, `opt`, `olmo_ladder` and `gemstones` name each
-module's splits that the command scores (`aliases`). They are not replayed by default.
+`gemstones`, copied to bench/data/mcleish2025/) and the Marin scaling ladder's isoFLOP runs on
+three mixes (bench/marin_splits.py: `marin_<mix>`, read from the runs.csv that
+bench/data/marin2026/convert.py writes from the user's clone, `--source`: no licence to copy
+them), each also with `_auto`, are read from their files of runs and parted into pool and target
+by their module's declared rule (`RUN_SPLITS`); `--splits porian`, `gadre`, `l2l`, `gpt3`, `opt`,
+`olmo_ladder`, `gemstones` and `marin` name each module's splits that the command scores
+(`aliases`). They are not replayed by default.
 
 DEV and HELD_OUT are declared here, not chosen by a flag: a split is dev when something of
 andrea's (a constant, a default, a rule) was chosen after looking at its scores. A constant
@@ -49,6 +52,7 @@ from bench import (
     gemstones_splits,
     gpt3_splits,
     l2l_splits,
+    marin_splits,
     olmo_ladder_splits,
     opt_splits,
     porian_splits,
@@ -133,6 +137,7 @@ RUN_SPLITS = (
     opt_splits,
     olmo_ladder_splits,
     gemstones_splits,
+    marin_splits,
 )
 for _module in RUN_SPLITS:
     SPLITS.update(
@@ -160,14 +165,16 @@ def aliases(score: str) -> dict[str, tuple[str, ...]]:
 
 
 def add_source_argument(p: argparse.ArgumentParser) -> None:
-    """--source DIR: the checkout the splits not shipped are read from (bench/l2l_splits.py),
-    default the environment's `l2l_splits.SOURCE_ENV`."""
+    """--source DIR: the checkout the splits not shipped are read from (bench/l2l_splits.py; for
+    bench/marin_splits.py the folder its convert.py wrote), default the environment's
+    `l2l_splits.SOURCE_ENV`."""
     p.add_argument(
         "--source",
         type=Path,
         default=os.environ.get(l2l_splits.SOURCE_ENV) or None,
         help="a checkout of github.com/KempnerInstitute/loss-to-loss-notebooks at 457ce81, for "
-        f"--splits l2l (not shipped: no licence; default ${l2l_splits.SOURCE_ENV})",
+        f"--splits l2l (not shipped: no licence; default ${l2l_splits.SOURCE_ENV}); for --splits "
+        "marin, the folder bench/data/marin2026/convert.py wrote",
     )
 
 

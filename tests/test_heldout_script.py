@@ -1,7 +1,8 @@
 """bench/heldout.sh, the one command behind docs/planner.md's and docs/laws.md's held-out and
 coverage figures, runs every step and says when one fails (its smoke mode: the smallest settings,
 a few minutes on 2 cores; no speed check, the limit only stops a hang); Brandfonbrener et al.'s
-steps run on tests/test_l2l.py's synthetic checkout, and are skipped, saying why, without one."""
+steps run on tests/test_l2l.py's synthetic checkout and the Marin ladder's on tests/test_marin.py's
+synthetic runs.csv, and are skipped, saying why, without them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 
 from tests.conftest import REPO
 from tests.test_l2l import checkout
+from tests.test_marin import synthetic
 
 # the modules, in the order the script runs them (bench/heldout.sh's header)
 STEPS = (
@@ -38,6 +40,9 @@ STEPS = (
     ("gemstones", "bench.scalebench --splits gemstones"),
     ("gemstones_coverage", "bench.scalebench --coverage --splits gemstones"),
     ("gemstones_point_query", "bench.point_query --splits gemstones"),
+    ("marin", "bench.scalebench --splits marin"),  # only with ANDREA_MARIN_DIR
+    ("marin_coverage", "bench.scalebench --coverage --splits marin"),
+    ("marin_point_query", "bench.point_query --splits marin"),
     ("band_drift", "bench.scalebench --coverage --splits gpt3"),
     ("law_choice_monotone", "bench.law_choice_why --splits olmo_ladder --law-choice monotone"),
     ("coverage_nd_gpu6", "bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6"),
@@ -46,6 +51,7 @@ STEPS = (
 
 
 L2L = {"l2l", "l2l_coverage", "l2l_point_query"}
+MARIN = {"marin", "marin_coverage", "marin_point_query"}
 
 # the smoke run's replay step of each split parted by model: the splits it replays (HELDOUT_QUICK's
 # choice), its target runs, and the band's mark on its --coverage row
@@ -55,14 +61,16 @@ RUN_SPLIT_STEPS = {
     "opt": (("opt", "opt_auto"), 41, "dev"),
     "olmo_ladder": (("olmo_ladder", "olmo_ladder_auto"), 5, "held-out"),
     "gemstones": (("gemstones", "gemstones_auto"), 59, "held-out"),
+    "marin": (("marin_dclm", "marin_dclm_auto"), 23, "held-out"),
 }
 
 
-def _run(out, python, source=None):
-    env = {k: v for k, v in os.environ.items() if k != "ANDREA_L2L_DIR"}
+def _run(out, python, source=None, marin=None):
+    env = {k: v for k, v in os.environ.items() if k not in ("ANDREA_L2L_DIR", "ANDREA_MARIN_DIR")}
     env.update(
         {"HELDOUT_QUICK": "1", "PYTHON": python},
         **({"ANDREA_L2L_DIR": str(source)} if source else {}),
+        **({"ANDREA_MARIN_DIR": str(marin)} if marin else {}),
     )
     return subprocess.run(
         ["bash", "bench/heldout.sh", str(out)],
@@ -76,7 +84,8 @@ def _run(out, python, source=None):
 
 def test_heldout_smoke_runs_every_step(tmp_path):
     out = tmp_path / "out"
-    proc = _run(out, sys.executable, checkout(tmp_path))
+    synthetic(tmp_path / "marin")
+    proc = _run(out, sys.executable, checkout(tmp_path), tmp_path / "marin")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     log = out.joinpath("heldout.log").read_text()
     assert log.rstrip().endswith("heldout: all steps ran")
@@ -98,6 +107,7 @@ def test_heldout_smoke_runs_every_step(tmp_path):
         "opt",
         "olmo_ladder",
         "gemstones",
+        "marin",
     ):
         for ext in ("md", "csv", "json"):
             assert out.joinpath(table, f"scalebench.{ext}").is_file(), (table, ext)
@@ -123,6 +133,7 @@ def test_heldout_smoke_runs_every_step(tmp_path):
         "opt_point_query",
         "olmo_ladder_point_query",
         "gemstones_point_query",
+        "marin_point_query",
     )
     for query in queries:
         rows = out.joinpath(f"{query}.csv").read_text().splitlines()
@@ -136,15 +147,18 @@ def test_heldout_smoke_runs_every_step(tmp_path):
 
 
 def test_heldout_reports_every_failed_step_and_exits_1(tmp_path):
-    """And without ANDREA_L2L_DIR, Brandfonbrener et al.'s three steps are skipped, in one line
-    that says why."""
+    """And without ANDREA_L2L_DIR and ANDREA_MARIN_DIR, Brandfonbrener et al.'s and the Marin
+    ladder's three steps are skipped, in one line each that says why."""
     out = tmp_path / "out"
     proc = _run(out, "false")  # every step fails at once
     assert proc.returncode == 1
     log = out.joinpath("heldout.log").read_text()
-    ran = [name for name, _ in STEPS if name not in L2L]
+    ran = [name for name, _ in STEPS if name not in L2L | MARIN]
     assert log.count("exit status 1") == len(ran)
     assert log.rstrip().endswith(f"heldout: SOME STEPS FAILED: {' '.join(ran)}")
-    (skipped,) = [x for x in log.splitlines() if x.startswith("skipped ")]
+    skipped, skipped_marin = [x for x in log.splitlines() if x.startswith("skipped ")]
     assert skipped.startswith("skipped l2l, l2l_coverage, l2l_point_query: ANDREA_L2L_DIR is not")
-    assert not out.joinpath("l2l.txt").exists()
+    assert skipped_marin.startswith(
+        "skipped marin, marin_coverage, marin_point_query: ANDREA_MARIN_DIR is not"
+    )
+    assert not out.joinpath("l2l.txt").exists() and not out.joinpath("marin.txt").exists()

@@ -1,16 +1,17 @@
 """What every held-out split of public runs parted by model (bench/run_splits.by_model: Gadre et
-al.'s, GPT-3's, OPT's, the OLMo ladder's and Gemstones') owes the commands that score it, one test
-per rule over all of them: held out for the planner and named by its alias in every scoring
-command, no benchmark fitter, a model that is neither pool nor target refused, a missing file one
-error. Each module's own file (tests/test_gadre.py, test_gpt3.py, test_opt.py, test_olmo_ladder.py,
-test_gemstones.py) checks its data, its pool and target and the point query on a sweep of known
-truth; the replay and --coverage of each run in tests/test_heldout_script.py, whose smoke run reads
-their tables."""
+al.'s, GPT-3's, OPT's, the OLMo ladder's, Gemstones' and the Marin ladder's) owes the commands that
+score it, one test per rule over all of them: held out for the planner and named by its alias in
+every scoring command, no benchmark fitter, a model that is neither pool nor target refused, a
+missing file one error. Each module's own file (tests/test_gadre.py, test_gpt3.py, test_opt.py,
+test_olmo_ladder.py, test_gemstones.py, test_marin.py) checks its data, its pool and target and the
+point query on a sweep of known truth; the replay and --coverage of each run in
+tests/test_heldout_script.py, whose smoke run reads their tables."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Callable
 
 import pytest
 
@@ -18,6 +19,7 @@ from bench import (
     gadre_splits,
     gemstones_splits,
     gpt3_splits,
+    marin_splits,
     olmo_ladder_splits,
     opt_splits,
     point_query,
@@ -32,6 +34,7 @@ from bench.scalebench_splits import (
     aliases,
     load_split,
 )
+from tests.test_marin import synthetic
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,8 @@ class Case:
     stranger: str  # a model of the source that is neither pool nor target
     # why the band is dev on its splits (BAND_DEV's reason contains it); None: held out
     band_dev: str | None
+    # for runs not shipped: writes a synthetic file of them under a folder, read as --source
+    source: Callable | None = None
 
 
 CASES = {
@@ -49,6 +54,8 @@ CASES = {
     "opt": Case(opt_splits, "opt", "66b", "drift is not adopted"),
     "olmo_ladder": Case(olmo_ladder_splits, "olmo_ladder", "7B", None),
     "gemstones": Case(gemstones_splits, "gemstones", "512x11", None),  # 512x11: no cooldown runs
+    # d256-L4: no such shape in the source
+    "marin": Case(marin_splits, "marin", "d256-L4", None, lambda d: synthetic(d) and d),
 }
 
 
@@ -58,7 +65,9 @@ def test_every_module_parted_by_model_is_a_case_here():
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES)
-def test_its_splits_are_held_out_for_the_planner_named_by_the_alias_and_not_benchmark_fitted(case):
+def test_its_splits_are_held_out_for_the_planner_named_by_the_alias_and_not_benchmark_fitted(
+    case, tmp_path
+):
     names = set(case.module.SPLITS)
     for score in ("replay", "coverage", "point_query"):
         assert set(aliases(score)[case.alias]) == names
@@ -68,7 +77,8 @@ def test_its_splits_are_held_out_for_the_planner_named_by_the_alias_and_not_benc
         assert (name in BAND_DEV) == (case.band_dev is not None)
         assert case.band_dev is None or case.band_dev in BAND_DEV[name]
     # the marks a loaded split carries (loading an _auto twin would choose its law: not here)
-    base = load_split(sorted(names)[0])
+    source = case.source(tmp_path) if case.source else None
+    base = load_split(sorted(names)[0], source=source)
     assert (base.mark, base.band_mark) == ("held-out", "dev" if case.band_dev else "held-out")
     # the point query asks each split once: not its _auto twin, which repeats its runs
     assert set(point_query.names_of(case.alias, ())) == {n for n in names if "_auto" not in n}

@@ -17,6 +17,7 @@ from bench import (
     gemstones_splits,
     gpt3_splits,
     l2l_splits,
+    marin_splits,
     olmo_ladder_splits,
     opt_splits,
     porian_splits,
@@ -136,9 +137,10 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
     assert set(PLANNER_DEV) - {"sparsity"} == {n for n in l2l_splits.SPLITS if "_c80" in n}
     assert not set(SPLITS) & set(SKIPPED)
     # the rest are Porian et al. 2024's, Gadre et al. 2024's, Brandfonbrener et al. 2024's, Brown
-    # et al. 2020's, Zhang et al. 2022's, Bhagia et al. 2024's and McLeish et al. 2025's, every
-    # one held out (tests/test_porian.py, tests/test_gadre.py, tests/test_l2l.py,
-    # tests/test_gpt3.py, tests/test_opt.py, tests/test_olmo_ladder.py, tests/test_gemstones.py)
+    # et al. 2020's, Zhang et al. 2022's, Bhagia et al. 2024's, McLeish et al. 2025's and the
+    # Marin ladder's, every one held out (tests/test_porian.py, tests/test_gadre.py,
+    # tests/test_l2l.py, tests/test_gpt3.py, tests/test_opt.py, tests/test_olmo_ladder.py,
+    # tests/test_gemstones.py, tests/test_marin.py)
     runs = (
         porian_splits,
         gadre_splits,
@@ -147,6 +149,7 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
         opt_splits,
         olmo_ladder_splits,
         gemstones_splits,
+        marin_splits,
     )
     assert set(SPLITS) - set(SCALEBENCH) == set().union(*(m.SPLITS for m in runs))
     assert not set(DEV) & set(l2l_splits.SPLITS)
