@@ -50,7 +50,7 @@ paired gap band needs (nd-gpu's 6 pairs are too few):
     python -m bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6 --truths kaplan besiroglu \
         --reps 40 --bootstrap 100
 
-`--band-rule drift` (with `--factors`): the loss band (`pi`, `pi_c`, `pi_run`) calibrated by the
+`--band-rule drift|sizes` (with `--factors`): the loss band (`pi`, `pi_c`, `pi_run`) calibrated by a
 candidate rule declared in docs/laws.md instead of the default `log`; the multiplier's bands keep
 `log`.
 
@@ -69,7 +69,14 @@ import numpy as np
 
 from analysis.estimates import law_fits
 from analysis.estimates.band_intervals import joint_level
-from analysis.estimates.conformal import RULES, calibrate, gap_band, residuals_of, sweep_rollout
+from analysis.estimates.conformal import (
+    RULES,
+    band_calibrate,
+    calibrate,
+    gap_band,
+    residuals_of,
+    sweep_rollout,
+)
 from analysis.estimates.estimate import default_c_ref, fit_variants, points_for
 from analysis.estimates.extra_fits import fit_chinchilla_replicates
 from analysis.estimates.multiplier import boot_multipliers, multiplier_at, ratio
@@ -312,7 +319,7 @@ def _score_law(
         ro = sweep_rollout(law, runs, final_points(runs))
     base, var = res.fits["baseline"], res.fits["variant"]
     residuals = residuals_of(ro)
-    band, _ = calibrate(*residuals, rule=band_rule)
+    band, _ = band_calibrate(ro, law, runs, final_points(runs), rule=band_rule)
     bands = {
         "mult_pi": gap_band(ro, runs, "baseline")[0],
         "mult_pi_bonf": calibrate(*residuals, joint_level())[0],
@@ -374,7 +381,7 @@ def main(argv=None) -> int:
         default="log",
         choices=RULES,
         help="with --factors: the loss band's rule (pi, pi_c, pi_run; default %(default)s, "
-        "andrea's; drift: the candidate declared in docs/laws.md)",
+        "andrea's; drift, sizes: the candidates declared in docs/laws.md)",
     )
     p.add_argument(
         "--quick",

@@ -29,9 +29,9 @@ log(hi / lo). Beside it, `error_replay_fitter_pct`: the same query answered by t
 `bench.scalebench`'s "all runs" fit with it), where `analysis.fit --law` keeps the fixed delta 1e-3
 (docs/laws.md): the two fitters compared on the same pool and query, a measurement only.
 `--band-rule` (default `log`, andrea's): the rule both bands are calibrated by (`conformal.RULES`;
-`drift`, the candidate declared in docs/laws.md). `--law-choice` (default `rollouts`, andrea's):
-how the `_auto` split's law is chosen (`law_choice.LAW_CHOICES`; `monotone`, the candidate
-declared in docs/laws.md, "A candidate law choice, monotone").
+`drift`, `sizes`: candidates declared in docs/laws.md). `--law-choice` (default `rollouts`,
+andrea's): how the `_auto` split's law is chosen (`law_choice.LAW_CHOICES`; `monotone`, the
+candidate declared in docs/laws.md, "A candidate law choice, monotone").
 """
 
 from __future__ import annotations
@@ -332,8 +332,8 @@ def main(argv=None, default: tuple[str, ...] | None = None, doc: str | None = No
         "--band-rule",
         default="log",
         choices=RULES,
-        help="the prediction band's rule (default %(default)s, andrea's; drift: the candidate "
-        "declared in docs/laws.md)",
+        help="the prediction band's rule (default %(default)s, andrea's; drift, sizes: the "
+        "candidates declared in docs/laws.md)",
     )
     p.add_argument(
         "--law-choice",

@@ -386,8 +386,8 @@ def main(argv=None) -> int:
         "--band-rule",
         default="log",
         choices=RULES,
-        help="with --coverage: the band's rule (default %(default)s, andrea's; drift: the "
-        "candidate declared in docs/laws.md)",
+        help="with --coverage: the band's rule (default %(default)s, andrea's; drift, sizes: the "
+        "candidates declared in docs/laws.md)",
     )
     p.add_argument(
         "--law-choice",

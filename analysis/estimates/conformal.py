@@ -24,6 +24,13 @@ law's bias grows with compute faster than the fixed scale allows; docs/laws.md d
 dev figures and the rule by which it may become the default). Only the benches ask for it
 (`--band-rule drift`); `analysis.fit` and `analysis.predict` use "log".
 
+A third rule, "sizes" (`calibrate(rule="sizes", size_residuals=...)`), another candidate declared
+in docs/laws.md: the compute rollouts never hold out a model size (every run above a cut is a
+longer run of a size fitted below it), while the question is a new, larger size. Its band takes
+the wider of two conformal quantiles, the compute rollouts' (the log rule's q) and that of the
+size rollouts (`rollouts.size_rollout`: fit the sizes below a params cut, predict every run of the
+sizes above it), both on the same score |r| / s(f). Only the benches ask for it.
+
 The same calibration on a second score gives the gap band a multiplier's interval needs
 (`paired_gaps`, `analysis.estimates.band_intervals`): r_v - r_b of a variant's held-out run and
 the baseline's twin (the run of the same size and seed, at the same cut).
@@ -48,9 +55,9 @@ LEVEL = 0.9
 COVERED_UP_TO: dict[str, float] = {"chinchilla": 30.0}
 
 
-# The band's rules: "log" (the default, the module docstring) and "drift" (`calibrate`'s
-# docstring), a candidate declared in docs/laws.md and given only where asked for.
-RULES = ("log", "drift")
+# The band's rules: "log" (the default, the module docstring), "drift" and "sizes" (`calibrate`'s
+# docstring), candidates declared in docs/laws.md and given only where asked for.
+RULES = ("log", "drift", "sizes")
 
 
 def _known(rule: str) -> str:
@@ -115,7 +122,7 @@ def min_residuals(level: float) -> int:
 
 
 def calibrate(
-    log_residuals, factors, level: float = LEVEL, rule: str = "log"
+    log_residuals, factors, level: float = LEVEL, rule: str = "log", size_residuals=None
 ) -> tuple[Band | None, str]:
     """(the band, "") from residuals and their factors, or (None, why) with too few.
 
@@ -126,7 +133,13 @@ def calibrate(
     f_i| / s(f_i), and the band at f is [min(d, 0) - q·s(f), max(d, 0) + q·s(f)]: it widens
     toward the drift and keeps the law's prediction inside. Withheld, with the reason, where the
     residuals are too few, and for "drift" where fewer than two lie past their cut (f > 1) to
-    estimate a slope from."""
+    estimate a slope from.
+
+    Rule "sizes", a candidate: `size_residuals`, (log residuals, factors) of the size rollouts
+    (`size_residuals_of`), are scored alike, |r| / s(f); their quantile q_s is the
+    ceil((n_s + 1)·level)-th smallest score, their largest where n_s is too few for a finite one,
+    0 where there are none; the band's q is max(q, q_s), the log rule's q from the compute
+    rollouts' residuals (withheld where it is). `Band.n` counts both sets."""
     _known(rule)
     r = np.asarray(log_residuals, float)
     f = np.asarray(factors, float)
@@ -151,8 +164,28 @@ def calibrate(
         drift, centred = sxy / sxx, r - (sxy - ell * r) / loo * ell
     s = np.sort(np.abs(centred) / scale(f))
     k = math.ceil((len(s) + 1) * level)
-    q, span = float(s[min(k, len(s)) - 1]), (float(f.min()), float(f.max()))
-    return Band(q, level, len(s), span, rule=rule, drift=drift), ""
+    q, span, n = float(s[min(k, len(s)) - 1]), (float(f.min()), float(f.max())), len(s)
+    if rule == "sizes":
+        q_s, f_s = size_quantile(*(size_residuals or ([], [])), level)
+        q, n = max(q, q_s), n + len(f_s)
+        if len(f_s):
+            span = (min(span[0], float(f_s.min())), max(span[1], float(f_s.max())))
+    return Band(q, level, n, span, rule=rule, drift=drift), ""
+
+
+def size_quantile(log_residuals, factors, level: float = LEVEL) -> tuple[float, np.ndarray]:
+    """(q_s, the factors used): the size rollouts' quantile of |r| / s(f) for rule "sizes"
+    (`calibrate`): the ceil((n + 1)·level)-th smallest score, the largest where n is too few for
+    it, 0.0 with none."""
+    r = np.asarray(log_residuals, float)
+    f = np.asarray(factors, float)
+    ok = np.isfinite(r) & np.isfinite(f) & (f > 0)
+    r, f = r[ok], f[ok]
+    if not len(r):
+        return 0.0, f
+    s = np.sort(np.abs(r) / scale(f))
+    k = math.ceil((len(s) + 1) * level)
+    return float(s[min(k, len(s)) - 1]), f
 
 
 def sweep_rollout(law, runs, c_law_runs) -> rollouts.Rollout:
@@ -162,6 +195,21 @@ def sweep_rollout(law, runs, c_law_runs) -> rollouts.Rollout:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return rollouts.rollout(law, runs, c_law_runs, planned=planned)
+
+
+def size_residuals_of(law, runs, c_law_runs) -> tuple[list[float], list[float]]:
+    """(log residuals, their factors) of `law`'s size rollouts (`rollouts.size_rollout`), its
+    fits' warnings silenced: what `calibrate(rule="sizes")` takes as `size_residuals`."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return residuals_of(rollouts.size_rollout(law, runs, c_law_runs))
+
+
+def band_calibrate(ro, law, runs, c_law_runs, level: float = LEVEL, rule: str = "log"):
+    """`calibrate` on the compute rollout `ro` by `rule`, with the size rollouts' residuals where
+    the rule is "sizes" (they are not computed for the other rules)."""
+    extra = size_residuals_of(law, runs, c_law_runs) if rule == "sizes" else None
+    return calibrate(*residuals_of(ro), level, rule, size_residuals=extra)
 
 
 def residuals_of(ro: rollouts.Rollout) -> tuple[list[float], list[float]]:
@@ -201,7 +249,7 @@ def sweep_band(
 ) -> tuple[Band | None, str]:
     """The band of `law` calibrated on the sweep's rollout residuals (`sweep_rollout`) by `rule`
     (RULES), or (None, why)."""
-    return calibrate(*residuals_of(sweep_rollout(law, runs, c_law_runs)), level, rule)
+    return band_calibrate(sweep_rollout(law, runs, c_law_runs), law, runs, c_law_runs, level, rule)
 
 
 def gap_band(ro: rollouts.Rollout, runs, baseline: str) -> tuple[Band | None, str]:
@@ -229,7 +277,7 @@ def covered_bands(law, runs, c_law_runs, baseline: str, rule: str = "log") -> tu
         )
         return (None, why), (None, why)
     ro = sweep_rollout(law, runs, c_law_runs)
-    band, why = calibrate(*residuals_of(ro), rule=rule)
+    band, why = band_calibrate(ro, law, runs, c_law_runs, rule=rule)
     gap, gap_why = gap_band(ro, runs, baseline)
     return tuple(
         (dataclasses.replace(b, up_to=up_to), "") if b else (None, w)

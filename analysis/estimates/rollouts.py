@@ -216,3 +216,82 @@ def rollout(
                 Residual(law.name, r.label, cut.cut, r.run_id, c, float(m - p), c / cut.cut)
             )
     return out
+
+
+def config_params(runs: list[Run]) -> dict[tuple[str, str], float]:
+    """(label, size) → the configuration's params, taken by level among its variant's sizes
+    (`levels`); configurations whose params are not known are left out."""
+    raw: dict[tuple[str, str], float] = {}
+    for r in runs:
+        if r.params is not None and np.isfinite(r.params) and r.params > 0:
+            raw[(r.label, r.size)] = max(raw.get((r.label, r.size), 0.0), float(r.params))
+    out: dict[tuple[str, str], float] = {}
+    for label in {k[0] for k in raw}:
+        keys = [k for k in raw if k[0] == label]
+        out.update(zip(keys, map(float, levels([raw[k] for k in keys]))))
+    return out
+
+
+def size_plan(runs: list[Run], **kw) -> list[Cut]:
+    """Every variant's cuts by params (`cuts` on the configurations' params, the same MIN_HELD,
+    TOP_FRAC, MIN_FIT and N_CUTS; keywords go to it): fit the sizes at or below a cut, hold out
+    every run of the sizes above it. `Cut.cut` and `Cut.reach` are in params here. A variant any
+    of whose final points lacks params has none."""
+    par = config_params(runs)
+    finals = final_points(runs)
+    out = []
+    for label in sorted({r.label for r in runs}):
+        mine = [par.get((r.label, r.size)) for r in finals if r.label == label]
+        if not mine or any(p is None for p in mine):
+            continue
+        top = max(mine)
+        for cut in cuts(mine, **kw):
+            n_held = sum(p > cut for p in mine)
+            out.append(Cut(label, cut, len(mine) - n_held, n_held, top / cut))
+    return out
+
+
+def size_rollout(
+    law: Law,
+    runs: list[Run],
+    c_law_runs: list[Run],
+    settings: FitSettings = FitSettings(),
+    planned: list[Cut] | None = None,
+) -> Rollout:
+    """`law` rolled out over the params cuts (`size_plan(runs)` unless given): fitted without a
+    bootstrap on its points (`points_for`) of the sizes at or below each cut, its predictions at
+    the final point of every run of the sizes above it, at that run's own inputs. Each residual's
+    factor is the run's compute level over the largest compute level fitted below the cut (the
+    factor the band uses; at most 1 where a new size is run shorter); `Residual.cut` is the
+    params cut. A cut below which the law has fewer points than it needs is skipped."""
+    planned = size_plan(runs) if planned is None else planned
+    conf, par = config_computes(runs), config_params(runs)
+    point = settings.but(n_bootstrap=0)
+    out = Rollout(law.name, planned)
+    pts, finals = points_for(law, runs, c_law_runs), final_points(runs)
+    for cut in planned:
+        key = lambda r: (r.label, r.size)  # noqa: E731
+        train = [r for r in pts if r.label == cut.label and par.get(key(r), math.inf) <= cut.cut]
+        held = [r for r in finals if r.label == cut.label and par.get(key(r), 0.0) > cut.cut]
+        where = f"{cut.label} at {cut.cut:.3g} params"
+        if len(train) < law.needs or not held:
+            out.failed[where] = f"{len(train)} points below the cut, {law.needs} needed"
+            continue
+        top = max(conf[key(r)] for r in train if key(r) in conf)
+        res = fit_variants(train, cut.label, point, law)
+        if cut.label not in res.fits:
+            out.failed[where] = res.skipped.get(cut.label, "not fitted")
+            continue
+        X = {k: v for k, v in inputs_of(held).items() if k in law.inputs}
+        with np.errstate(all="ignore"):
+            pred = np.log(np.asarray(res.fits[cut.label].predict(X), float))
+        meas = np.log([r.val_loss for r in held])
+        if not np.all(np.isfinite(pred)):
+            out.failed[where] = "non-finite predictions"
+            continue
+        for r, p, m in zip(held, pred, meas):
+            c = conf[key(r)]
+            out.residuals.append(
+                Residual(law.name, r.label, cut.cut, r.run_id, c, float(m - p), c / top)
+            )
+    return out
