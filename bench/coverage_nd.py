@@ -50,9 +50,8 @@ paired gap band needs (nd-gpu's 6 pairs are too few):
     python -m bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6 --truths kaplan besiroglu \
         --reps 40 --bootstrap 100
 
-`--band-rule drift|sizes` (with `--factors`): the loss band (`pi`, `pi_c`, `pi_run`) calibrated by a
-candidate rule declared in docs/laws.md instead of the default `log`; the multiplier's bands keep
-`log`.
+`--band-rule log|drift` (with `--factors`): the loss band (`pi`, `pi_c`, `pi_run`) calibrated by
+another rule of docs/laws.md than the default `sizes`; the multiplier's bands keep `log`.
 
 `--quick`: 2 sweeps, 10 resamples, a smoke test.
 """
@@ -70,6 +69,7 @@ import numpy as np
 from analysis.estimates import law_fits
 from analysis.estimates.band_intervals import joint_level
 from analysis.estimates.conformal import (
+    DEFAULT_RULE,
     RULES,
     band_calibrate,
     calibrate,
@@ -260,7 +260,7 @@ def run_extrapolation(
     sigma_run: float = 0.012,
     rho: float = 0.3,
     sigma_point: float = 0.003,
-    band_rule: str = "log",
+    band_rule: str = DEFAULT_RULE,
 ) -> dict:
     """Coverage of the loss and multiplier intervals at f x the largest compute (module doc);
     `band_rule`: the loss band's (`conformal.RULES`)."""
@@ -300,7 +300,7 @@ def run_extrapolation(
 
 
 def _score_law(
-    tally, name, runs, bseed, n_boot, design, factors, true_laws, noise_args, band_rule="log"
+    tally, name, runs, bseed, n_boot, design, factors, true_laws, noise_args, band_rule=DEFAULT_RULE
 ):
     """One sweep's intervals under law `name` at each factor, into `tally`; `band_rule`: the
     loss band's (`conformal.RULES`: pi, pi_c, pi_run; the multiplier's bands keep "log")."""
@@ -378,7 +378,7 @@ def main(argv=None) -> int:
     )
     p.add_argument(
         "--band-rule",
-        default="log",
+        default=DEFAULT_RULE,
         choices=RULES,
         help="with --factors: the loss band's rule (pi, pi_c, pi_run; default %(default)s, "
         "andrea's; drift, sizes: the candidates declared in docs/laws.md)",
@@ -394,7 +394,7 @@ def main(argv=None) -> int:
     if args.reps < 1 or args.bootstrap < 10:
         print("error: need --reps >= 1 and --bootstrap >= 10", file=sys.stderr)
         return 2
-    if args.band_rule != "log" and args.factors is None:
+    if args.band_rule != DEFAULT_RULE and args.factors is None:
         print(
             "error: --band-rule is the prediction band's, asked for with --factors", file=sys.stderr
         )
@@ -458,7 +458,7 @@ def _print_tables(args, header: str, measure, lines) -> int:
     print(
         f"truth L(N, D), variant N, D x sqrt({M_TRUE}); {args.noise} seed noise; {args.reps} "
         f"replicates, {args.bootstrap} resamples; nominal 95 %; ±se: binomial standard error"
-        + ("" if args.band_rule == "log" else f"; prediction band rule {args.band_rule}")
+        + ("" if args.band_rule == DEFAULT_RULE else f"; prediction band rule {args.band_rule}")
     )
     print(header)
     for d in args.designs:

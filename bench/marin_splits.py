@@ -43,9 +43,10 @@ The protocol, declared before any score on them was computed:
       asked at each target run's own (params, tokens): the relative error, the 95 % CI and
       90 % PI as andrea gates them and ungated, their coverage and log-width, the factor past
       the pool in compute and params; per split, the median and largest |error| over its 23;
-  (b) the prediction band's coverage (the 90 % interval, the default `log` rule) on the target
-      runs (`python -m bench.scalebench --coverage --splits marin`), where andrea gives it and
-      over all; no other band rule is run on these splits before it is declared;
+  (b) the prediction band's coverage (the 90 % interval, the `log` rule, the default when this
+      was declared) on the target runs (`python -m bench.scalebench --coverage --splits marin`),
+      where andrea gives it and over all; no other band rule is run on these splits before it is
+      declared;
   (c) the planner replay (`python -m bench.scalebench --splits marin --jobs 2`): random,
       cheapest, the planner and all runs at 1 %, 5 %, 10 % of the pool's cost (6·params·tokens),
       cumulative, 10 repetitions; the RMS relative error over the target runs the headline;

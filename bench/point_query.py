@@ -28,10 +28,11 @@ log(hi / lo). Beside it, `error_replay_fitter_pct`: the same query answered by t
 (`fit_law_scaled_huber`, the Huber delta scaled to the residuals: `design.plan_round` and
 `bench.scalebench`'s "all runs" fit with it), where `analysis.fit --law` keeps the fixed delta 1e-3
 (docs/laws.md): the two fitters compared on the same pool and query, a measurement only.
-`--band-rule` (default `log`, andrea's): the rule both bands are calibrated by (`conformal.RULES`;
-`drift`, `sizes`: candidates declared in docs/laws.md). `--law-choice` (default `rollouts`,
-andrea's): how the `_auto` split's law is chosen (`law_choice.LAW_CHOICES`; `monotone`, the
-candidate declared in docs/laws.md, "A candidate law choice, monotone").
+`--band-rule` (default `sizes`, andrea's): the rule both bands are calibrated by
+(`conformal.RULES`; `log`, the default before it; `drift`, a candidate not adopted: docs/laws.md).
+`--law-choice` (default `rollouts`, andrea's): how the `_auto` split's law is chosen
+(`law_choice.LAW_CHOICES`; `monotone`, the candidate declared in docs/laws.md, "A candidate law
+choice, monotone").
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.estimates.band_intervals import loss_row
-from analysis.estimates.conformal import RULES, covered_bands, saved, sweep_band
+from analysis.estimates.conformal import DEFAULT_RULE, RULES, covered_bands, saved, sweep_band
 from analysis.estimates.estimate import Sweep, fit_arranged
 from analysis.estimates.law_choice import LAW_CHOICES
 from analysis.estimates.law_fits import losses_at
@@ -135,7 +136,7 @@ def kinds_of(module) -> tuple[str, ...]:
     return (module.QUERY,) if isinstance(module.QUERY, str) else tuple(module.QUERY)
 
 
-def fitted(split, n_bootstrap: int, rule: str = "log"):
+def fitted(split, n_bootstrap: int, rule: str = DEFAULT_RULE):
     """(the pool's fit of the split's law, the gated band and why, the ungated band and why), the
     bands calibrated by `rule` (`conformal.RULES`)."""
     g = split.groups[0]
@@ -195,7 +196,7 @@ def replay_fitter(split):
             return None
 
 
-def query_rows(split, n_bootstrap: int = LAW_BOOTSTRAP, rule: str = "log") -> list[dict]:
+def query_rows(split, n_bootstrap: int = LAW_BOOTSTRAP, rule: str = DEFAULT_RULE) -> list[dict]:
     """One row per query of the split (module docstring), the bands calibrated by `rule`."""
     module = module_of(split.name)
     queries = [(k, q) for k in kinds_of(module) for q in QUERIES[k](split, module.reference)]
@@ -330,10 +331,10 @@ def main(argv=None, default: tuple[str, ...] | None = None, doc: str | None = No
     add_source_argument(p)
     p.add_argument(
         "--band-rule",
-        default="log",
+        default=DEFAULT_RULE,
         choices=RULES,
-        help="the prediction band's rule (default %(default)s, andrea's; drift, sizes: the "
-        "candidates declared in docs/laws.md)",
+        help="the prediction band's rule (default %(default)s, andrea's; log: the "
+        "rule before it; drift: a candidate not adopted; docs/laws.md)",
     )
     p.add_argument(
         "--law-choice",

@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
-from analysis.estimates.conformal import RULES
+from analysis.estimates.conformal import DEFAULT_RULE, RULES
 from analysis.estimates.design import take
 from analysis.estimates.law_choice import LAW_CHOICES
 from analysis.estimates.pool_law import candidates
@@ -384,10 +384,10 @@ def main(argv=None) -> int:
     )
     p.add_argument(
         "--band-rule",
-        default="log",
+        default=DEFAULT_RULE,
         choices=RULES,
-        help="with --coverage: the band's rule (default %(default)s, andrea's; drift, sizes: the "
-        "candidates declared in docs/laws.md)",
+        help="with --coverage: the band's rule (default %(default)s, andrea's; log: the "
+        "rule before it; drift: a candidate not adopted; docs/laws.md)",
     )
     p.add_argument(
         "--law-choice",
@@ -404,7 +404,7 @@ def main(argv=None) -> int:
         splits, methods, bad_splits, bad_methods = QUICK["splits"], QUICK["methods"], None, None
     reps = args.reps if args.reps is not None else QUICK["reps"] if args.quick else REPS
     bad = bad_splits or bad_methods
-    if not bad and args.band_rule != "log" and not args.coverage:
+    if not bad and args.band_rule != DEFAULT_RULE and not args.coverage:
         bad = "error: --band-rule is the band's, asked for with --coverage only"
     if not bad and args.law_choice != LAW_CHOICES[0] and not args.coverage:
         bad = "error: --law-choice is asked for with --coverage only"

@@ -15,9 +15,9 @@ A group without a band counts no target run; the row names it. Where the law has
 tokens), the note also counts the target runs at whose tokens per parameter `analysis.predict`
 withholds the band (outside the D/N range of the pool:
 `analysis.estimates.band_intervals.untrained_ratio`) and the coverage of the rest; the coverage
-column itself scores the band at every target run. `--band-rule` (default `log`, andrea's): the
-rule the band is calibrated by (`conformal.RULES`; `drift`, the candidate declared in
-docs/laws.md).
+column itself scores the band at every target run. `--band-rule` (default `sizes`, andrea's): the
+rule the band is calibrated by (`conformal.RULES`; `log`, the default before it; `drift`, a
+candidate not adopted: docs/laws.md).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 from analysis.estimates.band_intervals import untrained_ratio
-from analysis.estimates.conformal import LEVEL, sweep_band
+from analysis.estimates.conformal import DEFAULT_RULE, LEVEL, sweep_band
 from analysis.estimates.estimate import fit_variants, why_unusable
 from analysis.estimates.pool_law import LABEL, as_runs
 from analysis.fits.settings import FitSettings
@@ -38,7 +38,7 @@ HEADER = (
 )
 
 
-def score_group(law, g, level: float = LEVEL, rule: str = "log") -> dict:
+def score_group(law, g, level: float = LEVEL, rule: str = DEFAULT_RULE) -> dict:
     """{"inside": [bool per target run], "width": [...], "factor": [...]} or {"withheld": why},
     the band calibrated by `rule` (`conformal.RULES`)."""
     runs = as_runs(g.X, g.y, [f"{g.name}:{i}" for i in range(len(g.y))], cost=g.cost)
@@ -79,7 +79,7 @@ def _compute_query(fit, X: dict, g) -> dict:
     return {"compute": np.asarray(g.cost_test, float)}
 
 
-def split_row(split, level: float = LEVEL, rule: str = "log") -> dict:
+def split_row(split, level: float = LEVEL, rule: str = DEFAULT_RULE) -> dict:
     """One split's row: coverage over the target runs of every group with a band."""
     inside, width, factor, off, notes = [], [], [], [], []
     for g in split.groups:
@@ -119,10 +119,10 @@ def row_line(row: dict) -> str:
     )
 
 
-def print_rows(splits, level: float = LEVEL, rule: str = "log") -> list[dict]:
+def print_rows(splits, level: float = LEVEL, rule: str = DEFAULT_RULE) -> list[dict]:
     """Print one row per split (the header first) and return the rows; `rule`: the band's
-    (`conformal.RULES`; a rule other than the default "log" is named in the title)."""
-    named = "" if rule == "log" else f" (band rule {rule})"
+    (`conformal.RULES`; a rule other than the default, DEFAULT_RULE, is named in the title)."""
+    named = "" if rule == DEFAULT_RULE else f" (band rule {rule})"
     print(f"{100 * level:.3g} % prediction interval{named} on each split's target region:")
     print(HEADER)
     rows = []

@@ -212,6 +212,16 @@ BAND_DEV = {
         for module in (gpt3_splits, opt_splits)
         for name in module.SPLITS
     },
+    **{
+        name: "its band coverage was used to design and compare the band rule sizes "
+        "(2026-12-07, docs/laws.md)"
+        for name in gemstones_splits.SPLITS
+    },
+    **{
+        name: "its band coverage decided, by the rule declared beforehand, that the band rule "
+        "sizes is adopted as the default (2026-12-07, docs/laws.md)"
+        for name in marin_splits.SPLITS
+    },
 }
 
 # Splits dev for the planner alone (their band coverage keeps its mark), and why: the replay's

@@ -94,11 +94,16 @@ def test_the_sweep_band_is_calibrated_on_the_rollouts_law_auto_ranks_on():
     runs, _ = next(_replicates("nd-gpu", 1, laws("kaplan"), rng, "t3", 0.012, 0.3, 0.003))
     law = law_registry.get("power")
     ro = rollouts.rollout(law, runs, final_points(runs))
-    band, why = sweep_band(law, runs, final_points(runs))
+    band, why = sweep_band(law, runs, final_points(runs), rule="log")
     assert band is not None, why
     f = [x.factor for x in ro.residuals]
     assert band.n == len(ro.residuals) == 12  # 5 sizes x 3 seeds per variant: one cut each
     assert band.factors == pytest.approx((min(f), max(f)), rel=1e-9)
+    # the default rule, "sizes": on a sweep andrea runs a configuration is a size, so its size
+    # rollouts make the compute rollouts' cut and the band is the log rule's (both sets counted)
+    default, _ = sweep_band(law, runs, final_points(runs))
+    assert default.rule == "sizes" and default.n == 2 * band.n
+    assert default.q == pytest.approx(band.q, rel=1e-12)
     small = [r for r in runs if r.size in sorted({r.size for r in runs})[:3]]
     band, why = sweep_band(law, small, final_points(small))
     assert band is None and "(0, split conformal needs 9)" in why

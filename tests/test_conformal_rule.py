@@ -1,5 +1,6 @@
-"""analysis.estimates.conformal's band rules: the default "log" as it was, and the candidate
-"drift" (docs/laws.md): where it differs, its JSON round trip, and where it is withheld."""
+"""analysis.estimates.conformal's band rules: "log" as it was (the default before "sizes",
+tests/test_conformal_sizes.py), and the candidate "drift", not adopted (docs/laws.md): where it
+differs, its JSON round trip, and where it is withheld."""
 
 import math
 
@@ -88,18 +89,19 @@ def test_too_few_residuals_withhold_either_rule_with_the_reason():
         calibrate(R, F, rule="cubic")
 
 
-def test_the_benches_take_the_rule_as_a_value_the_default_the_log_rule(capsys):
+def test_the_benches_take_the_rule_as_a_value_the_default_the_sizes_rule(capsys):
     from bench import coverage_nd, scalebench
     from bench.scalebench_coverage import split_row
     from bench.scalebench_splits import load_split
 
     split = load_split("moe")  # a dev split (a plug-in law of the benchmark, seconds to fit)
-    default, log, drift = (
+    default, sizes, log, drift = (
         split_row(split),
+        split_row(split, rule="sizes"),
         split_row(split, rule="log"),
         split_row(split, rule="drift"),
     )
-    assert default == log
+    assert conformal.DEFAULT_RULE == "sizes" and default == sizes
     assert drift["median_log_width"] != log["median_log_width"]
     assert scalebench.main(["--splits", "farseer", "--band-rule", "drift"]) == 2
     assert coverage_nd.main(["--quick", "--band-rule", "drift"]) == 2

@@ -1,6 +1,6 @@
-"""The candidate band rule "sizes" (docs/laws.md, "A candidate band rule, sizes"): its size
-rollouts hold out whole model sizes, its band widens with the scatter of sizes around the law,
-and the default "log" rule does not move."""
+"""The band rule "sizes" (docs/laws.md, "A candidate band rule, sizes"; the default since it met
+its declared adoption rule): its size rollouts hold out whole model sizes, its band widens with
+the scatter of sizes around the law, and the "log" rule, asked for, does not move."""
 
 from __future__ import annotations
 
@@ -57,8 +57,8 @@ def test_the_sizes_band_widens_with_the_scatter_of_sizes_around_the_law():
         qs = []
         for seed in range(3):
             runs = sweep(sd, seed)
-            log, _ = conformal.sweep_band(law, runs, runs)
-            sizes, why = conformal.sweep_band(law, runs, runs, rule="sizes")
+            log, _ = conformal.sweep_band(law, runs, runs, rule="log")
+            sizes, why = conformal.sweep_band(law, runs, runs)  # the default, "sizes"
             assert why == "" and sizes.rule == "sizes" and sizes.q >= log.q
             assert sizes.n > log.n  # the size rollouts' residuals are in it
             qs.append((log.q, sizes.q))
@@ -99,7 +99,7 @@ def test_the_sizes_rule_takes_the_wider_quantile_and_round_trips():
 def test_the_log_rule_does_not_compute_or_use_the_size_rollouts(monkeypatch):
     runs = sweep(0.03)
     law = get("chinchilla")
-    before = conformal.sweep_band(law, runs, runs)
+    before = conformal.sweep_band(law, runs, runs, rule="log")
     ro = conformal.sweep_rollout(law, runs, runs)
     assert before == calibrate(*conformal.residuals_of(ro))
 
@@ -107,15 +107,15 @@ def test_the_log_rule_does_not_compute_or_use_the_size_rollouts(monkeypatch):
         raise AssertionError("size rollouts computed for the log rule")
 
     monkeypatch.setattr(rollouts, "size_rollout", boom)
-    assert conformal.sweep_band(law, runs, runs) == before
-    assert conformal.covered_bands(law, runs, runs, pool_law.LABEL)[0][0] is not None
+    assert conformal.sweep_band(law, runs, runs, rule="log") == before
+    assert conformal.covered_bands(law, runs, runs, pool_law.LABEL, rule="log")[0][0] is not None
 
 
 def test_the_benches_name_the_rule(capsys):
     from bench import coverage_nd, scalebench
 
-    assert "sizes" in conformal.RULES
-    # asked for without --coverage / --factors: refused, as drift is
-    assert scalebench.main(["--splits", "farseer", "--band-rule", "sizes"]) == 2
-    assert coverage_nd.main(["--quick", "--band-rule", "sizes"]) == 2
+    assert "sizes" in conformal.RULES and conformal.DEFAULT_RULE == "sizes"
+    # the rule before it, asked for without --coverage / --factors: refused, as drift is
+    assert scalebench.main(["--splits", "farseer", "--band-rule", "log"]) == 2
+    assert coverage_nd.main(["--quick", "--band-rule", "log"]) == 2
     assert "--band-rule" in capsys.readouterr().err

@@ -97,7 +97,7 @@ def test_the_conversion_reads_each_line_and_checks_it():
 
 def test_pool_the_models_below_1b_target_the_1b_and_2b_with_the_validation_loss():
     split = load_split("gemstones")
-    assert split.mark == "held-out" and split.band_mark == "held-out"
+    assert split.mark == "held-out" and split.band_mark == "dev"  # the band: BAND_DEV
     assert split.law.name == "chinchilla"
     (g,) = split.groups
     assert (len(g.y), len(g.y_test)) == (140, 59)
@@ -157,7 +157,7 @@ def test_scalebench_replays_the_synthetic_sweep_and_its_coverage(tmp_path, capsy
     assert full and all(float(r["rms_mean"]) < 0.5 for r in full), full
     assert scalebench(["--coverage", "--splits", "gemstones", *data]) == 0
     lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("gemstones ")]
-    assert len(lines) == 1 and lines[0].split()[1:3] == ["held-out", "59"]
+    assert len(lines) == 1 and lines[0].split()[1:3] == ["dev", "59"]
 
 
 def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):

@@ -60,8 +60,8 @@ RUN_SPLIT_STEPS = {
     "gpt3": (("gpt3", "gpt3_auto"), 33, "dev"),
     "opt": (("opt", "opt_auto"), 41, "dev"),
     "olmo_ladder": (("olmo_ladder", "olmo_ladder_auto"), 5, "held-out"),
-    "gemstones": (("gemstones", "gemstones_auto"), 59, "held-out"),
-    "marin": (("marin_dclm", "marin_dclm_auto"), 23, "held-out"),
+    "gemstones": (("gemstones", "gemstones_auto"), 59, "dev"),
+    "marin": (("marin_dclm", "marin_dclm_auto"), 23, "dev"),
 }
 
 

@@ -155,7 +155,7 @@ def test_three_mixes_each_a_split_and_its_auto_not_shipped():
 def test_pool_the_shapes_below_3b_target_the_seven_of_3b_and_more(tmp_path, mix, n_pool):
     synthetic(tmp_path)
     split = load_split(f"marin_{mix}", source=tmp_path)
-    assert split.mark == "held-out" and split.band_mark == "held-out"
+    assert split.mark == "held-out" and split.band_mark == "dev"  # the band: BAND_DEV
     assert split.law.name == "chinchilla"
     (g,) = split.groups
     assert g.name == mix and (len(g.y), len(g.y_test)) == (n_pool, 23)
@@ -183,7 +183,7 @@ def test_scalebench_replays_the_synthetic_sweep_and_its_coverage(tmp_path, capsy
     assert full and all(float(r["rms_mean"]) < 0.5 for r in full), full
     assert scalebench(["--coverage", "--splits", "marin_dclm", *src]) == 0
     lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("marin_dclm ")]
-    assert len(lines) == 1 and lines[0].split()[1:3] == ["held-out", "23"]
+    assert len(lines) == 1 and lines[0].split()[1:3] == ["dev", "23"]
 
 
 def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):

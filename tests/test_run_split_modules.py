@@ -53,9 +53,11 @@ CASES = {
     "gpt3": Case(gpt3_splits, "gpt3", "1.3b", "drift is not adopted"),
     "opt": Case(opt_splits, "opt", "66b", "drift is not adopted"),
     "olmo_ladder": Case(olmo_ladder_splits, "olmo_ladder", "7B", None),
-    "gemstones": Case(gemstones_splits, "gemstones", "512x11", None),  # 512x11: no cooldown runs
+    "gemstones": Case(gemstones_splits, "gemstones", "512x11", "design and compare the band rule"),
     # d256-L4: no such shape in the source
-    "marin": Case(marin_splits, "marin", "d256-L4", None, lambda d: synthetic(d) and d),
+    "marin": Case(
+        marin_splits, "marin", "d256-L4", "sizes is adopted", lambda d: synthetic(d) and d
+    ),
 }
 
 

@@ -21,15 +21,19 @@ fit's confidence interval, as `analysis.predict` does (pi_lo/pi_hi beside ci_lo/
 A second rule, "drift" (`calibrate(rule="drift")`, `Band.rule`), is a candidate, not the default:
 it also estimates the residuals' signed trend in ln f and widens the band toward it (a misspecified
 law's bias grows with compute faster than the fixed scale allows; docs/laws.md declares it, its
-dev figures and the rule by which it may become the default). Only the benches ask for it
-(`--band-rule drift`); `analysis.fit` and `analysis.predict` use "log".
+dev figures and the rule by which it would have become the default; it did not). Only the
+benches ask for it (`--band-rule drift`).
 
-A third rule, "sizes" (`calibrate(rule="sizes", size_residuals=...)`), another candidate declared
-in docs/laws.md: the compute rollouts never hold out a model size (every run above a cut is a
-longer run of a size fitted below it), while the question is a new, larger size. Its band takes
-the wider of two conformal quantiles, the compute rollouts' (the log rule's q) and that of the
-size rollouts (`rollouts.size_rollout`: fit the sizes below a params cut, predict every run of the
-sizes above it), both on the same score |r| / s(f). Only the benches ask for it.
+A third rule, "sizes" (`calibrate(rule="sizes", size_residuals=...)`), THE DEFAULT (DEFAULT_RULE)
+since it met its adoption rule, declared in docs/laws.md before any score: the compute rollouts
+never hold out a model size on a pool whose runs are each their own configuration (every run
+above a cut is a longer run of a size fitted below it), while the question is a new, larger size.
+Its band takes the wider of two conformal quantiles, the compute rollouts' (the log rule's q) and
+that of the size rollouts (`rollouts.size_rollout`: fit the sizes below a params cut, predict
+every run of the sizes above it), both on the same score |r| / s(f). On a sweep andrea runs, a
+configuration is a size whose budgets are one run's points, so the compute cuts already hold out
+whole sizes and the two quantiles agree (the simulations' figures are the log rule's exactly);
+they differ on pools of one run per configuration. `--band-rule log` gives the rule before it.
 
 The same calibration on a second score gives the gap band a multiplier's interval needs
 (`paired_gaps`, `analysis.estimates.band_intervals`): r_v - r_b of a variant's held-out run and
@@ -55,9 +59,12 @@ LEVEL = 0.9
 COVERED_UP_TO: dict[str, float] = {"chinchilla": 30.0}
 
 
-# The band's rules: "log" (the default, the module docstring), "drift" and "sizes" (`calibrate`'s
-# docstring), candidates declared in docs/laws.md and given only where asked for.
+# The band's rules (`calibrate`'s docstring): "sizes", the default since 2026-12-07 (declared with
+# its adoption rule before any score, adopted by that rule on the first unseen sweep scored with
+# it, the Marin ladder: docs/laws.md); "log" (the module docstring), the default before it and the
+# compute rollouts' half of "sizes"; "drift", a candidate declared in docs/laws.md, not adopted.
 RULES = ("log", "drift", "sizes")
+DEFAULT_RULE = "sizes"
 
 
 def _known(rule: str) -> str:
@@ -79,7 +86,7 @@ class Band:
     n: int  # residuals calibrated on
     factors: tuple[float, float]  # their smallest and largest factor
     up_to: float = math.inf  # the factor its coverage was measured up to (COVERED_UP_TO)
-    rule: str = "log"  # RULES
+    rule: str = DEFAULT_RULE  # RULES
     drift: float = 0.0  # "drift": the rollouts' signed log residual per unit of ln f
 
     def bounds(self, factor) -> tuple[np.ndarray, np.ndarray]:
@@ -126,20 +133,22 @@ def calibrate(
 ) -> tuple[Band | None, str]:
     """(the band, "") from residuals and their factors, or (None, why) with too few.
 
-    rule "log" (the default): the module docstring. Rule "drift", a candidate: the residuals'
-    signed trend in ln f, their least-squares slope through the origin (no bias at the data's
-    edge, f = 1), is the drift d(f) = drift·ln f; each residual is scored against the slope fitted
-    without it (the jackknife's leave-one-out residual, Barber et al. 2021), |r_i - drift_-i·ln
-    f_i| / s(f_i), and the band at f is [min(d, 0) - q·s(f), max(d, 0) + q·s(f)]: it widens
-    toward the drift and keeps the law's prediction inside. Withheld, with the reason, where the
-    residuals are too few, and for "drift" where fewer than two lie past their cut (f > 1) to
-    estimate a slope from.
+    rule "log" (this function's default, one set of residuals: the gap band's, and the compute half
+    of "sizes"; the sweep's default is DEFAULT_RULE, `band_calibrate`): the module docstring. Rule
+    "drift", a candidate not adopted: the residuals' signed trend in ln f, their least-squares
+    slope through the origin (no bias at the data's edge, f = 1), is the drift d(f) = drift·ln f;
+    each residual is scored against the slope fitted without it (the jackknife's leave-one-out
+    residual, Barber et al. 2021), |r_i - drift_-i·ln f_i| / s(f_i), and the band at f is [min(d,
+    0) - q·s(f), max(d, 0) + q·s(f)]: it widens toward the drift and keeps the law's prediction
+    inside. Withheld, with the reason, where the residuals are too few, and for "drift" where fewer
+    than two lie past their cut (f > 1) to estimate a slope from.
 
-    Rule "sizes", a candidate: `size_residuals`, (log residuals, factors) of the size rollouts
-    (`size_residuals_of`), are scored alike, |r| / s(f); their quantile q_s is the
-    ceil((n_s + 1)·level)-th smallest score, their largest where n_s is too few for a finite one,
-    0 where there are none; the band's q is max(q, q_s), the log rule's q from the compute
-    rollouts' residuals (withheld where it is). `Band.n` counts both sets."""
+    Rule "sizes", the sweep's default (DEFAULT_RULE): `size_residuals`, (log residuals, factors) of
+    the size rollouts (`size_residuals_of`), are scored alike, |r| / s(f); their quantile q_s is
+    the ceil((n_s + 1)·level)-th smallest score, their largest where n_s is too few for a finite
+    one, 0 where there are none; the band's q is max(q, q_s), the log rule's q from the compute
+    rollouts' residuals (withheld where it is). `Band.n` counts both sets.
+    """
     _known(rule)
     r = np.asarray(log_residuals, float)
     f = np.asarray(factors, float)
@@ -205,7 +214,7 @@ def size_residuals_of(law, runs, c_law_runs) -> tuple[list[float], list[float]]:
         return residuals_of(rollouts.size_rollout(law, runs, c_law_runs))
 
 
-def band_calibrate(ro, law, runs, c_law_runs, level: float = LEVEL, rule: str = "log"):
+def band_calibrate(ro, law, runs, c_law_runs, level: float = LEVEL, rule: str = DEFAULT_RULE):
     """`calibrate` on the compute rollout `ro` by `rule`, with the size rollouts' residuals where
     the rule is "sizes" (they are not computed for the other rules)."""
     extra = size_residuals_of(law, runs, c_law_runs) if rule == "sizes" else None
@@ -245,7 +254,7 @@ def paired_gaps(ro: rollouts.Rollout, runs, baseline: str) -> tuple[list[float],
 
 
 def sweep_band(
-    law, runs, c_law_runs, level: float = LEVEL, rule: str = "log"
+    law, runs, c_law_runs, level: float = LEVEL, rule: str = DEFAULT_RULE
 ) -> tuple[Band | None, str]:
     """The band of `law` calibrated on the sweep's rollout residuals (`sweep_rollout`) by `rule`
     (RULES), or (None, why)."""
@@ -263,7 +272,9 @@ def gap_band(ro: rollouts.Rollout, runs, baseline: str) -> tuple[Band | None, st
     return band, why
 
 
-def covered_bands(law, runs, c_law_runs, baseline: str, rule: str = "log") -> tuple[tuple, tuple]:
+def covered_bands(
+    law, runs, c_law_runs, baseline: str, rule: str = DEFAULT_RULE
+) -> tuple[tuple, tuple]:
     """((the loss band, why), (the gap band, why)) of `law` on one set of rollouts, with the
     factor they are covered up to; (None, why) where the residuals are too few, and for both
     where the law's band coverage is not measured >= 90 % (COVERED_UP_TO: no rollout is run).
