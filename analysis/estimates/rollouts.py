@@ -198,24 +198,31 @@ def rollout(
     for cut in planned:
         train = _below(pts, cut, conf)
         held = [r for r in finals if r.label == cut.label and conf[(r.label, r.size)] > cut.cut]
-        res = fit_variants(train, cut.label, point, law)
         where = f"{cut.label} at {cut.cut:.3g} PF-days"
-        if cut.label not in res.fits:
-            out.failed[where] = res.skipped.get(cut.label, "not fitted")
-            continue
-        X = {k: v for k, v in inputs_of(held).items() if k in law.inputs}
-        with np.errstate(all="ignore"):
-            pred = np.log(np.asarray(res.fits[cut.label].predict(X), float))
-        meas = np.log([r.val_loss for r in held])
-        if not np.all(np.isfinite(pred)):
-            out.failed[where] = "non-finite predictions"
-            continue
-        for r, p, m in zip(held, pred, meas):
-            c = conf[(r.label, r.size)]
-            out.residuals.append(
-                Residual(law.name, r.label, cut.cut, r.run_id, c, float(m - p), c / cut.cut)
-            )
+        _score_held(out, law, fit_variants(train, cut.label, point, law), cut, held, conf, where)
     return out
+
+
+def _score_held(out: Rollout, law: Law, res, cut: Cut, held, conf, where: str, top=None) -> None:
+    """Into `out`: each held-out run's residual under the fit of `cut.label` in `res` (a
+    `fit_variants` result) at its own inputs, its factor its compute level over `top` (the cut's
+    compute unless given); or, in `out.failed[where]`, why there are none."""
+    if cut.label not in res.fits:
+        out.failed[where] = res.skipped.get(cut.label, "not fitted")
+        return
+    X = {k: v for k, v in inputs_of(held).items() if k in law.inputs}
+    with np.errstate(all="ignore"):
+        pred = np.log(np.asarray(res.fits[cut.label].predict(X), float))
+    meas = np.log([r.val_loss for r in held])
+    if not np.all(np.isfinite(pred)):
+        out.failed[where] = "non-finite predictions"
+        return
+    top = cut.cut if top is None else top
+    for r, p, m in zip(held, pred, meas):
+        c = conf[(r.label, r.size)]
+        out.residuals.append(
+            Residual(law.name, r.label, cut.cut, r.run_id, c, float(m - p), c / top)
+        )
 
 
 def config_params(runs: list[Run]) -> dict[tuple[str, str], float]:
@@ -279,19 +286,5 @@ def size_rollout(
             continue
         top = max(conf[key(r)] for r in train if key(r) in conf)
         res = fit_variants(train, cut.label, point, law)
-        if cut.label not in res.fits:
-            out.failed[where] = res.skipped.get(cut.label, "not fitted")
-            continue
-        X = {k: v for k, v in inputs_of(held).items() if k in law.inputs}
-        with np.errstate(all="ignore"):
-            pred = np.log(np.asarray(res.fits[cut.label].predict(X), float))
-        meas = np.log([r.val_loss for r in held])
-        if not np.all(np.isfinite(pred)):
-            out.failed[where] = "non-finite predictions"
-            continue
-        for r, p, m in zip(held, pred, meas):
-            c = conf[key(r)]
-            out.residuals.append(
-                Residual(law.name, r.label, cut.cut, r.run_id, c, float(m - p), c / top)
-            )
+        _score_held(out, law, res, cut, held, conf, where, top)
     return out
