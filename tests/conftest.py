@@ -16,13 +16,42 @@ import pytest
 from andrea.testing.plugins import require_plugin  # noqa: F401
 from andrea.testing.runs import TINY_RUN, compose_run  # noqa: F401
 
+# Ports a test's server may take: above Ray's worker ports (10002-19999 by default) and below the
+# kernel's ephemeral range, where every outgoing connection of the machine (Ray's, wandb's, Slurm's)
+# takes its local port. A port the OS hands out by binding port 0 lies inside that range, and
+# another process can connect from it between its release and the test's bind: a process group's
+# store once failed so, "EADDRINUSE", on a busy machine.
+PORTS_FROM = 20000
 
-def free_port() -> int:
-    """A TCP port the OS has just handed out (bound to 0, then released): tests that start a
-    process group or a cluster use it, so parallel workers do not pick the same fixed port."""
+
+def _ephemeral_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def _bindable(port: int) -> bool:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(span: int = 1) -> int:
+    """A port, with the `span` - 1 after it, that no process holds now and no outgoing connection
+    can take (PORTS_FROM above): tests that start a process group or a cluster use it. Drawn at
+    random, so parallel workers do not pick the same one."""
+    import random
+
+    top = _ephemeral_start() - span
+    for _ in range(1000):
+        port = random.randrange(PORTS_FROM, top)
+        if all(_bindable(port + i) for i in range(span)):
+            return port
+    raise RuntimeError(f"no {span} free port(s) between {PORTS_FROM} and {top + span}")
 
 
 REPO = Path(__file__).resolve().parent.parent

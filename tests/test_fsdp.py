@@ -162,7 +162,7 @@ def test_fsdp_on_two_ranks_trains_as_one_process_resumes_exactly_and_refuses_ano
     from andrea.train import TrainingFailed, train
 
     one, two, out = tmp_path / "one", tmp_path / "two", tmp_path / "variants.json"
-    port = free_port()
+    port = free_port(span=2)  # the second group takes port + 1
     mp.spawn(_worker, args=(port, str(two), str(data_cache), str(out)), nprocs=2, join=True)
 
     # the sharding, variant by variant

@@ -54,3 +54,19 @@ def test_slurm_test_files_run_on_one_worker_in_order(tmp_path):
     assert len(ran) == 16
     slurm_workers = {w for name, w in ran.items() if name.startswith("test_slurm_")}
     assert len(slurm_workers) == 1, ran
+
+
+def test_a_free_port_lies_outside_the_range_outgoing_connections_take():
+    """tests/conftest.py's free_port: a process group's store once lost its port to another
+    process's outgoing connection ("EADDRINUSE") when the port came from binding port 0, which
+    draws from the same ephemeral range."""
+    import socket
+
+    from conftest import PORTS_FROM, _ephemeral_start, free_port
+
+    for span in (1, 2):
+        port = free_port(span=span)
+        assert PORTS_FROM <= port and port + span - 1 < _ephemeral_start()
+        for p in range(port, port + span):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", p))  # free: binds
