@@ -11,11 +11,12 @@ Per split (bench/run_splits.py's names or aliases: `opt`, `gadre`, `gpt3`, `pori
   (`rollouts.levels`: configurations whose computes agree within `rollouts.LEVEL_RTOL`, as runs of
   one isoFLOP line whose 6·N·D differ by floating-point rounding only, are one level), and how many
   distinct computes lie within ISO_RTOL of another;
-- per cut: its compute, the runs fitted below and held out above, the sizes held out and whether
-  each was also fitted below the cut (the held-out runs of a size fitted below it extrapolate in
-  tokens only), the factors the held-out runs reach past the cut, and each law's RMS and mean log
-  error (measured over predicted) there; then each law's RMS over every cut (the score), the laws
-  refused and why;
+- per cut (by params for `--law-choice sizes`, whose size rollouts are printed, the default's
+  choice and compute-rollout scores beside them): its compute, the runs fitted below and held
+  out above, the sizes held out and whether each was also fitted below the cut (the held-out
+  runs of a size fitted below it extrapolate in tokens only), the factors the held-out runs
+  reach past the cut, and each law's RMS and mean log error (measured over predicted) there;
+  then each law's RMS over every cut (the score), the laws refused and why;
 - each law fitted on all the pool's runs: its parameters at a bound (`laws.params_at_bounds`),
   whether its loss rises with an input at a measured point (`law_choice.rising`), and its median
   and largest |error| on the target's runs per target size (a measurement: the choice never
@@ -59,14 +60,17 @@ def near_levels(computes, rtol: float = ISO_RTOL) -> int:
 
 
 def cut_rows(sel: dict, runs) -> list[dict]:
-    """Per cut of `select_law`'s answer: its compute, runs fitted and held out, the held-out
-    sizes (params) and which of them were fitted below it too, the factors reached, and per
-    law the RMS and mean log residual (%) of its held-out runs there."""
-    conf = rollouts.config_computes(runs)  # by level, as the cuts were made
+    """Per cut of `select_law`'s answer: its compute (its params, for the size rollouts of
+    `--law-choice sizes`), runs fitted and held out, the held-out sizes (params) and which of
+    them were fitted below it too, the factors reached, and per law the RMS and mean log
+    residual (%) of its held-out runs there."""
+    by_params = sel.get("by") == "params"
+    # by level, as the cuts were made
+    conf = rollouts.config_params(runs) if by_params else rollouts.config_computes(runs)
     rows = []
     for cut in sel["cuts"]:
-        held = [r for r in runs if conf[(r.label, r.size)] > cut.cut]
-        fitted_params = {r.params for r in runs if conf[(r.label, r.size)] <= cut.cut}
+        held = [r for r in runs if conf.get((r.label, r.size), 0.0) > cut.cut]
+        fitted_params = {r.params for r in runs if conf.get((r.label, r.size), 0.0) <= cut.cut}
         held_params = sorted({r.params for r in held if r.params is not None})
         row = {
             "cut": cut.cut,
@@ -94,7 +98,8 @@ def cut_rows(sel: dict, runs) -> list[dict]:
 def default_choice(sel: dict) -> str:
     """The law the default rule chooses, read off a "monotone" choice: the best-scored law among
     those ranked and those refused only because their loss rises (`rising`: the one refusal the
-    default does not make; it is checked after every other)."""
+    default does not make; it is checked after every other). A choice by other cuts (rule
+    "sizes") cannot be read so: `split_lines` asks the default rule itself."""
     kept = [r["law"] for r in sel["ranking"]]
     kept += [law for law, why in sel["refused"].items() if "its loss rises with" in why]
     if not kept:
@@ -130,12 +135,15 @@ def split_lines(name: str, source=None, rule: str = LAW_CHOICES[0]) -> list[str]
             f"chose {sel['ranking'][0]['law']}"
             if sel["ranking"]
             else f"no law ranked ({sel.get('why', '')})"
-        ),
+        )
+        + (f" (by the default rule: {sel['fallback']})" if sel.get("fallback") else "")
+        + (f", by {sel['by']} cuts" if rule == "sizes" else ""),
     ]
     for row in cut_rows(sel, runs):
         lo, hi = row.get("factor", (np.nan, np.nan))
         out.append(
-            f"  cut {row['cut']:.4g}: {row['n_fitted']} fitted, {row['n_held']} held out "
+            f"  cut {row['cut']:.4g}{' params' * (sel.get('by') == 'params')}: "
+            f"{row['n_fitted']} fitted, {row['n_held']} held out "
             f"(params {' '.join(map(_g, row['held_params']))}; "
             f"{len(row['held_params_fitted_below'])} of those sizes also fitted below), "
             f"factors {lo:.2g}-{hi:.2g}; "
@@ -146,7 +154,17 @@ def split_lines(name: str, source=None, rule: str = LAW_CHOICES[0]) -> list[str]
         )
     for r in sel["ranking"]:
         out.append(f"  score {r['law']}: RMS {r['rms_log_pct']:.2f} % over {r['n']} held-out runs")
-    if rule != LAW_CHOICES[0]:
+    if rule == "sizes":
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            ds = select_law(laws, runs, runs, FitSettings(seed=0))
+        scores = ", ".join(f"{r['law']} {r['rms_log_pct']:.2f} %" for r in ds["ranking"])
+        chosen = ds["ranking"][0]["law"] if ds["ranking"] else "none (its caller's fallback)"
+        out.append(
+            f"  the default ({LAW_CHOICES[0]}) would choose {chosen} (compute rollouts: "
+            f"{scores or 'none ranked'})"
+        )
+    elif rule != LAW_CHOICES[0]:
         out.append(f"  the default ({LAW_CHOICES[0]}) would choose {default_choice(sel)}")
     for law, why in {**sel["refused"], **sel["skipped"]}.items():
         out.append(f"  refused or skipped {law}: {why}")

@@ -31,8 +31,8 @@ log(hi / lo). Beside it, `error_replay_fitter_pct`: the same query answered by t
 `--band-rule` (default `sizes`, andrea's): the rule both bands are calibrated by
 (`conformal.RULES`; `log`, the default before it; `drift`, a candidate not adopted: docs/laws.md).
 `--law-choice` (default `rollouts`, andrea's): how the `_auto` split's law is chosen
-(`law_choice.LAW_CHOICES`; `monotone`, the candidate declared in docs/laws.md, "A candidate law
-choice, monotone").
+(`law_choice.LAW_CHOICES`; `monotone` and `sizes`, the candidates declared in docs/laws.md, "A
+candidate law choice, monotone" and "A candidate law choice, sizes").
 """
 
 from __future__ import annotations

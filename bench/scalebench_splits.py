@@ -458,8 +458,8 @@ _AUTO: dict[tuple, str] = {}  # (split, folder[, law choice]) -> its --law auto 
 def auto_law(X: dict, y, cost, X_test: dict, law_choice: str = "rollouts") -> Law:
     """The law `--law auto` chooses on a pool (`pool_law.choose`, among the registry's laws
     whose inputs the pool and the target have): the law of a run split's `_auto`. `law_choice`:
-    `law_choice.LAW_CHOICES` (default "rollouts", andrea's; "monotone": the candidate declared in
-    docs/laws.md)."""
+    `law_choice.LAW_CHOICES` (default "rollouts", andrea's; "monotone" and "sizes": the
+    candidates declared in docs/laws.md)."""
     laws = candidates(law_registry.laws(), X, X_test)
     names = [f"pool:{i}" for i in range(len(y))]
     return choose(laws, X, y, names, cost=cost, rule=law_choice)[0]

@@ -24,7 +24,19 @@ sweep predicts a larger model worse at the same tokens, and past the sweep more 
 OPT's and Gadre et al.'s pools, docs/laws.md, "Why --law auto chose Farseer on OPT's and Gadre's
 pools"). A law with other inputs (a learning rate, a batch size, unique tokens) is not checked:
 with those held, a larger model or more tokens can rightly cost loss (a learning rate too high
-for the larger model).
+for the larger model). "sizes", a candidate declared in docs/laws.md and not the default: the
+laws are ranked the same way, with the same refusals as the default's, but over the size
+rollouts (`rollouts.size_plan`, `rollouts.size_rollout`: the cuts rule on the configurations'
+params, the same MIN_HELD, TOP_FRAC, MIN_FIT and N_CUTS, the law fitted on every point of the
+sizes at or below a params cut and scored at the final point of every run of the sizes above
+it) instead of the compute ones: the question a user asks is a larger model, and on a pool of
+public runs (each run its own configuration) or an isoFLOP design the compute cuts hold out the
+longer runs of sizes already fitted below them, so they rank laws by how they extrapolate in
+tokens at seen sizes (docs/laws.md, "Why --law auto chose Farseer"). Every law is scored on the
+same params cuts (those below which each has the points it needs). Where no size rollout can
+be made (a variant without params, or too few sizes: no params cut holds out enough runs and
+fits MIN_FIT sizes below it) or no law rolled out by size is kept, the default rule chooses, and
+the selection lines say so (`sel["fallback"]`).
 """
 
 from __future__ import annotations
@@ -38,7 +50,7 @@ from analysis.fits.laws import Law
 from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import Run
 
-LAW_CHOICES = ("rollouts", "monotone")  # `rule` (module docstring); the first the default
+LAW_CHOICES = ("rollouts", "monotone", "sizes")  # `rule` (module docstring); the first the default
 RISE_STEP = 0.01  # the relative step an input is raised by to see the loss fall (module docstring)
 FALLING_IN = ("params", "tokens", "compute")  # a law in these alone must fall in each
 
@@ -85,8 +97,10 @@ def _refusal(
 
 
 def _rank(sel, law, runs, c_law_runs, settings, shared, rule="rollouts") -> None:
-    """Roll `law` out on the shared cuts; rank it, or say why it is skipped or refused."""
-    ro = rollouts.rollout(law, runs, c_law_runs, settings, shared)
+    """Roll `law` out on the shared cuts (by params where `sel["by"]` says so); rank it, or say
+    why it is skipped or refused."""
+    roll = rollouts.size_rollout if sel["by"] == "params" else rollouts.rollout
+    ro = roll(law, runs, c_law_runs, settings, shared)
     sel["rollouts"][law.name] = ro
     if ro.failed:
         sel["skipped"][law.name] = "; ".join(f"{w}: {y}" for w, y in ro.failed.items())
@@ -107,21 +121,39 @@ def select_law(
 ) -> dict:
     """Roll out each law (module docstring): {"ranking": [{"law", "rms_log_pct", "n"}, ...] best
     first, "skipped": {law: why not rolled out}, "refused": {law: why absurd}, "cuts":
-    [rollouts.Cut], "rollouts": {law: rollouts.Rollout}, "n_runs"}; "why" when nothing could be
-    ranked. Every variant is rolled out alone. `rule`: LAW_CHOICES (module docstring)."""
+    [rollouts.Cut], "rollouts": {law: rollouts.Rollout}, "n_runs", "by": "compute" or "params"
+    (the cuts')}; "why" when nothing could be ranked; "fallback" (why) where rule "sizes" fell
+    back to the default rule. Every variant is rolled out alone. `rule`: LAW_CHOICES (module
+    docstring)."""
     if rule not in LAW_CHOICES:
         raise ValueError(f"law choice {rule!r}: not among {', '.join(LAW_CHOICES)}")
-    planned = rollouts.plan(runs)
+    if rule != "sizes":
+        return _select(laws, runs, c_law_runs, settings, rule, by_params=False)
+    sel = _select(laws, runs, c_law_runs, settings, "rollouts", by_params=True)
+    if sel["ranking"]:
+        return sel
+    out = _select(laws, runs, c_law_runs, settings, "rollouts", by_params=False)
+    out["fallback"] = (
+        "no params cut holds out enough runs and fits enough sizes below it"
+        if sel.get("why") == "too few runs"
+        else "no law could be rolled out by size and kept"
+    )
+    return out
+
+
+def _select(laws, runs, c_law_runs, settings, rule, by_params: bool) -> dict:
+    """`select_law` by compute cuts (`rollouts.plan`) or by params cuts (`rollouts.size_plan`)."""
+    planned = rollouts.size_plan(runs) if by_params else rollouts.plan(runs)
     n_runs = len({r.run_id for r in runs})
     sel: dict = {"ranking": [], "skipped": {}, "refused": {}, "cuts": planned, "rollouts": {}}
-    sel["n_runs"] = n_runs
+    sel["n_runs"], sel["by"] = n_runs, "params" if by_params else "compute"
     if not planned:
         sel["why"] = "too few runs"
         return sel
     usable = {}
     for law in laws:
         why = why_unusable(law, runs)
-        fit_at = [] if why else rollouts.fittable(law, runs, c_law_runs, planned)
+        fit_at = [] if why else rollouts.fittable(law, runs, c_law_runs, planned, by_params)
         if not why and not fit_at:
             why = f"{law.needs} points needed below a cut; the highest cut leaves fewer"
         if why:
@@ -139,30 +171,41 @@ def select_law(
     return sel
 
 
-def _cut_lines(cuts: list[rollouts.Cut]) -> list[str]:
+def _cut_lines(cuts: list[rollouts.Cut], by: str = "compute") -> list[str]:
+    unit, what = ("params", "params") if by == "params" else ("PF-days", "compute")
     return [
-        f"  cut {c.label} at {c.cut:.3g} PF-days: {c.n_fitted} runs fitted, {c.n_held} held "
-        f"out, reaching {c.reach:.2g}x past the compute fitted"
+        f"  cut {c.label} at {c.cut:.3g} {unit}: {c.n_fitted} runs fitted, {c.n_held} held "
+        f"out, reaching {c.reach:.2g}x past the {what} fitted"
         for c in cuts
     ]
 
 
 def selection_lines(sel: dict, default: str) -> list[str]:
     """What --law auto prints: which law won, by how much, each cut (runs fitted and held out,
-    how far it reached), the laws refused and why; or the one line that says why `default`."""
-    if sel.get("why") == "too few runs":
-        return [
+    how far it reached), the laws refused and why; or the one line that says why `default`.
+    Where rule "sizes" fell back to the default rule (`sel["fallback"]`), a first line says so."""
+    first = []
+    if sel.get("fallback"):
+        first = [
+            f"--law auto (--law-choice sizes): {sel['fallback']} (a size rollout's cut holds out "
+            f">= {rollouts.MIN_HELD} of a variant's runs, or its top {rollouts.TOP_FRAC:.0%}, of "
+            f"the sizes above it and fits >= {rollouts.MIN_FIT} sizes below it); the default "
+            f"rule, the compute rollouts, chooses"
+        ]
+    if sel.get("why") == "too few runs" and sel.get("by", "compute") == "compute":
+        return first + [
             f"--law auto: {sel['n_runs']} runs, fewer than needed for a compute rollout (a cut "
             f"holds out >= {rollouts.MIN_HELD} of a variant's runs, or its top "
             f"{rollouts.TOP_FRAC:.0%}, above it and fits >= {rollouts.MIN_FIT} sizes below "
             f"it); using {default}"
         ]
+    kind = "size" if sel.get("by") == "params" else "compute"
     if not sel["ranking"]:
         lines = [f"--law auto: no law could be rolled out and kept; using {default}"]
     else:
         best = sel["ranking"][0]
         lines = [
-            f"--law auto: {best['law']} wins the compute rollouts ({len(sel['cuts'])} cut(s)): "
+            f"--law auto: {best['law']} wins the {kind} rollouts ({len(sel['cuts'])} cut(s)): "
             f"RMS error {best['rms_log_pct']:.2f} % of the loss over {best['n']} held-out runs"
         ]
         if len(sel["ranking"]) > 1:
@@ -171,11 +214,11 @@ def selection_lines(sel: dict, default: str) -> list[str]:
                 f", {nxt['rms_log_pct'] / max(best['rms_log_pct'], 1e-12):.2g}x smaller "
                 f"than the runner-up {nxt['law']} ({nxt['rms_log_pct']:.2f} %)"
             )
-    lines += _cut_lines(sel["cuts"])
+    lines += _cut_lines(sel["cuts"], sel.get("by", "compute"))
     for r in sel["ranking"][2:]:
         lines.append(f"  also rolled out: {r['law']} {r['rms_log_pct']:.2f} %")
     for name, why in sel["refused"].items():
         lines.append(f"  refused: {name}: {why}")
     for name, why in sel["skipped"].items():
         lines.append(f"  not rolled out: {name}: {why}")
-    return lines
+    return first + lines

@@ -88,8 +88,8 @@ def choose(
 ) -> tuple[Law, list[str]]:
     """(the law --law auto chooses on these rows, or FALLBACK; the lines that say which and
     why). `cost`: each row's, the compute of rows without params and tokens (`as_runs`).
-    `rule`: `law_choice.LAW_CHOICES` ("rollouts", the default; "monotone", the candidate declared
-    in docs/laws.md)."""
+    `rule`: `law_choice.LAW_CHOICES` ("rollouts", the default; "monotone" and "sizes", the
+    candidates declared in docs/laws.md)."""
     runs = as_runs(X, y, names, cost)
     sel = select_law(laws, runs, runs, FitSettings(seed=seed), rule)
     by_name = {law.name: law for law in laws}

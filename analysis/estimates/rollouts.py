@@ -169,13 +169,20 @@ def plan(runs: list[Run], **kw) -> list[Cut]:
 
 
 def _below(runs: list[Run], cut: Cut, conf: dict) -> list[Run]:
-    return [r for r in runs if r.label == cut.label and conf[(r.label, r.size)] <= cut.cut]
+    """`cut.label`'s runs at or below the cut by `conf` (`config_computes`, or `config_params`
+    for a params cut: a configuration whose params are not known is never below one)."""
+    return [
+        r for r in runs if r.label == cut.label and conf.get((r.label, r.size), math.inf) <= cut.cut
+    ]
 
 
-def fittable(law: Law, runs: list[Run], c_law_runs: list[Run], planned: list[Cut]) -> list[Cut]:
+def fittable(
+    law: Law, runs: list[Run], c_law_runs: list[Run], planned: list[Cut], by_params: bool = False
+) -> list[Cut]:
     """The cuts below which `law` has the points it needs (`Law.needs`): a law of many parameters
-    may not be fittable below the lower cuts of a small sweep."""
-    conf = config_computes(runs)
+    may not be fittable below the lower cuts of a small sweep. `by_params`: `planned` are params
+    cuts (`size_plan`)."""
+    conf = config_params(runs) if by_params else config_computes(runs)
     pts = points_for(law, runs, c_law_runs)
     return [c for c in planned if len(_below(pts, c, conf)) >= law.needs]
 
@@ -278,7 +285,7 @@ def size_rollout(
     pts, finals = points_for(law, runs, c_law_runs), final_points(runs)
     for cut in planned:
         key = lambda r: (r.label, r.size)  # noqa: E731
-        train = [r for r in pts if r.label == cut.label and par.get(key(r), math.inf) <= cut.cut]
+        train = _below(pts, cut, par)
         held = [r for r in finals if r.label == cut.label and par.get(key(r), 0.0) > cut.cut]
         where = f"{cut.label} at {cut.cut:.3g} params"
         if len(train) < law.needs or not held:
