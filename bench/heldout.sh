@@ -36,12 +36,16 @@
 #      clone (not shipped: no licence; bench/data/marin2026/README.md), else one line says they
 #      were skipped and why: bench.scalebench --splits marin (marin/, marin.txt), its --coverage
 #      (marin_coverage.txt) and bench.point_query --splits marin (marin_point_query.csv, .txt)
-#   27-28. the two candidate rules as they were scored on unseen sweeps (docs/laws.md): the band rule
+#   27-29. the same three for Alabdulmohsin et al. 2022's five language models' learning curves
+#      (as Choshen et al. 2024 collected them): bench.scalebench --splits alabdulmohsin
+#      (alabdulmohsin/, alabdulmohsin.txt), its --coverage (alabdulmohsin_coverage.txt) and
+#      bench.point_query --splits alabdulmohsin (alabdulmohsin_point_query.csv, .txt)
+#   30-31. the two candidate rules as they were scored on unseen sweeps (docs/laws.md): the band rule
 #      drift on GPT-3's and OPT's splits, bench.scalebench --coverage --band-rule drift
 #      (band_drift.txt; the log rule's figures are the gpt3_coverage and opt_coverage steps), and
 #      the law choice monotone on the OLMo ladder, bench.law_choice_why --law-choice monotone
 #      (law_choice_monotone.txt)
-#   29. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
+#   32. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
 #      (coverage_nd_gpu6.txt) and conformal.COVERED_UP_TO (coverage_nd_pi.txt)
 # No time limits: a shared CPU's load, not a hang, is what makes a step slow. A failed step is
 # logged with its exit status and the rest still run. Exit status: 0 all ran, 1 a step failed
@@ -113,6 +117,9 @@ if [ "$QUICK" = 1 ]; then
   MA=(--splits marin_dclm,marin_dclm_auto --methods random,full --reps 1)  # one mix of the 3
   MA_COV=(--splits marin_dclm)
   MAQ=(--splits marin_dclm --bootstrap 10)
+  AB=(--splits alabdulmohsin --methods random,full --reps 1)  # the one split and its _auto twin
+  AB_COV=(--splits alabdulmohsin)
+  ABQ=(--splits alabdulmohsin --bootstrap 10)
   BD=(--splits gpt3)  # one of the two sweeps
   # one design, one truth, two sweeps: a check that the command runs, no coverage to quote
   ND6=(--designs nd-gpu6 --truths kaplan --reps 2 --bootstrap 10)
@@ -144,6 +151,9 @@ else
   MA=(--splits marin)
   MA_COV=(--splits marin)
   MAQ=(--splits marin)
+  AB=(--splits alabdulmohsin)
+  AB_COV=(--splits alabdulmohsin)
+  ABQ=(--splits alabdulmohsin)
   BD=(--splits gpt3,opt)
   # the exact command lines of docs/laws.md's two tables
   ND6=(--designs nd-gpu6 --truths kaplan besiroglu --reps 40 --bootstrap 100)
@@ -195,6 +205,10 @@ else
       "Marin scaling ladder's runs are not shipped: bench/data/marin2026/README.md)"; echo; } |
     tee -a "$LOG"
 fi
+run alabdulmohsin "$PY" -m bench.scalebench "${AB[@]}" --jobs 2 --out "$OUT/alabdulmohsin"
+run alabdulmohsin_coverage "$PY" -m bench.scalebench --coverage "${AB_COV[@]}"
+run alabdulmohsin_point_query "$PY" -m bench.point_query "${ABQ[@]}" \
+  --out "$OUT/alabdulmohsin_point_query.csv"
 run band_drift "$PY" -m bench.scalebench --coverage "${BD[@]}" --band-rule drift
 run law_choice_monotone "$PY" -m bench.law_choice_why --splits olmo_ladder --law-choice monotone
 run coverage_nd_gpu6 "$PY" -m bench.coverage_nd --factors 1 3 10 30 "${ND6[@]}"

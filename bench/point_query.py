@@ -4,11 +4,12 @@
 
 The splits are the held-out splits of public runs (bench/run_splits.py; `--splits porian`, `--splits
 gadre`, `--splits l2l` with `--source DIR`, `--splits gpt3`, `--splits opt`, `--splits olmo_ladder`,
-`--splits gemstones`, `--splits marin` with `--source DIR`, or names). Per split, the pool's runs
-are fitted as `analysis.fit --law LAW` fits them (`pool_law.as_runs`, one label; `estimate.Sweep`
-and `fit_arranged` with analysis.fit's --law-bootstrap resamples for the CI), with the split's law
-and with the law `--law auto` chooses on the pool (the `_auto` split; one row set where it chooses
-the same law), and asked at the queries its module declares (`QUERY`: one kind, or a tuple of them):
+`--splits gemstones`, `--splits marin` with `--source DIR`, `--splits alabdulmohsin`, or names).
+Per split, the pool's runs are fitted as `analysis.fit --law LAW` fits them (`pool_law.as_runs`,
+one label; `estimate.Sweep` and `fit_arranged` with analysis.fit's --law-bootstrap resamples for
+the CI), with the split's law and with the law `--law auto` chooses on the pool (the `_auto`
+split; one row set where it chooses the same law), and asked at the queries its module declares
+(`QUERY`: one kind, or a tuple of them):
 - "compute": at each target budget, the compute-optimal loss `analysis.fit --at-compute C`
   prints (`law_fits.losses_at`), scored against the smallest loss measured at that budget (an
   isoFLOP line's best run) and the module's `reference` estimate where it has one (Porian et

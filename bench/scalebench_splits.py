@@ -16,15 +16,17 @@ al. 2020's GPT-3 training curves as Choshen et al. 2024 digitized them (bench/gp
 `gpt3`, copied to bench/data/brown2020/), Zhang et al. 2022's OPT models' validation
 perplexity along training as Xia et al. 2023 evaluated it (bench/opt_splits.py: `opt`, copied to
 bench/data/zhang2022/), Bhagia et al. 2024's OLMo ladder, 25 runs of five sizes at five
-lengths (bench/olmo_ladder_splits.py: `olmo_ladder`, copied to bench/data/bhagia2024/) and
+lengths (bench/olmo_ladder_splits.py: `olmo_ladder`, copied to bench/data/bhagia2024/),
 McLeish et al. 2025's Gemstones, 199 cooldown runs of 20 models (bench/gemstones_splits.py:
-`gemstones`, copied to bench/data/mcleish2025/) and the Marin scaling ladder's isoFLOP runs on
+`gemstones`, copied to bench/data/mcleish2025/), the Marin scaling ladder's isoFLOP runs on
 three mixes (bench/marin_splits.py: `marin_<mix>`, read from the runs.csv that
 bench/data/marin2026/convert.py writes from the user's clone, `--source`: no licence to copy
-them), each also with `_auto`, are read from their files of runs and parted into pool and target
-by their module's declared rule (`RUN_SPLITS`); `--splits porian`, `gadre`, `l2l`, `gpt3`, `opt`,
-`olmo_ladder`, `gemstones` and `marin` name each module's splits that the command scores
-(`aliases`). They are not replayed by default.
+them) and Alabdulmohsin et al. 2022's five language models' learning curves
+(bench/alabdulmohsin_splits.py: `alabdulmohsin`, copied to bench/data/alabdulmohsin2022/), each
+also with `_auto`, are read from their files of runs and parted into pool and target by their
+module's declared rule (`RUN_SPLITS`); `--splits porian`, `gadre`, `l2l`, `gpt3`, `opt`,
+`olmo_ladder`, `gemstones`, `marin` and `alabdulmohsin` name each module's splits that the
+command scores (`aliases`). They are not replayed by default.
 
 DEV and HELD_OUT are declared here, not chosen by a flag: a split is dev when something of
 andrea's (a constant, a default, a rule) was chosen after looking at its scores. A constant
@@ -48,6 +50,7 @@ from analysis.fits import law_registry
 from analysis.fits.law_registry import get as get_law
 from analysis.fits.laws import Law
 from bench import (
+    alabdulmohsin_splits,
     gadre_splits,
     gemstones_splits,
     gpt3_splits,
@@ -138,6 +141,7 @@ RUN_SPLITS = (
     olmo_ladder_splits,
     gemstones_splits,
     marin_splits,
+    alabdulmohsin_splits,
 )
 for _module in RUN_SPLITS:
     SPLITS.update(

@@ -43,6 +43,9 @@ STEPS = (
     ("marin", "bench.scalebench --splits marin"),  # only with ANDREA_MARIN_DIR
     ("marin_coverage", "bench.scalebench --coverage --splits marin"),
     ("marin_point_query", "bench.point_query --splits marin"),
+    ("alabdulmohsin", "bench.scalebench --splits alabdulmohsin"),
+    ("alabdulmohsin_coverage", "bench.scalebench --coverage --splits alabdulmohsin"),
+    ("alabdulmohsin_point_query", "bench.point_query --splits alabdulmohsin"),
     ("band_drift", "bench.scalebench --coverage --splits gpt3"),
     ("law_choice_monotone", "bench.law_choice_why --splits olmo_ladder --law-choice monotone"),
     ("coverage_nd_gpu6", "bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6"),
@@ -62,6 +65,7 @@ RUN_SPLIT_STEPS = {
     "olmo_ladder": (("olmo_ladder", "olmo_ladder_auto"), 5, "held-out"),
     "gemstones": (("gemstones", "gemstones_auto"), 59, "dev"),
     "marin": (("marin_dclm", "marin_dclm_auto"), 23, "dev"),
+    "alabdulmohsin": (("alabdulmohsin", "alabdulmohsin_auto"), 20, "held-out"),
 }
 
 
@@ -108,6 +112,7 @@ def test_heldout_smoke_runs_every_step(tmp_path):
         "olmo_ladder",
         "gemstones",
         "marin",
+        "alabdulmohsin",
     ):
         for ext in ("md", "csv", "json"):
             assert out.joinpath(table, f"scalebench.{ext}").is_file(), (table, ext)
@@ -134,6 +139,7 @@ def test_heldout_smoke_runs_every_step(tmp_path):
         "olmo_ladder_point_query",
         "gemstones_point_query",
         "marin_point_query",
+        "alabdulmohsin_point_query",
     )
     for query in queries:
         rows = out.joinpath(f"{query}.csv").read_text().splitlines()

@@ -1,9 +1,10 @@
 """What every held-out split of public runs parted by model (bench/run_splits.by_model: Gadre et
-al.'s, GPT-3's, OPT's, the OLMo ladder's, Gemstones' and the Marin ladder's) owes the commands that
-score it, one test per rule over all of them: held out for the planner and named by its alias in
-every scoring command, no benchmark fitter, a model that is neither pool nor target refused, a
-missing file one error. Each module's own file (tests/test_gadre.py, test_gpt3.py, test_opt.py,
-test_olmo_ladder.py, test_gemstones.py, test_marin.py) checks its data, its pool and target and the
+al.'s, GPT-3's, OPT's, the OLMo ladder's, Gemstones', the Marin ladder's and Alabdulmohsin et
+al.'s) owes the commands that score it, one test per rule over all of them: held out for the
+planner and named by its alias in every scoring command, no benchmark fitter, a model that is
+neither pool nor target refused, a missing file one error. Each module's own file
+(tests/test_gadre.py, test_gpt3.py, test_opt.py, test_olmo_ladder.py, test_gemstones.py,
+test_marin.py, test_alabdulmohsin.py) checks its data, its pool and target and the
 point query on a sweep of known truth; the replay and --coverage of each run in
 tests/test_heldout_script.py, whose smoke run reads their tables."""
 
@@ -16,6 +17,7 @@ from typing import Callable
 import pytest
 
 from bench import (
+    alabdulmohsin_splits,
     gadre_splits,
     gemstones_splits,
     gpt3_splits,
@@ -58,6 +60,8 @@ CASES = {
     "marin": Case(
         marin_splits, "marin", "d256-L4", "sizes is adopted", lambda d: synthetic(d) and d
     ),
+    # 262M: the source's name for the 262 M model on its BIG-Bench rows, not an LM curve
+    "alabdulmohsin": Case(alabdulmohsin_splits, "alabdulmohsin", "262M", None),
 }
 
 

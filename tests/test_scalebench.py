@@ -13,6 +13,7 @@ import pytest
 
 from analysis.fits import law_registry
 from bench import (
+    alabdulmohsin_splits,
     gadre_splits,
     gemstones_splits,
     gpt3_splits,
@@ -137,10 +138,11 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
     assert set(PLANNER_DEV) - {"sparsity"} == {n for n in l2l_splits.SPLITS if "_c80" in n}
     assert not set(SPLITS) & set(SKIPPED)
     # the rest are Porian et al. 2024's, Gadre et al. 2024's, Brandfonbrener et al. 2024's, Brown
-    # et al. 2020's, Zhang et al. 2022's, Bhagia et al. 2024's, McLeish et al. 2025's and the
-    # Marin ladder's, every one held out (tests/test_porian.py, tests/test_gadre.py,
-    # tests/test_l2l.py, tests/test_gpt3.py, tests/test_opt.py, tests/test_olmo_ladder.py,
-    # tests/test_gemstones.py, tests/test_marin.py)
+    # et al. 2020's, Zhang et al. 2022's, Bhagia et al. 2024's, McLeish et al. 2025's, the
+    # Marin ladder's and Alabdulmohsin et al. 2022's, every one held out (tests/test_porian.py,
+    # tests/test_gadre.py, tests/test_l2l.py, tests/test_gpt3.py, tests/test_opt.py,
+    # tests/test_olmo_ladder.py, tests/test_gemstones.py, tests/test_marin.py,
+    # tests/test_alabdulmohsin.py)
     runs = (
         porian_splits,
         gadre_splits,
@@ -150,6 +152,7 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
         olmo_ladder_splits,
         gemstones_splits,
         marin_splits,
+        alabdulmohsin_splits,
     )
     assert set(SPLITS) - set(SCALEBENCH) == set().union(*(m.SPLITS for m in runs))
     assert not set(DEV) & set(l2l_splits.SPLITS)
