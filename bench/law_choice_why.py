@@ -168,6 +168,8 @@ def split_lines(name: str, source=None, rule: str = LAW_CHOICES[0]) -> list[str]
         out.append(f"  the default ({LAW_CHOICES[0]}) would choose {default_choice(sel)}")
     for law, why in {**sel["refused"], **sel["skipped"]}.items():
         out.append(f"  refused or skipped {law}: {why}")
+    for law, why in sel["unstable"].items():
+        out.append(f"  unstable {law}: {why}")
     for law in laws:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")

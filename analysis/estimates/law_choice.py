@@ -37,9 +37,20 @@ same params cuts (those below which each has the points it needs). Where no size
 be made (a variant without params, or too few sizes: no params cut holds out enough runs and
 fits MIN_FIT sizes below it) or no law rolled out by size is kept, the default rule chooses, and
 the selection lines say so (`sel["fallback"]`).
+
+A refusal whose fit on all runs stopped short of an optimum (its solver's evaluation limit:
+`converged` false, as Farseer's nine parameters often do) is checked again with every loss moved
+by NUDGE = 1e-9 of itself times a normal draw, in NUDGES patterns: where the verdict (refused or
+kept) changes, the choice rests on the last digits of the losses and on the machine's floating
+point, and the selection lines say so (`sel["unstable"]`). The choice itself is not changed.
+Found on public pools where the choice flipped between machines: the Marin ladder's nemotron mix
+and Alabdulmohsin et al.'s pool (docs/laws.md, "A law choice that rests on the last digits").
 """
 
 from __future__ import annotations
+
+import zlib
+from dataclasses import replace
 
 import numpy as np
 
@@ -53,6 +64,8 @@ from analysis.inputs.collect import Run
 LAW_CHOICES = ("rollouts", "monotone", "sizes")  # `rule` (module docstring); the first the default
 RISE_STEP = 0.01  # the relative step an input is raised by to see the loss fall (module docstring)
 FALLING_IN = ("params", "tokens", "compute")  # a law in these alone must fall in each
+NUDGE = 1e-9  # the relative move of every loss an unconverged refusal is checked under (docstring)
+NUDGES = 4  # the patterns of moves tried
 
 
 def rising(fit, points: list[Run]) -> str:
@@ -77,23 +90,52 @@ def rising(fit, points: list[Run]) -> str:
     return ""
 
 
-def _refusal(
-    law: Law, runs: list[Run], c_law_runs: list[Run], settings: FitSettings, rule: str = "rollouts"
-) -> str:
-    """Why `law` fitted on every run is refused (`in_range.absurd`; with rule "monotone", also
-    `rising`), or ""."""
+def _verdict(law: Law, runs: list[Run], c_law_runs: list[Run], settings: FitSettings, rule: str):
+    """(why `law` fitted on every run is refused, or ""; whether every such fit converged)."""
     pts = points_for(law, runs, c_law_runs)
+    converged = True
     for label in sorted({r.label for r in pts}):
         mine = [r for r in pts if r.label == label]
         res = fit_variants(mine, label, settings.but(n_bootstrap=0), law)
         if label not in res.fits:
-            return f"not fitted to all of {label}'s runs ({res.skipped.get(label, '')})"
+            return f"not fitted to all of {label}'s runs ({res.skipped.get(label, '')})", True
+        converged = converged and bool(res.fits[label].converged)
         why = absurd(res.fits[label], mine)
         if not why and rule == "monotone":
             why = rising(res.fits[label], mine)
         if why:
-            return f"fitted to all of {label}'s runs, {why}"
-    return ""
+            return f"fitted to all of {label}'s runs, {why}", converged
+    return "", converged
+
+
+def nudged(runs: list[Run], pattern: int) -> list[Run]:
+    """The runs with every loss moved by NUDGE of itself times a standard normal draw that
+    `pattern` and the point pick (a point moves alike wherever it is listed)."""
+    out = []
+    for r in runs:
+        z = np.random.default_rng([pattern, zlib.crc32(f"{r.source}:{r.point}".encode())])
+        out.append(replace(r, val_loss=r.val_loss * (1 + NUDGE * z.standard_normal())))
+    return out
+
+
+def _refusal(
+    law: Law, runs: list[Run], c_law_runs: list[Run], settings: FitSettings, rule: str = "rollouts"
+) -> tuple[str, str]:
+    """(why `law` fitted on every run is refused (`in_range.absurd`; with rule "monotone", also
+    `rising`), or ""; where that fit did not converge and the verdict changes with the losses
+    nudged (module docstring), why the verdict is unstable, else "")."""
+    why, converged = _verdict(law, runs, c_law_runs, settings, rule)
+    if converged:
+        return why, ""
+    for k in range(NUDGES):
+        other, _ = _verdict(law, nudged(runs, k), nudged(c_law_runs, k), settings, rule)
+        if bool(other) != bool(why):
+            return why, (
+                f"{'refused' if why else 'kept'} here, {'kept' if why else 'refused'} with every "
+                f"loss moved by {NUDGE:g} of itself (its fit on all runs stops at the solver's "
+                f"evaluation limit, short of an optimum): the choice can differ on another machine"
+            )
+    return why, ""
 
 
 def _rank(sel, law, runs, c_law_runs, settings, shared, rule="rollouts") -> None:
@@ -105,7 +147,9 @@ def _rank(sel, law, runs, c_law_runs, settings, shared, rule="rollouts") -> None
     if ro.failed:
         sel["skipped"][law.name] = "; ".join(f"{w}: {y}" for w, y in ro.failed.items())
         return
-    refused = _refusal(law, runs, c_law_runs, settings, rule)
+    refused, unstable = _refusal(law, runs, c_law_runs, settings, rule)
+    if unstable:
+        sel["unstable"][law.name] = unstable
     if refused:
         sel["refused"][law.name] = refused
         return
@@ -120,11 +164,11 @@ def select_law(
     rule: str = "rollouts",
 ) -> dict:
     """Roll out each law (module docstring): {"ranking": [{"law", "rms_log_pct", "n"}, ...] best
-    first, "skipped": {law: why not rolled out}, "refused": {law: why absurd}, "cuts":
-    [rollouts.Cut], "rollouts": {law: rollouts.Rollout}, "n_runs", "by": "compute" or "params"
-    (the cuts')}; "why" when nothing could be ranked; "fallback" (why) where rule "sizes" fell
-    back to the default rule. Every variant is rolled out alone. `rule`: LAW_CHOICES (module
-    docstring)."""
+    first, "skipped": {law: why not rolled out}, "refused": {law: why absurd}, "unstable": {law:
+    why its verdict rests on the losses' last digits}, "cuts": [rollouts.Cut], "rollouts": {law:
+    rollouts.Rollout}, "n_runs", "by": "compute" or "params" (the cuts')}; "why" when nothing
+    could be ranked; "fallback" (why) where rule "sizes" fell back to the default rule. Every
+    variant is rolled out alone. `rule`: LAW_CHOICES (module docstring)."""
     if rule not in LAW_CHOICES:
         raise ValueError(f"law choice {rule!r}: not among {', '.join(LAW_CHOICES)}")
     if rule != "sizes":
@@ -145,7 +189,14 @@ def _select(laws, runs, c_law_runs, settings, rule, by_params: bool) -> dict:
     """`select_law` by compute cuts (`rollouts.plan`) or by params cuts (`rollouts.size_plan`)."""
     planned = rollouts.size_plan(runs) if by_params else rollouts.plan(runs)
     n_runs = len({r.run_id for r in runs})
-    sel: dict = {"ranking": [], "skipped": {}, "refused": {}, "cuts": planned, "rollouts": {}}
+    sel: dict = {
+        "ranking": [],
+        "skipped": {},
+        "refused": {},
+        "unstable": {},
+        "cuts": planned,
+        "rollouts": {},
+    }
     sel["n_runs"], sel["by"] = n_runs, "params" if by_params else "compute"
     if not planned:
         sel["why"] = "too few runs"
@@ -221,4 +272,6 @@ def selection_lines(sel: dict, default: str) -> list[str]:
         lines.append(f"  refused: {name}: {why}")
     for name, why in sel["skipped"].items():
         lines.append(f"  not rolled out: {name}: {why}")
+    for name, why in sel.get("unstable", {}).items():
+        lines.append(f"  unstable: {name}: {why}; compare the laws by --law NAME")
     return first + lines
