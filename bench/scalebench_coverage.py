@@ -15,7 +15,10 @@ A group without a band counts no target run; the row names it. Where the law has
 tokens), the note also counts the target runs at whose tokens per parameter `analysis.predict`
 withholds the band (outside the D/N range of the pool:
 `analysis.estimates.band_intervals.untrained_ratio`) and the coverage of the rest; the coverage
-column itself scores the band at every target run. `--band-rule` (default `sizes`, andrea's): the
+column itself scores the band at every target run. Where the law is not among
+`conformal.COVERED_UP_TO`'s (every law but chinchilla), `analysis.predict` gives no band at all,
+and the note's first words say so: that row is a measurement, not an interval a user meets.
+`--band-rule` (default `sizes`, andrea's): the
 rule the band is calibrated by (`conformal.RULES`; `log`, the default before it; `drift`, a
 candidate not adopted: docs/laws.md).
 """
@@ -27,7 +30,7 @@ import warnings
 import numpy as np
 
 from analysis.estimates.band_intervals import untrained_ratio
-from analysis.estimates.conformal import DEFAULT_RULE, LEVEL, sweep_band
+from analysis.estimates.conformal import COVERED_UP_TO, DEFAULT_RULE, LEVEL, sweep_band
 from analysis.estimates.estimate import fit_variants, why_unusable
 from analysis.estimates.pool_law import LABEL, as_runs
 from analysis.fits.settings import FitSettings
@@ -97,6 +100,12 @@ def split_row(split, level: float = LEVEL, rule: str = DEFAULT_RULE) -> dict:
         given = [x for x, o in zip(inside, off) if not o]
         rest = f"{np.mean(given):.1%} of the rest" if given else "none left"
         notes.insert(0, f"PI withheld off the pool's D/N at {sum(off)} of {n} ({rest})")
+    if split.law.name not in COVERED_UP_TO:  # measured here, never given to a user
+        notes.insert(
+            0,
+            f"{split.law.name}: analysis.predict withholds this band (its coverage past the data "
+            "not measured >= 90 %)",
+        )
     return {
         "split": split.name,
         "set": split.band_mark,

@@ -245,7 +245,13 @@ def test_coverage_on_the_dev_split_farseer_prints_one_row_with_a_coverage(capsys
     rows = [x for x in lines if x.startswith("farseer ")]
     assert len(rows) == 1 and rows[0].split()[1] == "dev"
     row = split_row(load_split("farseer"))
-    assert row["set"] == "dev" and row["targets"] == 7 and not row["note"]
+    assert row["set"] == "dev" and row["targets"] == 7
+    # every group had a band; the one note: a band analysis.predict gives no user (only
+    # chinchilla's coverage past the data is measured)
+    assert row["note"] == (
+        "farseer: analysis.predict withholds this band (its coverage past the data not measured "
+        ">= 90 %)"
+    )
     assert 0.0 <= row["coverage"] <= 1.0
     assert row["median_log_width"] > 0 and row["median_factor"] > 1
     assert f"{row['coverage']:.1%}" in rows[0]
