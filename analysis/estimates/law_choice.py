@@ -119,13 +119,18 @@ def nudged(runs: list[Run], pattern: int) -> list[Run]:
 
 
 def _refusal(
-    law: Law, runs: list[Run], c_law_runs: list[Run], settings: FitSettings, rule: str = "rollouts"
+    law: Law,
+    runs: list[Run],
+    c_law_runs: list[Run],
+    settings: FitSettings,
+    rule: str = "rollouts",
+    nudge: bool = True,
 ) -> tuple[str, str]:
     """(why `law` fitted on every run is refused (`in_range.absurd`; with rule "monotone", also
     `rising`), or ""; where that fit did not converge and the verdict changes with the losses
-    nudged (module docstring), why the verdict is unstable, else "")."""
+    nudged (module docstring), why the verdict is unstable, else ""; unchecked without `nudge`)."""
     why, converged = _verdict(law, runs, c_law_runs, settings, rule)
-    if converged:
+    if converged or not nudge:
         return why, ""
     for k in range(NUDGES):
         other, _ = _verdict(law, nudged(runs, k), nudged(c_law_runs, k), settings, rule)
@@ -138,7 +143,7 @@ def _refusal(
     return why, ""
 
 
-def _rank(sel, law, runs, c_law_runs, settings, shared, rule="rollouts") -> None:
+def _rank(sel, law, runs, c_law_runs, settings, shared, rule="rollouts", nudge=True) -> None:
     """Roll `law` out on the shared cuts (by params where `sel["by"]` says so); rank it, or say
     why it is skipped or refused."""
     roll = rollouts.size_rollout if sel["by"] == "params" else rollouts.rollout
@@ -147,7 +152,7 @@ def _rank(sel, law, runs, c_law_runs, settings, shared, rule="rollouts") -> None
     if ro.failed:
         sel["skipped"][law.name] = "; ".join(f"{w}: {y}" for w, y in ro.failed.items())
         return
-    refused, unstable = _refusal(law, runs, c_law_runs, settings, rule)
+    refused, unstable = _refusal(law, runs, c_law_runs, settings, rule, nudge)
     if unstable:
         sel["unstable"][law.name] = unstable
     if refused:
@@ -162,21 +167,24 @@ def select_law(
     c_law_runs: list[Run],
     settings: FitSettings = FitSettings(),
     rule: str = "rollouts",
+    nudge: bool = True,
 ) -> dict:
     """Roll out each law (module docstring): {"ranking": [{"law", "rms_log_pct", "n"}, ...] best
     first, "skipped": {law: why not rolled out}, "refused": {law: why absurd}, "unstable": {law:
     why its verdict rests on the losses' last digits}, "cuts": [rollouts.Cut], "rollouts": {law:
     rollouts.Rollout}, "n_runs", "by": "compute" or "params" (the cuts')}; "why" when nothing
     could be ranked; "fallback" (why) where rule "sizes" fell back to the default rule. Every
-    variant is rolled out alone. `rule`: LAW_CHOICES (module docstring)."""
+    variant is rolled out alone. `rule`: LAW_CHOICES (module docstring). `nudge`: whether an
+    unconverged refusal is checked for stability (module docstring; it never changes the choice,
+    so a caller that reads no lines can skip its fits)."""
     if rule not in LAW_CHOICES:
         raise ValueError(f"law choice {rule!r}: not among {', '.join(LAW_CHOICES)}")
     if rule != "sizes":
-        return _select(laws, runs, c_law_runs, settings, rule, by_params=False)
-    sel = _select(laws, runs, c_law_runs, settings, "rollouts", by_params=True)
+        return _select(laws, runs, c_law_runs, settings, rule, False, nudge)
+    sel = _select(laws, runs, c_law_runs, settings, "rollouts", True, nudge)
     if sel["ranking"]:
         return sel
-    out = _select(laws, runs, c_law_runs, settings, "rollouts", by_params=False)
+    out = _select(laws, runs, c_law_runs, settings, "rollouts", False, nudge)
     out["fallback"] = (
         "no params cut holds out enough runs and fits enough sizes below it"
         if sel.get("why") == "too few runs"
@@ -185,7 +193,7 @@ def select_law(
     return out
 
 
-def _select(laws, runs, c_law_runs, settings, rule, by_params: bool) -> dict:
+def _select(laws, runs, c_law_runs, settings, rule, by_params: bool, nudge: bool = True) -> dict:
     """`select_law` by compute cuts (`rollouts.plan`) or by params cuts (`rollouts.size_plan`)."""
     planned = rollouts.size_plan(runs) if by_params else rollouts.plan(runs)
     n_runs = len({r.run_id for r in runs})
@@ -215,7 +223,7 @@ def _select(laws, runs, c_law_runs, settings, rule, by_params: bool) -> dict:
     shared = [c for c in planned if all(c in at for at in usable.values())]
     sel["cuts"] = shared
     for law in usable:
-        _rank(sel, law, runs, c_law_runs, settings, shared, rule)
+        _rank(sel, law, runs, c_law_runs, settings, shared, rule, nudge)
     sel["ranking"].sort(key=lambda r: r["rms_log_pct"])
     if not sel["ranking"]:
         sel["why"] = "no law could be rolled out and kept"

@@ -84,14 +84,21 @@ def as_runs(X: dict, y, names, cost=None) -> list[Run]:
 
 
 def choose(
-    laws: list[Law], X: dict, y, names, seed: int = 0, cost=None, rule: str = "rollouts"
+    laws: list[Law],
+    X: dict,
+    y,
+    names,
+    seed: int = 0,
+    cost=None,
+    rule: str = "rollouts",
+    nudge: bool = True,
 ) -> tuple[Law, list[str]]:
     """(the law --law auto chooses on these rows, or FALLBACK; the lines that say which and
     why). `cost`: each row's, the compute of rows without params and tokens (`as_runs`).
     `rule`: `law_choice.LAW_CHOICES` ("rollouts", the default; "monotone" and "sizes", the
-    candidates declared in docs/laws.md)."""
+    candidates declared in docs/laws.md). `nudge`: `select_law`'s (False where no line is read)."""
     runs = as_runs(X, y, names, cost)
-    sel = select_law(laws, runs, runs, FitSettings(seed=seed), rule)
+    sel = select_law(laws, runs, runs, FitSettings(seed=seed), rule, nudge)
     by_name = {law.name: law for law in laws}
     if sel["ranking"]:
         return by_name[sel["ranking"][0]["law"]], selection_lines(sel, "")
