@@ -121,7 +121,8 @@ def split_lines(name: str, source=None, rule: str = LAW_CHOICES[0]) -> list[str]
         sel = select_law(laws, runs, runs, FitSettings(seed=0), rule)
     pmax = float(X["params"].max())
     out = [
-        f"== {name}: {len(y)} pool runs, params {' '.join(map(_g, sorted(set(X['params']))))}, "
+        f"== {name} [{load_split(name, source=source).law_choice_mark} for the law choice]: "
+        f"{len(y)} pool runs, params {' '.join(map(_g, sorted(set(X['params']))))}, "
         f"tokens {_g(X['tokens'].min())}-{_g(X['tokens'].max())}; target {len(yt)} runs, params "
         f"{' '.join(map(_g, sorted(set(Xt['params']))))} (up to "
         f"{float(Xt['params'].max()) / pmax:.3g}x the pool's), tokens "

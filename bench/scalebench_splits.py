@@ -237,6 +237,35 @@ PLANNER_DEV = {
     for name in ("sparsity", *(n for n in l2l_splits.SPLITS if "_c80" in n))
 }
 
+# Splits dev for the law choice (`--law auto`: `law_choice.LAW_CHOICES`; bench.law_choice_why,
+# the `_auto` twins of bench.point_query and --coverage), and why: every public sweep's, each used
+# to design a candidate law choice or scored with one by its adoption rule (docs/laws.md, "A
+# candidate law choice, monotone" and "... sizes"). A new sweep is held out for it until then.
+LAW_CHOICE_DEV = {
+    **{
+        name: "used to design the candidate law choice monotone (its Farseer choices, 2026-12-07: "
+        "docs/laws.md, 'Why --law auto chose Farseer on OPT's and Gadre's pools')"
+        for module in (gadre_splits, gpt3_splits, opt_splits)
+        for name in module.SPLITS
+    },
+    **{
+        name: "the candidate law choice monotone's dev figures were measured on it (2026-12-07)"
+        for module in (porian_splits, l2l_splits)
+        for name in module.SPLITS
+    },
+    **{
+        name: "the candidate law choice monotone was scored on it by its adoption rule "
+        "(2026-12-07; it said nothing), and sizes measured on it as dev"
+        for module in (olmo_ladder_splits, gemstones_splits, marin_splits)
+        for name in module.SPLITS
+    },
+    **{
+        name: "the candidate law choices monotone and sizes were scored on it by their adoption "
+        "rules (2026-12-07; both said nothing), and the unstable check's constants set on it"
+        for name in alabdulmohsin_splits.SPLITS
+    },
+}
+
 # ScaleBench's splits not replayed, and why (printed by every run).
 SKIPPED = {
     "domain_mixture": "five losses per run (one per domain) fitted jointly by one law, and mixture "
@@ -364,6 +393,11 @@ class Split:
     def band_mark(self) -> str:
         """dev or held-out for the prediction band's coverage (DEV, then BAND_DEV)."""
         return "dev" if self.dev or self.name in BAND_DEV else "held-out"
+
+    @property
+    def law_choice_mark(self) -> str:
+        """dev or held-out for the law choice (DEV, then LAW_CHOICE_DEV)."""
+        return "dev" if self.dev or self.name in LAW_CHOICE_DEV else "held-out"
 
     @property
     def n_train(self) -> int:

@@ -29,6 +29,7 @@ from bench import (
 from bench.scalebench_splits import (
     BAND_DEV,
     DEV,
+    LAW_CHOICE_DEV,
     PLANNER_DEV,
     RUN_SPLITS,
     SPLITS,
@@ -46,22 +47,37 @@ class Case:
     stranger: str  # a model of the source that is neither pool nor target
     # why the band is dev on its splits (BAND_DEV's reason contains it); None: held out
     band_dev: str | None
+    # why the law choice is dev on its splits (LAW_CHOICE_DEV's reason contains it)
+    law_choice_dev: str
     # for runs not shipped: writes a synthetic file of them under a folder, read as --source
     source: Callable | None = None
 
 
+DESIGNED = "used to design the candidate law choice monotone"
+SCORED = "monotone was scored on it by its adoption rule"
 CASES = {
-    "gadre": Case(gadre_splits, "gadre", "open_lm_3b", "design and compare the candidate band"),
-    "gpt3": Case(gpt3_splits, "gpt3", "1.3b", "drift is not adopted"),
-    "opt": Case(opt_splits, "opt", "66b", "drift is not adopted"),
-    "olmo_ladder": Case(olmo_ladder_splits, "olmo_ladder", "7B", None),
-    "gemstones": Case(gemstones_splits, "gemstones", "512x11", "design and compare the band rule"),
+    "gadre": Case(
+        gadre_splits, "gadre", "open_lm_3b", "design and compare the candidate band", DESIGNED
+    ),
+    "gpt3": Case(gpt3_splits, "gpt3", "1.3b", "drift is not adopted", DESIGNED),
+    "opt": Case(opt_splits, "opt", "66b", "drift is not adopted", DESIGNED),
+    "olmo_ladder": Case(olmo_ladder_splits, "olmo_ladder", "7B", None, SCORED),
+    "gemstones": Case(
+        gemstones_splits, "gemstones", "512x11", "design and compare the band rule", SCORED
+    ),
     # d256-L4: no such shape in the source
     "marin": Case(
-        marin_splits, "marin", "d256-L4", "sizes is adopted", lambda d: synthetic(d) and d
+        marin_splits,
+        "marin",
+        "d256-L4",
+        "sizes is adopted",
+        SCORED,
+        lambda d: synthetic(d) and d,
     ),
     # 262M: the source's name for the 262 M model on its BIG-Bench rows, not an LM curve
-    "alabdulmohsin": Case(alabdulmohsin_splits, "alabdulmohsin", "262M", None),
+    "alabdulmohsin": Case(
+        alabdulmohsin_splits, "alabdulmohsin", "262M", None, "monotone and sizes were scored"
+    ),
 }
 
 
@@ -82,10 +98,12 @@ def test_its_splits_are_held_out_for_the_planner_named_by_the_alias_and_not_benc
         assert SPLITS[name].no_benchmark_fit.startswith("not a ScaleBench split")
         assert (name in BAND_DEV) == (case.band_dev is not None)
         assert case.band_dev is None or case.band_dev in BAND_DEV[name]
+        assert case.law_choice_dev in LAW_CHOICE_DEV[name]  # every public sweep's, by now
     # the marks a loaded split carries (loading an _auto twin would choose its law: not here)
     source = case.source(tmp_path) if case.source else None
     base = load_split(sorted(names)[0], source=source)
     assert (base.mark, base.band_mark) == ("held-out", "dev" if case.band_dev else "held-out")
+    assert base.law_choice_mark == "dev"
     # the point query asks each split once: not its _auto twin, which repeats its runs
     assert set(point_query.names_of(case.alias, ())) == {n for n in names if "_auto" not in n}
 
@@ -102,3 +120,18 @@ def test_a_model_neither_pool_nor_target_is_an_error_and_a_missing_file_too(case
 def test_the_point_query_refuses_an_unknown_split(capsys):
     assert point_query.main(["--splits", "olmo_ladder_nope"]) == 2
     assert capsys.readouterr().err.startswith("error: --splits")
+
+
+def test_every_public_sweep_is_dev_for_the_law_choice_and_scalebench_held_out():
+    """LAW_CHOICE_DEV names real splits, each with its reason; Porian's and Brandfonbrener's
+    (not parted by model, so no Case above) carry monotone's dev figures; ScaleBench's own
+    splits, which no candidate law choice was designed on or scored with, stay held out for it."""
+    from bench import l2l_splits, porian_splits
+
+    assert set(LAW_CHOICE_DEV) <= set(SPLITS)
+    for name in (*porian_splits.SPLITS, *l2l_splits.SPLITS):
+        assert "monotone's dev figures" in LAW_CHOICE_DEV[name]
+    for module in RUN_SPLITS:
+        assert set(module.SPLITS) <= set(LAW_CHOICE_DEV), module.__name__
+    assert load_split("moe").law_choice_mark == "held-out"
+    assert load_split("farseer").law_choice_mark == "dev"  # DEV: the planner's settings
