@@ -28,7 +28,8 @@ module's declared rule (`RUN_SPLITS`); `--splits porian`, `gadre`, `l2l`, `gpt3`
 `olmo_ladder`, `gemstones`, `marin` and `alabdulmohsin` name each module's splits that the
 command scores (`aliases`). They are not replayed by default.
 
-DEV and HELD_OUT are declared here, not chosen by a flag: a split is dev when something of
+DEV (and, for one rule each, BAND_DEV, PLANNER_DEV and LAW_CHOICE_DEV) are declared here, not
+chosen by a flag; every split not named there is held out. A split is dev when something of
 andrea's (a constant, a default, a rule) was chosen after looking at its scores. A constant
 changed after a held-out split's score has been seen moves that split to DEV, with the reason.
 """
@@ -240,8 +241,14 @@ PLANNER_DEV = {
 # Splits dev for the law choice (`--law auto`: `law_choice.LAW_CHOICES`; bench.law_choice_why,
 # the `_auto` twins of bench.point_query and --coverage), and why: every public sweep's, each used
 # to design a candidate law choice or scored with one by its adoption rule (docs/laws.md, "A
-# candidate law choice, monotone" and "... sizes"). A new sweep is held out for it until then.
+# candidate law choice, monotone" and "... sizes"); ScaleBench's own splits too. A new sweep is
+# held out for it until then.
 LAW_CHOICE_DEV = {
+    **{
+        name: "used to design the candidate law choice monotone (2026-12-07: docs/laws.md, 'A "
+        "candidate law choice, monotone', its dev figures)"
+        for name in SCALEBENCH
+    },
     **{
         name: "used to design the candidate law choice monotone (its Farseer choices, 2026-12-07: "
         "docs/laws.md, 'Why --law auto chose Farseer on OPT's and Gadre's pools')"
