@@ -38,13 +38,14 @@ be made (a variant without params, or too few sizes: no params cut holds out eno
 fits MIN_FIT sizes below it) or no law rolled out by size is kept, the default rule chooses, and
 the selection lines say so (`sel["fallback"]`).
 
-A refusal whose fit on all runs stopped short of an optimum (its solver's evaluation limit:
-`converged` false, as Farseer's nine parameters often do) is checked again with every loss moved
-by NUDGE = 1e-9 of itself times a normal draw, in NUDGES patterns: where the verdict (refused or
-kept) changes, the choice rests on the last digits of the losses and on the machine's floating
-point, and the selection lines say so (`sel["unstable"]`). The choice itself is not changed.
-Found on public pools where the choice flipped between machines: the Marin ladder's nemotron mix
-and Alabdulmohsin et al.'s pool (docs/laws.md, "A law choice that rests on the last digits").
+Every refusal's verdict (refused or kept) is checked again with every loss moved by NUDGE =
+1e-9 of itself times a normal draw, in NUDGES patterns: where it changes, the choice rests on the
+last digits of the losses and on the machine's floating point, and the selection lines say so
+(`sel["unstable"]`). The choice itself is not changed. Found on public pools where the choice
+flipped between machines, the Marin ladder's nemotron mix and Alabdulmohsin et al.'s pool
+(docs/laws.md, "A law choice that rests on the last digits"): Farseer's nine parameters, fitted
+to them, stop short of an optimum at the solver's evaluation limit, and with ten times the limit
+they converge to optima that nearly tie, so a converged fit is checked too.
 """
 
 from __future__ import annotations
@@ -127,18 +128,23 @@ def _refusal(
     nudge: bool = True,
 ) -> tuple[str, str]:
     """(why `law` fitted on every run is refused (`in_range.absurd`; with rule "monotone", also
-    `rising`), or ""; where that fit did not converge and the verdict changes with the losses
-    nudged (module docstring), why the verdict is unstable, else ""; unchecked without `nudge`)."""
+    `rising`), or ""; where the verdict changes with the losses nudged (module docstring), why it
+    is unstable, else ""; not checked without `nudge`)."""
     why, converged = _verdict(law, runs, c_law_runs, settings, rule)
-    if converged or not nudge:
+    if not nudge:
         return why, ""
     for k in range(NUDGES):
         other, _ = _verdict(law, nudged(runs, k), nudged(c_law_runs, k), settings, rule)
         if bool(other) != bool(why):
+            cause = (
+                "stops at the solver's evaluation limit, short of an optimum"
+                if not converged
+                else "lands on one of optima that nearly tie"
+            )
             return why, (
                 f"{'refused' if why else 'kept'} here, {'kept' if why else 'refused'} with every "
-                f"loss moved by {NUDGE:g} of itself (its fit on all runs stops at the solver's "
-                f"evaluation limit, short of an optimum): the choice can differ on another machine"
+                f"loss moved by {NUDGE:g} of itself (its fit on all runs {cause}): the choice can "
+                "differ on another machine"
             )
     return why, ""
 
