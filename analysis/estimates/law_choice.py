@@ -38,11 +38,12 @@ be made (a variant without params, or too few sizes: no params cut holds out eno
 fits MIN_FIT sizes below it) or no law rolled out by size is kept, the default rule chooses, and
 the selection lines say so (`sel["fallback"]`).
 
-Every refusal's verdict (refused or kept) is checked again with every loss moved by NUDGE =
-1e-9 of itself times a normal draw, in NUDGES patterns: where it changes, the choice rests on the
-last digits of the losses and on the machine's floating point, and the selection lines say so
+The verdicts (refused or kept) that decide the choice, the winner's and those of the refused
+laws that rolled out better than it, are checked again with every loss moved by NUDGE = 1e-9 of
+itself times a normal draw, in NUDGES patterns: where one changes, the choice rests on the last
+digits of the losses and on the machine's floating point, and the selection lines say so
 (`sel["unstable"]`). The choice itself is not changed. Found on public pools where the choice
-flipped between machines, the Marin ladder's nemotron mix and Alabdulmohsin et al.'s pool
+flipped between machines, the Marin ladder's nemotron mix, Alabdulmohsin et al.'s pool and GPT-3's
 (docs/laws.md, "A law choice that rests on the last digits"): Farseer's nine parameters, fitted
 to them, stop short of an optimum at the solver's evaluation limit, and with ten times the limit
 they converge to optima that nearly tie, so a converged fit is checked too.
@@ -66,7 +67,7 @@ LAW_CHOICES = ("rollouts", "monotone", "sizes")  # `rule` (module docstring); th
 RISE_STEP = 0.01  # the relative step an input is raised by to see the loss fall (module docstring)
 FALLING_IN = ("params", "tokens", "compute")  # a law in these alone must fall in each
 NUDGE = 1e-9  # the relative move of every loss an unconverged refusal is checked under (docstring)
-NUDGES = 4  # the patterns of moves tried
+NUDGES = 8  # the patterns of moves tried (docs/laws.md: four missed a pool read from a CSV)
 
 
 def rising(fit, points: list[Run]) -> str:
@@ -119,20 +120,9 @@ def nudged(runs: list[Run], pattern: int) -> list[Run]:
     return out
 
 
-def _refusal(
-    law: Law,
-    runs: list[Run],
-    c_law_runs: list[Run],
-    settings: FitSettings,
-    rule: str = "rollouts",
-    nudge: bool = True,
-) -> tuple[str, str]:
-    """(why `law` fitted on every run is refused (`in_range.absurd`; with rule "monotone", also
-    `rising`), or ""; where the verdict changes with the losses nudged (module docstring), why it
-    is unstable, else ""; not checked without `nudge`)."""
-    why, converged = _verdict(law, runs, c_law_runs, settings, rule)
-    if not nudge:
-        return why, ""
+def _instability(law, runs, c_law_runs, settings, rule, why: str, converged: bool) -> str:
+    """Why `law`'s verdict (refused: `why`; kept: "") is unstable: it changes with the losses
+    nudged (module docstring); else ""."""
     for k in range(NUDGES):
         other, _ = _verdict(law, nudged(runs, k), nudged(c_law_runs, k), settings, rule)
         if bool(other) != bool(why):
@@ -141,15 +131,15 @@ def _refusal(
                 if not converged
                 else "lands on one of optima that nearly tie"
             )
-            return why, (
+            return (
                 f"{'refused' if why else 'kept'} here, {'kept' if why else 'refused'} with every "
                 f"loss moved by {NUDGE:g} of itself (its fit on all runs {cause}): the choice can "
                 "differ on another machine"
             )
-    return why, ""
+    return ""
 
 
-def _rank(sel, law, runs, c_law_runs, settings, shared, rule="rollouts", nudge=True) -> None:
+def _rank(sel, law, runs, c_law_runs, settings, shared, rule="rollouts") -> None:
     """Roll `law` out on the shared cuts (by params where `sel["by"]` says so); rank it, or say
     why it is skipped or refused."""
     roll = rollouts.size_rollout if sel["by"] == "params" else rollouts.rollout
@@ -158,13 +148,29 @@ def _rank(sel, law, runs, c_law_runs, settings, shared, rule="rollouts", nudge=T
     if ro.failed:
         sel["skipped"][law.name] = "; ".join(f"{w}: {y}" for w, y in ro.failed.items())
         return
-    refused, unstable = _refusal(law, runs, c_law_runs, settings, rule, nudge)
-    if unstable:
-        sel["unstable"][law.name] = unstable
+    refused, converged = _verdict(law, runs, c_law_runs, settings, rule)
+    sel["_converged"][law.name] = converged
     if refused:
         sel["refused"][law.name] = refused
         return
     sel["ranking"].append({"law": law.name, "rms_log_pct": 100 * ro.rms, "n": len(ro.residuals)})
+
+
+def _check_decisive(sel, laws, runs, c_law_runs, settings, rule) -> None:
+    """The stability check (module docstring) on the verdicts that decide the choice: the
+    winner's (refused, another law wins) and each refused law's that rolled out better than the
+    winner (kept, it would win); with no winner, every refused law's."""
+    by_name = {law.name: law for law in laws}
+    best = sel["ranking"][0]["rms_log_pct"] if sel["ranking"] else float("inf")
+    decisive = [r["law"] for r in sel["ranking"][:1]] + [
+        name for name in sel["refused"] if 100 * sel["rollouts"][name].rms < best
+    ]
+    for name in decisive:
+        why = sel["refused"].get(name, "")
+        conv = sel["_converged"][name]
+        unstable = _instability(by_name[name], runs, c_law_runs, settings, rule, why, conv)
+        if unstable:
+            sel["unstable"][name] = unstable
 
 
 def select_law(
@@ -180,9 +186,9 @@ def select_law(
     why its verdict rests on the losses' last digits}, "cuts": [rollouts.Cut], "rollouts": {law:
     rollouts.Rollout}, "n_runs", "by": "compute" or "params" (the cuts')}; "why" when nothing
     could be ranked; "fallback" (why) where rule "sizes" fell back to the default rule. Every
-    variant is rolled out alone. `rule`: LAW_CHOICES (module docstring). `nudge`: whether an
-    unconverged refusal is checked for stability (module docstring; it never changes the choice,
-    so a caller that reads no lines can skip its fits)."""
+    variant is rolled out alone. `rule`: LAW_CHOICES (module docstring). `nudge`: whether the
+    verdicts that decide the choice are checked for stability (module docstring; it never changes
+    the choice, so a caller that reads no lines can skip its fits)."""
     if rule not in LAW_CHOICES:
         raise ValueError(f"law choice {rule!r}: not among {', '.join(LAW_CHOICES)}")
     if rule != "sizes":
@@ -210,6 +216,7 @@ def _select(laws, runs, c_law_runs, settings, rule, by_params: bool, nudge: bool
         "unstable": {},
         "cuts": planned,
         "rollouts": {},
+        "_converged": {},
     }
     sel["n_runs"], sel["by"] = n_runs, "params" if by_params else "compute"
     if not planned:
@@ -229,8 +236,10 @@ def _select(laws, runs, c_law_runs, settings, rule, by_params: bool, nudge: bool
     shared = [c for c in planned if all(c in at for at in usable.values())]
     sel["cuts"] = shared
     for law in usable:
-        _rank(sel, law, runs, c_law_runs, settings, shared, rule, nudge)
+        _rank(sel, law, runs, c_law_runs, settings, shared, rule)
     sel["ranking"].sort(key=lambda r: r["rms_log_pct"])
+    if nudge:
+        _check_decisive(sel, list(usable), runs, c_law_runs, settings, rule)
     if not sel["ranking"]:
         sel["why"] = "no law could be rolled out and kept"
     return sel
