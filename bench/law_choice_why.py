@@ -46,10 +46,10 @@ from bench.scalebench_splits import SplitError, add_source_argument, load_split
 ISO_RTOL = 1e-6  # the near pairs counted (a measurement; the rollouts group by rollouts.LEVEL_RTOL)
 
 
-def pool_of(name: str, source=None) -> tuple[dict, np.ndarray, dict, np.ndarray, np.ndarray]:
+def pool_of(split) -> tuple[dict, np.ndarray, dict, np.ndarray, np.ndarray]:
     """(the pool's params and tokens, its losses, the target's params and tokens, its losses,
-    the pool's costs) of the run split `name`, as `load_split` reads them."""
-    g = load_split(name, source=source).groups[0]
+    the pool's costs) of a run split as `load_split` read it."""
+    g = split.groups[0]
     return g.X, g.y, g.X_test, g.y_test, g.cost
 
 
@@ -113,7 +113,8 @@ def _g(v) -> str:
 
 def split_lines(name: str, source=None, rule: str = LAW_CHOICES[0]) -> list[str]:
     """The printed account of `--law auto`'s choice on the run split `name` (module docstring)."""
-    X, y, Xt, yt, cost = pool_of(name, source)
+    split = load_split(name, source=source)
+    X, y, Xt, yt, cost = pool_of(split)
     laws = candidates(law_registry.laws(), X, Xt)
     runs = as_runs(X, y, [f"pool:{i}" for i in range(len(y))], cost)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -121,7 +122,7 @@ def split_lines(name: str, source=None, rule: str = LAW_CHOICES[0]) -> list[str]
         sel = select_law(laws, runs, runs, FitSettings(seed=0), rule)
     pmax = float(X["params"].max())
     out = [
-        f"== {name} [{load_split(name, source=source).law_choice_mark} for the law choice]: "
+        f"== {name} [{split.law_choice_mark} for the law choice]: "
         f"{len(y)} pool runs, params {' '.join(map(_g, sorted(set(X['params']))))}, "
         f"tokens {_g(X['tokens'].min())}-{_g(X['tokens'].max())}; target {len(yt)} runs, params "
         f"{' '.join(map(_g, sorted(set(Xt['params']))))} (up to "
@@ -158,7 +159,7 @@ def split_lines(name: str, source=None, rule: str = LAW_CHOICES[0]) -> list[str]
     if rule == "sizes":
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            ds = select_law(laws, runs, runs, FitSettings(seed=0))
+            ds = select_law(laws, runs, runs, FitSettings(seed=0), nudge=False)  # its law alone
         scores = ", ".join(f"{r['law']} {r['rms_log_pct']:.2f} %" for r in ds["ranking"])
         chosen = ds["ranking"][0]["law"] if ds["ranking"] else "none (its caller's fallback)"
         out.append(

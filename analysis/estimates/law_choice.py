@@ -66,7 +66,7 @@ from analysis.inputs.collect import Run
 LAW_CHOICES = ("rollouts", "monotone", "sizes")  # `rule` (module docstring); the first the default
 RISE_STEP = 0.01  # the relative step an input is raised by to see the loss fall (module docstring)
 FALLING_IN = ("params", "tokens", "compute")  # a law in these alone must fall in each
-NUDGE = 1e-9  # the relative move of every loss an unconverged refusal is checked under (docstring)
+NUDGE = 1e-9  # the relative move of every loss a deciding verdict is checked under (docstring)
 NUDGES = 8  # the patterns of moves tried (docs/laws.md: four missed a pool read from a CSV)
 
 
@@ -139,27 +139,30 @@ def _instability(law, runs, c_law_runs, settings, rule, why: str, converged: boo
     return ""
 
 
-def _rank(sel, law, runs, c_law_runs, settings, shared, rule="rollouts") -> None:
+def _rank(sel, law, runs, c_law_runs, settings, shared, rule="rollouts") -> bool:
     """Roll `law` out on the shared cuts (by params where `sel["by"]` says so); rank it, or say
-    why it is skipped or refused."""
+    why it is skipped or refused. Whether its fit on all runs converged (True where skipped)."""
     roll = rollouts.size_rollout if sel["by"] == "params" else rollouts.rollout
     ro = roll(law, runs, c_law_runs, settings, shared)
     sel["rollouts"][law.name] = ro
     if ro.failed:
         sel["skipped"][law.name] = "; ".join(f"{w}: {y}" for w, y in ro.failed.items())
-        return
+        return True
     refused, converged = _verdict(law, runs, c_law_runs, settings, rule)
-    sel["_converged"][law.name] = converged
     if refused:
         sel["refused"][law.name] = refused
-        return
-    sel["ranking"].append({"law": law.name, "rms_log_pct": 100 * ro.rms, "n": len(ro.residuals)})
+    else:
+        sel["ranking"].append(
+            {"law": law.name, "rms_log_pct": 100 * ro.rms, "n": len(ro.residuals)}
+        )
+    return converged
 
 
-def _check_decisive(sel, laws, runs, c_law_runs, settings, rule) -> None:
+def _check_decisive(sel, laws, converged, runs, c_law_runs, settings, rule) -> None:
     """The stability check (module docstring) on the verdicts that decide the choice: the
     winner's (refused, another law wins) and each refused law's that rolled out better than the
-    winner (kept, it would win); with no winner, every refused law's."""
+    winner (kept, it would win); with no winner, every refused law's. `converged`: per law name,
+    whether its fit on all runs converged (`_rank`)."""
     by_name = {law.name: law for law in laws}
     best = sel["ranking"][0]["rms_log_pct"] if sel["ranking"] else float("inf")
     decisive = [r["law"] for r in sel["ranking"][:1]] + [
@@ -167,8 +170,9 @@ def _check_decisive(sel, laws, runs, c_law_runs, settings, rule) -> None:
     ]
     for name in decisive:
         why = sel["refused"].get(name, "")
-        conv = sel["_converged"][name]
-        unstable = _instability(by_name[name], runs, c_law_runs, settings, rule, why, conv)
+        unstable = _instability(
+            by_name[name], runs, c_law_runs, settings, rule, why, converged[name]
+        )
         if unstable:
             sel["unstable"][name] = unstable
 
@@ -216,7 +220,6 @@ def _select(laws, runs, c_law_runs, settings, rule, by_params: bool, nudge: bool
         "unstable": {},
         "cuts": planned,
         "rollouts": {},
-        "_converged": {},
     }
     sel["n_runs"], sel["by"] = n_runs, "params" if by_params else "compute"
     if not planned:
@@ -235,11 +238,12 @@ def _select(laws, runs, c_law_runs, settings, rule, by_params: bool, nudge: bool
     # every law is scored on the same cuts: those the most demanding law can be fitted below
     shared = [c for c in planned if all(c in at for at in usable.values())]
     sel["cuts"] = shared
-    for law in usable:
-        _rank(sel, law, runs, c_law_runs, settings, shared, rule)
+    converged = {
+        law.name: _rank(sel, law, runs, c_law_runs, settings, shared, rule) for law in usable
+    }
     sel["ranking"].sort(key=lambda r: r["rms_log_pct"])
     if nudge:
-        _check_decisive(sel, list(usable), runs, c_law_runs, settings, rule)
+        _check_decisive(sel, list(usable), converged, runs, c_law_runs, settings, rule)
     if not sel["ranking"]:
         sel["why"] = "no law could be rolled out and kept"
     return sel
