@@ -12,9 +12,7 @@ from analysis.estimates import pool_law, rollouts
 from analysis.estimates.law_choice import LAW_CHOICES, select_law, selection_lines
 from analysis.fits.law_registry import get
 from bench import law_choice_why
-from bench.run_splits import PARAMS_TOKENS
-from bench.scalebench_splits import SPLITS, auto_law, run_parts
-from tests.test_analysis_law_choice import TRUTH, _exact, _log_truth, truth
+from tests.test_analysis_law_choice import _exact, _log_truth, truth
 
 SIZES = np.geomspace(1e8, 1e9, 6)  # one decade of params
 TOKENS = (1e9, 1e11, 1e13)  # 100x apart: compute orders the runs by tokens first, then params
@@ -117,26 +115,3 @@ def test_too_few_sizes_fall_back_to_the_default_rule_with_a_line_saying_so():
     lines = selection_lines(sel, "chinchilla")
     assert len(lines) == 2 and lines[1].startswith("--law auto: 6 runs, fewer than needed")
     assert lines[1].endswith("using chinchilla")
-
-
-def test_on_gadre_rw_the_default_chooses_farseer_and_sizes_chinchilla():
-    """A dev pool (docs/laws.md): the compute cuts hold out longer runs of the 79-412 M sizes,
-    the one params cut holds out the 412 M whole, where Farseer misses by 5.8 % RMS."""
-    spec = SPLITS["gadre_rw_auto"]
-    parts = run_parts(spec.runs, spec.data)
-    tr, te = parts["train"], parts["test"]
-    X, Xt = {c: tr[c] for c in PARAMS_TOKENS}, {c: te[c] for c in PARAMS_TOKENS}
-    y, cost = tr["loss"], spec.cost(tr)
-    assert auto_law(X, y, cost, Xt).name == "farseer"
-    assert auto_law(X, y, cost, Xt, "sizes").name == "chinchilla"
-
-
-def test_the_benches_take_the_value(capsys):
-    from bench import point_query, scalebench
-
-    assert scalebench.main(["--law-choice", "sizes"]) == 2
-    assert "--law-choice is asked for with --coverage only" in capsys.readouterr().err
-    for main in (point_query.main, scalebench.main):
-        with pytest.raises(SystemExit):
-            main(["--law-choice", "bogus"])
-    assert TRUTH[0] == 1.7  # the truth the pools above are drawn on
