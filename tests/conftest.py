@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import random
 import shutil
 import socket
 import tempfile
@@ -44,8 +45,6 @@ def free_port(span: int = 1) -> int:
     """A port, with the `span` - 1 after it, that no process holds now and no outgoing connection
     can take (PORTS_FROM above): tests that start a process group or a cluster use it. Drawn at
     random, so parallel workers do not pick the same one."""
-    import random
-
     top = _ephemeral_start() - span
     for _ in range(1000):
         port = random.randrange(PORTS_FROM, top)

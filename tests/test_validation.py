@@ -43,8 +43,8 @@ def _worker(rank: int, world_size: int, cache: str, batch_size: int, out: str) -
 
     os.environ["ANDREA_DATA"] = cache
     torch.set_num_threads(1)
-    # a file store, no TCP port: a port another process takes between its choice and this bind
-    # cost this test a run before (a SIGABRT in the group's start-up, CI at 340c39f)
+    # a file store, no TCP port to share or lose: this run died of a SIGABRT in CI at 340c39f
+    # (cause not established) and at a731a61, when two tests shared a port
     dist.init_process_group(
         "gloo", init_method=f"file://{out}/store", rank=rank, world_size=world_size
     )
