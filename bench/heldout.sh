@@ -40,12 +40,15 @@
 #      (as Choshen et al. 2024 collected them): bench.scalebench --splits alabdulmohsin
 #      (alabdulmohsin/, alabdulmohsin.txt), its --coverage (alabdulmohsin_coverage.txt) and
 #      bench.point_query --splits alabdulmohsin (alabdulmohsin_point_query.csv, .txt)
-#   30-31. the two candidate rules as they were scored on unseen sweeps (docs/laws.md): the band rule
+#   30-32. the same three for Pandey 2024's runs on five gzip-graded PCFG datasets (as Choshen et
+#      al. 2024 collected them): bench.scalebench --splits gzip (gzip/, gzip.txt), its --coverage
+#      (gzip_coverage.txt) and bench.point_query --splits gzip (gzip_point_query.csv, .txt)
+#   33-34. the two candidate rules as they were scored on unseen sweeps (docs/laws.md): the band rule
 #      drift on GPT-3's and OPT's splits, bench.scalebench --coverage --band-rule drift
 #      (band_drift.txt; the log rule's figures are the gpt3_coverage and opt_coverage steps), and
 #      the law choice monotone on the OLMo ladder, bench.law_choice_why --law-choice monotone
 #      (law_choice_monotone.txt)
-#   32. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
+#   35. bench.coverage_nd --factors, the two tables behind MULTIPLIER_COVERED_UP_TO
 #      (coverage_nd_gpu6.txt) and conformal.COVERED_UP_TO (coverage_nd_pi.txt)
 # No time limits: a shared CPU's load, not a hang, is what makes a step slow. A failed step is
 # logged with its exit status and the rest still run. Exit status: 0 all ran, 1 a step failed
@@ -120,6 +123,9 @@ if [ "$QUICK" = 1 ]; then
   AB=(--splits alabdulmohsin --methods random,full --reps 1)  # the one split and its _auto twin
   AB_COV=(--splits alabdulmohsin)
   ABQ=(--splits alabdulmohsin --bootstrap 10)
+  GZ=(--splits gzip_012,gzip_012_auto --methods random,full --reps 1)  # one dataset of the 5
+  GZ_COV=(--splits gzip_012)
+  GZQ=(--splits gzip_012 --bootstrap 10)
   BD=(--splits gpt3)  # one of the two sweeps
   # one design, one truth, two sweeps: a check that the command runs, no coverage to quote
   ND6=(--designs nd-gpu6 --truths kaplan --reps 2 --bootstrap 10)
@@ -154,6 +160,9 @@ else
   AB=(--splits alabdulmohsin)
   AB_COV=(--splits alabdulmohsin)
   ABQ=(--splits alabdulmohsin)
+  GZ=(--splits gzip)
+  GZ_COV=(--splits gzip)
+  GZQ=(--splits gzip)
   BD=(--splits gpt3,opt)
   # the exact command lines of docs/laws.md's two tables
   ND6=(--designs nd-gpu6 --truths kaplan besiroglu --reps 40 --bootstrap 100)
@@ -209,6 +218,9 @@ run alabdulmohsin "$PY" -m bench.scalebench "${AB[@]}" --jobs 2 --out "$OUT/alab
 run alabdulmohsin_coverage "$PY" -m bench.scalebench --coverage "${AB_COV[@]}"
 run alabdulmohsin_point_query "$PY" -m bench.point_query "${ABQ[@]}" \
   --out "$OUT/alabdulmohsin_point_query.csv"
+run gzip "$PY" -m bench.scalebench "${GZ[@]}" --jobs 2 --out "$OUT/gzip"
+run gzip_coverage "$PY" -m bench.scalebench --coverage "${GZ_COV[@]}"
+run gzip_point_query "$PY" -m bench.point_query "${GZQ[@]}" --out "$OUT/gzip_point_query.csv"
 run band_drift "$PY" -m bench.scalebench --coverage "${BD[@]}" --band-rule drift
 run law_choice_monotone "$PY" -m bench.law_choice_why --splits olmo_ladder --law-choice monotone
 run coverage_nd_gpu6 "$PY" -m bench.coverage_nd --factors 1 3 10 30 "${ND6[@]}"

@@ -3,10 +3,10 @@ declared before any score on them was computed.
 
 A module of such splits (bench/porian_splits.py, bench/gadre_splits.py, bench/gpt3_splits.py,
 bench/opt_splits.py, bench/olmo_ladder_splits.py, bench/gemstones_splits.py,
-bench/alabdulmohsin_splits.py) holds the protocol in its docstring and gives `DATA` (its
-folder), `ALIAS` (the name `bench.scalebench --splits` expands to all its splits) and `SPLITS`:
-split name -> `RunSplit`, the rows of its file that are the split and which of them are the
-pool. bench/scalebench_splits.py registers every such module
+bench/alabdulmohsin_splits.py, bench/pandey_splits.py) holds the protocol in its docstring and
+gives `DATA` (its folder), `ALIAS` (the name `bench.scalebench --splits` expands to all its
+splits) and `SPLITS`: split name -> `RunSplit`, the rows of its file that are the split and
+which of them are the pool. bench/scalebench_splits.py registers every such module
 (`RUN_SPLITS`), loads a split from its file (`run_parts`) and fits a split named with `AUTO`
 appended with the law `--law auto` chooses on its pool. No benchmark fitter and no published rows
 score them: only andrea's fit. A module whose runs are not shipped (no licence to copy them:

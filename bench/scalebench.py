@@ -32,10 +32,11 @@ training curves, `--splits opt` Zhang et al. 2022's OPT training curves, `--spli
 Bhagia et al. 2024's OLMo ladder runs, `--splits gemstones` McLeish et al. 2025's Gemstones
 cooldown runs, `--splits marin --source DIR` the Marin scaling ladder's isoFLOP runs on three
 mixes, read from the runs.csv bench/data/marin2026/convert.py writes, `--splits alabdulmohsin`
-Alabdulmohsin et al. 2022's five language models' learning curves (bench/porian_splits.py,
-bench/gadre_splits.py, bench/l2l_splits.py, bench/gpt3_splits.py, bench/opt_splits.py,
-bench/olmo_ladder_splits.py, bench/gemstones_splits.py, bench/marin_splits.py,
-bench/alabdulmohsin_splits.py: held out, scored with andrea's fit only).
+Alabdulmohsin et al. 2022's five language models' learning curves, `--splits gzip` Pandey
+2024's runs on five gzip-graded PCFG datasets (bench/porian_splits.py, bench/gadre_splits.py,
+bench/l2l_splits.py, bench/gpt3_splits.py, bench/opt_splits.py, bench/olmo_ladder_splits.py,
+bench/gemstones_splits.py, bench/marin_splits.py, bench/alabdulmohsin_splits.py,
+bench/pandey_splits.py: held out, scored with andrea's fit only).
 """
 
 from __future__ import annotations
@@ -364,10 +365,10 @@ def main(argv=None) -> int:
         "--splits",
         default=",".join(SCALEBENCH),
         help="comma-separated (default: ScaleBench's; `porian`, `gadre`, `l2l`, `gpt3`, `opt`, "
-        "`olmo_ladder`, `gemstones`, `marin`, `alabdulmohsin`: the splits of Porian et al. 2024, "
-        "Gadre et al. 2024, Brandfonbrener et al. 2024, Brown et al. 2020, Zhang et al. 2022, "
-        "Bhagia et al. 2024, McLeish et al. 2025, the Marin scaling ladder, Alabdulmohsin et al. "
-        "2022 that it scores)",
+        "`olmo_ladder`, `gemstones`, `marin`, `alabdulmohsin`, `gzip`: the splits of Porian et al. "
+        "2024, Gadre et al. 2024, Brandfonbrener et al. 2024, Brown et al. 2020, Zhang et al. "
+        "2022, Bhagia et al. 2024, McLeish et al. 2025, the Marin scaling ladder, Alabdulmohsin "
+        "et al. 2022, Pandey 2024 that it scores)",
     )
     p.add_argument("--methods", default=",".join(METHODS), help="of %(default)s")
     p.add_argument("--reps", type=int, default=None, help=f"repetitions (default {REPS})")

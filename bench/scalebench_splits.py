@@ -21,12 +21,13 @@ McLeish et al. 2025's Gemstones, 199 cooldown runs of 20 models (bench/gemstones
 `gemstones`, copied to bench/data/mcleish2025/), the Marin scaling ladder's isoFLOP runs on
 three mixes (bench/marin_splits.py: `marin_<mix>`, read from the runs.csv that
 bench/data/marin2026/convert.py writes from the user's clone, `--source`: no licence to copy
-them) and Alabdulmohsin et al. 2022's five language models' learning curves
-(bench/alabdulmohsin_splits.py: `alabdulmohsin`, copied to bench/data/alabdulmohsin2022/), each
-also with `_auto`, are read from their files of runs and parted into pool and target by their
-module's declared rule (`RUN_SPLITS`); `--splits porian`, `gadre`, `l2l`, `gpt3`, `opt`,
-`olmo_ladder`, `gemstones`, `marin` and `alabdulmohsin` name each module's splits that the
-command scores (`aliases`). They are not replayed by default.
+them), Alabdulmohsin et al. 2022's five language models' learning curves
+(bench/alabdulmohsin_splits.py: `alabdulmohsin`, copied to bench/data/alabdulmohsin2022/) and
+Pandey 2024's runs on five gzip-graded PCFG datasets (bench/pandey_splits.py: `gzip_<dataset>`,
+copied to bench/data/pandey2024/), each also with `_auto`, are read from their files of runs and
+parted into pool and target by their module's declared rule (`RUN_SPLITS`); `--splits porian`,
+`gadre`, `l2l`, `gpt3`, `opt`, `olmo_ladder`, `gemstones`, `marin`, `alabdulmohsin` and `gzip`
+name each module's splits that the command scores (`aliases`). They are not replayed by default.
 
 DEV (and, for one rule each, BAND_DEV, PLANNER_DEV and LAW_CHOICE_DEV) are declared here, not
 chosen by a flag; every split not named there is held out. A split is dev when something of
@@ -59,6 +60,7 @@ from bench import (
     marin_splits,
     olmo_ladder_splits,
     opt_splits,
+    pandey_splits,
     porian_splits,
 )
 from bench.run_splits import PARAMS_TOKENS, RunSplit
@@ -143,6 +145,7 @@ RUN_SPLITS = (
     gemstones_splits,
     marin_splits,
     alabdulmohsin_splits,
+    pandey_splits,
 )
 for _module in RUN_SPLITS:
     SPLITS.update(

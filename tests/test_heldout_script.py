@@ -46,6 +46,9 @@ STEPS = (
     ("alabdulmohsin", "bench.scalebench --splits alabdulmohsin"),
     ("alabdulmohsin_coverage", "bench.scalebench --coverage --splits alabdulmohsin"),
     ("alabdulmohsin_point_query", "bench.point_query --splits alabdulmohsin"),
+    ("gzip", "bench.scalebench --splits gzip"),
+    ("gzip_coverage", "bench.scalebench --coverage --splits gzip"),
+    ("gzip_point_query", "bench.point_query --splits gzip"),
     ("band_drift", "bench.scalebench --coverage --splits gpt3"),
     ("law_choice_monotone", "bench.law_choice_why --splits olmo_ladder --law-choice monotone"),
     ("coverage_nd_gpu6", "bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6"),
@@ -66,6 +69,7 @@ RUN_SPLIT_STEPS = {
     "gemstones": (("gemstones", "gemstones_auto"), 59, "dev"),
     "marin": (("marin_dclm", "marin_dclm_auto"), 23, "dev"),
     "alabdulmohsin": (("alabdulmohsin", "alabdulmohsin_auto"), 20, "held-out"),
+    "gzip": (("gzip_012", "gzip_012_auto"), 5, "held-out"),
 }
 
 
@@ -113,6 +117,7 @@ def test_heldout_smoke_runs_every_step(tmp_path):
         "gemstones",
         "marin",
         "alabdulmohsin",
+        "gzip",
     ):
         for ext in ("md", "csv", "json"):
             assert out.joinpath(table, f"scalebench.{ext}").is_file(), (table, ext)
@@ -140,6 +145,7 @@ def test_heldout_smoke_runs_every_step(tmp_path):
         "gemstones_point_query",
         "marin_point_query",
         "alabdulmohsin_point_query",
+        "gzip_point_query",
     )
     for query in queries:
         rows = out.joinpath(f"{query}.csv").read_text().splitlines()
