@@ -101,6 +101,14 @@ def parser() -> argparse.ArgumentParser:
         help="hide every loss and replay the sequential design within --gpu-hours",
     )
     g.add_argument(
+        "--pilot",
+        default="spread",
+        choices=("spread", "cheapest"),
+        help="with --replay: the first budget's runs (default %(default)s: a spread pilot, then "
+        "rounds planned from its fit; cheapest: the cheapest runs the budget holds, a candidate "
+        "not adopted, docs/planner.md)",
+    )
+    g.add_argument(
         "--target-half-width",
         type=float,
         default=None,
@@ -258,6 +266,8 @@ def check_pool_arguments(args) -> None:
     thw = args.target_half_width
     if thw is not None and not (math.isfinite(thw) and 0 < thw < 1):
         raise Refusal(f"--target-half-width is relative: 0 < it < 1, got {thw:g}")
+    if args.pilot != "spread" and not args.replay:
+        raise Refusal("--pilot is the replay's first budget, asked for with --replay only")
 
 
 def read_pool_and_target(args, laws: list):
@@ -295,7 +305,7 @@ def replay_main(args, laws: list, pool, target) -> int:
 
     if not np.isfinite(losses_of(pool)).all():
         raise Refusal(f"{args.pool}: --replay needs a loss on every row")
-    rep = replay_pool(laws, pool, target, args.gpu_hours, seed=args.seed)
+    rep = replay_pool(laws, pool, target, args.gpu_hours, seed=args.seed, pilot=args.pilot)
     print("\n".join(replay_lines(rep, laws, pool, target, args.gpu_hours)))
     return 0
 
