@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.estimates.design import PILOTS
 from analysis.estimates.seed_planner import DEFAULT_MFU, measured_speed, propose
 from analysis.inputs.collect import collect_or_report
 from analysis.report.arguments import common_parser
@@ -102,8 +103,8 @@ def parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--pilot",
-        default="spread",
-        choices=("spread", "cheapest"),
+        default=PILOTS[0],
+        choices=PILOTS,
         help="with --replay: the first budget's runs (default %(default)s: a spread pilot, then "
         "rounds planned from its fit; cheapest: the cheapest runs the budget holds, a candidate "
         "not adopted, docs/planner.md)",
@@ -266,7 +267,7 @@ def check_pool_arguments(args) -> None:
     thw = args.target_half_width
     if thw is not None and not (math.isfinite(thw) and 0 < thw < 1):
         raise Refusal(f"--target-half-width is relative: 0 < it < 1, got {thw:g}")
-    if args.pilot != "spread" and not args.replay:
+    if args.pilot != PILOTS[0] and not args.replay:
         raise Refusal("--pilot is the replay's first budget, asked for with --replay only")
 
 
