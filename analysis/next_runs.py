@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.estimates.design import PILOTS
 from analysis.estimates.seed_planner import DEFAULT_MFU, measured_speed, propose
 from analysis.inputs.collect import collect_or_report
 from analysis.report.arguments import common_parser
@@ -99,6 +100,14 @@ def parser() -> argparse.ArgumentParser:
         "--replay",
         action="store_true",
         help="hide every loss and replay the sequential design within --gpu-hours",
+    )
+    g.add_argument(
+        "--pilot",
+        default=PILOTS[0],
+        choices=PILOTS,
+        help="with --replay: the first budget's runs (default %(default)s: a spread pilot, then "
+        "rounds planned from its fit; cheapest: the cheapest runs the budget holds, a candidate "
+        "not adopted, docs/planner.md)",
     )
     g.add_argument(
         "--target-half-width",
@@ -258,6 +267,8 @@ def check_pool_arguments(args) -> None:
     thw = args.target_half_width
     if thw is not None and not (math.isfinite(thw) and 0 < thw < 1):
         raise Refusal(f"--target-half-width is relative: 0 < it < 1, got {thw:g}")
+    if args.pilot != PILOTS[0] and not args.replay:
+        raise Refusal("--pilot is the replay's first budget, asked for with --replay only")
 
 
 def read_pool_and_target(args, laws: list):
@@ -295,7 +306,7 @@ def replay_main(args, laws: list, pool, target) -> int:
 
     if not np.isfinite(losses_of(pool)).all():
         raise Refusal(f"{args.pool}: --replay needs a loss on every row")
-    rep = replay_pool(laws, pool, target, args.gpu_hours, seed=args.seed)
+    rep = replay_pool(laws, pool, target, args.gpu_hours, seed=args.seed, pilot=args.pilot)
     print("\n".join(replay_lines(rep, laws, pool, target, args.gpu_hours)))
     return 0
 

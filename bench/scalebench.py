@@ -1,6 +1,6 @@
 """ScaleBench, replayed: `python -m bench.scalebench [--splits S,..] [--methods M,..] [--reps R]
-[--quick] [--out DIR]`, and `--coverage`: the prediction interval's coverage on each split's
-target region (bench/scalebench_coverage.py)
+[--quick] [--out DIR] [--pilot cheapest]`, and `--coverage`: the prediction interval's coverage
+on each split's target region (bench/scalebench_coverage.py)
 
 Li et al. 2026, "Spend Less, Fit Better" (arXiv 2604.22753) score a way of choosing runs like
 this: a split's training runs are the candidate pool, each with its cost (the benchmark's proxy:
@@ -16,10 +16,11 @@ deferred to the next fraction, and counted there.
 
 Methods: `random` and `cheapest` (the benchmark's baselines: a check of this harness against
 its published rows), `planner` (andrea's, as `analysis.next_runs --pool … --target … --replay`
-runs it: `planner_selection`, the one place that calls it) and `full` (the fit to the whole
-pool). Every selection is scored twice: with the benchmark's fit (least squares of the loss from
-32 random starts within its bounds, `benchmark_fit`) and with andrea's (`fit_law_scaled_huber`,
-what `--replay` prints), as the paper scores a method that brings its own fit with that fit.
+runs it: `planner_selection`, the one place that calls it; `--pilot cheapest`, the candidate
+first budget of docs/planner.md) and `full` (the fit to the whole pool). Every selection is
+scored twice: with the benchmark's fit (least squares of the loss from 32 random starts within
+its bounds, `benchmark_fit`) and with andrea's (`fit_law_scaled_huber`, what `--replay`
+prints), as the paper scores a method that brings its own fit with that fit.
 Published rows (the paper's Table 2) are printed beside; they average the benchmark's law
 instances of a split, where this harness fits one (bench/scalebench_splits.py).
 
@@ -55,7 +56,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from analysis.estimates.conformal import DEFAULT_RULE, RULES
-from analysis.estimates.design import take
+from analysis.estimates.design import PILOTS, take
 from analysis.estimates.law_choice import LAW_CHOICES
 from analysis.estimates.pool_law import candidates
 from analysis.estimates.pool_plan import replay_sequence
@@ -198,20 +199,22 @@ def planner_laws(law, group) -> list:
     return candidates(law_registry.laws(), group.X, group.X_test) or [law]
 
 
-def planner_selection(law, group, seed: int) -> list[list[int]]:
+def planner_selection(law, group, seed: int, pilot: str = PILOTS[0]) -> list[list[int]]:
     """andrea's planner as `python -m analysis.next_runs --pool POOL --target TARGET --replay`
     runs it with its defaults (`analysis.estimates.pool_plan.replay_sequence`: --law auto among
     the registry's laws whose inputs the pool and the target have, chosen before each round
     from the runs measured so far), with the benchmark's cumulative budgets in one sequence: the
     runs chosen by each budget. The split's own law scores them (`Scorer`). The one place this
-    harness calls the planner."""
+    harness calls the planner. `pilot`: the first budget's (`design.PILOTS`, --pilot)."""
     laws = planner_laws(law, group)
-    out = replay_sequence(laws, group.X, group.y, group.cost, group.X_test, group.budgets, seed)
+    out = replay_sequence(
+        laws, group.X, group.y, group.cost, group.X_test, group.budgets, seed, pilot
+    )
     return [chosen for chosen, _ in out]
 
 
-def selections(split, method: str, seed: int) -> list[list[list[int]]]:
-    """[fraction][group] the runs `method` has chosen by each budget."""
+def selections(split, method: str, seed: int, pilot: str = PILOTS[0]) -> list[list[list[int]]]:
+    """[fraction][group] the runs `method` has chosen by each budget (`pilot`: the planner's)."""
     per_group = []
     for i, g in enumerate(split.groups):
         rng = np.random.default_rng(seed + 1_000_003 * i)  # group 0: the seed itself
@@ -220,7 +223,7 @@ def selections(split, method: str, seed: int) -> list[list[list[int]]]:
         elif method == "cheapest":
             per_group.append(one_at_a_time(g, _cheapest(g.cost), rng))
         elif method == "planner":
-            per_group.append(planner_selection(split.law, g, seed))
+            per_group.append(planner_selection(split.law, g, seed, pilot))
         else:  # full: the whole pool, once
             per_group.append([list(range(len(g.y)))])
     return [list(c) for c in zip(*per_group)]
@@ -288,12 +291,12 @@ def fits_of(split, scorer) -> list[str]:
     return fits + ([] if scorer.no_own_fit else ["andrea"])
 
 
-def _selector(split, method: str, log):
+def _selector(split, method: str, log, pilot: str = PILOTS[0]):
     """seed -> the method's selections. The planner's choice is a function of the pool alone
     when its covariance resamples nothing: where seeds 0 and 1 choose the same runs, that choice
     is reused for the other seeds (the benchmark's fit still draws its own starts per seed)."""
     if method != "planner":
-        return lambda seed: selections(split, method, seed)
+        return lambda seed: selections(split, method, seed, pilot)
     memo: dict[int, list] = {}
 
     def select(seed):
@@ -301,15 +304,15 @@ def _selector(split, method: str, log):
             if seed == 2:
                 log(f"  {split.name} planner: seeds 0 and 1 chose the same runs; reused")
             return memo[0]
-        memo[seed] = selections(split, method, seed)
+        memo[seed] = selections(split, method, seed, pilot)
         return memo[seed]
 
     return select
 
 
-def run_split(split, methods, reps: int, log) -> dict:
+def run_split(split, methods, reps: int, log, pilot: str = PILOTS[0]) -> dict:
     """{"rows": {method: {fit: [reps, cells] R²}}, "rms": the same of the RMS relative error,
-    "seconds": per method} for one split."""
+    "seconds": per method} for one split (`pilot`: the planner's first budget)."""
     scorer, rows, errors, seconds = Scorer(split), {}, {}, {}
     if scorer.no_own_fit:
         log(f"error: {split.name}: andrea's fit left out: {scorer.no_own_fit}")
@@ -318,7 +321,7 @@ def run_split(split, methods, reps: int, log) -> dict:
         cells = 1 if m == "full" else len(split.spec.fractions)
         r2 = {f: np.full((reps, cells), np.nan) for f in fits_of(split, scorer)}
         rms = {f: np.full((reps, cells), np.nan) for f in r2}
-        select = _selector(split, m, log)
+        select = _selector(split, m, log, pilot)
         try:
             for seed in range(reps):
                 for k, chosen in enumerate(select(seed)):
@@ -352,11 +355,12 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _replay(name: str, data: Path | None, methods, reps: int) -> dict:
+def _replay(name: str, data: Path | None, methods, reps: int, pilot: str = PILOTS[0]) -> dict:
     """One split in a worker process (`--jobs`)."""
     split = load_split(name, data)
-    _log(f"{split.name} ({split.mark}): {', '.join(methods)}, {reps} repetitions")
-    return run_split(split, methods, reps, _log)
+    how = "" if pilot == PILOTS[0] else f"; the planner with --pilot {pilot}"
+    _log(f"{split.name} ({split.mark}): {', '.join(methods)}, {reps} repetitions{how}")
+    return run_split(split, methods, reps, _log, pilot)
 
 
 def main(argv=None) -> int:
@@ -399,6 +403,13 @@ def main(argv=None) -> int:
         help="with --coverage: how the _auto splits' law is chosen (default %(default)s, "
         "andrea's; monotone: the candidate declared in docs/laws.md)",
     )
+    p.add_argument(
+        "--pilot",
+        default=PILOTS[0],
+        choices=PILOTS,
+        help="the planner's first budget (default %(default)s, andrea's; cheapest: the cheapest "
+        "runs it holds, the candidate declared in docs/planner.md)",
+    )
     args = p.parse_args(argv)
     named = aliases("coverage" if args.coverage else "replay")
     splits, bad_splits = _list(args.splits, SPLITS, "splits", named)
@@ -411,6 +422,8 @@ def main(argv=None) -> int:
         bad = "error: --band-rule is the band's, asked for with --coverage only"
     if not bad and args.law_choice != LAW_CHOICES[0] and not args.coverage:
         bad = "error: --law-choice is asked for with --coverage only"
+    if not bad and args.pilot != PILOTS[0] and args.coverage:
+        bad = "error: --pilot is the replay's planner's, not asked for with --coverage"
     if not bad and (reps < 1 or args.jobs < 1):
         bad = f"error: --reps and --jobs must be >= 1, got {reps} and {args.jobs}"
     if bad:
@@ -425,12 +438,19 @@ def main(argv=None) -> int:
         return 0
     for name, why in SKIPPED.items():
         print(f"skipped {name}: {why}")
+    if args.pilot != PILOTS[0]:
+        print(f"the planner with --pilot {args.pilot}: a candidate, not andrea's (docs/planner.md)")
     results, t0 = {}, time.time()
     with ProcessPoolExecutor(args.jobs) if args.jobs > 1 else nullcontext() as pool:
         if pool is None:
-            pending = (lambda s=s: _replay(s.name, s.data, methods, reps) for s in loaded)
+            pending = (
+                lambda s=s: _replay(s.name, s.data, methods, reps, args.pilot) for s in loaded
+            )
         else:
-            pending = [pool.submit(_replay, s.name, s.data, methods, reps).result for s in loaded]
+            pending = [
+                pool.submit(_replay, s.name, s.data, methods, reps, args.pilot).result
+                for s in loaded
+            ]
         for split, result in zip(loaded, pending):
             results[split.name] = result()
             print_split(split, results[split.name], methods, reps)

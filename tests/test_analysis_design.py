@@ -262,6 +262,38 @@ def test_a_first_budget_whose_share_cannot_hold_the_pilot_spends_the_whole_budge
     assert cost[second].sum() <= 2 * cap * (1 + 1e-9)
 
 
+def test_the_candidate_cheapest_pilot_buys_the_cheapest_runs_the_first_budget_holds():
+    """`pilot="cheapest"` (docs/planner.md, "A candidate first budget, cheapest"): the first
+    budget is one round of the cheapest runs it holds, not the default's spread pilot and
+    planned round; the second budget is planned from them; an unknown pilot is refused."""
+    law = get_law("chinchilla")
+    N, D, y, cost = _chinchilla_pool(3)
+    X = {"params": N, "tokens": D}
+    target = {"params": np.array([1e9]), "tokens": np.array([2e10])}
+    budgets = [0.03 * cost.sum(), 0.2 * cost.sum()]
+    (first, rounds), (second, later) = replay(law, X, y, cost, target, budgets, pilot="cheapest")
+    order = np.argsort(cost, kind="stable")
+    held = order[np.cumsum(cost[order]) <= budgets[0]]
+    assert sorted(first) == sorted(held.tolist()) and len(rounds) == 1
+    assert rounds[0].reason.startswith(f"pilot: the {len(held)} cheapest runs")
+    assert set(first) < set(second) and cost[second].sum() <= budgets[1] * (1 + 1e-9)
+    assert later[1].reason.startswith("target-variance reduction")
+    (default, _), _ = replay(law, X, y, cost, target, budgets)
+    assert sorted(default) != sorted(first)
+    with pytest.raises(ValueError, match="pilot 'dearest'"):
+        replay(law, X, y, cost, target, budgets, pilot="dearest")
+
+
+def test_the_pool_cli_takes_the_candidate_pilot_with_replay_only(tmp_path, capsys):
+    pool, target = _pool(tmp_path, with_loss_rows=12)
+    argv = ["--pool", str(pool), "--target", str(target), "--gpu-hours", "1", "--law", "chinchilla"]
+    assert main(argv + ["--pilot", "cheapest"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --pilot") and "--replay" in err[0]
+    assert main(argv + ["--pilot", "cheapest", "--replay"]) == 0
+    assert "cheapest runs the first budget holds" in capsys.readouterr().out
+
+
 def test_active_sl_harness_counts_budgets_as_the_benchmark_does():
     """The benchmark's runner: cumulative budgets, an overshooting run deferred to the next
     budget and counted there; R² clipped to [-1, 1]."""

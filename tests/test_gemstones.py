@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 
 import numpy as np
 import pytest
@@ -20,6 +19,7 @@ from bench import gemstones_splits, point_query
 from bench.scalebench import main as scalebench
 from bench.scalebench_splits import load_split
 from tests.conftest import convert_script
+from tests.held_out_support import check_point_query, file_rows, pool_ratio, write_truth
 
 CONVERT = convert_script(gemstones_splits.DATA)
 HEADER = CONVERT.COLUMNS
@@ -27,8 +27,7 @@ MODELS = gemstones_splits.POOL_MODELS + gemstones_splits.TARGET_MODELS
 
 
 def _rows():
-    with open(gemstones_splits.DATA / "runs.csv", newline="") as f:
-        return list(csv.DictReader(f))
+    return file_rows(gemstones_splits.DATA)
 
 
 def test_the_file_has_its_columns_and_one_row_per_cooldown_run():
@@ -124,20 +123,11 @@ def test_pool_the_models_below_1b_target_the_1b_and_2b_with_the_validation_loss(
     assert (ratio < (g.X["tokens"] / g.X["params"]).min()).sum() == 12
 
 
-def _synthetic(tmp_path, law=lambda n, d: 1.7 + 480 / n**0.34 + 2100 / d**0.28):
+def _synthetic(tmp_path):
     """A noise-free Chinchilla sweep laid out as the Gemstones file: every run's (params,
     tokens), its loss the law's."""
-    truth = {}
-    with open(tmp_path / "runs.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(HEADER)
-        for r in _rows():
-            n, d = float(r["params"]), float(r["tokens"])
-            y = law(n, d)
-            w.writerow([r[c] for c in HEADER[:-1]] + [repr(y)])
-            if r["model"] in gemstones_splits.TARGET_MODELS:
-                truth[(n, d)] = y
-    return truth
+    targets = gemstones_splits.TARGET_MODELS
+    return write_truth(tmp_path / "runs.csv", HEADER, _rows(), "loss_val", targets)
 
 
 def test_scalebench_replays_the_synthetic_sweep_and_its_coverage(tmp_path, capsys):
@@ -165,25 +155,11 @@ def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
     past the pool in compute and params, the CI withheld past the pool's params, the PI withheld
     exactly off the pool's tokens per parameter, and given ungated at all 59."""
     truth = _synthetic(tmp_path)
-    pool = [r for r in _rows() if r["model"] in gemstones_splits.POOL_MODELS]
-    ratio = [int(r["tokens"]) / int(r["params"]) for r in pool]
-    lo, hi = min(ratio), max(ratio)
+    ratio = pool_ratio(_rows(), gemstones_splits.POOL_MODELS)
     out = tmp_path / "q.csv"
     args = ["--splits", "gemstones", "--data", str(tmp_path), "--bootstrap", "8"]
     assert point_query.main(args + ["--out", str(out)]) == 0
-    printed = capsys.readouterr().out
-    rows = [r for r in csv.DictReader(open(out)) if r["law"] == "chinchilla"]
-    assert len(rows) == 59 and {r["query"] for r in rows} == {"runs"}
     n_max = 543_482_880
     c_max = 6 * n_max * 26223 * 2048 * 2048
-    for r in rows:
-        n, d = float(r["params"]), float(r["tokens"])
-        assert math.isclose(float(r["observed"]), truth[(n, d)], rel_tol=1e-12)
-        assert abs(float(r["error_pct"])) < 1.0 and r["reference"] == "nan"
-        assert math.isclose(float(r["factor_params"]), n / n_max, rel_tol=1e-9)
-        assert math.isclose(float(r["factor"]), 6 * n * d / c_max, rel_tol=1e-6)
-        # every target lies past the pool's params: the CI withheld, given ungated
-        assert r["ci_covers"] == "" and r["ci_ungated_covers"] in ("True", "False"), r
-        assert (r["pi_covers"] == "") == (not lo <= d / n <= hi), r
-        assert math.isfinite(float(r["pi_ungated_lo"])) and r["pi_ungated_covers"], r
-    assert "chinchilla: 59 queries" in printed and "90 % PI ungated given 59" in printed
+    assert len(truth) == 59
+    check_point_query(out, capsys.readouterr().out, truth, n_max, c_max, ratio)

@@ -8,15 +8,13 @@ known, and the conversion's median on made-up points."""
 
 from __future__ import annotations
 
-import csv
-import math
-
 import numpy as np
 import pytest
 
 from bench import gpt3_splits, point_query
 from bench.scalebench_splits import load_split
 from tests.conftest import convert_script
+from tests.held_out_support import check_point_query, file_rows, write_truth
 
 CONVERT = convert_script(gpt3_splits.DATA)
 HEADER = CONVERT.COLUMNS
@@ -25,8 +23,7 @@ PARAMS = dict(zip(CONVERT.MODELS, (125e6, 350e6, 760e6, 1.3e9, 2.7e9, 6.7e9, 13e
 
 
 def _rows():
-    with open(gpt3_splits.DATA / "runs.csv", newline="") as f:
-        return list(csv.DictReader(f))
+    return file_rows(gpt3_splits.DATA)
 
 
 def test_the_file_has_its_columns_and_every_model_at_every_grid_token_count():
@@ -84,49 +81,33 @@ def test_pool_the_five_smallest_models_target_the_three_largest_with_the_validat
     assert (factor < 1).sum() == 10 and factor.min() == pytest.approx(0.248, abs=1e-3)
 
 
-def _synthetic(tmp_path, law=lambda n, d: 1.7 + 480 / n**0.34 + 2100 / d**0.28):
+def _synthetic(tmp_path):
     """A noise-free Chinchilla sweep laid out as the GPT-3 split: every model at every grid T."""
-    truth = {}
-    with open(tmp_path / "runs.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(HEADER)
-        for m in CONVERT.MODELS:
-            for t in CONVERT.GRID:
-                n, d = PARAMS[m], t * 1e9
-                w.writerow([m, repr(n), repr(d), repr(law(n, d)), 5])
-                if m in gpt3_splits.TARGET_MODELS:
-                    truth[(n, d)] = law(n, d)
-    return truth
+    grid = [
+        {"model": m, "params": repr(PARAMS[m]), "tokens": repr(t * 1e9), "points": 5}
+        for m in CONVERT.MODELS
+        for t in CONVERT.GRID
+    ]
+    targets = gpt3_splits.TARGET_MODELS
+    return write_truth(tmp_path / "runs.csv", HEADER, grid, "loss_val", targets)
 
 
 def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
     """Each target checkpoint asked at its own (params, tokens): within 1 % of the truth, its
     factors past the pool in compute and params, the CI withheld past the pool's params, the PI
-    withheld off the pool's tokens per parameter and past 30x, and given ungated at all 33."""
+    withheld off the pool's tokens per parameter (11-2,400) and past 30x, and given ungated at
+    all 33."""
     truth = _synthetic(tmp_path)
     out = tmp_path / "q.csv"
     args = ["--splits", "gpt3", "--data", str(tmp_path), "--bootstrap", "8", "--out", str(out)]
     assert point_query.main(args) == 0
-    printed = capsys.readouterr().out
-    rows = [r for r in csv.DictReader(open(out)) if r["law"] == "chinchilla"]
-    assert len(rows) == 33 and {r["query"] for r in rows} == {"runs"}
-    c_max = 6 * 2.7e9 * 300e9
+    assert len(truth) == 33
+    ratio = (11.1, 2400)  # the pool's tokens per parameter: 2.7 B at 30 B, 125 M at 300 B
+    rows = check_point_query(
+        out, capsys.readouterr().out, truth, 2.7e9, 6 * 2.7e9 * 300e9, ratio, 30
+    )
     for r in rows:
-        n, d = float(r["params"]), float(r["tokens"])
-        assert math.isclose(float(r["observed"]), truth[(n, d)], rel_tol=1e-12)
-        assert abs(float(r["error_pct"])) < 1.0 and r["reference"] == "nan"
-        assert math.isclose(float(r["factor_params"]), n / 2.7e9, rel_tol=1e-9)
-        assert math.isclose(float(r["factor"]), 6 * n * d / c_max, rel_tol=1e-6)
-        # the CI only inside the pool's compute, params and tokens (docs/laws.md): every target
-        # lies past its params, which the note says where the compute is inside
-        assert r["ci_covers"] == "" and r["ci_ungated_covers"] in ("True", "False"), r
-        assert ("past the largest fitted" in r["note"]) == (float(r["factor"]) <= 1), r
-        # andrea withholds the PI off the pool's tokens per parameter (11-2,400) and past 30x;
-        # ungated, it is given at every query (a noise-free sweep: of width 0)
-        off = not 11.1 <= d / n <= 2400 or float(r["factor"]) > 30
-        assert (r["pi_covers"] == "") == off, r
-        assert math.isfinite(float(r["pi_ungated_lo"])) and r["pi_ungated_covers"], r
         # the reason said once, in the gated row's note (past 30x, that one is said instead)
+        n, d = float(r["params"]), float(r["tokens"])
         said = d / n < 11.1 and float(r["factor"]) <= 30
         assert r["note"].count("tokens per parameter, outside") == said, r
-    assert "chinchilla: 33 queries" in printed and "90 % PI ungated given 33" in printed

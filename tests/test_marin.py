@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import importlib.util
-import math
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ import pytest
 from bench import marin_splits, point_query
 from bench.scalebench import main as scalebench
 from bench.scalebench_splits import SPLITS, SplitError, load_split
+from tests.held_out_support import check_target_row, query_rows
 
 CONVERT_PATH = Path(marin_splits.__file__).parent / "data" / "marin2026" / "convert.py"
 
@@ -194,12 +194,9 @@ def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
     args = ["--splits", "marin_dclm", "--source", str(tmp_path), "--bootstrap", "8"]
     assert point_query.main(args + ["--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    rows = [r for r in csv.DictReader(open(out)) if r["law"] == "chinchilla"]
+    rows = query_rows(out)
     assert len(rows) == 23 and {r["query"] for r in rows} == {"runs"}
     for r in rows:
         n, d = float(r["params"]), float(r["tokens"])
-        assert math.isclose(float(r["observed"]), truth[("dclm", n, d)], rel_tol=1e-12)
-        assert abs(float(r["error_pct"])) < 1.0 and r["reference"] == "nan"
-        assert math.isclose(float(r["factor_params"]), n / 2_544_614_912, rel_tol=1e-9)
-        assert r["ci_covers"] == "" and r["ci_ungated_covers"] in ("True", "False"), r
+        check_target_row(r, truth[("dclm", n, d)], 2_544_614_912)
     assert "chinchilla: 23 queries" in printed

@@ -8,7 +8,6 @@ on a synthetic sweep whose truth is known, and the conversion on made-up rows.""
 
 from __future__ import annotations
 
-import csv
 import math
 
 import numpy as np
@@ -17,14 +16,14 @@ import pytest
 from bench import olmo_ladder_splits, point_query
 from bench.scalebench_splits import load_split
 from tests.conftest import convert_script
+from tests.held_out_support import check_point_query, file_rows, pool_ratio, write_truth
 
 CONVERT = convert_script(olmo_ladder_splits.DATA)
 HEADER = CONVERT.COLUMNS
 
 
 def _rows():
-    with open(olmo_ladder_splits.DATA / "runs.csv", newline="") as f:
-        return list(csv.DictReader(f))
+    return file_rows(olmo_ladder_splits.DATA)
 
 
 def test_the_file_has_its_columns_and_one_row_per_run():
@@ -102,20 +101,11 @@ def test_pool_the_four_smaller_sizes_target_the_3b_with_the_c4_loss():
     assert g.X_test["params"].max() / g.X["params"].max() == pytest.approx(2.477, abs=0.001)
 
 
-def _synthetic(tmp_path, law=lambda n, d: 1.7 + 480 / n**0.34 + 2100 / d**0.28):
+def _synthetic(tmp_path):
     """A noise-free Chinchilla sweep laid out as the ladder: every run's (params, tokens), its
     loss the law's."""
-    truth = {}
-    with open(tmp_path / "runs.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(HEADER)
-        for r in _rows():
-            n, d = float(r["params"]), float(r["tokens"])
-            y = law(n, d)
-            w.writerow([r[c] for c in HEADER[:-1]] + [repr(y)])
-            if r["model"] in olmo_ladder_splits.TARGET_MODELS:
-                truth[(n, d)] = y
-    return truth
+    targets = olmo_ladder_splits.TARGET_MODELS
+    return write_truth(tmp_path / "runs.csv", HEADER, _rows(), "loss_c4", targets)
 
 
 def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
@@ -123,29 +113,12 @@ def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
     past the pool in compute and params, the CI withheld past the pool's params, the PI withheld
     exactly off the pool's tokens per parameter, and given ungated at all 5."""
     truth = _synthetic(tmp_path)
-    pool = [r for r in _rows() if r["model"] in olmo_ladder_splits.POOL_MODELS]
-    ratio = [int(r["tokens"]) / int(r["params"]) for r in pool]
-    lo, hi = min(ratio), max(ratio)  # 10.013 (the 1.3 B at 0.5xC) and 200.03 (the 190 M at 10xC)
+    # the pool's tokens per parameter: 10.013 (the 1.3 B at 0.5xC) to 200.03 (the 190 M at 10xC)
+    ratio = pool_ratio(_rows(), olmo_ladder_splits.POOL_MODELS)
     out = tmp_path / "q.csv"
     args = ["--splits", "olmo_ladder", "--data", str(tmp_path), "--bootstrap", "8"]
     assert point_query.main(args + ["--out", str(out)]) == 0
-    printed = capsys.readouterr().out
-    rows = [r for r in csv.DictReader(open(out)) if r["law"] == "chinchilla"]
-    assert len(rows) == 5 and {r["query"] for r in rows} == {"runs"}
+    assert len(truth) == 5
     n_max = 1_279_395_840
     c_max = 6 * n_max * 255_895_535_616
-    for r in rows:
-        n, d = float(r["params"]), float(r["tokens"])
-        assert math.isclose(float(r["observed"]), truth[(n, d)], rel_tol=1e-12)
-        assert abs(float(r["error_pct"])) < 1.0 and r["reference"] == "nan"
-        assert math.isclose(float(r["factor_params"]), n / n_max, rel_tol=1e-9)
-        assert math.isclose(float(r["factor"]), 6 * n * d / c_max, rel_tol=1e-6)
-        # the CI only inside the pool's compute, params and tokens (docs/laws.md): every target
-        # lies past its params, which the note says where the compute is inside
-        assert r["ci_covers"] == "" and r["ci_ungated_covers"] in ("True", "False"), r
-        assert ("past the largest fitted" in r["note"]) == (float(r["factor"]) <= 1), r
-        # andrea withholds the PI off the pool's tokens per parameter (every factor is under
-        # 30x); ungated, it is given at every query (a noise-free sweep: of width 0)
-        assert (r["pi_covers"] == "") == (not lo <= d / n <= hi), r
-        assert math.isfinite(float(r["pi_ungated_lo"])) and r["pi_ungated_covers"], r
-    assert "chinchilla: 5 queries" in printed and "90 % PI ungated given 5" in printed
+    check_point_query(out, capsys.readouterr().out, truth, n_max, c_max, ratio)

@@ -9,7 +9,6 @@ on made-up rows."""
 
 from __future__ import annotations
 
-import csv
 import math
 
 import numpy as np
@@ -18,6 +17,7 @@ import pytest
 from bench import opt_splits, point_query
 from bench.scalebench_splits import load_split
 from tests.conftest import convert_script
+from tests.held_out_support import check_point_query, file_rows, pool_ratio, write_truth
 
 CONVERT = convert_script(opt_splits.DATA)
 HEADER = CONVERT.COLUMNS
@@ -27,8 +27,7 @@ COUNTS = dict(zip(CONVERT.MODELS, (25, 15, 17, 16, 14, 27)))
 
 
 def _rows():
-    with open(opt_splits.DATA / "runs.csv", newline="") as f:
-        return list(csv.DictReader(f))
+    return file_rows(opt_splits.DATA)
 
 
 def test_the_file_has_its_columns_and_every_kept_checkpoint():
@@ -86,20 +85,18 @@ def test_pool_the_four_smallest_models_target_the_two_largest_with_the_validatio
     assert factor.max() == pytest.approx(13.46, abs=0.01)
 
 
-def _synthetic(tmp_path, law=lambda n, d: 1.7 + 480 / n**0.34 + 2100 / d**0.28):
+def _synthetic(tmp_path):
     """A noise-free Chinchilla sweep laid out as the OPT split: every kept checkpoint's (params,
-    tokens), its loss the law's."""
-    truth = {}
-    with open(tmp_path / "runs.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(HEADER)
-        for r in _rows():
-            n, d = float(r["params"]), float(r["tokens"])
-            y = law(n, d)
-            w.writerow([r["model"], r["params"], r["tokens"], r["step"], math.exp(y), repr(y)])
-            if r["model"] in opt_splits.TARGET_MODELS:
-                truth[(n, d)] = y
-    return truth
+    tokens), its loss the law's (its perplexity, exp of it)."""
+    targets = opt_splits.TARGET_MODELS
+    return write_truth(
+        tmp_path / "runs.csv",
+        HEADER,
+        _rows(),
+        "loss_val",
+        targets,
+        derived=lambda y: {"ppl": math.exp(y)},
+    )
 
 
 def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
@@ -107,28 +104,12 @@ def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
     factors past the pool in compute and params, the CI withheld past the pool's params, the PI
     withheld off the pool's tokens per parameter, and given ungated at all 41."""
     truth = _synthetic(tmp_path)
-    pool = [r for r in _rows() if r["model"] in opt_splits.POOL_MODELS]
-    ratio = [int(r["tokens"]) / int(r["params"]) for r in pool]
-    lo, hi = min(ratio), max(ratio)  # 3.08 (the 13 B at 40 B) and 2,240 (the 125 M at 280 B)
+    # the pool's tokens per parameter: 3.08 (the 13 B at 40 B) to 2,240 (the 125 M at 280 B)
+    ratio = pool_ratio(_rows(), opt_splits.POOL_MODELS)
     out = tmp_path / "q.csv"
-    args = ["--splits", "opt", "--data", str(tmp_path), "--bootstrap", "8", "--out", str(out)]
-    assert point_query.main(args) == 0
-    printed = capsys.readouterr().out
-    rows = [r for r in csv.DictReader(open(out)) if r["law"] == "chinchilla"]
-    assert len(rows) == 41 and {r["query"] for r in rows} == {"runs"}
+    args = ["--splits", "opt", "--data", str(tmp_path), "--bootstrap", "8"]
+    assert point_query.main(args + ["--out", str(out)]) == 0
+    assert len(truth) == 41
+    n_max = 13e9
     c_max = 6 * 13e9 * 280e9
-    for r in rows:
-        n, d = float(r["params"]), float(r["tokens"])
-        assert math.isclose(float(r["observed"]), truth[(n, d)], rel_tol=1e-12)
-        assert abs(float(r["error_pct"])) < 1.0 and r["reference"] == "nan"
-        assert math.isclose(float(r["factor_params"]), n / 13e9, rel_tol=1e-9)
-        assert math.isclose(float(r["factor"]), 6 * n * d / c_max, rel_tol=1e-6)
-        # the CI only inside the pool's compute, params and tokens (docs/laws.md): every target
-        # lies past its params, which the note says where the compute is inside
-        assert r["ci_covers"] == "" and r["ci_ungated_covers"] in ("True", "False"), r
-        assert ("past the largest fitted" in r["note"]) == (float(r["factor"]) <= 1), r
-        # andrea withholds the PI off the pool's tokens per parameter (every factor is under 30x);
-        # ungated, it is given at every query (a noise-free sweep: of width 0)
-        assert (r["pi_covers"] == "") == (not lo <= d / n <= hi), r
-        assert math.isfinite(float(r["pi_ungated_lo"])) and r["pi_ungated_covers"], r
-    assert "chinchilla: 41 queries" in printed and "90 % PI ungated given 41" in printed
+    check_point_query(out, capsys.readouterr().out, truth, n_max, c_max, ratio)

@@ -112,6 +112,30 @@ def test_unknown_split_or_method_is_one_error_line(capsys):
     assert "chinchila" in err[0] and "oracle" in err[1]
 
 
+def test_the_candidate_pilot_buys_at_the_first_budget_what_cheapest_buys_and_plans_after():
+    """`--pilot cheapest` (docs/planner.md, "A candidate first budget, cheapest"): on sparsity's
+    second group the planner's first budget is the cheapest-first baseline's runs (no tie of
+    cost straddles it there), and it plans from them after, where the default's first budget is
+    other runs."""
+    from bench.scalebench import planner_selection, selections
+    from bench.scalebench_splits import load_split
+
+    split = load_split("sparsity")
+    g = split.groups[1]
+    g.budgets = g.budgets[:2]
+    cand = planner_selection(split.law, g, 0, "cheapest")
+    cheapest = [sel[1] for sel in selections(split, "cheapest", 0)]
+    assert sorted(cand[0]) == sorted(cheapest[0])
+    assert set(cand[0]) < set(cand[1])
+    assert sorted(planner_selection(split.law, g, 0)[0]) != sorted(cand[0])
+
+
+def test_the_candidate_pilot_is_the_replays_not_the_coverages(capsys):
+    assert main(["--coverage", "--splits", "farseer", "--pilot", "cheapest"]) == 2
+    err = [x for x in capsys.readouterr().err.splitlines() if x]
+    assert len(err) == 1 and err[0].startswith("error: --pilot")
+
+
 def test_a_plugin_law_without_the_inputs_of_a_pool_is_one_error_line(tmp_path, capsys):
     """`analysis.next_runs --pool … --law scalebench_moe` on a pool of (params, tokens): one
     `error:` line naming the column the law reads and the pool lacks."""
@@ -223,7 +247,7 @@ def test_a_method_that_fails_on_a_split_is_one_error_line_and_a_failed_row(
     the exception; its row reads "failed" and the other methods' rows are there."""
     import bench.scalebench as sb
 
-    def broken(law, group, seed):
+    def broken(law, group, seed, pilot="spread"):
         raise KeyError("tokens")
 
     monkeypatch.setattr(sb, "planner_selection", broken)

@@ -36,6 +36,11 @@ from analysis.fits.jacobian import jacobian_of
 from analysis.fits.laws import Law, LawError, bound_arrays, fit_law_scaled_huber
 
 PILOT_SHARE = 0.3  # at most this share of the first budget goes to the pilot
+# A replay's first budget: `spread`, the default (a spread pilot within PILOT_SHARE, then rounds
+# planned from its fit), or `cheapest`, a candidate not adopted (the cheapest runs the whole first
+# budget holds, as the cheapest-first baseline buys them; docs/planner.md, "A candidate first
+# budget, cheapest": its adoption rule).
+PILOTS = ("spread", "cheapest")
 ROUNDS = 2  # rounds per budget: each refits the law before it chooses
 # Candidates are ranked by reduction / cost**COST_POWER. Per GPU-hour (1.0) filled the active-sl
 # Farseer budgets with the cheapest runs (216 of them at 10 %: target R² 0.82); Li et al. 2026
@@ -112,6 +117,24 @@ def _cheapest(cost, n: int) -> float:
 def holds_pilot(cost, n: int, budget: float) -> bool:
     """Whether `budget` buys the `n` cheapest candidates."""
     return len(cost) >= n and _cheapest(cost, n) <= budget * (1 + 1e-12)
+
+
+def cheapest_within(cost, budget: float) -> list[int]:
+    """The cheapest candidates, in order of cost (ties by index), while their sum stays within
+    `budget`."""
+    cost = np.asarray(cost, float)
+    order = np.argsort(cost, kind="stable")
+    return [int(j) for j in order[np.cumsum(cost[order]) <= budget * (1 + 1e-12)]]
+
+
+def cheapest_round(cost, budget: float) -> Round:
+    """The `cheapest` pilot (`PILOTS`): a Round of the cheapest runs `budget` holds."""
+    picks = cheapest_within(cost, budget)
+    if not picks:
+        return Round([], f"no pilot: {_unaffordable(np.asarray(cost, float), 1, budget)}")
+    return Round(
+        picks, f"pilot: the {len(picks)} cheapest runs the first budget holds (--pilot cheapest)"
+    )
 
 
 def _unaffordable(cost: np.ndarray, n: int, budget: float) -> str:
@@ -307,18 +330,30 @@ def replay(
     seed: int = 0,
     rounds: int = ROUNDS,
     choose=None,
+    pilot: str = PILOTS[0],
 ) -> list[tuple[list[int], list[Round]]]:
     """Sequential design on a pool whose losses are known but revealed only when a run is
     chosen: for each cumulative budget in `budgets`, (the runs chosen by then, the rounds so
     far). Each budget is spent in `rounds` rounds (the last takes what is left), the law refitted
     before each; `choose(X, y, cost)`, where given, picks the law before each round from the
-    runs chosen so far (the planner's --law auto), else `law` throughout."""
+    runs chosen so far (the planner's --law auto), else `law` throughout. `pilot` "cheapest"
+    (`PILOTS`, a candidate): the first budget is one round of the cheapest runs it holds."""
+    if pilot not in PILOTS:
+        raise ValueError(f"pilot {pilot!r} not among {', '.join(PILOTS)}")
     y_pool, cost = np.asarray(y_pool, float), np.asarray(cost, float)
     chosen: list[int] = []
     history: list[Round] = []
     out = []
     spent = 0.0
     for k, cap in enumerate(budgets):
+        if k == 0 and pilot == "cheapest":
+            r = cheapest_round(cost, cap)
+            r.law = law.name
+            history.append(r)
+            chosen += r.picks
+            spent += float(cost[r.picks].sum())
+            out.append((list(chosen), list(history)))
+            continue
         for i in range(rounds):
             left = np.setdiff1d(np.arange(len(y_pool)), chosen)
             remaining = cap - spent

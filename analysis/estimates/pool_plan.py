@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.estimates import pool_law
-from analysis.estimates.design import Round, plan_round, replay, take
+from analysis.estimates.design import PILOTS, Round, plan_round, replay, take
 from analysis.fits.laws import Law, LawError, fit_law_scaled_huber
 from analysis.inputs.pool import Table
 
@@ -76,12 +76,19 @@ class Replayed:
 
 
 def replay_sequence(
-    laws: list[Law], X: dict, loss, cost, X_target: dict, budgets, seed: int = 0
+    laws: list[Law],
+    X: dict,
+    loss,
+    cost,
+    X_target: dict,
+    budgets,
+    seed: int = 0,
+    pilot: str = PILOTS[0],
 ) -> list[tuple[list[int], list[Round]]]:
     """(the rows chosen, the rounds so far) by each cumulative budget of `budgets`, every loss
     hidden until its row is chosen. One law: that law throughout; several (--law auto, the command's
     default): before each round, the one `pool_law.choose` picks from the rows measured so far
-    (never from the hidden ones)."""
+    (never from the hidden ones). `pilot`: the first budget's (`design.PILOTS`; --pilot)."""
     choose = None
     if len(laws) > 1:
 
@@ -90,18 +97,24 @@ def replay_sequence(
             # the law alone: no stability check (it adds lines, never changes the choice)
             return pool_law.choose(laws, Xc, yc, names, seed, cost=cc, nudge=False)[0]
 
-    return replay(laws[0], X, loss, cost, X_target, budgets, seed=seed, choose=choose)
+    return replay(laws[0], X, loss, cost, X_target, budgets, seed=seed, choose=choose, pilot=pilot)
 
 
 def replay_pool(
-    laws: list[Law], pool: Table, target: Table, budget: float, seed: int = 0
+    laws: list[Law],
+    pool: Table,
+    target: Table,
+    budget: float,
+    seed: int = 0,
+    pilot: str = PILOTS[0],
 ) -> Replayed:
     """Hide every loss of the pool and replay the sequential design (fit, choose, measure,
     refit) within `budget` (`replay_sequence`), then predict the target from the rows chosen,
-    with the law --law auto picks from them (or the one law given)."""
+    with the law --law auto picks from them (or the one law given). `pilot`: `replay_sequence`'s
+    (its one budget is the first: "cheapest" buys the cheapest rows it holds)."""
     X, loss = inputs_of(pool, *laws), losses_of(pool)
     cost, X_target = pool.columns["cost"], inputs_of(target, *laws)
-    chosen, rounds = replay_sequence(laws, X, loss, cost, X_target, [budget], seed)[0]
+    chosen, rounds = replay_sequence(laws, X, loss, cost, X_target, [budget], seed, pilot)[0]
     law, lines = laws[0], []
     if len(laws) > 1:
         names = [pool.names[j] for j in chosen]
