@@ -274,6 +274,12 @@ LAW_CHOICE_DEV = {
         "rules (2026-12-07; both said nothing), and the unstable check's constants set on it"
         for name in alabdulmohsin_splits.SPLITS
     },
+    **{
+        name: "the candidate law choices monotone and sizes were scored on it by their adoption "
+        "rules (2026-12-07: monotone changed gzip_061's choice and was not adopted, sizes said "
+        "nothing)"
+        for name in pandey_splits.SPLITS
+    },
 }
 
 # ScaleBench's splits not replayed, and why (printed by every run).
