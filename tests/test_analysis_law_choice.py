@@ -197,3 +197,29 @@ def test_a_nudge_moves_each_loss_by_about_1e_9_alike_wherever_the_point_is_liste
     assert not np.array_equal(
         [r.val_loss for r in nudged(runs, 0)], [r.val_loss for r in nudged(runs, 1)]
     )
+
+
+def test_a_fallback_refused_like_every_law_says_so_where_it_is_named(monkeypatch):
+    """Where every law is refused as absurd inside the data (Pandey 2024's data-starved pools:
+    docs/laws.md), --law auto still falls back to chinchilla; its first line says that law was
+    refused too, rather than naming it as if it had passed. A fallback that was not refused is
+    named plainly. The refusal is stood in for, as above."""
+    from analysis.estimates import law_choice
+
+    monkeypatch.setattr(law_choice, "absurd", lambda fit, points: "stand-in refusal")
+    runs = one_run_per_size()
+    sel = select_law([get("chinchilla"), get("farseer")], runs, runs, nudge=False)
+    assert sel["ranking"] == [] and set(sel["refused"]) == {"chinchilla", "farseer"}
+    first = selection_lines(sel, "chinchilla")[0]
+    assert first.startswith(
+        "--law auto: no law could be rolled out and kept; using chinchilla, though it is refused "
+        "below too: no law describes these runs"
+    )
+    assert selection_lines(sel, "power")[0] == (
+        "--law auto: no law could be rolled out and kept; using power"
+    )
+    # as the planner and the benches ask it (pool_law.choose: chinchilla, pool_law.FALLBACK)
+    X = {"params": [r.params for r in runs], "tokens": [r.tokens for r in runs]}
+    y, names = [r.val_loss for r in runs], [r.source for r in runs]
+    law, lines = pool_law.choose([get("chinchilla"), get("farseer")], X, y, names, nudge=False)
+    assert law.name == pool_law.FALLBACK and "though it is refused below too" in lines[0]

@@ -280,6 +280,12 @@ def selection_lines(sel: dict, default: str) -> list[str]:
     kind = "size" if sel.get("by") == "params" else "compute"
     if not sel["ranking"]:
         lines = [f"--law auto: no law could be rolled out and kept; using {default}"]
+        if default in sel["refused"]:
+            # the fallback is no better for having been refused: say so where it is named
+            lines[0] += (
+                ", though it is refused below too: no law describes these runs, so read its "
+                "predictions past them as unsupported"
+            )
     else:
         best = sel["ranking"][0]
         lines = [
