@@ -159,6 +159,9 @@ def sigint_as_in_a_terminal() -> None:
 # first so that xdist hands them out first: short tests then fill the end of the run, instead of
 # one long test started late ending it alone.
 LONG_TESTS = (
+    # 552 s of wall beside the rest (33 steps, each its own Python): collected in file order, it
+    # started mid-run and was the second-last test to end
+    "tests/test_heldout_script.py::test_heldout_smoke_runs_every_step",
     "tests/test_faults.py::test_ten_faults",
     "tests/test_bench.py::test_gpu_check_smoke",
     "tests/test_sweep.py::test_basic_and_submitit_local",

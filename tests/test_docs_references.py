@@ -8,6 +8,7 @@ The checks read the text, so a stale mention fails here instead of in a user's t
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import re
 from pathlib import Path
@@ -172,6 +173,7 @@ class _Index:
     included) and defined name of the code, from its AST: nothing is imported."""
 
     def __init__(self) -> None:
+        self.tops: list[tuple[Path, set[str]]] = []  # each file's top-level names, in order
         self.modules: dict[str, list[set[str]]] = {}
         self.classes: dict[str, set[str]] = {}
         self.bases: dict[str, set[str]] = {}
@@ -180,6 +182,7 @@ class _Index:
         for path in _code_files():
             tree = ast.parse(path.read_text())
             top = _top_names(tree)
+            self.tops.append((path, top))
             name = path.stem if path.stem != "__init__" else path.parent.name
             self.modules.setdefault(name, []).append(top)
             self.defined |= top
@@ -220,7 +223,7 @@ def _resolve_dotted_code(index: _Index, dotted: str) -> bool | None:
     if first in index.classes:
         return rest[0] in index.members(first)
     if first[:1].isupper() and first in index.defined:
-        return _resolve(_defining_module(first) + "." + dotted)  # ModelConfig: built by a call
+        return _resolve(_defining_module(index, first) + "." + dotted)  # ModelConfig: a call
     if first in index.modules and not _is_a_library(first):
         if rest[0] in index.modules:  # `residuals.scheme`: a module of a package
             return True
@@ -232,9 +235,9 @@ def _resolve_dotted_code(index: _Index, dotted: str) -> bool | None:
     return None
 
 
-def _defining_module(name: str) -> str:
-    for path in _code_files():
-        if name in _top_names(ast.parse(path.read_text())):
+def _defining_module(index: _Index, name: str) -> str:
+    for path, top in index.tops:
+        if name in top:
             rel = path.relative_to(ROOT).with_suffix("")
             parts = rel.parts[1:] if rel.parts[0] == "plugins" else rel.parts
             return ".".join(parts[1:] if rel.parts[0] == "plugins" else parts)
@@ -258,8 +261,15 @@ def _backticked() -> list[tuple[str, str]]:
     return sorted(set(found))
 
 
+@functools.cache
+def _index() -> _Index:
+    """One index for this module's tests (each parse of the whole code took ~1.3 CPU-s, and
+    `_defining_module` parsed it all again): the code does not change while they run."""
+    return _Index()
+
+
 def stale_code_names() -> list[str]:
-    index, config_tops = _Index(), _schema_tops()
+    index, config_tops = _index(), _schema_tops()
     stale = []
     for doc, text in _backticked():
         if _is_pattern(text) or " " in text.split("(")[0] or "=" in text.split("(")[0]:
@@ -306,4 +316,4 @@ def test_every_backticked_function_and_member_exists():
     ],
 )
 def test_the_code_name_resolver_can_fail(text, ok):
-    assert _resolve_dotted_code(_Index(), text) is ok
+    assert _resolve_dotted_code(_index(), text) is ok
