@@ -3,7 +3,8 @@ end (as tests/slurm_cluster.py starts the local Slurm cluster).
 
 `ray start --head --block` runs in its own process group on free ports, with its own temp
 folder; stopping it is a SIGTERM to that process (it stops the processes it started), then a
-SIGKILL to its group — never `ray stop`, which stops every Ray cluster of the machine.
+SIGKILL to its group — never `ray stop`, which stops every Ray cluster of the machine. The same
+SIGTERM comes from the kernel if the test process dies first (`dies_with_this_process`).
 ANDREA_RAY_ADDRESS=http://host:8265 uses a running cluster instead, and leaves it running.
 Where the cluster cannot start, the tests are skipped with the reason, except with CI=true,
 where that is a failure: CI must never silently skip them.
@@ -11,6 +12,7 @@ where that is a failure: CI must never silently skip them.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import signal
@@ -78,6 +80,27 @@ def _stop(proc: subprocess.Popen) -> None:
     proc.wait(timeout=30)
 
 
+def _prctl():
+    """libc's prctl, looked up before a fork (nothing is imported or loaded in the child); None
+    off Linux."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def dies_with_this_process():
+    """A `preexec_fn`: the child gets SIGTERM when the process that started it dies, its
+    fixtures' teardown run or not. An interrupted xdist worker skips that teardown, and a cluster
+    it had started ran on, orphaned, for over an hour. xdist runs tests in each worker's main
+    thread, so the parent that matters here is the worker itself. Nothing off Linux."""
+    prctl = _prctl()
+    return (lambda: prctl(PR_SET_PDEATHSIG, signal.SIGTERM)) if prctl else None
+
+
 def start() -> RayCluster:
     """A running cluster, or pytest.skip/fail with the reason."""
     given = os.environ.get("ANDREA_RAY_ADDRESS")
@@ -115,7 +138,11 @@ def start() -> RayCluster:
         ]
         with open(log, "w") as out:
             proc = subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=dies_with_this_process(),
             )
         cluster = RayCluster(address, proc, log, tmp)
         deadline = time.time() + START_TIMEOUT_S

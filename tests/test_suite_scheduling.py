@@ -70,3 +70,51 @@ def test_a_free_port_lies_outside_the_range_outgoing_connections_take():
         for p in range(port, port + span):
             with socket.socket() as s:
                 s.bind(("127.0.0.1", p))  # free: binds
+
+
+PARENT = """
+import subprocess, sys, time
+sys.path[:0] = [{tests!r}]
+from ray_cluster import dies_with_this_process
+sleep = ["sleep", "120"]
+tied = subprocess.Popen(sleep, start_new_session=True, preexec_fn=dies_with_this_process())
+free = subprocess.Popen(sleep, start_new_session=True)
+print(tied.pid, free.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def _gone(pid: int) -> bool:
+    """The process has ended: no such PID, or a zombie awaiting its (new) parent's wait."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_ray_cluster_ends_with_the_test_process_that_started_it():
+    """tests/ray_cluster.py starts `ray start --block` so that the kernel sends it SIGTERM when
+    the test process dies without its teardown (an interrupted xdist worker: a cluster once ran
+    on orphaned for over an hour). A stand-in child started the same way ends when its parent is
+    killed; one started without it lives on (then stopped here by its PID)."""
+    import os
+    import signal
+    import time
+
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT.format(tests=str(TESTS))], stdout=subprocess.PIPE, text=True
+    )
+    tied, free = (int(x) for x in parent.stdout.readline().split())
+    try:
+        parent.kill()
+        parent.wait(timeout=30)
+        deadline = time.time() + 20
+        while not _gone(tied) and time.time() < deadline:
+            time.sleep(0.1)
+        assert _gone(tied), "the tied child outlived its parent"
+        assert not _gone(free)  # the control: without it, a child lives on
+    finally:
+        for pid in (tied, free):
+            if not _gone(pid):
+                os.kill(pid, signal.SIGKILL)
