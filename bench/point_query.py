@@ -2,10 +2,9 @@
 `python -m bench.point_query [--splits S,..] [--bootstrap N] [--data DIR] [--source DIR]
 [--band-rule RULE] [--law-choice RULE] [--out FILE.csv]`
 
-The splits are the held-out splits of public runs (bench/run_splits.py; `--splits porian`, `--splits
-gadre`, `--splits l2l` with `--source DIR`, `--splits gpt3`, `--splits opt`, `--splits olmo_ladder`,
-`--splits gemstones`, `--splits marin` with `--source DIR`, `--splits alabdulmohsin`, `--splits
-gzip`, or names).
+The splits are the held-out splits of public runs (bench/run_splits.py): each module of
+`scalebench_splits.RUN_SPLITS` by its `ALIAS` (`--splits gemstones`; `--source DIR` for a module
+whose runs are not shipped), or split names; by default all.
 Per split, the pool's runs are fitted as `analysis.fit --law LAW` fits them (`pool_law.as_runs`,
 one label; `estimate.Sweep` and `fit_arranged` with analysis.fit's --law-bootstrap resamples for
 the CI), with the split's law and with the law `--law auto` chooses on the pool (the `_auto`

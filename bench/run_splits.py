@@ -1,14 +1,13 @@
 """Held-out splits read from a file of public runs, and parted into pool and target by a rule
 declared before any score on them was computed.
 
-A module of such splits (bench/porian_splits.py, bench/gadre_splits.py, bench/gpt3_splits.py,
-bench/opt_splits.py, bench/olmo_ladder_splits.py, bench/gemstones_splits.py,
-bench/alabdulmohsin_splits.py, bench/pandey_splits.py) holds the protocol in its docstring and
-gives `DATA` (its folder), `ALIAS` (the name `bench.scalebench --splits` expands to all its
-splits) and `SPLITS`: split name -> `RunSplit`, the rows of its file that are the split and
-which of them are the pool. bench/scalebench_splits.py registers every such module
-(`RUN_SPLITS`), loads a split from its file (`run_parts`) and fits a split named with `AUTO`
-appended with the law `--law auto` chooses on its pool. No benchmark fitter and no published rows
+A module of such splits (each of `scalebench_splits.RUN_SPLITS`, e.g. bench/gemstones_splits.py)
+holds the protocol in its docstring and gives `DATA` (its folder), `ALIAS` (the name
+`bench.scalebench --splits` expands to all its splits) and `SPLITS`: split name -> `RunSplit`,
+the rows of its file that are the split and which of them are the pool.
+bench/scalebench_splits.py registers every such module (`RUN_SPLITS`), loads a split from its
+file (`run_parts`) and fits a split named with `AUTO` appended with the law `--law auto` chooses
+on its pool. No benchmark fitter and no published rows
 score them: only andrea's fit. A module whose runs are not shipped (no licence to copy them:
 bench/l2l_splits.py, bench/marin_splits.py) gives `DATA = None` and its splits are read from the
 folder named by `--source`; `fetch` says where to get it.

@@ -26,18 +26,10 @@ instances of a split, where this harness fits one (bench/scalebench_splits.py).
 
 Dev and held-out splits are declared in bench/scalebench_splits.py (DEV). The planner is
 measured on a held-out split only in the run that fills the table (docs/planner.md). `--splits
-porian`: Porian et al. 2024's isoFLOP sweeps instead, `--splits gadre` Gadre et al. 2024's
-over-trained runs, `--splits l2l --source DIR` Brandfonbrener et al. 2024's sweeps on six
-pretraining sets, read from the user's checkout, `--splits gpt3` Brown et al. 2020's GPT-3
-training curves, `--splits opt` Zhang et al. 2022's OPT training curves, `--splits olmo_ladder`
-Bhagia et al. 2024's OLMo ladder runs, `--splits gemstones` McLeish et al. 2025's Gemstones
-cooldown runs, `--splits marin --source DIR` the Marin scaling ladder's isoFLOP runs on three
-mixes, read from the runs.csv bench/data/marin2026/convert.py writes, `--splits alabdulmohsin`
-Alabdulmohsin et al. 2022's five language models' learning curves, `--splits gzip` Pandey
-2024's runs on five gzip-graded PCFG datasets (bench/porian_splits.py, bench/gadre_splits.py,
-bench/l2l_splits.py, bench/gpt3_splits.py, bench/opt_splits.py, bench/olmo_ladder_splits.py,
-bench/gemstones_splits.py, bench/marin_splits.py, bench/alabdulmohsin_splits.py,
-bench/pandey_splits.py: held out, scored with andrea's fit only).
+ALIAS` (several, comma-separated): the held-out splits of public runs of one module of
+`scalebench_splits.RUN_SPLITS` instead (`--help` lists the aliases; the module's docstring holds
+its source and protocol), held out and scored with andrea's fit only; `--source DIR` where the
+module's runs are not shipped (Brandfonbrener et al.'s `l2l`, the Marin ladder's `marin`).
 """
 
 from __future__ import annotations
@@ -65,6 +57,7 @@ from analysis.fits.laws import LawError, bound_arrays, fit_law_scaled_huber
 from bench.scalebench_coverage import print_rows
 from bench.scalebench_report import print_split, write_outputs
 from bench.scalebench_splits import (
+    RUN_SPLITS,
     SCALEBENCH,
     SKIPPED,
     SPLITS,
@@ -368,11 +361,8 @@ def main(argv=None) -> int:
     p.add_argument(
         "--splits",
         default=",".join(SCALEBENCH),
-        help="comma-separated (default: ScaleBench's; `porian`, `gadre`, `l2l`, `gpt3`, `opt`, "
-        "`olmo_ladder`, `gemstones`, `marin`, `alabdulmohsin`, `gzip`: the splits of Porian et al. "
-        "2024, Gadre et al. 2024, Brandfonbrener et al. 2024, Brown et al. 2020, Zhang et al. "
-        "2022, Bhagia et al. 2024, McLeish et al. 2025, the Marin scaling ladder, Alabdulmohsin "
-        "et al. 2022, Pandey 2024 that it scores)",
+        help="comma-separated (default: ScaleBench's), or the held-out public sweeps' aliases: "
+        + ", ".join(m.ALIAS + (" (with --source)" if m.DATA is None else "") for m in RUN_SPLITS),
     )
     p.add_argument("--methods", default=",".join(METHODS), help="of %(default)s")
     p.add_argument("--reps", type=int, default=None, help=f"repetitions (default {REPS})")
