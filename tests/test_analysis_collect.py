@@ -99,6 +99,26 @@ def test_seeds_with_different_flops_warn(tmp_path):
     assert any("different FLOPs" in w for w in warnings)
 
 
+def test_runs_of_one_size_at_other_tokens_are_said_not_to_be_seeds(tmp_path):
+    """A public (params, tokens) grid written with the model as `size` and no seed reads as
+    seeds of that size; the warning says they are not, and how to write them. Seeds at the
+    same tokens (their FLOPs differing by the measured kind) keep the plain warning."""
+    p = tmp_path / "runs.csv"
+    p.write_text(
+        "variant,size,flops,val_loss,params,tokens\n"
+        "baseline,m1,6e15,3.0,1e6,1e9\n"
+        "baseline,m1,6e16,2.8,1e6,1e10\n"
+        "baseline,m2,6e16,2.9,1e7,1e9\n"
+        "baseline,m2,6.6e16,2.85,1e7,1e9\n"
+    )
+    _, warnings = aggregate(collect([p]).runs)
+    (m1,) = [w for w in warnings if "size=m1" in w]
+    assert "their tokens differ too (1e+09..1e+10), so they are not seeds" in m1
+    assert "its own size (size=m1@1e+10)" in m1
+    (m2,) = [w for w in warnings if "size=m2" in w]
+    assert "different FLOPs" in m2 and "tokens differ" not in m2
+
+
 def test_csv_input(tmp_path):
     p = tmp_path / "runs.csv"
     p.write_text(

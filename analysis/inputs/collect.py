@@ -618,6 +618,20 @@ def final_points(runs: list[Run]) -> list[Run]:
     return list(last.values())
 
 
+def _not_seeds(size: str, tokens: list[float]) -> str:
+    """What to say where runs grouped as seeds of one size were trained on different tokens: a
+    grid of (params, tokens) runs written with the model as `size` (a public sweep's CSV) reads as
+    seeds, and its table's seed bootstrap then resamples token budgets (its interval can miss its
+    own estimate)."""
+    if not tokens or max(tokens) <= 1.01 * min(tokens):
+        return ""
+    return (
+        f"; their tokens differ too ({min(tokens):.3g}..{max(tokens):.3g}), so they are not seeds"
+        f" of one run: give each (params, tokens) its own size (size={size}@{max(tokens):.3g}), "
+        "or one seed to the rows of one run"
+    )
+
+
 def aggregate(runs: list[Run]) -> tuple[list[Point], list[str]]:
     """One point per (label, size, position in the run): mean loss over seeds, std kept as the
     spread. These means are what tables and figures show; the fits use every run's points.
@@ -632,10 +646,13 @@ def aggregate(runs: list[Run]) -> tuple[list[Point], list[str]]:
     for (label, size, _), rs in groups.items():
         losses = np.array([r.val_loss for r in rs])
         flops = np.array([r.flops for r in rs])
+        params = [r.params for r in rs if r.params is not None]
+        tokens = [r.tokens for r in rs if r.tokens is not None]
         if flops.max() > 1.01 * flops.min():
             warnings.append(
                 f"{label} size={size}: seeds spent different FLOPs "
                 f"({flops.min():.3g}..{flops.max():.3g}); averaging them anyway"
+                + _not_seeds(size, tokens)
             )
         seeds = [r.seed for r in rs]
         known = [s for s in seeds if s is not None]
@@ -646,8 +663,6 @@ def aggregate(runs: list[Run]) -> tuple[list[Point], list[str]]:
                 f"{label} size={size}: seed {', '.join(map(str, again))} in runs of other sweeps "
                 f"or settings ({', '.join(r.source for r in rs)}); each counts as a replicate"
             )
-        params = [r.params for r in rs if r.params is not None]
-        tokens = [r.tokens for r in rs if r.tokens is not None]
         points.append(
             Point(
                 label=label,
