@@ -386,7 +386,12 @@ def no_multiplier(args, c: Collected, f: Fitted, e: Estimated) -> str | None:
         return f"baseline {args.baseline!r} was not fitted"
     if len(f.fits) == 1:
         if set(c.groups) <= {args.baseline}:
-            return f"the runs hold only the baseline {args.baseline!r}, no variant beside it"
+            # a public sweep or a baseline ladder: its fit still answers analysis.predict
+            return (
+                f"the runs hold only the baseline {args.baseline!r}, no variant beside it (its "
+                f"fit is written: python -m analysis.predict {args.out} QUERY.csv asks it for a "
+                "loss)"
+            )
         return "only the baseline was fitted"
     if all(math.isnan(m["multiplier"]) for m in e.at_ref):
         return "every variant's multiplier is undefined (nan) at C_ref"

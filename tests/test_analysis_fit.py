@@ -361,6 +361,7 @@ def test_a_sweep_of_only_the_baseline_exits_1_saying_no_multiplier(tmp_path, cap
     err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
     assert err[-1] == (
         "error: no compute multiplier: the runs hold only the baseline 'baseline', "
-        "no variant beside it"
+        f"no variant beside it (its fit is written: python -m analysis.predict {out} QUERY.csv "
+        "asks it for a loss)"
     )
     assert "baseline" in (out / "fit_table.csv").read_text()
