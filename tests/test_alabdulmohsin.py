@@ -8,22 +8,20 @@ tests/test_run_split_modules.py; the replay of the real points in tests/test_hel
 
 from __future__ import annotations
 
-import csv
-
 import numpy as np
 import pytest
 
 from bench import alabdulmohsin_splits
 from bench.scalebench_splits import load_split
 from tests.conftest import convert_script
+from tests.held_out_support import file_rows
 
 CONVERT = convert_script(alabdulmohsin_splits.DATA)
 MODELS = alabdulmohsin_splits.POOL_MODELS + alabdulmohsin_splits.TARGET_MODELS
 
 
 def _rows():
-    with open(alabdulmohsin_splits.DATA / "runs.csv", newline="") as f:
-        return list(csv.DictReader(f))
+    return file_rows(alabdulmohsin_splits.DATA)
 
 
 def test_the_file_has_its_columns_and_one_row_per_checkpoint_but_the_anchor():

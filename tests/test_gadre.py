@@ -16,15 +16,14 @@ import pytest
 from bench import gadre_splits, point_query
 from bench.scalebench_splits import SplitError, load_split
 from tests.conftest import convert_script
-from tests.held_out_support import check_target_row, query_rows
+from tests.held_out_support import check_target_row, file_rows, query_rows
 
 HEADER = convert_script(gadre_splits.DATA).COLUMNS
 POOL_SIZES = {"c4": 31, "rpj": 32, "rw": 32}
 
 
 def _rows():
-    with open(gadre_splits.DATA / "runs.csv", newline="") as f:
-        return list(csv.DictReader(f))
+    return file_rows(gadre_splits.DATA)
 
 
 def test_the_file_has_its_columns_and_104_runs_of_tokens_20_m_n():

@@ -8,7 +8,6 @@ the real runs in tests/test_heldout_script.py."""
 
 from __future__ import annotations
 
-import csv
 import json
 
 import numpy as np
@@ -17,14 +16,14 @@ import pytest
 from bench import pandey_splits
 from bench.scalebench_splits import load_split
 from tests.conftest import convert_script
+from tests.held_out_support import file_rows
 
 CONVERT = convert_script(pandey_splits.DATA)
 MODELS = pandey_splits.POOL_MODELS + pandey_splits.TARGET_MODELS
 
 
 def _rows():
-    with open(pandey_splits.DATA / "runs.csv", newline="") as f:
-        return list(csv.DictReader(f))
+    return file_rows(pandey_splits.DATA)
 
 
 def test_the_file_has_its_columns_and_the_whole_grid_once():

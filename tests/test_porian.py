@@ -14,13 +14,13 @@ import pytest
 from bench import porian_compute_query, porian_splits
 from bench.scalebench import main as scalebench
 from bench.scalebench_splits import DEV, SPLITS, SplitError, load_split
+from tests.held_out_support import file_rows
 
 CONFIG = "base_short_chinchilla_standard_val"  # the smallest: 88 runs per dataset
 
 
 def _rows(dataset):
-    with open(porian_splits.DATA / f"{dataset}.csv", newline="") as f:
-        return list(csv.DictReader(f))
+    return file_rows(porian_splits.DATA, f"{dataset}.csv")
 
 
 @pytest.mark.parametrize("dataset", porian_splits.DATASETS)
