@@ -87,6 +87,7 @@ from bench import run_splits
 
 DATA = Path(__file__).parent / "data" / "alabdulmohsin2022"
 ALIAS = "alabdulmohsin"  # `--splits alabdulmohsin`: the split below and its _auto twin
+QUICK = ("alabdulmohsin", "alabdulmohsin_auto")  # HELDOUT_QUICK's (bench.heldout_steps)
 SPLIT = "alabdulmohsin"
 # the pool: the four smaller models (the source's names), at every kept point
 POOL_MODELS = ("1.68e+07", "1.34e+08", "2.62e+08", "4.53e+08")

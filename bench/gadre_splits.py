@@ -50,6 +50,7 @@ from bench.run_splits import RunSplit
 
 DATA = Path(__file__).parent / "data" / "gadre2024"
 ALIAS = "gadre"  # `bench.scalebench --splits gadre`: every split below
+QUICK = ("gadre_rw",)  # HELDOUT_QUICK's splits, one of the 6 (bench.heldout_steps)
 DATASETS = ("c4", "rpj", "rw")
 # the pool: the four small open_lm configurations (width, layers, heads), at every multiplier
 POOL_MODELS = ("d=96_l=8_h=4", "d=512_l=8_h=4", "d=576_l=24_h=8", "d=1024_l=24_h=8")

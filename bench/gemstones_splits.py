@@ -83,6 +83,7 @@ from bench import run_splits
 
 DATA = Path(__file__).parent / "data" / "mcleish2025"
 ALIAS = "gemstones"  # `bench.scalebench --splits gemstones`: the split below and its _auto
+QUICK = ("gemstones", "gemstones_auto")  # HELDOUT_QUICK's splits (bench.heldout_steps)
 SPLIT = "gemstones"
 # the pool: the 14 models below 1 B parameters (the source's WIDTHxDEPTH names)
 POOL_MODELS = (

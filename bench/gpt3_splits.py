@@ -71,6 +71,7 @@ from bench import run_splits
 
 DATA = Path(__file__).parent / "data" / "brown2020"
 ALIAS = "gpt3"  # `bench.scalebench --splits gpt3`: the split below and its _auto twin
+QUICK = ("gpt3", "gpt3_auto")  # HELDOUT_QUICK's splits (bench.heldout_steps)
 SPLIT = "gpt3"
 # the pool: the five smallest models (extracted.csv's names), at every grid token count
 POOL_MODELS = ("small", "medium", "large", "xl", "2.7b")

@@ -69,7 +69,12 @@ FETCH = (
     f"DIR or set {SOURCE_ENV}=DIR"
 )
 DATA = None  # not shipped: read from --source (`scalebench_splits.load_split`)
+NOT_SHIPPED = (  # bench/heldout.sh's line where SOURCE_ENV is not set
+    "Brandfonbrener et al. 2024's runs are not shipped: bench/data/brandfonbrener2024/README.md"
+)
 ALIAS = "l2l"  # `--splits l2l`: the splits below that the command scores
+QUICK = ("l2l_starcoder_c80",)  # HELDOUT_QUICK's, one of the 12 scored (bench.heldout_steps)
+QUICK_QUERY = "l2l_starcoder"  # and its point query's, one of the 6
 DATASETS = (
     "fineweb-100b",
     "fineweb-edu-100b",

@@ -65,6 +65,8 @@ import numpy as np
 from bench import run_splits
 
 DATA = None  # not shipped: read from --source (`scalebench_splits.load_split`)
+SOURCE_ENV = "ANDREA_MARIN_DIR"  # bench/heldout.sh's --source: the folder convert.py wrote
+NOT_SHIPPED = "the Marin scaling ladder's runs are not shipped: bench/data/marin2026/README.md"
 COMMIT = "3e0656ee3dce1a2c89aa67691920f5eb9d30f0fc"
 FETCH = (
     "the Marin scaling ladder's runs are not shipped with andrea (the repository that holds them "
@@ -73,6 +75,7 @@ FETCH = (
     "DIR` and pass DIR as --source"
 )
 ALIAS = "marin"  # `--splits marin`: the three splits below and their _auto twins
+QUICK = ("marin_dclm", "marin_dclm_auto")  # HELDOUT_QUICK's, one mix of 3 (bench.heldout_steps)
 DATASETS = ("comma", "dclm", "nemotron")
 # the pool: the 15 shapes below 3 B parameters
 POOL_MODELS = (

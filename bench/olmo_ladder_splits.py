@@ -73,6 +73,7 @@ from bench import run_splits
 
 DATA = Path(__file__).parent / "data" / "bhagia2024"
 ALIAS = "olmo_ladder"  # `bench.scalebench --splits olmo_ladder`: the split below and its _auto
+QUICK = ("olmo_ladder", "olmo_ladder_auto")  # HELDOUT_QUICK's splits (bench.heldout_steps)
 SPLIT = "olmo_ladder"
 # the pool: the four smaller sizes (the source's names), at every length
 POOL_MODELS = ("190M", "370M", "760M", "1B")

@@ -74,6 +74,7 @@ from bench import run_splits
 
 DATA = Path(__file__).parent / "data" / "zhang2022"
 ALIAS = "opt"  # `bench.scalebench --splits opt`: the split below and its _auto twin
+QUICK = ("opt", "opt_auto")  # HELDOUT_QUICK's splits (bench.heldout_steps)
 SPLIT = "opt"
 # the pool: the four smallest models (the source's names), at every kept checkpoint
 POOL_MODELS = ("125m", "1.3b", "6.7b", "13b")

@@ -77,6 +77,7 @@ from bench.run_splits import RunSplit
 
 DATA = Path(__file__).parent / "data" / "pandey2024"
 ALIAS = "gzip"  # `--splits gzip`: the five splits below and their _auto twins
+QUICK = ("gzip_012", "gzip_012_auto")  # HELDOUT_QUICK's, one dataset of 5 (bench.heldout_steps)
 DATASETS = ("0.12", "0.23", "0.33", "0.45", "0.61")  # the datasets' gzip compressibility
 # the pool: the five smaller shapes (hidden x layers), at every token count
 POOL_MODELS = ("64x2", "128x4", "256x6", "512x10", "1024x20")

@@ -40,6 +40,9 @@ from bench.run_splits import RunSplit
 
 DATA = Path(__file__).parent / "data" / "porian2024"
 ALIAS = "porian"  # `bench.scalebench --splits porian`: every split below
+QUICK = ("porian_rw_base_long_kaplan_kaplan_train",)  # HELDOUT_QUICK's split (bench.heldout_steps)
+# its point query is bench.porian_compute_query (the alias docs/laws.md runs), not bench.point_query
+QUERY_STEP = "porian_compute_query"
 DATASETS = ("rw", "owt2")
 # The paper's five configurations (hparams_warmup_decay_paramcount_loss), in its order: its
 # labels "Reproducing Kaplan et al.", "Counting last layer FLOPs", "Correcting warmup", "Cosine

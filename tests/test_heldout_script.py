@@ -11,44 +11,31 @@ import os
 import subprocess
 import sys
 
+from bench.scalebench_splits import RUN_SPLITS
 from tests.conftest import REPO
 from tests.test_l2l import checkout
 from tests.test_marin import synthetic
 
-# the modules, in the order the script runs them (bench/heldout.sh's header)
+# the steps, in the order the script runs them: ScaleBench's two, three for each held-out sweep of
+# RUN_SPLITS (the registry bench.heldout_steps reads: a sweep registered there must run here),
+# then the candidate rules and bench.coverage_nd's two tables
+SWEEPS = tuple(m.ALIAS for m in RUN_SPLITS)
 STEPS = (
     ("scalebench", "bench.scalebench"),
     ("scalebench_coverage", "bench.scalebench --coverage"),
     ("porian", "bench.scalebench --splits porian_"),
     ("porian_coverage", "bench.scalebench --coverage --splits porian_"),
     ("porian_compute_query", "bench.porian_compute_query"),
-    ("gadre", "bench.scalebench --splits gadre"),
-    ("gadre_coverage", "bench.scalebench --coverage --splits gadre"),
-    ("gadre_point_query", "bench.point_query --splits gadre"),
-    ("l2l", "bench.scalebench --splits l2l"),  # only with ANDREA_L2L_DIR
-    ("l2l_coverage", "bench.scalebench --coverage --splits l2l"),
-    ("l2l_point_query", "bench.point_query --splits l2l"),
-    ("gpt3", "bench.scalebench --splits gpt3"),
-    ("gpt3_coverage", "bench.scalebench --coverage --splits gpt3"),
-    ("gpt3_point_query", "bench.point_query --splits gpt3"),
-    ("opt", "bench.scalebench --splits opt"),
-    ("opt_coverage", "bench.scalebench --coverage --splits opt"),
-    ("opt_point_query", "bench.point_query --splits opt"),
-    ("olmo_ladder", "bench.scalebench --splits olmo_ladder"),
-    ("olmo_ladder_coverage", "bench.scalebench --coverage --splits olmo_ladder"),
-    ("olmo_ladder_point_query", "bench.point_query --splits olmo_ladder"),
-    ("gemstones", "bench.scalebench --splits gemstones"),
-    ("gemstones_coverage", "bench.scalebench --coverage --splits gemstones"),
-    ("gemstones_point_query", "bench.point_query --splits gemstones"),
-    ("marin", "bench.scalebench --splits marin"),  # only with ANDREA_MARIN_DIR
-    ("marin_coverage", "bench.scalebench --coverage --splits marin"),
-    ("marin_point_query", "bench.point_query --splits marin"),
-    ("alabdulmohsin", "bench.scalebench --splits alabdulmohsin"),
-    ("alabdulmohsin_coverage", "bench.scalebench --coverage --splits alabdulmohsin"),
-    ("alabdulmohsin_point_query", "bench.point_query --splits alabdulmohsin"),
-    ("gzip", "bench.scalebench --splits gzip"),
-    ("gzip_coverage", "bench.scalebench --coverage --splits gzip"),
-    ("gzip_point_query", "bench.point_query --splits gzip"),
+    *(
+        step
+        for sweep in SWEEPS
+        if sweep != "porian"
+        for step in (
+            (sweep, f"bench.scalebench --splits {sweep}"),
+            (f"{sweep}_coverage", f"bench.scalebench --coverage --splits {sweep}"),
+            (f"{sweep}_point_query", f"bench.point_query --splits {sweep}"),
+        )
+    ),
     ("band_drift", "bench.scalebench --coverage --splits gpt3"),
     ("law_choice_monotone", "bench.law_choice_why --splits olmo_ladder --law-choice monotone"),
     ("coverage_nd_gpu6", "bench.coverage_nd --factors 1 3 10 30 --designs nd-gpu6"),
@@ -106,19 +93,7 @@ def test_heldout_smoke_runs_every_step(tmp_path):
     assert "exit status" not in log
     for name, _ in STEPS:
         assert out.joinpath(f"{name}.txt").stat().st_size > 0, name
-    for table in (
-        "scalebench",
-        "porian",
-        "gadre",
-        "l2l",
-        "gpt3",
-        "opt",
-        "olmo_ladder",
-        "gemstones",
-        "marin",
-        "alabdulmohsin",
-        "gzip",
-    ):
+    for table in ("scalebench", *SWEEPS):
         for ext in ("md", "csv", "json"):
             assert out.joinpath(table, f"scalebench.{ext}").is_file(), (table, ext)
     # the splits parted by model (tests/test_run_split_modules.py): replayed held out with
@@ -135,18 +110,8 @@ def test_heldout_smoke_runs_every_step(tmp_path):
         coverage = out.joinpath(f"{table}_coverage.txt").read_text().splitlines()
         (line,) = [x for x in coverage if x.startswith(f"{splits[0]} ")]
         assert line.split()[1:3] == [band, str(n_target)], line
-    queries = (
-        "porian_compute_query",
-        "gadre_point_query",
-        "l2l_point_query",
-        "gpt3_point_query",
-        "opt_point_query",
-        "olmo_ladder_point_query",
-        "gemstones_point_query",
-        "marin_point_query",
-        "alabdulmohsin_point_query",
-        "gzip_point_query",
-    )
+    queries = [name for name, module in STEPS if "query" in module.split()[0]]
+    assert len(queries) == len(SWEEPS), queries
     for query in queries:
         rows = out.joinpath(f"{query}.csv").read_text().splitlines()
         assert len(rows) > 1, query  # a header and the split's rows
@@ -162,7 +127,13 @@ def test_heldout_reports_every_failed_step_and_exits_1(tmp_path):
     """And without ANDREA_L2L_DIR and ANDREA_MARIN_DIR, Brandfonbrener et al.'s and the Marin
     ladder's three steps are skipped, in one line each that says why."""
     out = tmp_path / "out"
-    proc = _run(out, "false")  # every step fails at once
+    # a Python that lists the steps (bench.heldout_steps) and fails every step at once
+    failing = tmp_path / "python"
+    failing.write_text(
+        f'#!/bin/sh\n[ "$2" = bench.heldout_steps ] && exec {sys.executable} "$@"\nexit 1\n'
+    )
+    failing.chmod(0o755)
+    proc = _run(out, str(failing))
     assert proc.returncode == 1
     log = out.joinpath("heldout.log").read_text()
     ran = [name for name, _ in STEPS if name not in L2L | MARIN]
@@ -174,3 +145,43 @@ def test_heldout_reports_every_failed_step_and_exits_1(tmp_path):
         "skipped marin, marin_coverage, marin_point_query: ANDREA_MARIN_DIR is not"
     )
     assert not out.joinpath("l2l.txt").exists() and not out.joinpath("marin.txt").exists()
+
+
+def test_heldout_stops_with_2_when_the_steps_cannot_be_listed(tmp_path):
+    out = tmp_path / "out"
+    proc = _run(out, "false")
+    assert proc.returncode == 2
+    log = out.joinpath("heldout.log").read_text()
+    assert "error: false -m bench.heldout_steps could not list the steps" in log
+    assert "$ OMP_NUM_THREADS=1" not in log  # no step ran
+
+
+def test_heldout_steps_come_from_the_registry(tmp_path, monkeypatch):
+    """Each sweep of RUN_SPLITS gets its three steps: --quick on its declared QUICK splits (which
+    it holds; the first not an `_auto` twin, for --coverage), a sweep not shipped with its
+    --source, or one `skipped` line naming its SOURCE_ENV where that is not set."""
+    from bench import heldout_steps, l2l_splits, marin_splits
+    from bench.run_splits import AUTO
+
+    for module in RUN_SPLITS:
+        assert set(module.QUICK) <= set(module.SPLITS), module.ALIAS
+        assert not module.QUICK[0].endswith(AUTO), module.ALIAS
+        query = getattr(module, "QUICK_QUERY", module.QUICK[0])
+        assert "point_query" in module.SPLITS[query].scores, module.ALIAS
+    monkeypatch.delenv(l2l_splits.SOURCE_ENV, raising=False)
+    monkeypatch.setenv(marin_splits.SOURCE_ENV, str(tmp_path / "marin"))
+    steps = heldout_steps.steps(tmp_path, quick=True)
+    names = [name for name, _, _ in steps]
+    assert names == ["skipped" if n in L2L else n for n, _ in STEPS if n not in L2L - {"l2l"}]
+    (why,) = [why for name, _, why in steps if name == "skipped"]
+    assert why == heldout_steps.skipped(l2l_splits)
+    marin = {name: args for name, args, _ in steps if name in MARIN}
+    assert all(
+        args[args.index("--source") + 1] == str(tmp_path / "marin") for args in marin.values()
+    )
+    assert marin["marin"][:3] == ["bench.scalebench", "--splits", "marin_dclm,marin_dclm_auto"]
+    assert marin["marin_point_query"][-2:] == ["--out", str(tmp_path / "marin_point_query.csv")]
+    full = {name: args for name, args, _ in heldout_steps.steps(tmp_path, quick=False)}
+    assert full["gzip"] == ["bench.scalebench", "--splits", "gzip", "--jobs", "2", "--out",
+                            str(tmp_path / "gzip")]  # fmt: skip
+    assert full["coverage_nd_pi"][-4:] == ["--reps", "40", "--bootstrap", "100"]
