@@ -5,11 +5,13 @@ test_slurm_sweep.py)."""
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import weakref
 from types import SimpleNamespace
 
 import pytest
@@ -77,6 +79,19 @@ def fake_launcher(tmp_path, executor: str = "slurm", on_submit=None, refresh=Non
 
 def kill_self(signum):
     os.kill(os.getpid(), signum)
+
+
+def ctrl_c_inside_a_finalizer() -> None:
+    """Ctrl-C handled while Python runs a finalizer (here a `weakref.finalize` callback; also
+    `__del__`, a gc callback): the handler's Stop is raised inside it, where Python only prints
+    "Exception ignored" and goes on."""
+
+    class Collected:
+        pass
+
+    obj = Collected()
+    weakref.finalize(obj, signal.raise_signal, signal.SIGINT)  # runs the handler at once
+    del obj  # the last reference: the finalizer runs here
 
 
 def launch(fake):
@@ -188,3 +203,73 @@ def test_an_ignored_sigint_stays_ignored_and_handlers_come_back(own_handlers):
         assert signal.getsignal(signal.SIGTERM) is not own_handlers
     assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
     assert signal.getsignal(signal.SIGTERM) is own_handlers
+
+
+def test_a_stop_python_swallows_in_a_finalizer_still_ends_the_block(own_handlers):
+    """The Stop raised inside a finalizer never reaches the block, which goes on; the block's
+    end raises it, with Ctrl-C's exit code. A Stop that did reach the block and was handled
+    there is not raised a second time."""
+    went_on = False
+    with pytest.raises(Stop) as e:
+        with stop_on_signals() as guard:
+            ctrl_c_inside_a_finalizer()
+            assert guard.received == signal.SIGINT
+            went_on = True
+    assert went_on and e.value.exit_code == 130
+    with stop_on_signals():
+        with pytest.raises(Stop):
+            kill_self(signal.SIGINT)
+            pytest.fail("the signal did not stop the block")
+    # handled: the block ends without a second Stop
+
+
+def test_a_ctrl_c_swallowed_during_a_poll_detaches_at_the_next_check(
+    tmp_path, capsys, own_handlers
+):
+    """The flaky end of test_ray_sweep's Ctrl-C: the signal came while a poll's Ray client
+    ran a finalizer, the watching went on and the sweep exited 0. The poll's check stops it,
+    and the jobs are said to keep running, once."""
+    polls = []
+
+    def refresh(jobs):
+        polls.append(1)
+        if len(polls) > 1:
+            pytest.fail("the watching went on after the Ctrl-C")
+        ctrl_c_inside_a_finalizer()
+
+    with pytest.raises(SystemExit) as e:
+        launch(fake_launcher(tmp_path, refresh=refresh))
+    assert e.value.code == 130
+    err = capsys.readouterr().err
+    assert err.count("interrupted (Ctrl-C): the Slurm jobs keep running on the cluster") == 1
+
+
+def test_a_ctrl_c_swallowed_while_waiting_for_an_earlier_launch_stops_the_waiting(
+    tmp_path, own_handlers
+):
+    """wait=true's wait (the sweeper's) checks after each poll as the launcher's does."""
+    import fcntl
+
+    from andrea.launch import scheduler
+
+    held = RunDir(tmp_path / "a")
+    held.root.mkdir(parents=True)
+    held.lock.touch()
+    fd = os.open(held.lock, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a process trains it: the wait goes on until it ends
+    sleeps = []
+
+    def sleep(s):
+        sleeps.append(s)
+        if len(sleeps) > 1:
+            pytest.fail("the waiting went on after the Ctrl-C")
+        ctrl_c_inside_a_finalizer()
+
+    try:
+        with pytest.raises(Stop), stop_on_signals() as guard:
+            scheduler.wait_for_earlier(
+                [held], 7, sleep=sleep, stream=io.StringIO(), check=guard.check
+            )
+    finally:
+        os.close(fd)
+    assert sleeps == [7]

@@ -11,6 +11,11 @@ than Python's default KeyboardInterrupt:
 
 A second signal always ends the process at once, even while the first is deferred.
 
+A signal handled while Python runs a finalizer (`weakref.finalize`, `__del__`, a gc callback)
+raises its Stop there, where Python prints "Exception ignored" and goes on: the guard notices
+(`sys.unraisablehook`) and raises it again at its next `check()` (each poll), at the end of
+`holding()`, or at the end of `stop_on_signals`.
+
 An inherited *ignored* SIGINT is kept ignored: a shell without job control starts background
 commands that way so that the terminal's Ctrl-C, meant for the foreground, leaves them alone.
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
 from typing import Any, Iterator
 
@@ -56,8 +62,11 @@ class SignalGuard:
     def __init__(self) -> None:
         self.previous: dict[int, Any] = {}
         self.received: int | None = None
+        # a signal whose Stop has not reached the sweep yet: deferred by holding(), or raised
+        # inside a finalizer, which swallowed it
         self.pending: int | None = None
         self._holding = 0
+        self._unraisablehook: Any = None
 
     def install(self) -> "SignalGuard":
         if threading.current_thread() is not threading.main_thread():
@@ -66,6 +75,8 @@ class SignalGuard:
             if signal.getsignal(sig) == signal.SIG_IGN:
                 continue
             self.previous[sig] = signal.signal(sig, self._handle)
+        if self.previous:
+            self._unraisablehook, sys.unraisablehook = sys.unraisablehook, self._swallowed
         return self
 
     def restore(self) -> None:
@@ -75,6 +86,9 @@ class SignalGuard:
             for sig, handler in self.previous.items():
                 signal.signal(sig, handler)
         self.previous.clear()
+        if self._unraisablehook is not None and sys.unraisablehook == self._swallowed:
+            sys.unraisablehook = self._unraisablehook
+        self._unraisablehook = None
 
     def _handle(self, signum: int, frame: Any) -> None:
         if self.received is not None:
@@ -85,6 +99,21 @@ class SignalGuard:
             self.pending = signum
             return
         raise Stop(signum)
+
+    def _swallowed(self, unraisable: Any) -> None:
+        """sys.unraisablehook: a Stop raised inside a finalizer never reaches the sweep (Python
+        only prints "Exception ignored"); keep it for `check()` instead of losing the Ctrl-C."""
+        if isinstance(unraisable.exc_value, Stop):
+            self.pending = unraisable.exc_value.signum
+        else:
+            self._unraisablehook(unraisable)
+
+    def check(self) -> None:
+        """Raise the Stop of a signal that came but never reached the sweep (a finalizer
+        swallowed it); cheap, for each step of a loop. Inside holding() it waits for its end."""
+        if self.pending is not None and not self._holding:
+            signum, self.pending = self.pending, None
+            raise Stop(signum)
 
     @contextlib.contextmanager
     def holding(self) -> Iterator[None]:
@@ -109,9 +138,11 @@ class SignalGuard:
 
 @contextlib.contextmanager
 def stop_on_signals() -> Iterator[SignalGuard]:
-    """SIGINT and SIGTERM raise `Stop` (a KeyboardInterrupt) within the block."""
+    """SIGINT and SIGTERM raise `Stop` (a KeyboardInterrupt) within the block, or at its end
+    if a finalizer swallowed it (a block that ended on an exception keeps that exception)."""
     guard = SignalGuard().install()
     try:
         yield guard
+        guard.check()
     finally:
         guard.restore()

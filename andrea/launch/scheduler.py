@@ -117,13 +117,16 @@ def wait_for_earlier(
     poll_s: float = 5.0,
     sleep: Callable[[float], None] = time.sleep,
     stream=None,
+    check: Callable[[], None] = lambda: None,
 ) -> list[str]:
     """Poll the runs (`earlier_states`) every `poll_s` until no job holds any, printing their
-    states whenever they change; returns the final states."""
+    states whenever they change; returns the final states. `check` after each poll raises a
+    stop that a finalizer swallowed (interrupts.py: `SignalGuard.check`)."""
     stream = stream or sys.stdout
     last = None
     while True:
         pairs = _states(run_dirs)
+        check()
         states = [s for s, _ in pairs]
         counts = Counter(states)
         held = sum(h for _, h in pairs)

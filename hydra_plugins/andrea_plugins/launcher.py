@@ -101,17 +101,20 @@ def wait_for_jobs(
     engine,
     refreshed: Callable[[], None] = lambda: None,
     holding: Callable[[], Any] = contextlib.nullcontext,
+    check: Callable[[], None] = lambda: None,
 ) -> None:
     """Print the jobs' states whenever they change, asking their engine (its `refresh` and
     `state`) once every `poll_s`, until all jobs are done. A state is at most one poll old: each
     poll asks afresh. An engine's refresh may submit jobs it held back: `refreshed` then records
-    them, both under `holding` (a stop waits until they are recorded)."""
+    them, both under `holding` (a stop waits until they are recorded). `check` after each poll
+    raises a stop that a finalizer swallowed (interrupts.py: `SignalGuard.check`)."""
     sched = _Engine(engine)
     last = None
     while True:
         with holding():
             sched.refresh(jobs)
             refreshed()
+        check()
         states = Counter(_job_status(sched, j, d) for j, d in zip(jobs, run_dirs))
         if states != last:
             summary = ", ".join(f"{n} {s.lower()}" for s, n in sorted(states.items()))
@@ -327,6 +330,7 @@ class AndreaLauncher:
                 if any(_held(j) for j in jobs if j is not None)
                 else contextlib.nullcontext()
             ),
+            check=guard.check,
         )
 
     def _submit(

@@ -266,8 +266,10 @@ class AndreaSweeper(BasicSweeper):
         from andrea.launch.interrupts import describe, stop_on_signals
 
         try:
-            with stop_on_signals():  # SIGTERM too, as while the launcher waits
-                scheduler.wait_for_earlier([j.run_dir for j in elsewhere], poll_s)
+            with stop_on_signals() as guard:  # SIGTERM too, as while the launcher waits
+                scheduler.wait_for_earlier(
+                    [j.run_dir for j in elsewhere], poll_s, check=guard.check
+                )
         except KeyboardInterrupt as e:
             name, code = describe(e)
             markers = [m for m in (j.run_dir.queued_marker() for j in elsewhere) if m]
