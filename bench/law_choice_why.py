@@ -2,8 +2,8 @@
 `python -m bench.law_choice_why [--splits S,..] [--source DIR] [--law-choice RULE]`
 
 Per split (bench/run_splits.py's names or aliases: `opt`, `gadre`, `gpt3`, `porian`, `l2l` with
-`--source DIR`, `marin` with `--source DIR`), the pool's rows as `--law auto` reads them
-(`pool_law.as_runs`) and the choice it makes (`law_choice.select_law`, among the laws
+`--source DIR`, `marin` and `misfit` with `--source DIR`), the pool's rows as `--law auto` reads
+them (`pool_law.as_runs`) and the choice it makes (`law_choice.select_law`, among the laws
 `pool_law.candidates` gives it, by `--law-choice`: `law_choice.LAW_CHOICES`), printed as:
 - the pool against the target: its sizes (params) and tokens, the target's, and how far the
   target's largest params lie past the pool's;

@@ -22,12 +22,16 @@ McLeish et al. 2025's Gemstones, 199 cooldown runs of 20 models (bench/gemstones
 three mixes (bench/marin_splits.py: `marin_<mix>`, read from the runs.csv that
 bench/data/marin2026/convert.py writes from the user's clone, `--source`: no licence to copy
 them), Alabdulmohsin et al. 2022's five language models' learning curves
-(bench/alabdulmohsin_splits.py: `alabdulmohsin`, copied to bench/data/alabdulmohsin2022/) and
+(bench/alabdulmohsin_splits.py: `alabdulmohsin`, copied to bench/data/alabdulmohsin2022/),
 Pandey 2024's runs on five gzip-graded PCFG datasets (bench/pandey_splits.py: `gzip_<dataset>`,
-copied to bench/data/pandey2024/), each also with `_auto`, are read from their files of runs and
-parted into pool and target by their module's declared rule (`RUN_SPLITS`); `--splits porian`,
-`gadre`, `l2l`, `gpt3`, `opt`, `olmo_ladder`, `gemstones`, `marin`, `alabdulmohsin` and `gzip`
-name each module's splits that the command scores (`aliases`). They are not replayed by default.
+copied to bench/data/pandey2024/) and Li, Kudugunta & Zettlemoyer 2025's (Mis)Fitting final
+checkpoints of eleven sizes, one per (params, tokens) at its best learning rate
+(bench/misfit_splits.py: `misfit`, read from the runs.csv that
+bench/data/li2025misfit/convert.py writes from the user's clone, `--source`: no licence to copy
+them), each also with `_auto`, are read from their files of runs and parted into pool and target
+by their module's declared rule (`RUN_SPLITS`); `--splits porian`, `gadre`, `l2l`, `gpt3`,
+`opt`, `olmo_ladder`, `gemstones`, `marin`, `alabdulmohsin`, `gzip` and `misfit` name each
+module's splits that the command scores (`aliases`). They are not replayed by default.
 
 DEV (and, for one rule each, BAND_DEV, PLANNER_DEV and LAW_CHOICE_DEV) are declared here, not
 chosen by a flag; every split not named there is held out. A split is dev when something of
@@ -58,6 +62,7 @@ from bench import (
     gpt3_splits,
     l2l_splits,
     marin_splits,
+    misfit_splits,
     olmo_ladder_splits,
     opt_splits,
     pandey_splits,
@@ -146,6 +151,7 @@ RUN_SPLITS = (
     marin_splits,
     alabdulmohsin_splits,
     pandey_splits,
+    misfit_splits,
 )
 for _module in RUN_SPLITS:
     SPLITS.update(
@@ -174,15 +180,16 @@ def aliases(score: str) -> dict[str, tuple[str, ...]]:
 
 def add_source_argument(p: argparse.ArgumentParser) -> None:
     """--source DIR: the checkout the splits not shipped are read from (bench/l2l_splits.py; for
-    bench/marin_splits.py the folder its convert.py wrote), default the environment's
-    `l2l_splits.SOURCE_ENV`."""
+    bench/marin_splits.py and bench/misfit_splits.py the folder their convert.py wrote), default
+    the environment's `l2l_splits.SOURCE_ENV`."""
     p.add_argument(
         "--source",
         type=Path,
         default=os.environ.get(l2l_splits.SOURCE_ENV) or None,
         help="a checkout of github.com/KempnerInstitute/loss-to-loss-notebooks at 457ce81, for "
         f"--splits l2l (not shipped: no licence; default ${l2l_splits.SOURCE_ENV}); for --splits "
-        "marin, the folder bench/data/marin2026/convert.py wrote",
+        "marin, the folder bench/data/marin2026/convert.py wrote; for --splits misfit, the one "
+        "bench/data/li2025misfit/convert.py wrote",
     )
 
 
