@@ -61,7 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("fit_dir", type=Path, help="an analysis.fit --out directory (its fits.json)")
     p.add_argument(
-        "query", type=Path, help="CSV with params,tokens and/or compute per row (optional: variant)"
+        "query",
+        type=Path,
+        help="CSV with params,tokens and/or compute per row (compute: FLOPs as a number, 1e22, "
+        "or PFLOP/s-days with the unit, 3PF-days; optional: variant)",
     )
     return p
 
@@ -127,6 +130,7 @@ def read_query(path: Path, labels) -> list[dict]:
         if row.get("compute"):
             try:
                 q["compute"] = parse_compute(row["compute"])
+                q["compute_text"] = row["compute"].strip()
             except ValueError as e:
                 raise ValueError(f"{path} line {i}: {e}") from None
         if "compute" not in q and not ("params" in q and "tokens" in q):
@@ -158,8 +162,19 @@ def check_row(fit: LawFit, q: dict) -> None:
         raise ValueError(
             f"{q.get('source', 'query')} line {q['line']}: compute {c:.4g} PF-days "
             f"is below the data (the smallest fitted compute of {fit.label} is "
-            f"{fit.compute_min:.4g} PF-days)"
+            f"{fit.compute_min:.4g} PF-days)" + _flops_hint(q)
         )
+
+
+def _flops_hint(q: dict) -> str:
+    """A bare number in the compute column is FLOPs; say so where the row wrote one, as a user
+    reading the fit table's PFLOP/s-days may have meant those."""
+    text = q.get("compute_text", "")
+    try:
+        float(text)
+    except ValueError:
+        return ""
+    return f"; a bare number is FLOPs: PFLOP/s-days are written {text}PF-days"
 
 
 def _band(saved: dict) -> tuple[Band | None, str]:

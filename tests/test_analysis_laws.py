@@ -335,7 +335,8 @@ def test_predict_answers_in_n_d_and_in_compute_with_the_fits_bootstrap(
         (
             "compute\n1e10\n",
             "line 2: compute 1.157e-10 PF-days is below the data (the smallest fitted "
-            "compute of attnres_full is 2.5e-05 PF-days)",
+            "compute of attnres_full is 2.5e-05 PF-days); a bare number is FLOPs: "
+            "PFLOP/s-days are written 1e10PF-days",
         ),
     ],
 )

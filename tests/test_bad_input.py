@@ -581,7 +581,7 @@ DATA_CASES = [
         "data",
         "data.source=shards with token id 5000 >= vocab 300",
         shards((1, 2, 5000), (1, 2, 3)),
-        ("train.bin", "5000", "vocab_size=300"),
+        ("train.bin", "5000", "vocab_size=300", "size.vocab_size=5001 or more"),
     ),
     Case(
         "shards_empty",

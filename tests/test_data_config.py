@@ -68,6 +68,13 @@ def test_shards_paths(tmp_path):
         ),
         V,
     )
+    # a folder (nanoGPT's data/<name>/) for shards: the example glob is of .bin files, not .txt
+    for field in ("paths", "val_paths"):
+        bad = {"paths": [str(tmp_path / "*.bin")], field: [str(tmp_path)]}
+        check(
+            DataConfig(source="shards", **bad),
+            rf"data\.{field}: '.*' is a directory; give files or a glob such as '.*/\*\.bin'",
+        )
     check(DataConfig(source="shards"), r"data\.paths is empty: source 'shards'")
     check(
         DataConfig(source="shards", paths=[str(tmp_path / "*train*.bin")]),

@@ -76,3 +76,31 @@ def test_rejects_ids_beyond_uint16(tmp_path):
     with pytest.raises(ValueError, match="0..65535"):
         write_shard(tmp_path / "x.bin", np.array([1, 65536]))
     assert not (tmp_path / "x.bin").exists()
+
+
+def test_nanogpt_files_are_named_by_the_bad_magic_error_and_copied_into_shards(tmp_path, capsys):
+    # nanoGPT's prepare.py: flat uint16 GPT-2 ids, no header (np.memmap(..., dtype=np.uint16))
+    from andrea.data.nanogpt import main
+
+    rng = np.random.default_rng(0)
+    raw = {
+        n: rng.integers(0, 50257, size=k).astype(np.uint16)
+        for n, k in (("train", 3000), ("val", 700))
+    }
+    for name, toks in raw.items():
+        toks.tofile(tmp_path / f"{name}.bin")
+    with pytest.raises(ValueError, match=r"nanoGPT's train\.bin.*python -m andrea\.data\.nanogpt"):
+        read_header(tmp_path / "train.bin")
+    out = tmp_path / "shards"
+    assert main([str(tmp_path / "train.bin"), str(tmp_path / "val.bin"), "--out", str(out)]) == 0
+    for name, toks in raw.items():
+        np.testing.assert_array_equal(read_shard(out / f"{name}.bin"), toks)
+    said = capsys.readouterr().out
+    top = int(max(t.max() for t in raw.values()))
+    assert f"data.paths=[{out}/*.bin]" in said and f"size.vocab_size={top + 1}" in said
+    assert not list(out.glob(".*tmp*"))
+    # a shard already, or an odd byte count: one error line, exit 2, nothing written
+    assert main([str(out / "train.bin"), "--out", str(tmp_path / "again")]) == 2
+    (tmp_path / "odd.bin").write_bytes(b"abc")
+    assert main([str(tmp_path / "odd.bin"), "--out", str(tmp_path / "again")]) == 2
+    assert "odd" in capsys.readouterr().err and not list((tmp_path / "again").iterdir())

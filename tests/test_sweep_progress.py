@@ -147,6 +147,15 @@ def test_blocks_on_the_command_line_replace_the_configs_block_size(tmp_path):
         "note: attnres_block_n8 at tiny-2: S = 1 (L = 4 sublayers), identical to "
         "attnres_full" in out.stdout
     ), out.stdout[-2000:]
+    # the default S = 4 at tiny-2 (L = 4) is one block, and S = 3 leaves a last block of 1
+    for S, note in (
+        ("4", "S = 4 >= L = 4 sublayers, one block: a plain residual"),
+        ("3", "S = 3 does not divide L = 4 sublayers: blocks of 3 and a last block of 1"),
+    ):
+        out = sweep(
+            tmp_path, "model=attnres_block", f"model.block_size={S}", "size=tiny-2", "plan=true"
+        )
+        assert out.returncode == 0 and f"at tiny-2: {note}" in out.stdout, out.stdout[-2000:]
     both = sweep(
         tmp_path,
         "model=attnres_block",

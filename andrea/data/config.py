@@ -50,10 +50,11 @@ def resolve_cache_dir(cfg_cache_dir: Optional[str] = None) -> Path:
     return Path("~/.cache/andrea").expanduser()
 
 
-def expand_paths(patterns: List[str], field_name: str) -> List[Path]:
+def expand_paths(patterns: List[str], field_name: str, suffix: str = ".txt") -> List[Path]:
     """Files named by `patterns` (paths or globs, `**` allowed), each pattern's matches sorted.
 
-    Raises ValueError naming the field for a missing file, an empty glob or a directory.
+    Raises ValueError naming the field for a missing file, an empty glob or a directory (its
+    example glob ends in `suffix`: .bin for token shards).
     """
     out: List[Path] = []
     for i, pattern in enumerate(patterns):
@@ -69,7 +70,7 @@ def expand_paths(patterns: List[str], field_name: str) -> List[Path]:
         elif os.path.isdir(pat):
             raise ValueError(
                 f"data.{field_name}: {pattern!r} is a directory; give files or a glob "
-                f"such as {os.path.join(pattern, '*.txt')!r}"
+                f"such as {os.path.join(pattern, '*' + suffix)!r}"
             )
         elif not os.path.isfile(pat):
             raise ValueError(
@@ -191,9 +192,9 @@ def _looks_local(loc: str) -> bool:
 
 def split_shard_paths(cfg: DataConfig) -> tuple:
     """(train, val) shard files: val_paths when given, else the `paths` matches named *val*."""
-    files = expand_paths(cfg.paths, "paths")
+    files = expand_paths(cfg.paths, "paths", ".bin")
     if cfg.val_paths:
-        val = expand_paths(cfg.val_paths, "val_paths")
+        val = expand_paths(cfg.val_paths, "val_paths", ".bin")
         train = [f for f in files if f not in set(val)]
     else:
         val = [f for f in files if "val" in f.name]

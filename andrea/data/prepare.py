@@ -358,7 +358,9 @@ def _existing_shards(cfg: DataConfig, vocab: int, root: Path) -> PreparedData:
                 raise ValueError(
                     f"token shard {f} holds token id {top} >= vocab_size={vocab} "
                     "(data.vocab_size, or the model's when null); the shards were made with a "
-                    "larger vocabulary than the model's"
+                    "larger vocabulary than the model's: give the model one that holds them, "
+                    f"size.vocab_size={top + 1} or more (GPT-2's ids: 50257)"
+                    + (", and data.vocab_size=null" if cfg.vocab_size is not None else "")
                 )
             counts[split] += n
             st = f.stat()

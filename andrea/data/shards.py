@@ -4,7 +4,12 @@
     body:   token count little-endian uint16 tokens
 
 The same files Karpathy's llm.c `fineweb.py` writes, so shards made there (GPT-2 vocab 50257)
-or here load either way. uint16 caps the vocabulary at 65,535 ids.
+or here load either way. uint16 caps the vocabulary at 65,535 ids. nanoGPT's `prepare.py` writes
+the body alone (train.bin / val.bin, no header);
+
+    python -m andrea.data.nanogpt train.bin val.bin --out DIR
+
+copies such files into this layout under DIR, keeping their names.
 """
 
 from __future__ import annotations
@@ -51,7 +56,9 @@ def read_header(path: Path) -> int:
     if header[0] != MAGIC:
         raise ValueError(
             f"token shard {path} has bad magic {int(header[0])} (expected {MAGIC}): "
-            "not a fineweb/llm.c-layout uint16 .bin shard"
+            "not a fineweb/llm.c-layout uint16 .bin shard. A headerless uint16 token file "
+            "(nanoGPT's train.bin / val.bin): `python -m andrea.data.nanogpt FILE... --out DIR` "
+            "copies it into this layout"
         )
     if header[1] != VERSION:
         raise ValueError(
@@ -66,6 +73,38 @@ def read_header(path: Path) -> int:
             f"header says {n} tokens ({expected} bytes), file has {size} bytes"
         )
     return n
+
+
+def wrap_headerless(src: Path, dst: Path, chunk: int = 1 << 24) -> tuple[int, int]:
+    """Copy a headerless uint16 token file (nanoGPT's train.bin) to the shard `dst`, streaming
+    `chunk` tokens at a time, atomically; return (token count, largest id, -1 when empty)."""
+    import os
+
+    src, dst = Path(src), Path(dst)
+    size = src.stat().st_size
+    if size % 2:
+        raise ValueError(f"{src}: {size} bytes, an odd count: not a file of uint16 tokens")
+    if size >= HEADER_BYTES and int(np.fromfile(src, dtype="<i4", count=1)[0]) == MAGIC:
+        raise ValueError(f"{src} already starts with the shard header (magic {MAGIC})")
+    n, top = size // 2, -1
+    header = np.zeros(HEADER_INTS, dtype="<i4")
+    header[0], header[1], header[2] = MAGIC, VERSION, n
+    tmp = dst.with_name(f".{dst.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as out:
+            out.write(header.tobytes())
+            if n:
+                tokens = np.memmap(src, dtype="<u2", mode="r", shape=(n,))
+                for start in range(0, n, chunk):
+                    part = np.asarray(tokens[start : start + chunk])
+                    top = max(top, int(part.max()))
+                    out.write(part.tobytes())
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, dst)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return n, top
 
 
 def read_shard(path: Path) -> np.memmap:

@@ -180,10 +180,31 @@ def _full_like_notes(jobs: list[PlannedJob]) -> list[str]:
             if j.spec.model.scheme.block_size and j.spec.model.block_size == 1
         }
     )
-    return [
+    notes = [
         f"note: {label} at {size}: S = 1 (L = {n} sublayers), identical to attnres_full"
         for label, size, n in seen
     ]
+    # S >= L: one block, no depth attention across blocks; S not dividing L: a shorter last block
+    # (docs/attnres.md). model=attnres_block's default S = 4 at a tiny size (L = 4) is the first.
+    for label, size, n, S in sorted(
+        {
+            (j.spec.label, j.spec.size, 2 * j.spec.model.n_layer, j.spec.model.block_size)
+            for j in jobs
+            if j.spec.model.scheme.block_size and (j.spec.model.block_size or 1) > 1
+        }
+    ):
+        if S >= n:
+            notes.append(
+                f"note: {label} at {size}: S = {S} >= L = {n} sublayers, one block: a plain "
+                "residual with the embedding kept apart (a smaller model.block_size, or "
+                "model.block_size=null model.n_blocks=N)"
+            )
+        elif n % S:
+            notes.append(
+                f"note: {label} at {size}: S = {S} does not divide L = {n} sublayers: blocks of "
+                f"{S} and a last block of {n % S}"
+            )
+    return notes
 
 
 def _fsdp_notes(jobs: list[PlannedJob], plan_gpu: str) -> list[str]:
