@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from andrea.run.rundir import atomic_write_bytes
+from andrea.run.rundir import atomic_open, atomic_write_bytes
 
 MAGIC = 20240520
 VERSION = 1
@@ -78,8 +78,6 @@ def read_header(path: Path) -> int:
 def wrap_headerless(src: Path, dst: Path, chunk: int = 1 << 24) -> tuple[int, int]:
     """Copy a headerless uint16 token file (nanoGPT's train.bin) to the shard `dst`, streaming
     `chunk` tokens at a time, atomically; return (token count, largest id, -1 when empty)."""
-    import os
-
     src, dst = Path(src), Path(dst)
     size = src.stat().st_size
     if size % 2:
@@ -89,21 +87,14 @@ def wrap_headerless(src: Path, dst: Path, chunk: int = 1 << 24) -> tuple[int, in
     n, top = size // 2, -1
     header = np.zeros(HEADER_INTS, dtype="<i4")
     header[0], header[1], header[2] = MAGIC, VERSION, n
-    tmp = dst.with_name(f".{dst.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as out:
-            out.write(header.tobytes())
-            if n:
-                tokens = np.memmap(src, dtype="<u2", mode="r", shape=(n,))
-                for start in range(0, n, chunk):
-                    part = np.asarray(tokens[start : start + chunk])
-                    top = max(top, int(part.max()))
-                    out.write(part.tobytes())
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, dst)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with atomic_open(dst) as out:
+        out.write(header.tobytes())
+        if n:
+            tokens = np.memmap(src, dtype="<u2", mode="r", shape=(n,))
+            for start in range(0, n, chunk):
+                part = np.asarray(tokens[start : start + chunk])
+                top = max(top, int(part.max()))
+                out.write(part.tobytes())
     return n, top
 
 

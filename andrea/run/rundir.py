@@ -35,8 +35,10 @@ SKIP_DIRS = frozenset(
 )
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write to a temp file in the same directory, fsync, then rename over `path`.
+@contextmanager
+def atomic_open(path: Path) -> Iterator[Any]:
+    """A binary file to write `path` through: a temp file in the same directory, fsynced and
+    renamed over `path` when the block ends; removed if it raises (a large file streams here).
 
     A reader (or a resumed run) sees either the old file or the complete new one, never half.
     """
@@ -46,7 +48,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; results are for the whole team
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -56,6 +58,12 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         if isinstance(e, OSError) and e.filename is None:  # a full disk: name the file
             raise OSError(e.errno, e.strerror, str(path)) from None
         raise
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write `data` to `path` atomically (`atomic_open`)."""
+    with atomic_open(path) as f:
+        f.write(data)
 
 
 def _umask() -> int:
