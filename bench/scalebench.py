@@ -29,7 +29,8 @@ measured on a held-out split only in the run that fills the table (docs/planner.
 ALIAS` (several, comma-separated): the held-out splits of public runs of one module of
 `scalebench_splits.RUN_SPLITS` instead (`--help` lists the aliases; the module's docstring holds
 its source and protocol), held out and scored with andrea's fit only; `--source DIR` where the
-module's runs are not shipped (Brandfonbrener et al.'s `l2l`, the Marin ladder's `marin`).
+module's runs are not shipped (Brandfonbrener et al.'s `l2l`, the Marin ladder's `marin`,
+OpenEuroLLM's `oellm`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """bench/heldout.sh, the one command behind docs/planner.md's and docs/laws.md's held-out and
 coverage figures, runs every step and says when one fails (its smoke mode: the smallest settings,
 a few minutes on 2 cores; no speed check, the limit only stops a hang); Brandfonbrener et al.'s
-steps run on tests/test_l2l.py's synthetic checkout and the Marin ladder's on tests/test_marin.py's
-synthetic runs.csv, and are skipped, saying why, without them."""
+steps run on tests/test_l2l.py's synthetic checkout, the Marin ladder's on tests/test_marin.py's
+synthetic runs.csv and OpenEuroLLM's on tests/test_oellm.py's, and are skipped, saying why,
+without them."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from bench.scalebench_splits import RUN_SPLITS
 from tests.conftest import REPO
 from tests.test_l2l import checkout
 from tests.test_marin import synthetic
+from tests.test_oellm import synthetic as oellm_synthetic
 
 # the steps, in the order the script runs them: ScaleBench's two, three for each held-out sweep of
 # RUN_SPLITS (the registry bench.heldout_steps reads: a sweep registered there must run here),
@@ -45,6 +47,7 @@ STEPS = (
 
 L2L = {"l2l", "l2l_coverage", "l2l_point_query"}
 MARIN = {"marin", "marin_coverage", "marin_point_query"}
+OELLM = {"oellm", "oellm_coverage", "oellm_point_query"}
 
 # the smoke run's replay step of each split parted by model: the splits it replays (HELDOUT_QUICK's
 # choice), its target runs, and the band's mark on its --coverage row
@@ -57,15 +60,18 @@ RUN_SPLIT_STEPS = {
     "marin": (("marin_dclm", "marin_dclm_auto"), 23, "dev"),
     "alabdulmohsin": (("alabdulmohsin", "alabdulmohsin_auto"), 20, "held-out"),
     "gzip": (("gzip_012", "gzip_012_auto"), 5, "held-out"),
+    "oellm": (("oellm", "oellm_auto"), 6, "held-out"),
 }
 
 
-def _run(out, python, source=None, marin=None):
-    env = {k: v for k, v in os.environ.items() if k not in ("ANDREA_L2L_DIR", "ANDREA_MARIN_DIR")}
+def _run(out, python, source=None, marin=None, oellm=None):
+    unset = ("ANDREA_L2L_DIR", "ANDREA_MARIN_DIR", "ANDREA_OELLM_DIR")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     env.update(
         {"HELDOUT_QUICK": "1", "PYTHON": python},
         **({"ANDREA_L2L_DIR": str(source)} if source else {}),
         **({"ANDREA_MARIN_DIR": str(marin)} if marin else {}),
+        **({"ANDREA_OELLM_DIR": str(oellm)} if oellm else {}),
     )
     return subprocess.run(
         ["bash", "bench/heldout.sh", str(out)],
@@ -80,7 +86,8 @@ def _run(out, python, source=None, marin=None):
 def test_heldout_smoke_runs_every_step(tmp_path):
     out = tmp_path / "out"
     synthetic(tmp_path / "marin")
-    proc = _run(out, sys.executable, checkout(tmp_path), tmp_path / "marin")
+    oellm_synthetic(tmp_path / "oellm")
+    proc = _run(out, sys.executable, checkout(tmp_path), tmp_path / "marin", tmp_path / "oellm")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     log = out.joinpath("heldout.log").read_text()
     assert log.rstrip().endswith("heldout: all steps ran")
@@ -124,8 +131,9 @@ def test_heldout_smoke_runs_every_step(tmp_path):
 
 
 def test_heldout_reports_every_failed_step_and_exits_1(tmp_path):
-    """And without ANDREA_L2L_DIR and ANDREA_MARIN_DIR, Brandfonbrener et al.'s and the Marin
-    ladder's three steps are skipped, in one line each that says why."""
+    """And without ANDREA_L2L_DIR, ANDREA_MARIN_DIR and ANDREA_OELLM_DIR, Brandfonbrener et
+    al.'s, the Marin ladder's and OpenEuroLLM's three steps are skipped, in one line each that
+    says why."""
     out = tmp_path / "out"
     # a Python that lists the steps (bench.heldout_steps) and fails every step at once
     failing = tmp_path / "python"
@@ -136,15 +144,21 @@ def test_heldout_reports_every_failed_step_and_exits_1(tmp_path):
     proc = _run(out, str(failing))
     assert proc.returncode == 1
     log = out.joinpath("heldout.log").read_text()
-    ran = [name for name, _ in STEPS if name not in L2L | MARIN]
+    ran = [name for name, _ in STEPS if name not in L2L | MARIN | OELLM]
     assert log.count("exit status 1") == len(ran)
     assert log.rstrip().endswith(f"heldout: SOME STEPS FAILED: {' '.join(ran)}")
-    skipped, skipped_marin = [x for x in log.splitlines() if x.startswith("skipped ")]
+    skipped, skipped_marin, skipped_oellm = [
+        x for x in log.splitlines() if x.startswith("skipped ")
+    ]
     assert skipped.startswith("skipped l2l, l2l_coverage, l2l_point_query: ANDREA_L2L_DIR is not")
     assert skipped_marin.startswith(
         "skipped marin, marin_coverage, marin_point_query: ANDREA_MARIN_DIR is not"
     )
-    assert not out.joinpath("l2l.txt").exists() and not out.joinpath("marin.txt").exists()
+    assert skipped_oellm.startswith(
+        "skipped oellm, oellm_coverage, oellm_point_query: ANDREA_OELLM_DIR is not"
+    )
+    for name in ("l2l", "marin", "oellm"):
+        assert not out.joinpath(f"{name}.txt").exists(), name
 
 
 def test_heldout_stops_with_2_when_the_steps_cannot_be_listed(tmp_path):
@@ -160,7 +174,7 @@ def test_heldout_steps_come_from_the_registry(tmp_path, monkeypatch):
     """Each sweep of RUN_SPLITS gets its three steps: --quick on its declared QUICK splits (which
     it holds; the first not an `_auto` twin, for --coverage), a sweep not shipped with its
     --source, or one `skipped` line naming its SOURCE_ENV where that is not set."""
-    from bench import heldout_steps, l2l_splits, marin_splits
+    from bench import heldout_steps, l2l_splits, marin_splits, oellm_splits
     from bench.run_splits import AUTO
 
     for module in RUN_SPLITS:
@@ -170,6 +184,7 @@ def test_heldout_steps_come_from_the_registry(tmp_path, monkeypatch):
         assert "point_query" in module.SPLITS[query].scores, module.ALIAS
     monkeypatch.delenv(l2l_splits.SOURCE_ENV, raising=False)
     monkeypatch.setenv(marin_splits.SOURCE_ENV, str(tmp_path / "marin"))
+    monkeypatch.setenv(oellm_splits.SOURCE_ENV, str(tmp_path / "oellm"))
     steps = heldout_steps.steps(tmp_path, quick=True)
     names = [name for name, _, _ in steps]
     assert names == ["skipped" if n in L2L else n for n, _ in STEPS if n not in L2L - {"l2l"}]
@@ -181,6 +196,11 @@ def test_heldout_steps_come_from_the_registry(tmp_path, monkeypatch):
     )
     assert marin["marin"][:3] == ["bench.scalebench", "--splits", "marin_dclm,marin_dclm_auto"]
     assert marin["marin_point_query"][-2:] == ["--out", str(tmp_path / "marin_point_query.csv")]
+    oellm = {name: args for name, args, _ in steps if name in OELLM}
+    assert all(
+        args[args.index("--source") + 1] == str(tmp_path / "oellm") for args in oellm.values()
+    )
+    assert oellm["oellm"][:3] == ["bench.scalebench", "--splits", "oellm,oellm_auto"]
     full = {name: args for name, args, _ in heldout_steps.steps(tmp_path, quick=False)}
     assert full["gzip"] == ["bench.scalebench", "--splits", "gzip", "--jobs", "2", "--out",
                             str(tmp_path / "gzip")]  # fmt: skip

@@ -19,6 +19,7 @@ from bench import (
     gpt3_splits,
     l2l_splits,
     marin_splits,
+    oellm_splits,
     olmo_ladder_splits,
     opt_splits,
     pandey_splits,
@@ -164,10 +165,10 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
     assert not set(SPLITS) & set(SKIPPED)
     # the rest are Porian et al. 2024's, Gadre et al. 2024's, Brandfonbrener et al. 2024's, Brown
     # et al. 2020's, Zhang et al. 2022's, Bhagia et al. 2024's, McLeish et al. 2025's, the
-    # Marin ladder's, Alabdulmohsin et al. 2022's and Pandey 2024's, every one held out
-    # (tests/test_porian.py, tests/test_gadre.py, tests/test_l2l.py, tests/test_gpt3.py,
+    # Marin ladder's, Alabdulmohsin et al. 2022's, Pandey 2024's and OpenEuroLLM's, every one
+    # held out (tests/test_porian.py, tests/test_gadre.py, tests/test_l2l.py, tests/test_gpt3.py,
     # tests/test_opt.py, tests/test_olmo_ladder.py, tests/test_gemstones.py, tests/test_marin.py,
-    # tests/test_alabdulmohsin.py, tests/test_pandey.py)
+    # tests/test_alabdulmohsin.py, tests/test_pandey.py, tests/test_oellm.py)
     runs = (
         porian_splits,
         gadre_splits,
@@ -179,6 +180,7 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
         marin_splits,
         alabdulmohsin_splits,
         pandey_splits,
+        oellm_splits,
     )
     assert set(SPLITS) - set(SCALEBENCH) == set().union(*(m.SPLITS for m in runs))
     assert not set(DEV) & set(l2l_splits.SPLITS)
