@@ -24,14 +24,18 @@ bench/data/marin2026/convert.py writes from the user's clone, `--source`: no lic
 them), Alabdulmohsin et al. 2022's five language models' learning curves
 (bench/alabdulmohsin_splits.py: `alabdulmohsin`, copied to bench/data/alabdulmohsin2022/),
 Pandey 2024's runs on five gzip-graded PCFG datasets (bench/pandey_splits.py: `gzip_<dataset>`,
-copied to bench/data/pandey2024/) and Li, Kudugunta & Zettlemoyer 2025's (Mis)Fitting final
+copied to bench/data/pandey2024/), Li, Kudugunta & Zettlemoyer 2025's (Mis)Fitting final
 checkpoints of eleven sizes, one per (params, tokens) at its best learning rate
 (bench/misfit_splits.py: `misfit`, read from the runs.csv that
 bench/data/li2025misfit/convert.py writes from the user's clone, `--source`: no licence to copy
-them), each also with `_auto`, are read from their files of runs and parted into pool and target
-by their module's declared rule (`RUN_SPLITS`); `--splits porian`, `gadre`, `l2l`, `gpt3`,
-`opt`, `olmo_ladder`, `gemstones`, `marin`, `alabdulmohsin`, `gzip` and `misfit` name each
-module's splits that the command scores (`aliases`). They are not replayed by default.
+them) and OpenEuroLLM's dense English scaling-law grid, each (params, tokens) cell at its lowest
+loss over its learning rates and batch sizes (bench/oellm_splits.py: `oellm`, read from the
+runs.csv that bench/data/oellm2025/convert.py writes from the user's clone, `--source`: no
+licence to copy them), each also with `_auto`, are read from their files of runs and parted into
+pool and target by their module's declared rule (`RUN_SPLITS`); `--splits porian`, `gadre`,
+`l2l`, `gpt3`, `opt`, `olmo_ladder`, `gemstones`, `marin`, `alabdulmohsin`, `gzip`, `misfit` and
+`oellm` name each module's splits that the command scores (`aliases`). They are not replayed by
+default.
 
 DEV (and, for one rule each, BAND_DEV, PLANNER_DEV and LAW_CHOICE_DEV) are declared here, not
 chosen by a flag; every split not named there is held out. A split is dev when something of
@@ -63,6 +67,7 @@ from bench import (
     l2l_splits,
     marin_splits,
     misfit_splits,
+    oellm_splits,
     olmo_ladder_splits,
     opt_splits,
     pandey_splits,
@@ -152,6 +157,7 @@ RUN_SPLITS = (
     alabdulmohsin_splits,
     pandey_splits,
     misfit_splits,
+    oellm_splits,
 )
 for _module in RUN_SPLITS:
     SPLITS.update(
@@ -180,16 +186,16 @@ def aliases(score: str) -> dict[str, tuple[str, ...]]:
 
 def add_source_argument(p: argparse.ArgumentParser) -> None:
     """--source DIR: the checkout the splits not shipped are read from (bench/l2l_splits.py; for
-    bench/marin_splits.py and bench/misfit_splits.py the folder their convert.py wrote), default
-    the environment's `l2l_splits.SOURCE_ENV`."""
+    bench/marin_splits.py, bench/misfit_splits.py and bench/oellm_splits.py the folder their
+    convert.py wrote), default the environment's `l2l_splits.SOURCE_ENV`."""
     p.add_argument(
         "--source",
         type=Path,
         default=os.environ.get(l2l_splits.SOURCE_ENV) or None,
         help="a checkout of github.com/KempnerInstitute/loss-to-loss-notebooks at 457ce81, for "
         f"--splits l2l (not shipped: no licence; default ${l2l_splits.SOURCE_ENV}); for --splits "
-        "marin, the folder bench/data/marin2026/convert.py wrote; for --splits misfit, the one "
-        "bench/data/li2025misfit/convert.py wrote",
+        "marin, the folder bench/data/marin2026/convert.py wrote; for --splits misfit and oellm, "
+        "the one bench/data/li2025misfit/convert.py or bench/data/oellm2025/convert.py wrote",
     )
 
 

@@ -2,8 +2,8 @@
 coverage figures, runs every step and says when one fails (its smoke mode: the smallest settings,
 a few minutes on 2 cores; no speed check, the limit only stops a hang); Brandfonbrener et al.'s
 steps run on tests/test_l2l.py's synthetic checkout, the Marin ladder's on tests/test_marin.py's
-synthetic runs.csv and Li, Kudugunta & Zettlemoyer's on tests/test_misfit.py's, and are skipped,
-saying why, without them."""
+synthetic runs.csv, Li, Kudugunta & Zettlemoyer's on tests/test_misfit.py's and OpenEuroLLM's on
+tests/test_oellm.py's, and are skipped, saying why, without them."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from tests.test_l2l import checkout
 from tests.test_marin import synthetic
 from tests.test_misfit import LAYOUT as MISFIT_LAYOUT
 from tests.test_misfit import synthetic as misfit_synthetic
+from tests.test_oellm import synthetic as oellm_synthetic
 
 # the steps, in the order the script runs them: ScaleBench's two, three for each held-out sweep of
 # RUN_SPLITS (the registry bench.heldout_steps reads: a sweep registered there must run here),
@@ -50,6 +51,7 @@ STEPS = (
 L2L = {"l2l", "l2l_coverage", "l2l_point_query"}
 MARIN = {"marin", "marin_coverage", "marin_point_query"}
 MISFIT = {"misfit", "misfit_coverage", "misfit_point_query"}
+OELLM = {"oellm", "oellm_coverage", "oellm_point_query"}
 
 # the smoke run's replay step of each split parted by model: the splits it replays (HELDOUT_QUICK's
 # choice), its target runs, and the band's mark on its --coverage row
@@ -68,17 +70,19 @@ RUN_SPLIT_STEPS = {
         sum(len(MISFIT_LAYOUT[m][2]) for m in misfit_splits.TARGET_MODELS),
         "held-out",
     ),
+    "oellm": (("oellm", "oellm_auto"), 6, "held-out"),
 }
 
 
-def _run(out, python, source=None, marin=None, misfit=None):
-    sources = ("ANDREA_L2L_DIR", "ANDREA_MARIN_DIR", misfit_splits.SOURCE_ENV)
+def _run(out, python, source=None, marin=None, misfit=None, oellm=None):
+    sources = ("ANDREA_L2L_DIR", "ANDREA_MARIN_DIR", misfit_splits.SOURCE_ENV, "ANDREA_OELLM_DIR")
     env = {k: v for k, v in os.environ.items() if k not in sources}
     env.update(
         {"HELDOUT_QUICK": "1", "PYTHON": python},
         **({"ANDREA_L2L_DIR": str(source)} if source else {}),
         **({"ANDREA_MARIN_DIR": str(marin)} if marin else {}),
         **({misfit_splits.SOURCE_ENV: str(misfit)} if misfit else {}),
+        **({"ANDREA_OELLM_DIR": str(oellm)} if oellm else {}),
     )
     return subprocess.run(
         ["bash", "bench/heldout.sh", str(out)],
@@ -94,7 +98,15 @@ def test_heldout_smoke_runs_every_step(tmp_path):
     out = tmp_path / "out"
     synthetic(tmp_path / "marin")
     misfit_synthetic(tmp_path / "misfit")
-    proc = _run(out, sys.executable, checkout(tmp_path), tmp_path / "marin", tmp_path / "misfit")
+    oellm_synthetic(tmp_path / "oellm")
+    proc = _run(
+        out,
+        sys.executable,
+        checkout(tmp_path),
+        tmp_path / "marin",
+        tmp_path / "misfit",
+        tmp_path / "oellm",
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     log = out.joinpath("heldout.log").read_text()
     assert log.rstrip().endswith("heldout: all steps ran")
@@ -138,9 +150,9 @@ def test_heldout_smoke_runs_every_step(tmp_path):
 
 
 def test_heldout_reports_every_failed_step_and_exits_1(tmp_path):
-    """And without ANDREA_L2L_DIR, ANDREA_MARIN_DIR and ANDREA_MISFIT_DIR, Brandfonbrener et
-    al.'s, the Marin ladder's and Li, Kudugunta & Zettlemoyer's three steps are skipped, in one
-    line each that says why."""
+    """And without ANDREA_L2L_DIR, ANDREA_MARIN_DIR, ANDREA_MISFIT_DIR and ANDREA_OELLM_DIR,
+    Brandfonbrener et al.'s, the Marin ladder's, Li, Kudugunta & Zettlemoyer's and OpenEuroLLM's
+    three steps are skipped, in one line each that says why."""
     out = tmp_path / "out"
     # a Python that lists the steps (bench.heldout_steps) and fails every step at once
     failing = tmp_path / "python"
@@ -151,10 +163,10 @@ def test_heldout_reports_every_failed_step_and_exits_1(tmp_path):
     proc = _run(out, str(failing))
     assert proc.returncode == 1
     log = out.joinpath("heldout.log").read_text()
-    ran = [name for name, _ in STEPS if name not in L2L | MARIN | MISFIT]
+    ran = [name for name, _ in STEPS if name not in L2L | MARIN | MISFIT | OELLM]
     assert log.count("exit status 1") == len(ran)
     assert log.rstrip().endswith(f"heldout: SOME STEPS FAILED: {' '.join(ran)}")
-    skipped, skipped_marin, skipped_misfit = [
+    skipped, skipped_marin, skipped_misfit, skipped_oellm = [
         x for x in log.splitlines() if x.startswith("skipped ")
     ]
     assert skipped.startswith("skipped l2l, l2l_coverage, l2l_point_query: ANDREA_L2L_DIR is not")
@@ -164,7 +176,11 @@ def test_heldout_reports_every_failed_step_and_exits_1(tmp_path):
     assert skipped_misfit.startswith(
         "skipped misfit, misfit_coverage, misfit_point_query: ANDREA_MISFIT_DIR is not"
     )
-    assert not any(out.joinpath(f"{name}.txt").exists() for name in ("l2l", "marin", "misfit"))
+    assert skipped_oellm.startswith(
+        "skipped oellm, oellm_coverage, oellm_point_query: ANDREA_OELLM_DIR is not"
+    )
+    for name in ("l2l", "marin", "misfit", "oellm"):
+        assert not out.joinpath(f"{name}.txt").exists(), name
 
 
 def test_heldout_stops_with_2_when_the_steps_cannot_be_listed(tmp_path):
@@ -180,7 +196,7 @@ def test_heldout_steps_come_from_the_registry(tmp_path, monkeypatch):
     """Each sweep of RUN_SPLITS gets its three steps: --quick on its declared QUICK splits (which
     it holds; the first not an `_auto` twin, for --coverage), a sweep not shipped with its
     --source, or one `skipped` line naming its SOURCE_ENV where that is not set."""
-    from bench import heldout_steps, l2l_splits, marin_splits
+    from bench import heldout_steps, l2l_splits, marin_splits, oellm_splits
     from bench.run_splits import AUTO
 
     for module in RUN_SPLITS:
@@ -191,6 +207,7 @@ def test_heldout_steps_come_from_the_registry(tmp_path, monkeypatch):
     monkeypatch.delenv(l2l_splits.SOURCE_ENV, raising=False)
     monkeypatch.setenv(marin_splits.SOURCE_ENV, str(tmp_path / "marin"))
     monkeypatch.setenv(misfit_splits.SOURCE_ENV, str(tmp_path / "misfit"))
+    monkeypatch.setenv(oellm_splits.SOURCE_ENV, str(tmp_path / "oellm"))
     steps = heldout_steps.steps(tmp_path, quick=True)
     names = [name for name, _, _ in steps]
     assert names == ["skipped" if n in L2L else n for n, _ in STEPS if n not in L2L - {"l2l"}]
@@ -208,6 +225,12 @@ def test_heldout_steps_come_from_the_registry(tmp_path, monkeypatch):
         args[args.index("--source") + 1] == str(tmp_path / "misfit") for args in misfit.values()
     )
     assert misfit["misfit"][:3] == ["bench.scalebench", "--splits", "misfit,misfit_auto"]
+    oellm = {name: args for name, args, _ in steps if name in OELLM}
+    assert set(oellm) == OELLM
+    assert all(
+        args[args.index("--source") + 1] == str(tmp_path / "oellm") for args in oellm.values()
+    )
+    assert oellm["oellm"][:3] == ["bench.scalebench", "--splits", "oellm,oellm_auto"]
     full = {name: args for name, args, _ in heldout_steps.steps(tmp_path, quick=False)}
     assert full["gzip"] == ["bench.scalebench", "--splits", "gzip", "--jobs", "2", "--out",
                             str(tmp_path / "gzip")]  # fmt: skip

@@ -20,6 +20,7 @@ from bench import (
     l2l_splits,
     marin_splits,
     misfit_splits,
+    oellm_splits,
     olmo_ladder_splits,
     opt_splits,
     pandey_splits,
@@ -165,10 +166,11 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
     assert not set(SPLITS) & set(SKIPPED)
     # the rest are Porian et al. 2024's, Gadre et al. 2024's, Brandfonbrener et al. 2024's, Brown
     # et al. 2020's, Zhang et al. 2022's, Bhagia et al. 2024's, McLeish et al. 2025's, the
-    # Marin ladder's, Alabdulmohsin et al. 2022's, Pandey 2024's and Li, Kudugunta & Zettlemoyer
-    # 2025's, every one held out (tests/test_porian.py, tests/test_gadre.py, tests/test_l2l.py,
-    # tests/test_gpt3.py, tests/test_opt.py, tests/test_olmo_ladder.py, tests/test_gemstones.py,
-    # tests/test_marin.py, tests/test_alabdulmohsin.py, tests/test_pandey.py, tests/test_misfit.py)
+    # Marin ladder's, Alabdulmohsin et al. 2022's, Pandey 2024's, Li, Kudugunta & Zettlemoyer
+    # 2025's and OpenEuroLLM's, every one held out (tests/test_porian.py, tests/test_gadre.py,
+    # tests/test_l2l.py, tests/test_gpt3.py, tests/test_opt.py, tests/test_olmo_ladder.py,
+    # tests/test_gemstones.py, tests/test_marin.py, tests/test_alabdulmohsin.py,
+    # tests/test_pandey.py, tests/test_misfit.py, tests/test_oellm.py)
     runs = (
         porian_splits,
         gadre_splits,
@@ -181,6 +183,7 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
         alabdulmohsin_splits,
         pandey_splits,
         misfit_splits,
+        oellm_splits,
     )
     assert set(SPLITS) - set(SCALEBENCH) == set().union(*(m.SPLITS for m in runs))
     assert not set(DEV) & set(l2l_splits.SPLITS)
