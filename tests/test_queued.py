@@ -51,6 +51,20 @@ def test_queued_run_is_planned_as_queued_and_not_counted_as_failed(tmp_path, mon
     )
 
 
+def test_a_run_that_did_not_complete_is_told_the_same_command_resumes_it(tmp_path):
+    """A job killed mid-way (scancel: 'FAILED ... exit code 143') left its run incomplete; the
+    summary said only 'see the run dirs and job logs above', and a new user did not read that
+    running the command again resumes it."""
+    out = io.StringIO()
+    assert plan_text.print_summary([_job(tmp_path / "a")], 0, out) == 1
+    assert "incomplete" in out.getvalue()
+    assert (
+        "0 of 1 runs completed (0 were already complete and skipped), 1 did not: see the run dirs "
+        "and job logs above; the same command again resumes each from its newest checkpoint and "
+        "skips the completed" in out.getvalue()
+    )
+
+
 def test_wait_polls_the_earlier_launchs_runs_until_their_jobs_end(tmp_path, monkeypatch):
     """wait=true: a re-run while an earlier launch's jobs train returned at once; it now polls
     the runs' recorded jobs (one squeue a poll) and their locks, prints their states as they

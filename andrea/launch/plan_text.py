@@ -289,7 +289,12 @@ def print_summary(jobs: list[PlannedJob], skipped: int, stream=None) -> int:
             if elsewhere
             else ""
         )
-        + (f", {bad} did not: see the run dirs and job logs above" if bad else ""),
+        + (
+            f", {bad} did not: see the run dirs and job logs above; the same command again "
+            "resumes each from its newest checkpoint and skips the completed"
+            if bad
+            else ""
+        ),
         file=stream,
     )
     return bad
