@@ -247,11 +247,20 @@ BAND_DEV = {
 
 # Splits dev for the planner alone (their band coverage keeps its mark), and why: the replay's
 # first-budget pilot changed after their planner rows had been seen, and their rows changed with
-# it (docs/planner.md, "A pilot the first budget's share cannot hold").
+# it (docs/planner.md, "A pilot the first budget's share cannot hold"); misfit's planner rows
+# decided, by the rule declared beforehand, that the candidate first budget --pilot cheapest is
+# adopted (docs/planner.md, "Why cheapest wins at 1 %, and a candidate first budget").
 PLANNER_DEV = {
-    name: "the replay's first-budget pilot rule changed after its planner scores were seen "
-    "(2026-12-04), and its planner rows changed with it"
-    for name in ("sparsity", *(n for n in l2l_splits.SPLITS if "_c80" in n))
+    **{
+        name: "the replay's first-budget pilot rule changed after its planner scores were seen "
+        "(2026-12-04), and its planner rows changed with it"
+        for name in ("sparsity", *(n for n in l2l_splits.SPLITS if "_c80" in n))
+    },
+    **{
+        name: "its planner rows decided, by the rule declared beforehand, that the candidate "
+        "first budget --pilot cheapest is adopted (2026-12-07, docs/planner.md)"
+        for name in misfit_splits.SPLITS
+    },
 }
 
 # Splits dev for the law choice (`--law auto`: `law_choice.LAW_CHOICES`; bench.law_choice_why,
@@ -292,6 +301,12 @@ LAW_CHOICE_DEV = {
         "rules (2026-12-07: monotone changed gzip_061's choice and was not adopted, sizes said "
         "nothing)"
         for name in pandey_splits.SPLITS
+    },
+    **{
+        name: "the candidate law choices monotone and sizes were scored on it by their adoption "
+        "rules (2026-12-07: monotone changed its choice, farseer to chinchilla, and is adopted; "
+        "sizes said nothing)"
+        for name in misfit_splits.SPLITS
     },
 }
 

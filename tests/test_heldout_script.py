@@ -54,23 +54,25 @@ MISFIT = {"misfit", "misfit_coverage", "misfit_point_query"}
 OELLM = {"oellm", "oellm_coverage", "oellm_point_query"}
 
 # the smoke run's replay step of each split parted by model: the splits it replays (HELDOUT_QUICK's
-# choice), its target runs, and the band's mark on its --coverage row
+# choice), its target runs, the band's mark on its --coverage row, and the planner's mark on its
+# replay rows (dev where a candidate of the planner was adopted on it: PLANNER_DEV)
 RUN_SPLIT_STEPS = {
-    "gadre": (("gadre_rw",), 3, "dev"),
-    "gpt3": (("gpt3", "gpt3_auto"), 33, "dev"),
-    "opt": (("opt", "opt_auto"), 41, "dev"),
-    "olmo_ladder": (("olmo_ladder", "olmo_ladder_auto"), 5, "held-out"),
-    "gemstones": (("gemstones", "gemstones_auto"), 59, "dev"),
-    "marin": (("marin_dclm", "marin_dclm_auto"), 23, "dev"),
-    "alabdulmohsin": (("alabdulmohsin", "alabdulmohsin_auto"), 20, "held-out"),
-    "gzip": (("gzip_012", "gzip_012_auto"), 5, "held-out"),
+    "gadre": (("gadre_rw",), 3, "dev", "held-out"),
+    "gpt3": (("gpt3", "gpt3_auto"), 33, "dev", "held-out"),
+    "opt": (("opt", "opt_auto"), 41, "dev", "held-out"),
+    "olmo_ladder": (("olmo_ladder", "olmo_ladder_auto"), 5, "held-out", "held-out"),
+    "gemstones": (("gemstones", "gemstones_auto"), 59, "dev", "held-out"),
+    "marin": (("marin_dclm", "marin_dclm_auto"), 23, "dev", "held-out"),
+    "alabdulmohsin": (("alabdulmohsin", "alabdulmohsin_auto"), 20, "held-out", "held-out"),
+    "gzip": (("gzip_012", "gzip_012_auto"), 5, "held-out", "held-out"),
     # its target rows in tests/test_misfit.py's synthetic file: one per (model, tokens)
     "misfit": (
         ("misfit", "misfit_auto"),
         sum(len(MISFIT_LAYOUT[m][2]) for m in misfit_splits.TARGET_MODELS),
         "held-out",
+        "dev",
     ),
-    "oellm": (("oellm", "oellm_auto"), 6, "held-out"),
+    "oellm": (("oellm", "oellm_auto"), 6, "held-out", "held-out"),
 }
 
 
@@ -124,14 +126,15 @@ def test_heldout_smoke_runs_every_step(tmp_path):
             assert out.joinpath(table, f"scalebench.{ext}").is_file(), (table, ext)
     # the splits parted by model (tests/test_run_split_modules.py): replayed held out with
     # andrea's fit only, the RMS relative error over their targets, one --coverage row each
-    for table, (splits, n_target, band) in RUN_SPLIT_STEPS.items():
+    for table, (splits, n_target, band, planner) in RUN_SPLIT_STEPS.items():
         text = out.joinpath(f"{table}.txt").read_text()
-        assert f"{splits[0]} [held out]" in text, table
+        head = "held out" if planner == "held-out" else "dev: "
+        assert f"{splits[0]} [{head}" in text, table
         assert f"RMS relative error over the {n_target} target runs" in text, table
         with open(out / table / "scalebench.csv", newline="") as f:
             rows = list(csv.DictReader(f))
         assert {r["split"] for r in rows} == set(splits), table
-        assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"held-out"}
+        assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {planner}
         assert all(float(r["rms_median"]) >= 0 for r in rows), table
         coverage = out.joinpath(f"{table}_coverage.txt").read_text().splitlines()
         (line,) = [x for x in coverage if x.startswith(f"{splits[0]} ")]

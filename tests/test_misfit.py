@@ -276,7 +276,9 @@ def test_the_target_is_the_largest_sizes_until_five_rows_and_the_pool_has_nine_s
 def test_pool_the_nine_sizes_target_the_400m_and_the_1b(tmp_path):
     synthetic(tmp_path)
     split = load_split("misfit", source=tmp_path)
-    assert (split.mark, split.band_mark, split.law_choice_mark) == ("held-out",) * 3
+    # held out for the band; dev for the planner and the law choice since their candidates were
+    # adopted on it by their rules (bench/scalebench_splits.py, PLANNER_DEV and LAW_CHOICE_DEV)
+    assert (split.mark, split.band_mark, split.law_choice_mark) == ("dev", "held-out", "dev")
     assert split.law.name == "chinchilla"
     (g,) = split.groups
     assert g.name == "misfit" and (len(g.y), len(g.y_test)) == (75, 6)
@@ -310,10 +312,12 @@ def test_scalebench_replays_the_synthetic_sweep_and_its_coverage(tmp_path, capsy
     args = ["--splits", "misfit", "--methods", "random,full", "--reps", "1"]
     assert scalebench(args + src + ["--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
-    assert "misfit [held out]" in out and "RMS relative error over the 6 target runs" in out
+    # dev for the planner (PLANNER_DEV: --pilot cheapest adopted on it), the reason in the header
+    assert "misfit [dev: its planner rows decided" in out
+    assert "RMS relative error over the 6 target runs" in out
     rows = list(csv.DictReader(open(tmp_path / "out" / "scalebench.csv")))
     assert {r["split"] for r in rows} == {"misfit", "misfit_auto"}
-    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"held-out"}
+    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"dev"}
     full = [r for r in rows if r["method"] == "full" and r["split"] == "misfit"]
     assert full and all(float(r["rms_mean"]) < 0.01 for r in full), full
     assert scalebench(["--coverage", "--splits", "misfit", *src]) == 0

@@ -162,12 +162,18 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
     assert all(load_split(s).mark == "held-out" for s in held_out if s != "sparsity")
     sparsity = load_split("sparsity")
     assert sparsity.mark == "dev" and "pilot" in PLANNER_DEV["sparsity"]
-    assert set(PLANNER_DEV) - {"sparsity"} == {n for n in l2l_splits.SPLITS if "_c80" in n}
+    # and misfit's, whose planner rows decided that --pilot cheapest is adopted (docs/planner.md)
+    assert set(PLANNER_DEV) - {"sparsity"} == {
+        *(n for n in l2l_splits.SPLITS if "_c80" in n),
+        *misfit_splits.SPLITS,
+    }
+    assert all("--pilot cheapest is adopted" in PLANNER_DEV[n] for n in misfit_splits.SPLITS)
     assert not set(SPLITS) & set(SKIPPED)
     # the rest are Porian et al. 2024's, Gadre et al. 2024's, Brandfonbrener et al. 2024's, Brown
     # et al. 2020's, Zhang et al. 2022's, Bhagia et al. 2024's, McLeish et al. 2025's, the
     # Marin ladder's, Alabdulmohsin et al. 2022's, Pandey 2024's, Li, Kudugunta & Zettlemoyer
-    # 2025's and OpenEuroLLM's, every one held out (tests/test_porian.py, tests/test_gadre.py,
+    # 2025's and OpenEuroLLM's, every one held out for the planner but l2l's _c80 and misfit's
+    # (PLANNER_DEV, above) (tests/test_porian.py, tests/test_gadre.py,
     # tests/test_l2l.py, tests/test_gpt3.py, tests/test_opt.py, tests/test_olmo_ladder.py,
     # tests/test_gemstones.py, tests/test_marin.py, tests/test_alabdulmohsin.py,
     # tests/test_pandey.py, tests/test_misfit.py, tests/test_oellm.py)
