@@ -248,8 +248,8 @@ BAND_DEV = {
 # Splits dev for the planner alone (their band coverage keeps its mark), and why: the replay's
 # first-budget pilot changed after their planner rows had been seen, and their rows changed with
 # it (docs/planner.md, "A pilot the first budget's share cannot hold"); misfit's planner rows
-# decided, by the rule declared beforehand, that the candidate first budget --pilot cheapest is
-# adopted (docs/planner.md, "Why cheapest wins at 1 %, and a candidate first budget").
+# were scored with the candidate first budget --pilot cheapest by its rule, which it passed
+# there, not adopted after failing on gzip (docs/held_out.md, "Two deciding sweeps, one pass").
 PLANNER_DEV = {
     **{
         name: "the replay's first-budget pilot rule changed after its planner scores were seen "
@@ -257,8 +257,8 @@ PLANNER_DEV = {
         for name in ("sparsity", *(n for n in l2l_splits.SPLITS if "_c80" in n))
     },
     **{
-        name: "its planner rows decided, by the rule declared beforehand, that the candidate "
-        "first budget --pilot cheapest is adopted (2026-12-07, docs/planner.md)"
+        name: "its planner rows scored the candidate first budget --pilot cheapest by its rule, "
+        "which --pilot cheapest passed (2026-12-07, docs/planner.md; not adopted: docs/held_out.md)"
         for name in misfit_splits.SPLITS
     },
 }
@@ -304,8 +304,8 @@ LAW_CHOICE_DEV = {
     },
     **{
         name: "the candidate law choices monotone and sizes were scored on it by their adoption "
-        "rules (2026-12-07: monotone changed its choice, farseer to chinchilla, and is adopted; "
-        "sizes said nothing)"
+        "rules (2026-12-07: monotone changed its choice, farseer to chinchilla, and passed its "
+        "rule, not adopted after failing on gzip; sizes said nothing)"
         for name in misfit_splits.SPLITS
     },
 }

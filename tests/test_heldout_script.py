@@ -55,7 +55,7 @@ OELLM = {"oellm", "oellm_coverage", "oellm_point_query"}
 
 # the smoke run's replay step of each split parted by model: the splits it replays (HELDOUT_QUICK's
 # choice), its target runs, the band's mark on its --coverage row, and the planner's mark on its
-# replay rows (dev where a candidate of the planner was adopted on it: PLANNER_DEV)
+# replay rows (dev where a candidate of the planner was scored on it: PLANNER_DEV)
 RUN_SPLIT_STEPS = {
     "gadre": (("gadre_rw",), 3, "dev", "held-out"),
     "gpt3": (("gpt3", "gpt3_auto"), 33, "dev", "held-out"),

@@ -277,7 +277,7 @@ def test_pool_the_nine_sizes_target_the_400m_and_the_1b(tmp_path):
     synthetic(tmp_path)
     split = load_split("misfit", source=tmp_path)
     # held out for the band; dev for the planner and the law choice since their candidates were
-    # adopted on it by their rules (bench/scalebench_splits.py, PLANNER_DEV and LAW_CHOICE_DEV)
+    # scored on it by their rules (bench/scalebench_splits.py, PLANNER_DEV and LAW_CHOICE_DEV)
     assert (split.mark, split.band_mark, split.law_choice_mark) == ("dev", "held-out", "dev")
     assert split.law.name == "chinchilla"
     (g,) = split.groups
@@ -312,8 +312,8 @@ def test_scalebench_replays_the_synthetic_sweep_and_its_coverage(tmp_path, capsy
     args = ["--splits", "misfit", "--methods", "random,full", "--reps", "1"]
     assert scalebench(args + src + ["--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
-    # dev for the planner (PLANNER_DEV: --pilot cheapest adopted on it), the reason in the header
-    assert "misfit [dev: its planner rows decided" in out
+    # dev for the planner (PLANNER_DEV: --pilot cheapest scored on it), the reason in the header
+    assert "misfit [dev: its planner rows scored the candidate" in out
     assert "RMS relative error over the 6 target runs" in out
     rows = list(csv.DictReader(open(tmp_path / "out" / "scalebench.csv")))
     assert {r["split"] for r in rows} == {"misfit", "misfit_auto"}
