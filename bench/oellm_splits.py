@@ -13,8 +13,12 @@ split reads a runs.csv that bench/data/oellm2025/convert.py writes from the user
 (bench/data/oellm2025/README.md: the columns, what could not be established, the conversion),
 passed as `--source DIR`; convert.py refuses a file whose SHA-256 is not that of 781af43's, the
 bytes this protocol was declared on. No constant, default or rule of andrea was chosen on these
-runs: they are public runs it was never tuned on, and the split is held out for the band, the
-planner and the law choice.
+runs: they are public runs it was never tuned on, and the split was declared held out for the
+band, the planner and the law choice. Since it was scored (2026-12-07) it is dev for the planner,
+whose candidate `--pilot cheapest` passed its rule on it, its third deciding sweep, and is
+adopted by docs/held_out.md's "Two deciding sweeps, one pass" (PLANNER_DEV), and for the law
+choice, whose candidates `monotone` and `sizes` were scored on it by their rules and said nothing
+(LAW_CHOICE_DEV; bench/scalebench_splits.py); held out for the band.
 
 The protocol, declared before any score on these runs was computed (nothing was fitted to them;
 only the file's structure and counts were read, and its losses checked finite and positive):

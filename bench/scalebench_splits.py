@@ -249,7 +249,9 @@ BAND_DEV = {
 # first-budget pilot changed after their planner rows had been seen, and their rows changed with
 # it (docs/planner.md, "A pilot the first budget's share cannot hold"); misfit's planner rows
 # were scored with the candidate first budget --pilot cheapest by its rule, which it passed
-# there, not adopted after failing on gzip (docs/held_out.md, "Two deciding sweeps, one pass").
+# there, not adopted after failing on gzip (docs/held_out.md, "Two deciding sweeps, one pass");
+# oellm's planner rows were its third deciding sweep, which it passed too, so by that rule it is
+# adopted (its switch of the default a commit of its own).
 PLANNER_DEV = {
     **{
         name: "the replay's first-budget pilot rule changed after its planner scores were seen "
@@ -260,6 +262,12 @@ PLANNER_DEV = {
         name: "its planner rows scored the candidate first budget --pilot cheapest by its rule, "
         "which --pilot cheapest passed (2026-12-07, docs/planner.md; not adopted: docs/held_out.md)"
         for name in misfit_splits.SPLITS
+    },
+    **{
+        name: "its planner rows scored the candidate first budget --pilot cheapest by its rule, "
+        "its third deciding sweep, which it passed: adopted, two passes of three (2026-12-07, "
+        "docs/planner.md; docs/held_out.md, 'Two deciding sweeps, one pass')"
+        for name in oellm_splits.SPLITS
     },
 }
 
@@ -307,6 +315,12 @@ LAW_CHOICE_DEV = {
         "rules (2026-12-07: monotone changed its choice, farseer to chinchilla, and passed its "
         "rule, not adopted after failing on gzip; sizes said nothing)"
         for name in misfit_splits.SPLITS
+    },
+    **{
+        name: "the candidate law choices monotone and sizes were scored on it by their adoption "
+        "rules (2026-12-07: both chose chinchilla, as the default did, so it said nothing about "
+        "either and does not count for monotone)"
+        for name in oellm_splits.SPLITS
     },
 }
 

@@ -72,7 +72,7 @@ RUN_SPLIT_STEPS = {
         "held-out",
         "dev",
     ),
-    "oellm": (("oellm", "oellm_auto"), 6, "held-out", "held-out"),
+    "oellm": (("oellm", "oellm_auto"), 6, "held-out", "dev"),
 }
 
 

@@ -188,7 +188,10 @@ def test_one_split_and_its_auto_not_shipped():
 def test_pool_the_five_sizes_up_to_983m_target_the_17bs_six_cells(tmp_path):
     synthetic(tmp_path)
     split = load_split("oellm", source=tmp_path)
-    assert (split.mark, split.band_mark, split.law_choice_mark) == ("held-out",) * 3
+    # held out for the band; dev for the planner (--pilot cheapest decided on it) and the law
+    # choice (monotone and sizes scored on it) since it was scored (bench/scalebench_splits.py,
+    # PLANNER_DEV and LAW_CHOICE_DEV)
+    assert (split.mark, split.band_mark, split.law_choice_mark) == ("dev", "held-out", "dev")
     assert split.law.name == "chinchilla"
     (g,) = split.groups
     assert g.name == "oellm" and (len(g.y), len(g.y_test)) == (45, 6)
@@ -217,10 +220,12 @@ def test_scalebench_replays_the_synthetic_grid_and_its_coverage(tmp_path, capsys
     args = ["--splits", "oellm", "--methods", "random,full", "--reps", "1"]
     assert scalebench(args + src + ["--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
-    assert "oellm [held out]" in out and "RMS relative error over the 6 target runs" in out
+    # dev for the planner (PLANNER_DEV: --pilot cheapest decided on it), the reason in the header
+    assert "oellm [dev: its planner rows scored the candidate" in out
+    assert "RMS relative error over the 6 target runs" in out
     rows = list(csv.DictReader(open(tmp_path / "out" / "scalebench.csv")))
     assert {r["split"] for r in rows} == {"oellm", "oellm_auto"}  # the alias names both
-    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"held-out"}
+    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"dev"}
     full = [r for r in rows if r["method"] == "full" and r["split"] == "oellm"]
     assert full and all(float(r["rms_mean"]) < 0.02 for r in full), full
     assert scalebench(["--coverage", "--splits", "oellm", *src]) == 0

@@ -2,7 +2,7 @@
 al.'s, GPT-3's, OPT's, the OLMo ladder's, Gemstones', the Marin ladder's, Alabdulmohsin et
 al.'s, Pandey's, Li, Kudugunta & Zettlemoyer's and OpenEuroLLM's) owes the commands that score
 it, one test per rule over all of them: held out for the planner (but where a candidate of the
-planner was scored on it: misfit's, PLANNER_DEV) and named by its alias in every
+planner was scored on it: misfit's and oellm's, PLANNER_DEV) and named by its alias in every
 scoring command, no benchmark fitter, a model that is neither pool nor target refused, a missing
 file one error. Each module's own file (tests/test_gadre.py, test_gpt3.py, test_opt.py,
 test_olmo_ladder.py, test_gemstones.py, test_marin.py, test_alabdulmohsin.py, test_pandey.py,
@@ -102,9 +102,18 @@ CASES = {
         lambda d: misfit_synthetic(d) and d,
         "which --pilot cheapest passed",
     ),
-    # 1.3B: a size of OpenEuroLLM's reference models (open-sci-ref), not in this grid; declared
-    # and registered, not yet scored: held out for the band and the law choice
-    "oellm": Case(oellm_splits, "oellm", "1.3B", None, None, lambda d: oellm_synthetic(d) and d),
+    # 1.3B: a size of OpenEuroLLM's reference models (open-sci-ref), not in this grid; scored:
+    # held out for the band, dev for the law choice (monotone and sizes scored on it, both said
+    # nothing) and the planner (--pilot cheapest passed on it, its third deciding sweep: adopted)
+    "oellm": Case(
+        oellm_splits,
+        "oellm",
+        "1.3B",
+        None,
+        "both chose chinchilla, as the default did",
+        lambda d: oellm_synthetic(d) and d,
+        "its third deciding sweep, which it passed: adopted",
+    ),
 }
 
 
@@ -118,7 +127,7 @@ def test_its_splits_are_held_out_for_the_planner_named_by_the_alias_and_not_benc
     case, tmp_path
 ):
     """Held out for the planner unless a candidate of the planner was decided on it
-    (PLANNER_DEV: misfit's, where --pilot cheapest was scored by its rule)."""
+    (PLANNER_DEV: misfit's and oellm's, where --pilot cheapest was scored by its rule)."""
     names = set(case.module.SPLITS)
     for score in ("replay", "coverage", "point_query"):
         assert set(aliases(score)[case.alias]) == names
