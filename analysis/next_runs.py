@@ -105,9 +105,10 @@ def parser() -> argparse.ArgumentParser:
         "--pilot",
         default=PILOTS[0],
         choices=PILOTS,
-        help="with --replay: the first budget's runs (default %(default)s: a spread pilot, then "
-        "rounds planned from its fit; cheapest: the cheapest runs the budget holds, a candidate "
-        "not adopted, docs/planner.md)",
+        help="with --replay: the first budget's runs (default %(default)s: the cheapest runs the "
+        "budget holds, adopted by the rule in docs/held_out.md, 'Two deciding sweeps, one pass'; "
+        "spread: a spread pilot, then rounds planned from its fit, the default before it, which "
+        "measured the planner figures of docs/planner.md)",
     )
     g.add_argument(
         "--target-half-width",

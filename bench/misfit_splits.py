@@ -14,10 +14,11 @@ passed as `--source DIR`. No constant,
 default or rule of andrea was chosen on these runs: they are public runs it was never tuned on,
 and the split was declared held out for the planner, the band and the law choice. Since it was
 scored (2026-12-07) it is dev for the planner and the law choice, whose candidates `--pilot
-cheapest` and `monotone` were scored on it by their rules and passed them; neither is adopted,
-each having failed its rule on Pandey's gzip splits before (docs/held_out.md, "Two deciding
-sweeps, one pass"; bench/scalebench_splits.py, PLANNER_DEV and LAW_CHOICE_DEV); held out for the
-band.
+cheapest` and `monotone` were scored on it by their rules and passed them; neither was adopted
+on that pass, each having failed its rule on Pandey's gzip splits before (docs/held_out.md, "Two
+deciding sweeps, one pass"; bench/scalebench_splits.py, PLANNER_DEV and LAW_CHOICE_DEV); held
+out for the band. `--pilot cheapest` was adopted after `oellm` and is the default since: (c)'s
+planner rows were the default then, `--pilot spread`.
 
 The protocol, declared before any score on them was computed (only the file's layout was read:
 its columns, its counts of runs per size, token budget and learning rate, that its values are

@@ -16,7 +16,8 @@ bytes this protocol was declared on. No constant, default or rule of andrea was 
 runs: they are public runs it was never tuned on, and the split was declared held out for the
 band, the planner and the law choice. Since it was scored (2026-12-07) it is dev for the planner,
 whose candidate `--pilot cheapest` passed its rule on it, its third deciding sweep, and is
-adopted by docs/held_out.md's "Two deciding sweeps, one pass" (PLANNER_DEV), and for the law
+adopted by docs/held_out.md's "Two deciding sweeps, one pass" (PLANNER_DEV; the default since
+its own commit, so (c)'s planner rows are `--pilot spread`'s, the default then), and for the law
 choice, whose candidates `monotone` and `sizes` were scored on it by their rules and said nothing
 (LAW_CHOICE_DEV; bench/scalebench_splits.py); held out for the band.
 

@@ -1,5 +1,5 @@
 """ScaleBench, replayed: `python -m bench.scalebench [--splits S,..] [--methods M,..] [--reps R]
-[--quick] [--out DIR] [--pilot cheapest]`, and `--coverage`: the prediction interval's coverage
+[--quick] [--out DIR] [--pilot spread]`, and `--coverage`: the prediction interval's coverage
 on each split's target region (bench/scalebench_coverage.py)
 
 Li et al. 2026, "Spend Less, Fit Better" (arXiv 2604.22753) score a way of choosing runs like
@@ -16,11 +16,13 @@ deferred to the next fraction, and counted there.
 
 Methods: `random` and `cheapest` (the benchmark's baselines: a check of this harness against
 its published rows), `planner` (andrea's, as `analysis.next_runs --pool … --target … --replay`
-runs it: `planner_selection`, the one place that calls it; `--pilot cheapest`, the candidate
-first budget of docs/planner.md) and `full` (the fit to the whole pool). Every selection is
-scored twice: with the benchmark's fit (least squares of the loss from 32 random starts within
-its bounds, `benchmark_fit`) and with andrea's (`fit_law_scaled_huber`, what `--replay`
-prints), as the paper scores a method that brings its own fit with that fit.
+runs it: `planner_selection`, the one place that calls it; its first budget by default the
+cheapest runs it holds, `--pilot spread` the default before, with which every planner row
+measured before the switch was scored: docs/planner.md) and `full` (the fit to the whole
+pool). Every selection is scored twice: with the benchmark's fit (least squares of the loss
+from 32 random starts within its bounds, `benchmark_fit`) and with andrea's
+(`fit_law_scaled_huber`, what `--replay` prints), as the paper scores a method that brings its
+own fit with that fit.
 Published rows (the paper's Table 2) are printed beside; they average the benchmark's law
 instances of a split, where this harness fits one (bench/scalebench_splits.py).
 
@@ -398,8 +400,10 @@ def main(argv=None) -> int:
         "--pilot",
         default=PILOTS[0],
         choices=PILOTS,
-        help="the planner's first budget (default %(default)s, andrea's; cheapest: the cheapest "
-        "runs it holds, the candidate declared in docs/planner.md)",
+        help="the planner's first budget (default %(default)s: the cheapest runs it holds, "
+        "adopted by docs/held_out.md's 'Two deciding sweeps, one pass'; spread: a spread pilot, "
+        "then planned rounds, the default before, which scored the planner rows measured before "
+        "the switch, docs/planner.md)",
     )
     args = p.parse_args(argv)
     named = aliases("coverage" if args.coverage else "replay")
@@ -430,7 +434,10 @@ def main(argv=None) -> int:
     for name, why in SKIPPED.items():
         print(f"skipped {name}: {why}")
     if args.pilot != PILOTS[0]:
-        print(f"the planner with --pilot {args.pilot}: a candidate, not andrea's (docs/planner.md)")
+        print(
+            f"the planner with --pilot {args.pilot}: not the default, which is {PILOTS[0]} "
+            "(docs/planner.md)"
+        )
     results, t0 = {}, time.time()
     with ProcessPoolExecutor(args.jobs) if args.jobs > 1 else nullcontext() as pool:
         if pool is None:

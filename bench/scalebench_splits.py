@@ -249,9 +249,10 @@ BAND_DEV = {
 # first-budget pilot changed after their planner rows had been seen, and their rows changed with
 # it (docs/planner.md, "A pilot the first budget's share cannot hold"); misfit's planner rows
 # were scored with the candidate first budget --pilot cheapest by its rule, which it passed
-# there, not adopted after failing on gzip (docs/held_out.md, "Two deciding sweeps, one pass");
-# oellm's planner rows were its third deciding sweep, which it passed too, so by that rule it is
-# adopted (its switch of the default a commit of its own).
+# there, not adopted on that pass after failing on gzip (docs/held_out.md, "Two deciding sweeps,
+# one pass"); oellm's planner rows were its third deciding sweep, which it passed too, so by that
+# rule it is adopted, the default since its own commit (design.PILOTS). These marks are the
+# spread pilot's, the default when every planner row so far was measured (docs/held_out.md).
 PLANNER_DEV = {
     **{
         name: "the replay's first-budget pilot rule changed after its planner scores were seen "
@@ -260,7 +261,8 @@ PLANNER_DEV = {
     },
     **{
         name: "its planner rows scored the candidate first budget --pilot cheapest by its rule, "
-        "which --pilot cheapest passed (2026-12-07, docs/planner.md; not adopted: docs/held_out.md)"
+        "which --pilot cheapest passed (2026-12-07, docs/planner.md; not adopted on that pass, "
+        "adopted after oellm: docs/held_out.md)"
         for name in misfit_splits.SPLITS
     },
     **{

@@ -1,11 +1,13 @@
 """Why a ScaleBench split scores as it does: `python -m bench.scalebench_why SPLIT [--budgets K]
-[--law LAW] [--baseline random|cheapest --seeds R] [--with-largest INPUT] [--influence N]
-[--source DIR]`
+[--law LAW] [--pilot spread] [--baseline random|cheapest --seeds R] [--with-largest INPUT]
+[--influence N] [--source DIR]`
 
 The planner replayed on each group as `bench.scalebench.planner_selection` replays it (seed 0;
 `--law`: that one law instead of --law auto, as `analysis.next_runs --law LAW --replay` plans),
 round by round: the runs measured, the law it planned with and what --law auto said (with the
-laws it could not roll out, and why), the reason of the round, and each pick's inputs and cost.
+laws it could not roll out, and why), the reason of the round, and each pick's inputs and cost;
+`--pilot`: the first budget's, as bench.scalebench's (`--pilot spread`, the default before
+`cheapest`, printed the rounds docs/planner.md quotes from before the switch).
 Then, per budget, what the bench scores: per group the runs, their cost against the budget,
 andrea's fit (`fit_law_scaled_huber`: converged or not, the parameters at a bound of the law's,
 the largest value of each input chosen, the bias and RMSE of its prediction on the group's
@@ -26,7 +28,7 @@ import sys
 import numpy as np
 
 from analysis.estimates import pool_law
-from analysis.estimates.design import take
+from analysis.estimates.design import PILOTS, take
 from analysis.estimates.pool_plan import replay_sequence
 from analysis.fits import law_registry
 from analysis.fits.laws import LawError, fit_law_scaled_huber, params_at_bounds
@@ -51,9 +53,10 @@ def _auto_lines(laws, X, y, cost) -> list[str]:
     return pool_law.choose(laws, X, y, [f"r{i}" for i in range(len(y))], SEED, cost=cost)[1]
 
 
-def print_rounds(split, g, laws) -> list[list[int]]:
-    """The planner's rounds on group g, printed; the runs chosen by each budget."""
-    out = replay_sequence(laws, g.X, g.y, g.cost, g.X_test, g.budgets, SEED)
+def print_rounds(split, g, laws, pilot: str = PILOTS[0]) -> list[list[int]]:
+    """The planner's rounds on group g (`pilot`: its first budget's), printed; the runs chosen
+    by each budget."""
+    out = replay_sequence(laws, g.X, g.y, g.cost, g.X_test, g.budgets, SEED, pilot)
     measured: list[int] = []
     for i, r in enumerate(out[-1][1]):
         print(f"  round {i}: {len(measured)} measured; law {r.law}")
@@ -131,6 +134,12 @@ def main(argv=None) -> int:
     p.add_argument("split", help=f"one of {', '.join(SPLITS)}")
     p.add_argument("--budgets", type=int, default=None, help="the first K budgets (default: all)")
     p.add_argument("--law", default=None, help="plan with this law instead of --law auto")
+    p.add_argument(
+        "--pilot",
+        default=PILOTS[0],
+        choices=PILOTS,
+        help="the first budget's (default %(default)s)",
+    )
     p.add_argument("--baseline", choices=("random", "cheapest"), default=None, help="also this")
     p.add_argument("--seeds", type=int, default=1, help="the baseline's seeds 0..R-1 (default 1)")
     p.add_argument("--with-largest", default=None, metavar="INPUT", help="a counterfactual")
@@ -168,7 +177,7 @@ def main(argv=None) -> int:
             f"(loss sd {g.y_test.std():.4f}); budgets {', '.join(map(_g, g.budgets))}; "
             f"cheapest run {_g(g.cost.min())}; laws {', '.join(law.name for law in laws)}"
         )
-        per_group.append(print_rounds(split, g, laws))
+        per_group.append(print_rounds(split, g, laws, a.pilot))
     for k, by_group in enumerate(zip(*per_group)):
         print_budget(split, scorer, k, list(by_group), SEED, "planner")
         if a.with_largest:

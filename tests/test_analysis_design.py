@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from analysis.estimates.design import (
+    PILOTS,
     discrepancy_covariance,
     greedy_on_covariance,
     laplace_covariance,
@@ -222,7 +223,8 @@ def _chinchilla_pool(seed: int):
     return N, D, y, 6 * N * D
 
 
-def test_replay_spends_each_budget_cumulatively_and_never_more(tmp_path):
+@pytest.mark.parametrize("first_budget", PILOTS)
+def test_replay_spends_each_budget_cumulatively_and_never_more(tmp_path, first_budget):
     law = get_law("chinchilla")
     N, D, y, cost = _chinchilla_pool(1)
     budgets = [0.2 * cost.sum(), 0.5 * cost.sum()]
@@ -234,6 +236,7 @@ def test_replay_spends_each_budget_cumulatively_and_never_more(tmp_path):
         {"params": np.array([1e9]), "tokens": np.array([2e10])},
         budgets,
         seed=0,
+        pilot=first_budget,
     )
     (first, _), (second, rounds) = out
     assert cost[first].sum() <= budgets[0] * (1 + 1e-9)
@@ -246,7 +249,8 @@ def test_a_first_budget_whose_share_cannot_hold_the_pilot_spends_the_whole_budge
     """Chinchilla needs 6 runs; a first budget of their cost / 0.55 holds them, its pilot share
     (0.3) does not: before, every round of it bought nothing (as on Brandfonbrener's splits at
     1 %, docs/planner.md); now the pilot takes the whole first budget, the law is fitted by its
-    end, and no budget is overspent."""
+    end, and no budget is overspent. The spread pilot's (`pilot="spread"`, no longer the
+    default, still an option)."""
     from analysis.estimates.design import PILOT_SHARE, holds_pilot
 
     law = get_law("chinchilla")
@@ -256,16 +260,20 @@ def test_a_first_budget_whose_share_cannot_hold_the_pilot_spends_the_whole_budge
     assert not holds_pilot(cost, law.needs, PILOT_SHARE * cap) and holds_pilot(cost, law.needs, cap)
     X = {"params": N, "tokens": D}
     target = {"params": np.array([1e9]), "tokens": np.array([2e10])}
-    (first, rounds), (second, _) = replay(law, X, y, cost, target, [cap, 2 * cap], seed=0)
+    (first, rounds), (second, _) = replay(
+        law, X, y, cost, target, [cap, 2 * cap], seed=0, pilot="spread"
+    )
     assert len(first) >= law.needs and cost[first].sum() <= cap * (1 + 1e-9)
     assert rounds[0].reason.startswith("pilot: 6 cheap runs")
     assert cost[second].sum() <= 2 * cap * (1 + 1e-9)
 
 
-def test_the_candidate_cheapest_pilot_buys_the_cheapest_runs_the_first_budget_holds():
-    """`pilot="cheapest"` (docs/planner.md, "A candidate first budget, cheapest"): the first
-    budget is one round of the cheapest runs it holds, not the default's spread pilot and
-    planned round; the second budget is planned from them; an unknown pilot is refused."""
+def test_the_default_cheapest_pilot_buys_the_cheapest_runs_the_first_budget_holds():
+    """`pilot="cheapest"`, the default since its adoption (docs/held_out.md, "Two deciding
+    sweeps, one pass"): the first budget is one round of the cheapest runs it holds, not the
+    spread pilot and planned round (`pilot="spread"`, the default before); the second budget is
+    planned from them; an unknown pilot is refused."""
+    assert PILOTS[0] == "cheapest" and "spread" in PILOTS
     law = get_law("chinchilla")
     N, D, y, cost = _chinchilla_pool(3)
     X = {"params": N, "tokens": D}
@@ -278,19 +286,28 @@ def test_the_candidate_cheapest_pilot_buys_the_cheapest_runs_the_first_budget_ho
     assert rounds[0].reason.startswith(f"pilot: the {len(held)} cheapest runs")
     assert set(first) < set(second) and cost[second].sum() <= budgets[1] * (1 + 1e-9)
     assert later[1].reason.startswith("target-variance reduction")
-    (default, _), _ = replay(law, X, y, cost, target, budgets)
-    assert sorted(default) != sorted(first)
+    (default, _), (default_second, _) = replay(law, X, y, cost, target, budgets)
+    assert default == first and default_second == second
+    (spread, _), _ = replay(law, X, y, cost, target, budgets, pilot="spread")
+    assert sorted(spread) != sorted(first)
     with pytest.raises(ValueError, match="pilot 'dearest'"):
         replay(law, X, y, cost, target, budgets, pilot="dearest")
 
 
-def test_the_pool_cli_takes_the_candidate_pilot_with_replay_only(tmp_path, capsys):
+def test_the_pool_cli_takes_the_spread_pilot_with_replay_only(tmp_path, capsys):
+    """--pilot spread, no longer the default, is the replay's: refused without --replay; the
+    replay's default first budget is the cheapest runs it holds."""
     pool, target = _pool(tmp_path, with_loss_rows=12)
     argv = ["--pool", str(pool), "--target", str(target), "--gpu-hours", "1", "--law", "chinchilla"]
-    assert main(argv + ["--pilot", "cheapest"]) == 2
+    assert main(argv + ["--pilot", "spread"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: --pilot") and "--replay" in err[0]
+    assert main(argv + ["--pilot", "spread", "--replay"]) == 0
+    out = capsys.readouterr().out
+    assert "cheap runs spread in log" in out and "cheapest runs the first budget holds" not in out
     assert main(argv + ["--pilot", "cheapest", "--replay"]) == 0
+    assert "cheapest runs the first budget holds" in capsys.readouterr().out
+    assert main(argv + ["--replay"]) == 0
     assert "cheapest runs the first budget holds" in capsys.readouterr().out
 
 

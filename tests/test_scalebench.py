@@ -114,11 +114,11 @@ def test_unknown_split_or_method_is_one_error_line(capsys):
     assert "chinchila" in err[0] and "oracle" in err[1]
 
 
-def test_the_candidate_pilot_buys_at_the_first_budget_what_cheapest_buys_and_plans_after():
-    """`--pilot cheapest` (docs/planner.md, "A candidate first budget, cheapest"): on sparsity's
-    second group the planner's first budget is the cheapest-first baseline's runs (no tie of
-    cost straddles it there), and it plans from them after, where the default's first budget is
-    other runs."""
+def test_the_default_pilot_buys_at_the_first_budget_what_cheapest_buys_and_plans_after():
+    """`--pilot cheapest`, the default since its adoption (docs/held_out.md, "Two deciding sweeps,
+    one pass"): on sparsity's second group the planner's first budget is the cheapest-first
+    baseline's runs (no tie of cost straddles it there), and it plans from them after, where
+    `--pilot spread`'s (the default before) first budget is other runs."""
     from bench.scalebench import planner_selection, selections
     from bench.scalebench_splits import load_split
 
@@ -129,11 +129,12 @@ def test_the_candidate_pilot_buys_at_the_first_budget_what_cheapest_buys_and_pla
     cheapest = [sel[1] for sel in selections(split, "cheapest", 0)]
     assert sorted(cand[0]) == sorted(cheapest[0])
     assert set(cand[0]) < set(cand[1])
-    assert sorted(planner_selection(split.law, g, 0)[0]) != sorted(cand[0])
+    assert planner_selection(split.law, g, 0) == cand
+    assert sorted(planner_selection(split.law, g, 0, "spread")[0]) != sorted(cand[0])
 
 
-def test_the_candidate_pilot_is_the_replays_not_the_coverages(capsys):
-    assert main(["--coverage", "--splits", "farseer", "--pilot", "cheapest"]) == 2
+def test_the_spread_pilot_is_the_replays_not_the_coverages(capsys):
+    assert main(["--coverage", "--splits", "farseer", "--pilot", "spread"]) == 2
     err = [x for x in capsys.readouterr().err.splitlines() if x]
     assert len(err) == 1 and err[0].startswith("error: --pilot")
 
@@ -261,7 +262,7 @@ def test_a_method_that_fails_on_a_split_is_one_error_line_and_a_failed_row(
     the exception; its row reads "failed" and the other methods' rows are there."""
     import bench.scalebench as sb
 
-    def broken(law, group, seed, pilot="spread"):
+    def broken(law, group, seed, pilot="cheapest"):
         raise KeyError("tokens")
 
     monkeypatch.setattr(sb, "planner_selection", broken)

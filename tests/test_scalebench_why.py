@@ -9,11 +9,15 @@ from bench.scalebench_why import laws_for, main, print_rounds
 
 
 def test_its_rounds_choose_the_runs_the_bench_scores(capsys):
-    """Per group and budget, the runs its printed rounds chose are `planner_selection`'s."""
+    """Per group and budget, the runs its printed rounds chose are `planner_selection`'s, with
+    the default first budget and with `--pilot spread`."""
     split = load_split("sparsity")
     for g in split.groups:
         assert print_rounds(split, g, laws_for(split, g, None)) == planner_selection(
             split.law, g, 0
+        )
+        assert print_rounds(split, g, laws_for(split, g, None), "spread") == planner_selection(
+            split.law, g, 0, "spread"
         )
     assert "pick " in capsys.readouterr().out
 

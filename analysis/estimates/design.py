@@ -23,7 +23,8 @@ Laplace covariance and a cost exponent of 0.3-0.4).
 Before the law can be fitted (fewer runs than its parameters, plus one), or where the finished
 runs do not fit it (all on one tokens-per-parameter ray), the design starts with a cheap
 space-filling pilot: the runs spread widest in the logs of the law's inputs, away from the
-finished runs, among the cheapest.
+finished runs, among the cheapest. A replay's first budget (`replay`) is by default the
+cheapest runs it holds instead (`PILOTS`).
 """
 
 from __future__ import annotations
@@ -36,11 +37,12 @@ from analysis.fits.jacobian import jacobian_of
 from analysis.fits.laws import Law, LawError, bound_arrays, fit_law_scaled_huber
 
 PILOT_SHARE = 0.3  # at most this share of the first budget goes to the pilot
-# A replay's first budget: `spread`, the default (a spread pilot within PILOT_SHARE, then rounds
-# planned from its fit), or `cheapest`, a candidate not adopted (the cheapest runs the whole first
-# budget holds, as the cheapest-first baseline buys them; docs/planner.md, "A candidate first
-# budget, cheapest": its adoption rule).
-PILOTS = ("spread", "cheapest")
+# A replay's first budget: `cheapest`, the default (the cheapest runs the whole first budget
+# holds, as the cheapest-first baseline buys them), adopted by the rule declared before its
+# scores (docs/held_out.md, "Two deciding sweeps, one pass"; docs/planner.md), or `spread`, the
+# default before it and still an option (a spread pilot within PILOT_SHARE, then rounds planned
+# from its fit): every planner figure measured before the switch is `spread`'s.
+PILOTS = ("cheapest", "spread")
 ROUNDS = 2  # rounds per budget: each refits the law before it chooses
 # Candidates are ranked by reduction / cost**COST_POWER. Per GPU-hour (1.0) filled the active-sl
 # Farseer budgets with the cheapest runs (216 of them at 10 %: target R² 0.82); Li et al. 2026
@@ -128,7 +130,7 @@ def cheapest_within(cost, budget: float) -> list[int]:
 
 
 def cheapest_round(cost, budget: float) -> Round:
-    """The `cheapest` pilot (`PILOTS`): a Round of the cheapest runs `budget` holds."""
+    """The `cheapest` pilot (`PILOTS`, the default): a Round of the cheapest runs `budget` holds."""
     picks = cheapest_within(cost, budget)
     if not picks:
         return Round([], f"no pilot: {_unaffordable(np.asarray(cost, float), 1, budget)}")
@@ -336,8 +338,9 @@ def replay(
     chosen: for each cumulative budget in `budgets`, (the runs chosen by then, the rounds so
     far). Each budget is spent in `rounds` rounds (the last takes what is left), the law refitted
     before each; `choose(X, y, cost)`, where given, picks the law before each round from the
-    runs chosen so far (the planner's --law auto), else `law` throughout. `pilot` "cheapest"
-    (`PILOTS`, a candidate): the first budget is one round of the cheapest runs it holds."""
+    runs chosen so far (the planner's --law auto), else `law` throughout. `pilot` (`PILOTS`):
+    "cheapest", the default, makes the first budget one round of the cheapest runs it holds;
+    "spread", the default before it, a spread pilot within PILOT_SHARE, then planned rounds."""
     if pilot not in PILOTS:
         raise ValueError(f"pilot {pilot!r} not among {', '.join(PILOTS)}")
     y_pool, cost = np.asarray(y_pool, float), np.asarray(cost, float)
