@@ -271,6 +271,18 @@ PLANNER_DEV = {
         "docs/planner.md; docs/held_out.md, 'Two deciding sweeps, one pass')"
         for name in oellm_splits.SPLITS
     },
+    # the default first budget, cheapest, was designed on Gadre's planner rows and failed its rule
+    # on Pandey's; their held-out planner tables are the spread pilot's, the default then
+    **{
+        name: "the default first budget --pilot cheapest was designed on its planner rows "
+        "(2026-12-06, docs/planner.md); its table is the spread pilot's, the default then"
+        for name in gadre_splits.SPLITS
+    },
+    **{
+        name: "the default first budget --pilot cheapest was scored on it by its rule and failed "
+        "(2026-12-07, docs/planner.md); its table is the spread pilot's, the default then"
+        for name in pandey_splits.SPLITS
+    },
 }
 
 # Splits dev for the law choice (`--law auto`: `law_choice.LAW_CHOICES`; bench.law_choice_why,

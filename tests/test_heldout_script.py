@@ -57,14 +57,14 @@ OELLM = {"oellm", "oellm_coverage", "oellm_point_query"}
 # choice), its target runs, the band's mark on its --coverage row, and the planner's mark on its
 # replay rows (dev where a candidate of the planner was scored on it: PLANNER_DEV)
 RUN_SPLIT_STEPS = {
-    "gadre": (("gadre_rw",), 3, "dev", "held-out"),
+    "gadre": (("gadre_rw",), 3, "dev", "dev"),
     "gpt3": (("gpt3", "gpt3_auto"), 33, "dev", "held-out"),
     "opt": (("opt", "opt_auto"), 41, "dev", "held-out"),
     "olmo_ladder": (("olmo_ladder", "olmo_ladder_auto"), 5, "held-out", "held-out"),
     "gemstones": (("gemstones", "gemstones_auto"), 59, "dev", "held-out"),
     "marin": (("marin_dclm", "marin_dclm_auto"), 23, "dev", "held-out"),
     "alabdulmohsin": (("alabdulmohsin", "alabdulmohsin_auto"), 20, "held-out", "held-out"),
-    "gzip": (("gzip_012", "gzip_012_auto"), 5, "held-out", "held-out"),
+    "gzip": (("gzip_012", "gzip_012_auto"), 5, "held-out", "dev"),
     # its target rows in tests/test_misfit.py's synthetic file: one per (model, tokens)
     "misfit": (
         ("misfit", "misfit_auto"),

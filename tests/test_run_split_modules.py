@@ -66,8 +66,14 @@ class Case:
 DESIGNED = "used to design the candidate law choice monotone"
 SCORED = "monotone was scored on it by its adoption rule"
 CASES = {
+    # dev for the planner: its default first budget, cheapest, was designed on these rows
     "gadre": Case(
-        gadre_splits, "gadre", "open_lm_3b", "design and compare the candidate band", DESIGNED
+        gadre_splits,
+        "gadre",
+        "open_lm_3b",
+        "design and compare the candidate band",
+        DESIGNED,
+        planner_dev="was designed on its planner rows",
     ),
     "gpt3": Case(gpt3_splits, "gpt3", "1.3b", "drift is not adopted", DESIGNED),
     "opt": Case(opt_splits, "opt", "66b", "drift is not adopted", DESIGNED),
@@ -89,7 +95,15 @@ CASES = {
         alabdulmohsin_splits, "alabdulmohsin", "262M", None, "monotone and sizes were scored"
     ),
     # 1024x32: the authors' FSDP script's shape, not a run of this file
-    "gzip": Case(pandey_splits, "gzip", "1024x32", None, "monotone and sizes were scored"),
+    # dev for the planner: its default first budget, cheapest, failed its rule on these rows
+    "gzip": Case(
+        pandey_splits,
+        "gzip",
+        "1024x32",
+        None,
+        "monotone and sizes were scored",
+        planner_dev="scored on it by its rule and failed",
+    ),
     # misfitting_150m: a size of the authors' sweep configuration with no run in the file;
     # scored: held out for the band, dev for the law choice and the planner (the candidates
     # monotone and --pilot cheapest scored on it by their rules, and passed them)

@@ -165,11 +165,19 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
     assert sparsity.mark == "dev" and "pilot" in PLANNER_DEV["sparsity"]
     # and misfit's and oellm's, whose planner rows scored --pilot cheapest by its rule
     # (docs/planner.md; on oellm, its third deciding sweep, it is adopted: docs/held_out.md)
+    # and Gadre's and Pandey's, on which the default first budget, cheapest, was designed or
+    # scored (their tables are the spread pilot's)
     assert set(PLANNER_DEV) - {"sparsity"} == {
         *(n for n in l2l_splits.SPLITS if "_c80" in n),
         *misfit_splits.SPLITS,
         *oellm_splits.SPLITS,
+        *gadre_splits.SPLITS,
+        *pandey_splits.SPLITS,
     }
+    assert all("was designed on its planner rows" in PLANNER_DEV[n] for n in gadre_splits.SPLITS)
+    assert all(
+        "scored on it by its rule and failed" in PLANNER_DEV[n] for n in pandey_splits.SPLITS
+    )
     assert all("which --pilot cheapest passed" in PLANNER_DEV[n] for n in misfit_splits.SPLITS)
     assert all("which it passed: adopted" in PLANNER_DEV[n] for n in oellm_splits.SPLITS)
     assert not set(SPLITS) & set(SKIPPED)
