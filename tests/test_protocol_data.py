@@ -43,13 +43,14 @@ def sweep_popen(cwd: Path, *args: str, env: dict | None = None) -> subprocess.Po
 
 
 def plan_rows(stdout: str) -> list[dict]:
-    """The plan table as dicts (header line, dashes, rows until the blank line)."""
+    """The plan table as dicts (header line, dashes, rows until the blank line or the notes
+    printed under it, `note: ...`)."""
     lines = stdout.splitlines()
     start = next(i for i, ln in enumerate(lines) if ln.startswith("label "))
     headers = lines[start].split()
     rows = []
     for ln in lines[start + 2 :]:
-        if not ln.strip():
+        if not ln.strip() or ln.startswith("note: "):
             break
         rows.append(dict(zip(headers, ln.split())))
     return rows
