@@ -419,6 +419,8 @@ def main(argv=None) -> int:
         bad = "error: --law-choice is asked for with --coverage only"
     if not bad and args.pilot != PILOTS[0] and args.coverage:
         bad = "error: --pilot is the replay's planner's, not asked for with --coverage"
+    if not bad and args.out and args.coverage:  # it was ignored without a word
+        bad = "error: --out writes the replay's tables; --coverage prints its rows (redirect them)"
     if not bad and (reps < 1 or args.jobs < 1):
         bad = f"error: --reps and --jobs must be >= 1, got {reps} and {args.jobs}"
     if bad:

@@ -139,6 +139,15 @@ def test_the_spread_pilot_is_the_replays_not_the_coverages(capsys):
     assert len(err) == 1 and err[0].startswith("error: --pilot")
 
 
+def test_coverage_refuses_out_which_it_would_not_write(tmp_path, capsys):
+    """--coverage with --out ran and wrote nothing there, without a word (found when misfit was
+    scored); now one error line before any split is loaded, and nothing written."""
+    assert main(["--coverage", "--splits", "farseer", "--out", str(tmp_path / "o")]) == 2
+    err = [x for x in capsys.readouterr().err.splitlines() if x]
+    assert len(err) == 1 and err[0].startswith("error: --out writes the replay's tables")
+    assert not (tmp_path / "o").exists()
+
+
 def test_a_plugin_law_without_the_inputs_of_a_pool_is_one_error_line(tmp_path, capsys):
     """`analysis.next_runs --pool … --law scalebench_moe` on a pool of (params, tokens): one
     `error:` line naming the column the law reads and the pool lacks."""
