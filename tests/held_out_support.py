@@ -1,7 +1,8 @@
 """What the tests of a held-out split parted by model share (tests/test_gemstones.py,
 test_olmo_ladder.py, test_opt.py, test_gpt3.py, test_gadre.py, test_marin.py, ...): its file's
-rows, a noise-free sweep laid out as that file, and the checks every target row of
-`bench.point_query` owes on such a sweep. No score on real held-out runs is asserted here."""
+rows, a noise-free sweep laid out as that file, the checks every target row of
+`bench.point_query` owes on such a sweep, and the replay and --coverage of `bench.scalebench` on
+it. No score on real held-out runs is asserted here."""
 
 from __future__ import annotations
 
@@ -104,3 +105,37 @@ def pool_ratio(rows: list[dict], pool: tuple[str, ...]) -> tuple[float, float]:
     withholds the PI of a (params, tokens) query (`band_intervals.untrained_ratio`)."""
     ratio = [float(r["tokens"]) / float(r["params"]) for r in rows if r["model"] in pool]
     return min(ratio), max(ratio)
+
+
+def check_replay_and_coverage(
+    scalebench,
+    capsys,
+    out_dir: Path,
+    named: str,
+    splits: tuple[str, ...],
+    source: list[str],
+    *,
+    header: str,
+    n_target: int,
+    planner_set: str,
+    band: str,
+    full_below: float,
+) -> None:
+    """`bench.scalebench --splits named` (one repetition of random and the whole pool) on a
+    synthetic sweep: the split's header (its planner mark), the RMS relative error over its
+    `n_target` targets, andrea's fit only under `planner_set`, the whole pool's error below
+    `full_below` on a noise-free sweep; then `--coverage` on `splits[0]`: one row, `band`'s mark
+    and the `n_target` targets. `source`: the --source or --data arguments."""
+    args = ["--splits", named, "--methods", "random,full", "--reps", "1", *source]
+    assert scalebench(args + ["--out", str(out_dir)]) == 0
+    out = capsys.readouterr().out
+    assert header in out and f"RMS relative error over the {n_target} target runs" in out
+    with open(out_dir / "scalebench.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["split"] for r in rows} == set(splits)
+    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {planner_set}
+    full = [r for r in rows if r["method"] == "full" and r["split"] == splits[0]]
+    assert full and all(float(r["rms_mean"]) < full_below for r in full), full
+    assert scalebench(["--coverage", "--splits", splits[0], *source]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith(f"{splits[0]} ")]
+    assert len(lines) == 1 and lines[0].split()[1:3] == [band, str(n_target)]

@@ -9,7 +9,6 @@ replay of the real runs in tests/test_heldout_script.py."""
 
 from __future__ import annotations
 
-import csv
 import json
 
 import numpy as np
@@ -19,7 +18,13 @@ from bench import gemstones_splits, point_query
 from bench.scalebench import main as scalebench
 from bench.scalebench_splits import load_split
 from tests.conftest import convert_script
-from tests.held_out_support import check_point_query, file_rows, pool_ratio, write_truth
+from tests.held_out_support import (
+    check_point_query,
+    check_replay_and_coverage,
+    file_rows,
+    pool_ratio,
+    write_truth,
+)
 
 CONVERT = convert_script(gemstones_splits.DATA)
 HEADER = CONVERT.COLUMNS
@@ -132,22 +137,23 @@ def _synthetic(tmp_path):
 
 def test_scalebench_replays_the_synthetic_sweep_and_its_coverage(tmp_path, capsys):
     """One repetition of random and the whole pool on a sweep laid out as Gemstones: held out,
-    andrea's fit only, R² and the RMS relative error in the CSV; --coverage prints one row."""
+    andrea's fit only, R² and the RMS relative error in the CSV; --coverage prints one row (the
+    whole pool on a noise-free sweep: the 59 targets' RMS relative error near 0)."""
     _synthetic(tmp_path)
-    data = ["--data", str(tmp_path)]
-    args = ["--splits", "gemstones", "--methods", "random,full", "--reps", "1", *data]
-    assert scalebench(args + ["--out", str(tmp_path / "out")]) == 0
-    out = capsys.readouterr().out
-    assert "gemstones [held out]" in out and "RMS relative error over the 59 target runs" in out
-    rows = list(csv.DictReader(open(tmp_path / "out" / "scalebench.csv")))
-    assert {r["split"] for r in rows} == {"gemstones", "gemstones_auto"}
-    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"held-out"}
-    # the whole pool on a noise-free sweep: the 59 targets' RMS relative error near 0
-    full = [r for r in rows if r["method"] == "full" and r["split"] == "gemstones"]
-    assert full and all(float(r["rms_mean"]) < 0.5 for r in full), full
-    assert scalebench(["--coverage", "--splits", "gemstones", *data]) == 0
-    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("gemstones ")]
-    assert len(lines) == 1 and lines[0].split()[1:3] == ["dev", "59"]
+    splits = ("gemstones", "gemstones_auto")
+    check_replay_and_coverage(
+        scalebench,
+        capsys,
+        tmp_path / "out",
+        "gemstones",
+        splits,
+        ["--data", str(tmp_path)],
+        header="gemstones [held out]",
+        n_target=59,
+        planner_set="held-out",
+        band="dev",
+        full_below=0.5,
+    )
 
 
 def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):

@@ -19,7 +19,7 @@ import pytest
 from bench import marin_splits, point_query
 from bench.scalebench import main as scalebench
 from bench.scalebench_splits import SPLITS, SplitError, load_split
-from tests.held_out_support import check_target_row, query_rows
+from tests.held_out_support import check_replay_and_coverage, check_target_row, query_rows
 
 CONVERT_PATH = Path(marin_splits.__file__).parent / "data" / "marin2026" / "convert.py"
 
@@ -171,19 +171,21 @@ def test_pool_the_shapes_below_3b_target_the_seven_of_3b_and_more(tmp_path, mix,
 
 def test_scalebench_replays_the_synthetic_sweep_and_its_coverage(tmp_path, capsys):
     synthetic(tmp_path)
+    splits = ("marin_dclm", "marin_dclm_auto")
     src = ["--source", str(tmp_path)]
-    args = ["--splits", "marin_dclm,marin_dclm_auto", "--methods", "random,full", "--reps", "1"]
-    assert scalebench(args + src + ["--out", str(tmp_path / "out")]) == 0
-    out = capsys.readouterr().out
-    assert "marin_dclm [held out]" in out and "RMS relative error over the 23 target runs" in out
-    rows = list(csv.DictReader(open(tmp_path / "out" / "scalebench.csv")))
-    assert {r["split"] for r in rows} == {"marin_dclm", "marin_dclm_auto"}
-    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"held-out"}
-    full = [r for r in rows if r["method"] == "full" and r["split"] == "marin_dclm"]
-    assert full and all(float(r["rms_mean"]) < 0.5 for r in full), full
-    assert scalebench(["--coverage", "--splits", "marin_dclm", *src]) == 0
-    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("marin_dclm ")]
-    assert len(lines) == 1 and lines[0].split()[1:3] == ["dev", "23"]
+    check_replay_and_coverage(
+        scalebench,
+        capsys,
+        tmp_path / "out",
+        ",".join(splits),
+        splits,
+        src,
+        header="marin_dclm [held out]",
+        n_target=23,
+        planner_set="held-out",
+        band="dev",
+        full_below=0.5,
+    )
 
 
 def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):

@@ -11,7 +11,6 @@ tests/test_run_split_modules.py."""
 
 from __future__ import annotations
 
-import csv
 import importlib.util
 import json
 import subprocess
@@ -23,7 +22,13 @@ import pytest
 from bench import misfit_splits, point_query
 from bench.scalebench import main as scalebench
 from bench.scalebench_splits import SPLITS, SplitError, load_split
-from tests.held_out_support import check_point_query, chinchilla_truth, file_rows, pool_ratio
+from tests.held_out_support import (
+    check_point_query,
+    check_replay_and_coverage,
+    chinchilla_truth,
+    file_rows,
+    pool_ratio,
+)
 
 CONVERT_PATH = Path(misfit_splits.__file__).parent / "data" / "li2025misfit" / "convert.py"
 
@@ -308,21 +313,23 @@ def test_pool_the_nine_sizes_target_the_400m_and_the_1b(tmp_path):
 
 def test_scalebench_replays_the_synthetic_sweep_and_its_coverage(tmp_path, capsys):
     synthetic(tmp_path)
-    src = ["--source", str(tmp_path)]
-    args = ["--splits", "misfit", "--methods", "random,full", "--reps", "1"]
-    assert scalebench(args + src + ["--out", str(tmp_path / "out")]) == 0
-    out = capsys.readouterr().out
     # dev for the planner (PLANNER_DEV: --pilot cheapest scored on it), the reason in the header
-    assert "misfit [dev: its planner rows scored the candidate" in out
-    assert "RMS relative error over the 6 target runs" in out
-    rows = list(csv.DictReader(open(tmp_path / "out" / "scalebench.csv")))
-    assert {r["split"] for r in rows} == {"misfit", "misfit_auto"}
-    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"dev"}
-    full = [r for r in rows if r["method"] == "full" and r["split"] == "misfit"]
-    assert full and all(float(r["rms_mean"]) < 0.01 for r in full), full
-    assert scalebench(["--coverage", "--splits", "misfit", *src]) == 0
-    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("misfit ")]
-    assert len(lines) == 1 and lines[0].split()[1:3] == ["held-out", "6"]
+    header = "misfit [dev: its planner rows scored the candidate"
+    splits = ("misfit", "misfit_auto")
+    src = ["--source", str(tmp_path)]
+    check_replay_and_coverage(
+        scalebench,
+        capsys,
+        tmp_path / "out",
+        "misfit",
+        splits,
+        src,
+        header=header,
+        n_target=6,
+        planner_set="dev",
+        band="held-out",
+        full_below=0.01,
+    )
 
 
 def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):

@@ -26,6 +26,7 @@ from bench.scalebench import main as scalebench
 from bench.scalebench_splits import SPLITS, SplitError, load_split
 from tests.held_out_support import (
     check_point_query,
+    check_replay_and_coverage,
     chinchilla_truth,
     file_rows,
     pool_ratio,
@@ -216,21 +217,24 @@ def test_pool_the_five_sizes_up_to_983m_target_the_17bs_six_cells(tmp_path):
 
 def test_scalebench_replays_the_synthetic_grid_and_its_coverage(tmp_path, capsys):
     synthetic(tmp_path)
+    # dev for the planner (PLANNER_DEV: --pilot cheapest decided on it), the reason in the header;
+    # the alias names both splits
+    header = "oellm [dev: its planner rows scored the candidate"
+    splits = ("oellm", "oellm_auto")
     src = ["--source", str(tmp_path)]
-    args = ["--splits", "oellm", "--methods", "random,full", "--reps", "1"]
-    assert scalebench(args + src + ["--out", str(tmp_path / "out")]) == 0
-    out = capsys.readouterr().out
-    # dev for the planner (PLANNER_DEV: --pilot cheapest decided on it), the reason in the header
-    assert "oellm [dev: its planner rows scored the candidate" in out
-    assert "RMS relative error over the 6 target runs" in out
-    rows = list(csv.DictReader(open(tmp_path / "out" / "scalebench.csv")))
-    assert {r["split"] for r in rows} == {"oellm", "oellm_auto"}  # the alias names both
-    assert {r["fit"] for r in rows} == {"andrea"} and {r["set"] for r in rows} == {"dev"}
-    full = [r for r in rows if r["method"] == "full" and r["split"] == "oellm"]
-    assert full and all(float(r["rms_mean"]) < 0.02 for r in full), full
-    assert scalebench(["--coverage", "--splits", "oellm", *src]) == 0
-    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("oellm ")]
-    assert len(lines) == 1 and lines[0].split()[1:3] == ["held-out", "6"]
+    check_replay_and_coverage(
+        scalebench,
+        capsys,
+        tmp_path / "out",
+        "oellm",
+        splits,
+        src,
+        header=header,
+        n_target=6,
+        planner_set="dev",
+        band="held-out",
+        full_below=0.02,
+    )
 
 
 def test_the_point_query_on_a_grid_of_known_truth(tmp_path, capsys):
