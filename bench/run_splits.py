@@ -10,8 +10,8 @@ file (`run_parts`) and fits a split named with `AUTO` appended with the law `--l
 on its pool. No benchmark fitter and no published rows
 score them: only andrea's fit. A module whose runs are not shipped (no licence to copy them:
 bench/l2l_splits.py, bench/marin_splits.py, bench/misfit_splits.py, bench/oellm_splits.py) gives
-`DATA = None` and its
-splits are read from the folder named by `--source`; `fetch` says where to get it.
+`DATA = None` and its splits are read from the folder named by `--source`; `fetch` says where to
+get it.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def print_plan(
     cost = plan_cost(jobs, packing)
     lines = [
         format_table(PLAN_HEADERS, [_plan_row(j) for j in jobs]),
-        *_full_like_notes(jobs),
+        *_block_size_notes(jobs),
         *_fsdp_notes(jobs, plan_gpu),
         *_peak_note(plan_gpu),
         _cost_line(cost, plan_gpu, plan_mfu),
@@ -170,9 +170,11 @@ def _settings_lines(jobs: list[PlannedJob]) -> list[str]:
     ]
 
 
-def _full_like_notes(jobs: list[PlannedJob]) -> list[str]:
-    """Block runs whose S is 1 (N >= L sublayers): every sublayer is its own block, which is
-    Full AttnRes; a grid that also trains Full spends that run twice over."""
+def _block_size_notes(jobs: list[PlannedJob]) -> list[str]:
+    """Notes on block runs whose block size S does not make blocks as its name suggests: S = 1
+    (N >= L sublayers) makes every sublayer its own block, which is Full AttnRes (a grid that
+    also trains Full spends that run twice over); S >= L makes one block; an S that does not
+    divide L leaves a shorter last block."""
     seen = sorted(
         {
             (j.spec.label, j.spec.size, 2 * j.spec.model.n_layer)
