@@ -31,11 +31,14 @@ bench/data/li2025misfit/convert.py writes from the user's clone, `--source`: no 
 them) and OpenEuroLLM's dense English scaling-law grid, each (params, tokens) cell at its lowest
 loss over its learning rates and batch sizes (bench/oellm_splits.py: `oellm`, read from the
 runs.csv that bench/data/oellm2025/convert.py writes from the user's clone, `--source`: no
-licence to copy them), each also with `_auto`, are read from their files of runs and parted into
+licence to copy them) and Beck et al. 2025's Transformer isoFLOP runs at three contexts
+(bench/xlstm_splits.py: `xlstm_ctx<C>`, read from the runs.csv that
+bench/data/beck2025xlstm/convert.py writes from the user's clone, `--source`: no licence to copy
+them), each also with `_auto`, are read from their files of runs and parted into
 pool and target by their module's declared rule (`RUN_SPLITS`); `--splits porian`, `gadre`,
-`l2l`, `gpt3`, `opt`, `olmo_ladder`, `gemstones`, `marin`, `alabdulmohsin`, `gzip`, `misfit` and
-`oellm` name each module's splits that the command scores (`aliases`). They are not replayed by
-default.
+`l2l`, `gpt3`, `opt`, `olmo_ladder`, `gemstones`, `marin`, `alabdulmohsin`, `gzip`, `misfit`,
+`oellm` and `xlstm` name each module's splits that the command scores (`aliases`). They are not
+replayed by default.
 
 DEV (and, for one rule each, BAND_DEV, PLANNER_DEV and LAW_CHOICE_DEV) are declared here, not
 chosen by a flag; every split not named there is held out. A split is dev when something of
@@ -72,6 +75,7 @@ from bench import (
     opt_splits,
     pandey_splits,
     porian_splits,
+    xlstm_splits,
 )
 from bench.run_splits import PARAMS_TOKENS, RunSplit
 
@@ -158,6 +162,7 @@ RUN_SPLITS = (
     pandey_splits,
     misfit_splits,
     oellm_splits,
+    xlstm_splits,
 )
 for _module in RUN_SPLITS:
     SPLITS.update(
@@ -186,8 +191,9 @@ def aliases(score: str) -> dict[str, tuple[str, ...]]:
 
 def add_source_argument(p: argparse.ArgumentParser) -> None:
     """--source DIR: the checkout the splits not shipped are read from (bench/l2l_splits.py; for
-    bench/marin_splits.py, bench/misfit_splits.py and bench/oellm_splits.py the folder their
-    convert.py wrote), default the environment's `l2l_splits.SOURCE_ENV`."""
+    bench/marin_splits.py, bench/misfit_splits.py, bench/oellm_splits.py and
+    bench/xlstm_splits.py the folder their convert.py wrote), default the environment's
+    `l2l_splits.SOURCE_ENV`."""
     p.add_argument(
         "--source",
         type=Path,
@@ -195,7 +201,8 @@ def add_source_argument(p: argparse.ArgumentParser) -> None:
         help="a checkout of github.com/KempnerInstitute/loss-to-loss-notebooks at 457ce81, for "
         f"--splits l2l (not shipped: no licence; default ${l2l_splits.SOURCE_ENV}); for --splits "
         "marin, the folder bench/data/marin2026/convert.py wrote; for --splits misfit and oellm, "
-        "the one bench/data/li2025misfit/convert.py or bench/data/oellm2025/convert.py wrote",
+        "the one bench/data/li2025misfit/convert.py or bench/data/oellm2025/convert.py wrote; for "
+        "--splits xlstm, the one bench/data/beck2025xlstm/convert.py wrote",
     )
 
 

@@ -25,6 +25,7 @@ from bench import (
     opt_splits,
     pandey_splits,
     porian_splits,
+    xlstm_splits,
 )
 from bench.scalebench import main
 from bench.scalebench_splits import (
@@ -193,11 +194,11 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
     # the rest are Porian et al. 2024's, Gadre et al. 2024's, Brandfonbrener et al. 2024's, Brown
     # et al. 2020's, Zhang et al. 2022's, Bhagia et al. 2024's, McLeish et al. 2025's, the
     # Marin ladder's, Alabdulmohsin et al. 2022's, Pandey 2024's, Li, Kudugunta & Zettlemoyer
-    # 2025's and OpenEuroLLM's, every one held out for the planner but l2l's _c80, misfit's and
-    # oellm's (PLANNER_DEV, above) (tests/test_porian.py, tests/test_gadre.py,
+    # 2025's, OpenEuroLLM's and Beck et al. 2025's, every one held out for the planner but l2l's
+    # _c80, misfit's and oellm's (PLANNER_DEV, above) (tests/test_porian.py, tests/test_gadre.py,
     # tests/test_l2l.py, tests/test_gpt3.py, tests/test_opt.py, tests/test_olmo_ladder.py,
     # tests/test_gemstones.py, tests/test_marin.py, tests/test_alabdulmohsin.py,
-    # tests/test_pandey.py, tests/test_misfit.py, tests/test_oellm.py)
+    # tests/test_pandey.py, tests/test_misfit.py, tests/test_oellm.py, tests/test_xlstm.py)
     runs = (
         porian_splits,
         gadre_splits,
@@ -211,6 +212,7 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
         pandey_splits,
         misfit_splits,
         oellm_splits,
+        xlstm_splits,
     )
     assert set(SPLITS) - set(SCALEBENCH) == set().union(*(m.SPLITS for m in runs))
     assert not set(DEV) & set(l2l_splits.SPLITS)
