@@ -343,6 +343,12 @@ LAW_CHOICE_DEV = {
         "either and does not count for monotone)"
         for name in oellm_splits.SPLITS
     },
+    **{
+        name: "the candidate law choices monotone and sizes were scored on it by their adoption "
+        "rules (2026-12-07: on xlstm_ctx2048 both changed the choice, farseer to chinchilla, and "
+        "both failed: monotone's third deciding sweep, one pass of three, so it is dropped)"
+        for name in xlstm_splits.SPLITS
+    },
 }
 
 # ScaleBench's splits not replayed, and why (printed by every run).

@@ -30,7 +30,6 @@ from bench import (
     opt_splits,
     pandey_splits,
     point_query,
-    xlstm_splits,
 )
 from bench.scalebench_splits import (
     BAND_DEV,
@@ -190,7 +189,6 @@ def test_every_scored_public_sweep_and_scalebench_split_is_dev_for_the_law_choic
     for name in (*porian_splits.SPLITS, *l2l_splits.SPLITS):
         assert "monotone's dev figures" in LAW_CHOICE_DEV[name]
     held_out = {c.module for c in CASES.values() if c.law_choice_dev is None}
-    held_out.add(xlstm_splits)  # parted by budget, not by model (tests/test_xlstm.py); unscored
     for module in RUN_SPLITS:
         if module in held_out:
             assert not set(module.SPLITS) & set(LAW_CHOICE_DEV), module.__name__

@@ -14,8 +14,9 @@ needs (a law of many parameters can drop the lower cuts of a small sweep for all
 be fitted below any cut is not rolled out). With too few runs for one cut, no law is ranked and
 the caller's default stands.
 
-`rule` (LAW_CHOICES): "rollouts", the default, as above; "monotone", a candidate declared in
-docs/laws.md and not the default: a law of scale alone (every input among params, tokens and
+`rule` (LAW_CHOICES): "rollouts", the default, as above; "monotone", declared a candidate in
+docs/laws.md, dropped as one after three unseen sweeps (one pass; docs/held_out.md) and kept as
+an option that reproduces its figures: a law of scale alone (every input among params, tokens and
 compute) is also refused where its fit on all runs predicts a loss that rises with one of its
 inputs at a measured point, the input raised by RISE_STEP with the others held. Such a law is
 meant to fall in each (Hoffmann et al. 2022, "Training Compute-Optimal Large Language Models",
