@@ -33,7 +33,7 @@ log(hi / lo). Beside it, `error_replay_fitter_pct`: the same query answered by t
 (`conformal.RULES`; `log`, the default before it; `drift`, a candidate not adopted: docs/laws.md).
 `--law-choice` (default `rollouts`, andrea's): how the `_auto` split's law is chosen
 (`law_choice.LAW_CHOICES`; `monotone` and `sizes`, the candidates declared in docs/laws.md, "A
-candidate law choice, monotone" and "A candidate law choice, sizes").
+candidate law choice, monotone" and "A candidate law choice, sizes"; `monotone` dropped since).
 """
 
 from __future__ import annotations

@@ -394,7 +394,7 @@ def main(argv=None) -> int:
         default=LAW_CHOICES[0],
         choices=LAW_CHOICES,
         help="with --coverage: how the _auto splits' law is chosen (default %(default)s, "
-        "andrea's; monotone: the candidate declared in docs/laws.md)",
+        "andrea's; monotone and sizes: the candidates declared in docs/laws.md, monotone dropped)",
     )
     p.add_argument(
         "--pilot",
