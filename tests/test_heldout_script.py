@@ -2,8 +2,9 @@
 coverage figures, runs every step and says when one fails (its smoke mode: the smallest settings,
 a few minutes on 2 cores; no speed check, the limit only stops a hang); Brandfonbrener et al.'s
 steps run on tests/test_l2l.py's synthetic checkout, the Marin ladder's on tests/test_marin.py's
-synthetic runs.csv, Li, Kudugunta & Zettlemoyer's on tests/test_misfit.py's and OpenEuroLLM's on
-tests/test_oellm.py's, and are skipped, saying why, without them."""
+synthetic runs.csv, Li, Kudugunta & Zettlemoyer's on tests/test_misfit.py's, OpenEuroLLM's on
+tests/test_oellm.py's and Beck et al.'s on tests/test_xlstm.py's, and are skipped, saying why,
+without them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import os
 import subprocess
 import sys
 
-from bench import misfit_splits
+from bench import misfit_splits, xlstm_splits
 from bench.scalebench_splits import RUN_SPLITS
 from tests.conftest import REPO
 from tests.test_l2l import checkout
@@ -20,6 +21,8 @@ from tests.test_marin import synthetic
 from tests.test_misfit import LAYOUT as MISFIT_LAYOUT
 from tests.test_misfit import synthetic as misfit_synthetic
 from tests.test_oellm import synthetic as oellm_synthetic
+from tests.test_xlstm import N_TARGET_8192
+from tests.test_xlstm import synthetic as xlstm_synthetic
 
 # the steps, in the order the script runs them: ScaleBench's two, three for each held-out sweep of
 # RUN_SPLITS (the registry bench.heldout_steps reads: a sweep registered there must run here),
@@ -52,10 +55,12 @@ L2L = {"l2l", "l2l_coverage", "l2l_point_query"}
 MARIN = {"marin", "marin_coverage", "marin_point_query"}
 MISFIT = {"misfit", "misfit_coverage", "misfit_point_query"}
 OELLM = {"oellm", "oellm_coverage", "oellm_point_query"}
+XLSTM = {"xlstm", "xlstm_coverage", "xlstm_point_query"}
 
-# the smoke run's replay step of each split parted by model: the splits it replays (HELDOUT_QUICK's
-# choice), its target runs, the band's mark on its --coverage row, and the planner's mark on its
-# replay rows (dev where a candidate of the planner was scored on it: PLANNER_DEV)
+# the smoke run's replay step of each split parted by model (and of xlstm's, parted by budget):
+# the splits it replays (HELDOUT_QUICK's choice), its target runs, the band's mark on its
+# --coverage row, and the planner's mark on its replay rows (dev where a candidate of the planner
+# was scored on it: PLANNER_DEV)
 RUN_SPLIT_STEPS = {
     "gadre": (("gadre_rw",), 3, "dev", "dev"),
     "gpt3": (("gpt3", "gpt3_auto"), 33, "dev", "held-out"),
@@ -73,11 +78,14 @@ RUN_SPLIT_STEPS = {
         "dev",
     ),
     "oellm": (("oellm", "oellm_auto"), 6, "held-out", "dev"),
+    # its ctx8192 split's target runs (the 1e20 line) in tests/test_xlstm.py's synthetic file
+    "xlstm": (("xlstm_ctx8192", "xlstm_ctx8192_auto"), N_TARGET_8192, "held-out", "held-out"),
 }
 
 
-def _run(out, python, source=None, marin=None, misfit=None, oellm=None):
-    sources = ("ANDREA_L2L_DIR", "ANDREA_MARIN_DIR", misfit_splits.SOURCE_ENV, "ANDREA_OELLM_DIR")
+def _run(out, python, source=None, marin=None, misfit=None, oellm=None, xlstm=None):
+    sources = ("ANDREA_L2L_DIR", "ANDREA_MARIN_DIR", misfit_splits.SOURCE_ENV, "ANDREA_OELLM_DIR",
+               xlstm_splits.SOURCE_ENV)  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k not in sources}
     env.update(
         {"HELDOUT_QUICK": "1", "PYTHON": python},
@@ -85,6 +93,7 @@ def _run(out, python, source=None, marin=None, misfit=None, oellm=None):
         **({"ANDREA_MARIN_DIR": str(marin)} if marin else {}),
         **({misfit_splits.SOURCE_ENV: str(misfit)} if misfit else {}),
         **({"ANDREA_OELLM_DIR": str(oellm)} if oellm else {}),
+        **({xlstm_splits.SOURCE_ENV: str(xlstm)} if xlstm else {}),
     )
     return subprocess.run(
         ["bash", "bench/heldout.sh", str(out)],
@@ -101,6 +110,7 @@ def test_heldout_smoke_runs_every_step(tmp_path):
     synthetic(tmp_path / "marin")
     misfit_synthetic(tmp_path / "misfit")
     oellm_synthetic(tmp_path / "oellm")
+    xlstm_synthetic(tmp_path / "xlstm")
     proc = _run(
         out,
         sys.executable,
@@ -108,6 +118,7 @@ def test_heldout_smoke_runs_every_step(tmp_path):
         tmp_path / "marin",
         tmp_path / "misfit",
         tmp_path / "oellm",
+        tmp_path / "xlstm",
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     log = out.joinpath("heldout.log").read_text()
@@ -153,9 +164,9 @@ def test_heldout_smoke_runs_every_step(tmp_path):
 
 
 def test_heldout_reports_every_failed_step_and_exits_1(tmp_path):
-    """And without ANDREA_L2L_DIR, ANDREA_MARIN_DIR, ANDREA_MISFIT_DIR and ANDREA_OELLM_DIR,
-    Brandfonbrener et al.'s, the Marin ladder's, Li, Kudugunta & Zettlemoyer's and OpenEuroLLM's
-    three steps are skipped, in one line each that says why."""
+    """And without ANDREA_L2L_DIR, ANDREA_MARIN_DIR, ANDREA_MISFIT_DIR, ANDREA_OELLM_DIR and
+    ANDREA_XLSTM_DIR, Brandfonbrener et al.'s, the Marin ladder's, Li, Kudugunta & Zettlemoyer's,
+    OpenEuroLLM's and Beck et al.'s three steps are skipped, in one line each that says why."""
     out = tmp_path / "out"
     # a Python that lists the steps (bench.heldout_steps) and fails every step at once
     failing = tmp_path / "python"
@@ -166,10 +177,10 @@ def test_heldout_reports_every_failed_step_and_exits_1(tmp_path):
     proc = _run(out, str(failing))
     assert proc.returncode == 1
     log = out.joinpath("heldout.log").read_text()
-    ran = [name for name, _ in STEPS if name not in L2L | MARIN | MISFIT | OELLM]
+    ran = [name for name, _ in STEPS if name not in L2L | MARIN | MISFIT | OELLM | XLSTM]
     assert log.count("exit status 1") == len(ran)
     assert log.rstrip().endswith(f"heldout: SOME STEPS FAILED: {' '.join(ran)}")
-    skipped, skipped_marin, skipped_misfit, skipped_oellm = [
+    skipped, skipped_marin, skipped_misfit, skipped_oellm, skipped_xlstm = [
         x for x in log.splitlines() if x.startswith("skipped ")
     ]
     assert skipped.startswith("skipped l2l, l2l_coverage, l2l_point_query: ANDREA_L2L_DIR is not")
@@ -182,7 +193,10 @@ def test_heldout_reports_every_failed_step_and_exits_1(tmp_path):
     assert skipped_oellm.startswith(
         "skipped oellm, oellm_coverage, oellm_point_query: ANDREA_OELLM_DIR is not"
     )
-    for name in ("l2l", "marin", "misfit", "oellm"):
+    assert skipped_xlstm.startswith(
+        "skipped xlstm, xlstm_coverage, xlstm_point_query: ANDREA_XLSTM_DIR is not"
+    )
+    for name in ("l2l", "marin", "misfit", "oellm", "xlstm"):
         assert not out.joinpath(f"{name}.txt").exists(), name
 
 
@@ -211,6 +225,7 @@ def test_heldout_steps_come_from_the_registry(tmp_path, monkeypatch):
     monkeypatch.setenv(marin_splits.SOURCE_ENV, str(tmp_path / "marin"))
     monkeypatch.setenv(misfit_splits.SOURCE_ENV, str(tmp_path / "misfit"))
     monkeypatch.setenv(oellm_splits.SOURCE_ENV, str(tmp_path / "oellm"))
+    monkeypatch.setenv(xlstm_splits.SOURCE_ENV, str(tmp_path / "xlstm"))
     steps = heldout_steps.steps(tmp_path, quick=True)
     names = [name for name, _, _ in steps]
     assert names == ["skipped" if n in L2L else n for n, _ in STEPS if n not in L2L - {"l2l"}]
@@ -234,6 +249,22 @@ def test_heldout_steps_come_from_the_registry(tmp_path, monkeypatch):
         args[args.index("--source") + 1] == str(tmp_path / "oellm") for args in oellm.values()
     )
     assert oellm["oellm"][:3] == ["bench.scalebench", "--splits", "oellm,oellm_auto"]
+    xlstm = {name: args for name, args, _ in steps if name in XLSTM}
+    assert set(xlstm) == XLSTM
+    assert all(
+        args[args.index("--source") + 1] == str(tmp_path / "xlstm") for args in xlstm.values()
+    )
+    assert xlstm["xlstm"][:3] == [
+        "bench.scalebench",
+        "--splits",
+        "xlstm_ctx8192,xlstm_ctx8192_auto",
+    ]
+    assert xlstm["xlstm_coverage"][:4] == [
+        "bench.scalebench",
+        "--coverage",
+        "--splits",
+        "xlstm_ctx8192",
+    ]
     full = {name: args for name, args, _ in heldout_steps.steps(tmp_path, quick=False)}
     assert full["gzip"] == ["bench.scalebench", "--splits", "gzip", "--jobs", "2", "--out",
                             str(tmp_path / "gzip")]  # fmt: skip

@@ -8,7 +8,9 @@ file one error. Each module's own file (tests/test_gadre.py, test_gpt3.py, test_
 test_olmo_ladder.py, test_gemstones.py, test_marin.py, test_alabdulmohsin.py, test_pandey.py,
 test_misfit.py, test_oellm.py) checks
 its data, its pool and target and the point query on a sweep of known truth; the replay and
---coverage of each run in tests/test_heldout_script.py, whose smoke run reads their tables."""
+--coverage of each run in tests/test_heldout_script.py, whose smoke run reads their tables. Beck
+et al. 2025's xlstm splits, parted by isoFLOP budget, not by model, owe the same where it applies
+(their own test below; tests/test_xlstm.py)."""
 
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ from bench.scalebench_splits import (
 from tests.test_marin import synthetic
 from tests.test_misfit import synthetic as misfit_synthetic
 from tests.test_oellm import synthetic as oellm_synthetic
+from tests.test_xlstm import synthetic as xlstm_synthetic
 
 
 @dataclass(frozen=True)
@@ -171,6 +174,40 @@ def test_a_model_neither_pool_nor_target_is_an_error_and_a_missing_file_too(case
         case.module.in_pool([pool_model, case.stranger])
     with pytest.raises(SplitError, match="runs.csv: no such file"):
         load_split(next(iter(case.module.SPLITS)), tmp_path)
+
+
+def test_the_splits_parted_by_budget_are_held_out_named_by_the_alias_and_not_benchmark_fitted(
+    tmp_path,
+):
+    """Beck et al.'s xlstm splits (bench/xlstm_splits.py: no POOL_MODELS, so no Case above),
+    registered and not yet scored: what a Case checks, where it applies to a split parted by
+    budget. Held out for the planner, the band and the law choice; every split named by the
+    alias in every score; no benchmark fitter; a budget neither pool nor target refused; a
+    missing file one error."""
+    assert not hasattr(xlstm_splits, "POOL_MODELS")
+    names = set(xlstm_splits.SPLITS)
+    assert len(names) == 6
+    for score in ("replay", "coverage", "point_query"):
+        assert set(aliases(score)[xlstm_splits.ALIAS]) == names
+    for name in names:
+        assert name in SPLITS and name not in DEV
+        assert name not in PLANNER_DEV and name not in BAND_DEV and name not in LAW_CHOICE_DEV
+        assert SPLITS[name].no_benchmark_fit.startswith("not a ScaleBench split")
+    # the marks a loaded split carries (loading an _auto twin would choose its law: not here)
+    source = xlstm_synthetic(tmp_path / "source") and tmp_path / "source"
+    for name in sorted(n for n in names if "_auto" not in n):
+        split = load_split(name, source=source)
+        assert (split.mark, split.band_mark, split.law_choice_mark) == ("held-out",) * 3, name
+    # the point query asks each split once: not its _auto twin, which repeats its runs
+    assert point_query.names_of(xlstm_splits.ALIAS, ()) == [
+        "xlstm_ctx2048",
+        "xlstm_ctx8192",
+        "xlstm_ctx16384",
+    ]
+    with pytest.raises(ValueError, match="neither pool nor target: 3e20$"):
+        xlstm_splits.in_pool(["1e19", "3e20"], 8192)
+    with pytest.raises(SplitError, match="runs.csv: no such file"):
+        load_split("xlstm_ctx8192", tmp_path)
 
 
 def test_the_point_query_refuses_an_unknown_split(capsys):
