@@ -12,10 +12,10 @@
 #   - three steps for each held-out sweep of `scalebench_splits.RUN_SPLITS`, in its order: the
 #     replay `bench.scalebench --splits ALIAS` (ALIAS/, ALIAS.txt), its --coverage
 #     (ALIAS_coverage.txt) and its point query (ALIAS_point_query.csv, .txt; Porian's:
-#     bench.porian_compute_query). A sweep not shipped (Brandfonbrener et al. 2024's, the Marin
-#     ladder's, OpenEuroLLM's: no licence) runs only where its SOURCE_ENV (ANDREA_L2L_DIR,
-#     ANDREA_MARIN_DIR, ANDREA_OELLM_DIR) names the user's copy, else one line of the log says
-#     they were skipped and why;
+#     bench.porian_compute_query). A sweep not shipped (no licence: its module sets DATA = None)
+#     runs only where its module's SOURCE_ENV (ANDREA_L2L_DIR, ANDREA_MARIN_DIR, ...: `python -m
+#     bench.heldout_steps` names each unset one) names the user's copy, else one line of the log
+#     says its steps were skipped and why;
 #   - the candidate rules as they were scored on unseen sweeps (band_drift, law_choice_monotone);
 #   - bench.coverage_nd --factors, the tables behind MULTIPLIER_COVERED_UP_TO (coverage_nd_gpu6)
 #     and conformal.COVERED_UP_TO (coverage_nd_pi).

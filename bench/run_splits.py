@@ -56,13 +56,16 @@ def base_name(name: str) -> str:
     return name.removesuffix(AUTO)
 
 
-def models_in_pool(models, pool: tuple[str, ...], target: tuple[str, ...]) -> np.ndarray:
-    """Which rows are the pool, by their model: the module's pool models against its target
-    models. A model that is neither is an error, not a silent target."""
+def models_in_pool(
+    models, pool: tuple[str, ...], target: tuple[str, ...], what: str = "models"
+) -> np.ndarray:
+    """Which rows are the pool, by their model (or another label, `what`: bench/xlstm_splits.py's
+    budgets): the module's pool models against its target models. A model that is neither is an
+    error, not a silent target."""
     models = np.asarray(models)
     other = sorted(set(models) - set(pool) - set(target))
     if other:
-        raise ValueError(f"models neither pool nor target: {', '.join(other)}")
+        raise ValueError(f"{what} neither pool nor target: {', '.join(other)}")
     return np.isin(models, pool)
 
 

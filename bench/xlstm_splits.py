@@ -125,7 +125,7 @@ def split_name(context: int) -> str:
 def in_pool(budgets, context: int) -> np.ndarray:
     """Which runs are the pool: the lower budgets (a budget neither pool nor target: an error)."""
     pool, target = BUDGETS[context]
-    return run_splits.models_in_pool(budgets, pool, target)
+    return run_splits.models_in_pool(budgets, pool, target, what="budgets")
 
 
 def _split(context: int) -> RunSplit:

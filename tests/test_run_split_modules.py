@@ -32,6 +32,7 @@ from bench import (
     opt_splits,
     pandey_splits,
     point_query,
+    xlstm_splits,
 )
 from bench.scalebench_splits import (
     BAND_DEV,
@@ -180,10 +181,10 @@ def test_the_splits_parted_by_budget_are_held_out_named_by_the_alias_and_not_ben
     tmp_path,
 ):
     """Beck et al.'s xlstm splits (bench/xlstm_splits.py: no POOL_MODELS, so no Case above),
-    registered and not yet scored: what a Case checks, where it applies to a split parted by
-    budget. Held out for the planner, the band and the law choice; every split named by the
-    alias in every score; no benchmark fitter; a budget neither pool nor target refused; a
-    missing file one error."""
+    scored once: what a Case checks, where it applies to a split parted by budget. Held out for
+    the planner and the band, dev for the law choice (monotone and sizes scored on it by their
+    rules, monotone dropped); every split named by the alias in every score; no benchmark fitter;
+    a budget neither pool nor target refused; a missing file one error."""
     assert not hasattr(xlstm_splits, "POOL_MODELS")
     names = set(xlstm_splits.SPLITS)
     assert len(names) == 6
@@ -191,13 +192,18 @@ def test_the_splits_parted_by_budget_are_held_out_named_by_the_alias_and_not_ben
         assert set(aliases(score)[xlstm_splits.ALIAS]) == names
     for name in names:
         assert name in SPLITS and name not in DEV
-        assert name not in PLANNER_DEV and name not in BAND_DEV and name not in LAW_CHOICE_DEV
+        assert name not in PLANNER_DEV and name not in BAND_DEV
+        assert "monotone's third deciding sweep" in LAW_CHOICE_DEV[name]
         assert SPLITS[name].no_benchmark_fit.startswith("not a ScaleBench split")
     # the marks a loaded split carries (loading an _auto twin would choose its law: not here)
     source = xlstm_synthetic(tmp_path / "source") and tmp_path / "source"
     for name in sorted(n for n in names if "_auto" not in n):
         split = load_split(name, source=source)
-        assert (split.mark, split.band_mark, split.law_choice_mark) == ("held-out",) * 3, name
+        assert (split.mark, split.band_mark, split.law_choice_mark) == (
+            "held-out",
+            "held-out",
+            "dev",
+        ), name
     # the point query asks each split once: not its _auto twin, which repeats its runs
     assert point_query.names_of(xlstm_splits.ALIAS, ()) == [
         "xlstm_ctx2048",

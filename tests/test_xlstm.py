@@ -395,6 +395,27 @@ def test_main_reads_the_declared_commit_through_git_and_refuses_another(
     assert list(g.y) == [3.3] and list(g.y_test) == [3.0]
 
 
+def test_main_without_the_repository_is_one_error_line_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as e:
+        CONVERT.main([str(tmp_path / "no_clone"), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "Traceback" not in err
+    (line,) = [x for x in err.splitlines() if "error:" in x]
+    assert "git rev-parse --verify 604bb30^{commit} in " in line
+    assert not out.exists()
+
+
+def test_two_kept_runs_at_the_same_params_and_tokens_are_refused():
+    """The protocol's "each (params, tokens) once" is checked, per context and on kept runs."""
+    row = dict(context=2048, params=406635520, tokens=10**9, kept=1, name="a")
+    other_context = {**row, "context": 8192, "name": "b"}
+    not_kept = {**row, "kept": 0, "name": "c"}
+    assert CONVERT.unique([row, other_context, not_kept]) == [row, other_context, not_kept]
+    with pytest.raises(ValueError, match="^d and a: the same params and tokens$"):
+        CONVERT.unique([row, {**row, "name": "d"}])
+
+
 # --- the splits on a synthetic runs.csv ---------------------------------------------------------
 # (blocks, width) of a made-up ladder of shapes, 114 M to 1.57 B params (head 64)
 SHAPES = ((10, 640), (12, 768), (14, 896), (16, 1024), (18, 1152), (20, 1280), (22, 1408),
@@ -504,7 +525,8 @@ def test_in_pool_is_the_lower_budgets_and_refuses_any_other():
 def test_pool_the_lower_budgets_target_the_highest_kept_0_not_read(tmp_path, context):
     synthetic(tmp_path)
     split = load_split(xlstm_splits.split_name(context), source=tmp_path)
-    assert (split.mark, split.band_mark, split.law_choice_mark) == ("held-out",) * 3
+    # scored once (2026-12-07): dev for the law choice, whose candidates were scored on it
+    assert (split.mark, split.band_mark, split.law_choice_mark) == ("held-out", "held-out", "dev")
     assert split.law.name == "chinchilla"
     (g,) = split.groups
     n_pool, n_target = _pool_target(context)

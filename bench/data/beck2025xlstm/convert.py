@@ -30,7 +30,9 @@ the runs the split reads and 0, with `why`, on the others:
 Checked on every run: the name's form (`NAME`) and its context the file's; the config's blocks,
 width, head size and vocabulary the name's (and 50,304); the logged `model/.num_params` the
 recount `params()` makes from the config; the logged global batch the name's; the loss finite and
-positive; the tag one of `BUDGETS`. Anything else is refused with the run's name.
+positive; the tag one of `BUDGETS`; no two kept runs of a context at the same (params, tokens).
+Anything else is refused, with the run's name, in one `error:` line (exit status 2, nothing
+written), as is a clone without the commit or a file.
 """
 
 from __future__ import annotations
@@ -196,6 +198,18 @@ def convert(runs: dict, context: int) -> list[dict]:
     return rows
 
 
+def unique(rows: list[dict]) -> list[dict]:
+    """The rows, refused if two kept runs of one context share (params, tokens)."""
+    seen: dict[tuple, str] = {}
+    for r in rows:
+        if r["kept"]:
+            key = (r["context"], r["params"], r["tokens"])
+            if key in seen:
+                raise ValueError(f"{r['name']} and {seen[key]}: the same params and tokens")
+            seen[key] = r["name"]
+    return rows
+
+
 def order(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (r["context"], float(r["budget"]), r["params"], r["tokens"]))
 
@@ -211,7 +225,12 @@ def write(rows: list[dict], path: Path) -> None:
 
 
 def git(repo: Path, *args: str) -> bytes:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True).stdout
+    """git's output; its failure (no such repository, commit or file) a LookupError naming it."""
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True)
+    if proc.returncode:
+        why = (proc.stderr.decode(errors="replace").strip().splitlines() or ["failed"])[-1]
+        raise LookupError(f"git {' '.join(args)} in {repo}: {why}")
+    return proc.stdout
 
 
 def main(argv=None) -> int:
@@ -220,13 +239,16 @@ def main(argv=None) -> int:
     p.add_argument("--commit", default=COMMIT[:7], help="%(default)s, the declared one")
     p.add_argument("--out", type=Path, required=True, help="the folder runs.csv is written to")
     a = p.parse_args(argv)
-    commit = git(a.repo, "rev-parse", "--verify", f"{a.commit}^{{commit}}").decode().strip()
-    if commit != COMMIT:
-        p.error(f"--commit {a.commit} is {commit}; the protocol was declared on {COMMIT}")
-    rows = []
-    for context in CONTEXTS:
-        rows += convert(load(git(a.repo, "show", f"{commit}:{RAW.format(context)}")), context)
-    rows = order(rows)
+    try:
+        commit = git(a.repo, "rev-parse", "--verify", f"{a.commit}^{{commit}}").decode().strip()
+        if commit != COMMIT:
+            p.error(f"--commit {a.commit} is {commit}; the protocol was declared on {COMMIT}")
+        rows = []
+        for context in CONTEXTS:
+            rows += convert(load(git(a.repo, "show", f"{commit}:{RAW.format(context)}")), context)
+        rows = order(unique(rows))
+    except (LookupError, ValueError, pickle.UnpicklingError) as e:
+        p.error(str(e))  # one line, exit status 2, nothing written
     a.out.mkdir(parents=True, exist_ok=True)
     write(rows, a.out / "runs.csv")
     kept = sum(r["kept"] for r in rows)
