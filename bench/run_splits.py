@@ -8,11 +8,9 @@ the rows of its file that are the split and which of them are the pool.
 bench/scalebench_splits.py registers every such module (`RUN_SPLITS`), loads a split from its
 file (`run_parts`) and fits a split named with `AUTO` appended with the law `--law auto` chooses
 on its pool. No benchmark fitter and no published rows
-score them: only andrea's fit. A module whose runs are not shipped (no licence to copy them:
-bench/l2l_splits.py, bench/marin_splits.py, bench/misfit_splits.py, bench/oellm_splits.py,
-bench/xlstm_splits.py) gives
-`DATA = None` and its splits are read from the folder named by `--source`; `fetch` says where to
-get it.
+score them: only andrea's fit. A module whose runs are not shipped (no licence to copy them)
+gives `DATA = None`, `SOURCE_ENV` and `NOT_SHIPPED`, and its splits are read from the folder
+named by `--source`; `fetch` says where to get it.
 """
 
 from __future__ import annotations

@@ -31,8 +31,7 @@ measured on a held-out split only in the run that fills the table (docs/planner.
 ALIAS` (several, comma-separated): the held-out splits of public runs of one module of
 `scalebench_splits.RUN_SPLITS` instead (`--help` lists the aliases; the module's docstring holds
 its source and protocol), held out and scored with andrea's fit only; `--source DIR` where the
-module's runs are not shipped (Brandfonbrener et al.'s `l2l`, the Marin ladder's `marin`, Li,
-Kudugunta & Zettlemoyer 2025's `misfit`, OpenEuroLLM's `oellm`, Beck et al. 2025's `xlstm`).
+module's runs are not shipped (its `DATA` is None; `--help` says which).
 """
 
 from __future__ import annotations

@@ -7,38 +7,15 @@ target region; a split with a `group` column (parallel: two corpora; sparsity: t
 budgets) is replayed group by group, each with its own pool, budget and fit, and scored on all
 its target runs at once, as the benchmark's runner does.
 
-The held-out splits of public runs ScaleBench does not hold (bench/run_splits.py): Porian et al.
-2024's (bench/porian_splits.py: `porian_<dataset>_<configuration>`, copied to
-bench/data/porian2024/), Gadre et al. 2024's (bench/gadre_splits.py: `gadre_<dataset>`, copied
-to bench/data/gadre2024/), Brandfonbrener et al. 2024's (bench/l2l_splits.py: `l2l_<set>` and
-`l2l_<set>_c80`, read from the user's checkout, `--source`: no licence to copy them), Brown et
-al. 2020's GPT-3 training curves as Choshen et al. 2024 digitized them (bench/gpt3_splits.py:
-`gpt3`, copied to bench/data/brown2020/), Zhang et al. 2022's OPT models' validation
-perplexity along training as Xia et al. 2023 evaluated it (bench/opt_splits.py: `opt`, copied to
-bench/data/zhang2022/), Bhagia et al. 2024's OLMo ladder, 25 runs of five sizes at five
-lengths (bench/olmo_ladder_splits.py: `olmo_ladder`, copied to bench/data/bhagia2024/),
-McLeish et al. 2025's Gemstones, 199 cooldown runs of 20 models (bench/gemstones_splits.py:
-`gemstones`, copied to bench/data/mcleish2025/), the Marin scaling ladder's isoFLOP runs on
-three mixes (bench/marin_splits.py: `marin_<mix>`, read from the runs.csv that
-bench/data/marin2026/convert.py writes from the user's clone, `--source`: no licence to copy
-them), Alabdulmohsin et al. 2022's five language models' learning curves
-(bench/alabdulmohsin_splits.py: `alabdulmohsin`, copied to bench/data/alabdulmohsin2022/),
-Pandey 2024's runs on five gzip-graded PCFG datasets (bench/pandey_splits.py: `gzip_<dataset>`,
-copied to bench/data/pandey2024/), Li, Kudugunta & Zettlemoyer 2025's (Mis)Fitting final
-checkpoints of eleven sizes, one per (params, tokens) at its best learning rate
-(bench/misfit_splits.py: `misfit`, read from the runs.csv that
-bench/data/li2025misfit/convert.py writes from the user's clone, `--source`: no licence to copy
-them) and OpenEuroLLM's dense English scaling-law grid, each (params, tokens) cell at its lowest
-loss over its learning rates and batch sizes (bench/oellm_splits.py: `oellm`, read from the
-runs.csv that bench/data/oellm2025/convert.py writes from the user's clone, `--source`: no
-licence to copy them) and Beck et al. 2025's Transformer isoFLOP runs at three contexts
-(bench/xlstm_splits.py: `xlstm_ctx<C>`, read from the runs.csv that
-bench/data/beck2025xlstm/convert.py writes from the user's clone, `--source`: no licence to copy
-them), each also with `_auto`, are read from their files of runs and parted into
-pool and target by their module's declared rule (`RUN_SPLITS`); `--splits porian`, `gadre`,
-`l2l`, `gpt3`, `opt`, `olmo_ladder`, `gemstones`, `marin`, `alabdulmohsin`, `gzip`, `misfit`,
-`oellm` and `xlstm` name each module's splits that the command scores (`aliases`). They are not
-replayed by default.
+The held-out splits of public runs ScaleBench does not hold (bench/run_splits.py) come from the
+modules of `RUN_SPLITS`, the one list of them: each module's docstring holds its source, its
+protocol, declared before any score, and how pool and target part; its runs are either copied
+with their licence to its `DATA` folder under bench/data/, or, with no licence to copy them, read
+from the folder named by `--source` (`DATA = None`; its `FETCH` says how to make that folder).
+Each split also has its `_auto` twin, fitted with the law `--law auto` chooses on its pool.
+`--splits ALIAS` names a module's splits that the command scores (`aliases`; every command's
+`--help` lists the aliases); docs/held_out.md's table lists every sweep with its marks. They are
+not replayed by default.
 
 DEV (and, for one rule each, BAND_DEV, PLANNER_DEV and LAW_CHOICE_DEV) are declared here, not
 chosen by a flag; every split not named there is held out. A split is dev when something of
@@ -190,19 +167,19 @@ def aliases(score: str) -> dict[str, tuple[str, ...]]:
 
 
 def add_source_argument(p: argparse.ArgumentParser) -> None:
-    """--source DIR: the checkout the splits not shipped are read from (bench/l2l_splits.py; for
-    bench/marin_splits.py, bench/misfit_splits.py, bench/oellm_splits.py and
-    bench/xlstm_splits.py the folder their convert.py wrote), default the environment's
+    """--source DIR: where the splits not shipped are read from (each module of RUN_SPLITS whose
+    DATA is None: bench/l2l_splits.py's a checkout of the authors' repository, the others' the
+    folder their bench/data/<name>/convert.py wrote), default the environment's
     `l2l_splits.SOURCE_ENV`."""
+    converted = [m.ALIAS for m in RUN_SPLITS if m.DATA is None and m is not l2l_splits]
     p.add_argument(
         "--source",
         type=Path,
         default=os.environ.get(l2l_splits.SOURCE_ENV) or None,
         help="a checkout of github.com/KempnerInstitute/loss-to-loss-notebooks at 457ce81, for "
         f"--splits l2l (not shipped: no licence; default ${l2l_splits.SOURCE_ENV}); for --splits "
-        "marin, the folder bench/data/marin2026/convert.py wrote; for --splits misfit and oellm, "
-        "the one bench/data/li2025misfit/convert.py or bench/data/oellm2025/convert.py wrote; for "
-        "--splits xlstm, the one bench/data/beck2025xlstm/convert.py wrote",
+        f"{', '.join(converted)} (not shipped either), the folder the sweep's "
+        "bench/data/<name>/convert.py wrote (its README says how)",
     )
 
 
