@@ -1,10 +1,8 @@
 """bench/heldout.sh, the one command behind docs/planner.md's and docs/laws.md's held-out and
 coverage figures, runs every step and says when one fails (its smoke mode: the smallest settings,
-a few minutes on 2 cores; no speed check, the limit only stops a hang); Brandfonbrener et al.'s
-steps run on tests/test_l2l.py's synthetic checkout, the Marin ladder's on tests/test_marin.py's
-synthetic runs.csv, Li, Kudugunta & Zettlemoyer's on tests/test_misfit.py's, OpenEuroLLM's on
-tests/test_oellm.py's and Beck et al.'s on tests/test_xlstm.py's, and are skipped, saying why,
-without them."""
+a few minutes on 2 cores; no speed check, the limit only stops a hang). The sweeps not shipped
+(their module's DATA is None) run on synthetic copies of their --source that their own tests make
+(SOURCES), and are skipped, saying why, without them."""
 
 from __future__ import annotations
 
@@ -13,11 +11,11 @@ import os
 import subprocess
 import sys
 
-from bench import misfit_splits, xlstm_splits
+from bench import misfit_splits
 from bench.scalebench_splits import RUN_SPLITS
 from tests.conftest import REPO
 from tests.test_l2l import checkout
-from tests.test_marin import synthetic
+from tests.test_marin import synthetic as marin_synthetic
 from tests.test_misfit import LAYOUT as MISFIT_LAYOUT
 from tests.test_misfit import synthetic as misfit_synthetic
 from tests.test_oellm import synthetic as oellm_synthetic
@@ -51,11 +49,30 @@ STEPS = (
 )
 
 
-L2L = {"l2l", "l2l_coverage", "l2l_point_query"}
-MARIN = {"marin", "marin_coverage", "marin_point_query"}
-MISFIT = {"misfit", "misfit_coverage", "misfit_point_query"}
-OELLM = {"oellm", "oellm_coverage", "oellm_point_query"}
-XLSTM = {"xlstm", "xlstm_coverage", "xlstm_point_query"}
+def _in(name, make):
+    """A maker of a synthetic source folder `name` under a temporary folder, returning its path."""
+    return lambda tmp: make(tmp / name) and tmp / name
+
+
+# the sweeps not shipped (DATA None): alias -> a maker of a synthetic copy of their --source,
+# from each sweep's own tests. A sweep registered without its maker here fails the tests below.
+SOURCES = {
+    "l2l": checkout,  # writes tmp/l2l, a checkout laid out as the authors' repository
+    "marin": _in("marin", marin_synthetic),
+    "misfit": _in("misfit", misfit_synthetic),
+    "oellm": _in("oellm", oellm_synthetic),
+    "xlstm": _in("xlstm", xlstm_synthetic),
+}
+NOT_SHIPPED = {m.ALIAS: m for m in RUN_SPLITS if m.DATA is None}
+
+
+def three(alias: str) -> set[str]:
+    """A sweep's three step names (bench.heldout_steps)."""
+    return {alias, f"{alias}_coverage", f"{alias}_point_query"}
+
+
+L2L = three("l2l")
+SOURCE_STEPS = set().union(*(three(alias) for alias in NOT_SHIPPED))
 
 # the smoke run's replay step of each split parted by model (and of xlstm's, parted by budget):
 # the splits it replays (HELDOUT_QUICK's choice), its target runs, the band's mark on its
@@ -83,18 +100,14 @@ RUN_SPLIT_STEPS = {
 }
 
 
-def _run(out, python, source=None, marin=None, misfit=None, oellm=None, xlstm=None):
-    sources = ("ANDREA_L2L_DIR", "ANDREA_MARIN_DIR", misfit_splits.SOURCE_ENV, "ANDREA_OELLM_DIR",
-               xlstm_splits.SOURCE_ENV)  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k not in sources}
-    env.update(
-        {"HELDOUT_QUICK": "1", "PYTHON": python},
-        **({"ANDREA_L2L_DIR": str(source)} if source else {}),
-        **({"ANDREA_MARIN_DIR": str(marin)} if marin else {}),
-        **({misfit_splits.SOURCE_ENV: str(misfit)} if misfit else {}),
-        **({"ANDREA_OELLM_DIR": str(oellm)} if oellm else {}),
-        **({xlstm_splits.SOURCE_ENV: str(xlstm)} if xlstm else {}),
-    )
+def _run(out, python, sources=None):
+    """bench/heldout.sh in its smoke mode; `sources`: alias -> the --source folder of a sweep not
+    shipped (its SOURCE_ENV set; every other not-shipped sweep's unset)."""
+    sources = sources or {}
+    env = {k: v for k, v in os.environ.items()
+           if k not in {m.SOURCE_ENV for m in NOT_SHIPPED.values()}}  # fmt: skip
+    env.update({"HELDOUT_QUICK": "1", "PYTHON": python})
+    env.update({NOT_SHIPPED[alias].SOURCE_ENV: str(path) for alias, path in sources.items()})
     return subprocess.run(
         ["bash", "bench/heldout.sh", str(out)],
         cwd=REPO,
@@ -105,21 +118,13 @@ def _run(out, python, source=None, marin=None, misfit=None, oellm=None, xlstm=No
     )
 
 
+def test_every_sweep_not_shipped_has_a_synthetic_source_here():
+    assert set(SOURCES) == set(NOT_SHIPPED)
+
+
 def test_heldout_smoke_runs_every_step(tmp_path):
     out = tmp_path / "out"
-    synthetic(tmp_path / "marin")
-    misfit_synthetic(tmp_path / "misfit")
-    oellm_synthetic(tmp_path / "oellm")
-    xlstm_synthetic(tmp_path / "xlstm")
-    proc = _run(
-        out,
-        sys.executable,
-        checkout(tmp_path),
-        tmp_path / "marin",
-        tmp_path / "misfit",
-        tmp_path / "oellm",
-        tmp_path / "xlstm",
-    )
+    proc = _run(out, sys.executable, {alias: make(tmp_path) for alias, make in SOURCES.items()})
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     log = out.joinpath("heldout.log").read_text()
     assert log.rstrip().endswith("heldout: all steps ran")
@@ -164,9 +169,8 @@ def test_heldout_smoke_runs_every_step(tmp_path):
 
 
 def test_heldout_reports_every_failed_step_and_exits_1(tmp_path):
-    """And without ANDREA_L2L_DIR, ANDREA_MARIN_DIR, ANDREA_MISFIT_DIR, ANDREA_OELLM_DIR and
-    ANDREA_XLSTM_DIR, Brandfonbrener et al.'s, the Marin ladder's, Li, Kudugunta & Zettlemoyer's,
-    OpenEuroLLM's and Beck et al.'s three steps are skipped, in one line each that says why."""
+    """And without their SOURCE_ENV (ANDREA_L2L_DIR, ANDREA_MARIN_DIR, ...), the three steps of
+    each sweep not shipped are skipped, in one line each that says why, in RUN_SPLITS' order."""
     out = tmp_path / "out"
     # a Python that lists the steps (bench.heldout_steps) and fails every step at once
     failing = tmp_path / "python"
@@ -177,27 +181,15 @@ def test_heldout_reports_every_failed_step_and_exits_1(tmp_path):
     proc = _run(out, str(failing))
     assert proc.returncode == 1
     log = out.joinpath("heldout.log").read_text()
-    ran = [name for name, _ in STEPS if name not in L2L | MARIN | MISFIT | OELLM | XLSTM]
+    ran = [name for name, _ in STEPS if name not in SOURCE_STEPS]
     assert log.count("exit status 1") == len(ran)
     assert log.rstrip().endswith(f"heldout: SOME STEPS FAILED: {' '.join(ran)}")
-    skipped, skipped_marin, skipped_misfit, skipped_oellm, skipped_xlstm = [
-        x for x in log.splitlines() if x.startswith("skipped ")
-    ]
-    assert skipped.startswith("skipped l2l, l2l_coverage, l2l_point_query: ANDREA_L2L_DIR is not")
-    assert skipped_marin.startswith(
-        "skipped marin, marin_coverage, marin_point_query: ANDREA_MARIN_DIR is not"
-    )
-    assert skipped_misfit.startswith(
-        "skipped misfit, misfit_coverage, misfit_point_query: ANDREA_MISFIT_DIR is not"
-    )
-    assert skipped_oellm.startswith(
-        "skipped oellm, oellm_coverage, oellm_point_query: ANDREA_OELLM_DIR is not"
-    )
-    assert skipped_xlstm.startswith(
-        "skipped xlstm, xlstm_coverage, xlstm_point_query: ANDREA_XLSTM_DIR is not"
-    )
-    for name in ("l2l", "marin", "misfit", "oellm", "xlstm"):
-        assert not out.joinpath(f"{name}.txt").exists(), name
+    skipped = [x for x in log.splitlines() if x.startswith("skipped ")]
+    assert len(skipped) == len(NOT_SHIPPED)
+    for line, (alias, module) in zip(skipped, NOT_SHIPPED.items()):
+        head = f"skipped {alias}, {alias}_coverage, {alias}_point_query: {module.SOURCE_ENV} is not"
+        assert line.startswith(head), line
+        assert not out.joinpath(f"{alias}.txt").exists(), alias
 
 
 def test_heldout_stops_with_2_when_the_steps_cannot_be_listed(tmp_path):
@@ -213,7 +205,7 @@ def test_heldout_steps_come_from_the_registry(tmp_path, monkeypatch):
     """Each sweep of RUN_SPLITS gets its three steps: --quick on its declared QUICK splits (which
     it holds; the first not an `_auto` twin, for --coverage), a sweep not shipped with its
     --source, or one `skipped` line naming its SOURCE_ENV where that is not set."""
-    from bench import heldout_steps, l2l_splits, marin_splits, oellm_splits
+    from bench import heldout_steps, l2l_splits
     from bench.run_splits import AUTO
 
     for module in RUN_SPLITS:
@@ -221,50 +213,36 @@ def test_heldout_steps_come_from_the_registry(tmp_path, monkeypatch):
         assert not module.QUICK[0].endswith(AUTO), module.ALIAS
         query = getattr(module, "QUICK_QUERY", module.QUICK[0])
         assert "point_query" in module.SPLITS[query].scores, module.ALIAS
+    # l2l's source unset, every other not-shipped sweep's set to a folder of its name
     monkeypatch.delenv(l2l_splits.SOURCE_ENV, raising=False)
-    monkeypatch.setenv(marin_splits.SOURCE_ENV, str(tmp_path / "marin"))
-    monkeypatch.setenv(misfit_splits.SOURCE_ENV, str(tmp_path / "misfit"))
-    monkeypatch.setenv(oellm_splits.SOURCE_ENV, str(tmp_path / "oellm"))
-    monkeypatch.setenv(xlstm_splits.SOURCE_ENV, str(tmp_path / "xlstm"))
+    for alias, module in NOT_SHIPPED.items():
+        if alias != "l2l":
+            monkeypatch.setenv(module.SOURCE_ENV, str(tmp_path / alias))
     steps = heldout_steps.steps(tmp_path, quick=True)
     names = [name for name, _, _ in steps]
     assert names == ["skipped" if n in L2L else n for n, _ in STEPS if n not in L2L - {"l2l"}]
     (why,) = [why for name, _, why in steps if name == "skipped"]
     assert why == heldout_steps.skipped(l2l_splits)
-    marin = {name: args for name, args, _ in steps if name in MARIN}
-    assert all(
-        args[args.index("--source") + 1] == str(tmp_path / "marin") for args in marin.values()
-    )
-    assert marin["marin"][:3] == ["bench.scalebench", "--splits", "marin_dclm,marin_dclm_auto"]
-    assert marin["marin_point_query"][-2:] == ["--out", str(tmp_path / "marin_point_query.csv")]
-    misfit = {name: args for name, args, _ in steps if name in MISFIT}
-    assert set(misfit) == MISFIT
-    assert all(
-        args[args.index("--source") + 1] == str(tmp_path / "misfit") for args in misfit.values()
-    )
-    assert misfit["misfit"][:3] == ["bench.scalebench", "--splits", "misfit,misfit_auto"]
-    oellm = {name: args for name, args, _ in steps if name in OELLM}
-    assert set(oellm) == OELLM
-    assert all(
-        args[args.index("--source") + 1] == str(tmp_path / "oellm") for args in oellm.values()
-    )
-    assert oellm["oellm"][:3] == ["bench.scalebench", "--splits", "oellm,oellm_auto"]
-    xlstm = {name: args for name, args, _ in steps if name in XLSTM}
-    assert set(xlstm) == XLSTM
-    assert all(
-        args[args.index("--source") + 1] == str(tmp_path / "xlstm") for args in xlstm.values()
-    )
-    assert xlstm["xlstm"][:3] == [
-        "bench.scalebench",
-        "--splits",
-        "xlstm_ctx8192,xlstm_ctx8192_auto",
-    ]
-    assert xlstm["xlstm_coverage"][:4] == [
-        "bench.scalebench",
-        "--coverage",
-        "--splits",
-        "xlstm_ctx8192",
-    ]
+    for alias, module in NOT_SHIPPED.items():
+        if alias == "l2l":
+            continue
+        args = {name: a for name, a, _ in steps if name in three(alias)}
+        assert set(args) == three(alias), alias
+        assert all(a[a.index("--source") + 1] == str(tmp_path / alias) for a in args.values())
+        assert args[alias][:3] == ["bench.scalebench", "--splits", ",".join(module.QUICK)]
+        assert args[f"{alias}_coverage"][:4] == [
+            "bench.scalebench",
+            "--coverage",
+            "--splits",
+            module.QUICK[0],
+        ]
+        assert args[f"{alias}_point_query"][-2:] == [
+            "--out",
+            str(tmp_path / f"{alias}_point_query.csv"),
+        ]
+    # the values those generic checks read, for the sweeps whose QUICK the smoke run relies on
+    assert NOT_SHIPPED["marin"].QUICK == ("marin_dclm", "marin_dclm_auto")
+    assert NOT_SHIPPED["xlstm"].QUICK == ("xlstm_ctx8192", "xlstm_ctx8192_auto")
     full = {name: args for name, args, _ in heldout_steps.steps(tmp_path, quick=False)}
     assert full["gzip"] == ["bench.scalebench", "--splits", "gzip", "--jobs", "2", "--out",
                             str(tmp_path / "gzip")]  # fmt: skip
