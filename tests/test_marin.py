@@ -10,7 +10,6 @@ out). What every split parted by model owes is in tests/test_run_split_modules.p
 from __future__ import annotations
 
 import csv
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -19,20 +18,13 @@ import pytest
 from bench import marin_splits, point_query
 from bench.scalebench import main as scalebench
 from bench.scalebench_splits import SPLITS, SplitError, load_split
+from tests.conftest import convert_script
 from tests.held_out_support import check_replay_and_coverage, check_target_row, query_rows
 
 CONVERT_PATH = Path(marin_splits.__file__).parent / "data" / "marin2026" / "convert.py"
 
 
-def _convert():
-    """bench/data/marin2026/convert.py (a file, not a package)."""
-    spec = importlib.util.spec_from_file_location("marin_convert", CONVERT_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-CONVERT = _convert()
+CONVERT = convert_script(CONVERT_PATH.parent)
 # the source's shapes: params (with the embeddings) and the budgets in their runs' names (dclm
 # and comma; nemotron has a 6e17 run more of each of the three smallest)
 LAYOUT = {

@@ -11,7 +11,6 @@ tests/test_run_split_modules.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 from pathlib import Path
@@ -22,6 +21,7 @@ import pytest
 from bench import misfit_splits, point_query
 from bench.scalebench import main as scalebench
 from bench.scalebench_splits import SPLITS, SplitError, load_split
+from tests.conftest import convert_script
 from tests.held_out_support import (
     check_point_query,
     check_replay_and_coverage,
@@ -33,15 +33,7 @@ from tests.held_out_support import (
 CONVERT_PATH = Path(misfit_splits.__file__).parent / "data" / "li2025misfit" / "convert.py"
 
 
-def _convert():
-    """bench/data/li2025misfit/convert.py (a file, not a package)."""
-    spec = importlib.util.spec_from_file_location("misfit_convert", CONVERT_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-CONVERT = _convert()
+CONVERT = convert_script(CONVERT_PATH.parent)
 STEP = 512 * 2048  # tokens per step
 # the source's sizes: params (N, N_no_emb) and, per token budget (steps), how many rows it has
 # (its peak learning rates and the sweeps that ran it again); the losses are made up

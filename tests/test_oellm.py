@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import importlib.util
 import io
 import math
 from pathlib import Path
@@ -24,6 +23,7 @@ import pytest
 from bench import oellm_splits, point_query
 from bench.scalebench import main as scalebench
 from bench.scalebench_splits import SPLITS, SplitError, load_split
+from tests.conftest import convert_script
 from tests.held_out_support import (
     check_point_query,
     check_replay_and_coverage,
@@ -36,15 +36,7 @@ from tests.held_out_support import (
 CONVERT_PATH = Path(oellm_splits.__file__).parent / "data" / "oellm2025" / "convert.py"
 
 
-def _convert():
-    """bench/data/oellm2025/convert.py (a file, not a package)."""
-    spec = importlib.util.spec_from_file_location("oellm_convert", CONVERT_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-CONVERT = _convert()
+CONVERT = convert_script(CONVERT_PATH.parent)
 N_MAX = 983_138_304  # the pool's largest params (the 1B)
 C_MAX = 6 * N_MAX * 300e9  # the pool's largest compute: the 1B at 300 B tokens
 

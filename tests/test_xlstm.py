@@ -13,7 +13,6 @@ tests/test_run_split_modules.py."""
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import math
 import os
 import pickle
@@ -30,20 +29,13 @@ import pytest
 from bench import point_query, xlstm_splits
 from bench.scalebench import main as scalebench
 from bench.scalebench_splits import SPLITS, SplitError, load_split
+from tests.conftest import convert_script
 from tests.held_out_support import check_point_query, check_replay_and_coverage, file_rows
 
 CONVERT_PATH = Path(xlstm_splits.__file__).parent / "data" / "beck2025xlstm" / "convert.py"
 
 
-def _convert():
-    """bench/data/beck2025xlstm/convert.py (a file, not a package)."""
-    spec = importlib.util.spec_from_file_location("xlstm_convert", CONVERT_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-CONVERT = _convert()
+CONVERT = convert_script(CONVERT_PATH.parent)
 EXCLUDED = 1_223_934_208  # the authors' loss-spike run at context 2048, 3e19 (params(27, 1792))
 TAG = {  # (context, budget) -> its run tag in the source
     (context, budget): tag for tag, (context, budget) in CONVERT.BUDGETS.items()
