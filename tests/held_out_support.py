@@ -2,13 +2,16 @@
 test_olmo_ladder.py, test_opt.py, test_gpt3.py, test_gadre.py, test_marin.py, ...): its file's
 rows, a noise-free sweep laid out as that file, the checks every target row of
 `bench.point_query` owes on such a sweep, and the replay and --coverage of `bench.scalebench` on
-it. No score on real held-out runs is asserted here."""
+it, and what a convert.py run on a clone owes when the clone is not there. No score on real
+held-out runs is asserted here."""
 
 from __future__ import annotations
 
 import csv
 import math
 from pathlib import Path
+
+import pytest
 
 
 def chinchilla_truth(n: float, d: float) -> float:
@@ -139,3 +142,17 @@ def check_replay_and_coverage(
     assert scalebench(["--coverage", "--splits", splits[0], *source]) == 0
     lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith(f"{splits[0]} ")]
     assert len(lines) == 1 and lines[0].split()[1:3] == [band, str(n_target)]
+
+
+def check_no_clone_is_one_error_line(convert, tmp_path: Path, capsys) -> str:
+    """A bench/data/*/convert.py run on a folder that is no clone: exit status 2, one `error:`
+    line naming git's command and the folder, no traceback, nothing written. Returns the line."""
+    out, clone = tmp_path / "out", tmp_path / "no_clone"
+    with pytest.raises(SystemExit) as e:
+        convert.main([str(clone), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "Traceback" not in err
+    (line,) = [x for x in err.splitlines() if "error:" in x]
+    assert "error: git " in line and f" in {clone}: " in line, line
+    assert not out.exists()
+    return line

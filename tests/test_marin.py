@@ -19,7 +19,12 @@ from bench import marin_splits, point_query
 from bench.scalebench import main as scalebench
 from bench.scalebench_splits import SPLITS, SplitError, load_split
 from tests.conftest import convert_script
-from tests.held_out_support import check_replay_and_coverage, check_target_row, query_rows
+from tests.held_out_support import (
+    check_no_clone_is_one_error_line,
+    check_replay_and_coverage,
+    check_target_row,
+    query_rows,
+)
 
 CONVERT_PATH = Path(marin_splits.__file__).parent / "data" / "marin2026" / "convert.py"
 
@@ -194,3 +199,8 @@ def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
         n, d = float(r["params"]), float(r["tokens"])
         check_target_row(r, truth[("dclm", n, d)], 2_544_614_912)
     assert "chinchilla: 23 queries" in printed
+
+
+def test_convert_without_the_clone_is_one_error_line_and_writes_nothing(tmp_path, capsys):
+    line = check_no_clone_is_one_error_line(CONVERT, tmp_path, capsys)
+    assert "git show 3e0656e:" in line

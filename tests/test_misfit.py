@@ -23,6 +23,7 @@ from bench.scalebench import main as scalebench
 from bench.scalebench_splits import SPLITS, SplitError, load_split
 from tests.conftest import convert_script
 from tests.held_out_support import (
+    check_no_clone_is_one_error_line,
     check_point_query,
     check_replay_and_coverage,
     chinchilla_truth,
@@ -337,3 +338,8 @@ def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
     c_max = 6 * 418_819_968 * 8000 * STEP
     rows = check_point_query(out, capsys.readouterr().out, truth, 418_819_968, c_max, ratio)
     assert all(r["pi_covers"] in ("True", "False") for r in rows)  # given at all 6
+
+
+def test_convert_without_the_clone_is_one_error_line_and_writes_nothing(tmp_path, capsys):
+    line = check_no_clone_is_one_error_line(CONVERT, tmp_path, capsys)
+    assert "git rev-parse --verify 1f3708c^{commit} in " in line

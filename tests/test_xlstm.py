@@ -30,7 +30,12 @@ from bench import point_query, xlstm_splits
 from bench.scalebench import main as scalebench
 from bench.scalebench_splits import SPLITS, SplitError, load_split
 from tests.conftest import convert_script
-from tests.held_out_support import check_point_query, check_replay_and_coverage, file_rows
+from tests.held_out_support import (
+    check_no_clone_is_one_error_line,
+    check_point_query,
+    check_replay_and_coverage,
+    file_rows,
+)
 
 CONVERT_PATH = Path(xlstm_splits.__file__).parent / "data" / "beck2025xlstm" / "convert.py"
 
@@ -388,14 +393,8 @@ def test_main_reads_the_declared_commit_through_git_and_refuses_another(
 
 
 def test_main_without_the_repository_is_one_error_line_and_writes_nothing(tmp_path, capsys):
-    out = tmp_path / "out"
-    with pytest.raises(SystemExit) as e:
-        CONVERT.main([str(tmp_path / "no_clone"), "--out", str(out)])
-    err = capsys.readouterr().err
-    assert e.value.code == 2 and "Traceback" not in err
-    (line,) = [x for x in err.splitlines() if "error:" in x]
+    line = check_no_clone_is_one_error_line(CONVERT, tmp_path, capsys)
     assert "git rev-parse --verify 604bb30^{commit} in " in line
-    assert not out.exists()
 
 
 def test_two_kept_runs_at_the_same_params_and_tokens_are_refused():

@@ -55,7 +55,12 @@ MODEL = re.compile(r"misfitting_\d+[mb]")
 
 
 def git(repo: Path, *args: str) -> bytes:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True).stdout
+    """git's output; its failure (no such repository, commit or file) a LookupError naming it."""
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True)
+    if proc.returncode:
+        why = (proc.stderr.decode(errors="replace").strip().splitlines() or ["failed"])[-1]
+        raise LookupError(f"git {' '.join(args)} in {repo}: {why}")
+    return proc.stdout
 
 
 def counts(config: dict) -> tuple[int, int]:
@@ -153,13 +158,18 @@ def main(argv=None) -> int:
     p.add_argument("--commit", default=COMMIT[:7], help="%(default)s, the declared one")
     p.add_argument("--out", type=Path, required=True, help="the folder runs.csv is written to")
     a = p.parse_args(argv)
-    commit = git(a.repo, "rev-parse", "--verify", f"{a.commit}^{{commit}}").decode().strip()
-    if commit != COMMIT:
-        p.error(f"--commit {a.commit} is {commit}; the protocol was declared on {COMMIT}")
-    text = git(a.repo, "show", f"{commit}:{RAW}").decode()
-    models = {r["model"] for r in csv.DictReader(io.StringIO(text)) if MODEL.fullmatch(r["model"])}
-    configs = {m: json.loads(git(a.repo, "show", f"{commit}:{CONFIG.format(m)}")) for m in models}
-    rows = convert(text, configs)
+    try:
+        commit = git(a.repo, "rev-parse", "--verify", f"{a.commit}^{{commit}}").decode().strip()
+        if commit != COMMIT:
+            p.error(f"--commit {a.commit} is {commit}; the protocol was declared on {COMMIT}")
+        text = git(a.repo, "show", f"{commit}:{RAW}").decode()
+        models = {r["model"] for r in csv.DictReader(io.StringIO(text))}
+        configs = {}
+        for m in filter(MODEL.fullmatch, models):
+            configs[m] = json.loads(git(a.repo, "show", f"{commit}:{CONFIG.format(m)}"))
+        rows = convert(text, configs)
+    except (LookupError, ValueError) as e:
+        p.error(str(e))  # one line, exit status 2, nothing written
     a.out.mkdir(parents=True, exist_ok=True)
     write(rows, a.out / "runs.csv")
     chosen = sum(r["best"] for r in rows)

@@ -38,7 +38,12 @@ NAME = re.compile(r"-(\d+(?:\.\d+)?e[+-]\d+)-d(\d+)-L(\d+)-")
 
 
 def git(repo: Path, *args: str) -> bytes:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True).stdout
+    """git's output; its failure (no such repository, commit or file) a LookupError naming it."""
+    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True)
+    if proc.returncode:
+        why = (proc.stderr.decode(errors="replace").strip().splitlines() or ["failed"])[-1]
+        raise LookupError(f"git {' '.join(args)} in {repo}: {why}")
+    return proc.stdout
 
 
 def run_row(dataset: str, record: dict) -> dict:
@@ -92,9 +97,12 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, required=True, help="the folder runs.csv is written to")
     a = p.parse_args(argv)
     rows = []
-    for dataset in DATASETS:
-        text = git(a.repo, "show", f"{a.commit}:{RAW.format(dataset)}").decode()
-        rows += convert(dataset, text)
+    try:
+        for dataset in DATASETS:
+            text = git(a.repo, "show", f"{a.commit}:{RAW.format(dataset)}").decode()
+            rows += convert(dataset, text)
+    except (LookupError, ValueError) as e:
+        p.error(str(e))  # one line, exit status 2, nothing written
     a.out.mkdir(parents=True, exist_ok=True)
     write(rows, a.out / "runs.csv")
     print(f"{len(rows)} runs -> {a.out / 'runs.csv'}")
