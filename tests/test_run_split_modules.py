@@ -45,6 +45,7 @@ from bench.scalebench_splits import (
     aliases,
     load_split,
 )
+from tests.conftest import REPO
 from tests.test_marin import synthetic
 from tests.test_misfit import synthetic as misfit_synthetic
 from tests.test_oellm import synthetic as oellm_synthetic
@@ -240,3 +241,41 @@ def test_every_scored_public_sweep_and_scalebench_split_is_dev_for_the_law_choic
     assert "to design the candidate law choice monotone" in LAW_CHOICE_DEV["moe"]
     assert load_split("moe").law_choice_mark == "dev"
     assert load_split("farseer").law_choice_mark == "dev"  # DEV: the planner's settings
+
+
+def _held_out_table() -> dict[str, tuple[str, str, str]]:
+    """docs/held_out.md's table of public sweeps: data folder -> its planner, band and law-choice
+    marks as written ("dev" or "held out": the cell's first words, bold and notes dropped)."""
+    text = (REPO / "docs" / "held_out.md").read_text()
+    section = text[text.index("## 2. The public sweeps") : text.index("## 3. ")]
+    rows = [x for x in section.splitlines() if x.startswith("| ") and not x.startswith("| source")]
+    table = {}
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        marks = tuple(
+            "dev" if c.replace("*", "").startswith("dev") else "held out" for c in cells[5:8]
+        )
+        table.setdefault(cells[1].split()[0], marks)
+    return table
+
+
+def test_the_held_out_ledger_table_gives_every_sweep_the_marks_the_code_declares():
+    """One owner for the marks: scalebench_splits' PLANNER_DEV, BAND_DEV and LAW_CHOICE_DEV.
+    docs/held_out.md's table must say the same for each sweep of RUN_SPLITS (its splits, their
+    `_auto` twins and Brandfonbrener's `_c80` variants aside, all dev or all held out)."""
+    import re
+
+    table = _held_out_table()
+    for module in RUN_SPLITS:
+        if module.DATA is not None:
+            folder = module.DATA.name
+        else:
+            found = re.search(r"bench/data/(\w+)/", module.FETCH)
+            folder = found.group(1) if found else "brandfonbrener2024"  # l2l: a checkout
+        base = [n for n in module.SPLITS if not n.endswith("_auto") and "_c80" not in n]
+        expected = []
+        for dev in (PLANNER_DEV, BAND_DEV, LAW_CHOICE_DEV):
+            marks = {n in dev or n in DEV for n in base}
+            assert len(marks) == 1, (module.ALIAS, dev is PLANNER_DEV)
+            expected.append("dev" if marks.pop() else "held out")
+        assert table[folder] == tuple(expected), module.ALIAS
