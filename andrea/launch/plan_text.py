@@ -175,38 +175,34 @@ def _block_size_notes(jobs: list[PlannedJob]) -> list[str]:
     (N >= L sublayers) makes every sublayer its own block, which is Full AttnRes (a grid that
     also trains Full spends that run twice over); S >= L makes one block; an S that does not
     divide L leaves a shorter last block."""
-    seen = sorted(
-        {
-            (j.spec.label, j.spec.size, 2 * j.spec.model.n_layer)
-            for j in jobs
-            if j.spec.model.scheme.block_size and j.spec.model.block_size == 1
-        }
-    )
-    notes = [
-        f"note: {label} at {size}: S = 1 (L = {n} sublayers), identical to attnres_full"
-        for label, size, n in seen
-    ]
-    # S >= L: one block, no depth attention across blocks; S not dividing L: a shorter last block
-    # (docs/attnres.md). model=attnres_block's default S = 4 at a tiny size (L = 4) is the first.
+    full_like, other = [], []
+    # one note per (label, size, L, S); S None is model.n_blocks=N, which sets no S
     for label, size, n, S in sorted(
         {
             (j.spec.label, j.spec.size, 2 * j.spec.model.n_layer, j.spec.model.block_size)
             for j in jobs
-            if j.spec.model.scheme.block_size and (j.spec.model.block_size or 1) > 1
+            if j.spec.model.scheme.block_size and j.spec.model.block_size
         }
     ):
-        if S >= n:
-            notes.append(
+        # S >= L: one block, no depth attention across blocks; S not dividing L: a shorter last
+        # block (docs/attnres.md). model=attnres_block's default S = 4 at a tiny size (L = 4)
+        # is the first.
+        if S == 1:
+            full_like.append(
+                f"note: {label} at {size}: S = 1 (L = {n} sublayers), identical to attnres_full"
+            )
+        elif S >= n:
+            other.append(
                 f"note: {label} at {size}: S = {S} >= L = {n} sublayers, one block: a plain "
                 "residual with the embedding kept apart (a smaller model.block_size, or "
                 "model.block_size=null model.n_blocks=N)"
             )
         elif n % S:
-            notes.append(
+            other.append(
                 f"note: {label} at {size}: S = {S} does not divide L = {n} sublayers: blocks of "
                 f"{S} and a last block of {n % S}"
             )
-    return notes
+    return full_like + other
 
 
 def _fsdp_notes(jobs: list[PlannedJob], plan_gpu: str) -> list[str]:
