@@ -51,7 +51,12 @@ STEPS = (
 
 def _in(name, make):
     """A maker of a synthetic source folder `name` under a temporary folder, returning its path."""
-    return lambda tmp: make(tmp / name) and tmp / name
+
+    def folder(tmp):
+        make(tmp / name)
+        return tmp / name
+
+    return folder
 
 
 # the sweeps not shipped (DATA None): alias -> a maker of a synthetic copy of their --source,

@@ -14,6 +14,7 @@ et al. 2025's xlstm splits, parted by isoFLOP budget, not by model, owe the same
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Callable
@@ -263,8 +264,6 @@ def test_the_held_out_ledger_table_gives_every_sweep_the_marks_the_code_declares
     """One owner for the marks: scalebench_splits' PLANNER_DEV, BAND_DEV and LAW_CHOICE_DEV.
     docs/held_out.md's table must say the same for each sweep of RUN_SPLITS (its splits, their
     `_auto` twins and Brandfonbrener's `_c80` variants aside, all dev or all held out)."""
-    import re
-
     table = _held_out_table()
     for module in RUN_SPLITS:
         if module.DATA is not None:
