@@ -1,8 +1,8 @@
 """Why `--law auto` chose the law it chose on a run split's pool: the rollouts' cuts, law by law.
 `python -m bench.law_choice_why [--splits S,..] [--source DIR] [--law-choice RULE]`
 
-Per split (bench/run_splits.py's names or aliases: `opt`, `gadre`, `gpt3`, `porian`, `l2l` with
-`--source DIR`, `marin` and `misfit` with `--source DIR`), the pool's rows as `--law auto` reads
+Per split (bench/run_splits.py's names or the aliases of `scalebench_splits.RUN_SPLITS`, `--help`
+lists them; `--source DIR` for a sweep not shipped), the pool's rows as `--law auto` reads
 them (`pool_law.as_runs`) and the choice it makes (`law_choice.select_law`, among the laws
 `pool_law.candidates` gives it, by `--law-choice`: `law_choice.LAW_CHOICES`), printed as:
 - the pool against the target: its sizes (params) and tokens, the target's, and how far the
@@ -41,7 +41,7 @@ from analysis.fits import law_registry
 from analysis.fits.laws import params_at_bounds
 from analysis.fits.settings import FitSettings
 from bench.point_query import names_of
-from bench.scalebench_splits import SplitError, add_source_argument, load_split
+from bench.scalebench_splits import SplitError, add_source_argument, aliases_text, load_split
 
 ISO_RTOL = 1e-6  # the near pairs counted (a measurement; the rollouts group by rollouts.LEVEL_RTOL)
 
@@ -198,7 +198,11 @@ def split_lines(name: str, source=None, rule: str = LAW_CHOICES[0]) -> list[str]
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--splits", default="opt,gadre,gpt3", help="comma-separated")
+    p.add_argument(
+        "--splits",
+        default="opt,gadre,gpt3",
+        help=f"comma-separated split names or aliases: {aliases_text()} (default: %(default)s)",
+    )
     add_source_argument(p)
     p.add_argument("--law-choice", default=LAW_CHOICES[0], choices=LAW_CHOICES)
     args = p.parse_args(argv)

@@ -66,6 +66,7 @@ from bench.scalebench_splits import (
     RUN_SPLITS,
     add_source_argument,
     aliases,
+    aliases_text,
     load_split,
     load_splits,
 )
@@ -326,7 +327,12 @@ def main(argv=None, default: tuple[str, ...] | None = None, doc: str | None = No
     """The command; `default`: the splits asked without --splits (every run split's alias)."""
     default = default or tuple(m.ALIAS for m in RUN_SPLITS)
     p = argparse.ArgumentParser(description=(doc or __doc__).split("\n\n")[0])
-    p.add_argument("--splits", default=None, help=f"comma-separated (default: {','.join(default)})")
+    p.add_argument(
+        "--splits",
+        default=None,
+        help=f"comma-separated split names or aliases: {aliases_text()} "
+        f"(default: {','.join(default)})",
+    )
     p.add_argument("--bootstrap", type=int, default=LAW_BOOTSTRAP, help="CI resamples")
     p.add_argument("--data", type=Path, default=None, help="folder of the splits' files")
     add_source_argument(p)

@@ -59,12 +59,12 @@ from analysis.fits.laws import LawError, bound_arrays, fit_law_scaled_huber
 from bench.scalebench_coverage import print_rows
 from bench.scalebench_report import print_split, write_outputs
 from bench.scalebench_splits import (
-    RUN_SPLITS,
     SCALEBENCH,
     SKIPPED,
     SPLITS,
     add_source_argument,
     aliases,
+    aliases_text,
     load_split,
     load_splits,
 )
@@ -364,7 +364,7 @@ def main(argv=None) -> int:
         "--splits",
         default=",".join(SCALEBENCH),
         help="comma-separated (default: ScaleBench's), or the held-out public sweeps' aliases: "
-        + ", ".join(m.ALIAS + (" (with --source)" if m.DATA is None else "") for m in RUN_SPLITS),
+        + aliases_text(),
     )
     p.add_argument("--methods", default=",".join(METHODS), help="of %(default)s")
     p.add_argument("--reps", type=int, default=None, help=f"repetitions (default {REPS})")

@@ -166,6 +166,11 @@ def aliases(score: str) -> dict[str, tuple[str, ...]]:
     }
 
 
+def aliases_text() -> str:
+    """The held-out sweeps' aliases as the commands' `--splits` help names them."""
+    return ", ".join(m.ALIAS + (" (with --source)" if m.DATA is None else "") for m in RUN_SPLITS)
+
+
 def add_source_argument(p: argparse.ArgumentParser) -> None:
     """--source DIR: where the splits not shipped are read from (each module of RUN_SPLITS whose
     DATA is None: bench/l2l_splits.py's a checkout of the authors' repository, the others' the
