@@ -156,3 +156,24 @@ def check_no_clone_is_one_error_line(convert, tmp_path: Path, capsys) -> str:
     assert "error: git " in line and f" in {clone}: " in line, line
     assert not out.exists()
     return line
+
+
+def check_write_is_whole_or_nothing(convert, tmp_path: Path, monkeypatch) -> None:
+    """A bench/data/*/convert.py's write(rows, path): a failure half way (the disk full after
+    one row) leaves the runs.csv that was there as it was; a write that ends replaces it whole."""
+    path = tmp_path / "runs.csv"
+    path.write_text("the earlier runs.csv\n")
+    rows = [dict.fromkeys(convert.COLUMNS, "1")] * 2
+
+    def one_row_then_disk_full(writer, rows):
+        writer.writerow(rows[0])
+        raise OSError("No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(csv.DictWriter, "writerows", one_row_then_disk_full)
+        with pytest.raises(OSError, match="No space left"):
+            convert.write(rows, path)
+    assert path.read_text() == "the earlier runs.csv\n"
+    convert.write(rows, path)
+    with open(path, newline="") as f:
+        assert list(csv.DictReader(f)) == rows

@@ -23,6 +23,7 @@ from tests.held_out_support import (
     check_no_clone_is_one_error_line,
     check_replay_and_coverage,
     check_target_row,
+    check_write_is_whole_or_nothing,
     query_rows,
 )
 
@@ -204,3 +205,7 @@ def test_the_point_query_on_a_sweep_of_known_truth(tmp_path, capsys):
 def test_convert_without_the_clone_is_one_error_line_and_writes_nothing(tmp_path, capsys):
     line = check_no_clone_is_one_error_line(CONVERT, tmp_path, capsys)
     assert "git show 3e0656e:" in line
+
+
+def test_a_write_that_fails_half_way_leaves_the_earlier_runs_csv_whole(tmp_path, monkeypatch):
+    check_write_is_whole_or_nothing(CONVERT, tmp_path, monkeypatch)

@@ -27,6 +27,7 @@ from tests.conftest import convert_script
 from tests.held_out_support import (
     check_point_query,
     check_replay_and_coverage,
+    check_write_is_whole_or_nothing,
     chinchilla_truth,
     file_rows,
     pool_ratio,
@@ -240,3 +241,7 @@ def test_the_point_query_on_a_grid_of_known_truth(tmp_path, capsys):
     ratio = pool_ratio(file_rows(tmp_path), oellm_splits.POOL_MODELS)
     rows = check_point_query(out, capsys.readouterr().out, truth, N_MAX, C_MAX, ratio)
     assert len(rows) == 6 and all(r["pi_covers"] != "" for r in rows)
+
+
+def test_a_write_that_fails_half_way_leaves_the_earlier_runs_csv_whole(tmp_path, monkeypatch):
+    check_write_is_whole_or_nothing(CONVERT, tmp_path, monkeypatch)

@@ -34,6 +34,7 @@ from tests.held_out_support import (
     check_no_clone_is_one_error_line,
     check_point_query,
     check_replay_and_coverage,
+    check_write_is_whole_or_nothing,
     file_rows,
 )
 
@@ -578,3 +579,7 @@ def test_the_point_query_on_runs_of_known_truth(tmp_path, capsys, context):
     assert {r["split"] for r in rows} == {name} and all(float(r["factor"]) > 1 for r in rows)
     # the PI withheld at a target off the pool's tokens per parameter, and given at the others
     assert 0 < sum(r["pi_covers"] == "" for r in rows) < len(rows)
+
+
+def test_a_write_that_fails_half_way_leaves_the_earlier_runs_csv_whole(tmp_path, monkeypatch):
+    check_write_is_whole_or_nothing(CONVERT, tmp_path, monkeypatch)

@@ -26,6 +26,7 @@ import argparse
 import csv
 import io
 import math
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -84,10 +85,13 @@ def convert(dataset: str, text: str) -> list[dict]:
 
 
 def write(rows: list[dict], path: Path) -> None:
-    with open(path, "w", newline="") as f:
+    """Written whole or not at all: a temporary file beside it, then renamed over it."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
+    os.replace(tmp, path)
 
 
 def main(argv=None) -> int:

@@ -34,6 +34,7 @@ import csv
 import hashlib
 import io
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -145,10 +146,13 @@ def convert(text: str) -> list[dict]:
 
 
 def write(rows: list[dict], path: Path) -> None:
-    with open(path, "w", newline="") as f:
+    """Written whole or not at all: a temporary file beside it, then renamed over it."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
+    os.replace(tmp, path)
 
 
 def main(argv=None) -> int:
