@@ -45,6 +45,7 @@ from bench import (
     gemstones_splits,
     gpt3_splits,
     l2l_splits,
+    llama3_splits,
     marin_splits,
     misfit_splits,
     oellm_splits,
@@ -140,6 +141,7 @@ RUN_SPLITS = (
     misfit_splits,
     oellm_splits,
     xlstm_splits,
+    llama3_splits,
 )
 for _module in RUN_SPLITS:
     SPLITS.update(

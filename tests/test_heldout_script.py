@@ -15,6 +15,8 @@ from bench import misfit_splits
 from bench.scalebench_splits import RUN_SPLITS
 from tests.conftest import REPO
 from tests.test_l2l import checkout
+from tests.test_llama3 import N_TARGET as N_TARGET_LLAMA3
+from tests.test_llama3 import synthetic as llama3_synthetic
 from tests.test_marin import synthetic as marin_synthetic
 from tests.test_misfit import LAYOUT as MISFIT_LAYOUT
 from tests.test_misfit import synthetic as misfit_synthetic
@@ -67,6 +69,7 @@ SOURCES = {
     "misfit": _in("misfit", misfit_synthetic),
     "oellm": _in("oellm", oellm_synthetic),
     "xlstm": _in("xlstm", xlstm_synthetic),
+    "llama3": _in("llama3", llama3_synthetic),
 }
 NOT_SHIPPED = {m.ALIAS: m for m in RUN_SPLITS if m.DATA is None}
 
@@ -79,10 +82,10 @@ def three(alias: str) -> set[str]:
 L2L = three("l2l")
 SOURCE_STEPS = set().union(*(three(alias) for alias in NOT_SHIPPED))
 
-# the smoke run's replay step of each split parted by model (and of xlstm's, parted by budget):
-# the splits it replays (HELDOUT_QUICK's choice), its target runs, the band's mark on its
-# --coverage row, and the planner's mark on its replay rows (dev where a candidate of the planner
-# was scored on it: PLANNER_DEV)
+# the smoke run's replay step of each split parted by model (and of xlstm's and llama3's, parted
+# by budget): the splits it replays (HELDOUT_QUICK's choice), its target runs, the band's mark on
+# its --coverage row, and the planner's mark on its replay rows (dev where a candidate of the
+# planner was scored on it: PLANNER_DEV)
 RUN_SPLIT_STEPS = {
     "gadre": (("gadre_rw",), 3, "dev", "dev"),
     "gpt3": (("gpt3", "gpt3_auto"), 33, "dev", "held-out"),
@@ -102,6 +105,8 @@ RUN_SPLIT_STEPS = {
     "oellm": (("oellm", "oellm_auto"), 6, "held-out", "dev"),
     # its ctx8192 split's target runs (the 1e20 line) in tests/test_xlstm.py's synthetic file
     "xlstm": (("xlstm_ctx8192", "xlstm_ctx8192_auto"), N_TARGET_8192, "held-out", "held-out"),
+    # its target points (the 3e21 and 1e22 lines) in tests/test_llama3.py's synthetic file
+    "llama3": (("llama3", "llama3_auto"), N_TARGET_LLAMA3, "held-out", "held-out"),
 }
 
 
@@ -248,6 +253,7 @@ def test_heldout_steps_come_from_the_registry(tmp_path, monkeypatch):
     # the values those generic checks read, for the sweeps whose QUICK the smoke run relies on
     assert NOT_SHIPPED["marin"].QUICK == ("marin_dclm", "marin_dclm_auto")
     assert NOT_SHIPPED["xlstm"].QUICK == ("xlstm_ctx8192", "xlstm_ctx8192_auto")
+    assert NOT_SHIPPED["llama3"].QUICK == ("llama3", "llama3_auto")
     full = {name: args for name, args, _ in heldout_steps.steps(tmp_path, quick=False)}
     assert full["gzip"] == ["bench.scalebench", "--splits", "gzip", "--jobs", "2", "--out",
                             str(tmp_path / "gzip")]  # fmt: skip

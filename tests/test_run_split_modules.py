@@ -9,8 +9,8 @@ test_olmo_ladder.py, test_gemstones.py, test_marin.py, test_alabdulmohsin.py, te
 test_misfit.py, test_oellm.py) checks
 its data, its pool and target and the point query on a sweep of known truth; the replay and
 --coverage of each run in tests/test_heldout_script.py, whose smoke run reads their tables. Beck
-et al. 2025's xlstm splits, parted by isoFLOP budget, not by model, owe the same where it applies
-(their own test below; tests/test_xlstm.py)."""
+et al. 2025's xlstm splits and Llama 3's llama3 split, parted by isoFLOP budget, not by model, owe
+the same where it applies (their own tests below; tests/test_xlstm.py, tests/test_llama3.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from bench import (
     gadre_splits,
     gemstones_splits,
     gpt3_splits,
+    llama3_splits,
     marin_splits,
     misfit_splits,
     oellm_splits,
@@ -47,6 +48,7 @@ from bench.scalebench_splits import (
     load_split,
 )
 from tests.conftest import REPO
+from tests.test_llama3 import synthetic as llama3_synthetic
 from tests.test_marin import synthetic
 from tests.test_misfit import synthetic as misfit_synthetic
 from tests.test_oellm import synthetic as oellm_synthetic
@@ -218,6 +220,34 @@ def test_the_splits_parted_by_budget_are_held_out_named_by_the_alias_and_not_ben
         load_split("xlstm_ctx8192", tmp_path)
 
 
+def test_the_llama3_split_parted_by_budget_is_held_out_named_by_the_alias_and_not_benchmark_fitted(
+    tmp_path,
+):
+    """Llama 3's isoFLOP split (bench/llama3_splits.py: no POOL_MODELS, so no Case above), not
+    yet scored: what a Case checks, where it applies to a split parted by budget. Held out for
+    the planner, the band and the law choice; named by the alias in every score; no benchmark
+    fitter; a budget neither pool nor target refused; a missing file one error."""
+    assert not hasattr(llama3_splits, "POOL_MODELS")
+    names = set(llama3_splits.SPLITS)
+    assert names == {"llama3", "llama3_auto"}
+    for score in ("replay", "coverage", "point_query"):
+        assert set(aliases(score)[llama3_splits.ALIAS]) == names
+    for name in names:
+        assert name in SPLITS and name not in DEV and name not in PLANNER_DEV
+        assert name not in BAND_DEV and name not in LAW_CHOICE_DEV
+        assert SPLITS[name].no_benchmark_fit.startswith("not a ScaleBench split")
+    # the marks a loaded split carries (loading the _auto twin would choose its law: not here)
+    llama3_synthetic(tmp_path / "source")
+    split = load_split("llama3", source=tmp_path / "source")
+    assert (split.mark, split.band_mark, split.law_choice_mark) == ("held-out",) * 3
+    # the point query asks the split once: not its _auto twin, which repeats its points
+    assert point_query.names_of(llama3_splits.ALIAS, ()) == ["llama3"]
+    with pytest.raises(ValueError, match="neither pool nor target: 1e23$"):
+        llama3_splits.in_pool(["1e21", "1e23"])
+    with pytest.raises(SplitError, match="runs.csv: no such file"):
+        load_split("llama3", tmp_path)
+
+
 def test_the_point_query_refuses_an_unknown_split(capsys):
     assert point_query.main(["--splits", "olmo_ladder_nope"]) == 2
     assert capsys.readouterr().err.startswith("error: --splits")
@@ -234,6 +264,7 @@ def test_every_scored_public_sweep_and_scalebench_split_is_dev_for_the_law_choic
     for name in (*porian_splits.SPLITS, *l2l_splits.SPLITS):
         assert "monotone's dev figures" in LAW_CHOICE_DEV[name]
     held_out = {c.module for c in CASES.values() if c.law_choice_dev is None}
+    held_out.add(llama3_splits)  # parted by budget, not by model (tests/test_llama3.py); unscored
     for module in RUN_SPLITS:
         if module in held_out:
             assert not set(module.SPLITS) & set(LAW_CHOICE_DEV), module.__name__

@@ -18,6 +18,7 @@ from bench import (
     gemstones_splits,
     gpt3_splits,
     l2l_splits,
+    llama3_splits,
     marin_splits,
     misfit_splits,
     oellm_splits,
@@ -194,11 +195,12 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
     # the rest are Porian et al. 2024's, Gadre et al. 2024's, Brandfonbrener et al. 2024's, Brown
     # et al. 2020's, Zhang et al. 2022's, Bhagia et al. 2024's, McLeish et al. 2025's, the
     # Marin ladder's, Alabdulmohsin et al. 2022's, Pandey 2024's, Li, Kudugunta & Zettlemoyer
-    # 2025's, OpenEuroLLM's and Beck et al. 2025's, every one held out for the planner but l2l's
-    # _c80, misfit's and oellm's (PLANNER_DEV, above) (tests/test_porian.py, tests/test_gadre.py,
-    # tests/test_l2l.py, tests/test_gpt3.py, tests/test_opt.py, tests/test_olmo_ladder.py,
-    # tests/test_gemstones.py, tests/test_marin.py, tests/test_alabdulmohsin.py,
-    # tests/test_pandey.py, tests/test_misfit.py, tests/test_oellm.py, tests/test_xlstm.py)
+    # 2025's, OpenEuroLLM's, Beck et al. 2025's and Grattafiori et al. 2024's (Llama 3), every one
+    # held out for the planner but l2l's _c80, misfit's and oellm's (PLANNER_DEV, above)
+    # (tests/test_porian.py, tests/test_gadre.py, tests/test_l2l.py, tests/test_gpt3.py,
+    # tests/test_opt.py, tests/test_olmo_ladder.py, tests/test_gemstones.py, tests/test_marin.py,
+    # tests/test_alabdulmohsin.py, tests/test_pandey.py, tests/test_misfit.py,
+    # tests/test_oellm.py, tests/test_xlstm.py, tests/test_llama3.py)
     runs = (
         porian_splits,
         gadre_splits,
@@ -213,6 +215,7 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
         misfit_splits,
         oellm_splits,
         xlstm_splits,
+        llama3_splits,
     )
     assert set(SPLITS) - set(SCALEBENCH) == set().union(*(m.SPLITS for m in runs))
     assert not set(DEV) & set(l2l_splits.SPLITS)
