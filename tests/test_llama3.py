@@ -26,6 +26,7 @@ from tests.held_out_support import (
     check_no_clone_is_one_error_line,
     check_point_query,
     check_replay_and_coverage,
+    check_write_is_whole_or_nothing,
     chinchilla_truth,
     file_rows,
 )
@@ -354,3 +355,7 @@ def test_the_point_query_on_points_of_known_truth(tmp_path, capsys):
     assert sorted(round(float(r["factor"]), 6) for r in rows) == [3] * PER + [10] * PER
     # the PI withheld at a target off the pool's tokens per parameter, and given at the others
     assert 0 < sum(r["pi_covers"] == "" for r in rows) < len(rows)
+
+
+def test_a_write_that_fails_half_way_leaves_the_earlier_runs_csv_whole(tmp_path, monkeypatch):
+    check_write_is_whole_or_nothing(CONVERT, tmp_path, monkeypatch)
