@@ -106,7 +106,7 @@ RUN_SPLIT_STEPS = {
     # its ctx8192 split's target runs (the 1e20 line) in tests/test_xlstm.py's synthetic file
     "xlstm": (("xlstm_ctx8192", "xlstm_ctx8192_auto"), N_TARGET_8192, "held-out", "held-out"),
     # its target points (the 3e21 and 1e22 lines) in tests/test_llama3.py's synthetic file
-    "llama3": (("llama3", "llama3_auto"), N_TARGET_LLAMA3, "held-out", "held-out"),
+    "llama3": (("llama3", "llama3_auto"), N_TARGET_LLAMA3, "held-out", "dev"),
 }
 
 
