@@ -243,7 +243,9 @@ BAND_DEV = {
 # there, not adopted on that pass after failing on gzip (docs/held_out.md, "Two deciding sweeps,
 # one pass"); oellm's planner rows were its third deciding sweep, which it passed too, so by that
 # rule it is adopted, the default since its own commit (design.PILOTS). These marks are the
-# spread pilot's, the default when every planner row so far was measured (docs/held_out.md).
+# spread pilot's, the default when every planner row so far was measured (docs/held_out.md);
+# llama3's planner rows are the default cheapest's, beside which --pilot spread, a candidate to
+# return as the default, was scored by its rule (docs/planner.md, "After the switch").
 PLANNER_DEV = {
     **{
         name: "the replay's first-budget pilot rule changed after its planner scores were seen "
@@ -261,6 +263,12 @@ PLANNER_DEV = {
         "its third deciding sweep, which it passed: adopted, two passes of three (2026-12-07, "
         "docs/planner.md; docs/held_out.md, 'Two deciding sweeps, one pass')"
         for name in oellm_splits.SPLITS
+    },
+    **{
+        name: "its planner rows scored the candidate first budget --pilot spread by its rule, its "
+        "first deciding sweep, which it failed (2026-12-08, docs/planner.md; docs/held_out.md, "
+        "'Two deciding sweeps, one pass')"
+        for name in llama3_splits.SPLITS
     },
     # the default first budget, cheapest, was designed on Gadre's planner rows and failed its rule
     # on Pandey's; their held-out planner tables are the spread pilot's, the default then
@@ -332,6 +340,12 @@ LAW_CHOICE_DEV = {
         "rules (2026-12-07: on xlstm_ctx2048 both changed the choice, farseer to chinchilla, and "
         "both failed: monotone's third deciding sweep, one pass of three, so it is dropped)"
         for name in xlstm_splits.SPLITS
+    },
+    **{
+        name: "the candidate law choice sizes was scored on it by its adoption rule (2026-12-08: "
+        "it chose chinchilla, as the default did, so it said nothing and is not counted; "
+        "monotone, dropped, not run)"
+        for name in llama3_splits.SPLITS
     },
 }
 

@@ -90,7 +90,7 @@ RUN_SPLIT_STEPS = {
     "alabdulmohsin": (("alabdulmohsin", "alabdulmohsin_auto"), 20, "held-out", "held-out"),
     "gzip": (("gzip_012", "gzip_012_auto"), 5, "held-out", "dev"),
     # its target points (the 3e21 and 1e22 lines) in tests/test_llama3.py's synthetic file
-    "llama3": (("llama3", "llama3_auto"), N_TARGET_LLAMA3, "held-out", "held-out"),
+    "llama3": (("llama3", "llama3_auto"), N_TARGET_LLAMA3, "held-out", "dev"),
 }
 
 

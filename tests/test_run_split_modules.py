@@ -223,23 +223,25 @@ def test_the_splits_parted_by_budget_are_held_out_named_by_the_alias_and_not_ben
 def test_the_llama3_split_parted_by_budget_is_held_out_named_by_the_alias_and_not_benchmark_fitted(
     tmp_path,
 ):
-    """Llama 3's isoFLOP split (bench/llama3_splits.py: no POOL_MODELS, so no Case above), not
-    yet scored: what a Case checks, where it applies to a split parted by budget. Held out for
-    the planner, the band and the law choice; named by the alias in every score; no benchmark
-    fitter; a budget neither pool nor target refused; a missing file one error."""
+    """Llama 3's isoFLOP split (bench/llama3_splits.py: no POOL_MODELS, so no Case above),
+    scored once: what a Case checks, where it applies to a split parted by budget. Dev for the
+    planner (--pilot spread scored on it by its rule, a failure) and the law choice (sizes scored
+    on it by its rule, said nothing), held out for the band; named by the alias in every score; no
+    benchmark fitter; a budget neither pool nor target refused; a missing file one error."""
     assert not hasattr(llama3_splits, "POOL_MODELS")
     names = set(llama3_splits.SPLITS)
     assert names == {"llama3", "llama3_auto"}
     for score in ("replay", "coverage", "point_query"):
         assert set(aliases(score)[llama3_splits.ALIAS]) == names
     for name in names:
-        assert name in SPLITS and name not in DEV and name not in PLANNER_DEV
-        assert name not in BAND_DEV and name not in LAW_CHOICE_DEV
+        assert name in SPLITS and name not in DEV and name not in BAND_DEV
+        assert "--pilot spread by its rule" in PLANNER_DEV[name]
+        assert "sizes was scored on it" in LAW_CHOICE_DEV[name]
         assert SPLITS[name].no_benchmark_fit.startswith("not a ScaleBench split")
     # the marks a loaded split carries (loading the _auto twin would choose its law: not here)
     llama3_synthetic(tmp_path / "source")
     split = load_split("llama3", source=tmp_path / "source")
-    assert (split.mark, split.band_mark, split.law_choice_mark) == ("held-out",) * 3
+    assert (split.mark, split.band_mark, split.law_choice_mark) == ("dev", "held-out", "dev")
     # the point query asks the split once: not its _auto twin, which repeats its points
     assert point_query.names_of(llama3_splits.ALIAS, ()) == ["llama3"]
     with pytest.raises(ValueError, match="neither pool nor target: 1e23$"):
@@ -264,7 +266,6 @@ def test_every_scored_public_sweep_and_scalebench_split_is_dev_for_the_law_choic
     for name in (*porian_splits.SPLITS, *l2l_splits.SPLITS):
         assert "monotone's dev figures" in LAW_CHOICE_DEV[name]
     held_out = {c.module for c in CASES.values() if c.law_choice_dev is None}
-    held_out.add(llama3_splits)  # parted by budget, not by model (tests/test_llama3.py); unscored
     for module in RUN_SPLITS:
         if module in held_out:
             assert not set(module.SPLITS) & set(LAW_CHOICE_DEV), module.__name__

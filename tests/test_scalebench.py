@@ -177,13 +177,15 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
     # and misfit's and oellm's, whose planner rows scored --pilot cheapest by its rule
     # (docs/planner.md; on oellm, its third deciding sweep, it is adopted: docs/held_out.md)
     # and Gadre's and Pandey's, on which the default first budget, cheapest, was designed or
-    # scored (their tables are the spread pilot's)
+    # scored (their tables are the spread pilot's), and llama3's, on which the candidate
+    # --pilot spread was scored by its rule
     assert set(PLANNER_DEV) - {"sparsity"} == {
         *(n for n in l2l_splits.SPLITS if "_c80" in n),
         *misfit_splits.SPLITS,
         *oellm_splits.SPLITS,
         *gadre_splits.SPLITS,
         *pandey_splits.SPLITS,
+        *llama3_splits.SPLITS,
     }
     assert all("was designed on its planner rows" in PLANNER_DEV[n] for n in gadre_splits.SPLITS)
     assert all(
@@ -191,12 +193,14 @@ def test_every_split_is_dev_or_held_out_and_the_dev_ones_say_why():
     )
     assert all("which --pilot cheapest passed" in PLANNER_DEV[n] for n in misfit_splits.SPLITS)
     assert all("which it passed: adopted" in PLANNER_DEV[n] for n in oellm_splits.SPLITS)
+    assert all("--pilot spread by its rule" in PLANNER_DEV[n] for n in llama3_splits.SPLITS)
     assert not set(SPLITS) & set(SKIPPED)
     # the rest are Porian et al. 2024's, Gadre et al. 2024's, Brandfonbrener et al. 2024's, Brown
     # et al. 2020's, Zhang et al. 2022's, Bhagia et al. 2024's, McLeish et al. 2025's, the
     # Marin ladder's, Alabdulmohsin et al. 2022's, Pandey 2024's, Li, Kudugunta & Zettlemoyer
     # 2025's, OpenEuroLLM's, Beck et al. 2025's and Grattafiori et al. 2024's (Llama 3), every one
-    # held out for the planner but l2l's _c80, misfit's and oellm's (PLANNER_DEV, above)
+    # held out for the planner but l2l's _c80, Gadre's, Pandey's, misfit's, oellm's and llama3's
+    # (PLANNER_DEV, above)
     # (tests/test_porian.py, tests/test_gadre.py, tests/test_l2l.py, tests/test_gpt3.py,
     # tests/test_opt.py, tests/test_olmo_ladder.py, tests/test_gemstones.py, tests/test_marin.py,
     # tests/test_alabdulmohsin.py, tests/test_pandey.py, tests/test_misfit.py,
