@@ -1,28 +1,25 @@
 """bench/heldout.sh, the one command behind docs/planner.md's and docs/laws.md's held-out and
 coverage figures, runs every step and says when one fails (its smoke mode: the smallest settings,
-a few minutes on 2 cores; no speed check, the limit only stops a hang). The sweeps not shipped
-(their module's DATA is None) run on synthetic copies of their --source that their own tests make
-(SOURCES), and are skipped, saying why, without them."""
+a few minutes on 2 cores; no speed check, the limit only stops a hang). Of the sweeps not shipped
+(their module's DATA is None), the smoke run gives one, SMOKE_SOURCE, a synthetic copy of its
+--source as a user gives theirs (its SOURCE_ENV); the others' steps are the same three commands
+with another --source (test_heldout_steps_come_from_the_registry checks their arguments), which
+each one's own tests run in-process on the same synthetic copy (tests/test_ALIAS.py), so the smoke
+run skips them, saying why, as it does for a user without them. (It ran all of them: 15 more
+Pythons, about 70 CPU-seconds of the suite, checking what those tests check.)"""
 
 from __future__ import annotations
 
 import csv
+import importlib
 import os
 import subprocess
 import sys
 
-from bench import misfit_splits
 from bench.scalebench_splits import RUN_SPLITS
 from tests.conftest import REPO
-from tests.test_l2l import checkout
 from tests.test_llama3 import N_TARGET as N_TARGET_LLAMA3
 from tests.test_llama3 import synthetic as llama3_synthetic
-from tests.test_marin import synthetic as marin_synthetic
-from tests.test_misfit import LAYOUT as MISFIT_LAYOUT
-from tests.test_misfit import synthetic as misfit_synthetic
-from tests.test_oellm import synthetic as oellm_synthetic
-from tests.test_xlstm import N_TARGET_8192
-from tests.test_xlstm import synthetic as xlstm_synthetic
 
 # the steps, in the order the script runs them: ScaleBench's two, three for each held-out sweep of
 # RUN_SPLITS (the registry bench.heldout_steps reads: a sweep registered there must run here),
@@ -61,17 +58,11 @@ def _in(name, make):
     return folder
 
 
-# the sweeps not shipped (DATA None): alias -> a maker of a synthetic copy of their --source,
-# from each sweep's own tests. A sweep registered without its maker here fails the tests below.
-SOURCES = {
-    "l2l": checkout,  # writes tmp/l2l, a checkout laid out as the authors' repository
-    "marin": _in("marin", marin_synthetic),
-    "misfit": _in("misfit", misfit_synthetic),
-    "oellm": _in("oellm", oellm_synthetic),
-    "xlstm": _in("xlstm", xlstm_synthetic),
-    "llama3": _in("llama3", llama3_synthetic),
-}
+# the sweeps not shipped (DATA None); the one the smoke run reads from a synthetic --source (the
+# newest), made by its own tests' maker
 NOT_SHIPPED = {m.ALIAS: m for m in RUN_SPLITS if m.DATA is None}
+SMOKE_SOURCE = "llama3"
+make_smoke_source = _in(SMOKE_SOURCE, llama3_synthetic)
 
 
 def three(alias: str) -> set[str]:
@@ -81,30 +72,23 @@ def three(alias: str) -> set[str]:
 
 L2L = three("l2l")
 SOURCE_STEPS = set().union(*(three(alias) for alias in NOT_SHIPPED))
+# the steps the smoke run skips: those of the sweeps not shipped but SMOKE_SOURCE
+SKIPPED_STEPS = SOURCE_STEPS - three(SMOKE_SOURCE)
+SMOKE_SWEEPS = tuple(alias for alias in SWEEPS if alias == SMOKE_SOURCE or alias not in NOT_SHIPPED)
+SMOKE_STEPS = tuple((name, module) for name, module in STEPS if name not in SKIPPED_STEPS)
 
-# the smoke run's replay step of each split parted by model (and of xlstm's and llama3's, parted
-# by budget): the splits it replays (HELDOUT_QUICK's choice), its target runs, the band's mark on
-# its --coverage row, and the planner's mark on its replay rows (dev where a candidate of the
-# planner was scored on it: PLANNER_DEV)
+# the smoke run's replay step of each split parted by model it runs (and of llama3's, parted by
+# budget): the splits it replays (HELDOUT_QUICK's choice), its target runs, the band's mark on its
+# --coverage row, and the planner's mark on its replay rows (dev where a candidate of the planner
+# was scored on it: PLANNER_DEV). The sweeps not shipped that it skips: their own tests'.
 RUN_SPLIT_STEPS = {
     "gadre": (("gadre_rw",), 3, "dev", "dev"),
     "gpt3": (("gpt3", "gpt3_auto"), 33, "dev", "held-out"),
     "opt": (("opt", "opt_auto"), 41, "dev", "held-out"),
     "olmo_ladder": (("olmo_ladder", "olmo_ladder_auto"), 5, "held-out", "held-out"),
     "gemstones": (("gemstones", "gemstones_auto"), 59, "dev", "held-out"),
-    "marin": (("marin_dclm", "marin_dclm_auto"), 23, "dev", "held-out"),
     "alabdulmohsin": (("alabdulmohsin", "alabdulmohsin_auto"), 20, "held-out", "held-out"),
     "gzip": (("gzip_012", "gzip_012_auto"), 5, "held-out", "dev"),
-    # its target rows in tests/test_misfit.py's synthetic file: one per (model, tokens)
-    "misfit": (
-        ("misfit", "misfit_auto"),
-        sum(len(MISFIT_LAYOUT[m][2]) for m in misfit_splits.TARGET_MODELS),
-        "held-out",
-        "dev",
-    ),
-    "oellm": (("oellm", "oellm_auto"), 6, "held-out", "dev"),
-    # its ctx8192 split's target runs (the 1e20 line) in tests/test_xlstm.py's synthetic file
-    "xlstm": (("xlstm_ctx8192", "xlstm_ctx8192_auto"), N_TARGET_8192, "held-out", "held-out"),
     # its target points (the 3e21 and 1e22 lines) in tests/test_llama3.py's synthetic file
     "llama3": (("llama3", "llama3_auto"), N_TARGET_LLAMA3, "held-out", "dev"),
 }
@@ -128,26 +112,43 @@ def _run(out, python, sources=None):
     )
 
 
-def test_every_sweep_not_shipped_has_a_synthetic_source_here():
-    assert set(SOURCES) == set(NOT_SHIPPED)
+def test_every_sweep_not_shipped_replays_and_queries_its_synthetic_source_in_its_own_tests():
+    """What the smoke run leaves to them (the module docstring): tests/test_ALIAS.py replays the
+    sweep (with its --coverage) and asks its point query, on a synthetic --source."""
+    for alias in NOT_SHIPPED:
+        names = dir(importlib.import_module(f"tests.test_{alias}"))
+        assert any(n.startswith("test_scalebench_replays_") for n in names), alias
+        assert any(n.startswith("test_the_point_query_") for n in names), alias
 
 
 def test_heldout_smoke_runs_every_step(tmp_path):
     out = tmp_path / "out"
-    proc = _run(out, sys.executable, {alias: make(tmp_path) for alias, make in SOURCES.items()})
+    proc = _run(out, sys.executable, {SMOKE_SOURCE: make_smoke_source(tmp_path)})
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     log = out.joinpath("heldout.log").read_text()
     assert log.rstrip().endswith("heldout: all steps ran")
     commands = [x for x in log.splitlines() if x.startswith("$ OMP_NUM_THREADS=1 ")]
-    assert len(commands) == len(STEPS), commands
-    for line, (_, module) in zip(commands, STEPS):
+    assert len(commands) == len(SMOKE_STEPS), commands
+    for line, (_, module) in zip(commands, SMOKE_STEPS):
         assert f" -m {module}" in line, (line, module)
     for what in ("wall time: ", "uptime before: ", "uptime after: "):
-        assert log.count(what) == len(STEPS), what
+        assert log.count(what) == len(SMOKE_STEPS), what
     assert "exit status" not in log
-    for name, _ in STEPS:
+    # the one line of each sweep not shipped it skipped (its steps' own consoles have other
+    # `skipped` lines: ScaleBench's splits not replayed)
+    skipped = [
+        x.split(":")[0]
+        for x in log.splitlines()
+        if x.startswith("skipped ") and "_point_query: " in x
+    ]
+    assert skipped == [
+        f"skipped {alias}, {alias}_coverage, {alias}_point_query"
+        for alias in NOT_SHIPPED
+        if alias != SMOKE_SOURCE
+    ]
+    for name, _ in SMOKE_STEPS:
         assert out.joinpath(f"{name}.txt").stat().st_size > 0, name
-    for table in ("scalebench", *SWEEPS):
+    for table in ("scalebench", *SMOKE_SWEEPS):
         for ext in ("md", "csv", "json"):
             assert out.joinpath(table, f"scalebench.{ext}").is_file(), (table, ext)
     # the splits parted by model (tests/test_run_split_modules.py): replayed held out with
@@ -165,14 +166,13 @@ def test_heldout_smoke_runs_every_step(tmp_path):
         coverage = out.joinpath(f"{table}_coverage.txt").read_text().splitlines()
         (line,) = [x for x in coverage if x.startswith(f"{splits[0]} ")]
         assert line.split()[1:3] == [band, str(n_target)], line
-    queries = [name for name, module in STEPS if "query" in module.split()[0]]
-    assert len(queries) == len(SWEEPS), queries
+    queries = [name for name, module in SMOKE_STEPS if "query" in module.split()[0]]
+    assert len(queries) == len(SMOKE_SWEEPS), queries
     for query in queries:
         rows = out.joinpath(f"{query}.csv").read_text().splitlines()
         assert len(rows) > 1, query  # a header and the split's rows
     # each step's own console is in its file: the band's coverage table, the compute query's rows
     assert "90 % prediction interval" in out.joinpath("porian_coverage.txt").read_text()
-    assert "l2l_starcoder_c80 " in out.joinpath("l2l_coverage.txt").read_text()
     assert " pi_c " in out.joinpath("coverage_nd_gpu6.txt").read_text()
     assert "(band rule drift)" in out.joinpath("band_drift.txt").read_text()
     assert "--law-choice monotone: chose" in out.joinpath("law_choice_monotone.txt").read_text()
@@ -251,8 +251,6 @@ def test_heldout_steps_come_from_the_registry(tmp_path, monkeypatch):
             str(tmp_path / f"{alias}_point_query.csv"),
         ]
     # the values those generic checks read, for the sweeps whose QUICK the smoke run relies on
-    assert NOT_SHIPPED["marin"].QUICK == ("marin_dclm", "marin_dclm_auto")
-    assert NOT_SHIPPED["xlstm"].QUICK == ("xlstm_ctx8192", "xlstm_ctx8192_auto")
     assert NOT_SHIPPED["llama3"].QUICK == ("llama3", "llama3_auto")
     full = {name: args for name, args, _ in heldout_steps.steps(tmp_path, quick=False)}
     assert full["gzip"] == ["bench.scalebench", "--splits", "gzip", "--jobs", "2", "--out",
