@@ -24,6 +24,9 @@
 # (2: no OUT_DIR given, or bench.heldout_steps could not list the steps).
 # HELDOUT_QUICK=1 runs the same steps at their smallest settings (one split each, one repetition;
 # minutes: tests/test_heldout_script.py), to check the script, not to quote.
+# HELDOUT_SCORE=ALIAS runs instead the steps that score one newly registered sweep once
+# (docs/held_out.md, "Score once"): its point query, band, law choice with each live candidate
+# beside the default, and its replay with each candidate first budget beside it.
 set -uo pipefail
 [ $# -eq 1 ] || { echo "error: usage: bash bench/heldout.sh OUT_DIR" >&2; exit 2; }
 mkdir -p "$1" || exit 2
@@ -58,10 +61,11 @@ run() {  # run NAME CMD...: NAME.txt gets its stdout, the log all; keep going af
   echo | tee -a "$LOG"
 }
 
-{ date -u; echo "python: $PY"; echo "quick: $QUICK"; echo; } | tee -a "$LOG"
-quick=()
-[ "$QUICK" = 1 ] && quick=(--quick)
-if ! steps=$("$PY" -m bench.heldout_steps "$OUT" "${quick[@]}"); then
+{ date -u; echo "python: $PY"; echo "quick: $QUICK"; echo "score: ${HELDOUT_SCORE:-}"; echo; } | tee -a "$LOG"
+listing=()
+[ "$QUICK" = 1 ] && listing=(--quick)
+[ -n "${HELDOUT_SCORE:-}" ] && listing+=(--score "$HELDOUT_SCORE")
+if ! steps=$("$PY" -m bench.heldout_steps "$OUT" "${listing[@]}"); then
   echo "error: $PY -m bench.heldout_steps could not list the steps" | tee -a "$LOG" >&2
   exit 2
 fi

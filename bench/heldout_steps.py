@@ -1,4 +1,5 @@
-"""The steps of bench/heldout.sh, in order: `python -m bench.heldout_steps OUT_DIR [--quick]`
+"""The steps of bench/heldout.sh, in order: `python -m bench.heldout_steps OUT_DIR [--quick]
+[--score ALIAS]`
 
 One line a step, `NAME<TAB>ARGS` (the arguments after `python -m`, quoted for the shell: the
 script runs them), or `skipped<TAB>WHY` for the steps of a sweep that is not shipped and whose
@@ -8,6 +9,9 @@ the band's coverage (`ALIAS_coverage`) and the point query (`ALIAS_point_query`,
 `QUERY_STEP`) — so a sweep registered there is in the script with nothing else to edit. Around
 them stand the steps that are not a sweep's: ScaleBench's own splits first, then the candidate
 rules as they were scored on unseen sweeps and `bench.coverage_nd`'s two tables.
+
+`--score ALIAS` (HELDOUT_SCORE=ALIAS) lists instead the steps that score one newly registered
+sweep once (`score_steps`): what docs/held_out.md's "Score once" runs by hand before.
 
 `--quick` (HELDOUT_QUICK=1) gives each step its smallest settings: a sweep's `QUICK` splits
 (declared in its module; the first of them for --coverage, `QUICK_QUERY` or that same first for
@@ -75,6 +79,51 @@ def sweep_steps(module, out: Path, quick: bool) -> list[tuple[str, list[str]]]:
     ]
 
 
+def score_steps(module, out: Path) -> list[tuple[str, list[str]]]:
+    """A newly registered sweep scored once (docs/held_out.md, "Score once"): its point query,
+    band and law choice, the law choice's and the planner's live candidates beside the defaults
+    (`law_choice.CANDIDATES`, `design.CANDIDATE_PILOTS`), and its replay, each a step."""
+    from analysis.estimates.design import CANDIDATE_PILOTS
+    from analysis.estimates.law_choice import CANDIDATES
+
+    alias = module.ALIAS
+    source = []
+    if module.DATA is None:  # not shipped: the caller checked its SOURCE_ENV is set
+        source = ["--source", os.environ[module.SOURCE_ENV]]
+    query = getattr(module, "QUERY_STEP", None) or "point_query"
+    splits = ["--splits", alias, *source]
+    result = [
+        (
+            f"{alias}_{query}",
+            [f"bench.{query}", *splits, "--out", str(out / f"{alias}_{query}.csv")],
+        )
+    ]
+    result += [
+        (f"{alias}_coverage", ["bench.scalebench", "--coverage", *splits]),
+        (f"{alias}_law_choice", ["bench.law_choice_why", *splits]),
+    ]
+    for rule in CANDIDATES:
+        result += [
+            (f"{alias}_law_choice_{rule}", ["bench.law_choice_why", *splits, "--law-choice", rule]),
+            (
+                f"{alias}_{query}_{rule}",
+                [f"bench.{query}", *splits, "--law-choice", rule, "--out",
+                 str(out / f"{alias}_{query}_{rule}.csv")],
+            ),
+        ]  # fmt: skip
+    replay = ["bench.scalebench", *splits, "--jobs", "1"]
+    result.append((alias, [*replay, "--out", str(out / alias)]))
+    for pilot in CANDIDATE_PILOTS:
+        result.append(
+            (
+                f"{alias}_pilot_{pilot}",
+                [*replay, "--methods", "planner", "--pilot", pilot, "--out",
+                 str(out / f"{alias}_pilot_{pilot}")],
+            )
+        )  # fmt: skip
+    return result
+
+
 def skipped(module) -> str:
     """The log's line for a sweep not shipped whose --source is not set."""
     names = ", ".join(f"{module.ALIAS}{s}" for s in ("", "_coverage", "_point_query"))
@@ -136,8 +185,23 @@ def main(argv=None) -> int:
     )
     p.add_argument("out", type=Path, help="the script's OUT_DIR (absolute)")
     p.add_argument("--quick", action="store_true", help="the smallest settings (HELDOUT_QUICK=1)")
+    p.add_argument(
+        "--score",
+        metavar="ALIAS",
+        help="instead, the steps that score one newly registered sweep once (HELDOUT_SCORE=ALIAS)",
+    )
     a = p.parse_args(argv)
-    for name, args, why in steps(a.out, a.quick):
+    if a.score is None:
+        listed = steps(a.out, a.quick)
+    else:
+        module = {m.ALIAS: m for m in RUN_SPLITS}.get(a.score)
+        if module is None:
+            known = ", ".join(m.ALIAS for m in RUN_SPLITS)
+            p.error(f"--score {a.score!r}: not a sweep of RUN_SPLITS: {known}")
+        if module.DATA is None and not os.environ.get(module.SOURCE_ENV):
+            p.error(f"--score {a.score}: {module.SOURCE_ENV} is not set ({module.NOT_SHIPPED})")
+        listed = [(name, args, "") for name, args in score_steps(module, a.out)]
+    for name, args, why in listed:
         print(f"{name}\t{why if args is None else shlex.join(args)}")
     return 0
 

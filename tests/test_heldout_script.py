@@ -16,6 +16,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from bench.scalebench_splits import RUN_SPLITS
 from tests.conftest import REPO
 from tests.test_llama3 import N_TARGET as N_TARGET_LLAMA3
@@ -256,3 +258,69 @@ def test_heldout_steps_come_from_the_registry(tmp_path, monkeypatch):
     assert full["gzip"] == ["bench.scalebench", "--splits", "gzip", "--jobs", "2", "--out",
                             str(tmp_path / "gzip")]  # fmt: skip
     assert full["coverage_nd_pi"][-4:] == ["--reps", "40", "--bootstrap", "100"]
+
+
+def test_heldout_score_lists_one_sweeps_scoring_steps_with_the_live_candidates(tmp_path):
+    """HELDOUT_SCORE=ALIAS: the commands that score a newly registered sweep once (the ones
+    bench/llama3_splits.py's protocol names), the live candidates from their owners; the script
+    runs each as a step (here a Python that fails every step: each is logged with its status)."""
+    from analysis.estimates.design import CANDIDATE_PILOTS, PILOTS
+    from analysis.estimates.law_choice import CANDIDATES, LAW_CHOICES
+    from bench import heldout_steps
+
+    assert set(CANDIDATES) <= set(LAW_CHOICES[1:]) and set(CANDIDATE_PILOTS) <= set(PILOTS[1:])
+    out, source = tmp_path / "out", tmp_path / "llama3"
+    failing = tmp_path / "python"
+    failing.write_text(
+        f'#!/bin/sh\n[ "$2" = bench.heldout_steps ] && exec {sys.executable} "$@"\nexit 1\n'
+    )
+    failing.chmod(0o755)
+    env = {**os.environ, "HELDOUT_SCORE": "llama3", "PYTHON": str(failing)}
+    env[NOT_SHIPPED["llama3"].SOURCE_ENV] = str(source)
+    proc = subprocess.run(
+        ["bash", "bench/heldout.sh", str(out)], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert proc.returncode == 1
+    commands = [
+        x.split(" -m ", 1)[1]
+        for x in out.joinpath("heldout.log").read_text().splitlines()
+        if x.startswith("$ OMP_NUM_THREADS=1 ")
+    ]
+    s = f"--splits llama3 --source {source}"
+    expected = [
+        f"bench.point_query {s} --out {out}/llama3_point_query.csv",
+        f"bench.scalebench --coverage {s}",
+        f"bench.law_choice_why {s}",
+        *(
+            line
+            for rule in CANDIDATES
+            for line in (
+                f"bench.law_choice_why {s} --law-choice {rule}",
+                f"bench.point_query {s} --law-choice {rule} --out "
+                f"{out}/llama3_point_query_{rule}.csv",
+            )
+        ),
+        f"bench.scalebench {s} --jobs 1 --out {out}/llama3",
+        *(
+            f"bench.scalebench {s} --jobs 1 --methods planner --pilot {pilot} --out "
+            f"{out}/llama3_pilot_{pilot}"
+            for pilot in CANDIDATE_PILOTS
+        ),
+    ]
+    assert commands == expected
+    assert heldout_steps.main([str(out), "--score", "gpt3"]) == 0  # shipped: no source needed
+
+
+def test_heldout_score_refuses_an_unknown_sweep_and_one_without_its_source(tmp_path, capsys):
+    from bench import heldout_steps
+
+    with pytest.raises(SystemExit) as e:
+        heldout_steps.main([str(tmp_path), "--score", "llama4"])
+    assert e.value.code == 2
+    assert "--score 'llama4': not a sweep of RUN_SPLITS: porian, " in capsys.readouterr().err
+    env = NOT_SHIPPED["xlstm"].SOURCE_ENV
+    with pytest.MonkeyPatch.context() as m:
+        m.delenv(env, raising=False)
+        with pytest.raises(SystemExit) as e:
+            heldout_steps.main([str(tmp_path), "--score", "xlstm"])
+    assert e.value.code == 2 and f"--score xlstm: {env} is not set (" in capsys.readouterr().err

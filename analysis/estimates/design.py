@@ -43,6 +43,9 @@ PILOT_SHARE = 0.3  # at most this share of the first budget goes to the pilot
 # default before it and still an option (a spread pilot within PILOT_SHARE, then rounds planned
 # from its fit): every planner figure measured before the switch is `spread`'s.
 PILOTS = ("cheapest", "spread")
+# the first budgets still judged on each new unseen sweep, by the rule declared for them
+# (docs/planner.md, "After the switch"; HELDOUT_SCORE=ALIAS bench/heldout.sh runs them)
+CANDIDATE_PILOTS = ("spread",)
 ROUNDS = 2  # rounds per budget: each refits the law before it chooses
 # Candidates are ranked by reduction / cost**COST_POWER. Per GPU-hour (1.0) filled the active-sl
 # Farseer budgets with the cheapest runs (216 of them at 10 %: target R² 0.82); Li et al. 2026

@@ -65,6 +65,10 @@ from analysis.fits.settings import FitSettings
 from analysis.inputs.collect import Run
 
 LAW_CHOICES = ("rollouts", "monotone", "sizes")  # `rule` (module docstring); the first the default
+# the rules still judged, by their declared adoption rules, on each new unseen sweep
+# (docs/held_out.md; HELDOUT_SCORE=ALIAS bench/heldout.sh runs them): monotone was dropped after
+# its third deciding sweep
+CANDIDATES = ("sizes",)
 RISE_STEP = 0.01  # the relative step an input is raised by to see the loss fall (module docstring)
 FALLING_IN = ("params", "tokens", "compute")  # a law in these alone must fall in each
 NUDGE = 1e-9  # the relative move of every loss a deciding verdict is checked under (docstring)
