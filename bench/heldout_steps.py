@@ -11,7 +11,7 @@ them stand the steps that are not a sweep's: ScaleBench's own splits first, then
 rules as they were scored on unseen sweeps and `bench.coverage_nd`'s two tables.
 
 `--score ALIAS` (HELDOUT_SCORE=ALIAS) lists instead the steps that score one newly registered
-sweep once (`score_steps`): what docs/held_out.md's "Score once" runs by hand before.
+sweep once (`score_steps`): the commands docs/held_out.md's "Score once" names, in one run.
 
 `--quick` (HELDOUT_QUICK=1) gives each step its smallest settings: a sweep's `QUICK` splits
 (declared in its module; the first of them for --coverage, `QUICK_QUERY` or that same first for
@@ -36,12 +36,14 @@ QUICK_REPLAY = ("--methods", "random,full", "--reps", "1")
 QUICK_QUERY_BOOTSTRAP = ("--bootstrap", "10")
 
 
+def source_args(module) -> list[str]:
+    """`--source DIR` for a sweep not shipped (the caller checked its SOURCE_ENV is set)."""
+    return [] if module.DATA is not None else ["--source", os.environ[module.SOURCE_ENV]]
+
+
 def sweep_steps(module, out: Path, quick: bool) -> list[tuple[str, list[str]]]:
     """A held-out sweep's three steps: (name, the arguments after `python -m`)."""
-    alias = module.ALIAS
-    source = []
-    if module.DATA is None:  # not shipped: the caller checked its SOURCE_ENV is set
-        source = ["--source", os.environ[module.SOURCE_ENV]]
+    alias, source = module.ALIAS, source_args(module)
     if quick:
         replay = [",".join(module.QUICK), *QUICK_REPLAY]
         coverage = [module.QUICK[0]]
@@ -86,10 +88,7 @@ def score_steps(module, out: Path) -> list[tuple[str, list[str]]]:
     from analysis.estimates.design import CANDIDATE_PILOTS
     from analysis.estimates.law_choice import CANDIDATES
 
-    alias = module.ALIAS
-    source = []
-    if module.DATA is None:  # not shipped: the caller checked its SOURCE_ENV is set
-        source = ["--source", os.environ[module.SOURCE_ENV]]
+    alias, source = module.ALIAS, source_args(module)
     query = getattr(module, "QUERY_STEP", None) or "point_query"
     splits = ["--splits", alias, *source]
     result = [
