@@ -159,8 +159,9 @@ def check_no_clone_is_one_error_line(convert, tmp_path: Path, capsys) -> str:
 
 
 def check_write_is_whole_or_nothing(convert, tmp_path: Path, monkeypatch) -> None:
-    """A bench/data/*/convert.py's write(rows, path): a failure half way (the disk full after
-    one row) leaves the runs.csv that was there as it was; a write that ends replaces it whole."""
+    """A bench/data/*/convert.py's write (bench/data/convert_io.write): a failure half way (the
+    disk full after one row) leaves the runs.csv that was there as it was; a write that ends
+    replaces it whole."""
     path = tmp_path / "runs.csv"
     path.write_text("the earlier runs.csv\n")
     rows = [dict.fromkeys(convert.COLUMNS, "1")] * 2
@@ -172,8 +173,8 @@ def check_write_is_whole_or_nothing(convert, tmp_path: Path, monkeypatch) -> Non
     with monkeypatch.context() as m:
         m.setattr(csv.DictWriter, "writerows", one_row_then_disk_full)
         with pytest.raises(OSError, match="No space left"):
-            convert.write(rows, path)
+            convert.write(rows, path, convert.COLUMNS)
     assert path.read_text() == "the earlier runs.csv\n"
-    convert.write(rows, path)
+    convert.write(rows, path, convert.COLUMNS)
     with open(path, newline="") as f:
         assert list(csv.DictReader(f)) == rows

@@ -271,7 +271,7 @@ def synthetic(root: Path) -> dict:
     ]
     rows = CONVERT.order(rows)
     root.mkdir(parents=True, exist_ok=True)
-    CONVERT.write(rows, root / "runs.csv")
+    CONVERT.write(rows, root / "runs.csv", CONVERT.COLUMNS)
     return {
         (float(r["params"]), float(r["tokens"])): float(r["loss_val"])
         for r in rows

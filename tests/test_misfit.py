@@ -113,7 +113,7 @@ def synthetic(root: Path) -> dict:
             if model in misfit_splits.TARGET_MODELS:
                 truth[(float(n), float(d))] = y
     root.mkdir(parents=True, exist_ok=True)
-    CONVERT.write(rows, root / "runs.csv")
+    CONVERT.write(rows, root / "runs.csv", CONVERT.COLUMNS)
     return truth
 
 

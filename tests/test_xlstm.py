@@ -469,7 +469,7 @@ def synthetic(root: Path) -> dict:
     rows.append(_row(8192, "1e20", *SHAPES[5], 20000, 3.8))  # a loss of 3.5 or more
     assert sum(r["kept"] for r in rows) == len(rows) - 5
     root.mkdir(parents=True, exist_ok=True)
-    CONVERT.write(CONVERT.order(rows), root / "runs.csv")
+    CONVERT.write(CONVERT.order(rows), root / "runs.csv", CONVERT.COLUMNS)
     return targets
 
 

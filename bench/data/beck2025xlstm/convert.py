@@ -38,14 +38,16 @@ written), as is a clone without the commit or a file.
 from __future__ import annotations
 
 import argparse
-import csv
 import io
 import math
-import os
 import pickle
 import re
-import subprocess
+import sys
 from pathlib import Path
+
+# bench/data/convert_io.py, shared with other converters (run as scripts, not a package)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from convert_io import git, write  # noqa: E402
 
 COMMIT = "604bb3062d3a7681bb33e467108cb0a6f81267fc"  # the commit the protocol was declared on
 RAW = "data/isoflop_llama_ctx{}_wandb_data.pkl"
@@ -214,25 +216,6 @@ def order(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (r["context"], float(r["budget"]), r["params"], r["tokens"]))
 
 
-def write(rows: list[dict], path: Path) -> None:
-    """Written whole or not at all: a temporary file beside it, then renamed over it."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, path)
-
-
-def git(repo: Path, *args: str) -> bytes:
-    """git's output; its failure (no such repository, commit or file) a LookupError naming it."""
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True)
-    if proc.returncode:
-        why = (proc.stderr.decode(errors="replace").strip().splitlines() or ["failed"])[-1]
-        raise LookupError(f"git {' '.join(args)} in {repo}: {why}")
-    return proc.stdout
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("repo", type=Path, help="a clone of github.com/NX-AI/xlstm_scaling_laws")
@@ -250,7 +233,7 @@ def main(argv=None) -> int:
     except (LookupError, ValueError, pickle.UnpicklingError) as e:
         p.error(str(e))  # one line, exit status 2, nothing written
     a.out.mkdir(parents=True, exist_ok=True)
-    write(rows, a.out / "runs.csv")
+    write(rows, a.out / "runs.csv", COLUMNS)
     kept = sum(r["kept"] for r in rows)
     print(f"{len(rows)} runs, {kept} kept -> {a.out / 'runs.csv'}")
     return 0

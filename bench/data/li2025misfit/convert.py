@@ -34,10 +34,13 @@ import csv
 import io
 import json
 import math
-import os
 import re
-import subprocess
+import sys
 from pathlib import Path
+
+# bench/data/convert_io.py, shared with other converters (run as scripts, not a package)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from convert_io import git, write  # noqa: E402
 
 COMMIT = "1f3708c0a12df0effb0ee906b1da5f9f0ff4f4f1"  # the commit the protocol was declared on
 RAW = "data/scaling_results_last_ckpt_only.csv"
@@ -53,15 +56,6 @@ COLUMNS = (
 )  # fmt: skip
 TOKENS_PER_STEP = 512 * 2048  # the global batch, sequences x their length (slurm_constants.py)
 MODEL = re.compile(r"misfitting_\d+[mb]")
-
-
-def git(repo: Path, *args: str) -> bytes:
-    """git's output; its failure (no such repository, commit or file) a LookupError naming it."""
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True)
-    if proc.returncode:
-        why = (proc.stderr.decode(errors="replace").strip().splitlines() or ["failed"])[-1]
-        raise LookupError(f"git {' '.join(args)} in {repo}: {why}")
-    return proc.stdout
 
 
 def counts(config: dict) -> tuple[int, int]:
@@ -146,16 +140,6 @@ def convert(text: str, configs: dict) -> list[dict]:
     return rows
 
 
-def write(rows: list[dict], path: Path) -> None:
-    """Written whole or not at all: a temporary file beside it, then renamed over it."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, path)
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("repo", type=Path, help="a clone of github.com/hadasah/scaling_laws")
@@ -175,7 +159,7 @@ def main(argv=None) -> int:
     except (LookupError, ValueError) as e:
         p.error(str(e))  # one line, exit status 2, nothing written
     a.out.mkdir(parents=True, exist_ok=True)
-    write(rows, a.out / "runs.csv")
+    write(rows, a.out / "runs.csv", COLUMNS)
     chosen = sum(r["best"] for r in rows)
     print(f"{len(rows)} runs, {chosen} chosen (one per model and tokens) -> {a.out / 'runs.csv'}")
     return 0

@@ -26,25 +26,19 @@ import argparse
 import csv
 import io
 import math
-import os
 import re
-import subprocess
+import sys
 from pathlib import Path
+
+# bench/data/convert_io.py, shared with other converters (run as scripts, not a package)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from convert_io import git, write  # noqa: E402
 
 RAW = "data/isoflops/extract/marin_202603/raw/isoflop-{}.csv"
 DATASETS = ("comma", "dclm", "nemotron")
 COLUMNS = ("data", "model", "budget", "params", "tokens", "loss_paloma", "name")
 SKIP = "validation-optimal"
 NAME = re.compile(r"-(\d+(?:\.\d+)?e[+-]\d+)-d(\d+)-L(\d+)-")
-
-
-def git(repo: Path, *args: str) -> bytes:
-    """git's output; its failure (no such repository, commit or file) a LookupError naming it."""
-    proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True)
-    if proc.returncode:
-        why = (proc.stderr.decode(errors="replace").strip().splitlines() or ["failed"])[-1]
-        raise LookupError(f"git {' '.join(args)} in {repo}: {why}")
-    return proc.stdout
 
 
 def run_row(dataset: str, record: dict) -> dict:
@@ -84,16 +78,6 @@ def convert(dataset: str, text: str) -> list[dict]:
     return sorted(rows, key=lambda r: (r["params"], r["tokens"]))
 
 
-def write(rows: list[dict], path: Path) -> None:
-    """Written whole or not at all: a temporary file beside it, then renamed over it."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, path)
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("repo", type=Path, help="a clone of github.com/Open-Athena/scaling-law-analysis")
@@ -108,7 +92,7 @@ def main(argv=None) -> int:
     except (LookupError, ValueError) as e:
         p.error(str(e))  # one line, exit status 2, nothing written
     a.out.mkdir(parents=True, exist_ok=True)
-    write(rows, a.out / "runs.csv")
+    write(rows, a.out / "runs.csv", COLUMNS)
     print(f"{len(rows)} runs -> {a.out / 'runs.csv'}")
     return 0
 

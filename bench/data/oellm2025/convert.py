@@ -34,10 +34,13 @@ import csv
 import hashlib
 import io
 import math
-import os
 import re
 import sys
 from pathlib import Path
+
+# bench/data/convert_io.py, shared with other converters (run as scripts, not a package)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from convert_io import write  # noqa: E402
 
 FILE = "data/loss_all_exps_post_annealing.csv"  # in the clone's working tree
 COMMIT = "781af4364e3ba03886f7d8fd9a6cf9d8e873eff4"  # the file's commit, for the record
@@ -145,16 +148,6 @@ def convert(text: str) -> list[dict]:
     return out
 
 
-def write(rows: list[dict], path: Path) -> None:
-    """Written whole or not at all: a temporary file beside it, then renamed over it."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, path)
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("clone", type=Path, help="a clone of OpenEuroLLM/dense_english_scaling_laws")
@@ -171,7 +164,7 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     a.out.mkdir(parents=True, exist_ok=True)
-    write(rows, a.out / "runs.csv")
+    write(rows, a.out / "runs.csv", COLUMNS)
     print(f"{len(rows)} cells (the lowest loss of each) -> {a.out / 'runs.csv'}")
     return 0
 
