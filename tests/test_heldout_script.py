@@ -50,21 +50,16 @@ STEPS = (
 )
 
 
-def _in(name, make):
-    """A maker of a synthetic source folder `name` under a temporary folder, returning its path."""
-
-    def folder(tmp):
-        make(tmp / name)
-        return tmp / name
-
-    return folder
-
-
 # the sweeps not shipped (DATA None); the one the smoke run reads from a synthetic --source (the
-# newest), made by its own tests' maker
+# newest)
 NOT_SHIPPED = {m.ALIAS: m for m in RUN_SPLITS if m.DATA is None}
 SMOKE_SOURCE = "llama3"
-make_smoke_source = _in(SMOKE_SOURCE, llama3_synthetic)
+
+
+def make_smoke_source(tmp):
+    """SMOKE_SOURCE's synthetic --source folder under `tmp`, made by its own tests' maker."""
+    llama3_synthetic(tmp / SMOKE_SOURCE)
+    return tmp / SMOKE_SOURCE
 
 
 def three(alias: str) -> set[str]:
